@@ -1,0 +1,92 @@
+// cli.cpp: the gradsync command line: global options, dispatch and the mapping of errors to exit
+// codes (0 success, 1 runtime error, 2 usage error).
+#include "apps/cli.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "core/error.hpp"
+#include "core/version.hpp"
+
+namespace gradsync::apps {
+namespace {
+
+// command_path names a (sub)command as the user typed it: "gradsync models show".
+std::string command_path(const CLI::App* app) {
+  std::string path = app->get_name();
+  for (const CLI::App* p = app->get_parent(); p != nullptr; p = p->get_parent()) path = p->get_name() + " " + path;
+  return path;
+}
+
+// deepest_parsed returns the innermost subcommand the user selected (the app itself if none).
+const CLI::App* deepest_parsed(const CLI::App* app) {
+  for (const CLI::App* sub : app->get_subcommands()) return deepest_parsed(sub);
+  return app;
+}
+
+// usage_message rewrites CLI11's parse errors into gradsync's one-line form.
+std::string usage_message(const CLI::ParseError& e, const CLI::App& app, std::string& hint_for) {
+  const CLI::App* where = deepest_parsed(&app);
+  hint_for = command_path(where);
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    // The first argument nobody claimed tells what went wrong.
+    std::vector<std::string> extras;
+    for (const CLI::App* a = where; a != nullptr && extras.empty(); a = a->get_parent()) extras = a->remaining();
+    if (!extras.empty()) {
+      const std::string& bad = extras.front();
+      if (!bad.empty() && bad[0] == '-') return fmt::format("unknown option '{}' for '{}'", bad, hint_for);
+      if (where == &app) return fmt::format("unknown command '{}'", bad);
+      return fmt::format("unexpected argument '{}' for '{}'", bad, hint_for);
+    }
+  }
+  std::string text = e.what();
+  if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+  return text;
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"gradsync: how fast is PyTorch DataParallel versus DistributedDataParallel for this model on "
+               "this cluster, where does the time go, and what should I change?",
+               "gradsync"};
+  app.set_version_flag("--version", std::string("gradsync ") + kVersion);
+  app.require_subcommand(0, 1);
+  app.footer("Run 'gradsync COMMAND --help' for a command's options.");
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
+  try {
+    try {
+      app.parse(reversed);
+    } catch (const CLI::CallForHelp&) {
+      out << app.help(deepest_parsed(&app) == &app ? "" : deepest_parsed(&app)->get_name());
+      return kExitSuccess;
+    } catch (const CLI::CallForAllHelp&) {
+      out << app.help("", CLI::AppFormatMode::All);
+      return kExitSuccess;
+    } catch (const CLI::CallForVersion&) {
+      out << app.version() << '\n';
+      return kExitSuccess;
+    }
+    if (app.get_subcommands().empty()) {
+      throw UsageError("no command given");
+    }
+  } catch (const CLI::ParseError& e) {
+    std::string hint_for;
+    err << "error: " << usage_message(e, app, hint_for) << '\n';
+    err << "Run '" << hint_for << " --help' for usage.\n";
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    err << "error: " << e.what() << '\n';
+    err << "Run '" << command_path(deepest_parsed(&app)) << " --help' for usage.\n";
+    return kExitUsage;
+  } catch (const Error& e) {
+    err << "error: " << e.what() << '\n';
+    return e.exit_code();
+  }
+  return kExitSuccess;
+}
+
+}  // namespace gradsync::apps

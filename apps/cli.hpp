@@ -1,0 +1,25 @@
+// cli.hpp: how the gradsync command is put together: each command family registers its
+// subcommands on the CLI11 app, and `run_cli` parses, dispatches and maps errors to exit codes.
+//
+// A command registers a callback that does the work and throws gradsync::Error on failure; it
+// never prints "error:" or exits itself.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace gradsync::apps {
+
+// Registration functions, one per command family (apps/<family>_command.cpp).
+// (none yet)
+
+// run_cli parses args (without the program name) and runs the chosen subcommand. It returns the
+// exit code: 0 success, 1 runtime error, 2 usage error; errors go to `err` as one "error: ..."
+// line, usage errors followed by one hint line.
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace gradsync::apps

@@ -1,0 +1,49 @@
+// error.hpp: the exceptions gradsync's libraries throw; only `main` turns them into exit codes.
+//
+// Library code never prints and never exits. It throws one of these with a message that says
+// where (file:line, field, flag), what (the bad value, quoted) and what was expected:
+//
+//   throw gradsync::ConfigError(fmt::format("{}:{}: edge {}: bandwidth \"{}\" must be > 0", ...));
+//
+// `main` prints "error: <what()>" on stderr and returns exit_code().
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace gradsync {
+
+// Error is the base of every gradsync exception. exit_code() is the process exit status `main`
+// returns for it: 1 (runtime failure) unless a child says otherwise.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  virtual int exit_code() const noexcept { return 1; }
+};
+
+// ConfigError: a bad input file or value (model, topology, scenario, calibration, unit text).
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+// UsageError: a bad command line (unknown flag, bad flag value, missing argument); exit 2.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+  int exit_code() const noexcept override { return 2; }
+};
+
+// RuntimeError: a failure while running (a file that cannot be written, a simulation or a
+// device that fails, a collective that times out).
+class RuntimeError : public Error {
+ public:
+  using Error::Error;
+};
+
+// kExitSuccess, kExitRuntime, kExitUsage: the three exit statuses of the gradsync command.
+inline constexpr int kExitSuccess = 0;
+inline constexpr int kExitRuntime = 1;
+inline constexpr int kExitUsage = 2;
+
+}  // namespace gradsync

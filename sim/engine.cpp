@@ -1,0 +1,33 @@
+// engine.cpp: create the SimGrid engine with gradsync's exact network configuration.
+#include "sim/engine.hpp"
+
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace gradsync::sim {
+
+std::unique_ptr<simgrid::s4u::Engine> create_engine() {
+  if (simgrid::s4u::Engine::has_instance()) {
+    throw RuntimeError("sim: a SimGrid engine already exists in this process; run one simulation per process");
+  }
+  // SimGrid reads its options from argv; it keeps pointers into it, hence the statics.
+  static std::vector<std::string> args{"gradsync", "--log=root.thres:error", "--log=root.fmt:%m%n"};
+  static std::vector<char*> argv;
+  argv.clear();
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(args.size());
+  auto engine = std::make_unique<simgrid::s4u::Engine>(&argc, argv.data());
+  simgrid::s4u::Engine::set_config("network/model:CM02");
+  simgrid::s4u::Engine::set_config("network/crosstraffic:0");
+  simgrid::s4u::Engine::set_config("network/TCP-gamma:0");
+#if defined(GRADSYNC_SANITIZED)
+  // AddressSanitizer cannot follow SimGrid's hand-made stack switches; threads it can.
+  simgrid::s4u::Engine::set_config("contexts/factory:thread");
+#endif
+  return engine;
+}
+
+}  // namespace gradsync::sim

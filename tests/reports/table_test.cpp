@@ -1,0 +1,40 @@
+// table_test.cpp: the nccl-tests-style table, input paired with its exact output.
+#include "reports/table.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace gradsync::reports {
+namespace {
+
+TEST(Table, HeaderNamesUnitsAndAlignedRows) {
+  Table t({{"strategy", ""}, {"step", "ms"}, {"samples/s", "1/s"}});
+  t.add_row({"dp", "412.3", "310.4"});
+  t.add_row({"ddp", "98.1", "1304.9"});
+  std::ostringstream out;
+  t.print(out, {"gradsync compare: gpt2 on dgx-a100, 8 GPUs"});
+  EXPECT_EQ(out.str(),
+            "# gradsync compare: gpt2 on dgx-a100, 8 GPUs\n"
+            "#\n"
+            "# strategy   step  samples/s\n"
+            "#              ms        1/s\n"
+            "        dp  412.3      310.4\n"
+            "       ddp   98.1     1304.9\n");
+}
+
+TEST(Table, NoHeaderLines) {
+  Table t(std::vector<Column>{{"a", "B"}});
+  t.add_row({"12345"});
+  std::ostringstream out;
+  t.print(out);
+  EXPECT_EQ(out.str(), "#     a\n#     B\n  12345\n");
+}
+
+TEST(Table, RowWithWrongCellCountIsRejected) {
+  Table t({{"a", ""}, {"b", ""}});
+  EXPECT_THROW(t.add_row({"1"}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gradsync::reports
