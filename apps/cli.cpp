@@ -3,6 +3,7 @@
 #include "apps/cli.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <iostream>
@@ -41,12 +42,28 @@ std::string usage_message(const CLI::ParseError& e, const CLI::App& app, std::st
       return fmt::format("unexpected argument '{}' for '{}'", bad, hint_for);
     }
   }
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr &&
+      std::string_view(e.what()).find("subcommand") != std::string_view::npos) {
+    std::vector<std::string> subs;
+    for (const CLI::App* sub : where->get_subcommands([](const CLI::App*) { return true; })) subs.push_back(sub->get_name());
+    return fmt::format("'{}' needs a command: {}", hint_for, fmt::join(subs, ", "));
+  }
   std::string text = e.what();
   if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
   return text;
 }
 
 }  // namespace
+
+Model load_model_arg(const std::string& name_or_path) {
+  const bool path_like = name_or_path.find('/') != std::string::npos || name_or_path.find('.') != std::string::npos;
+  try {
+    return load_model(name_or_path);
+  } catch (const ConfigError& e) {
+    if (path_like) throw;
+    throw UsageError(e.what());
+  }
+}
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"gradsync: how fast is PyTorch DataParallel versus DistributedDataParallel for this model on "
@@ -55,6 +72,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.set_version_flag("--version", std::string("gradsync ") + kVersion);
   app.require_subcommand(0, 1);
   app.footer("Run 'gradsync COMMAND --help' for a command's options.");
+  register_models_command(app);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
   try {

@@ -12,10 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "models/model.hpp"
+
 namespace gradsync::apps {
 
 // Registration functions, one per command family (apps/<family>_command.cpp).
-// (none yet)
+void register_models_command(CLI::App& app);
+
+// load_model_arg loads the model a flag names: a zoo name that does not exist is a usage error
+// (exit 2); a model file that cannot be read or is malformed is a ConfigError (exit 1).
+Model load_model_arg(const std::string& name_or_path);
 
 // run_cli parses args (without the program name) and runs the chosen subcommand. It returns the
 // exit code: 0 success, 1 runtime error, 2 usage error; errors go to `err` as one "error: ..."

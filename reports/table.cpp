@@ -28,7 +28,8 @@ void Table::print(std::ostream& out, const std::vector<std::string>& header_line
     for (std::size_t c = 0; c < columns_.size(); ++c) {
       const std::string& v = cell(c);
       if (c > 0) text += "  ";
-      text += std::string(width[c] - v.size(), ' ') + v;
+      const std::string pad(width[c] - v.size(), ' ');
+      text += columns_[c].left ? v + pad : pad + v;
     }
     while (!text.empty() && text.back() == ' ') text.pop_back();
     out << text << '\n';

@@ -19,10 +19,12 @@
 
 namespace gradsync::reports {
 
-// Column is one table column: its name and its unit ("" for none).
+// Column is one table column: its name, its unit ("" for none), and whether its cells are
+// left-aligned (text) rather than right-aligned (numbers).
 struct Column {
   std::string name;
   std::string unit;
+  bool left = false;
 };
 
 // Table collects rows of already formatted cells and prints them aligned.
@@ -34,7 +36,7 @@ class Table {
   void add_row(std::vector<std::string> cells);
 
   // print writes the header lines (each behind "# "), a blank "#" line, the names and units rows,
-  // then the rows. Columns are right-aligned and separated by two spaces.
+  // then the rows. Columns are separated by two spaces.
   void print(std::ostream& out, const std::vector<std::string>& header_lines = {}) const;
 
  private:

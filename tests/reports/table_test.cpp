@@ -38,3 +38,18 @@ TEST(Table, RowWithWrongCellCountIsRejected) {
 
 }  // namespace
 }  // namespace gradsync::reports
+
+namespace gradsync::reports {
+namespace {
+
+TEST(Table, LeftAlignedColumns) {
+  Table t({{"key", "", true}, {"n", "B"}});
+  t.add_row({"ab", "1"});
+  t.add_row({"abcd", "100"});
+  std::ostringstream out;
+  t.print(out);
+  EXPECT_EQ(out.str(), "# key     n\n#         B\n  ab      1\n  abcd  100\n");
+}
+
+}  // namespace
+}  // namespace gradsync::reports

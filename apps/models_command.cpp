@@ -1,0 +1,183 @@
+// models_command.cpp: `gradsync models list` and `gradsync models show NAME`: the zoo, parameter
+// counts, FLOPs, predicted single-GPU forward/backward/optimizer time and memory.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "apps/cli.hpp"
+#include "core/error.hpp"
+#include "models/compute_cost.hpp"
+#include "models/memory_cost.hpp"
+#include "models/model.hpp"
+#include "reports/table.hpp"
+#include "topologies/gpu_spec.hpp"
+
+namespace gradsync::apps {
+namespace {
+
+struct ShowOptions {
+  std::string model;
+  std::int64_t batch = 0;    // 0: the model's default
+  std::int64_t seq_len = 0;  // 0: the model's default
+  std::string gpu = "a100-sxm4-80gb";
+  std::string precision = "bf16";
+  std::string optimizer = "adamw";
+  bool json = false;
+};
+
+std::string with_commas(std::int64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  return s;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void list_models(std::ostream& out) {
+  reports::Table t({{"model", "", true}, {"params", ""}, {"fp32", "bytes"}, {"layers", ""}, {"batch", ""}, {"seq_len", ""}});
+  for (const auto& name : zoo_model_names()) {
+    const Model m = load_model(name);
+    t.add_row({m.name, with_commas(m.total_params()), human_bytes(static_cast<double>(m.parameter_bytes())),
+               std::to_string(m.layers.size()), std::to_string(m.default_batch),
+               m.default_seq_len ? std::to_string(*m.default_seq_len) : "-"});
+  }
+  t.print(out, {"gradsync models list: the built-in zoo (models/zoo/); 'gradsync models show NAME' for details"});
+}
+
+void show_model(const ShowOptions& o, std::ostream& out) {
+  const Model m = load_model_arg(o.model);
+  ComputeContext ctx;
+  try {
+    ctx.gpu = &gpu_spec(o.gpu);
+    ctx.precision = parse_precision(o.precision);
+    ctx.gpu->peak_flops(ctx.precision);  // a GPU without this precision's tensor cores
+  } catch (const ConfigError& e) {
+    throw UsageError(e.what());
+  }
+  Optimizer opt;
+  try {
+    opt = parse_optimizer(o.optimizer);
+  } catch (const ConfigError& e) {
+    throw UsageError(e.what());
+  }
+  if (o.seq_len > 0 && !m.default_seq_len) {
+    throw UsageError(fmt::format("--seq-len {}: model {} has no sequence length", o.seq_len, m.name));
+  }
+  if (m.default_seq_len && o.seq_len > *m.default_seq_len) {
+    // Learned position embeddings stop at the default (GPT-2 1024, BERT 512).
+    for (const auto& p : m.parameters) {
+      if (p.name.find("wpe") != std::string::npos || p.name.find("position_embeddings") != std::string::npos) {
+        throw UsageError(fmt::format("--seq-len {}: model {} has {} positions ({} is {})", o.seq_len, m.name,
+                                     *m.default_seq_len, p.name, shape_text(p.shape)));
+      }
+    }
+  }
+  ctx.batch = o.batch > 0 ? o.batch : m.default_batch;
+  ctx.seq_len = m.seq_len(o.seq_len > 0 ? std::optional<std::int64_t>(o.seq_len) : std::nullopt);
+  const ModelCost cost = model_cost(m, ctx);
+  const KernelCost step = optimizer_cost(m, opt, false, ctx);
+  MemoryOptions mo;
+  mo.optimizer = opt;
+  const MemoryBreakdown mem = memory_cost(m, ctx, mo);
+  const double tokens = static_cast<double>(ctx.batch) * (m.default_seq_len ? static_cast<double>(ctx.seq_len) : 1.0);
+  const double step_s = cost.forward_s + cost.backward_s + step.time_s;
+
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["name"] = m.name;
+    j["description"] = m.description;
+    j["source"] = m.source;
+    j["total_params"] = m.total_params();
+    j["parameter_bytes"] = m.parameter_bytes();
+    j["buffer_bytes"] = m.buffer_bytes();
+    j["batch"] = ctx.batch;
+    if (m.default_seq_len) j["seq_len"] = ctx.seq_len;
+    j["gpu"] = ctx.gpu->key;
+    j["precision"] = precision_name(ctx.precision);
+    j["optimizer"] = optimizer_name(opt);
+    j["forward_flops"] = cost.forward_flops;
+    j["backward_flops"] = cost.backward_flops;
+    j["forward_s"] = cost.forward_s;
+    j["backward_s"] = cost.backward_s;
+    j["optimizer_s"] = step.time_s;
+    j["memory"] = {{"parameters", mem.parameters}, {"gradients", mem.gradients}, {"optimizer_state", mem.optimizer_state},
+                   {"activations", mem.activations}, {"buckets", mem.buckets}, {"context", mem.context},
+                   {"total", mem.total}, {"capacity", mem.capacity}, {"oom", mem.oom}};
+    auto& params = j["parameters"] = nlohmann::ordered_json::array();
+    for (const auto& p : m.parameters) {
+      params.push_back({{"name", p.name}, {"shape", p.shape}, {"numel", p.numel()}, {"dtype", dtype_name(p.dtype)}});
+    }
+    auto& bufs = j["buffers"] = nlohmann::ordered_json::array();
+    for (const auto& b : m.buffers) {
+      bufs.push_back({{"name", b.name}, {"shape", b.shape}, {"numel", b.numel()}, {"dtype", dtype_name(b.dtype)}});
+    }
+    auto& layers = j["layers"] = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < m.layers.size(); ++i) {
+      const auto& l = m.layers[i];
+      const auto& c = cost.layers[i];
+      layers.push_back({{"name", l.name}, {"kind", layer_kind_name(l.kind)}, {"forward_flops", c.forward.flops},
+                        {"forward_s", c.forward.time_s}, {"backward_s", c.backward.time_s}});
+    }
+    out << j.dump(2) << '\n';
+    return;
+  }
+
+  out << fmt::format("# gradsync models show {}: {}\n", m.name, m.description);
+  out << fmt::format("# from {}; {}\n", m.origin, m.source);
+  out << fmt::format("# on one {} ({}), {}, batch {}{}, optimizer {}\n#\n", ctx.gpu->key, ctx.gpu->name,
+                     precision_name(ctx.precision), ctx.batch,
+                     m.default_seq_len ? fmt::format(", seq_len {}", ctx.seq_len) : "", optimizer_name(opt));
+  reports::Table t({{"quantity", "", true}, {"value", "", true}});
+  t.add_row({"parameters", fmt::format("{} ({} tensors, {} fp32)", with_commas(m.total_params()), m.parameters.size(),
+                                        human_bytes(static_cast<double>(m.parameter_bytes())))});
+  t.add_row({"buffers", fmt::format("{} tensors, {}", m.buffers.size(), human_bytes(static_cast<double>(m.buffer_bytes())))});
+  t.add_row({"layers", std::to_string(m.layers.size())});
+  t.add_row({"input/sample", fmt::format("{} ({})", human_bytes(static_cast<double>(m.input_bytes.eval(ctx.seq_len))), m.input_what)});
+  t.add_row({"output/sample", fmt::format("{} elements ({})", with_commas(m.output_elements.eval(ctx.seq_len)), m.output_what)});
+  t.add_row({"forward FLOPs", fmt::format("{:.4g} per sample", cost.forward_flops / static_cast<double>(ctx.batch))});
+  t.add_row({"forward", human_duration(cost.forward_s)});
+  t.add_row({"backward", human_duration(cost.backward_s)});
+  t.add_row({"optimizer", human_duration(step.time_s)});
+  t.add_row({"step (1 GPU)", fmt::format("{}, {:.4g} samples/s{}", human_duration(step_s),
+                                         static_cast<double>(ctx.batch) / step_s,
+                                         m.default_seq_len ? fmt::format(", {:.4g} tokens/s", tokens / step_s) : "")});
+  t.add_row({"memory: params", human_bytes(mem.parameters)});
+  t.add_row({"memory: grads", human_bytes(mem.gradients)});
+  t.add_row({"memory: optimizer", human_bytes(mem.optimizer_state)});
+  t.add_row({"memory: activations", human_bytes(mem.activations)});
+  t.add_row({"memory: DDP bucket", human_bytes(mem.buckets)});
+  t.add_row({"memory: context", human_bytes(mem.context)});
+  t.add_row({"memory: total", fmt::format("{} of {}: {}", human_bytes(mem.total), human_bytes(mem.capacity),
+                                          mem.oom ? "OUT OF MEMORY" : "fits")});
+  t.print(out);
+}
+
+}  // namespace
+
+void register_models_command(CLI::App& app) {
+  CLI::App* models = app.add_subcommand("models", "The model zoo: list models, show one's parameters, costs and memory");
+  models->require_subcommand(1);
+
+  CLI::App* list = models->add_subcommand("list", "List the built-in models");
+  list->callback([] { list_models(std::cout); });
+
+  auto o = std::make_shared<ShowOptions>();
+  CLI::App* show = models->add_subcommand("show", "Show one model: parameters, FLOPs, single-GPU times, memory");
+  show->add_option("model", o->model, "Zoo name (gradsync models list) or path to a model file")->required();
+  show->add_option("--batch", o->batch, "Samples per GPU (default: the model's)")->check(CLI::PositiveNumber);
+  show->add_option("--seq-len", o->seq_len, "Sequence length T (default: the model's)")->check(CLI::PositiveNumber);
+  show->add_option("--gpu", o->gpu, "GPU key or alias from topologies/hardware/gpus.yaml")->capture_default_str();
+  show->add_option("--precision", o->precision, "fp32, tf32, bf16 or fp16 (autocast)")->capture_default_str();
+  show->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam or adamw")->capture_default_str();
+  show->add_flag("--json", o->json, "Write JSON instead of the table");
+  show->callback([o] { show_model(*o, std::cout); });
+}
+
+}  // namespace gradsync::apps

@@ -1,0 +1,152 @@
+// yaml_reader.cpp: typed YAML access with located errors (see yaml_reader.hpp).
+#include "core/yaml_reader.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace gradsync {
+namespace {
+
+// parse_int reads a whole scalar as a signed 64-bit integer.
+bool parse_int(const YAML::Node& n, std::int64_t& v) {
+  if (!n.IsScalar()) return false;
+  const std::string s = n.as<std::string>();
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+}  // namespace
+
+YAML::Node YamlReader::load(std::string_view text) const {
+  try {
+    return YAML::Load(std::string(text));
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(fmt::format("{}:{}: syntax error: {}", origin_, e.mark.line + 1, e.msg));
+  }
+}
+
+void YamlReader::fail(const YAML::Node& at, const std::string& where, const std::string& what) const {
+  const int line = at.IsDefined() && at.Mark().line >= 0 ? at.Mark().line + 1 : 0;
+  if (line > 0) throw ConfigError(fmt::format("{}:{}: {}: {}", origin_, line, where, what));
+  throw ConfigError(fmt::format("{}: {}: {}", origin_, where, what));
+}
+
+void YamlReader::only_keys(const YAML::Node& map, const std::string& where,
+                           std::initializer_list<std::string_view> allowed) const {
+  if (!map.IsMap()) fail(map, where, fmt::format("expected a mapping with fields {}", fmt::join(allowed, ", ")));
+  for (const auto& kv : map) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      fail(kv.first, where, fmt::format("unknown field \"{}\"; expected one of {}", key, fmt::join(allowed, ", ")));
+    }
+  }
+}
+
+YAML::Node YamlReader::required(const YAML::Node& map, const std::string& where, const char* key) const {
+  const YAML::Node n = map[key];
+  if (!n.IsDefined() || n.IsNull()) fail(map, where, fmt::format("missing field \"{}\"", key));
+  return n;
+}
+
+std::string YamlReader::string(const YAML::Node& n, const std::string& where, const char* key) const {
+  if (!n.IsScalar()) fail(n, where, fmt::format("field \"{}\" is {}; expected a string", key, scalar_text(n)));
+  return n.as<std::string>();
+}
+
+bool YamlReader::boolean(const YAML::Node& n, const std::string& where, const char* key) const {
+  if (n.IsScalar()) {
+    const std::string s = n.as<std::string>();
+    if (s == "true") return true;
+    if (s == "false") return false;
+  }
+  fail(n, where, fmt::format("field \"{}\" is \"{}\"; expected true or false", key, scalar_text(n)));
+}
+
+std::int64_t YamlReader::positive_int(const YAML::Node& n, const std::string& where, const char* key) const {
+  std::int64_t v = 0;
+  if (!parse_int(n, v)) fail(n, where, fmt::format("field \"{}\" is \"{}\"; expected a positive integer", key, scalar_text(n)));
+  if (v <= 0) fail(n, where, fmt::format("field \"{}\" is {}; it must be > 0", key, v));
+  return v;
+}
+
+std::int64_t YamlReader::non_negative_int(const YAML::Node& n, const std::string& where, const char* key) const {
+  std::int64_t v = 0;
+  if (!parse_int(n, v)) fail(n, where, fmt::format("field \"{}\" is \"{}\"; expected an integer >= 0", key, scalar_text(n)));
+  if (v < 0) fail(n, where, fmt::format("field \"{}\" is {}; it must be >= 0", key, v));
+  return v;
+}
+
+double YamlReader::positive_number(const YAML::Node& n, const std::string& where, const char* key) const {
+  double v = 0;
+  bool ok = n.IsScalar();
+  if (ok) {
+    const std::string s = n.as<std::string>();
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    ok = !s.empty() && ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(v);
+  }
+  if (!ok) fail(n, where, fmt::format("field \"{}\" is \"{}\"; expected a number", key, scalar_text(n)));
+  if (v <= 0) fail(n, where, fmt::format("field \"{}\" is {}; it must be > 0", key, scalar_text(n)));
+  return v;
+}
+
+Bytes YamlReader::size(const YAML::Node& n, const std::string& where, const char* key) const {
+  try {
+    return parse_size(string(n, where, key));
+  } catch (const ConfigError& e) {
+    if (std::string_view(e.what()).starts_with(origin_)) throw;
+    fail(n, where, fmt::format("field \"{}\": {}", key, e.what()));
+  }
+}
+
+double YamlReader::bandwidth(const YAML::Node& n, const std::string& where, const char* key) const {
+  try {
+    return parse_bandwidth(string(n, where, key));
+  } catch (const ConfigError& e) {
+    if (std::string_view(e.what()).starts_with(origin_)) throw;
+    fail(n, where, fmt::format("field \"{}\": {}", key, e.what()));
+  }
+}
+
+std::vector<std::int64_t> YamlReader::shape(const YAML::Node& n, const std::string& where) const {
+  if (!n.IsSequence()) fail(n, where, fmt::format("shape is \"{}\"; expected a list of dimensions such as [768, 3072]", scalar_text(n)));
+  std::vector<std::string> text;
+  for (const auto& d : n) text.push_back(d.IsScalar() ? d.as<std::string>() : "?");
+  std::vector<std::int64_t> dims;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    std::int64_t v = 0;
+    if (!parse_int(n[i], v)) {
+      fail(n[i], where, fmt::format("shape [{}]: dimension {} is \"{}\"; expected an integer", fmt::join(text, ", "), i + 1,
+                                    scalar_text(n[i])));
+    }
+    if (v <= 0) {
+      fail(n[i], where, fmt::format("shape [{}]: dimension {} is {}; every dimension must be > 0", fmt::join(text, ", "), i + 1, v));
+    }
+    dims.push_back(v);
+  }
+  return dims;
+}
+
+DType YamlReader::dtype(const YAML::Node& n, const std::string& where) const {
+  try {
+    return parse_dtype(string(n, where, "dtype"));
+  } catch (const ConfigError& e) {
+    if (std::string_view(e.what()).starts_with(origin_)) throw;
+    fail(n, where, e.what());
+  }
+}
+
+std::string YamlReader::scalar_text(const YAML::Node& n) {
+  if (n.IsScalar()) return n.as<std::string>();
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a mapping";
+  return "nothing";
+}
+
+}  // namespace gradsync

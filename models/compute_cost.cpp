@@ -1,0 +1,212 @@
+// compute_cost.cpp: roofline costs of layers, copies and optimizer steps (see compute_cost.hpp).
+#include "models/compute_cost.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace gradsync {
+namespace {
+
+// finish fills time_s: the roofline, floored by the launch cost of its kernels.
+KernelCost finish(KernelCost k, double peak_flops, double flops_eff, const ComputeContext& ctx) {
+  const double compute_s = k.flops > 0 ? k.flops / (peak_flops * flops_eff) : 0.0;
+  const double memory_s = k.bytes / (ctx.gpu->memory_bandwidth_Bps * ctx.efficiency.memory);
+  k.time_s = std::max({compute_s, memory_s, k.kernels * ctx.efficiency.launch_s});
+  return k;
+}
+
+}  // namespace
+
+LayerCost layer_cost(const Model& model, const Layer& layer, const ComputeContext& ctx) {
+  if (ctx.gpu == nullptr) throw std::invalid_argument("layer_cost: ComputeContext has no GPU");
+  const auto d = [&](std::string_view name) { return static_cast<double>(layer.dim(name, model.seq_len(ctx.seq_len))); };
+  const double b = static_cast<double>(ctx.batch);
+  const double e = static_cast<double>(activation_bytes(ctx.precision));
+  const double peak = ctx.gpu->peak_flops(ctx.precision);
+  const Efficiency& eff = ctx.efficiency;
+  double weight_bytes = 0;
+  for (auto p : layer.params) weight_bytes += static_cast<double>(model.parameters[p].numel()) * e;
+  const bool has_bias = layer.params.size() > 1;
+
+  KernelCost f, g;
+  double saved = 0;
+  double flops_eff = eff.memory;  // unused when flops == 0
+  switch (layer.kind) {
+    case LayerKind::kLinear: {
+      const double tokens = b * d("tokens"), in = d("in"), out = d("out");
+      f = {2 * tokens * in * out, e * (tokens * in + tokens * out) + weight_bytes, 1, 0};
+      // dX = dY W and dW = dY^T X: twice the forward FLOPs; a bias adds a reduction kernel.
+      g = {4 * tokens * in * out, e * (2 * tokens * in + tokens * out) + 2 * weight_bytes, has_bias ? 3 : 2, 0};
+      saved = e * tokens * in;
+      flops_eff = eff.matmul;
+      break;
+    }
+    case LayerKind::kConv2d: {
+      const double in = d("in"), out = d("out"), k = d("kernel"), s = d("stride"), p = d("padding"), groups = d("groups");
+      const double h = d("height"), w = d("width");
+      const double ho = std::floor((h + 2 * p - k) / s) + 1, wo = std::floor((w + 2 * p - k) / s) + 1;
+      if (ho <= 0 || wo <= 0) {
+        throw ConfigError(fmt::format("{}: layer {}: kernel {} does not fit input {}x{} (padding {})", model.origin,
+                                      layer.name, k, h, w, p));
+      }
+      const double macs = b * ho * wo * out * (in / groups) * k * k;
+      f = {2 * macs, e * b * (in * h * w + out * ho * wo) + weight_bytes, 1, 0};
+      g = {4 * macs, e * b * (2 * in * h * w + out * ho * wo) + 2 * weight_bytes, has_bias ? 3 : 2, 0};
+      saved = e * b * in * h * w;
+      flops_eff = eff.conv;
+      break;
+    }
+    case LayerKind::kEmbedding: {
+      const double tokens = b * d("tokens"), dim = d("dim"), num = d("num");
+      f = {0, 8 * tokens + 2 * e * tokens * dim, 1, 0};
+      // The dense gradient of the whole table is zeroed and scattered into (fp32).
+      g = {0, 4 * num * dim + 2 * e * tokens * dim + 8 * tokens, 2, 0};
+      saved = 8 * tokens;
+      break;
+    }
+    case LayerKind::kLayerNorm:
+    case LayerKind::kRMSNorm:
+    case LayerKind::kBatchNorm: {
+      const double n = b * d("elements");
+      // BatchNorm reads its input twice in training (statistics, then normalisation).
+      const double reads = layer.kind == LayerKind::kBatchNorm ? 2 : 1;
+      f = {0, e * n * (reads + 1), 1, 0};
+      g = {0, e * n * 3, 2, 0};
+      saved = e * n;
+      break;
+    }
+    case LayerKind::kAttention: {
+      const double heads = d("heads"), hd = d("head_dim"), q = d("q_len"), kv = d("kv_len"), kvh = d("kv_heads");
+      // QK^T and PV: 4 q kv hd FLOPs per head; FlashAttention skips the masked half when causal.
+      const double causal = layer.causal ? 0.5 : 1.0;
+      const double fl = 4 * b * heads * q * kv * hd * causal;
+      const double io = e * b * (2 * q * heads * hd + 2 * kv * kvh * hd);
+      f = {fl, io, 1, 0};
+      // Backward recomputes P and does four more matmuls: 2.5x forward (FlashAttention-2 paper).
+      g = {2.5 * fl, 2 * io, 2, 0};
+      saved = io + 4 * b * heads * q;  // q, k, v, out and the fp32 log-sum-exp
+      flops_eff = eff.attention;
+      break;
+    }
+    case LayerKind::kActivation:
+    case LayerKind::kSoftmax: {
+      const double n = b * d("elements");
+      f = {0, 2 * e * n, 1, 0};
+      g = {0, 3 * e * n, 1, 0};
+      saved = e * n;
+      break;
+    }
+    case LayerKind::kDropout: {
+      const double n = b * d("elements");
+      f = {0, 2 * e * n + n, 1, 0};  // plus a one-byte mask
+      g = {0, 2 * e * n + n, 1, 0};
+      saved = n;
+      break;
+    }
+    case LayerKind::kPooling: {
+      const double in = b * d("in_elements"), out = b * d("out_elements");
+      f = {0, e * (in + out), 1, 0};
+      g = {0, e * (2 * in + out), 2, 0};
+      saved = e * in;
+      break;
+    }
+    case LayerKind::kElementwise: {
+      const double n = b * d("elements");
+      f = {0, 3 * e * n, 1, 0};
+      // The gradient of an addition passes through without a kernel; a product needs two.
+      const bool add = layer.op.empty() || layer.op == "add";
+      g = add ? KernelCost{0, 0, 0, 0} : KernelCost{0, 4 * e * n, 2, 0};
+      saved = add ? 0 : 2 * e * n;
+      break;
+    }
+    case LayerKind::kLoss: {
+      // Cross-entropy runs in fp32 under autocast: log-softmax read and write, then the gradient.
+      const double n = b * d("elements");
+      f = {0, 4.0 * 3 * n, 2, 0};
+      g = {0, 4.0 * 3 * n, 2, 0};
+      saved = 4.0 * n;
+      break;
+    }
+  }
+  LayerCost c;
+  c.forward = finish(f, peak, flops_eff, ctx);
+  c.backward = finish(g, peak, flops_eff, ctx);
+  c.saved_bytes = saved;
+  return c;
+}
+
+ModelCost model_cost(const Model& model, const ComputeContext& ctx) {
+  ModelCost m;
+  for (const auto& layer : model.layers) {
+    LayerCost c = layer_cost(model, layer, ctx);
+    m.forward_s += c.forward.time_s;
+    m.backward_s += c.backward.time_s;
+    m.forward_flops += c.forward.flops;
+    m.backward_flops += c.backward.flops;
+    m.saved_activation_bytes += c.saved_bytes;
+    m.layers.push_back(c);
+  }
+  return m;
+}
+
+std::string_view optimizer_name(Optimizer o) {
+  switch (o) {
+    case Optimizer::kSGD: return "sgd";
+    case Optimizer::kSGDMomentum: return "sgd-momentum";
+    case Optimizer::kAdam: return "adam";
+    case Optimizer::kAdamW: return "adamw";
+  }
+  return "?";
+}
+
+Optimizer parse_optimizer(std::string_view text) {
+  for (Optimizer o : {Optimizer::kSGD, Optimizer::kSGDMomentum, Optimizer::kAdam, Optimizer::kAdamW}) {
+    if (optimizer_name(o) == text) return o;
+  }
+  throw ConfigError(fmt::format("optimizer \"{}\" is unknown; expected sgd, sgd-momentum, adam or adamw", text));
+}
+
+int optimizer_state_bytes_per_param(Optimizer o) {
+  switch (o) {
+    case Optimizer::kSGD: return 0;
+    case Optimizer::kSGDMomentum: return 4;
+    case Optimizer::kAdam:
+    case Optimizer::kAdamW: return 8;
+  }
+  return 0;
+}
+
+KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const ComputeContext& ctx) {
+  double elements = 0;
+  int tensors = 0;
+  for (const auto& p : model.parameters) {
+    if (!p.requires_grad) continue;
+    elements += static_cast<double>(p.numel());
+    ++tensors;
+  }
+  // Bytes per fp32 parameter element of a fused update: read p and g, write p (12); momentum adds
+  // read+write of its buffer (8); Adam reads and writes m and v (16). The foreach implementation
+  // materialises two temporaries per element for Adam (sqrt(v) + eps and the step): +16.
+  double per_elem = 12;
+  int ops = 2;  // foreach ops per tensor list (PyTorch _multi_tensor_* implementations)
+  switch (opt) {
+    case Optimizer::kSGD: per_elem = 12; ops = 2; break;
+    case Optimizer::kSGDMomentum: per_elem = 20; ops = 3; break;
+    case Optimizer::kAdam:
+    case Optimizer::kAdamW: per_elem = fused ? 28 : 44; ops = 8; break;
+  }
+  // multi_tensor_apply handles up to ~36 tensors per launch at depth 4 (ATen MultiTensorApply.cuh).
+  const int chunks = (tensors + 35) / 36;
+  KernelCost k{0, per_elem * elements, fused ? chunks : ops * chunks, 0};
+  return finish(k, 1.0, 1.0, ctx);
+}
+
+KernelCost copy_cost(double bytes, int tensors, const ComputeContext& ctx) {
+  return finish(KernelCost{0, 2 * bytes, tensors, 0}, 1.0, 1.0, ctx);
+}
+
+}  // namespace gradsync

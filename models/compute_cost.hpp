@@ -1,0 +1,98 @@
+// compute_cost.hpp: how long each piece of a training step computes on one GPU, by roofline.
+//
+// A kernel's time is max(FLOPs / (peak FLOP/s x efficiency), bytes / (memory bandwidth x
+// efficiency)), and never less than the host's per-kernel launch cost (eager PyTorch issues kernels
+// one by one). Every efficiency is a documented default (Efficiency below) that a calibration file
+// overrides.
+//
+//   ComputeContext ctx{&gpu_spec("a100"), Precision::kBF16, /*batch=*/16, /*seq_len=*/1024};
+//   const ModelCost c = model_cost(load_model("gpt2"), ctx);
+//   c.forward_s, c.backward_s, c.layers[3].forward.flops
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/units.hpp"
+#include "models/model.hpp"
+#include "topologies/gpu_spec.hpp"
+
+namespace gradsync {
+
+// Efficiency: fractions of the datasheet peaks that kernels reach, and the launch cost.
+struct Efficiency {
+  // matmul 0.70: large cuBLAS GEMMs reach 70-80% of dense tensor-core peak on A100/H100 (NVIDIA
+  // Deep Learning Performance Guide, "Matrix Multiplication Background"); model layers are smaller.
+  double matmul = 0.70;
+  // conv 0.50: cuDNN implicit-GEMM convolutions run below GEMM efficiency, most in early layers with
+  // few channels (NVIDIA Deep Learning Performance Guide, "Convolutional Layers").
+  double conv = 0.50;
+  // attention 0.50: FlashAttention-2 reaches 50-73% of peak forward and less backward on A100
+  // (Dao, "FlashAttention-2", 2023, section 4).
+  double attention = 0.50;
+  // memory 0.80: streaming kernels reach ~80% of peak DRAM bandwidth (the STREAM-like results of
+  // NVIDIA's bandwidthTest / babelstream on A100 and H100).
+  double memory = 0.80;
+  // launch_s 4 us: host-side cost of one eager PyTorch op launching one kernel (CUDA launch latency
+  // is 2-5 us; PyTorch dispatch adds to it), the floor of any kernel's time.
+  double launch_s = 4e-6;
+};
+
+// ComputeContext: where and how a step computes.
+struct ComputeContext {
+  const GpuSpec* gpu = nullptr;
+  Precision precision = Precision::kFP32;
+  std::int64_t batch = 1;    // samples on this GPU
+  std::int64_t seq_len = 1;  // T; ignored by models without one
+  Efficiency efficiency;
+};
+
+// KernelCost: work and time of one piece (a layer's forward, a copy, an optimizer step).
+struct KernelCost {
+  double flops = 0;
+  double bytes = 0;
+  int kernels = 0;
+  double time_s = 0;
+};
+
+// LayerCost: one layer's forward and backward (backward = input gradient + weight gradient).
+struct LayerCost {
+  KernelCost forward;
+  KernelCost backward;
+  // saved_bytes: activations this layer keeps for backward.
+  double saved_bytes = 0;
+};
+
+// layer_cost costs one layer of `model` in `ctx`.
+LayerCost layer_cost(const Model& model, const Layer& layer, const ComputeContext& ctx);
+
+// ModelCost: every layer, and the totals of one forward and one backward.
+struct ModelCost {
+  std::vector<LayerCost> layers;  // parallel to Model::layers
+  double forward_s = 0;
+  double backward_s = 0;
+  double forward_flops = 0;
+  double backward_flops = 0;
+  double saved_activation_bytes = 0;
+};
+ModelCost model_cost(const Model& model, const ComputeContext& ctx);
+
+// Optimizer: the update rule; foreach (PyTorch 2.x default) or fused implementation.
+enum class Optimizer { kSGD, kSGDMomentum, kAdam, kAdamW };
+std::string_view optimizer_name(Optimizer o);
+// parse_optimizer reads "sgd", "sgd-momentum", "adam", "adamw"; ConfigError otherwise.
+Optimizer parse_optimizer(std::string_view text);
+// optimizer_state_bytes_per_param: fp32 state per parameter element (momentum; Adam's m and v).
+int optimizer_state_bytes_per_param(Optimizer o);
+
+// optimizer_cost: one optimizer step over every trainable parameter (memory-bound).
+KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const ComputeContext& ctx);
+
+// copy_cost: `tensors` copy kernels moving `bytes` in total (read + write each byte): DDP's
+// per-parameter copy into the bucket (with the 1/n scaling in the same kernel), its copy back out,
+// DP's flattening of a coalesced group.
+KernelCost copy_cost(double bytes, int tensors, const ComputeContext& ctx);
+
+}  // namespace gradsync

@@ -1,0 +1,45 @@
+// memory_cost.cpp: per-GPU peak memory for DP and DDP (see memory_cost.hpp).
+#include "models/memory_cost.hpp"
+
+namespace gradsync {
+
+MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const MemoryOptions& opts) {
+  MemoryBreakdown m;
+  double trainable = 0;
+  for (const auto& p : model.parameters) {
+    m.parameters += static_cast<double>(p.bytes());
+    if (p.requires_grad) trainable += static_cast<double>(p.bytes());
+  }
+  m.parameters += static_cast<double>(model.buffer_bytes());
+  // Autocast keeps a bf16/fp16 copy of every weight it casts for the matmuls' backward.
+  if (activation_bytes(ctx.precision) == 2) m.parameters += trainable / 2;
+  m.gradients = trainable;
+  m.activations = model_cost(model, ctx).saved_activation_bytes;
+  m.context = static_cast<double>(kCudaContextBytes);
+  const double state = trainable / 4 * optimizer_state_bytes_per_param(opts.optimizer);
+
+  const double e = static_cast<double>(activation_bytes(ctx.precision));
+  const double t = static_cast<double>(model.seq_len(ctx.seq_len));
+  const double out_per_sample = static_cast<double>(model.output_elements.eval(static_cast<std::int64_t>(t))) * e;
+  if (opts.strategy == Strategy::kDDP) {
+    m.optimizer_state = state;
+    if (!opts.gradient_as_bucket_view) m.buckets = trainable;
+  } else if (opts.dp_gpu0) {
+    // GPU0 holds the module, its replica's activations, the gathered output and its gradient, and
+    // the only optimizer state; the replica on GPU0 shares the module's parameters.
+    m.optimizer_state = state;
+    const double global = static_cast<double>(opts.dp_global_batch > 0 ? opts.dp_global_batch : ctx.batch);
+    m.outputs = 2 * global * out_per_sample;
+    // The 10 MiB coalescing buffers of broadcast and reduce.
+    m.buckets = 2 * 10.0 * kMiB;
+  } else {
+    // A replica: broadcast parameters (fp32) and its own gradients until the reduce; no optimizer.
+    m.buckets = 2 * 10.0 * kMiB;
+  }
+  m.total = m.parameters + m.gradients + m.optimizer_state + m.activations + m.buckets + m.outputs + m.context;
+  m.capacity = static_cast<double>(ctx.gpu->memory_bytes);
+  m.oom = m.total > m.capacity;
+  return m;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,53 @@
+// memory_cost.hpp: peak memory of one GPU in a DP or DDP step, and the out-of-memory verdict.
+//
+//   MemoryOptions o{.strategy = Strategy::kDDP, .optimizer = Optimizer::kAdamW, ...};
+//   const MemoryBreakdown m = memory_cost(model, ctx, o);
+//   m.total_bytes, m.oom
+//
+// Counted: parameters (fp32; under autocast also the low-precision weight copies autocast caches
+// for backward), gradients (fp32), optimizer state, activations saved for backward, DDP's buckets
+// (unless gradient_as_bucket_view), DP's GPU0 extras (gathered outputs and their gradient, the
+// only optimizer state) and the CUDA context. A sum of what is alive at the end of backward, the
+// usual peak of a training step.
+#pragma once
+
+#include <cstdint>
+
+#include "core/units.hpp"
+#include "models/compute_cost.hpp"
+
+namespace gradsync {
+
+// Strategy: DataParallel or DistributedDataParallel.
+enum class Strategy { kDP, kDDP };
+
+// MemoryOptions: what decides memory besides the model and the per-GPU batch.
+struct MemoryOptions {
+  Strategy strategy = Strategy::kDDP;
+  Optimizer optimizer = Optimizer::kAdamW;
+  bool gradient_as_bucket_view = false;  // DDP: .grad views the bucket, one gradient copy less
+  bool dp_gpu0 = true;                   // DP: costing GPU0 (hub) rather than a replica
+  std::int64_t dp_global_batch = 0;      // DP: samples gathered on GPU0 (0: ctx.batch)
+};
+
+// kCudaContextBytes 500 MiB: the CUDA context, cuBLAS/cuDNN workspaces and allocator slack that
+// torch.cuda.max_memory_allocated() does not show (typically 300-600 MiB on A100/H100).
+inline constexpr Bytes kCudaContextBytes = 500 * kMiB;
+
+// MemoryBreakdown: bytes by purpose, their total, and the verdict against the GPU's capacity.
+struct MemoryBreakdown {
+  double parameters = 0;
+  double gradients = 0;
+  double optimizer_state = 0;
+  double activations = 0;
+  double buckets = 0;
+  double outputs = 0;  // DP GPU0: gathered outputs and their gradient
+  double context = 0;
+  double total = 0;
+  double capacity = 0;
+  bool oom = false;
+};
+
+MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const MemoryOptions& opts);
+
+}  // namespace gradsync

@@ -1,0 +1,119 @@
+// model.hpp: a model as gradsync needs it: parameters in registration order, buffers, layers in
+// forward order with the parameters each uses and the shapes the cost model needs, and the
+// per-sample input and output. The file format is documented in models/README.md.
+//
+//   const Model m = load_model("gpt2");          // a zoo name, or a path to a .yaml/.json file
+//   m.total_params() == 124439808;
+//   m.parameters[0].name == "transformer.wte.weight";
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/units.hpp"
+#include "models/seq_expr.hpp"
+
+namespace gradsync {
+
+// Parameter is one entry of model.parameters(): a tied parameter appears once.
+struct Parameter {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  DType dtype = DType::kFloat32;
+  bool requires_grad = true;
+  // sparse_grad: expects a sparse gradient (nn.Embedding(sparse=True)); DDP buckets it alone.
+  bool sparse_grad = false;
+
+  std::int64_t numel() const;
+  Bytes bytes() const { return static_cast<Bytes>(numel()) * dtype_bytes(dtype); }
+};
+
+// Buffer is one entry of model.named_buffers() (BatchNorm statistics, position ids, ...).
+struct Buffer {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  DType dtype = DType::kFloat32;
+
+  std::int64_t numel() const;
+  Bytes bytes() const { return static_cast<Bytes>(numel()) * dtype_bytes(dtype); }
+};
+
+// LayerKind is what a layer computes; it decides which dims it has and how it is costed.
+enum class LayerKind {
+  kLinear,       // in, out, tokens
+  kConv2d,       // in, out, kernel, stride, padding, groups, height, width (input)
+  kEmbedding,    // num, dim, tokens
+  kLayerNorm,    // elements
+  kRMSNorm,      // elements
+  kBatchNorm,    // elements, channels
+  kAttention,    // heads, head_dim, q_len, kv_len, kv_heads; causal
+  kActivation,   // elements; op
+  kSoftmax,      // elements
+  kDropout,      // elements
+  kPooling,      // in_elements, out_elements
+  kElementwise,  // elements; op
+  kLoss,         // elements (the logits)
+};
+
+// layer_kind_name is the file spelling: "linear", "conv2d", ...
+std::string_view layer_kind_name(LayerKind k);
+
+// Layer is one call of a module in forward order. Every dim of its kind is present (defaults
+// filled in at load time) and may depend on the sequence length T.
+struct Layer {
+  std::string name;
+  LayerKind kind = LayerKind::kElementwise;
+  // params indexes Model::parameters, in the module's registration order (weight, bias).
+  std::vector<std::size_t> params;
+  std::map<std::string, SeqExpr, std::less<>> dims;
+  std::string op;  // activation/elementwise operation ("gelu", "add"); may be empty
+  bool causal = false;
+
+  // dim evaluates one dim for sequence length t; std::out_of_range if the kind has no such dim.
+  std::int64_t dim(std::string_view name, std::int64_t t) const;
+};
+
+// Model is a loaded, validated model file.
+struct Model {
+  std::string name;
+  std::string description;
+  std::string source;
+  std::string origin;  // where it was loaded from: "models/zoo/gpt2.yaml" or the user's path
+
+  std::int64_t default_batch = 1;
+  std::optional<std::int64_t> default_seq_len;  // set for sequence models
+
+  std::string input_what;
+  SeqExpr input_bytes;  // per sample
+  std::string output_what;
+  SeqExpr output_elements;  // per sample; bytes follow the activation precision
+  bool loss_inside = false;  // true: forward returns the loss too (computed on every replica)
+
+  std::vector<Parameter> parameters;
+  std::vector<Buffer> buffers;
+  std::vector<Layer> layers;
+  std::vector<std::size_t> unused_parameters;  // indexes into parameters
+
+  std::int64_t total_params() const;
+  Bytes parameter_bytes() const;
+  Bytes buffer_bytes() const;
+  // seq_len_or_default returns t when the model has a sequence length, else 1 (ignored).
+  std::int64_t seq_len(std::optional<std::int64_t> t) const;
+};
+
+// parse_model reads a model file's text (YAML; JSON is YAML too). `origin` names it in errors.
+// Throws ConfigError naming origin:line, the entry, the field, the bad value and what was expected.
+Model parse_model(std::string_view text, const std::string& origin);
+
+// load_model accepts a zoo name ("gpt2") or a path to a model file.
+Model load_model(std::string_view name_or_path);
+
+// zoo_model_names lists the built-in models, sorted.
+std::vector<std::string> zoo_model_names();
+
+}  // namespace gradsync

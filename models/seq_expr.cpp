@@ -1,0 +1,176 @@
+// seq_expr.cpp: polynomials in the sequence length T (see seq_expr.hpp).
+#include "models/seq_expr.hpp"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "core/error.hpp"
+
+namespace gradsync {
+namespace {
+
+// Parser is a recursive-descent reader of: expr = term (('+'|'-') term)*;
+// term = factor ('*' factor)*; factor = integer | 'T' | '(' expr ')'.
+class Parser {
+ public:
+  explicit Parser(std::string_view text) : text_(text) {}
+
+  SeqExpr parse() {
+    SeqExpr e = expr();
+    skip_space();
+    if (pos_ != text_.size()) fail(fmt::format("unexpected '{}'", text_[pos_]));
+    return e;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ConfigError(fmt::format("expression \"{}\": {} at character {}; expected integers, T, +, -, * and ( )",
+                                  text_, what, pos_ + 1));
+  }
+  void skip_space() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) ++pos_;
+  }
+  SeqExpr expr() {
+    SeqExpr e = term();
+    for (;;) {
+      skip_space();
+      if (pos_ < text_.size() && (text_[pos_] == '+' || text_[pos_] == '-')) {
+        const char op = text_[pos_++];
+        SeqExpr rhs = term();
+        e = op == '+' ? e + rhs : e - rhs;
+      } else {
+        return e;
+      }
+    }
+  }
+  SeqExpr term() {
+    SeqExpr e = factor();
+    for (;;) {
+      skip_space();
+      if (pos_ < text_.size() && text_[pos_] == '*') {
+        ++pos_;
+        e = e * factor();
+      } else {
+        return e;
+      }
+    }
+  }
+  SeqExpr factor() {
+    skip_space();
+    if (pos_ >= text_.size()) fail("missing operand");
+    const char c = text_[pos_];
+    if (c == 'T') {
+      ++pos_;
+      return SeqExpr(0) + SeqExpr::variable();
+    }
+    if (c == '(') {
+      ++pos_;
+      SeqExpr e = expr();
+      skip_space();
+      if (pos_ >= text_.size() || text_[pos_] != ')') fail("missing ')'");
+      ++pos_;
+      return e;
+    }
+    if (c >= '0' && c <= '9') {
+      std::int64_t v = 0;
+      while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+        const int d = text_[pos_++] - '0';
+        if (v > (std::numeric_limits<std::int64_t>::max() - d) / 10) fail("number too large");
+        v = v * 10 + d;
+      }
+      return SeqExpr(v);
+    }
+    fail(fmt::format("unexpected '{}'", c));
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+};
+
+std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) throw ConfigError("expression: value overflows 64 bits");
+  return r;
+}
+std::int64_t checked_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) throw ConfigError("expression: value overflows 64 bits");
+  return r;
+}
+
+}  // namespace
+
+SeqExpr::SeqExpr(std::int64_t c) : coef_{c} { trim(); }
+
+SeqExpr SeqExpr::variable() {
+  SeqExpr e;
+  e.coef_ = {0, 1};
+  return e;
+}
+
+SeqExpr SeqExpr::parse(std::string_view text) {
+  if (text.empty()) throw ConfigError("expression \"\" is empty; expected e.g. 768 or 768*T");
+  return Parser(text).parse();
+}
+
+void SeqExpr::trim() {
+  while (!coef_.empty() && coef_.back() == 0) coef_.pop_back();
+}
+
+std::int64_t SeqExpr::eval(std::int64_t t) const {
+  std::int64_t v = 0;
+  for (std::size_t i = coef_.size(); i-- > 0;) v = checked_add(checked_mul(v, t), coef_[i]);
+  return v;
+}
+
+bool SeqExpr::depends_on_t() const { return coef_.size() > 1; }
+
+std::string SeqExpr::to_string() const {
+  if (coef_.empty()) return "0";
+  std::string s;
+  for (std::size_t i = coef_.size(); i-- > 0;) {
+    const std::int64_t c = coef_[i];
+    if (c == 0) continue;
+    std::string power;
+    for (std::size_t k = 0; k < i; ++k) power += k == 0 ? "T" : "*T";
+    std::string term;
+    if (i == 0) {
+      term = std::to_string(c < 0 ? -c : c);
+    } else {
+      term = (c == 1 || c == -1) ? power : fmt::format("{}*{}", c < 0 ? -c : c, power);
+    }
+    if (s.empty()) {
+      s = (c < 0 ? "-" : "") + term;
+    } else {
+      s += (c < 0 ? "-" : "+") + term;
+    }
+  }
+  return s;
+}
+
+SeqExpr SeqExpr::operator+(const SeqExpr& o) const {
+  SeqExpr r;
+  r.coef_.assign(std::max(coef_.size(), o.coef_.size()), 0);
+  for (std::size_t i = 0; i < coef_.size(); ++i) r.coef_[i] = checked_add(r.coef_[i], coef_[i]);
+  for (std::size_t i = 0; i < o.coef_.size(); ++i) r.coef_[i] = checked_add(r.coef_[i], o.coef_[i]);
+  r.trim();
+  return r;
+}
+
+SeqExpr SeqExpr::operator-(const SeqExpr& o) const { return *this + o * SeqExpr(-1); }
+
+SeqExpr SeqExpr::operator*(const SeqExpr& o) const {
+  SeqExpr r;
+  if (coef_.empty() || o.coef_.empty()) return r;
+  r.coef_.assign(coef_.size() + o.coef_.size() - 1, 0);
+  for (std::size_t i = 0; i < coef_.size(); ++i) {
+    for (std::size_t j = 0; j < o.coef_.size(); ++j) {
+      r.coef_[i + j] = checked_add(r.coef_[i + j], checked_mul(coef_[i], o.coef_[j]));
+    }
+  }
+  r.trim();
+  return r;
+}
+
+}  // namespace gradsync

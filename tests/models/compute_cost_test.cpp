@@ -1,0 +1,166 @@
+// compute_cost_test.cpp: FLOPs, bytes and times of small layers, computed by hand.
+#include "models/compute_cost.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "models/memory_cost.hpp"
+
+namespace gradsync {
+namespace {
+
+// A GPU with round numbers: 100 TFLOP/s bf16, 1 TB/s.
+GpuSpec round_gpu() {
+  GpuSpec g;
+  g.key = "round";
+  g.fp32_flops = 10e12;
+  g.tf32_flops = 50e12;
+  g.bf16_flops = 100e12;
+  g.fp16_flops = 100e12;
+  g.memory_bytes = 16 * kGiB;
+  g.memory_bandwidth_Bps = 1e12;
+  return g;
+}
+
+const char* kModel = R"(format: gradsync-model/1
+name: small
+defaults: {batch: 8, seq_len: 128}
+input: {bytes: 8*T}
+output: {elements: 1024*T}
+parameters:
+  - {name: fc.weight, shape: [1024, 1024]}
+  - {name: fc.bias, shape: [1024]}
+  - {name: conv.weight, shape: [64, 3, 7, 7]}
+layers:
+  - {name: fc, kind: linear, params: [fc.weight, fc.bias], in: 1024, out: 1024, tokens: T}
+  - {name: conv, kind: conv2d, params: [conv.weight], in: 3, out: 64, kernel: 7, stride: 2, padding: 3, height: 224, width: 224}
+  - {name: attn, kind: attention, heads: 12, head_dim: 64, q_len: T, causal: true}
+  - {name: add, kind: elementwise, op: add, elements: 1024*T}
+)";
+
+TEST(ComputeCost, LinearByHand) {
+  const Model m = parse_model(kModel, "small.yaml");
+  const GpuSpec gpu = round_gpu();
+  ComputeContext ctx{&gpu, Precision::kBF16, 8, 128, {}};
+  const LayerCost c = layer_cost(m, m.layers[0], ctx);
+  const double tokens = 8 * 128;
+  EXPECT_DOUBLE_EQ(c.forward.flops, 2 * tokens * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(c.forward.bytes, 2 * (tokens * 1024 + tokens * 1024) + 2.0 * (1024 * 1024 + 1024));
+  EXPECT_DOUBLE_EQ(c.forward.time_s, c.forward.flops / (100e12 * 0.70));  // compute-bound
+  EXPECT_DOUBLE_EQ(c.backward.flops, 2 * c.forward.flops);
+  EXPECT_EQ(c.backward.kernels, 3);  // dX, dW, db
+  EXPECT_DOUBLE_EQ(c.saved_bytes, 2 * tokens * 1024);
+  // fp32 runs on the fp32 rate.
+  ctx.precision = Precision::kFP32;
+  EXPECT_DOUBLE_EQ(layer_cost(m, m.layers[0], ctx).forward.time_s, 2 * tokens * 1024 * 1024 / (10e12 * 0.70));
+}
+
+TEST(ComputeCost, ConvByHand) {
+  const Model m = parse_model(kModel, "small.yaml");
+  const GpuSpec gpu = round_gpu();
+  const ComputeContext ctx{&gpu, Precision::kBF16, 1, 128, {}};
+  const LayerCost c = layer_cost(m, m.layers[1], ctx);
+  // ResNet's conv1: 112 x 112 outputs x 64 channels x 3 x 7 x 7 = 118,013,952 multiply-adds.
+  EXPECT_DOUBLE_EQ(c.forward.flops, 2.0 * 118013952);
+  EXPECT_DOUBLE_EQ(c.forward.bytes, 2.0 * (3 * 224 * 224 + 64 * 112 * 112) + 2.0 * 64 * 3 * 7 * 7);
+  EXPECT_EQ(c.backward.kernels, 2);  // no bias
+}
+
+TEST(ComputeCost, CausalAttentionHalvesTheWork) {
+  const Model m = parse_model(kModel, "small.yaml");
+  const GpuSpec gpu = round_gpu();
+  const ComputeContext ctx{&gpu, Precision::kBF16, 1, 1024, {}};
+  const LayerCost c = layer_cost(m, m.layers[2], ctx);
+  EXPECT_DOUBLE_EQ(c.forward.flops, 4.0 * 12 * 1024 * 1024 * 64 * 0.5);
+  EXPECT_DOUBLE_EQ(c.backward.flops, 2.5 * c.forward.flops);
+}
+
+TEST(ComputeCost, MemoryBoundAndLaunchFloor) {
+  const Model m = parse_model(kModel, "small.yaml");
+  const GpuSpec gpu = round_gpu();
+  ComputeContext ctx{&gpu, Precision::kBF16, 8, 128, {}};
+  const LayerCost add = layer_cost(m, m.layers[3], ctx);
+  const double n = 8.0 * 1024 * 128;
+  EXPECT_DOUBLE_EQ(add.forward.bytes, 3 * 2 * n);
+  EXPECT_DOUBLE_EQ(add.forward.time_s, 3 * 2 * n / (1e12 * 0.80));
+  EXPECT_EQ(add.backward.kernels, 0);  // an addition's gradient passes through
+  // A tiny add is floored at one launch.
+  ctx.batch = 1;
+  ctx.seq_len = 1;
+  EXPECT_DOUBLE_EQ(layer_cost(m, m.layers[3], ctx).forward.time_s, 4e-6);
+}
+
+TEST(ComputeCost, OptimizerAndCopies) {
+  const Model m = parse_model(kModel, "small.yaml");
+  const GpuSpec gpu = round_gpu();
+  const ComputeContext ctx{&gpu, Precision::kBF16, 8, 128, {}};
+  const double elems = 1024.0 * 1024 + 1024 + 64 * 3 * 7 * 7;
+  EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kAdamW, true, ctx).bytes, 28 * elems);
+  EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kAdamW, false, ctx).bytes, 44 * elems);
+  EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kSGD, false, ctx).bytes, 12 * elems);
+  EXPECT_EQ(optimizer_cost(m, Optimizer::kAdam, true, ctx).kernels, 1);
+  const KernelCost copy = copy_cost(4e6, 1, ctx);  // memory-bound: 10 us > one 4 us launch
+  EXPECT_DOUBLE_EQ(copy_cost(4e6, 3, ctx).time_s, 3 * 4e-6);  // three launches floor it at 12 us
+  EXPECT_DOUBLE_EQ(copy.bytes, 8e6);
+  EXPECT_DOUBLE_EQ(copy.time_s, 8e6 / 0.8e12);
+  EXPECT_EQ(parse_optimizer("adamw"), Optimizer::kAdamW);
+  EXPECT_THROW(parse_optimizer("lion"), ConfigError);
+}
+
+TEST(MemoryCost, DdpBucketsAndGradientAsBucketView) {
+  const Model m = parse_model(kModel, "small.yaml");
+  const GpuSpec gpu = round_gpu();
+  const ComputeContext ctx{&gpu, Precision::kFP32, 8, 128, {}};
+  MemoryOptions o;
+  o.optimizer = Optimizer::kAdamW;
+  const MemoryBreakdown a = memory_cost(m, ctx, o);
+  o.gradient_as_bucket_view = true;
+  const MemoryBreakdown b = memory_cost(m, ctx, o);
+  const double grads = static_cast<double>(m.parameter_bytes());
+  EXPECT_DOUBLE_EQ(a.gradients, grads);
+  EXPECT_DOUBLE_EQ(a.optimizer_state, 2 * grads);
+  EXPECT_DOUBLE_EQ(a.total - b.total, grads);
+  EXPECT_DOUBLE_EQ(a.parameters, grads);  // fp32: no autocast weight copies
+}
+
+TEST(MemoryCost, DpGpu0HoldsOutputsAndOptimizer) {
+  const Model m = parse_model(kModel, "small.yaml");
+  const GpuSpec gpu = round_gpu();
+  const ComputeContext ctx{&gpu, Precision::kBF16, 8, 128, {}};
+  MemoryOptions o;
+  o.strategy = Strategy::kDP;
+  o.dp_global_batch = 32;
+  const MemoryBreakdown gpu0 = memory_cost(m, ctx, o);
+  o.dp_gpu0 = false;
+  const MemoryBreakdown replica = memory_cost(m, ctx, o);
+  EXPECT_DOUBLE_EQ(gpu0.outputs, 2.0 * 32 * 1024 * 128 * 2);
+  EXPECT_GT(gpu0.optimizer_state, 0);
+  EXPECT_EQ(replica.optimizer_state, 0);
+  EXPECT_EQ(replica.outputs, 0);
+}
+
+TEST(MemoryCost, Verdicts) {
+  const GpuSpec& a100_40 = gpu_spec("a100-sxm4-40gb");
+  const Model llama = load_model("llama2-7b");
+  const ComputeContext big{&a100_40, Precision::kBF16, 1, 4096, {}};
+  EXPECT_TRUE(memory_cost(llama, big, MemoryOptions{}).oom);
+  const Model resnet = load_model("resnet18");
+  const ComputeContext small{&a100_40, Precision::kBF16, 32, 1, {}};
+  EXPECT_FALSE(memory_cost(resnet, small, MemoryOptions{}).oom);
+}
+
+TEST(ComputeCost, EveryZooModelOnEveryGpuIsFinite) {
+  for (const auto& name : zoo_model_names()) {
+    const Model m = load_model(name);
+    for (const auto& g : gpu_specs()) {
+      const ComputeContext ctx{&g, Precision::kFP32, m.default_batch, m.seq_len(std::nullopt), {}};
+      const ModelCost c = model_cost(m, ctx);
+      EXPECT_GT(c.forward_s, 0) << name << " on " << g.key;
+      EXPECT_GT(c.backward_s, c.forward_s * 0.5) << name << " on " << g.key;
+      EXPECT_LT(c.forward_s, 1e3) << name << " on " << g.key;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gradsync

@@ -1,0 +1,161 @@
+// model_loader_test.cpp: one test per bad model file, each with its exact message.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.hpp"
+#include "models/model.hpp"
+
+namespace gradsync {
+namespace {
+
+// A small valid model; each test breaks one line of it.
+const std::string kGood = R"(format: gradsync-model/1
+name: tiny
+defaults: {batch: 4, seq_len: 8}
+input: {bytes: 8*T}
+output: {elements: 10*T, loss: outside}
+parameters:
+  - {name: emb.weight, shape: [10, 4]}
+  - {name: fc.weight, shape: [10, 4]}
+  - {name: fc.bias, shape: [10]}
+layers:
+  - {name: emb, kind: embedding, params: [emb.weight], num: 10, dim: 4, tokens: T}
+  - {name: fc, kind: linear, params: [fc.weight, fc.bias], in: 4, out: 10, tokens: T}
+)";
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  const auto pos = text.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return text.replace(pos, from.size(), to);
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_model(text, "bad.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(ModelLoader, GoodFileLoads) {
+  const Model m = parse_model(kGood, "good.yaml");
+  EXPECT_EQ(m.total_params(), 90);
+  ASSERT_EQ(m.layers.size(), 2u);
+  EXPECT_EQ(m.layers[1].params, (std::vector<std::size_t>{1, 2}));
+  EXPECT_EQ(m.layers[1].dim("tokens", 8), 8);
+  EXPECT_EQ(m.layers[0].dim("tokens", 16), 16);
+}
+
+TEST(ModelLoader, UnknownKind) {
+  EXPECT_EQ(error_of(replace(kGood, "kind: linear", "kind: lienar")),
+            "bad.yaml:12: layers[1] \"fc\": unknown kind \"lienar\"; expected one of linear, conv2d, embedding, layernorm, "
+            "rmsnorm, batchnorm, attention, activation, softmax, dropout, pooling, elementwise, loss");
+}
+
+TEST(ModelLoader, UndeclaredParameter) {
+  EXPECT_EQ(error_of(replace(kGood, "params: [fc.weight, fc.bias]", "params: [fc.weight, fc.b]")),
+            "bad.yaml:12: layers[1] \"fc\": parameter \"fc.b\" is not declared under parameters");
+}
+
+TEST(ModelLoader, ZeroDimension) {
+  EXPECT_EQ(error_of(replace(kGood, "shape: [10]", "shape: [0]")),
+            "bad.yaml:9: parameters[2] \"fc.bias\": shape [0]: dimension 1 is 0; every dimension must be > 0");
+}
+
+TEST(ModelLoader, NegativeDimension) {
+  EXPECT_EQ(error_of(replace(kGood, "shape: [10, 4]}\n  - {name: fc.weight", "shape: [10, -4]}\n  - {name: fc.weight")),
+            "bad.yaml:7: parameters[0] \"emb.weight\": shape [10, -4]: dimension 2 is -4; every dimension must be > 0");
+}
+
+TEST(ModelLoader, DuplicateParameterName) {
+  EXPECT_EQ(error_of(replace(kGood, "name: fc.bias", "name: fc.weight")),
+            "bad.yaml:9: parameters[2] \"fc.weight\": duplicate parameter name \"fc.weight\" (first at parameters[1])");
+}
+
+TEST(ModelLoader, DuplicateLayerName) {
+  EXPECT_EQ(error_of(replace(kGood, "{name: fc, kind", "{name: emb, kind")),
+            "bad.yaml:12: layers[1] \"emb\": duplicate layer name \"emb\"");
+}
+
+TEST(ModelLoader, WrongType) {
+  EXPECT_EQ(error_of(replace(kGood, "batch: 4", "batch: four")),
+            "bad.yaml:3: defaults: field \"batch\" is \"four\"; expected a positive integer");
+  EXPECT_EQ(error_of(replace(kGood, "shape: [10]", "shape: ten")),
+            "bad.yaml:9: parameters[2] \"fc.bias\": shape is \"ten\"; expected a list of dimensions such as [768, 3072]");
+  EXPECT_EQ(error_of(replace(kGood, "{name: fc.bias, shape: [10]}", "{name: fc.bias, shape: [10], requires_grad: maybe}")),
+            "bad.yaml:9: parameters[2] \"fc.bias\": field \"requires_grad\" is \"maybe\"; expected true or false");
+}
+
+TEST(ModelLoader, MissingField) {
+  EXPECT_EQ(error_of(replace(kGood, ", in: 4, out: 10", ", in: 4")),
+            "bad.yaml:12: layers[1] \"fc\": missing field \"out\" (kind linear)");
+  EXPECT_EQ(error_of(replace(kGood, "{name: fc.bias, shape: [10]}", "{name: fc.bias}")),
+            "bad.yaml:9: parameters[2] \"fc.bias\": missing field \"shape\"");
+}
+
+TEST(ModelLoader, UnknownField) {
+  EXPECT_EQ(error_of(replace(kGood, "{name: fc.bias, shape: [10]}", "{name: fc.bias, shap: [10]}")),
+            "bad.yaml:9: parameters[2] \"fc.bias\": unknown field \"shap\"; expected one of name, shape, dtype, "
+            "requires_grad, sparse_grad");
+  EXPECT_EQ(error_of(replace(kGood, "in: 4, out: 10", "in: 4, out: 10, kernel: 3")),
+            "bad.yaml:12: layers[1] \"fc\": unknown field \"kernel\" for kind linear; expected in, out, tokens");
+}
+
+TEST(ModelLoader, UnknownDtype) {
+  EXPECT_EQ(error_of(replace(kGood, "{name: fc.bias, shape: [10]}", "{name: fc.bias, shape: [10], dtype: float33}")),
+            "bad.yaml:9: parameters[2] \"fc.bias\": dtype \"float33\" is unknown; expected float32, float16, bfloat16, "
+            "float64, int64, int32, int8, uint8 or bool");
+}
+
+TEST(ModelLoader, SequenceLengthWithoutDefault) {
+  EXPECT_EQ(error_of(replace(kGood, "defaults: {batch: 4, seq_len: 8}", "defaults: {batch: 4}")),
+            "bad.yaml:4: input: \"8*T\" uses T but defaults has no seq_len");
+}
+
+TEST(ModelLoader, UnusedParameterMustBeDeclared) {
+  const std::string text = replace(kGood, "  - {name: fc.bias, shape: [10]}\n",
+                                   "  - {name: fc.bias, shape: [10]}\n  - {name: extra, shape: [3]}\n");
+  EXPECT_EQ(error_of(text),
+            "bad.yaml:10: parameters[3] \"extra\": no layer uses this parameter; list it under unused_parameters if "
+            "forward never uses it");
+  const Model m = parse_model(replace(text, "layers:\n", "unused_parameters: [extra]\nlayers:\n"), "ok.yaml");
+  EXPECT_EQ(m.unused_parameters, (std::vector<std::size_t>{3}));
+}
+
+TEST(ModelLoader, SyntaxError) {
+  EXPECT_EQ(error_of(replace(kGood, "name: tiny", "name: [tiny")).substr(0, 22), "bad.yaml:3: syntax err");
+}
+
+TEST(ModelLoader, BadExpression) {
+  EXPECT_EQ(error_of(replace(kGood, "tokens: T}\n  - {name: fc", "tokens: 2*S}\n  - {name: fc")),
+            "bad.yaml:11: layers[0] \"emb\": field \"tokens\": expression \"2*S\": unexpected 'S' at character 3; "
+            "expected integers, T, +, -, * and ( )");
+}
+
+TEST(ModelLoader, WrongFormatVersion) {
+  EXPECT_EQ(error_of(replace(kGood, "gradsync-model/1", "gradsync-model/9")),
+            "bad.yaml:1: model file: format \"gradsync-model/9\" is not supported; expected gradsync-model/1");
+}
+
+TEST(ModelLoader, MissingFileAndUnknownName) {
+  try {
+    load_model("no/such/model.yaml");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "model file \"no/such/model.yaml\" cannot be opened: No such file or directory");
+  }
+  EXPECT_THROW(load_model("gtp2"), ConfigError);
+}
+
+TEST(ModelLoader, JsonIsAccepted) {
+  const std::string json = R"({"format": "gradsync-model/1", "name": "j", "defaults": {"batch": 2},
+    "input": {"bytes": 16}, "output": {"elements": 4},
+    "parameters": [{"name": "w", "shape": [4, 4]}],
+    "layers": [{"name": "fc", "kind": "linear", "params": ["w"], "in": 4, "out": 4}]})";
+  EXPECT_EQ(parse_model(json, "j.json").total_params(), 16);
+}
+
+}  // namespace
+}  // namespace gradsync

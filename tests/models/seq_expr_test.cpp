@@ -1,0 +1,45 @@
+// seq_expr_test.cpp: expressions in the sequence length T.
+#include "models/seq_expr.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+
+namespace gradsync {
+namespace {
+
+TEST(SeqExpr, ParsesAndEvaluates) {
+  EXPECT_EQ(SeqExpr::parse("768").eval(1024), 768);
+  EXPECT_EQ(SeqExpr::parse("T").eval(1024), 1024);
+  EXPECT_EQ(SeqExpr::parse("50257*T").eval(1024), 51463168);
+  EXPECT_EQ(SeqExpr::parse("768*T+768").eval(512), 393984);
+  EXPECT_EQ(SeqExpr::parse("4*T*T").eval(8), 256);
+  EXPECT_EQ(SeqExpr::parse("(T+1)*(T-1)").eval(10), 99);
+  EXPECT_EQ(SeqExpr::parse(" 2 * T ").eval(3), 6);
+}
+
+TEST(SeqExpr, CanonicalText) {
+  EXPECT_EQ(SeqExpr::parse("768+T*768").to_string(), "768*T+768");
+  EXPECT_EQ(SeqExpr::parse("T*T-T").to_string(), "T*T-T");
+  EXPECT_EQ(SeqExpr::parse("0*T").to_string(), "0");
+  EXPECT_FALSE(SeqExpr::parse("0*T+5").depends_on_t());
+  EXPECT_TRUE(SeqExpr::parse("T").depends_on_t());
+}
+
+TEST(SeqExpr, BadText) {
+  EXPECT_THROW(SeqExpr::parse(""), ConfigError);
+  EXPECT_THROW(SeqExpr::parse("3*"), ConfigError);
+  EXPECT_THROW(SeqExpr::parse("3x"), ConfigError);
+  EXPECT_THROW(SeqExpr::parse("(3"), ConfigError);
+  EXPECT_THROW(SeqExpr::parse("99999999999999999999"), ConfigError);
+  EXPECT_THROW(SeqExpr::parse("4611686018427387904*4").eval(1), ConfigError);
+  try {
+    SeqExpr::parse("3 + S");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "expression \"3 + S\": unexpected 'S' at character 5; expected integers, T, +, -, * and ( )");
+  }
+}
+
+}  // namespace
+}  // namespace gradsync

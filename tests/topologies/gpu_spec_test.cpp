@@ -1,0 +1,74 @@
+// gpu_spec_test.cpp: topologies/hardware/gpus.yaml and its loader.
+#include "topologies/gpu_spec.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+
+namespace gradsync {
+namespace {
+
+TEST(GpuSpec, EveryGpuTheIssueNames) {
+  for (const char* key : {"v100-sxm2-16gb", "v100-sxm2-32gb", "a100-sxm4-40gb", "a100-sxm4-80gb", "a100-pcie-40gb",
+                          "a100-pcie-80gb", "h100-sxm5-80gb", "h100-pcie-80gb", "h200-sxm-141gb", "b200", "titan-rtx",
+                          "rtx-2080-ti", "rtx-3090", "rtx-4090", "a10g", "l4", "l40s"}) {
+    const GpuSpec& g = gpu_spec(key);
+    EXPECT_GT(g.memory_bytes, 0u) << key;
+    EXPECT_GT(g.memory_bandwidth_Bps, 1e11) << key;
+    EXPECT_GE(g.tf32_flops, g.fp32_flops) << key;
+    EXPECT_FALSE(g.source.empty()) << key;
+  }
+}
+
+TEST(GpuSpec, DatasheetNumbersAndAliases) {
+  const GpuSpec& a100 = gpu_spec("a100");
+  EXPECT_EQ(a100.key, "a100-sxm4-80gb");
+  EXPECT_DOUBLE_EQ(a100.peak_flops(Precision::kBF16), 312e12);
+  EXPECT_DOUBLE_EQ(a100.peak_flops(Precision::kTF32), 156e12);
+  EXPECT_DOUBLE_EQ(a100.memory_bandwidth_Bps, 2039e9);
+  EXPECT_EQ(a100.memory_bytes, 80 * kGiB);
+  EXPECT_EQ(a100.nvlink_links, 12);
+  EXPECT_DOUBLE_EQ(a100.nvlink_bw_Bps, 25e9);
+  EXPECT_EQ(gpu_spec("h100").key, "h100-sxm5-80gb");
+}
+
+TEST(GpuSpec, MissingPrecisionIsAnError) {
+  try {
+    gpu_spec("v100").peak_flops(Precision::kBF16);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "GPU v100-sxm2-32gb (NVIDIA Tesla V100 SXM2 32GB) has no bf16 tensor cores; use fp32, tf32 or fp16");
+  }
+}
+
+TEST(GpuSpec, UnknownGpu) {
+  try {
+    gpu_spec("a101");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("GPU \"a101\" is unknown; expected one of v100-sxm2-16gb, ")) << e.what();
+  }
+}
+
+TEST(GpuSpec, BadFileNamesFieldAndValue) {
+  const std::string text = R"(format: gradsync-gpus/1
+gpus:
+  x:
+    name: X
+    source: test
+    flops: {fp32: 1e12, tf32: 1e12}
+    memory: 16GiB
+    memory_bandwidth: -5GBps
+    pcie: {gen: 4, lanes: 16}
+    sms: 10
+)";
+  try {
+    parse_gpu_specs(text, "gpus.yaml");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "gpus.yaml:8: gpus.x: field \"memory_bandwidth\": bandwidth \"-5GBps\" must be > 0");
+  }
+}
+
+}  // namespace
+}  // namespace gradsync

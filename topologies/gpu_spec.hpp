@@ -1,0 +1,49 @@
+// gpu_spec.hpp: what gradsync knows about a GPU model, from topologies/hardware/gpus.yaml (each
+// number with its datasheet source).
+//
+//   const GpuSpec& a100 = gpu_spec("a100-sxm4-80gb");   // or an alias: "a100"
+//   a100.peak_flops(Precision::kBF16) == 312e12;
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/units.hpp"
+
+namespace gradsync {
+
+// GpuSpec is one GPU model: dense peak FLOP/s per precision, memory, links.
+struct GpuSpec {
+  std::string key;   // "a100-sxm4-80gb"
+  std::string name;  // "NVIDIA A100 SXM4 80GB"
+  std::string source;
+  std::vector<std::string> aliases;
+  double fp32_flops = 0;
+  double tf32_flops = 0;
+  std::optional<double> fp16_flops;  // tensor cores, FP32 accumulate
+  std::optional<double> bf16_flops;  // absent: no bf16 tensor cores (V100, Turing)
+  Bytes memory_bytes = 0;
+  double memory_bandwidth_Bps = 0;
+  int nvlink_links = 0;
+  double nvlink_bw_Bps = 0;  // per link per direction
+  int pcie_gen = 0;
+  int pcie_lanes = 0;
+  int sms = 0;
+
+  // peak_flops is the dense matmul peak for a precision; ConfigError if the GPU lacks it.
+  double peak_flops(Precision p) const;
+};
+
+// gpu_specs returns every GPU in topologies/hardware/gpus.yaml, in file order.
+const std::vector<GpuSpec>& gpu_specs();
+
+// gpu_spec finds a GPU by key or alias; ConfigError listing the known keys otherwise.
+const GpuSpec& gpu_spec(std::string_view key_or_alias);
+
+// parse_gpu_specs reads a gpus.yaml text (exposed for tests); `origin` names it in errors.
+std::vector<GpuSpec> parse_gpu_specs(std::string_view text, const std::string& origin);
+
+}  // namespace gradsync
