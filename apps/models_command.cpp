@@ -23,14 +23,18 @@ struct ShowOptions {
   std::int64_t batch = 0;    // 0: the model's default
   std::int64_t seq_len = 0;  // 0: the model's default
   std::string gpu = "a100-sxm4-80gb";
-  std::string precision = "bf16";
+  std::string precision;  // empty: bf16 where the GPU has it, else fp16
   std::string optimizer = "adamw";
   bool json = false;
 };
 
 std::string with_commas(std::int64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  const std::string digits = std::to_string(v);
+  std::string s;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) s += ',';
+    s += digits[i];
+  }
   return s;
 }
 
@@ -56,7 +60,9 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   ComputeContext ctx;
   try {
     ctx.gpu = &gpu_spec(o.gpu);
-    ctx.precision = parse_precision(o.precision);
+    ctx.precision = !o.precision.empty()      ? parse_precision(o.precision)
+                    : ctx.gpu->bf16_flops ? Precision::kBF16
+                                          : Precision::kFP16;
     ctx.gpu->peak_flops(ctx.precision);  // a GPU without this precision's tensor cores
   } catch (const ConfigError& e) {
     throw UsageError(e.what());
@@ -174,7 +180,7 @@ void register_models_command(CLI::App& app) {
   show->add_option("--batch", o->batch, "Samples per GPU (default: the model's)")->check(CLI::PositiveNumber);
   show->add_option("--seq-len", o->seq_len, "Sequence length T (default: the model's)")->check(CLI::PositiveNumber);
   show->add_option("--gpu", o->gpu, "GPU key or alias from topologies/hardware/gpus.yaml")->capture_default_str();
-  show->add_option("--precision", o->precision, "fp32, tf32, bf16 or fp16 (autocast)")->capture_default_str();
+  show->add_option("--precision", o->precision, "fp32, tf32, bf16 or fp16 (autocast); default bf16, or fp16 on GPUs without bf16");
   show->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam or adamw")->capture_default_str();
   show->add_flag("--json", o->json, "Write JSON instead of the table");
   show->callback([o] { show_model(*o, std::cout); });
