@@ -45,7 +45,8 @@ std::string usage_message(const CLI::ParseError& e, const CLI::App& app, std::st
   if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr &&
       std::string_view(e.what()).find("subcommand") != std::string_view::npos) {
     std::vector<std::string> subs;
-    for (const CLI::App* sub : where->get_subcommands([](const CLI::App*) { return true; })) subs.push_back(sub->get_name());
+    for (const CLI::App* sub : where->get_subcommands([](const CLI::App*) { return true; }))
+      subs.push_back(sub->get_name());
     return fmt::format("'{}' needs a command: {}", hint_for, fmt::join(subs, ", "));
   }
   std::string text = e.what();
@@ -66,9 +67,10 @@ Model load_model_arg(const std::string& name_or_path) {
 }
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  CLI::App app{"gradsync: how fast is PyTorch DataParallel versus DistributedDataParallel for this model on "
-               "this cluster, where does the time go, and what should I change?",
-               "gradsync"};
+  CLI::App app{
+      "gradsync: how fast is PyTorch DataParallel versus DistributedDataParallel for this model on "
+      "this cluster, where does the time go, and what should I change?",
+      "gradsync"};
   app.set_version_flag("--version", std::string("gradsync ") + kVersion);
   app.require_subcommand(0, 1);
   app.footer("Run 'gradsync COMMAND --help' for a command's options.");

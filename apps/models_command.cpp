@@ -45,7 +45,8 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 }
 
 void list_models(std::ostream& out) {
-  reports::Table t({{"model", "", true}, {"params", ""}, {"fp32", "bytes"}, {"layers", ""}, {"batch", ""}, {"seq_len", ""}});
+  reports::Table t(
+      {{"model", "", true}, {"params", ""}, {"fp32", "bytes"}, {"layers", ""}, {"batch", ""}, {"seq_len", ""}});
   for (const auto& name : zoo_model_names()) {
     const Model m = load_model(name);
     t.add_row({m.name, with_commas(m.total_params()), human_bytes(static_cast<double>(m.parameter_bytes())),
@@ -60,7 +61,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   ComputeContext ctx;
   try {
     ctx.gpu = &gpu_spec(o.gpu);
-    ctx.precision = !o.precision.empty()      ? parse_precision(o.precision)
+    ctx.precision = !o.precision.empty()  ? parse_precision(o.precision)
                     : ctx.gpu->bf16_flops ? Precision::kBF16
                                           : Precision::kFP16;
     ctx.gpu->peak_flops(ctx.precision);  // a GPU without this precision's tensor cores
@@ -113,9 +114,15 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     j["forward_s"] = cost.forward_s;
     j["backward_s"] = cost.backward_s;
     j["optimizer_s"] = step.time_s;
-    j["memory"] = {{"parameters", mem.parameters}, {"gradients", mem.gradients}, {"optimizer_state", mem.optimizer_state},
-                   {"activations", mem.activations}, {"buckets", mem.buckets}, {"context", mem.context},
-                   {"total", mem.total}, {"capacity", mem.capacity}, {"oom", mem.oom}};
+    j["memory"] = {{"parameters", mem.parameters},
+                   {"gradients", mem.gradients},
+                   {"optimizer_state", mem.optimizer_state},
+                   {"activations", mem.activations},
+                   {"buckets", mem.buckets},
+                   {"context", mem.context},
+                   {"total", mem.total},
+                   {"capacity", mem.capacity},
+                   {"oom", mem.oom}};
     auto& params = j["parameters"] = nlohmann::ordered_json::array();
     for (const auto& p : m.parameters) {
       params.push_back({{"name", p.name}, {"shape", p.shape}, {"numel", p.numel()}, {"dtype", dtype_name(p.dtype)}});
@@ -128,8 +135,11 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     for (std::size_t i = 0; i < m.layers.size(); ++i) {
       const auto& l = m.layers[i];
       const auto& c = cost.layers[i];
-      layers.push_back({{"name", l.name}, {"kind", layer_kind_name(l.kind)}, {"forward_flops", c.forward.flops},
-                        {"forward_s", c.forward.time_s}, {"backward_s", c.backward.time_s}});
+      layers.push_back({{"name", l.name},
+                        {"kind", layer_kind_name(l.kind)},
+                        {"forward_flops", c.forward.flops},
+                        {"forward_s", c.forward.time_s},
+                        {"backward_s", c.backward.time_s}});
     }
     out << j.dump(2) << '\n';
     return;
@@ -142,18 +152,21 @@ void show_model(const ShowOptions& o, std::ostream& out) {
                      m.default_seq_len ? fmt::format(", seq_len {}", ctx.seq_len) : "", optimizer_name(opt));
   reports::Table t({{"quantity", "", true}, {"value", "", true}});
   t.add_row({"parameters", fmt::format("{} ({} tensors, {} fp32)", with_commas(m.total_params()), m.parameters.size(),
-                                        human_bytes(static_cast<double>(m.parameter_bytes())))});
-  t.add_row({"buffers", fmt::format("{} tensors, {}", m.buffers.size(), human_bytes(static_cast<double>(m.buffer_bytes())))});
+                                       human_bytes(static_cast<double>(m.parameter_bytes())))});
+  t.add_row(
+      {"buffers", fmt::format("{} tensors, {}", m.buffers.size(), human_bytes(static_cast<double>(m.buffer_bytes())))});
   t.add_row({"layers", std::to_string(m.layers.size())});
-  t.add_row({"input/sample", fmt::format("{} ({})", human_bytes(static_cast<double>(m.input_bytes.eval(ctx.seq_len))), m.input_what)});
-  t.add_row({"output/sample", fmt::format("{} elements ({})", with_commas(m.output_elements.eval(ctx.seq_len)), m.output_what)});
+  t.add_row({"input/sample",
+             fmt::format("{} ({})", human_bytes(static_cast<double>(m.input_bytes.eval(ctx.seq_len))), m.input_what)});
+  t.add_row({"output/sample",
+             fmt::format("{} elements ({})", with_commas(m.output_elements.eval(ctx.seq_len)), m.output_what)});
   t.add_row({"forward FLOPs", fmt::format("{:.4g} per sample", cost.forward_flops / static_cast<double>(ctx.batch))});
   t.add_row({"forward", human_duration(cost.forward_s)});
   t.add_row({"backward", human_duration(cost.backward_s)});
   t.add_row({"optimizer", human_duration(step.time_s)});
-  t.add_row({"step (1 GPU)", fmt::format("{}, {:.4g} samples/s{}", human_duration(step_s),
-                                         static_cast<double>(ctx.batch) / step_s,
-                                         m.default_seq_len ? fmt::format(", {:.4g} tokens/s", tokens / step_s) : "")});
+  t.add_row({"step (1 GPU)",
+             fmt::format("{}, {:.4g} samples/s{}", human_duration(step_s), static_cast<double>(ctx.batch) / step_s,
+                         m.default_seq_len ? fmt::format(", {:.4g} tokens/s", tokens / step_s) : "")});
   t.add_row({"memory: params", human_bytes(mem.parameters)});
   t.add_row({"memory: grads", human_bytes(mem.gradients)});
   t.add_row({"memory: optimizer", human_bytes(mem.optimizer_state)});
@@ -168,7 +181,8 @@ void show_model(const ShowOptions& o, std::ostream& out) {
 }  // namespace
 
 void register_models_command(CLI::App& app) {
-  CLI::App* models = app.add_subcommand("models", "The model zoo: list models, show one's parameters, costs and memory");
+  CLI::App* models =
+      app.add_subcommand("models", "The model zoo: list models, show one's parameters, costs and memory");
   models->require_subcommand(1);
 
   CLI::App* list = models->add_subcommand("list", "List the built-in models");
@@ -180,7 +194,8 @@ void register_models_command(CLI::App& app) {
   show->add_option("--batch", o->batch, "Samples per GPU (default: the model's)")->check(CLI::PositiveNumber);
   show->add_option("--seq-len", o->seq_len, "Sequence length T (default: the model's)")->check(CLI::PositiveNumber);
   show->add_option("--gpu", o->gpu, "GPU key or alias from topologies/hardware/gpus.yaml")->capture_default_str();
-  show->add_option("--precision", o->precision, "fp32, tf32, bf16 or fp16 (autocast); default bf16, or fp16 on GPUs without bf16");
+  show->add_option("--precision", o->precision,
+                   "fp32, tf32, bf16 or fp16 (autocast); default bf16, or fp16 on GPUs without bf16");
   show->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam or adamw")->capture_default_str();
   show->add_flag("--json", o->json, "Write JSON instead of the table");
   show->callback([o] { show_model(*o, std::cout); });

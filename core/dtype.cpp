@@ -44,15 +44,20 @@ DType parse_dtype(std::string_view text) {
   if (text == "bf16") return DType::kBFloat16;
   if (text == "long") return DType::kInt64;
   throw ConfigError(fmt::format(
-      "dtype \"{}\" is unknown; expected float32, float16, bfloat16, float64, int64, int32, int8, uint8 or bool", text));
+      "dtype \"{}\" is unknown; expected float32, float16, bfloat16, float64, int64, int32, int8, uint8 or bool",
+      text));
 }
 
 std::string_view precision_name(Precision p) {
   switch (p) {
-    case Precision::kFP32: return "fp32";
-    case Precision::kTF32: return "tf32";
-    case Precision::kBF16: return "bf16";
-    case Precision::kFP16: return "fp16";
+    case Precision::kFP32:
+      return "fp32";
+    case Precision::kTF32:
+      return "tf32";
+    case Precision::kBF16:
+      return "bf16";
+    case Precision::kFP16:
+      return "fp16";
   }
   return "?";
 }

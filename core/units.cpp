@@ -57,8 +57,8 @@ Quantity split_quantity(std::string_view original, const char* kind) {
     while (i < s.size() && is_digit(s[i])) ++i, ++digits;
   }
   if (digits == 0) {
-    throw ConfigError(fmt::format("{} \"{}\" does not start with a number; expected e.g. 1.5 followed by a unit",
-                                  kind, original));
+    throw ConfigError(
+        fmt::format("{} \"{}\" does not start with a number; expected e.g. 1.5 followed by a unit", kind, original));
   }
   if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
     std::size_t j = i + 1;
@@ -118,8 +118,8 @@ Bytes parse_size(std::string_view text) {
     Bytes n = 0;
     auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
     if (ec == std::errc::result_out_of_range) {
-      throw ConfigError(fmt::format("size \"{}\" is too large; the most is {} bytes", text,
-                                    std::numeric_limits<Bytes>::max()));
+      throw ConfigError(
+          fmt::format("size \"{}\" is too large; the most is {} bytes", text, std::numeric_limits<Bytes>::max()));
     }
     (void)ptr;
     return n;
@@ -137,8 +137,8 @@ Bytes parse_size(std::string_view text) {
   }
   const double bytes = q.value * *factor;
   if (bytes >= 18446744073709551616.0) {
-    throw ConfigError(fmt::format("size \"{}\" is too large; the most is {} bytes", text,
-                                  std::numeric_limits<Bytes>::max()));
+    throw ConfigError(
+        fmt::format("size \"{}\" is too large; the most is {} bytes", text, std::numeric_limits<Bytes>::max()));
   }
   const double whole = std::round(bytes);
   if (std::fabs(bytes - whole) > 1e-9 * std::max(1.0, bytes)) {
@@ -168,8 +168,8 @@ double parse_bandwidth(std::string_view text) {
     if (q.unit.empty()) {
       throw ConfigError(fmt::format("bandwidth \"{}\" has no unit; expected {}", text, kBandwidthUnits));
     }
-    throw ConfigError(fmt::format("bandwidth \"{}\" has unknown unit \"{}\"; expected {}", text, q.unit,
-                                  kBandwidthUnits));
+    throw ConfigError(
+        fmt::format("bandwidth \"{}\" has unknown unit \"{}\"; expected {}", text, q.unit, kBandwidthUnits));
   }
   const double bps = q.value * *factor;
   if (!std::isfinite(bps)) throw ConfigError(fmt::format("bandwidth \"{}\" is out of range", text));

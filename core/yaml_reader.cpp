@@ -71,14 +71,16 @@ bool YamlReader::boolean(const YAML::Node& n, const std::string& where, const ch
 
 std::int64_t YamlReader::positive_int(const YAML::Node& n, const std::string& where, const char* key) const {
   std::int64_t v = 0;
-  if (!parse_int(n, v)) fail(n, where, fmt::format("field \"{}\" is \"{}\"; expected a positive integer", key, scalar_text(n)));
+  if (!parse_int(n, v))
+    fail(n, where, fmt::format("field \"{}\" is \"{}\"; expected a positive integer", key, scalar_text(n)));
   if (v <= 0) fail(n, where, fmt::format("field \"{}\" is {}; it must be > 0", key, v));
   return v;
 }
 
 std::int64_t YamlReader::non_negative_int(const YAML::Node& n, const std::string& where, const char* key) const {
   std::int64_t v = 0;
-  if (!parse_int(n, v)) fail(n, where, fmt::format("field \"{}\" is \"{}\"; expected an integer >= 0", key, scalar_text(n)));
+  if (!parse_int(n, v))
+    fail(n, where, fmt::format("field \"{}\" is \"{}\"; expected an integer >= 0", key, scalar_text(n)));
   if (v < 0) fail(n, where, fmt::format("field \"{}\" is {}; it must be >= 0", key, v));
   return v;
 }
@@ -96,37 +98,40 @@ double YamlReader::positive_number(const YAML::Node& n, const std::string& where
   return v;
 }
 
-Bytes YamlReader::size(const YAML::Node& n, const std::string& where, const char* key) const {
+template <typename Parse>
+auto YamlReader::located(const YAML::Node& n, const std::string& where, const char* key, Parse parse) const {
+  const std::string text = string(n, where, key);
   try {
-    return parse_size(string(n, where, key));
+    return parse(text);
   } catch (const ConfigError& e) {
-    if (std::string_view(e.what()).starts_with(origin_)) throw;
-    fail(n, where, fmt::format("field \"{}\": {}", key, e.what()));
+    fail(n, where, key[0] == '\0' ? e.what() : fmt::format("field \"{}\": {}", key, e.what()));
   }
+}
+
+Bytes YamlReader::size(const YAML::Node& n, const std::string& where, const char* key) const {
+  return located(n, where, key, [](const std::string& t) { return parse_size(t); });
 }
 
 double YamlReader::bandwidth(const YAML::Node& n, const std::string& where, const char* key) const {
-  try {
-    return parse_bandwidth(string(n, where, key));
-  } catch (const ConfigError& e) {
-    if (std::string_view(e.what()).starts_with(origin_)) throw;
-    fail(n, where, fmt::format("field \"{}\": {}", key, e.what()));
-  }
+  return located(n, where, key, [](const std::string& t) { return parse_bandwidth(t); });
 }
 
 std::vector<std::int64_t> YamlReader::shape(const YAML::Node& n, const std::string& where) const {
-  if (!n.IsSequence()) fail(n, where, fmt::format("shape is \"{}\"; expected a list of dimensions such as [768, 3072]", scalar_text(n)));
+  if (!n.IsSequence())
+    fail(n, where, fmt::format("shape is \"{}\"; expected a list of dimensions such as [768, 3072]", scalar_text(n)));
   std::vector<std::string> text;
   for (const auto& d : n) text.push_back(d.IsScalar() ? d.as<std::string>() : "?");
   std::vector<std::int64_t> dims;
   for (std::size_t i = 0; i < n.size(); ++i) {
     std::int64_t v = 0;
     if (!parse_int(n[i], v)) {
-      fail(n[i], where, fmt::format("shape [{}]: dimension {} is \"{}\"; expected an integer", fmt::join(text, ", "), i + 1,
-                                    scalar_text(n[i])));
+      fail(n[i], where,
+           fmt::format("shape [{}]: dimension {} is \"{}\"; expected an integer", fmt::join(text, ", "), i + 1,
+                       scalar_text(n[i])));
     }
     if (v <= 0) {
-      fail(n[i], where, fmt::format("shape [{}]: dimension {} is {}; every dimension must be > 0", fmt::join(text, ", "), i + 1, v));
+      fail(n[i], where,
+           fmt::format("shape [{}]: dimension {} is {}; every dimension must be > 0", fmt::join(text, ", "), i + 1, v));
     }
     dims.push_back(v);
   }
@@ -134,12 +139,8 @@ std::vector<std::int64_t> YamlReader::shape(const YAML::Node& n, const std::stri
 }
 
 DType YamlReader::dtype(const YAML::Node& n, const std::string& where) const {
-  try {
-    return parse_dtype(string(n, where, "dtype"));
-  } catch (const ConfigError& e) {
-    if (std::string_view(e.what()).starts_with(origin_)) throw;
-    fail(n, where, e.what());
-  }
+  string(n, where, "dtype");  // a non-string is reported as such
+  return located(n, where, "", [](const std::string& t) { return parse_dtype(t); });
 }
 
 std::string YamlReader::scalar_text(const YAML::Node& n) {

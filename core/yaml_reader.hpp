@@ -32,7 +32,8 @@ class YamlReader {
   [[noreturn]] void fail(const YAML::Node& at, const std::string& where, const std::string& what) const;
 
   // only_keys rejects any field of `map` outside `allowed`: a typo must not pass silently.
-  void only_keys(const YAML::Node& map, const std::string& where, std::initializer_list<std::string_view> allowed) const;
+  void only_keys(const YAML::Node& map, const std::string& where,
+                 std::initializer_list<std::string_view> allowed) const;
   // required returns map[key], failing when it is missing or null.
   YAML::Node required(const YAML::Node& map, const std::string& where, const char* key) const;
 
@@ -41,8 +42,8 @@ class YamlReader {
   std::int64_t positive_int(const YAML::Node& n, const std::string& where, const char* key) const;
   std::int64_t non_negative_int(const YAML::Node& n, const std::string& where, const char* key) const;
   double positive_number(const YAML::Node& n, const std::string& where, const char* key) const;
-  Bytes size(const YAML::Node& n, const std::string& where, const char* key) const;            // "80GiB"
-  double bandwidth(const YAML::Node& n, const std::string& where, const char* key) const;      // "25GBps"
+  Bytes size(const YAML::Node& n, const std::string& where, const char* key) const;        // "80GiB"
+  double bandwidth(const YAML::Node& n, const std::string& where, const char* key) const;  // "25GBps"
   // shape reads a list of dimensions, each > 0.
   std::vector<std::int64_t> shape(const YAML::Node& n, const std::string& where) const;
   DType dtype(const YAML::Node& n, const std::string& where) const;
@@ -52,6 +53,10 @@ class YamlReader {
   const std::string& origin() const { return origin_; }
 
  private:
+  // located runs parse(text of n) and reports its ConfigError at n's line, naming `key` (if any).
+  template <typename Parse>
+  auto located(const YAML::Node& n, const std::string& where, const char* key, Parse parse) const;
+
   std::string origin_;
 };
 

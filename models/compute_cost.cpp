@@ -23,7 +23,9 @@ KernelCost finish(KernelCost k, double peak_flops, double flops_eff, const Compu
 
 LayerCost layer_cost(const Model& model, const Layer& layer, const ComputeContext& ctx) {
   if (ctx.gpu == nullptr) throw std::invalid_argument("layer_cost: ComputeContext has no GPU");
-  const auto d = [&](std::string_view name) { return static_cast<double>(layer.dim(name, model.seq_len(ctx.seq_len))); };
+  const auto d = [&](std::string_view name) {
+    return static_cast<double>(layer.dim(name, model.seq_len(ctx.seq_len)));
+  };
   const double b = static_cast<double>(ctx.batch);
   const double e = static_cast<double>(activation_bytes(ctx.precision));
   const double peak = ctx.gpu->peak_flops(ctx.precision);
@@ -46,7 +48,8 @@ LayerCost layer_cost(const Model& model, const Layer& layer, const ComputeContex
       break;
     }
     case LayerKind::kConv2d: {
-      const double in = d("in"), out = d("out"), k = d("kernel"), s = d("stride"), p = d("padding"), groups = d("groups");
+      const double in = d("in"), out = d("out"), k = d("kernel"), s = d("stride"), p = d("padding"),
+                   groups = d("groups");
       const double h = d("height"), w = d("width");
       const double ho = std::floor((h + 2 * p - k) / s) + 1, wo = std::floor((w + 2 * p - k) / s) + 1;
       if (ho <= 0 || wo <= 0) {
@@ -155,10 +158,14 @@ ModelCost model_cost(const Model& model, const ComputeContext& ctx) {
 
 std::string_view optimizer_name(Optimizer o) {
   switch (o) {
-    case Optimizer::kSGD: return "sgd";
-    case Optimizer::kSGDMomentum: return "sgd-momentum";
-    case Optimizer::kAdam: return "adam";
-    case Optimizer::kAdamW: return "adamw";
+    case Optimizer::kSGD:
+      return "sgd";
+    case Optimizer::kSGDMomentum:
+      return "sgd-momentum";
+    case Optimizer::kAdam:
+      return "adam";
+    case Optimizer::kAdamW:
+      return "adamw";
   }
   return "?";
 }
@@ -172,10 +179,13 @@ Optimizer parse_optimizer(std::string_view text) {
 
 int optimizer_state_bytes_per_param(Optimizer o) {
   switch (o) {
-    case Optimizer::kSGD: return 0;
-    case Optimizer::kSGDMomentum: return 4;
+    case Optimizer::kSGD:
+      return 0;
+    case Optimizer::kSGDMomentum:
+      return 4;
     case Optimizer::kAdam:
-    case Optimizer::kAdamW: return 8;
+    case Optimizer::kAdamW:
+      return 8;
   }
   return 0;
 }
@@ -194,10 +204,19 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const C
   double per_elem = 12;
   int ops = 2;  // foreach ops per tensor list (PyTorch _multi_tensor_* implementations)
   switch (opt) {
-    case Optimizer::kSGD: per_elem = 12; ops = 2; break;
-    case Optimizer::kSGDMomentum: per_elem = 20; ops = 3; break;
+    case Optimizer::kSGD:
+      per_elem = 12;
+      ops = 2;
+      break;
+    case Optimizer::kSGDMomentum:
+      per_elem = 20;
+      ops = 3;
+      break;
     case Optimizer::kAdam:
-    case Optimizer::kAdamW: per_elem = fused ? 28 : 44; ops = 8; break;
+    case Optimizer::kAdamW:
+      per_elem = fused ? 28 : 44;
+      ops = 8;
+      break;
   }
   // multi_tensor_apply handles up to ~36 tensors per launch at depth 4 (ATen MultiTensorApply.cuh).
   const int chunks = (tensors + 35) / 36;

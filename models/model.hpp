@@ -91,7 +91,7 @@ struct Model {
   std::string input_what;
   SeqExpr input_bytes;  // per sample
   std::string output_what;
-  SeqExpr output_elements;  // per sample; bytes follow the activation precision
+  SeqExpr output_elements;   // per sample; bytes follow the activation precision
   bool loss_inside = false;  // true: forward returns the loss too (computed on every replica)
 
   std::vector<Parameter> parameters;

@@ -38,7 +38,10 @@ struct KindSchema {
 const std::vector<KindSchema>& schemas() {
   static const std::vector<KindSchema> kSchemas{
       {LayerKind::kLinear, "linear", {"in", "out"}, {{"tokens", 1}}},
-      {LayerKind::kConv2d, "conv2d", {"in", "out", "kernel", "height", "width"}, {{"stride", 1}, {"padding", 0}, {"groups", 1}}},
+      {LayerKind::kConv2d,
+       "conv2d",
+       {"in", "out", "kernel", "height", "width"},
+       {{"stride", 1}, {"padding", 0}, {"groups", 1}}},
       {LayerKind::kEmbedding, "embedding", {"num", "dim", "tokens"}, {}},
       {LayerKind::kLayerNorm, "layernorm", {"elements"}, {}},
       {LayerKind::kRMSNorm, "rmsnorm", {"elements"}, {}},
@@ -135,7 +138,8 @@ Model parse_model(std::string_view text, const std::string& origin) {
                "unused_parameters", "layers"});
   const YAML::Node format = r.required(root, "model file", "format");
   if (r.string(format, "model file", "format") != "gradsync-model/1") {
-    r.fail(format, "model file", fmt::format("format \"{}\" is not supported; expected gradsync-model/1", format.as<std::string>()));
+    r.fail(format, "model file",
+           fmt::format("format \"{}\" is not supported; expected gradsync-model/1", format.as<std::string>()));
   }
 
   Model m;
@@ -190,8 +194,9 @@ Model parse_model(std::string_view text, const std::string& origin) {
     if (p["requires_grad"]) param.requires_grad = r.boolean(p["requires_grad"], where, "requires_grad");
     if (p["sparse_grad"]) param.sparse_grad = r.boolean(p["sparse_grad"], where, "sparse_grad");
     if (!param_index.emplace(param.name, i).second) {
-      r.fail(p["name"], where, fmt::format("duplicate parameter name \"{}\" (first at parameters[{}])", param.name,
-                                           param_index[param.name]));
+      r.fail(p["name"], where,
+             fmt::format("duplicate parameter name \"{}\" (first at parameters[{}])", param.name,
+                         param_index[param.name]));
     }
     m.parameters.push_back(std::move(param));
   }
@@ -209,7 +214,8 @@ Model parse_model(std::string_view text, const std::string& origin) {
       r.only_keys(b, where, {"name", "shape", "dtype"});
       buf.shape = r.shape(r.required(b, where, "shape"), where);
       if (b["dtype"]) buf.dtype = r.dtype(b["dtype"], where);
-      if (!seen.insert(buf.name).second) r.fail(b["name"], where, fmt::format("duplicate buffer name \"{}\"", buf.name));
+      if (!seen.insert(buf.name).second)
+        r.fail(b["name"], where, fmt::format("duplicate buffer name \"{}\"", buf.name));
       m.buffers.push_back(std::move(buf));
     }
   }
@@ -239,10 +245,12 @@ Model parse_model(std::string_view text, const std::string& origin) {
     Layer layer;
     layer.name = r.string(r.required(l, where, "name"), where, "name");
     where = entry("layers", i, layer.name);
-    if (!layer_names.insert(layer.name).second) r.fail(l["name"], where, fmt::format("duplicate layer name \"{}\"", layer.name));
+    if (!layer_names.insert(layer.name).second)
+      r.fail(l["name"], where, fmt::format("duplicate layer name \"{}\"", layer.name));
     const YAML::Node kind = r.required(l, where, "kind");
     const std::string kind_text = r.string(kind, where, "kind");
-    const auto schema = std::find_if(schemas().begin(), schemas().end(), [&](const KindSchema& s) { return s.name == kind_text; });
+    const auto schema =
+        std::find_if(schemas().begin(), schemas().end(), [&](const KindSchema& s) { return s.name == kind_text; });
     if (schema == schemas().end()) {
       r.fail(kind, where, fmt::format("unknown kind \"{}\"; expected one of {}", kind_text, kind_list()));
     }
@@ -262,12 +270,14 @@ Model parse_model(std::string_view text, const std::string& origin) {
         layer.causal = r.boolean(kv.second, where, "causal");
         continue;
       }
-      const bool known = std::find(schema->required.begin(), schema->required.end(), key) != schema->required.end() ||
-                         std::any_of(schema->optional.begin(), schema->optional.end(), [&](const auto& o) { return o.first == key; });
+      const bool known =
+          std::find(schema->required.begin(), schema->required.end(), key) != schema->required.end() ||
+          std::any_of(schema->optional.begin(), schema->optional.end(), [&](const auto& o) { return o.first == key; });
       if (!known) {
         std::vector<std::string_view> fields(schema->required.begin(), schema->required.end());
         for (const auto& o : schema->optional) fields.push_back(o.first);
-        r.fail(kv.first, where, fmt::format("unknown field \"{}\" for kind {}; expected {}", key, kind_text, fmt::join(fields, ", ")));
+        r.fail(kv.first, where,
+               fmt::format("unknown field \"{}\" for kind {}; expected {}", key, kind_text, fmt::join(fields, ", ")));
       }
       SeqExpr e = read_expr(r, kv.second, where, key.c_str());
       check_t(e, kv.second, where);
@@ -279,9 +289,12 @@ Model parse_model(std::string_view text, const std::string& origin) {
     for (const auto& [opt, def] : schema->optional) {
       if (layer.dims.contains(opt)) continue;
       // -1 defaults copy another dim: kv_len = q_len, kv_heads = heads.
-      if (def >= 0) layer.dims.emplace(std::string(opt), SeqExpr(def));
-      else if (opt == "kv_len") layer.dims.emplace("kv_len", layer.dims.at("q_len"));
-      else if (opt == "kv_heads") layer.dims.emplace("kv_heads", layer.dims.at("heads"));
+      if (def >= 0)
+        layer.dims.emplace(std::string(opt), SeqExpr(def));
+      else if (opt == "kv_len")
+        layer.dims.emplace("kv_len", layer.dims.at("q_len"));
+      else if (opt == "kv_heads")
+        layer.dims.emplace("kv_heads", layer.dims.at("heads"));
     }
     // Values the cost model divides by or multiplies with must be positive at the default T.
     const std::int64_t t = m.seq_len(std::nullopt);

@@ -25,8 +25,8 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw ConfigError(fmt::format("expression \"{}\": {} at character {}; expected integers, T, +, -, * and ( )",
-                                  text_, what, pos_ + 1));
+    throw ConfigError(fmt::format("expression \"{}\": {} at character {}; expected integers, T, +, -, * and ( )", text_,
+                                  what, pos_ + 1));
   }
   void skip_space() {
     while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) ++pos_;

@@ -22,8 +22,8 @@ GpuBackendInfo gpu_backend_info() {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    info.summary = "GPU backend: built (" + versions + "); no GPU visible: cudaGetDeviceCount: " +
-                   cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
+    info.summary = "GPU backend: built (" + versions +
+                   "); no GPU visible: cudaGetDeviceCount: " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
     cudaGetLastError();  // clear the sticky error so later calls start clean
     return info;
   }

@@ -6,7 +6,8 @@ namespace gradsync::real {
 
 GpuBackendInfo gpu_backend_info() {
   GpuBackendInfo info;
-  info.summary = "GPU backend: not built (configure with CUDA 13 and NCCL under /usr/local/cuda, GRADSYNC_WITH_CUDA=AUTO|ON)";
+  info.summary =
+      "GPU backend: not built (configure with CUDA 13 and NCCL under /usr/local/cuda, GRADSYNC_WITH_CUDA=AUTO|ON)";
   return info;
 }
 

@@ -99,7 +99,7 @@ TEST(ComputeCost, OptimizerAndCopies) {
   EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kAdamW, false, ctx).bytes, 44 * elems);
   EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kSGD, false, ctx).bytes, 12 * elems);
   EXPECT_EQ(optimizer_cost(m, Optimizer::kAdam, true, ctx).kernels, 1);
-  const KernelCost copy = copy_cost(4e6, 1, ctx);  // memory-bound: 10 us > one 4 us launch
+  const KernelCost copy = copy_cost(4e6, 1, ctx);             // memory-bound: 10 us > one 4 us launch
   EXPECT_DOUBLE_EQ(copy_cost(4e6, 3, ctx).time_s, 3 * 4e-6);  // three launches floor it at 12 us
   EXPECT_DOUBLE_EQ(copy.bytes, 8e6);
   EXPECT_DOUBLE_EQ(copy.time_s, 8e6 / 0.8e12);

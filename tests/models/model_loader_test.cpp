@@ -49,9 +49,10 @@ TEST(ModelLoader, GoodFileLoads) {
 }
 
 TEST(ModelLoader, UnknownKind) {
-  EXPECT_EQ(error_of(replace(kGood, "kind: linear", "kind: lienar")),
-            "bad.yaml:12: layers[1] \"fc\": unknown kind \"lienar\"; expected one of linear, conv2d, embedding, layernorm, "
-            "rmsnorm, batchnorm, attention, activation, softmax, dropout, pooling, elementwise, loss");
+  EXPECT_EQ(
+      error_of(replace(kGood, "kind: linear", "kind: lienar")),
+      "bad.yaml:12: layers[1] \"fc\": unknown kind \"lienar\"; expected one of linear, conv2d, embedding, layernorm, "
+      "rmsnorm, batchnorm, attention, activation, softmax, dropout, pooling, elementwise, loss");
 }
 
 TEST(ModelLoader, UndeclaredParameter) {
@@ -82,10 +83,12 @@ TEST(ModelLoader, DuplicateLayerName) {
 TEST(ModelLoader, WrongType) {
   EXPECT_EQ(error_of(replace(kGood, "batch: 4", "batch: four")),
             "bad.yaml:3: defaults: field \"batch\" is \"four\"; expected a positive integer");
-  EXPECT_EQ(error_of(replace(kGood, "shape: [10]", "shape: ten")),
-            "bad.yaml:9: parameters[2] \"fc.bias\": shape is \"ten\"; expected a list of dimensions such as [768, 3072]");
-  EXPECT_EQ(error_of(replace(kGood, "{name: fc.bias, shape: [10]}", "{name: fc.bias, shape: [10], requires_grad: maybe}")),
-            "bad.yaml:9: parameters[2] \"fc.bias\": field \"requires_grad\" is \"maybe\"; expected true or false");
+  EXPECT_EQ(
+      error_of(replace(kGood, "shape: [10]", "shape: ten")),
+      "bad.yaml:9: parameters[2] \"fc.bias\": shape is \"ten\"; expected a list of dimensions such as [768, 3072]");
+  EXPECT_EQ(
+      error_of(replace(kGood, "{name: fc.bias, shape: [10]}", "{name: fc.bias, shape: [10], requires_grad: maybe}")),
+      "bad.yaml:9: parameters[2] \"fc.bias\": field \"requires_grad\" is \"maybe\"; expected true or false");
 }
 
 TEST(ModelLoader, MissingField) {

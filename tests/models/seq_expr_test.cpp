@@ -37,7 +37,8 @@ TEST(SeqExpr, BadText) {
     SeqExpr::parse("3 + S");
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "expression \"3 + S\": unexpected 'S' at character 5; expected integers, T, +, -, * and ( )");
+    EXPECT_STREQ(e.what(),
+                 "expression \"3 + S\": unexpected 'S' at character 5; expected integers, T, +, -, * and ( )");
   }
 }
 

@@ -16,16 +16,16 @@ std::vector<std::string> names(const Model& m) {
 }
 
 TEST(Zoo, ListsEveryModel) {
-  EXPECT_EQ(zoo_model_names(), (std::vector<std::string>{"bert-base", "bert-large", "gpt2", "gpt2-large", "gpt2-medium",
-                                                         "gpt2-xl", "llama2-7b", "resnet101", "resnet18", "resnet50",
-                                                         "vgg16", "vit-b-16"}));
+  EXPECT_EQ(zoo_model_names(),
+            (std::vector<std::string>{"bert-base", "bert-large", "gpt2", "gpt2-large", "gpt2-medium", "gpt2-xl",
+                                      "llama2-7b", "resnet101", "resnet18", "resnet50", "vgg16", "vit-b-16"}));
 }
 
 TEST(Zoo, TotalsMatchPyTorch) {
   const std::vector<std::pair<std::string, std::int64_t>> totals{
-      {"gpt2", 124439808},       {"gpt2-medium", 354823168}, {"gpt2-large", 774030080}, {"gpt2-xl", 1557611200},
-      {"bert-base", 109482240},  {"bert-large", 335141888},  {"resnet18", 11689512},    {"resnet50", 25557032},
-      {"resnet101", 44549160},   {"vgg16", 138357544},       {"vit-b-16", 86567656},    {"llama2-7b", 6738415616}};
+      {"gpt2", 124439808},      {"gpt2-medium", 354823168}, {"gpt2-large", 774030080}, {"gpt2-xl", 1557611200},
+      {"bert-base", 109482240}, {"bert-large", 335141888},  {"resnet18", 11689512},    {"resnet50", 25557032},
+      {"resnet101", 44549160},  {"vgg16", 138357544},       {"vit-b-16", 86567656},    {"llama2-7b", 6738415616}};
   for (const auto& [name, total] : totals) {
     const Model m = load_model(name);
     EXPECT_EQ(m.total_params(), total) << name;
@@ -39,13 +39,13 @@ TEST(Zoo, Gpt2RegistrationOrderAndTiedEmbedding) {
   ASSERT_EQ(n.size(), 148u);  // 2 embeddings + 12 blocks x 12 + ln_f weight and bias
   EXPECT_EQ(n[0], "transformer.wte.weight");
   EXPECT_EQ(n[1], "transformer.wpe.weight");
-  EXPECT_EQ(std::vector<std::string>(n.begin() + 2, n.begin() + 14),
-            (std::vector<std::string>{"transformer.h.0.ln_1.weight", "transformer.h.0.ln_1.bias",
-                                      "transformer.h.0.attn.c_attn.weight", "transformer.h.0.attn.c_attn.bias",
-                                      "transformer.h.0.attn.c_proj.weight", "transformer.h.0.attn.c_proj.bias",
-                                      "transformer.h.0.ln_2.weight", "transformer.h.0.ln_2.bias",
-                                      "transformer.h.0.mlp.c_fc.weight", "transformer.h.0.mlp.c_fc.bias",
-                                      "transformer.h.0.mlp.c_proj.weight", "transformer.h.0.mlp.c_proj.bias"}));
+  EXPECT_EQ(
+      std::vector<std::string>(n.begin() + 2, n.begin() + 14),
+      (std::vector<std::string>{
+          "transformer.h.0.ln_1.weight", "transformer.h.0.ln_1.bias", "transformer.h.0.attn.c_attn.weight",
+          "transformer.h.0.attn.c_attn.bias", "transformer.h.0.attn.c_proj.weight", "transformer.h.0.attn.c_proj.bias",
+          "transformer.h.0.ln_2.weight", "transformer.h.0.ln_2.bias", "transformer.h.0.mlp.c_fc.weight",
+          "transformer.h.0.mlp.c_fc.bias", "transformer.h.0.mlp.c_proj.weight", "transformer.h.0.mlp.c_proj.bias"}));
   EXPECT_EQ(n.back(), "transformer.ln_f.bias");
   EXPECT_EQ(std::count(n.begin(), n.end(), "lm_head.weight"), 0);  // tied: appears once, as wte
   // The tied weight is used twice: by wte (first layer) and by lm_head (last linear).
@@ -91,12 +91,13 @@ TEST(Zoo, HuggingFaceNames) {
   const Model l = load_model("llama2-7b");
   const auto n = names(l);
   EXPECT_EQ(n.front(), "model.embed_tokens.weight");
-  EXPECT_EQ(std::vector<std::string>(n.begin() + 1, n.begin() + 10),
-            (std::vector<std::string>{"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
-                                      "model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
-                                      "model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight",
-                                      "model.layers.0.mlp.down_proj.weight", "model.layers.0.input_layernorm.weight",
-                                      "model.layers.0.post_attention_layernorm.weight"}));
+  EXPECT_EQ(
+      std::vector<std::string>(n.begin() + 1, n.begin() + 10),
+      (std::vector<std::string>{"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+                                "model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+                                "model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight",
+                                "model.layers.0.mlp.down_proj.weight", "model.layers.0.input_layernorm.weight",
+                                "model.layers.0.post_attention_layernorm.weight"}));
   EXPECT_EQ(n.back(), "lm_head.weight");
   // Forward order puts the norm before attention, although it is registered after the MLP.
   EXPECT_EQ(l.layers[1].name, "model.layers.0.input_layernorm");

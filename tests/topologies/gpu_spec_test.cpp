@@ -37,7 +37,8 @@ TEST(GpuSpec, MissingPrecisionIsAnError) {
     gpu_spec("v100").peak_flops(Precision::kBF16);
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "GPU v100-sxm2-32gb (NVIDIA Tesla V100 SXM2 32GB) has no bf16 tensor cores; use fp32, tf32 or fp16");
+    EXPECT_STREQ(e.what(),
+                 "GPU v100-sxm2-32gb (NVIDIA Tesla V100 SXM2 32GB) has no bf16 tensor cores; use fp32, tf32 or fp16");
   }
 }
 
@@ -46,7 +47,8 @@ TEST(GpuSpec, UnknownGpu) {
     gpu_spec("a101");
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_TRUE(std::string(e.what()).starts_with("GPU \"a101\" is unknown; expected one of v100-sxm2-16gb, ")) << e.what();
+    EXPECT_TRUE(std::string(e.what()).starts_with("GPU \"a101\" is unknown; expected one of v100-sxm2-16gb, "))
+        << e.what();
   }
 }
 
