@@ -56,6 +56,20 @@ std::string usage_message(const CLI::ParseError& e, const CLI::App& app, std::st
 
 }  // namespace
 
+const CLI::Validator kPositiveInteger(
+    [](std::string& text) -> std::string {
+      long long v = 0;
+      std::size_t used = 0;
+      try {
+        v = std::stoll(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != text.size() || v < 1) return fmt::format("value \"{}\" must be an integer >= 1", text);
+      return "";
+    },
+    "INT>=1");
+
 Model load_model_arg(const std::string& name_or_path) {
   const bool path_like = name_or_path.find('/') != std::string::npos || name_or_path.find('.') != std::string::npos;
   try {

@@ -19,6 +19,10 @@ namespace gradsync::apps {
 // Registration functions, one per command family (apps/<family>_command.cpp).
 void register_models_command(CLI::App& app);
 
+// kPositiveInteger validates a flag that takes an integer >= 1, with a message that quotes the
+// value: "--batch: value \"0\" must be an integer >= 1".
+extern const CLI::Validator kPositiveInteger;
+
 // load_model_arg loads the model a flag names: a zoo name that does not exist is a usage error
 // (exit 2); a model file that cannot be read or is malformed is a ConfigError (exit 1).
 Model load_model_arg(const std::string& name_or_path);

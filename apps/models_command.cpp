@@ -58,22 +58,24 @@ void list_models(std::ostream& out) {
 
 void show_model(const ShowOptions& o, std::ostream& out) {
   const Model m = load_model_arg(o.model);
+  // flag_value runs parse and reports its ConfigError as a usage error naming the flag.
+  const auto flag_value = [](const char* flag, auto parse) {
+    try {
+      return parse();
+    } catch (const ConfigError& e) {
+      throw UsageError(fmt::format("{}: {}", flag, e.what()));
+    }
+  };
   ComputeContext ctx;
-  try {
-    ctx.gpu = &gpu_spec(o.gpu);
-    ctx.precision = !o.precision.empty()  ? parse_precision(o.precision)
-                    : ctx.gpu->bf16_flops ? Precision::kBF16
-                                          : Precision::kFP16;
-    ctx.gpu->peak_flops(ctx.precision);  // a GPU without this precision's tensor cores
-  } catch (const ConfigError& e) {
-    throw UsageError(e.what());
-  }
-  Optimizer opt;
-  try {
-    opt = parse_optimizer(o.optimizer);
-  } catch (const ConfigError& e) {
-    throw UsageError(e.what());
-  }
+  ctx.gpu = flag_value("--gpu", [&] { return &gpu_spec(o.gpu); });
+  ctx.precision = flag_value("--precision", [&] {
+    const Precision p = !o.precision.empty()  ? parse_precision(o.precision)
+                        : ctx.gpu->bf16_flops ? Precision::kBF16
+                                              : Precision::kFP16;
+    ctx.gpu->peak_flops(p);  // a GPU without this precision's tensor cores
+    return p;
+  });
+  const Optimizer opt = flag_value("--optimizer", [&] { return parse_optimizer(o.optimizer); });
   if (o.seq_len > 0 && !m.default_seq_len) {
     throw UsageError(fmt::format("--seq-len {}: model {} has no sequence length", o.seq_len, m.name));
   }
@@ -191,8 +193,8 @@ void register_models_command(CLI::App& app) {
   auto o = std::make_shared<ShowOptions>();
   CLI::App* show = models->add_subcommand("show", "Show one model: parameters, FLOPs, single-GPU times, memory");
   show->add_option("model", o->model, "Zoo name (gradsync models list) or path to a model file")->required();
-  show->add_option("--batch", o->batch, "Samples per GPU (default: the model's)")->check(CLI::PositiveNumber);
-  show->add_option("--seq-len", o->seq_len, "Sequence length T (default: the model's)")->check(CLI::PositiveNumber);
+  show->add_option("--batch", o->batch, "Samples per GPU (default: the model's)")->check(kPositiveInteger);
+  show->add_option("--seq-len", o->seq_len, "Sequence length T (default: the model's)")->check(kPositiveInteger);
   show->add_option("--gpu", o->gpu, "GPU key or alias from topologies/hardware/gpus.yaml")->capture_default_str();
   show->add_option("--precision", o->precision,
                    "fp32, tf32, bf16 or fp16 (autocast); default bf16, or fp16 on GPUs without bf16");
