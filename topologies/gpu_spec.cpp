@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 #include <span>
 
@@ -52,7 +54,8 @@ std::vector<GpuSpec> parse_gpu_specs(std::string_view text, const std::string& o
     const std::string where = fmt::format("gpus.{}", g.key);
     const YAML::Node n = kv.second;
     r.only_keys(n, where,
-                {"name", "source", "aliases", "flops", "memory", "memory_bandwidth", "nvlink", "pcie", "sms"});
+                {"name", "source", "aliases", "flops", "memory", "memory_bandwidth", "nvlink", "pcie", "sms",
+                 "compute_capability"});
     g.name = r.string(r.required(n, where, "name"), where, "name");
     g.source = r.string(r.required(n, where, "source"), where, "source");
     if (const YAML::Node aliases = n["aliases"]) {
@@ -78,6 +81,17 @@ std::vector<GpuSpec> parse_gpu_specs(std::string_view text, const std::string& o
     g.pcie_lanes =
         static_cast<int>(r.positive_int(r.required(pcie, where + ".pcie", "lanes"), where + ".pcie", "lanes"));
     g.sms = static_cast<int>(r.positive_int(r.required(n, where, "sms"), where, "sms"));
+    {
+      const YAML::Node cc_node = r.required(n, where, "compute_capability");
+      const std::string cc = r.string(cc_node, where, "compute_capability");
+      const auto dot = cc.find('.');
+      const bool ok = dot != std::string::npos && dot > 0 && dot + 2 == cc.size() &&
+                      std::all_of(cc.begin(), cc.end(), [](char c) { return c == '.' || std::isdigit(static_cast<unsigned char>(c)); });
+      if (!ok) {
+        r.fail(cc_node, where, fmt::format("field \"compute_capability\" is \"{}\"; expected MAJOR.MINOR such as \"8.0\"", cc));
+      }
+      g.sm_version = std::stoi(cc.substr(0, dot)) * 10 + (cc.back() - '0');
+    }
     for (const auto& name : [&] {
            auto all = g.aliases;
            all.push_back(g.key);

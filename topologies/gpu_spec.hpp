@@ -32,6 +32,7 @@ struct GpuSpec {
   int pcie_gen = 0;
   int pcie_lanes = 0;
   int sms = 0;
+  int sm_version = 0;  // compute capability x 10: 80 for A100, 90 for H100
 
   // peak_flops is the dense matmul peak for a precision; ConfigError if the GPU lacks it.
   double peak_flops(Precision p) const;

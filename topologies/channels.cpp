@@ -1,0 +1,506 @@
+// channels.cpp: the NCCL-like ring search (per-direction residual bandwidth, path-class passes,
+// speed candidates) and NCCL's double binary tree.
+#include "topologies/channels.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+#include "core/error.hpp"
+
+namespace gradsync {
+namespace {
+
+// NCCL's per-channel speed tables, GB/s (src/graph/search.cc: speedArrayIntra/Inter and the
+// sm90/sm100 variants). The first entry is the fastest a channel may go.
+constexpr double kIntraSm80[] = {40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
+constexpr double kIntraSm90[] = {60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
+constexpr double kIntraSm100[] = {90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18};
+constexpr double kInterSm80[] = {48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12};
+constexpr double kInterSm90[] = {48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12};
+constexpr double kInterSm100[] = {96, 80, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12};
+
+// kSearchBudget: DFS steps allowed per channel and node before the search gives up at that
+// speed (NCCL bounds its search by a step budget too).
+constexpr long kSearchBudget = 20000;
+constexpr double kRelEps = 1e-9;
+// kExhaustiveMaxGpus / kMaxRings: the node size and ring count up to which ring sets are chosen
+// from all rings rather than greedily.
+constexpr std::size_t kExhaustiveMaxGpus = 8;
+// Rich fabrics (NVSwitch) have thousands of rings and need no choosing: the greedy search fills
+// them; sparse meshes (DGX-1) have a few dozen.
+constexpr std::size_t kMaxRings = 64;
+
+std::vector<double> speed_table(bool inter, int sm) {
+  const auto pick = [](auto& a) { return std::vector<double>(std::begin(a), std::end(a)); };
+  if (sm >= 100) return inter ? pick(kInterSm100) : pick(kIntraSm100);
+  if (sm >= 90) return inter ? pick(kInterSm90) : pick(kIntraSm90);
+  return inter ? pick(kInterSm80) : pick(kIntraSm80);
+}
+
+// Search holds the residual bandwidth of every link direction while channels are found.
+class Search {
+ public:
+  Search(const Topology& topo, const Routes& routes, const std::vector<int>& ranks)
+      : topo_(topo), routes_(routes), full_(2 * topo.links().size()) {
+    for (LinkId e : topo.links()) {
+      const TopoLink& l = topo.link(e);
+      full_[2 * l.index] = full_[2 * l.index + 1] = l.total_bw_Bps();
+    }
+    std::vector<int> sorted = ranks;
+    std::sort(sorted.begin(), sorted.end());
+    for (int r : sorted) {
+      const int h = topo.host_of(r);
+      auto it = std::find(hosts_.begin(), hosts_.end(), h);
+      if (it == hosts_.end()) {
+        hosts_.push_back(h);
+        nodes_.emplace_back();
+        it = hosts_.end() - 1;
+      }
+      nodes_[static_cast<std::size_t>(it - hosts_.begin())].push_back(r);
+    }
+    // Nodes in host order, so that multi-node rings visit hosts as the file lists them.
+    std::vector<std::size_t> idx(hosts_.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return hosts_[a] < hosts_[b]; });
+    std::vector<int> hosts;
+    std::vector<std::vector<int>> nodes;
+    for (std::size_t i : idx) {
+      hosts.push_back(hosts_[i]);
+      nodes.push_back(nodes_[i]);
+    }
+    hosts_ = std::move(hosts);
+    nodes_ = std::move(nodes);
+    if (multi_node()) {
+      for (std::size_t n = 0; n < nodes_.size(); ++n) {
+        nics_.push_back(topo.nics_of_host(hosts_[n]));
+        if (nics_.back().empty()) {
+          throw ConfigError(fmt::format("{}: host {} has GPUs but no nic; GPUs on several hosts talk through NICs",
+                                        topo.origin(), topo.hosts()[static_cast<std::size_t>(hosts_[n])]));
+        }
+      }
+    }
+  }
+
+  bool multi_node() const { return nodes_.size() > 1; }
+  const std::vector<int>& hosts() const { return hosts_; }
+
+  const Route& route(VertexId a, VertexId b) {
+    const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint64_t>(b);
+    auto it = cache_.find(key);
+    if (it == cache_.end()) it = cache_.emplace(key, routes_.route(a, b)).first;
+    return it->second;
+  }
+  const Route& gpu_route(int a, int b) { return route(topo_.gpu(a), topo_.gpu(b)); }
+
+  // speeds: candidate per-channel speeds, fastest first, and the upper bound on the total.
+  std::vector<double> speeds(double& upper_bound) {
+    int sm = std::numeric_limits<int>::max();
+    for (const auto& node : nodes_)
+      for (int r : node) sm = std::min(sm, topo_.vertex(topo_.gpu(r)).gpu->sm_version);
+    const std::vector<double> intra = speed_table(false, sm);
+    const std::vector<double> inter = speed_table(true, sm);
+    double cap = intra.front() * 1e9;
+    if (multi_node()) cap = std::min(cap, inter.front() * 1e9);
+    std::set<double> bottlenecks;
+    for (const auto& node : nodes_)
+      for (int a : node)
+        for (int b : node)
+          if (a != b) bottlenecks.insert(gpu_route(a, b).bottleneck_Bps);
+    if (multi_node()) {
+      for (std::size_t n = 0; n < nodes_.size(); ++n) {
+        const std::size_t next = (n + 1) % nodes_.size();
+        for (std::size_t i = 0; i < nics_[n].size(); ++i) {
+          bottlenecks.insert(route(nics_[n][i], nics_[next][i % nics_[next].size()]).bottleneck_Bps);
+          for (int r : nodes_[n]) bottlenecks.insert(route(topo_.gpu(r), nics_[n][i]).bottleneck_Bps);
+        }
+      }
+    }
+    std::set<double, std::greater<>> out;
+    for (double s : multi_node() ? inter : intra)
+      if (s * 1e9 <= cap) out.insert(s * 1e9);
+    for (double b : bottlenecks)
+      for (int k = 1; k <= kMaxChannels; ++k)
+        if (b / k <= cap) out.insert(b / k);
+    // Upper bound on channels x speed: what the weakest GPU (and node's NICs) can move.
+    upper_bound = cap * kMaxChannels;
+    const auto remember = [&] { upper_ = upper_bound; };
+    for (const auto& node : nodes_) {
+      for (int r : node) {
+        double sum = 0;
+        for (auto e : boost::make_iterator_range(boost::out_edges(topo_.gpu(r), topo_.graph())))
+          sum += topo_.link(e).total_bw_Bps();
+        upper_bound = std::min(upper_bound, sum);
+      }
+    }
+    if (multi_node()) {
+      for (const auto& nics : nics_) {
+        double sum = 0;
+        for (VertexId nic : nics)
+          for (auto e : boost::make_iterator_range(boost::out_edges(nic, topo_.graph()))) {
+            const LinkType t = topo_.link(e).type;
+            if (t == LinkType::kInfiniband || t == LinkType::kEthernet) sum += topo_.link(e).total_bw_Bps();
+          }
+        upper_bound = std::min(upper_bound, sum);
+      }
+    }
+    remember();
+    return {out.begin(), out.end()};
+  }
+
+  // channels finds as many channels as fit at speed `s` with intra-node hops of class <= cls:
+  // greedily, one channel at a time; on one small node that falls short of the bound, also by
+  // choosing among all its rings (the DGX-1 cube-mesh needs that to use all six NVLinks).
+  std::vector<RingChannel> channels(PathClass cls, double s) {
+    residual_ = full_;
+    std::vector<RingChannel> found;
+    for (int c = 0; c < kMaxChannels; ++c) {
+      const std::vector<double> saved = residual_;
+      RingChannel ch;
+      if (!channel(c, cls, s, found, ch)) {
+        residual_ = saved;
+        break;
+      }
+      found.push_back(std::move(ch));
+    }
+    if (!multi_node() && nodes_.front().size() <= kExhaustiveMaxGpus && found.size() < kMaxChannels &&
+        s * static_cast<double>(found.size()) < upper_ * (1 - kRelEps)) {
+      std::vector<RingChannel> better = ring_sets(cls, s);
+      if (better.size() > found.size()) found = std::move(better);
+    }
+    return found;
+  }
+
+  // ring_sets enumerates the node's rings that fit at speed s (up to kMaxRings) and picks the
+  // largest set (repeats allowed) that fits the links together, within a step budget.
+  std::vector<RingChannel> ring_sets(PathClass cls, double s) {
+    const std::vector<int>& node = nodes_.front();
+    std::vector<std::vector<int>> rings;
+    residual_ = full_;
+    long budget = kSearchBudget;
+    std::vector<int> path{node.front()};
+    enumerate(node, cls, s, path, rings, budget);
+    residual_ = full_;
+    if (rings.size() >= kMaxRings || budget < 0) return {};
+    std::vector<std::size_t> chosen, best;
+    budget = 20 * kSearchBudget;
+    choose(rings, 0, s, chosen, best, budget);
+    residual_ = full_;
+    std::vector<RingChannel> out;
+    for (std::size_t i : best) {
+      RingChannel ch;
+      reuse(rings[i], cls, s, ch);
+      out.push_back(std::move(ch));
+    }
+    return out;
+  }
+
+  void enumerate(const std::vector<int>& node, PathClass cls, double s, std::vector<int>& path,
+                 std::vector<std::vector<int>>& rings, long& budget) {
+    if (rings.size() >= kMaxRings || --budget < 0) return;  // too many to choose among
+    if (path.size() == node.size()) {
+      const Route& close = gpu_route(path.back(), path.front());
+      if (close.path_class <= cls && fits(close, s)) rings.push_back(path);
+      return;
+    }
+    for (int v : node) {
+      if (std::find(path.begin(), path.end(), v) != path.end()) continue;
+      const Route& r = gpu_route(path.back(), v);
+      if (r.path_class > cls || !fits(r, s)) continue;
+      take(r, s, 1);
+      path.push_back(v);
+      enumerate(node, cls, s, path, rings, budget);
+      path.pop_back();
+      take(r, s, -1);
+    }
+  }
+
+  void choose(const std::vector<std::vector<int>>& rings, std::size_t from, double s, std::vector<std::size_t>& chosen,
+              std::vector<std::size_t>& best, long& budget) {
+    if (chosen.size() > best.size()) best = chosen;
+    if (chosen.size() == kMaxChannels || --budget < 0) return;
+    if (s * static_cast<double>(best.size()) >= upper_ * (1 - kRelEps)) return;
+    for (std::size_t i = from; i < rings.size(); ++i) {
+      const std::vector<int>& ring = rings[i];
+      bool ok = true;
+      std::size_t taken = 0;
+      for (; taken < ring.size(); ++taken) {
+        const Route& r = gpu_route(ring[taken], ring[(taken + 1) % ring.size()]);
+        if (!fits(r, s)) {
+          ok = false;
+          break;
+        }
+        take(r, s, 1);
+      }
+      if (ok) {
+        chosen.push_back(i);
+        choose(rings, i, s, chosen, best, budget);
+        chosen.pop_back();
+      }
+      for (std::size_t k = 0; k < taken; ++k) take(gpu_route(ring[k], ring[(k + 1) % ring.size()]), s, -1);
+      if (budget < 0) return;
+    }
+  }
+
+ private:
+  bool fits(const Route& r, double s) const {
+    for (const DirectedLink& h : r.hops)
+      if (residual_[h.slot()] < s * (1 - kRelEps)) return false;
+    return true;
+  }
+  void take(const Route& r, double s, double sign) {
+    for (const DirectedLink& h : r.hops) residual_[h.slot()] -= sign * s;
+  }
+
+  // reuse tries an earlier ring's order on one node: links are full duplex, so a ring and its
+  // reverse use opposite directions of the same links (NCCL's rings come in such pairs too).
+  bool reuse(const std::vector<int>& order, PathClass cls, double s, RingChannel& ch) {
+    std::vector<Route> hops;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const Route& r = gpu_route(order[i], order[(i + 1) % order.size()]);
+      if (r.path_class > cls) return false;
+      hops.push_back(r);
+    }
+    std::vector<double> saved = residual_;
+    for (const Route& r : hops) {
+      if (!fits(r, s)) {
+        residual_ = std::move(saved);
+        return false;
+      }
+      take(r, s, 1);
+    }
+    ch.order = order;
+    ch.hops = std::move(hops);
+    return true;
+  }
+
+  bool channel(int c, PathClass cls, double s, const std::vector<RingChannel>& found, RingChannel& ch) {
+    if (!multi_node()) {
+      if (!found.empty()) {
+        std::vector<int> reversed(found.back().order.rbegin(), found.back().order.rend());
+        std::rotate(reversed.begin(), reversed.end() - 1, reversed.end());  // keep rank order[0] first
+        if (reuse(reversed, cls, s, ch) || reuse(found.back().order, cls, s, ch)) return true;
+      }
+      const std::vector<int>& node = nodes_.front();
+      std::vector<int> path{node.front()};
+      long budget = kSearchBudget;
+      if (!dfs(node, cls, s, -1, path, budget)) return false;
+      ch.order = path;
+      for (std::size_t i = 0; i < path.size(); ++i) ch.hops.push_back(gpu_route(path[i], path[(i + 1) % path.size()]));
+      return true;
+    }
+    for (std::size_t n = 0; n < nodes_.size(); ++n) {
+      const VertexId nic = nics_[n][static_cast<std::size_t>(c) % nics_[n].size()];
+      const auto [start, end] = endpoints(n, nic);
+      std::vector<int> path{start};
+      long budget = kSearchBudget;
+      if (!dfs(nodes_[n], cls, s, end, path, budget)) return false;
+      ch.chains.push_back(path);
+      ch.nics.push_back(nic);
+    }
+    for (std::size_t n = 0; n < nodes_.size(); ++n) {
+      const auto& chain = ch.chains[n];
+      for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
+        ch.order.push_back(chain[i]);
+        ch.hops.push_back(gpu_route(chain[i], chain[i + 1]));
+      }
+      ch.order.push_back(chain.back());
+      const std::size_t next = (n + 1) % nodes_.size();
+      const Route hop = join(topo_, join(topo_, route(topo_.gpu(chain.back()), ch.nics[n]), route(ch.nics[n], ch.nics[next])),
+                             route(ch.nics[next], topo_.gpu(ch.chains[next].front())));
+      if (!fits(hop, s)) return false;
+      take(hop, s, 1);
+      ch.hops.push_back(hop);
+    }
+    return true;
+  }
+
+  // closest: node n's GPUs nearest to `nic` (best path class, then lowest latency), rank order.
+  std::vector<int> closest(std::size_t n, VertexId nic) {
+    std::vector<int> near = nodes_[n];
+    const auto key = [&](int r) {
+      const Route& x = route(nic, topo_.gpu(r));
+      return std::make_pair(x.path_class, x.latency_s);
+    };
+    std::stable_sort(near.begin(), near.end(), [&](int a, int b) { return key(a) < key(b); });
+    std::vector<int> group;
+    for (int r : near)
+      if (key(r) == key(near.front())) group.push_back(r);
+    return group;
+  }
+
+  // endpoints: where node n's chain starts (receives from the NIC) and ends (sends to it). The
+  // NICs that share the same nearest GPUs take turns over them (NIC q of a PCIe switch pairs with
+  // GPU q under it), so that channels through different NICs use different GPU links.
+  std::pair<int, int> endpoints(std::size_t n, VertexId nic) {
+    const std::vector<int> group = closest(n, nic);
+    std::size_t q = 0;
+    for (VertexId other : nics_[n]) {
+      if (other == nic) break;
+      if (closest(n, other) == group) ++q;
+    }
+    const int start = group[q % group.size()];
+    if (nodes_[n].size() == 1) return {start, -1};
+    if (group.size() > 1) return {start, group[(q + 1) % group.size()]};
+    std::vector<int> rest = nodes_[n];
+    rest.erase(std::find(rest.begin(), rest.end(), start));
+    std::stable_sort(rest.begin(), rest.end(), [&](int a, int b) {
+      const Route& x = route(nic, topo_.gpu(a));
+      const Route& y = route(nic, topo_.gpu(b));
+      return std::make_pair(x.path_class, x.latency_s) < std::make_pair(y.path_class, y.latency_s);
+    });
+    return {start, rest.front()};
+  }
+
+  // dfs extends `path` through every GPU of `node` (a ring back to path[0] when end < 0, else a
+  // chain finishing at `end`), best path class first, then the next GPU in index order.
+  bool dfs(const std::vector<int>& node, PathClass cls, double s, int end, std::vector<int>& path, long& budget) {
+    const std::size_t m = node.size();
+    const int cur = path.back();
+    if (path.size() == m) {
+      if (end >= 0 || m == 1) return true;
+      const Route& close = gpu_route(cur, path.front());
+      if (close.path_class > cls || !fits(close, s)) return false;
+      take(close, s, 1);
+      return true;
+    }
+    if (--budget < 0) return false;
+    const auto pos = [&](int r) { return static_cast<std::size_t>(std::find(node.begin(), node.end(), r) - node.begin()); };
+    struct Cand {
+      int rank;
+      PathClass cls;
+      std::size_t dist;
+      const Route* route;
+    };
+    std::vector<Cand> cands;
+    const std::size_t here = pos(cur);
+    for (int v : node) {
+      if (std::find(path.begin(), path.end(), v) != path.end()) continue;
+      if (v == end && path.size() + 1 != m) continue;
+      const Route& r = gpu_route(cur, v);
+      if (r.path_class > cls || !fits(r, s)) continue;
+      cands.push_back({v, r.path_class, (pos(v) + m - here) % m, &r});
+    }
+    std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+      return a.cls != b.cls ? a.cls < b.cls : a.dist < b.dist;
+    });
+    for (const Cand& c : cands) {
+      take(*c.route, s, 1);
+      path.push_back(c.rank);
+      if (dfs(node, cls, s, end, path, budget)) return true;
+      path.pop_back();
+      take(*c.route, s, -1);
+      if (budget < 0) return false;
+    }
+    return false;
+  }
+
+  const Topology& topo_;
+  const Routes& routes_;
+  std::vector<double> full_;
+  std::vector<double> residual_;
+  double upper_ = std::numeric_limits<double>::infinity();
+  std::vector<int> hosts_;
+  std::vector<std::vector<int>> nodes_;
+  std::vector<std::vector<VertexId>> nics_;
+  std::unordered_map<std::uint64_t, Route> cache_;
+};
+
+TreeNode btree(int n, int r) {
+  TreeNode t;
+  int bit = 1;
+  while (bit < n && (bit & r) == 0) bit <<= 1;
+  if (r == 0) {
+    t.children[0] = n > 1 ? bit >> 1 : -1;
+    return t;
+  }
+  int up = (r ^ bit) | (bit << 1);
+  if (up >= n) up = r ^ bit;
+  t.parent = up;
+  int low = bit >> 1;
+  t.children[0] = low == 0 ? -1 : r - low;
+  while (low > 0 && r + low >= n) low >>= 1;
+  t.children[1] = low == 0 ? -1 : r + low;
+  return t;
+}
+
+}  // namespace
+
+std::array<std::vector<TreeNode>, 2> double_binary_tree(int n) {
+  std::array<std::vector<TreeNode>, 2> trees;
+  for (int r = 0; r < n; ++r) trees[0].push_back(btree(n, r));
+  const auto map = [&](int x, auto f) { return x < 0 ? -1 : f(x); };
+  for (int r = 0; r < n; ++r) {
+    TreeNode t;
+    if (n % 2 == 1) {
+      const auto shift = [n](int x) { return (x + 1) % n; };
+      const TreeNode b = btree(n, (r - 1 + n) % n);
+      t.parent = map(b.parent, shift);
+      t.children = {map(b.children[0], shift), map(b.children[1], shift)};
+    } else {
+      const auto mirror = [n](int x) { return n - 1 - x; };
+      const TreeNode b = btree(n, n - 1 - r);
+      t.parent = map(b.parent, mirror);
+      t.children = {map(b.children[0], mirror), map(b.children[1], mirror)};
+    }
+    trees[1].push_back(t);
+  }
+  return trees;
+}
+
+std::vector<int> first_ranks(int n) {
+  std::vector<int> r(static_cast<std::size_t>(std::max(n, 0)));
+  for (int i = 0; i < n; ++i) r[static_cast<std::size_t>(i)] = i;
+  return r;
+}
+
+Channels build_channels(const Topology& topo, const Routes& routes, const std::vector<int>& ranks) {
+  if (ranks.empty()) throw ConfigError(fmt::format("{}: no GPUs selected for rings", topo.origin()));
+  std::set<int> seen;
+  for (int r : ranks) {
+    if (r < 0 || r >= topo.gpu_count()) {
+      throw ConfigError(fmt::format("{}: GPU rank {} does not exist; the topology has {} GPUs (ranks 0-{})",
+                                    topo.origin(), r, topo.gpu_count(), topo.gpu_count() - 1));
+    }
+    if (!seen.insert(r).second) throw ConfigError(fmt::format("{}: GPU rank {} selected twice", topo.origin(), r));
+  }
+  Search search(topo, routes, ranks);
+  Channels out;
+  out.ranks.assign(seen.begin(), seen.end());
+  out.hosts = search.hosts();
+  if (search.multi_node()) out.trees = double_binary_tree(static_cast<int>(out.hosts.size()));
+  if (ranks.size() == 1) return out;
+
+  double upper = 0;
+  const std::vector<double> speeds = search.speeds(upper);
+  double best_total = 0;
+  for (int c = 0; c <= static_cast<int>(PathClass::kSYS) && out.rings.empty(); ++c) {
+    const PathClass cls = static_cast<PathClass>(c);
+    for (double s : speeds) {
+      if (s * kMaxChannels <= best_total * (1 + kRelEps)) break;  // cannot beat what we have
+      std::vector<RingChannel> rings = search.channels(cls, s);
+      const double total = s * static_cast<double>(rings.size());
+      if (total > best_total * (1 + kRelEps)) {
+        best_total = total;
+        out.rings = std::move(rings);
+        out.channel_bw_Bps = s;
+      }
+      if (best_total >= upper * (1 - kRelEps)) break;  // as good as the hardware allows
+    }
+  }
+  if (out.rings.empty()) {
+    throw ConfigError(fmt::format("{}: no ring through GPUs {} fits the links", topo.origin(),
+                                  fmt::format("{}", fmt::join(out.ranks, ","))));
+  }
+  out.intra_class = PathClass::kNVL;
+  for (const RingChannel& ch : out.rings)
+    for (const Route& r : ch.hops)
+      if (r.path_class != PathClass::kNET) out.intra_class = std::max(out.intra_class, r.path_class);
+  return out;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,132 @@
+// routes.cpp: Dijkstra over link latencies, path reconstruction and NCCL path classes.
+#include "topologies/routes.hpp"
+
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <boost/property_map/function_property_map.hpp>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+namespace gradsync {
+namespace {
+
+// kHopTieBreak_s: added to every link's weight so that among equal-latency paths the one with
+// fewer hops wins (and zero-latency links do not make long detours free).
+constexpr double kHopTieBreak_s = 1e-12;
+
+// RecordLink stores, for every vertex reached, the link Dijkstra relaxed to reach it.
+struct RecordLink : boost::default_dijkstra_visitor {
+  std::vector<LinkId>* pred;
+  template <typename Graph>
+  void edge_relaxed(LinkId e, const Graph& g) {
+    (*pred)[boost::target(e, g)] = e;
+  }
+};
+
+}  // namespace
+
+std::string_view to_string(PathClass c) {
+  static constexpr std::array<std::string_view, kPathClassCount> kNames{"NVL", "NVB", "PIX", "PXB",
+                                                                        "PHB", "SYS", "NET"};
+  return kNames[static_cast<std::size_t>(c)];
+}
+
+PathClass classify(const Topology& topo, const std::vector<VertexId>& vertices, const std::vector<DirectedLink>& hops) {
+  const TopoGraph& g = topo.graph();
+  const auto& links = topo.links();
+  bool net = false, sys = false, cpu = false, all_nvlink = !hops.empty(), via_gpu = false;
+  int pcie_switches = 0;
+  for (const DirectedLink& h : hops) {
+    const LinkType t = g[links[h.link]].type;
+    net |= t == LinkType::kInfiniband || t == LinkType::kEthernet;
+    sys |= t == LinkType::kCpuLink;
+    all_nvlink &= t == LinkType::kNvlink;
+  }
+  for (std::size_t i = 1; i + 1 < vertices.size(); ++i) {
+    switch (g[vertices[i]].kind) {
+      case VertexKind::kNic:
+      case VertexKind::kSwitch: net = true; break;
+      case VertexKind::kCpu: cpu = true; break;
+      case VertexKind::kPcieSwitch: ++pcie_switches; break;
+      case VertexKind::kGpu: via_gpu = true; break;
+      case VertexKind::kNvswitch: break;
+    }
+  }
+  if (net) return PathClass::kNET;
+  if (sys) return PathClass::kSYS;
+  if (cpu) return PathClass::kPHB;
+  if (all_nvlink) return via_gpu ? PathClass::kNVB : PathClass::kNVL;
+  if (pcie_switches > 1) return PathClass::kPXB;
+  return PathClass::kPIX;
+}
+
+Route join(const Topology& topo, const Route& first, const Route& second) {
+  Route r;
+  r.from = first.from;
+  r.to = second.to;
+  r.vertices = first.vertices;
+  r.vertices.insert(r.vertices.end(), second.vertices.begin() + 1, second.vertices.end());
+  r.hops = first.hops;
+  r.hops.insert(r.hops.end(), second.hops.begin(), second.hops.end());
+  r.latency_s = first.latency_s + second.latency_s;
+  r.bottleneck_Bps = std::min(first.bottleneck_Bps, second.bottleneck_Bps);
+  r.path_class = classify(topo, r.vertices, r.hops);
+  r.p2p = r.path_class <= PathClass::kPXB;
+  return r;
+}
+
+struct Routes::Tree {
+  std::vector<LinkId> pred;  // link used to reach each vertex
+  std::vector<double> dist;
+};
+
+Routes::Routes(const Topology& topo) : topo_(topo), trees_(topo.vertex_count()) {}
+Routes::~Routes() = default;
+
+const Routes::Tree& Routes::tree(VertexId source) const {
+  std::unique_ptr<Tree>& slot = trees_.at(source);
+  if (slot) return *slot;
+  const TopoGraph& g = topo_.graph();
+  auto t = std::make_unique<Tree>();
+  t->pred.resize(topo_.vertex_count());
+  t->dist.assign(topo_.vertex_count(), std::numeric_limits<double>::infinity());
+  std::vector<double> weight(topo_.links().size());
+  for (LinkId e : topo_.links()) weight[g[e].index] = g[e].latency_s + kHopTieBreak_s;
+  RecordLink visitor;
+  visitor.pred = &t->pred;
+  boost::dijkstra_shortest_paths(
+      g, source,
+      boost::weight_map(boost::make_function_property_map<LinkId>([&](LinkId e) { return weight[g[e].index]; }))
+          .distance_map(t->dist.data())
+          .visitor(visitor));
+  slot = std::move(t);
+  return *slot;
+}
+
+Route Routes::route(VertexId from, VertexId to) const {
+  Route r;
+  r.from = from;
+  r.to = to;
+  r.bottleneck_Bps = std::numeric_limits<double>::infinity();
+  const TopoGraph& g = topo_.graph();
+  const Tree& t = tree(from);
+  r.vertices.push_back(to);
+  for (VertexId v = to; v != from;) {
+    const LinkId e = t.pred[v];
+    const TopoLink& l = g[e];
+    const VertexId u = topo_.other_end(e, v);
+    r.hops.push_back(DirectedLink{l.index, l.a == u});
+    r.latency_s += l.latency_s;
+    r.bottleneck_Bps = std::min(r.bottleneck_Bps, l.total_bw_Bps());
+    r.vertices.push_back(u);
+    v = u;
+  }
+  std::reverse(r.vertices.begin(), r.vertices.end());
+  std::reverse(r.hops.begin(), r.hops.end());
+  r.path_class = classify(topo_, r.vertices, r.hops);
+  r.p2p = r.path_class <= PathClass::kPXB;
+  return r;
+}
+
+}  // namespace gradsync

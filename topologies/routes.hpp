@@ -1,0 +1,72 @@
+// routes.hpp: how data travels between two endpoints of a topology: the latency-weighted
+// shortest path (Boost.Graph Dijkstra), its bottleneck bandwidth, and NCCL's path class.
+//
+//   Routes routes(topo);
+//   const Route r = routes.gpu_route(0, 5);   // DGX-1: NVB, through GPU 1 or 4 over NVLink
+//   r.path_class == PathClass::kNVB;  r.p2p == true;  r.bottleneck_Bps == 25e9;
+//
+// Path classes (NCCL's PATH_*, best first): NVL (NVLink only, direct or through NVSwitches),
+// NVB (NVLink through another GPU), PIX (one PCIe switch), PXB (several PCIe switches, no CPU),
+// PHB (through a CPU root complex), SYS (across the CPU interconnect), NET (through a NIC).
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "topologies/topology.hpp"
+
+namespace gradsync {
+
+enum class PathClass { kNVL, kNVB, kPIX, kPXB, kPHB, kSYS, kNET };
+std::string_view to_string(PathClass c);
+inline constexpr int kPathClassCount = 7;
+
+// DirectedLink is one link used in one direction (forward = from its first to its second end,
+// as written in the file). Its slot in per-direction arrays is 2*link + (forward ? 0 : 1).
+struct DirectedLink {
+  std::size_t link = 0;
+  bool forward = true;
+  std::size_t slot() const { return 2 * link + (forward ? 0 : 1); }
+};
+
+// Route is one path. For GPU pairs `p2p` says whether NCCL would use direct peer-to-peer
+// access (class PXB or better, NCCL's default P2P level); otherwise data is staged through host
+// memory (PHB, SYS) or goes over the network (NET).
+struct Route {
+  VertexId from = 0, to = 0;
+  std::vector<VertexId> vertices;  // from, ..., to
+  std::vector<DirectedLink> hops;  // hops[i] joins vertices[i] and vertices[i+1]
+  double latency_s = 0;
+  double bottleneck_Bps = 0;  // smallest total bandwidth on the path; infinite for from == to
+  PathClass path_class = PathClass::kNVL;
+  bool p2p = true;
+};
+
+// classify computes a route's class from the vertices and links it crosses.
+PathClass classify(const Topology& topo, const std::vector<VertexId>& vertices, const std::vector<DirectedLink>& hops);
+
+// join concatenates routes a->b and b->c into a->c (used for GPU -> NIC -> NIC -> GPU hops).
+Route join(const Topology& topo, const Route& first, const Route& second);
+
+// Routes answers route queries; each source's shortest-path tree is computed once, on demand.
+class Routes {
+ public:
+  explicit Routes(const Topology& topo);
+  ~Routes();
+  Routes(const Routes&) = delete;
+  Routes& operator=(const Routes&) = delete;
+
+  const Topology& topology() const { return topo_; }
+  Route route(VertexId from, VertexId to) const;
+  Route gpu_route(int from_rank, int to_rank) const { return route(topo_.gpu(from_rank), topo_.gpu(to_rank)); }
+
+ private:
+  struct Tree;
+  const Tree& tree(VertexId source) const;
+
+  const Topology& topo_;
+  mutable std::vector<std::unique_ptr<Tree>> trees_;
+};
+
+}  // namespace gradsync

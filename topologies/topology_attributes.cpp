@@ -1,0 +1,127 @@
+// topology_attributes.cpp: attribute text <-> vertex and link values, with located errors.
+#include "topologies/topology_attributes.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <initializer_list>
+#include <iterator>
+#include <utility>
+#include <unordered_map>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace gradsync::detail {
+namespace {
+
+std::string at(const std::string& origin, int line) {
+  return line > 0 ? fmt::format("{}:{}: ", origin, line) : origin + ": ";
+}
+
+const std::string* find_attr(const std::map<std::string, std::string>& attrs, const std::string& key) {
+  auto it = attrs.find(key);
+  return it == attrs.end() || it->second.empty() ? nullptr : &it->second;
+}
+
+// exact_text formats `value` in the first unit whose text parses back to the same double: GBps
+// or ns when that is exact, else the base unit with every digit.
+template <typename Parse>
+std::string exact_text(double value, std::initializer_list<std::pair<double, const char*>> units, Parse parse) {
+  for (const auto& [per_unit, unit] : units) {
+    for (const char* form : {"{:.12g}{}", "{}{}"}) {
+      std::string text = fmt::format(fmt::runtime(form), value / per_unit, unit);
+      if (parse(text) == value) return text;
+    }
+  }
+  return fmt::format("{}{}", value, std::data(units)[units.size() - 1].second);
+}
+
+}  // namespace
+
+Topology topology_from_raw(const std::string& origin, std::string comment, const std::vector<RawNode>& nodes,
+                           const std::vector<RawLink>& links) {
+  std::vector<TopoVertex> vertices;
+  vertices.reserve(nodes.size());
+  std::unordered_map<std::string, std::size_t> index;
+  for (const RawNode& n : nodes) {
+    const std::string where = fmt::format("{}node {}: ", at(origin, n.line), n.name);
+    TopoVertex v;
+    v.name = n.name;
+    v.line = n.line;
+    const std::string* kind = find_attr(n.attrs, "kind");
+    if (kind == nullptr) throw ConfigError(where + fmt::format("missing attribute \"kind\"; expected one of {}", kVertexKindNames));
+    const auto k = parse_vertex_kind(*kind);
+    if (!k) throw ConfigError(where + fmt::format("unknown kind \"{}\"; expected one of {}", *kind, kVertexKindNames));
+    v.kind = *k;
+    if (const std::string* model = find_attr(n.attrs, "model")) v.model = *model;
+    if (const std::string* host = find_attr(n.attrs, "host")) v.host = *host;
+    index.emplace(n.name, vertices.size());
+    vertices.push_back(std::move(v));
+  }
+
+  std::vector<LinkSpec> specs;
+  specs.reserve(links.size());
+  for (const RawLink& l : links) {
+    const std::string where = fmt::format("{}edge {}--{}: ", at(origin, l.line), l.a, l.b);
+    LinkSpec s;
+    s.link.line = l.line;
+    s.a = index.at(l.a);
+    s.b = index.at(l.b);
+    const auto required = [&](const char* key, std::string_view expected) -> const std::string& {
+      const std::string* v = find_attr(l.attrs, key);
+      if (v == nullptr) throw ConfigError(where + fmt::format("missing attribute \"{}\"; expected {}", key, expected));
+      return *v;
+    };
+    const std::string& type = required("type", fmt::format("one of {}", kLinkTypeNames));
+    const auto t = parse_link_type(type);
+    if (!t) throw ConfigError(where + fmt::format("unknown type \"{}\"; expected one of {}", type, kLinkTypeNames));
+    s.link.type = *t;
+    const auto parsed = [&](const char* key, auto parse) {
+      try {
+        return parse();
+      } catch (const ConfigError& e) {
+        throw ConfigError(where + fmt::format("attribute \"{}\": {}", key, e.what()));
+      }
+    };
+    const std::string& bw = required("bw", "a bandwidth per link and direction such as \"25GBps\" or \"200Gbps\"");
+    s.link.bw_Bps = parsed("bw", [&] { return parse_bandwidth(bw); });
+    const std::string& latency = required("latency", "a one-way latency such as \"150ns\" or \"1us\"");
+    s.link.latency_s = parsed("latency", [&] { return parse_duration(latency); });
+    if (const std::string* count = find_attr(l.attrs, "links")) {
+      int n = 0;
+      const auto [end, ec] = std::from_chars(count->data(), count->data() + count->size(), n);
+      if (ec != std::errc() || end != count->data() + count->size() || n < 1) {
+        throw ConfigError(where + fmt::format("attribute \"links\" is \"{}\"; expected an integer >= 1", *count));
+      }
+      s.link.links = n;
+    }
+    specs.push_back(std::move(s));
+  }
+  return Topology::build(origin, std::move(comment), std::move(vertices), std::move(specs));
+}
+
+void raw_from_topology(const Topology& topo, std::vector<RawNode>& nodes, std::vector<RawLink>& links) {
+  const TopoGraph& g = topo.graph();
+  for (VertexId v = 0; v < topo.vertex_count(); ++v) {
+    RawNode n;
+    n.name = g[v].name;
+    n.attrs["kind"] = std::string(to_string(g[v].kind));
+    if (!g[v].model.empty()) n.attrs["model"] = g[v].model;
+    if (!g[v].host.empty()) n.attrs["host"] = g[v].host;
+    nodes.push_back(std::move(n));
+  }
+  for (LinkId e : topo.links()) {
+    const TopoLink& l = g[e];
+    RawLink r;
+    r.a = g[l.a].name;
+    r.b = g[l.b].name;
+    r.attrs["type"] = std::string(to_string(l.type));
+    r.attrs["bw"] = exact_text(l.bw_Bps, {{1e9, "GBps"}, {1e6, "MBps"}, {1, "Bps"}}, parse_bandwidth);
+    r.attrs["latency"] = exact_text(l.latency_s, {{1e-9, "ns"}, {1e-6, "us"}, {1, "s"}}, parse_duration);
+    if (l.links != 1) r.attrs["links"] = std::to_string(l.links);
+    links.push_back(std::move(r));
+  }
+}
+
+}  // namespace gradsync::detail

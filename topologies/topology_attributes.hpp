@@ -1,0 +1,43 @@
+// topology_attributes.hpp: the attribute vocabulary of topology files, shared by the DOT and
+// GraphML readers and writers. A reader produces raw elements (names, lines, attribute text);
+// topology_from_raw checks and converts them; raw_from_topology is the way back.
+//
+//   node: kind="gpu" model="a100-sxm4-80gb" host="node0"
+//   edge: type="nvlink" bw="25GBps" latency="150ns" links="12"
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "topologies/topology.hpp"
+
+namespace gradsync::detail {
+
+// RawNode / RawLink: one element as a reader saw it; `line` is 0 where the format has none.
+struct RawNode {
+  std::string name;
+  int line = 0;
+  std::map<std::string, std::string> attrs;
+};
+struct RawLink {
+  std::string a, b;
+  int line = 0;
+  std::map<std::string, std::string> attrs;
+};
+
+// kNodeAttributes / kLinkAttributes: the attributes gradsync reads; others (label, color, pos)
+// are ignored so that files can carry drawing hints.
+inline const std::vector<std::string> kNodeAttributes{"kind", "model", "host"};
+inline const std::vector<std::string> kLinkAttributes{"type", "bw", "latency", "links"};
+
+// topology_from_raw parses every attribute (units, kinds, counts) with errors naming the
+// origin, line and element, then builds the Topology.
+Topology topology_from_raw(const std::string& origin, std::string comment, const std::vector<RawNode>& nodes,
+                           const std::vector<RawLink>& links);
+
+// raw_from_topology gives each vertex and link its attribute text, formatted so that parsing
+// it back yields the same numbers.
+void raw_from_topology(const Topology& topo, std::vector<RawNode>& nodes, std::vector<RawLink>& links);
+
+}  // namespace gradsync::detail

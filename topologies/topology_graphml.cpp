@@ -1,0 +1,185 @@
+// topology_graphml.cpp: GraphML topology files. Boost.Graph's read_graphml reads the attributes
+// (<data> under <key attr.name="bw">); Boost's property_tree walk beside it gives the node ids,
+// which read_graphml does not keep, and catches duplicate ids and edges to undeclared nodes.
+#include <boost/graph/graphml.hpp>
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
+#include <fmt/format.h>
+
+#include <cctype>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/error.hpp"
+#include "topologies/topology.hpp"
+#include "topologies/topology_attributes.hpp"
+
+namespace gradsync {
+namespace {
+
+using detail::RawLink;
+using detail::RawNode;
+
+struct BoostNode {
+  std::string kind, model, host;
+};
+struct BoostLink {
+  std::string type, bw, latency, links;
+};
+using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, BoostNode, BoostLink>;
+
+std::string xml_escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// xml_message turns property_tree's "<unspecified file>(12): expected >" into "origin:12: ...".
+std::string xml_message(const boost::property_tree::xml_parser_error& e, const std::string& origin) {
+  return fmt::format("{}:{}: syntax error: {}", origin, e.line(), e.message());
+}
+
+}  // namespace
+
+Topology read_topology_graphml(std::string_view text, const std::string& origin) {
+  namespace pt = boost::property_tree;
+  pt::ptree tree;
+  {
+    std::istringstream in{std::string(text)};
+    try {
+      pt::read_xml(in, tree);
+    } catch (const pt::xml_parser_error& e) {
+      throw ConfigError(xml_message(e, origin));
+    }
+  }
+  const auto root = tree.get_child_optional("graphml");
+  if (!root) throw ConfigError(fmt::format("{}: not GraphML: expected a <graphml> root element", origin));
+  const pt::ptree* graph = nullptr;
+  for (const auto& [tag, child] : *root) {
+    if (tag != "graph") continue;
+    if (graph != nullptr) throw ConfigError(fmt::format("{}: more than one <graph>; expected exactly one", origin));
+    graph = &child;
+  }
+  if (graph == nullptr) throw ConfigError(fmt::format("{}: no <graph> element in <graphml>", origin));
+  if (graph->get<std::string>("<xmlattr>.edgedefault", "") == "directed") {
+    throw ConfigError(fmt::format("{}: a directed graph (edgedefault=\"directed\"); a topology is undirected: "
+                                  "write edgedefault=\"undirected\"",
+                                  origin));
+  }
+
+  std::vector<RawNode> nodes;
+  std::vector<RawLink> links;
+  std::unordered_map<std::string, std::size_t> index;
+  for (const auto& [tag, child] : *graph) {
+    if (tag == "node") {
+      const std::string id = child.get<std::string>("<xmlattr>.id", "");
+      if (id.empty()) throw ConfigError(fmt::format("{}: a <node> without an id", origin));
+      if (!index.emplace(id, nodes.size()).second) {
+        throw ConfigError(fmt::format("{}: node {}: duplicate name; node ids must be unique", origin, id));
+      }
+      nodes.push_back(RawNode{id, 0, {}});
+    }
+  }
+  for (const auto& [tag, child] : *graph) {
+    if (tag != "edge") continue;
+    const std::string a = child.get<std::string>("<xmlattr>.source", "");
+    const std::string b = child.get<std::string>("<xmlattr>.target", "");
+    for (const std::string* end : {&a, &b}) {
+      if (!index.contains(*end)) {
+        throw ConfigError(fmt::format("{}: edge {}--{}: node \"{}\" is not declared by a <node>", origin, a, b, *end));
+      }
+    }
+    links.push_back(RawLink{a, b, 0, {}});
+  }
+
+  BoostGraph g;
+  boost::dynamic_properties dp(boost::ignore_other_properties);
+  dp.property("kind", boost::get(&BoostNode::kind, g));
+  dp.property("model", boost::get(&BoostNode::model, g));
+  dp.property("host", boost::get(&BoostNode::host, g));
+  dp.property("type", boost::get(&BoostLink::type, g));
+  dp.property("bw", boost::get(&BoostLink::bw, g));
+  dp.property("latency", boost::get(&BoostLink::latency, g));
+  dp.property("links", boost::get(&BoostLink::links, g));
+  try {
+    std::istringstream in{std::string(text)};
+    boost::read_graphml(in, g, dp);
+  } catch (const pt::xml_parser_error& e) {
+    throw ConfigError(xml_message(e, origin));
+  } catch (const boost::directed_graph_error&) {
+    throw ConfigError(fmt::format("{}: a directed graph; a topology is undirected", origin));
+  } catch (const std::exception& e) {
+    throw ConfigError(fmt::format("{}: {}", origin, e.what()));
+  }
+  // read_graphml adds vertices in <node> order and edges in <edge> order.
+  if (boost::num_vertices(g) != nodes.size() || boost::num_edges(g) != links.size()) {
+    throw ConfigError(fmt::format("{}: read {} nodes and {} edges, but the file declares {} and {}", origin,
+                                  boost::num_vertices(g), boost::num_edges(g), nodes.size(), links.size()));
+  }
+  for (std::size_t v = 0; v < nodes.size(); ++v) {
+    nodes[v].attrs = {{"kind", g[v].kind}, {"model", g[v].model}, {"host", g[v].host}};
+  }
+  std::size_t i = 0;
+  for (auto e : boost::make_iterator_range(boost::edges(g))) {
+    RawLink& l = links[i++];
+    if (nodes[boost::source(e, g)].name != l.a && nodes[boost::target(e, g)].name != l.a) {
+      throw ConfigError(fmt::format("{}: edge {}--{} was read out of order", origin, l.a, l.b));
+    }
+    l.attrs = {{"type", g[e].type}, {"bw", g[e].bw}, {"latency", g[e].latency}, {"links", g[e].links}};
+  }
+  std::string comment;
+  if (auto c = tree.get_optional<std::string>("<xmlcomment>")) {
+    comment = *c;
+    while (!comment.empty() && std::isspace(static_cast<unsigned char>(comment.front()))) comment.erase(0, 1);
+    while (!comment.empty() && std::isspace(static_cast<unsigned char>(comment.back()))) comment.pop_back();
+  }
+  return detail::topology_from_raw(origin, std::move(comment), nodes, links);
+}
+
+std::string write_topology_graphml(const Topology& topo) {
+  std::vector<RawNode> nodes;
+  std::vector<RawLink> links;
+  detail::raw_from_topology(topo, nodes, links);
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  if (!topo.comment().empty()) {
+    std::string c = topo.comment();
+    for (std::size_t p = c.find("--"); p != std::string::npos; p = c.find("--", p)) c.replace(p, 2, "- -");
+    out += "<!--\n" + c + "\n-->\n";
+  }
+  out += "<graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\">\n";
+  for (const auto& key : detail::kNodeAttributes) {
+    out += fmt::format("  <key id=\"{0}\" for=\"node\" attr.name=\"{0}\" attr.type=\"string\"/>\n", key);
+  }
+  for (const auto& key : detail::kLinkAttributes) {
+    out += fmt::format("  <key id=\"{0}\" for=\"edge\" attr.name=\"{0}\" attr.type=\"string\"/>\n", key);
+  }
+  out += "  <graph id=\"topology\" edgedefault=\"undirected\">\n";
+  const auto data = [](const std::map<std::string, std::string>& attrs, const std::vector<std::string>& order) {
+    std::string s;
+    for (const auto& key : order) {
+      auto it = attrs.find(key);
+      if (it != attrs.end()) s += fmt::format("<data key=\"{}\">{}</data>", key, xml_escaped(it->second));
+    }
+    return s;
+  };
+  for (const RawNode& n : nodes) {
+    out += fmt::format("    <node id=\"{}\">{}</node>\n", xml_escaped(n.name), data(n.attrs, detail::kNodeAttributes));
+  }
+  for (const RawLink& l : links) {
+    out += fmt::format("    <edge source=\"{}\" target=\"{}\">{}</edge>\n", xml_escaped(l.a), xml_escaped(l.b),
+                       data(l.attrs, detail::kLinkAttributes));
+  }
+  out += "  </graph>\n</graphml>\n";
+  return out;
+}
+
+}  // namespace gradsync
