@@ -175,13 +175,13 @@ void show(const std::string& file, bool json, std::ostream& out) {
       if (t.host_of(r) == static_cast<int>(h)) ranks.push_back(r);
     hosts.add_row({t.hosts()[h], std::to_string(ranks.size()),
                    std::to_string(t.nics_of_host(static_cast<int>(h)).size()),
-                   ranks.size() <= 16 ? ranks_text(ranks)
-                                      : fmt::format("{}-{}", ranks.front(), ranks.back())});
+                   ranks.size() <= 16 ? ranks_text(ranks) : fmt::format("{}-{}", ranks.front(), ranks.back())});
   }
   out << "#\n";
   hosts.print(out, {"GPUs per host"});
 
-  reports::Table links({{"type", "", true}, {"edges", ""}, {"links", ""}, {"bw/link", "GB/s", true}, {"total", "GB/s"}});
+  reports::Table links(
+      {{"type", "", true}, {"edges", ""}, {"links", ""}, {"bw/link", "GB/s", true}, {"total", "GB/s"}});
   for (const auto& [type, s] : by_type) {
     std::vector<std::string> speeds;
     for (const auto& [bw, count] : s.speeds) speeds.push_back(fmt::format("{} x{}", gb(bw), count));
@@ -201,7 +201,8 @@ void show(const std::string& file, bool json, std::ostream& out) {
       for (int a = 0; a < n; ++a) {
         std::string row = fmt::format("  {:>6}", a);
         for (int b = 0; b < n; ++b)
-          row += fmt::format(" {:>6}", a == b ? "X" : cell(pairs[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]));
+          row += fmt::format(" {:>6}",
+                             a == b ? "X" : cell(pairs[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]));
         out << row << '\n';
       }
     };
@@ -211,8 +212,8 @@ void show(const std::string& file, bool json, std::ostream& out) {
     print_matrix("GPU x GPU bottleneck bandwidth, GB/s per direction",
                  [](const Route& r) { return gb(r.bottleneck_Bps); });
   } else {
-    out << fmt::format("# GPU x GPU matrices: {} GPUs, more than {}; 'gradsync topo show --json' has them up to {}\n", n,
-                       kMatrixTextMax, kMatrixJsonMax);
+    out << fmt::format("# GPU x GPU matrices: {} GPUs, more than {}; 'gradsync topo show --json' has them up to {}\n",
+                       n, kMatrixTextMax, kMatrixJsonMax);
   }
 
   out << "#\n";
@@ -235,9 +236,10 @@ void show(const std::string& file, bool json, std::ostream& out) {
     }
   }
   if (!ch.trees[0].empty()) {
-    out << fmt::format("# Trees: NCCL double binary tree over {} hosts (channel c uses tree c mod 2), a chain inside "
-                       "each host; {} GB/s per channel\n",
-                       ch.hosts.size(), gb(ch.channel_bw_Bps));
+    out << fmt::format(
+        "# Trees: NCCL double binary tree over {} hosts (channel c uses tree c mod 2), a chain inside "
+        "each host; {} GB/s per channel\n",
+        ch.hosts.size(), gb(ch.channel_bw_Bps));
     for (int k = 0; k < 2; ++k) {
       std::vector<std::string> edges;
       const auto& tree = ch.trees[static_cast<std::size_t>(k)];
@@ -286,8 +288,8 @@ Topology as_usage(F f) {
 void register_topo_command(CLI::App& app) {
   CLI::App* topo = app.add_subcommand("topo", "Clusters: validate, show, generate and export topology files");
   topo->require_subcommand(1);
-  const std::string file_help = fmt::format("Topology file (.dot, .graphml) or built-in name: {}",
-                                            fmt::join(builtin_topology_names(), ", "));
+  const std::string file_help =
+      fmt::format("Topology file (.dot, .graphml) or built-in name: {}", fmt::join(builtin_topology_names(), ", "));
 
   auto file = std::make_shared<std::string>();
   CLI::App* val = topo->add_subcommand("validate", "Check a topology file; exit 1 with the first problem found");
@@ -296,7 +298,8 @@ void register_topo_command(CLI::App& app) {
 
   auto show_file = std::make_shared<std::string>();
   auto show_json = std::make_shared<bool>(false);
-  CLI::App* sh = topo->add_subcommand("show", "GPUs per host, links, path classes, bottlenecks, rings, trees, bisection");
+  CLI::App* sh =
+      topo->add_subcommand("show", "GPUs per host, links, path classes, bottlenecks, rings, trees, bisection");
   sh->add_option("file", *show_file, file_help)->required();
   sh->add_flag("--json", *show_json, "Print JSON instead of tables");
   sh->callback([show_file, show_json] { show(*show_file, *show_json, std::cout); });
@@ -325,14 +328,16 @@ void register_topo_command(CLI::App& app) {
   nvs->add_option("--nics", nv->nics, "Number of NICs")->capture_default_str();
   nvs->add_option("--nic-bw", nv->nic_bw, "Bandwidth of each NIC")->capture_default_str();
   add_out(nvs);
-  nvs->callback([nv, out] { emit(write_topology_dot(as_usage([&] { return generate_nvswitch(*nv); })), *out, std::cout); });
+  nvs->callback(
+      [nv, out] { emit(write_topology_dot(as_usage([&] { return generate_nvswitch(*nv); })), *out, std::cout); });
 
   auto mesh = std::make_shared<NvlinkMeshOptions>();
   CLI::App* ms = gen->add_subcommand("nvlink-mesh", "The DGX-1 V100 hybrid cube-mesh");
   ms->add_option("--gpu", mesh->gpu, "GPU key or alias (6 NVLinks)")->capture_default_str();
   add_out(ms);
-  ms->callback(
-      [mesh, out] { emit(write_topology_dot(as_usage([&] { return generate_nvlink_mesh(*mesh); })), *out, std::cout); });
+  ms->callback([mesh, out] {
+    emit(write_topology_dot(as_usage([&] { return generate_nvlink_mesh(*mesh); })), *out, std::cout);
+  });
 
   auto pc = std::make_shared<PcieOptions>();
   CLI::App* pcie = gen->add_subcommand("pcie", "GPUs under PCIe switches and CPU sockets, optional NVLink bridges");
@@ -343,7 +348,8 @@ void register_topo_command(CLI::App& app) {
       ->capture_default_str();
   pcie->add_flag("--nvlink-bridge", pc->nvlink_bridge, "NVLink bridges joining GPU pairs");
   add_out(pcie);
-  pcie->callback([pc, out] { emit(write_topology_dot(as_usage([&] { return generate_pcie(*pc); })), *out, std::cout); });
+  pcie->callback(
+      [pc, out] { emit(write_topology_dot(as_usage([&] { return generate_pcie(*pc); })), *out, std::cout); });
 
   for (const bool rail : {false, true}) {
     auto ft = std::make_shared<FatTreeOptions>();
@@ -352,15 +358,15 @@ void register_topo_command(CLI::App& app) {
                                       rail ? "Nodes on a rail-optimized fat-tree (NIC i of every node on rail i)"
                                            : "Nodes under leaf switches joined by spines");
     f->add_option("--nodes", ft->nodes, "Number of nodes")->required();
-    f->add_option("--node", ft->node, fmt::format("Node type: {}", fmt::join(cluster_node_types(), ", ")))
-        ->required();
+    f->add_option("--node", ft->node, fmt::format("Node type: {}", fmt::join(cluster_node_types(), ", ")))->required();
     f->add_option("--nics-per-node", ft->nics_per_node, "Compute NICs per node (default: all of the node type's)");
     f->add_option("--oversubscription", ft->oversubscription, "Leaf down:up bandwidth ratio R (R:1)")
         ->capture_default_str();
     f->add_option("--leaf-ports", ft->leaf_ports, "Ports per leaf switch (default: the node type's switch)");
     f->add_option("--spine-ports", ft->spine_ports, "Ports per spine switch (default: as leaf)");
     add_out(f);
-    f->callback([ft, out] { emit(write_topology_dot(as_usage([&] { return generate_fat_tree(*ft); })), *out, std::cout); });
+    f->callback(
+        [ft, out] { emit(write_topology_dot(as_usage([&] { return generate_fat_tree(*ft); })), *out, std::cout); });
   }
 }
 

@@ -1,8 +1,8 @@
 // bisection.cpp: the split and the maximum flow.
 #include "topologies/bisection.hpp"
 
-#include <boost/graph/push_relabel_max_flow.hpp>
 #include <fmt/format.h>
+#include <boost/graph/push_relabel_max_flow.hpp>
 
 #include <algorithm>
 

@@ -310,8 +310,9 @@ class Search {
       }
       ch.order.push_back(chain.back());
       const std::size_t next = (n + 1) % nodes_.size();
-      const Route hop = join(topo_, join(topo_, route(topo_.gpu(chain.back()), ch.nics[n]), route(ch.nics[n], ch.nics[next])),
-                             route(ch.nics[next], topo_.gpu(ch.chains[next].front())));
+      const Route hop =
+          join(topo_, join(topo_, route(topo_.gpu(chain.back()), ch.nics[n]), route(ch.nics[n], ch.nics[next])),
+               route(ch.nics[next], topo_.gpu(ch.chains[next].front())));
       if (!fits(hop, s)) return false;
       take(hop, s, 1);
       ch.hops.push_back(hop);
@@ -369,7 +370,9 @@ class Search {
       return true;
     }
     if (--budget < 0) return false;
-    const auto pos = [&](int r) { return static_cast<std::size_t>(std::find(node.begin(), node.end(), r) - node.begin()); };
+    const auto pos = [&](int r) {
+      return static_cast<std::size_t>(std::find(node.begin(), node.end(), r) - node.begin());
+    };
     struct Cand {
       int rank;
       PathClass cls;
@@ -385,9 +388,8 @@ class Search {
       if (r.path_class > cls || !fits(r, s)) continue;
       cands.push_back({v, r.path_class, (pos(v) + m - here) % m, &r});
     }
-    std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
-      return a.cls != b.cls ? a.cls < b.cls : a.dist < b.dist;
-    });
+    std::sort(cands.begin(), cands.end(),
+              [](const Cand& a, const Cand& b) { return a.cls != b.cls ? a.cls < b.cls : a.dist < b.dist; });
     for (const Cand& c : cands) {
       take(*c.route, s, 1);
       path.push_back(c.rank);

@@ -56,11 +56,11 @@ std::array<std::vector<TreeNode>, 2> double_binary_tree(int n);
 
 // Channels is the result of the search for one set of ranks.
 struct Channels {
-  std::vector<int> ranks;                  // the participating GPUs
-  std::vector<int> hosts;                  // their hosts (indices into Topology::hosts()), in order
-  std::vector<RingChannel> rings;          // empty for a single GPU
-  double channel_bw_Bps = 0;               // each channel's speed, per direction
-  PathClass intra_class = PathClass::kNVL; // worst path class of a hop inside a node
+  std::vector<int> ranks;                      // the participating GPUs
+  std::vector<int> hosts;                      // their hosts (indices into Topology::hosts()), in order
+  std::vector<RingChannel> rings;              // empty for a single GPU
+  double channel_bw_Bps = 0;                   // each channel's speed, per direction
+  PathClass intra_class = PathClass::kNVL;     // worst path class of a hop inside a node
   std::array<std::vector<TreeNode>, 2> trees;  // over hosts; empty for one host
 
   double total_bw_Bps() const { return channel_bw_Bps * static_cast<double>(rings.size()); }

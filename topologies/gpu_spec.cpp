@@ -86,9 +86,11 @@ std::vector<GpuSpec> parse_gpu_specs(std::string_view text, const std::string& o
       const std::string cc = r.string(cc_node, where, "compute_capability");
       const auto dot = cc.find('.');
       const bool ok = dot != std::string::npos && dot > 0 && dot + 2 == cc.size() &&
-                      std::all_of(cc.begin(), cc.end(), [](char c) { return c == '.' || std::isdigit(static_cast<unsigned char>(c)); });
+                      std::all_of(cc.begin(), cc.end(),
+                                  [](char c) { return c == '.' || std::isdigit(static_cast<unsigned char>(c)); });
       if (!ok) {
-        r.fail(cc_node, where, fmt::format("field \"compute_capability\" is \"{}\"; expected MAJOR.MINOR such as \"8.0\"", cc));
+        r.fail(cc_node, where,
+               fmt::format("field \"compute_capability\" is \"{}\"; expected MAJOR.MINOR such as \"8.0\"", cc));
       }
       g.sm_version = std::stoi(cc.substr(0, dot)) * 10 + (cc.back() - '0');
     }

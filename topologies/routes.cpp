@@ -46,11 +46,20 @@ PathClass classify(const Topology& topo, const std::vector<VertexId>& vertices, 
   for (std::size_t i = 1; i + 1 < vertices.size(); ++i) {
     switch (g[vertices[i]].kind) {
       case VertexKind::kNic:
-      case VertexKind::kSwitch: net = true; break;
-      case VertexKind::kCpu: cpu = true; break;
-      case VertexKind::kPcieSwitch: ++pcie_switches; break;
-      case VertexKind::kGpu: via_gpu = true; break;
-      case VertexKind::kNvswitch: break;
+      case VertexKind::kSwitch:
+        net = true;
+        break;
+      case VertexKind::kCpu:
+        cpu = true;
+        break;
+      case VertexKind::kPcieSwitch:
+        ++pcie_switches;
+        break;
+      case VertexKind::kGpu:
+        via_gpu = true;
+        break;
+      case VertexKind::kNvswitch:
+        break;
     }
   }
   if (net) return PathClass::kNET;

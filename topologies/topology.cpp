@@ -2,9 +2,9 @@
 // shares) and the built-in clusters.
 #include "topologies/topology.hpp"
 
-#include <boost/graph/connected_components.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <boost/graph/connected_components.hpp>
 
 #include <array>
 #include <filesystem>
@@ -74,11 +74,55 @@ std::optional<LinkType> parse_link_type(std::string_view text) {
   return std::nullopt;
 }
 
+Topology::Topology(const Topology& other)
+    : graph_(other.graph_),
+      origin_(other.origin_),
+      comment_(other.comment_),
+      gpus_(other.gpus_),
+      rank_of_(other.rank_of_),
+      hosts_(other.hosts_),
+      host_of_rank_(other.host_of_rank_) {
+  index_links();
+}
+
+Topology::Topology(Topology&& other) noexcept
+    : graph_(std::move(other.graph_)),
+      origin_(std::move(other.origin_)),
+      comment_(std::move(other.comment_)),
+      gpus_(std::move(other.gpus_)),
+      rank_of_(std::move(other.rank_of_)),
+      hosts_(std::move(other.hosts_)),
+      host_of_rank_(std::move(other.host_of_rank_)) {
+  index_links();
+}
+
+Topology& Topology::operator=(const Topology& other) {
+  if (this != &other) *this = Topology(other);
+  return *this;
+}
+
+Topology& Topology::operator=(Topology&& other) noexcept {
+  graph_ = std::move(other.graph_);
+  origin_ = std::move(other.origin_);
+  comment_ = std::move(other.comment_);
+  gpus_ = std::move(other.gpus_);
+  rank_of_ = std::move(other.rank_of_);
+  hosts_ = std::move(other.hosts_);
+  host_of_rank_ = std::move(other.host_of_rank_);
+  index_links();
+  return *this;
+}
+
+void Topology::index_links() {
+  links_.assign(boost::num_edges(graph_), LinkId{});
+  for (LinkId e : boost::make_iterator_range(boost::edges(graph_))) links_[graph_[e].index] = e;
+}
+
 Topology Topology::build(std::string origin, std::string comment, std::vector<TopoVertex> vertices,
                          std::vector<LinkSpec> links) {
-  const Locator loc{origin};
   Topology t;
   t.origin_ = std::move(origin);
+  const Locator loc{t.origin_};
   t.comment_ = std::move(comment);
 
   std::map<std::string, std::size_t, std::less<>> by_name;
@@ -92,7 +136,8 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
                                            : std::string("duplicate name")));
     }
     if (v.kind == VertexKind::kGpu) {
-      if (v.model.empty()) throw ConfigError(where + "gpu needs attribute \"model\" (a key of topologies/hardware/gpus.yaml)");
+      if (v.model.empty())
+        throw ConfigError(where + "gpu needs attribute \"model\" (a key of topologies/hardware/gpus.yaml)");
       try {
         v.gpu = &gpu_spec(v.model);
       } catch (const ConfigError& e) {
@@ -131,8 +176,8 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
                                             to_string(b.kind)));
     }
     if (s.link.type == LinkType::kCpuLink && !(a.kind == VertexKind::kCpu && b.kind == VertexKind::kCpu)) {
-      throw ConfigError(where + fmt::format("a cpu_link joins two cpus, not a {} and a {}", to_string(a.kind),
-                                            to_string(b.kind)));
+      throw ConfigError(
+          where + fmt::format("a cpu_link joins two cpus, not a {} and a {}", to_string(a.kind), to_string(b.kind)));
     }
     s.link.index = i;
     s.link.a = s.a;
@@ -151,7 +196,8 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
     if (fresh) t.hosts_.push_back(tv.host);
     t.host_of_rank_.push_back(it->second);
   }
-  if (t.gpus_.empty()) throw ConfigError(loc.at(0) + "no gpu in the topology; expected at least one node with kind=\"gpu\"");
+  if (t.gpus_.empty())
+    throw ConfigError(loc.at(0) + "no gpu in the topology; expected at least one node with kind=\"gpu\"");
 
   std::vector<int> component(boost::num_vertices(t.graph_));
   boost::connected_components(t.graph_, component.data());
@@ -217,7 +263,8 @@ Topology load_topology(const std::string& name_or_path) {
                                   name_or_path, ext));
   }
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw ConfigError(fmt::format("{}: is a directory, not a topology file", name_or_path));
+  if (fs::is_directory(path, ec))
+    throw ConfigError(fmt::format("{}: is a directory, not a topology file", name_or_path));
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw ConfigError(fmt::format("{}: cannot open topology file: {}", name_or_path,

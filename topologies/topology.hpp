@@ -84,6 +84,14 @@ class Topology {
   static Topology build(std::string origin, std::string comment, std::vector<TopoVertex> vertices,
                         std::vector<LinkSpec> links);
 
+  // Copies and moves re-point links() at the new graph: Boost's undirected edge descriptors
+  // point into the graph that made them.
+  Topology(const Topology& other);
+  Topology(Topology&& other) noexcept;
+  Topology& operator=(const Topology& other);
+  Topology& operator=(Topology&& other) noexcept;
+  ~Topology() = default;
+
   const TopoGraph& graph() const { return graph_; }
   const std::string& origin() const { return origin_; }
   const std::string& comment() const { return comment_; }
@@ -111,6 +119,9 @@ class Topology {
   std::vector<VertexId> nics_of_host(int host) const;
 
  private:
+  Topology() = default;
+  void index_links();
+
   TopoGraph graph_;
   std::string origin_;
   std::string comment_;

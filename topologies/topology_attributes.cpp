@@ -6,8 +6,8 @@
 #include <charconv>
 #include <initializer_list>
 #include <iterator>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -50,7 +50,8 @@ Topology topology_from_raw(const std::string& origin, std::string comment, const
     v.name = n.name;
     v.line = n.line;
     const std::string* kind = find_attr(n.attrs, "kind");
-    if (kind == nullptr) throw ConfigError(where + fmt::format("missing attribute \"kind\"; expected one of {}", kVertexKindNames));
+    if (kind == nullptr)
+      throw ConfigError(where + fmt::format("missing attribute \"kind\"; expected one of {}", kVertexKindNames));
     const auto k = parse_vertex_kind(*kind);
     if (!k) throw ConfigError(where + fmt::format("unknown kind \"{}\"; expected one of {}", *kind, kVertexKindNames));
     v.kind = *k;

@@ -2,8 +2,8 @@
 // reads the attributes; a small scanner beside it supplies what Boost does not: line numbers,
 // declaration order (Boost orders vertices by name), duplicate node statements and unquoted
 // numbers (Boost keeps "3" of bw=3e11 and drops the rest).
-#include <boost/graph/graphviz.hpp>
 #include <fmt/format.h>
+#include <boost/graph/graphviz.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -21,8 +21,22 @@ namespace {
 using detail::RawLink;
 using detail::RawNode;
 
-enum class Tok { kId, kString, kNumeral, kLBrace, kRBrace, kLBracket, kRBracket, kEq, kSemi, kComma, kColon, kEdge,
-                 kArrow, kEnd };
+enum class Tok {
+  kId,
+  kString,
+  kNumeral,
+  kLBrace,
+  kRBrace,
+  kLBracket,
+  kRBracket,
+  kEq,
+  kSemi,
+  kComma,
+  kColon,
+  kEdge,
+  kArrow,
+  kEnd
+};
 
 struct Token {
   Tok kind;
@@ -113,15 +127,24 @@ class Scanner {
       return Token{k, std::string(1, c), line};
     };
     switch (c) {
-      case '{': return single(Tok::kLBrace);
-      case '}': return single(Tok::kRBrace);
-      case '[': return single(Tok::kLBracket);
-      case ']': return single(Tok::kRBracket);
-      case '=': return single(Tok::kEq);
-      case ';': return single(Tok::kSemi);
-      case ',': return single(Tok::kComma);
-      case ':': return single(Tok::kColon);
-      default: break;
+      case '{':
+        return single(Tok::kLBrace);
+      case '}':
+        return single(Tok::kRBrace);
+      case '[':
+        return single(Tok::kLBracket);
+      case ']':
+        return single(Tok::kRBracket);
+      case '=':
+        return single(Tok::kEq);
+      case ';':
+        return single(Tok::kSemi);
+      case ',':
+        return single(Tok::kComma);
+      case ':':
+        return single(Tok::kColon);
+      default:
+        break;
     }
     if (s_.compare(i_, 2, "--") == 0 || s_.compare(i_, 2, "->") == 0) {
       const bool arrow = s_[i_ + 1] == '>';
@@ -131,7 +154,9 @@ class Scanner {
     if (c == '"') {
       std::string text;
       for (++i_;; ++i_) {
-        if (i_ >= s_.size()) fail(fmt::format("a quoted string opened on line {} is never closed", line));
+        if (i_ >= s_.size()) {
+          throw ConfigError(fmt::format("{}:{}: syntax error: a quoted string is never closed", origin_, line));
+        }
         const char d = s_[i_];
         if (d == '"') break;
         if (d == '\n') ++line_;
@@ -305,8 +330,8 @@ class Parser {
         ++p_;
         expect(Tok::kEq, fmt::format("'=' after attribute \"{}\"", key.text).c_str());
         const Token& value = peek();
-        if (!is_id(value)) fail(value, fmt::format("expected a value for attribute \"{}\", found {}", key.text,
-                                                   describe(value)));
+        if (!is_id(value))
+          fail(value, fmt::format("expected a value for attribute \"{}\", found {}", key.text, describe(value)));
         ++p_;
         const bool ours = std::find(detail::kNodeAttributes.begin(), detail::kNodeAttributes.end(), key.text) !=
                               detail::kNodeAttributes.end() ||

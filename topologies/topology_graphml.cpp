@@ -1,10 +1,10 @@
 // topology_graphml.cpp: GraphML topology files. Boost.Graph's read_graphml reads the attributes
 // (<data> under <key attr.name="bw">); Boost's property_tree walk beside it gives the node ids,
 // which read_graphml does not keep, and catches duplicate ids and edges to undeclared nodes.
+#include <fmt/format.h>
 #include <boost/graph/graphml.hpp>
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
-#include <fmt/format.h>
 
 #include <cctype>
 #include <set>
@@ -33,11 +33,20 @@ std::string xml_escaped(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -71,9 +80,10 @@ Topology read_topology_graphml(std::string_view text, const std::string& origin)
   }
   if (graph == nullptr) throw ConfigError(fmt::format("{}: no <graph> element in <graphml>", origin));
   if (graph->get<std::string>("<xmlattr>.edgedefault", "") == "directed") {
-    throw ConfigError(fmt::format("{}: a directed graph (edgedefault=\"directed\"); a topology is undirected: "
-                                  "write edgedefault=\"undirected\"",
-                                  origin));
+    throw ConfigError(
+        fmt::format("{}: a directed graph (edgedefault=\"directed\"); a topology is undirected: "
+                    "write edgedefault=\"undirected\"",
+                    origin));
   }
 
   std::vector<RawNode> nodes;

@@ -1,0 +1,242 @@
+// channels_test.cpp: NCCL-like rings and trees, with the cases that would catch a naive ring
+// (rank order, ignoring links): every DGX-1 hop on NVLink, the A100 NVSwitch bandwidth reached,
+// the CPU link crossed once each way on a PCIe box, each node left once per channel.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+#include "topologies/channels.hpp"
+#include "topologies/generators.hpp"
+
+namespace gradsync {
+namespace {
+
+// expect_fits checks the search's bookkeeping independently: the channels together never use
+// more than a link direction carries, and every ring visits each rank exactly once.
+void expect_fits(const Topology& t, const Channels& ch) {
+  std::map<std::size_t, double> used;
+  for (const RingChannel& r : ch.rings) {
+    ASSERT_EQ(r.order.size(), ch.ranks.size());
+    EXPECT_EQ(std::set<int>(r.order.begin(), r.order.end()), std::set<int>(ch.ranks.begin(), ch.ranks.end()));
+    ASSERT_EQ(r.hops.size(), r.order.size());
+    for (std::size_t i = 0; i < r.hops.size(); ++i) {
+      EXPECT_EQ(r.hops[i].from, t.gpu(r.order[i]));
+      EXPECT_EQ(r.hops[i].to, t.gpu(r.order[(i + 1) % r.order.size()]));
+      for (const DirectedLink& h : r.hops[i].hops) used[h.slot()] += ch.channel_bw_Bps;
+    }
+  }
+  for (const auto& [slot, bw] : used) {
+    EXPECT_LE(bw, t.link(t.links()[slot / 2]).total_bw_Bps() * (1 + 1e-9)) << "link " << slot / 2;
+  }
+}
+
+TEST(Channels, Dgx1EveryRingHopIsNvlinkAndAllSixLinksAreUsed) {
+  const Topology t = load_topology("dgx1-v100");
+  Routes routes(t);
+  const Channels ch = build_channels(t, routes, first_ranks(8));
+  expect_fits(t, ch);
+  for (const RingChannel& r : ch.rings) {
+    for (const Route& hop : r.hops) {
+      EXPECT_EQ(hop.path_class, PathClass::kNVL);
+      ASSERT_EQ(hop.hops.size(), 1u);  // a direct NVLink, not through another GPU
+      EXPECT_EQ(t.link(t.links()[hop.hops[0].link]).type, LinkType::kNvlink);
+    }
+  }
+  // Six NVLinks of 25 GB/s per GPU: 150 GB/s per direction.
+  EXPECT_DOUBLE_EQ(ch.total_bw_Bps(), 150e9);
+  EXPECT_EQ(ch.intra_class, PathClass::kNVL);
+}
+
+TEST(Channels, DgxA100ChannelsReachTheGpuNvlinkBandwidth) {
+  const Topology t = load_topology("dgx-a100");
+  Routes routes(t);
+  const Channels ch = build_channels(t, routes, first_ranks(8));
+  expect_fits(t, ch);
+  const GpuSpec& a100 = gpu_spec("a100-sxm4-80gb");
+  EXPECT_DOUBLE_EQ(ch.total_bw_Bps(), a100.nvlink_links * a100.nvlink_bw_Bps);
+  EXPECT_LE(ch.channel_bw_Bps, 40e9);  // NCCL's fastest channel before Hopper
+  EXPECT_EQ(ch.rings.size(), 8u);
+  EXPECT_EQ(ch.rings[0].order, first_ranks(8));
+}
+
+TEST(Channels, Pcie4GpuRingCrossesTheCpuLinkOnceEachWay) {
+  const Topology t = load_topology("pcie-4gpu");
+  Routes routes(t);
+  const Channels ch = build_channels(t, routes, first_ranks(4));
+  expect_fits(t, ch);
+  ASSERT_FALSE(ch.rings.empty());
+  for (const RingChannel& r : ch.rings) {
+    int forward = 0, backward = 0;
+    for (const Route& hop : r.hops)
+      for (const DirectedLink& h : hop.hops)
+        if (t.link(t.links()[h.link]).type == LinkType::kCpuLink) ++(h.forward ? forward : backward);
+    EXPECT_EQ(forward, 1);
+    EXPECT_EQ(backward, 1);
+  }
+  EXPECT_EQ(ch.intra_class, PathClass::kSYS);
+  EXPECT_DOUBLE_EQ(ch.total_bw_Bps(), 31.5e9);  // one PCIe Gen4 x16 link per GPU
+}
+
+TEST(Channels, TwoDgxA100RingLeavesEachNodeOncePerChannel) {
+  const Topology t = load_topology("2x-dgx-a100-hdr");
+  Routes routes(t);
+  const Channels ch = build_channels(t, routes, first_ranks(16));
+  expect_fits(t, ch);
+  ASSERT_EQ(ch.hosts.size(), 2u);
+  std::set<VertexId> nics;
+  for (const RingChannel& r : ch.rings) {
+    int leaving[2] = {0, 0};
+    for (const Route& hop : r.hops) {
+      const int from = t.host_of(t.rank_of(hop.from));
+      const int to = t.host_of(t.rank_of(hop.to));
+      if (from != to) {
+        ++leaving[from];
+        EXPECT_EQ(hop.path_class, PathClass::kNET);
+      } else {
+        EXPECT_EQ(hop.path_class, PathClass::kNVL);
+      }
+    }
+    EXPECT_EQ(leaving[0], 1);
+    EXPECT_EQ(leaving[1], 1);
+    ASSERT_EQ(r.chains.size(), 2u);
+    nics.insert(r.nics[0]);
+  }
+  // Eight channels, one per HDR NIC: 8 x 25 GB/s leave each node.
+  EXPECT_EQ(ch.rings.size(), 8u);
+  EXPECT_EQ(nics.size(), 8u);
+  EXPECT_DOUBLE_EQ(ch.total_bw_Bps(), 200e9);
+}
+
+TEST(Channels, SubsetsAndSingleGpu) {
+  const Topology t = load_topology("dgx-a100");
+  Routes routes(t);
+  const Channels one = build_channels(t, routes, {3});
+  EXPECT_TRUE(one.rings.empty());
+  const Channels two = build_channels(t, routes, {0, 5});
+  expect_fits(t, two);
+  EXPECT_DOUBLE_EQ(two.total_bw_Bps(), 300e9);
+  const auto error = [&](const std::vector<int>& ranks) {
+    try {
+      build_channels(t, routes, ranks);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error({0, 8}), "topologies/dgx-a100.dot: GPU rank 8 does not exist; the topology has 8 GPUs (ranks 0-7)");
+  EXPECT_EQ(error({1, 1}), "topologies/dgx-a100.dot: GPU rank 1 selected twice");
+}
+
+TEST(Channels, HostsWithoutNicsCannotFormAMultiNodeRing) {
+  const std::string text = R"(graph g {
+  a [kind="gpu", model="a100", host="h0"]; b [kind="gpu", model="a100", host="h1"];
+  a -- b [type="nvlink", bw="25GBps", latency="0ns"];
+})";
+  const Topology t = read_topology_dot(text, "t.dot");
+  Routes routes(t);
+  try {
+    build_channels(t, routes, first_ranks(2));
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "t.dot: host h0 has GPUs but no nic; GPUs on several hosts talk through NICs");
+  }
+}
+
+TEST(Channels, SixteenDgxH100UseEveryNic) {
+  const Topology t = load_topology("16x-dgx-h100-ndr");
+  Routes routes(t);
+  const Channels ch = build_channels(t, routes, first_ranks(t.gpu_count()));
+  expect_fits(t, ch);
+  EXPECT_EQ(ch.hosts.size(), 16u);
+  EXPECT_DOUBLE_EQ(ch.total_bw_Bps(), 8 * 50e9);  // eight NDR NICs of 400 Gb/s per node
+  EXPECT_EQ(ch.trees[0].size(), 16u);
+}
+
+// Tree checks: a spanning tree over n nodes with consistent parent/child links.
+void expect_tree(const std::vector<TreeNode>& tree) {
+  const int n = static_cast<int>(tree.size());
+  int roots = 0;
+  for (int r = 0; r < n; ++r) {
+    if (tree[static_cast<std::size_t>(r)].parent < 0) ++roots;
+    for (int c : tree[static_cast<std::size_t>(r)].children) {
+      if (c < 0) continue;
+      ASSERT_LT(c, n);
+      EXPECT_EQ(tree[static_cast<std::size_t>(c)].parent, r) << "child " << c << " of " << r;
+    }
+    // every node reaches the root
+    int v = r, steps = 0;
+    while (tree[static_cast<std::size_t>(v)].parent >= 0 && steps++ <= n) v = tree[static_cast<std::size_t>(v)].parent;
+    EXPECT_LE(steps, n);
+  }
+  EXPECT_EQ(roots, 1);
+}
+
+TEST(Trees, DoubleBinaryTreeIsNccls) {
+  // NCCL's illustration (src/graph/trees.cc) for 14 ranks, tree 0: 0 -> 8; 8 -> 4, 12; 4 -> 2, 6;
+  // 12 -> 10, 13; 2 -> 1, 3; 10 -> 9, 11.
+  const auto trees = double_binary_tree(14);
+  const auto& t0 = trees[0];
+  EXPECT_EQ(t0[0].parent, -1);
+  EXPECT_EQ(t0[0].children[0], 8);
+  EXPECT_EQ(t0[8].parent, 0);
+  EXPECT_EQ(t0[8].children, (std::array<int, 2>{4, 12}));
+  EXPECT_EQ(t0[12].children, (std::array<int, 2>{10, 13}));
+  EXPECT_EQ(t0[13].parent, 12);
+  EXPECT_EQ(t0[10].children, (std::array<int, 2>{9, 11}));
+  // n even: tree 1 mirrors tree 0 (rank r plays n-1-r): root 13, whose child is 5.
+  const auto& t1 = trees[1];
+  EXPECT_EQ(t1[13].parent, -1);
+  EXPECT_EQ(t1[13].children[0], 5);
+  EXPECT_EQ(t1[5].parent, 13);
+  // n odd: tree 1 is tree 0 shifted by one: root 1.
+  const auto odd = double_binary_tree(13);
+  EXPECT_EQ(odd[1][1].parent, -1);
+  EXPECT_EQ(odd[1][1].children[0], 9);
+}
+
+TEST(Trees, SpanningForEverySizeAndLeavesInteriorInTheOther) {
+  for (int n = 1; n <= 64; ++n) {
+    SCOPED_TRACE(n);
+    const auto trees = double_binary_tree(n);
+    expect_tree(trees[0]);
+    expect_tree(trees[1]);
+    if (n % 2 == 0) {
+      // The point of two trees: a node that forwards in one tree is a leaf in the other.
+      for (int r = 0; r < n; ++r) {
+        const auto interior = [&](const std::vector<TreeNode>& t) {
+          return t[static_cast<std::size_t>(r)].children[0] >= 0 || t[static_cast<std::size_t>(r)].children[1] >= 0;
+        };
+        if (r != 0 && r != n - 1) {
+          EXPECT_FALSE(interior(trees[0]) && interior(trees[1])) << "rank " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST(Channels, EveryGeneratorOutputHasRings) {
+  std::vector<Topology> tops;
+  tops.push_back(generate_nvswitch({.gpu = "h200", .gpus = 4, .nics = 2, .nic_bw = "400Gbps"}));
+  tops.push_back(generate_nvswitch({.gpu = "b200", .gpus = 8, .nics = 8, .nic_bw = "400Gbps"}));
+  tops.push_back(generate_nvlink_mesh({.gpu = "v100-sxm2-16gb"}));
+  tops.push_back(generate_pcie({.gpu = "l4", .gpus = 8, .sockets = 2, .gpus_per_switch = 4, .nvlink_bridge = false}));
+  tops.push_back(
+      generate_pcie({.gpu = "rtx-3090", .gpus = 4, .sockets = 1, .gpus_per_switch = 0, .nvlink_bridge = true}));
+  tops.push_back(generate_fat_tree({.nodes = 4, .node = "dgx1-v100"}));
+  tops.push_back(generate_fat_tree({.nodes = 8, .node = "dgx-a100", .nics_per_node = 4, .oversubscription = 2}));
+  tops.push_back(generate_fat_tree({.nodes = 3, .node = "dgx-h200", .rail_optimized = true}));
+  for (const Topology& t : tops) {
+    SCOPED_TRACE(t.comment().substr(0, t.comment().find('\n')));
+    Routes routes(t);
+    const Channels ch = build_channels(t, routes, first_ranks(t.gpu_count()));
+    expect_fits(t, ch);
+    EXPECT_GT(ch.total_bw_Bps(), 0);
+    // Read back through DOT: the generator's output loads.
+    EXPECT_EQ(read_topology_dot(write_topology_dot(t), "g.dot").gpu_count(), t.gpu_count());
+  }
+}
+
+}  // namespace
+}  // namespace gradsync

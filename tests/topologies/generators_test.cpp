@@ -1,0 +1,121 @@
+// generators_test.cpp: generated machines and clusters: counts, wiring, bisection, bad options.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "topologies/bisection.hpp"
+#include "topologies/channels.hpp"
+#include "topologies/generators.hpp"
+
+namespace gradsync {
+namespace {
+
+int count(const Topology& t, VertexKind k) {
+  int n = 0;
+  for (VertexId v = 0; v < t.vertex_count(); ++v) n += t.vertex(v).kind == k;
+  return n;
+}
+
+int count(const Topology& t, LinkType type) {
+  int n = 0;
+  for (LinkId e : t.links()) n += t.link(e).type == type;
+  return n;
+}
+
+TEST(Generators, NvswitchNode) {
+  const Topology t = generate_nvswitch({.gpu = "h100", .gpus = 8, .nics = 8, .nic_bw = "400Gbps"});
+  EXPECT_EQ(t.gpu_count(), 8);
+  EXPECT_EQ(count(t, VertexKind::kNvswitch), 1);
+  EXPECT_EQ(count(t, VertexKind::kPcieSwitch), 4);
+  EXPECT_EQ(count(t, VertexKind::kCpu), 2);
+  EXPECT_EQ(count(t, VertexKind::kNic), 8);
+  EXPECT_EQ(t.link(t.links()[5]).type, LinkType::kNvlink);
+  EXPECT_EQ(t.link(t.links()[5]).links, 18);  // H100 SXM5: 18 NVLinks
+  // Half the GPUs under each socket send 4 x 450 GB/s through the NVSwitch.
+  EXPECT_DOUBLE_EQ(bisection(t, first_ranks(8)).bw_Bps, 4 * 450e9 + 2 * 63e9);
+}
+
+TEST(Generators, Dgx1MeshHasSixLinksPerGpu) {
+  const Topology t = generate_nvlink_mesh({});
+  for (int r = 0; r < 8; ++r) {
+    int links = 0;
+    for (LinkId e : t.links()) {
+      const TopoLink& l = t.link(e);
+      if (l.type == LinkType::kNvlink && (l.a == t.gpu(r) || l.b == t.gpu(r))) links += l.links;
+    }
+    EXPECT_EQ(links, 6) << "gpu" << r;
+  }
+  EXPECT_EQ(count(t, LinkType::kNvlink), 16);
+}
+
+TEST(Generators, PcieBoxes) {
+  const Topology direct = generate_pcie({.gpu = "rtx-4090", .gpus = 2, .sockets = 1, .gpus_per_switch = 0});
+  EXPECT_EQ(count(direct, VertexKind::kPcieSwitch), 0);
+  EXPECT_EQ(count(direct, LinkType::kPcie), 2);
+  const Topology bridged =
+      generate_pcie({.gpu = "rtx-3090", .gpus = 2, .sockets = 1, .gpus_per_switch = 0, .nvlink_bridge = true});
+  EXPECT_EQ(count(bridged, LinkType::kNvlink), 1);
+  const Topology eight = generate_pcie({.gpu = "l40s", .gpus = 8, .sockets = 2, .gpus_per_switch = 4});
+  EXPECT_EQ(count(eight, VertexKind::kPcieSwitch), 2);
+  EXPECT_EQ(count(eight, LinkType::kCpuLink), 1);
+}
+
+TEST(Generators, FatTreeLeavesSpinesAndOversubscription) {
+  // 32 dgx-h100 nodes, 8 NICs each = 256 NIC ports; QM9700 leaves: 32 down, 32 up.
+  const Topology full = generate_fat_tree({.nodes = 32, .node = "dgx-h100"});
+  EXPECT_EQ(full.gpu_count(), 256);
+  EXPECT_EQ(count(full, VertexKind::kSwitch), 8 + 32);
+  const Topology over = generate_fat_tree({.nodes = 32, .node = "dgx-h100", .oversubscription = 2});
+  // 2:1 -> 42 NICs down per leaf, 21 up: 7 leaves, 21 spines.
+  EXPECT_EQ(count(over, VertexKind::kSwitch), 7 + 21);
+  const double nonblocking = bisection(full, first_ranks(256)).bw_Bps;
+  const double oversubscribed = bisection(over, first_ranks(256)).bw_Bps;
+  EXPECT_DOUBLE_EQ(nonblocking, 128 * 50e9);  // every NIC of half the nodes at full speed
+  EXPECT_LT(oversubscribed, 0.6 * nonblocking);
+}
+
+TEST(Generators, RailOptimizedPutsNicIOnRailI) {
+  const Topology t = generate_fat_tree({.nodes = 4, .node = "dgx-a100", .rail_optimized = true});
+  // 8 rails, one leaf each (4 nodes fit in 20 down ports).
+  for (int k = 0; k < 4; ++k) {
+    for (int i = 0; i < 8; ++i) {
+      const VertexId nic = *t.find(fmt::format("node{}.nic{}", k, i));
+      bool on_rail = false;
+      for (auto e : boost::make_iterator_range(boost::out_edges(nic, t.graph())))
+        on_rail |= t.vertex(t.other_end(e, nic)).name == fmt::format("leaf{}", i);
+      EXPECT_TRUE(on_rail) << k << "," << i;
+    }
+  }
+}
+
+std::string error(auto f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Generators, BadOptions) {
+  EXPECT_EQ(error([] { generate_nvswitch({.gpu = "rtx-4090"}); }),
+            "--gpu rtx-4090: NVIDIA GeForce RTX 4090 has no NVLink; an NVSwitch fabric needs NVLink GPUs");
+  EXPECT_EQ(error([] { generate_nvswitch({.gpus = 0}); }), "--gpus 0: expected 1 to 72 GPUs on one NVSwitch fabric");
+  EXPECT_EQ(error([] { generate_nvswitch({.nic_bw = "-1Gbps"}); }), "--nic-bw: bandwidth \"-1Gbps\" must be > 0");
+  EXPECT_EQ(error([] { generate_pcie({.sockets = 3}); }), "--sockets 3: expected 1 or 2");
+  EXPECT_EQ(error([] { generate_pcie({.gpu = "l4", .nvlink_bridge = true}); }),
+            "--nvlink-bridge: NVIDIA L4 has no NVLink");
+  EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-z"}); }),
+            "--node: unknown node type \"dgx-z\"; expected one of dgx-a100, dgx-h100, dgx-h200, dgx1-v100");
+  EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-a100", .oversubscription = 0.5}); }),
+            "--oversubscription 0.5: expected 1 (non-blocking) to 64");
+  EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx1-v100", .nics_per_node = 8}); }),
+            "--nics-per-node 8: a dgx1-v100 has 1 to 4 compute NICs");
+  EXPECT_EQ(error([] { generate_fat_tree({.nodes = 512, .node = "dgx-h100"}); }),
+            "fat-tree: 128 leaves need spine switches with at least 128 ports; --spine-ports is 64 (a third switch "
+            "level is not generated)");
+}
+
+}  // namespace
+}  // namespace gradsync

@@ -1,0 +1,113 @@
+// routes_test.cpp: shortest paths, bottlenecks, NCCL path classes and peer-to-peer.
+#include <gtest/gtest.h>
+
+#include "topologies/routes.hpp"
+#include "topologies/topology.hpp"
+
+namespace gradsync {
+namespace {
+
+TEST(Routes, Dgx1DirectNvlinkAndThroughAGpu) {
+  const Topology t = load_topology("dgx1-v100");
+  Routes routes(t);
+  const Route direct = routes.gpu_route(0, 3);
+  EXPECT_EQ(direct.path_class, PathClass::kNVL);
+  EXPECT_EQ(direct.hops.size(), 1u);
+  EXPECT_DOUBLE_EQ(direct.bottleneck_Bps, 50e9);  // the two-link pair
+  EXPECT_TRUE(direct.p2p);
+  // 0 and 5 share no NVLink: two NVLink hops through GPU 1 or 4 beat the PCIe/QPI path.
+  const Route nvb = routes.gpu_route(0, 5);
+  EXPECT_EQ(nvb.path_class, PathClass::kNVB);
+  EXPECT_EQ(nvb.hops.size(), 2u);
+  EXPECT_DOUBLE_EQ(nvb.latency_s, 2 * 100e-9);
+  EXPECT_TRUE(nvb.p2p);
+}
+
+TEST(Routes, PcieSwitchAndCpuClasses) {
+  const Topology t = load_topology("pcie-4gpu");
+  Routes routes(t);
+  const Route pix = routes.gpu_route(0, 1);
+  EXPECT_EQ(pix.path_class, PathClass::kPIX);
+  EXPECT_TRUE(pix.p2p);
+  EXPECT_EQ(pix.vertices.size(), 3u);  // gpu0, pcie0, gpu1
+  const Route sys = routes.gpu_route(1, 2);
+  EXPECT_EQ(sys.path_class, PathClass::kSYS);
+  EXPECT_FALSE(sys.p2p);  // staged through host memory, as NCCL's default P2P level (PXB) says
+  // gpu1 - pcie0 - cpu0 - cpu1 - pcie1 - gpu2: 5 links, bottleneck the PCIe x16 Gen4 link.
+  EXPECT_EQ(sys.hops.size(), 5u);
+  EXPECT_DOUBLE_EQ(sys.bottleneck_Bps, 31.5e9);
+  EXPECT_NEAR(sys.latency_s, 4 * 150e-9 + 100e-9, 1e-15);
+}
+
+TEST(Routes, DirectionsFollowTheRoute) {
+  const Topology t = load_topology("pcie-4gpu");
+  Routes routes(t);
+  const Route there = routes.gpu_route(0, 3);
+  const Route back = routes.gpu_route(3, 0);
+  ASSERT_EQ(there.hops.size(), back.hops.size());
+  for (std::size_t i = 0; i < there.hops.size(); ++i) {
+    const DirectedLink& h = there.hops[i];
+    const TopoLink& l = t.link(t.links()[h.link]);
+    // forward means the route walks from the link's first end to its second.
+    EXPECT_EQ(h.forward ? l.a : l.b, there.vertices[i]);
+    EXPECT_EQ(h.forward ? l.b : l.a, there.vertices[i + 1]);
+    const DirectedLink& r = back.hops[back.hops.size() - 1 - i];
+    EXPECT_EQ(r.link, h.link);
+    EXPECT_NE(r.forward, h.forward);
+  }
+}
+
+TEST(Routes, PxbPhbAndNet) {
+  const std::string text = R"(graph g {
+  g0 [kind="gpu", model="a100", host="h"]; g1 [kind="gpu", model="a100", host="h"];
+  g2 [kind="gpu", model="a100", host="h"]; g3 [kind="gpu", model="a100", host="h2"];
+  root [kind="pcie_switch", host="h"]; s0 [kind="pcie_switch", host="h"]; s1 [kind="pcie_switch", host="h"];
+  cpu [kind="cpu", host="h"]; nic [kind="nic", host="h"]; nic2 [kind="nic", host="h2"];
+  sw [kind="switch"];
+  g0 -- s0 [type="pcie", bw="31.5GBps", latency="1ns"]; g1 -- s1 [type="pcie", bw="31.5GBps", latency="1ns"];
+  s0 -- root [type="pcie", bw="31.5GBps", latency="1ns"]; s1 -- root [type="pcie", bw="31.5GBps", latency="1ns"];
+  root -- cpu [type="pcie", bw="31.5GBps", latency="1ns"]; g2 -- cpu [type="pcie", bw="16GBps", latency="1ns"];
+  cpu -- nic [type="pcie", bw="31.5GBps", latency="1ns"]; nic -- sw [type="infiniband", bw="200Gbps", latency="1us"];
+  sw -- nic2 [type="infiniband", bw="200Gbps", latency="1us"]; nic2 -- g3 [type="pcie", bw="31.5GBps", latency="1ns"];
+})";
+  const Topology t = read_topology_dot(text, "t.dot");
+  Routes routes(t);
+  EXPECT_EQ(routes.gpu_route(0, 1).path_class, PathClass::kPXB);
+  EXPECT_TRUE(routes.gpu_route(0, 1).p2p);
+  EXPECT_EQ(routes.gpu_route(0, 2).path_class, PathClass::kPHB);
+  EXPECT_DOUBLE_EQ(routes.gpu_route(0, 2).bottleneck_Bps, 16e9);
+  const Route net = routes.gpu_route(2, 3);
+  EXPECT_EQ(net.path_class, PathClass::kNET);
+  EXPECT_FALSE(net.p2p);
+  EXPECT_DOUBLE_EQ(net.bottleneck_Bps, 16e9);
+  EXPECT_NEAR(net.latency_s, 2e-6 + 3e-9, 1e-15);
+}
+
+TEST(Routes, NvswitchAndAcrossNodes) {
+  const Topology t = load_topology("2x-dgx-a100-hdr");
+  Routes routes(t);
+  const Route nvl = routes.gpu_route(0, 7);
+  EXPECT_EQ(nvl.path_class, PathClass::kNVL);
+  EXPECT_DOUBLE_EQ(nvl.bottleneck_Bps, 300e9);  // 12 NVLinks x 25 GB/s into the NVSwitch
+  const Route net = routes.gpu_route(0, 8);
+  EXPECT_EQ(net.path_class, PathClass::kNET);
+  EXPECT_DOUBLE_EQ(net.bottleneck_Bps, 25e9);  // one HDR NIC
+  // gpu -> pcie switch -> nic -> leaf -> nic -> pcie switch -> gpu
+  EXPECT_EQ(net.hops.size(), 6u);
+}
+
+TEST(Routes, JoinConcatenates) {
+  const Topology t = load_topology("2x-dgx-a100-hdr");
+  Routes routes(t);
+  const VertexId nic = *t.find("node0.nic0");
+  const Route a = routes.route(t.gpu(1), nic);
+  const Route b = routes.route(nic, t.gpu(9));
+  const Route j = join(t, a, b);
+  EXPECT_EQ(j.hops.size(), a.hops.size() + b.hops.size());
+  EXPECT_DOUBLE_EQ(j.latency_s, a.latency_s + b.latency_s);
+  EXPECT_EQ(j.path_class, PathClass::kNET);
+  EXPECT_EQ(a.path_class, PathClass::kPIX);
+}
+
+}  // namespace
+}  // namespace gradsync

@@ -1,0 +1,322 @@
+// topology_reader_test.cpp: DOT and GraphML readers: what they accept, every bad input with its
+// exact message, declaration order and round trips through the writers.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "topologies/topology.hpp"
+
+namespace gradsync {
+namespace {
+
+// Two GPUs on one NVSwitch; tests below break one thing at a time.
+const std::string kGood = R"(// two A100s
+graph g {
+  gpu0 [kind="gpu", model="a100", host="h0"];
+  gpu1 [kind="gpu", model="a100", host="h0"];
+  nvs [kind="nvswitch", host="h0"];
+  gpu0 -- nvs [type="nvlink", bw="25GBps", latency="100ns", links="12"];
+  gpu1 -- nvs [type="nvlink", bw="25GBps", latency="100ns", links="12"];
+}
+)";
+
+std::string dot_error(const std::string& text) {
+  try {
+    read_topology_dot(text, "t.dot");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string graphml_error(const std::string& text) {
+  try {
+    read_topology_graphml(text, "t.graphml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  const auto p = s.find(from);
+  EXPECT_NE(p, std::string::npos) << from;
+  return s.replace(p, from.size(), to);
+}
+
+TEST(TopologyReader, ReadsVerticesLinksAndComment) {
+  const Topology t = read_topology_dot(kGood, "t.dot");
+  EXPECT_EQ(t.comment(), "two A100s");
+  ASSERT_EQ(t.gpu_count(), 2);
+  EXPECT_EQ(t.vertex(t.gpu(1)).name, "gpu1");
+  EXPECT_EQ(t.vertex(t.gpu(0)).gpu->key, "a100-sxm4-80gb");
+  EXPECT_EQ(t.vertex(t.gpu(0)).line, 3);
+  ASSERT_EQ(t.links().size(), 2u);
+  const TopoLink& l = t.link(t.links()[0]);
+  EXPECT_EQ(l.type, LinkType::kNvlink);
+  EXPECT_DOUBLE_EQ(l.bw_Bps, 25e9);
+  EXPECT_EQ(l.links, 12);
+  EXPECT_DOUBLE_EQ(l.total_bw_Bps(), 300e9);
+  EXPECT_NEAR(l.latency_s, 100e-9, 1e-18);
+  EXPECT_EQ(l.line, 6);
+  EXPECT_EQ(t.hosts(), std::vector<std::string>{"h0"});
+}
+
+TEST(TopologyReader, GpuRanksFollowDeclarationOrderNotNames) {
+  // Boost orders vertices by name (gpu10 < gpu2); ranks must follow the file.
+  const std::string text = R"(graph g {
+  gpu2 [kind="gpu", model="a100", host="h"];
+  gpu10 [kind="gpu", model="a100", host="h"];
+  gpu1 [kind="gpu", model="a100", host="h"];
+  gpu2 -- gpu10 [type="nvlink", bw="25GBps", latency="0ns"];
+  gpu10 -- gpu1 [type="nvlink", bw="25GBps", latency="0ns"];
+})";
+  const Topology t = read_topology_dot(text, "t.dot");
+  EXPECT_EQ(t.vertex(t.gpu(0)).name, "gpu2");
+  EXPECT_EQ(t.vertex(t.gpu(1)).name, "gpu10");
+  EXPECT_EQ(t.vertex(t.gpu(2)).name, "gpu1");
+}
+
+TEST(TopologyReader, DefaultAttributesAndCommentsAreHonoured) {
+  const std::string text = R"(/* block */ graph g {
+  node [kind="gpu", model="h100", host="h"];
+  edge [type="nvlink", latency="1us"];
+  a; b  # not a comment here, but a node named b? no: '#' only starts a comment at line start
+)";
+  EXPECT_NE(dot_error(text), "no error");  // '#' mid-line is a syntax error, and it says where
+  const std::string ok = R"(graph g {
+  node [kind="gpu", model="h100", host="h"]
+  edge [type="nvlink", latency="1us"]
+# a preprocessor-style comment line
+  a -- b [bw="25GBps"]
+})";
+  const Topology t = read_topology_dot(ok, "t.dot");
+  EXPECT_EQ(t.gpu_count(), 2);
+  EXPECT_NEAR(t.link(t.links()[0]).latency_s, 1e-6, 1e-15);
+}
+
+// One test per bad input, each with its exact message.
+TEST(TopologyReaderErrors, SyntaxErrorNamesLine) {
+  EXPECT_EQ(dot_error("graph g {\n  a -- b [bw=\n}\n"),
+            "t.dot:3: syntax error: expected a value for attribute \"bw\", found '}'");
+  EXPECT_EQ(dot_error("graph g {\n  a [kind=\"gpu\"\n"),
+            "t.dot:3: syntax error: an attribute list '[' is never closed");
+  EXPECT_EQ(dot_error("graph g {\n  \"a [kind=gpu]\n}\n"), "t.dot:2: syntax error: a quoted string is never closed");
+  EXPECT_EQ(dot_error("grap g {}"), "t.dot:1: syntax error: expected 'graph' at the start, found 'grap'");
+  EXPECT_EQ(dot_error("graph g { a } }"), "t.dot:1: syntax error: unexpected '}' after the closing '}'");
+}
+
+TEST(TopologyReaderErrors, DirectedGraph) {
+  EXPECT_EQ(dot_error("digraph g {\n a -> b\n}"),
+            "t.dot:1: syntax error: a directed graph (digraph); a topology is an undirected 'graph' whose links carry "
+            "both directions");
+  EXPECT_EQ(dot_error("graph g {\n a -> b\n}"),
+            "t.dot:2: syntax error: '->' in an undirected graph; write links as a -- b");
+}
+
+TEST(TopologyReaderErrors, UnknownKind) {
+  EXPECT_EQ(
+      dot_error(replace(kGood, "kind=\"nvswitch\"", "kind=\"nvswich\"")),
+      "t.dot:5: node nvs: unknown kind \"nvswich\"; expected one of gpu, cpu, pcie_switch, nvswitch, nic, switch");
+}
+
+TEST(TopologyReaderErrors, UnknownType) {
+  EXPECT_EQ(dot_error(replace(kGood, "type=\"nvlink\"", "type=\"nvlnk\"")),
+            "t.dot:6: edge gpu0--nvs: unknown type \"nvlnk\"; expected one of nvlink, pcie, cpu_link, infiniband, "
+            "ethernet");
+}
+
+TEST(TopologyReaderErrors, MissingAttributes) {
+  EXPECT_EQ(dot_error(replace(kGood, "nvs [kind=\"nvswitch\", host=\"h0\"]", "nvs [host=\"h0\"]")),
+            "t.dot:5: node nvs: missing attribute \"kind\"; expected one of gpu, cpu, pcie_switch, nvswitch, nic, "
+            "switch");
+  EXPECT_EQ(dot_error(replace(kGood, "bw=\"25GBps\", latency=\"100ns\", links=\"12\"];\n  gpu1",
+                              "latency=\"100ns\"];\n  gpu1")),
+            "t.dot:6: edge gpu0--nvs: missing attribute \"bw\"; expected a bandwidth per link and direction such as "
+            "\"25GBps\" or \"200Gbps\"");
+  EXPECT_EQ(
+      dot_error(replace(kGood, "bw=\"25GBps\", latency=\"100ns\", links=\"12\"];\n  gpu1", "bw=\"25GBps\"];\n  gpu1")),
+      "t.dot:6: edge gpu0--nvs: missing attribute \"latency\"; expected a one-way latency such as \"150ns\" or "
+      "\"1us\"");
+  EXPECT_EQ(
+      dot_error(replace(kGood, "gpu0 [kind=\"gpu\", model=\"a100\", host=\"h0\"]", "gpu0 [kind=\"gpu\", host=\"h0\"]")),
+      "t.dot:3: node gpu0: gpu needs attribute \"model\" (a key of topologies/hardware/gpus.yaml)");
+  EXPECT_EQ(dot_error(replace(kGood, "gpu0 [kind=\"gpu\", model=\"a100\", host=\"h0\"]",
+                              "gpu0 [kind=\"gpu\", model=\"a100\"]")),
+            "t.dot:3: node gpu0: gpu needs attribute \"host\" (the machine it is in)");
+}
+
+TEST(TopologyReaderErrors, UnparsableAttribute) {
+  EXPECT_EQ(dot_error(replace(kGood, "bw=\"25GBps\"", "bw=\"fast\"")),
+            "t.dot:6: edge gpu0--nvs: attribute \"bw\": bandwidth \"fast\" does not start with a number; expected e.g. "
+            "1.5 followed by a unit");
+  EXPECT_EQ(dot_error(replace(kGood, "links=\"12\"", "links=\"twelve\"")),
+            "t.dot:6: edge gpu0--nvs: attribute \"links\" is \"twelve\"; expected an integer >= 1");
+}
+
+TEST(TopologyReaderErrors, ZeroOrNegativeBandwidth) {
+  EXPECT_EQ(dot_error(replace(kGood, "bw=\"25GBps\"", "bw=\"0GBps\"")),
+            "t.dot:6: edge gpu0--nvs: attribute \"bw\": bandwidth \"0GBps\" must be > 0");
+  EXPECT_EQ(dot_error(replace(kGood, "bw=\"25GBps\"", "bw=\"-5GBps\"")),
+            "t.dot:6: edge gpu0--nvs: attribute \"bw\": bandwidth \"-5GBps\" must be > 0");
+}
+
+TEST(TopologyReaderErrors, NegativeLatency) {
+  EXPECT_EQ(dot_error(replace(kGood, "latency=\"100ns\"", "latency=\"-1us\"")),
+            "t.dot:6: edge gpu0--nvs: attribute \"latency\": duration \"-1us\" must be >= 0");
+}
+
+TEST(TopologyReaderErrors, UnquotedNumberIsRejectedNotTruncated) {
+  EXPECT_EQ(dot_error(replace(kGood, "bw=\"25GBps\"", "bw=3e11")),
+            "t.dot:6: element gpu0--nvs: attribute bw=3e11 must be a quoted string with a unit, such as bw=\"25GBps\" "
+            "(unquoted, Graphviz readers keep only the leading digits)");
+}
+
+TEST(TopologyReaderErrors, DuplicateName) {
+  EXPECT_EQ(
+      dot_error(replace(kGood, "  nvs [kind", "  gpu1 [kind=\"gpu\", model=\"a100\", host=\"h0\"];\n  nvs [kind")),
+      "t.dot:5: node gpu1: duplicate name; first declared on line 4");
+}
+
+TEST(TopologyReaderErrors, DuplicateLink) {
+  EXPECT_EQ(dot_error(replace(kGood, "}\n", "  nvs -- gpu1 [type=\"nvlink\", bw=\"25GBps\", latency=\"100ns\"];\n}\n")),
+            "t.dot:8: edge nvs--gpu1: duplicate link between the same two nodes; give one link attribute \"links\" "
+            "instead");
+}
+
+TEST(TopologyReaderErrors, UnknownGpuModel) {
+  const std::string e =
+      dot_error(replace(kGood, "model=\"a100\", host=\"h0\"];\n  gpu1", "model=\"a1000\", host=\"h0\"];\n  gpu1"));
+  EXPECT_EQ(
+      e.rfind("t.dot:3: node gpu0: attribute \"model\": GPU \"a1000\" is unknown; expected one of v100-sxm2-16gb,", 0),
+      0u)
+      << e;
+}
+
+TEST(TopologyReaderErrors, GpuThatCannotReachTheOthers) {
+  EXPECT_EQ(dot_error(replace(
+                kGood, "  gpu1 -- nvs [type=\"nvlink\", bw=\"25GBps\", latency=\"100ns\", links=\"12\"];\n", "")),
+            "t.dot:4: node gpu1: gpu cannot reach gpu gpu0 (no path of links between them)");
+}
+
+TEST(TopologyReaderErrors, LinkRules) {
+  const std::string cpu = replace(kGood, "nvs [kind=\"nvswitch\"", "nvs [kind=\"cpu\"");
+  EXPECT_EQ(dot_error(cpu), "t.dot:6: edge gpu0--nvs: an nvlink joins gpus and nvswitches, not a gpu and a cpu");
+  EXPECT_EQ(dot_error(replace(kGood, "type=\"nvlink\"", "type=\"cpu_link\"")),
+            "t.dot:6: edge gpu0--nvs: a cpu_link joins two cpus, not a gpu and a nvswitch");
+  EXPECT_EQ(dot_error(replace(kGood, "gpu0 -- nvs", "gpu0 -- gpu0")),
+            "t.dot:6: edge gpu0--gpu0: a link from a node to itself");
+  EXPECT_EQ(dot_error("graph g { s [kind=\"switch\", host=\"h\"] }"),
+            "t.dot:1: node s: a network switch belongs to no host; remove attribute \"host\"");
+  EXPECT_EQ(dot_error("graph g { c [kind=\"cpu\"] }"),
+            "t.dot: no gpu in the topology; expected at least one node with kind=\"gpu\"");
+}
+
+const std::string kGraphml = R"(<?xml version="1.0" encoding="UTF-8"?>
+<graphml xmlns="http://graphml.graphdrawing.org/xmlns">
+  <key id="kind" for="node" attr.name="kind" attr.type="string"/>
+  <key id="model" for="node" attr.name="model" attr.type="string"/>
+  <key id="host" for="node" attr.name="host" attr.type="string"/>
+  <key id="type" for="edge" attr.name="type" attr.type="string"/>
+  <key id="bw" for="edge" attr.name="bw" attr.type="string"/>
+  <key id="latency" for="edge" attr.name="latency" attr.type="string"/>
+  <graph id="g" edgedefault="undirected">
+    <node id="gpu9"><data key="kind">gpu</data><data key="model">v100</data><data key="host">h</data></node>
+    <node id="gpu1"><data key="kind">gpu</data><data key="model">v100</data><data key="host">h</data></node>
+    <edge source="gpu9" target="gpu1"><data key="type">nvlink</data><data key="bw">25GBps</data><data key="latency">1us</data></edge>
+  </graph>
+</graphml>
+)";
+
+TEST(TopologyReaderGraphml, ReadsNodesInDocumentOrder) {
+  const Topology t = read_topology_graphml(kGraphml, "t.graphml");
+  ASSERT_EQ(t.gpu_count(), 2);
+  EXPECT_EQ(t.vertex(t.gpu(0)).name, "gpu9");
+  EXPECT_EQ(t.vertex(t.gpu(0)).gpu->key, "v100-sxm2-32gb");
+  EXPECT_DOUBLE_EQ(t.link(t.links()[0]).bw_Bps, 25e9);
+}
+
+TEST(TopologyReaderGraphml, Errors) {
+  EXPECT_EQ(graphml_error(replace(kGraphml, "edgedefault=\"undirected\"", "edgedefault=\"directed\"")),
+            "t.graphml: a directed graph (edgedefault=\"directed\"); a topology is undirected: write "
+            "edgedefault=\"undirected\"");
+  EXPECT_EQ(graphml_error(replace(kGraphml, "<node id=\"gpu1\">", "<node id=\"gpu9\">")),
+            "t.graphml: node gpu9: duplicate name; node ids must be unique");
+  EXPECT_EQ(graphml_error(replace(kGraphml, "target=\"gpu1\"", "target=\"gpu2\"")),
+            "t.graphml: edge gpu9--gpu2: node \"gpu2\" is not declared by a <node>");
+  EXPECT_EQ(graphml_error(replace(kGraphml, "<edge source", "<edge <source")),
+            "t.graphml:12: syntax error: expected >");
+  EXPECT_EQ(graphml_error(replace(kGraphml, "<data key=\"bw\">25GBps</data>", "<data key=\"bw\">-1GBps</data>")),
+            "t.graphml: edge gpu9--gpu1: attribute \"bw\": bandwidth \"-1GBps\" must be > 0");
+}
+
+// Same vertices (names, kinds, hosts, models) and links (ends, type, numbers), in order.
+void expect_same(const Topology& a, const Topology& b) {
+  ASSERT_EQ(a.vertex_count(), b.vertex_count());
+  for (VertexId v = 0; v < a.vertex_count(); ++v) {
+    EXPECT_EQ(a.vertex(v).name, b.vertex(v).name);
+    EXPECT_EQ(a.vertex(v).kind, b.vertex(v).kind);
+    EXPECT_EQ(a.vertex(v).host, b.vertex(v).host);
+    EXPECT_EQ(a.vertex(v).model, b.vertex(v).model);
+  }
+  ASSERT_EQ(a.links().size(), b.links().size());
+  for (std::size_t i = 0; i < a.links().size(); ++i) {
+    const TopoLink& x = a.link(a.links()[i]);
+    const TopoLink& y = b.link(b.links()[i]);
+    EXPECT_EQ(a.vertex(x.a).name, b.vertex(y.a).name);
+    EXPECT_EQ(a.vertex(x.b).name, b.vertex(y.b).name);
+    EXPECT_EQ(x.type, y.type);
+    EXPECT_EQ(x.bw_Bps, y.bw_Bps);  // exact: the writers print numbers that read back bit for bit
+    EXPECT_EQ(x.latency_s, y.latency_s);
+    EXPECT_EQ(x.links, y.links);
+  }
+}
+
+TEST(TopologyRoundTrip, EveryBuiltinThroughDotAndGraphml) {
+  for (const std::string& name : builtin_topology_names()) {
+    SCOPED_TRACE(name);
+    const Topology t = load_topology(name);
+    const Topology dot = read_topology_dot(write_topology_dot(t), "rt.dot");
+    expect_same(t, dot);
+    EXPECT_EQ(dot.comment(), t.comment());
+    EXPECT_EQ(write_topology_dot(dot), write_topology_dot(t));
+    expect_same(t, read_topology_graphml(write_topology_graphml(t), "rt.graphml"));
+  }
+}
+
+TEST(TopologyRoundTrip, ExactNumbersSurvive) {
+  const std::string text =
+      replace(replace(kGood, "bw=\"25GBps\"", "bw=\"14.0625GBps\""), "latency=\"100ns\"", "latency=\"0.3us\"");
+  const Topology t = read_topology_dot(text, "t.dot");
+  expect_same(t, read_topology_dot(write_topology_dot(t), "rt.dot"));
+  expect_same(t, read_topology_graphml(write_topology_graphml(t), "rt.graphml"));
+}
+
+TEST(TopologyLoad, NamesFilesAndErrors) {
+  EXPECT_EQ(load_topology("dgx-a100").gpu_count(), 8);
+  EXPECT_EQ(load_topology("topologies/dgx1-v100.dot").gpu_count(), 8);
+  const auto error = [](const std::string& arg) {
+    try {
+      load_topology(arg);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("dgx-a1000"),
+            "unknown topology \"dgx-a1000\"; expected a .dot or .graphml file or a built-in: 16x-dgx-h100-ndr, "
+            "2x-dgx-a100-hdr, dgx-a100, dgx-h100, dgx1-v100, pcie-2gpu-nvlink-bridge, pcie-4gpu");
+  EXPECT_EQ(error("missing/x.dot"), "missing/x.dot: cannot open topology file: no such file");
+  EXPECT_EQ(error("topologies/README.md"),
+            "topologies/README.md: unknown topology file extension \".md\"; expected .dot, .gv, .graphml or .xml");
+  const auto path = std::filesystem::temp_directory_path() / "gradsync-reader-test.graphml";
+  { std::ofstream(path) << kGraphml; }
+  EXPECT_EQ(load_topology(path.string()).gpu_count(), 2);
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace gradsync
