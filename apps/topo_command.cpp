@@ -30,7 +30,11 @@ constexpr int kMatrixTextMax = 16;
 constexpr int kMatrixJsonMax = 256;
 constexpr int kRingTextMax = 32;
 
-std::string gb(double bps) { return fmt::format("{:.4g}", bps / 1e9); }
+// gb formats bytes/s as GB/s: four significant digits, whole numbers from 1000 GB/s up.
+std::string gb(double bps) {
+  const double v = bps / 1e9;
+  return v >= 1000 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v);
+}
 
 std::string ranks_text(const std::vector<int>& r) { return fmt::format("{}", fmt::join(r, " ")); }
 
@@ -225,8 +229,11 @@ void show(const std::string& file, bool json, std::ostream& out) {
                        to_string(ch.intra_class));
     for (std::size_t c = 0; c < ch.rings.size(); ++c) {
       const RingChannel& r = ch.rings[c];
-      const std::string via =
-          r.nics.empty() ? "" : fmt::format(" (between hosts through {} on each)", t.vertex(r.nics.front()).name);
+      std::vector<std::string> nics;
+      for (std::size_t k = 0; k < r.nics.size() && k < 2; ++k) nics.push_back(t.vertex(r.nics[k]).name);
+      const std::string via = r.nics.empty()       ? ""
+                              : r.nics.size() <= 2 ? fmt::format(" (NICs {})", fmt::join(nics, ", "))
+                                                   : fmt::format(" (NICs {}, ... one per host)", fmt::join(nics, ", "));
       if (n <= kRingTextMax) {
         out << fmt::format("#   ring {:>2}: {}{}\n", c, ranks_text(r.order), via);
       } else {
