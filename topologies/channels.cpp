@@ -46,10 +46,11 @@ std::vector<double> speed_table(bool inter, int sm) {
 class Search {
  public:
   Search(const Topology& topo, const Routes& routes, const std::vector<int>& ranks)
-      : topo_(topo), routes_(routes), full_(2 * topo.links().size()) {
+      : topo_(topo), routes_(routes), full_(2 * topo.links().size()), core_(topo.links().size()) {
     for (LinkId e : topo.links()) {
       const TopoLink& l = topo.link(e);
       full_[2 * l.index] = full_[2 * l.index + 1] = l.total_bw_Bps();
+      core_[l.index] = topo.vertex(l.a).kind == VertexKind::kSwitch && topo.vertex(l.b).kind == VertexKind::kSwitch;
     }
     std::vector<int> sorted = ranks;
     std::sort(sorted.begin(), sorted.end());
@@ -247,13 +248,16 @@ class Search {
   }
 
  private:
+  // fits / take: the search sees the network only through the NICs, as NCCL does; links
+  // between network switches (the fabric's core) are left to the simulator's contention.
   bool fits(const Route& r, double s) const {
     for (const DirectedLink& h : r.hops)
-      if (residual_[h.slot()] < s * (1 - kRelEps)) return false;
+      if (!core_[h.link] && residual_[h.slot()] < s * (1 - kRelEps)) return false;
     return true;
   }
   void take(const Route& r, double s, double sign) {
-    for (const DirectedLink& h : r.hops) residual_[h.slot()] -= sign * s;
+    for (const DirectedLink& h : r.hops)
+      if (!core_[h.link]) residual_[h.slot()] -= sign * s;
   }
 
   // reuse tries an earlier ring's order on one node: links are full duplex, so a ring and its
@@ -310,9 +314,10 @@ class Search {
       }
       ch.order.push_back(chain.back());
       const std::size_t next = (n + 1) % nodes_.size();
-      const Route hop =
-          join(topo_, join(topo_, route(topo_.gpu(chain.back()), ch.nics[n]), route(ch.nics[n], ch.nics[next])),
-               route(ch.nics[next], topo_.gpu(ch.chains[next].front())));
+      // The fabric leg takes an ECMP path labelled by the channel, as switches spread flows.
+      const Route fabric = routes_.route(ch.nics[n], ch.nics[next], static_cast<std::uint64_t>(c) + 1);
+      const Route hop = join(topo_, join(topo_, route(topo_.gpu(chain.back()), ch.nics[n]), fabric),
+                             route(ch.nics[next], topo_.gpu(ch.chains[next].front())));
       if (!fits(hop, s)) return false;
       take(hop, s, 1);
       ch.hops.push_back(hop);
@@ -404,6 +409,7 @@ class Search {
   const Topology& topo_;
   const Routes& routes_;
   std::vector<double> full_;
+  std::vector<char> core_;  // per link: joins two network switches
   std::vector<double> residual_;
   double upper_ = std::numeric_limits<double>::infinity();
   std::vector<int> hosts_;

@@ -2,10 +2,12 @@
 #include "topologies/routes.hpp"
 
 #include <boost/graph/dijkstra_shortest_paths.hpp>
-#include <boost/property_map/function_property_map.hpp>
+#include <boost/graph/dijkstra_shortest_paths_no_color_map.hpp>
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace gradsync {
@@ -17,10 +19,10 @@ constexpr double kHopTieBreak_s = 1e-12;
 
 // RecordLink stores, for every vertex reached, the link Dijkstra relaxed to reach it.
 struct RecordLink : boost::default_dijkstra_visitor {
-  std::vector<LinkId>* pred;
+  std::vector<std::uint32_t>* pred;
   template <typename Graph>
   void edge_relaxed(LinkId e, const Graph& g) {
-    (*pred)[boost::target(e, g)] = e;
+    (*pred)[boost::target(e, g)] = static_cast<std::uint32_t>(g[e].index);
   }
 };
 
@@ -85,12 +87,24 @@ Route join(const Topology& topo, const Route& first, const Route& second) {
   return r;
 }
 
+namespace {
+// mix: splitmix64's finaliser, a cheap well-spread hash for ECMP choices.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
 struct Routes::Tree {
-  std::vector<LinkId> pred;  // link used to reach each vertex
+  std::vector<std::uint32_t> pred;  // index of the link used to reach each vertex
   std::vector<double> dist;
 };
 
-Routes::Routes(const Topology& topo) : topo_(topo), trees_(topo.vertex_count()) {}
+Routes::Routes(const Topology& topo) : topo_(topo), trees_(topo.vertex_count()), weight_(topo.links().size()) {
+  for (LinkId e : topo.links()) weight_[topo.link(e).index] = topo.link(e).latency_s + kHopTieBreak_s;
+}
 Routes::~Routes() = default;
 
 const Routes::Tree& Routes::tree(VertexId source) const {
@@ -98,15 +112,13 @@ const Routes::Tree& Routes::tree(VertexId source) const {
   if (slot) return *slot;
   const TopoGraph& g = topo_.graph();
   auto t = std::make_unique<Tree>();
-  t->pred.resize(topo_.vertex_count());
+  t->pred.assign(topo_.vertex_count(), 0);
   t->dist.assign(topo_.vertex_count(), std::numeric_limits<double>::infinity());
-  std::vector<double> weight(topo_.links().size());
-  for (LinkId e : topo_.links()) weight[g[e].index] = g[e].latency_s + kHopTieBreak_s;
   RecordLink visitor;
   visitor.pred = &t->pred;
-  boost::dijkstra_shortest_paths(
+  boost::dijkstra_shortest_paths_no_color_map(
       g, source,
-      boost::weight_map(boost::make_function_property_map<LinkId>([&](LinkId e) { return weight[g[e].index]; }))
+      boost::weight_map(boost::make_iterator_property_map(weight_.data(), boost::get(&TopoLink::index, g)))
           .distance_map(t->dist.data())
           .visitor(visitor));
   slot = std::move(t);
@@ -122,7 +134,7 @@ Route Routes::route(VertexId from, VertexId to) const {
   const Tree& t = tree(from);
   r.vertices.push_back(to);
   for (VertexId v = to; v != from;) {
-    const LinkId e = t.pred[v];
+    const LinkId e = topo_.links()[t.pred[v]];
     const TopoLink& l = g[e];
     const VertexId u = topo_.other_end(e, v);
     r.hops.push_back(DirectedLink{l.index, l.a == u});
@@ -133,6 +145,43 @@ Route Routes::route(VertexId from, VertexId to) const {
   }
   std::reverse(r.vertices.begin(), r.vertices.end());
   std::reverse(r.hops.begin(), r.hops.end());
+  r.path_class = classify(topo_, r.vertices, r.hops);
+  r.p2p = r.path_class <= PathClass::kPXB;
+  return r;
+}
+
+}  // namespace gradsync
+
+namespace gradsync {
+
+Route Routes::route(VertexId from, VertexId to, std::uint64_t flow) const {
+  if (flow == 0 || from == to) return route(from, to);
+  const TopoGraph& g = topo_.graph();
+  const Tree& ts = tree(from);
+  const Tree& tt = tree(to);
+  const double total = ts.dist[to];
+  Route r;
+  r.from = from;
+  r.to = to;
+  r.bottleneck_Bps = std::numeric_limits<double>::infinity();
+  r.vertices.push_back(from);
+  for (VertexId v = from; v != to;) {
+    // Next hops on some shortest path: dist(from, v) + w + dist(w, to) == dist(from, to).
+    std::vector<LinkId> next;
+    for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      const VertexId w = topo_.other_end(e, v);
+      const double via = ts.dist[v] + g[e].latency_s + kHopTieBreak_s + tt.dist[w];
+      if (std::abs(via - total) <= 1e-9 * total + 1e-15) next.push_back(e);
+    }
+    const LinkId e = next[mix(flow ^ (static_cast<std::uint64_t>(v) << 20)) % next.size()];
+    const TopoLink& l = g[e];
+    const VertexId w = topo_.other_end(e, v);
+    r.hops.push_back(DirectedLink{l.index, l.a == v});
+    r.latency_s += l.latency_s;
+    r.bottleneck_Bps = std::min(r.bottleneck_Bps, l.total_bw_Bps());
+    r.vertices.push_back(w);
+    v = w;
+  }
   r.path_class = classify(topo_, r.vertices, r.hops);
   r.p2p = r.path_class <= PathClass::kPXB;
   return r;

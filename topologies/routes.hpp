@@ -10,6 +10,7 @@
 // PHB (through a CPU root complex), SYS (across the CPU interconnect), NET (through a NIC).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,10 @@ class Routes {
 
   const Topology& topology() const { return topo_; }
   Route route(VertexId from, VertexId to) const;
+  // route with a flow label: among equal-latency paths (a fat-tree's spines) the next hop is
+  // picked by hashing `flow` with the vertex, as ECMP spreads flows; flow 0 keeps to one path
+  // per pair like the plain overload.
+  Route route(VertexId from, VertexId to, std::uint64_t flow) const;
   Route gpu_route(int from_rank, int to_rank) const { return route(topo_.gpu(from_rank), topo_.gpu(to_rank)); }
 
  private:
@@ -67,6 +72,7 @@ class Routes {
 
   const Topology& topo_;
   mutable std::vector<std::unique_ptr<Tree>> trees_;
+  std::vector<double> weight_;  // per link: latency plus a per-hop tie-break
 };
 
 }  // namespace gradsync

@@ -1,6 +1,9 @@
 // routes_test.cpp: shortest paths, bottlenecks, NCCL path classes and peer-to-peer.
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "topologies/generators.hpp"
 #include "topologies/routes.hpp"
 #include "topologies/topology.hpp"
 
@@ -107,6 +110,31 @@ TEST(Routes, JoinConcatenates) {
   EXPECT_DOUBLE_EQ(j.latency_s, a.latency_s + b.latency_s);
   EXPECT_EQ(j.path_class, PathClass::kNET);
   EXPECT_EQ(a.path_class, PathClass::kPIX);
+}
+
+}  // namespace
+}  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+TEST(Routes, EcmpSpreadsFlowsOverSpinesAtEqualLatency) {
+  // 16 nodes in 4 leaves: node0 and node4 sit under different leaves, joined by 32 spines.
+  const Topology t = generate_fat_tree({.nodes = 16, .node = "dgx-h100"});
+  Routes routes(t);
+  const VertexId a = *t.find("node0.nic0");
+  const VertexId b = *t.find("node4.nic0");
+  const Route plain = routes.route(a, b);
+  std::set<VertexId> spines;
+  for (std::uint64_t flow = 1; flow <= 64; ++flow) {
+    const Route r = routes.route(a, b, flow);
+    EXPECT_DOUBLE_EQ(r.latency_s, plain.latency_s);
+    ASSERT_EQ(r.vertices.size(), 5u);  // nic, leaf, spine, leaf, nic
+    EXPECT_EQ(t.vertex(r.vertices[2]).kind, VertexKind::kSwitch);
+    spines.insert(r.vertices[2]);
+    EXPECT_EQ(routes.route(a, b, flow).vertices, r.vertices);  // deterministic
+  }
+  EXPECT_GE(spines.size(), 16u);
 }
 
 }  // namespace
