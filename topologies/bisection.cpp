@@ -5,6 +5,8 @@
 #include <boost/graph/push_relabel_max_flow.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 
 #include "core/error.hpp"
 
@@ -14,14 +16,13 @@ namespace {
 using FlowTraits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
 using FlowGraph = boost::adjacency_list<
     boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-    boost::property<boost::edge_capacity_t, double,
-                    boost::property<boost::edge_residual_capacity_t, double,
+    boost::property<boost::edge_capacity_t, std::int64_t,
+                    boost::property<boost::edge_residual_capacity_t, std::int64_t,
                                     boost::property<boost::edge_reverse_t, FlowTraits::edge_descriptor>>>>;
 
-// kUnbounded: capacity of the arcs from the source and into the sink (more than any network).
-constexpr double kUnbounded = 1e30;
-
-void add_arc(FlowGraph& g, std::size_t u, std::size_t v, double capacity) {
+// Capacities are whole bytes per second: push-relabel checks flow conservation exactly, which
+// floating-point capacities fail.
+void add_arc(FlowGraph& g, std::size_t u, std::size_t v, std::int64_t capacity) {
   auto cap = boost::get(boost::edge_capacity, g);
   auto rev = boost::get(boost::edge_reverse, g);
   const auto e = boost::add_edge(u, v, g).first;
@@ -52,14 +53,17 @@ Bisection bisection(const Topology& topo, const std::vector<int>& ranks) {
   const std::size_t n = topo.vertex_count();
   FlowGraph g(n + 2);
   const std::size_t source = n, sink = n + 1;
+  std::int64_t unbounded = 1;  // more than all links together: the source and sink arcs
   for (LinkId e : topo.links()) {
     const TopoLink& l = topo.link(e);
-    add_arc(g, l.a, l.b, l.total_bw_Bps());
-    add_arc(g, l.b, l.a, l.total_bw_Bps());
+    const auto cap = static_cast<std::int64_t>(std::llround(l.total_bw_Bps()));
+    add_arc(g, l.a, l.b, cap);
+    add_arc(g, l.b, l.a, cap);
+    unbounded += 2 * cap;
   }
-  for (int r : out.half_a) add_arc(g, source, topo.gpu(r), kUnbounded);
-  for (int r : out.half_b) add_arc(g, topo.gpu(r), sink, kUnbounded);
-  out.bw_Bps = boost::push_relabel_max_flow(g, source, sink);
+  for (int r : out.half_a) add_arc(g, source, topo.gpu(r), unbounded);
+  for (int r : out.half_b) add_arc(g, topo.gpu(r), sink, unbounded);
+  out.bw_Bps = static_cast<double>(boost::push_relabel_max_flow(g, source, sink));
   return out;
 }
 
