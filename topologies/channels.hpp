@@ -26,6 +26,7 @@
 
 #include "topologies/routes.hpp"
 #include "topologies/topology.hpp"
+#include "topologies/trees.hpp"
 
 namespace gradsync {
 
@@ -41,18 +42,6 @@ struct RingChannel {
   std::vector<std::vector<int>> chains;
   std::vector<VertexId> nics;
 };
-
-// TreeNode is one node's place in a binary tree over nodes: parent and up to two children
-// (-1 where absent).
-struct TreeNode {
-  int parent = -1;
-  std::array<int, 2> children{-1, -1};
-};
-
-// double_binary_tree returns NCCL's two trees over n nodes (ncclGetDtree): tree 0 is a binary
-// tree rooted at 0 in which every other node is a leaf; tree 1 mirrors it (n even) or shifts it
-// by one (n odd), so that a node that is interior in one tree is a leaf in the other.
-std::array<std::vector<TreeNode>, 2> double_binary_tree(int n);
 
 // Channels is the result of the search for one set of ranks.
 struct Channels {

@@ -125,34 +125,43 @@ const Routes::Tree& Routes::tree(VertexId source) const {
   return *slot;
 }
 
-Route Routes::route(VertexId from, VertexId to) const {
+namespace {
+
+// walk builds the route that leaves `from` along `links` in order: vertices, directions,
+// latency, bottleneck and class.
+Route walk(const Topology& topo, VertexId from, VertexId to, const std::vector<LinkId>& links) {
   Route r;
   r.from = from;
   r.to = to;
   r.bottleneck_Bps = std::numeric_limits<double>::infinity();
-  const TopoGraph& g = topo_.graph();
-  const Tree& t = tree(from);
-  r.vertices.push_back(to);
-  for (VertexId v = to; v != from;) {
-    const LinkId e = topo_.links()[t.pred[v]];
-    const TopoLink& l = g[e];
-    const VertexId u = topo_.other_end(e, v);
-    r.hops.push_back(DirectedLink{l.index, l.a == u});
+  r.vertices.push_back(from);
+  VertexId v = from;
+  for (LinkId e : links) {
+    const TopoLink& l = topo.link(e);
+    r.hops.push_back(DirectedLink{l.index, l.a == v});
     r.latency_s += l.latency_s;
     r.bottleneck_Bps = std::min(r.bottleneck_Bps, l.total_bw_Bps());
-    r.vertices.push_back(u);
-    v = u;
+    v = topo.other_end(e, v);
+    r.vertices.push_back(v);
   }
-  std::reverse(r.vertices.begin(), r.vertices.end());
-  std::reverse(r.hops.begin(), r.hops.end());
-  r.path_class = classify(topo_, r.vertices, r.hops);
+  r.path_class = classify(topo, r.vertices, r.hops);
   r.p2p = r.path_class <= PathClass::kPXB;
   return r;
 }
 
-}  // namespace gradsync
+}  // namespace
 
-namespace gradsync {
+Route Routes::route(VertexId from, VertexId to) const {
+  const Tree& t = tree(from);
+  std::vector<LinkId> links;
+  for (VertexId v = to; v != from;) {
+    const LinkId e = topo_.links()[t.pred[v]];
+    links.push_back(e);
+    v = topo_.other_end(e, v);
+  }
+  std::reverse(links.begin(), links.end());
+  return walk(topo_, from, to, links);
+}
 
 Route Routes::route(VertexId from, VertexId to, std::uint64_t flow) const {
   if (flow == 0 || from == to) return route(from, to);
@@ -160,31 +169,19 @@ Route Routes::route(VertexId from, VertexId to, std::uint64_t flow) const {
   const Tree& ts = tree(from);
   const Tree& tt = tree(to);
   const double total = ts.dist[to];
-  Route r;
-  r.from = from;
-  r.to = to;
-  r.bottleneck_Bps = std::numeric_limits<double>::infinity();
-  r.vertices.push_back(from);
+  std::vector<LinkId> links;
   for (VertexId v = from; v != to;) {
     // Next hops on some shortest path: dist(from, v) + w + dist(w, to) == dist(from, to).
     std::vector<LinkId> next;
     for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
-      const VertexId w = topo_.other_end(e, v);
-      const double via = ts.dist[v] + g[e].latency_s + kHopTieBreak_s + tt.dist[w];
+      const double via = ts.dist[v] + weight_[g[e].index] + tt.dist[topo_.other_end(e, v)];
       if (std::abs(via - total) <= 1e-9 * total + 1e-15) next.push_back(e);
     }
     const LinkId e = next[mix(flow ^ (static_cast<std::uint64_t>(v) << 20)) % next.size()];
-    const TopoLink& l = g[e];
-    const VertexId w = topo_.other_end(e, v);
-    r.hops.push_back(DirectedLink{l.index, l.a == v});
-    r.latency_s += l.latency_s;
-    r.bottleneck_Bps = std::min(r.bottleneck_Bps, l.total_bw_Bps());
-    r.vertices.push_back(w);
-    v = w;
+    links.push_back(e);
+    v = topo_.other_end(e, v);
   }
-  r.path_class = classify(topo_, r.vertices, r.hops);
-  r.p2p = r.path_class <= PathClass::kPXB;
-  return r;
+  return walk(topo_, from, to, links);
 }
 
 }  // namespace gradsync

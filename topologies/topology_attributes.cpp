@@ -39,6 +39,27 @@ std::string exact_text(double value, std::initializer_list<std::pair<double, con
 
 }  // namespace
 
+boost::dynamic_properties boost_properties(BoostAttrGraph& g, bool with_node_id) {
+  boost::dynamic_properties dp(boost::ignore_other_properties);
+  if (with_node_id) dp.property("node_id", boost::get(&BoostNodeAttrs::name, g));
+  dp.property("kind", boost::get(&BoostNodeAttrs::kind, g));
+  dp.property("model", boost::get(&BoostNodeAttrs::model, g));
+  dp.property("host", boost::get(&BoostNodeAttrs::host, g));
+  dp.property("type", boost::get(&BoostLinkAttrs::type, g));
+  dp.property("bw", boost::get(&BoostLinkAttrs::bw, g));
+  dp.property("latency", boost::get(&BoostLinkAttrs::latency, g));
+  dp.property("links", boost::get(&BoostLinkAttrs::links, g));
+  return dp;
+}
+
+std::map<std::string, std::string> node_attrs(const BoostNodeAttrs& n) {
+  return {{"kind", n.kind}, {"model", n.model}, {"host", n.host}};
+}
+
+std::map<std::string, std::string> link_attrs(const BoostLinkAttrs& l) {
+  return {{"type", l.type}, {"bw", l.bw}, {"latency", l.latency}, {"links", l.links}};
+}
+
 Topology topology_from_raw(const std::string& origin, std::string comment, const std::vector<RawNode>& nodes,
                            const std::vector<RawLink>& links) {
   std::vector<TopoVertex> vertices;

@@ -6,6 +6,9 @@
 //   edge: type="nvlink" bw="25GBps" latency="150ns" links="12"
 #pragma once
 
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/property_map/dynamic_property_map.hpp>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -30,6 +33,23 @@ struct RawLink {
 // are ignored so that files can carry drawing hints.
 inline const std::vector<std::string> kNodeAttributes{"kind", "model", "host"};
 inline const std::vector<std::string> kLinkAttributes{"type", "bw", "latency", "links"};
+
+// BoostAttrGraph is what Boost's readers fill: every attribute gradsync reads, as text.
+struct BoostNodeAttrs {
+  std::string name, kind, model, host;
+};
+struct BoostLinkAttrs {
+  std::string type, bw, latency, links;
+};
+using BoostAttrGraph =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, BoostNodeAttrs, BoostLinkAttrs>;
+
+// boost_properties maps the attribute names onto `g` (plus "node_id" for DOT), ignoring others.
+boost::dynamic_properties boost_properties(BoostAttrGraph& g, bool with_node_id);
+
+// node_attrs / link_attrs: one element's attributes as a RawNode / RawLink holds them.
+std::map<std::string, std::string> node_attrs(const BoostNodeAttrs& n);
+std::map<std::string, std::string> link_attrs(const BoostLinkAttrs& l);
 
 // topology_from_raw parses every attribute (units, kinds, counts) with errors naming the
 // origin, line and element, then builds the Topology.

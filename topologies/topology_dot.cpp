@@ -1,17 +1,16 @@
 // topology_dot.cpp: Graphviz DOT topology files. Boost.Graph's read_graphviz builds the graph and
-// reads the attributes; a small scanner beside it supplies what Boost does not: line numbers,
-// declaration order (Boost orders vertices by name), duplicate node statements and unquoted
-// numbers (Boost keeps "3" of bw=3e11 and drops the rest).
+// reads the attributes; dot_parser supplies what Boost does not (lines, order, duplicates,
+// unquoted numbers).
 #include <fmt/format.h>
 #include <boost/graph/graphviz.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <sstream>
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "topologies/dot_parser.hpp"
 #include "topologies/topology.hpp"
 #include "topologies/topology_attributes.hpp"
 
@@ -20,354 +19,6 @@ namespace {
 
 using detail::RawLink;
 using detail::RawNode;
-
-enum class Tok {
-  kId,
-  kString,
-  kNumeral,
-  kLBrace,
-  kRBrace,
-  kLBracket,
-  kRBracket,
-  kEq,
-  kSemi,
-  kComma,
-  kColon,
-  kEdge,
-  kArrow,
-  kEnd
-};
-
-struct Token {
-  Tok kind;
-  std::string text;
-  int line;
-  bool glued = false;  // a numeral immediately followed by letters: "3e11"
-};
-
-std::string describe(const Token& t) {
-  switch (t.kind) {
-    case Tok::kEnd:
-      return "the end of the file";
-    case Tok::kString:
-      return fmt::format("\"{}\"", t.text);
-    default:
-      return fmt::format("'{}'", t.text);
-  }
-}
-
-// Scanner tokenises DOT: identifiers, numerals, quoted strings, punctuation; comments (//, /* */
-// and # lines) are skipped, and the comment lines before `graph` are kept as the file's comment.
-class Scanner {
- public:
-  Scanner(std::string_view text, const std::string& origin) : s_(text), origin_(origin) {}
-
-  std::vector<Token> run(std::string& leading_comment) {
-    std::vector<Token> out;
-    bool before_graph = true;
-    for (;;) {
-      skip_space(before_graph ? &leading_comment : nullptr);
-      if (i_ >= s_.size()) {
-        out.push_back({Tok::kEnd, "", line_});
-        return out;
-      }
-      before_graph = false;
-      out.push_back(next());
-    }
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ConfigError(fmt::format("{}:{}: syntax error: {}", origin_, line_, what));
-  }
-
-  void skip_space(std::string* comment) {
-    while (i_ < s_.size()) {
-      const char c = s_[i_];
-      if (c == '\n') {
-        ++line_;
-        ++i_;
-      } else if (std::isspace(static_cast<unsigned char>(c))) {
-        ++i_;
-      } else if (s_.compare(i_, 2, "//") == 0 || (c == '#' && at_line_start())) {
-        const std::size_t end = std::min(s_.find('\n', i_), s_.size());
-        if (comment != nullptr) {
-          std::string_view body = s_.substr(i_ + (c == '#' ? 1 : 2), end - i_ - (c == '#' ? 1 : 2));
-          if (!body.empty() && body.front() == ' ') body.remove_prefix(1);
-          comment->append(body).push_back('\n');
-        }
-        i_ = end;
-      } else if (s_.compare(i_, 2, "/*") == 0) {
-        const std::size_t end = s_.find("*/", i_ + 2);
-        if (end == std::string_view::npos) fail("a /* comment is never closed");
-        line_ += static_cast<int>(std::count(s_.begin() + static_cast<std::ptrdiff_t>(i_),
-                                             s_.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
-        i_ = end + 2;
-      } else {
-        return;
-      }
-    }
-  }
-
-  bool at_line_start() const {
-    for (std::size_t j = i_; j > 0; --j) {
-      if (s_[j - 1] == '\n') return true;
-      if (!std::isspace(static_cast<unsigned char>(s_[j - 1]))) return false;
-    }
-    return true;
-  }
-
-  static bool id_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || (c & 0x80); }
-
-  Token next() {
-    const int line = line_;
-    const char c = s_[i_];
-    const auto single = [&](Tok k) {
-      ++i_;
-      return Token{k, std::string(1, c), line};
-    };
-    switch (c) {
-      case '{':
-        return single(Tok::kLBrace);
-      case '}':
-        return single(Tok::kRBrace);
-      case '[':
-        return single(Tok::kLBracket);
-      case ']':
-        return single(Tok::kRBracket);
-      case '=':
-        return single(Tok::kEq);
-      case ';':
-        return single(Tok::kSemi);
-      case ',':
-        return single(Tok::kComma);
-      case ':':
-        return single(Tok::kColon);
-      default:
-        break;
-    }
-    if (s_.compare(i_, 2, "--") == 0 || s_.compare(i_, 2, "->") == 0) {
-      const bool arrow = s_[i_ + 1] == '>';
-      i_ += 2;
-      return Token{arrow ? Tok::kArrow : Tok::kEdge, arrow ? "->" : "--", line};
-    }
-    if (c == '"') {
-      std::string text;
-      for (++i_;; ++i_) {
-        if (i_ >= s_.size()) {
-          throw ConfigError(fmt::format("{}:{}: syntax error: a quoted string is never closed", origin_, line));
-        }
-        const char d = s_[i_];
-        if (d == '"') break;
-        if (d == '\n') ++line_;
-        if (d == '\\' && i_ + 1 < s_.size() && (s_[i_ + 1] == '"' || s_[i_ + 1] == '\n')) {
-          if (s_[i_ + 1] == '"') text.push_back('"');
-          if (s_[i_ + 1] == '\n') ++line_;
-          ++i_;
-          continue;
-        }
-        text.push_back(d);
-      }
-      ++i_;
-      return Token{Tok::kString, std::move(text), line};
-    }
-    if (std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-') {
-      const std::size_t start = i_;
-      if (c == '-') ++i_;
-      while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.')) ++i_;
-      if (i_ == start + (c == '-' ? 1 : 0)) fail(fmt::format("unexpected character '{}'", c));
-      Token t{Tok::kNumeral, std::string(s_.substr(start, i_ - start)), line};
-      if (i_ < s_.size() && id_char(s_[i_])) {
-        while (i_ < s_.size() && id_char(s_[i_])) ++i_;
-        t.text = std::string(s_.substr(start, i_ - start));
-        t.glued = true;
-      }
-      return t;
-    }
-    if (id_char(c)) {
-      const std::size_t start = i_;
-      while (i_ < s_.size() && id_char(s_[i_])) ++i_;
-      return Token{Tok::kId, std::string(s_.substr(start, i_ - start)), line};
-    }
-    if (c == '<') fail("HTML-like labels <...> are not supported; quote the value instead");
-    fail(fmt::format("unexpected character '{}'", c));
-  }
-
-  std::string_view s_;
-  const std::string& origin_;
-  std::size_t i_ = 0;
-  int line_ = 1;
-};
-
-// Parser walks the DOT grammar (graph, statements, attribute lists, subgraphs as groups) and
-// records node statements, edges and the attribute text gradsync reads, with their lines.
-class Parser {
- public:
-  Parser(std::vector<Token> toks, const std::string& origin) : t_(std::move(toks)), origin_(origin) {}
-
-  void run() {
-    if (is_keyword("strict")) ++p_;
-    if (is_keyword("digraph")) {
-      fail(peek(), "a directed graph (digraph); a topology is an undirected 'graph' whose links carry both directions");
-    }
-    if (!is_keyword("graph")) fail(peek(), fmt::format("expected 'graph' at the start, found {}", describe(peek())));
-    ++p_;
-    if (is_id(peek())) ++p_;
-    expect(Tok::kLBrace, "'{' after 'graph'");
-    statements();
-    expect(Tok::kRBrace, "'}' closing the graph");
-    if (peek().kind != Tok::kEnd) fail(peek(), fmt::format("unexpected {} after the closing '}}'", describe(peek())));
-  }
-
-  std::vector<RawNode> nodes;  // first appearance order
-  std::vector<RawLink> links;
-
- private:
-  const Token& peek(std::size_t ahead = 0) const { return t_[std::min(p_ + ahead, t_.size() - 1)]; }
-  bool is_keyword(const char* k) const {
-    const Token& t = peek();
-    if (t.kind != Tok::kId || t.text.size() != std::strlen(k)) return false;
-    return std::equal(t.text.begin(), t.text.end(), k, [](char a, char b) { return std::tolower(a) == b; });
-  }
-  static bool is_id(const Token& t) { return t.kind == Tok::kId || t.kind == Tok::kString || t.kind == Tok::kNumeral; }
-  [[noreturn]] void fail(const Token& at, const std::string& what) const {
-    throw ConfigError(fmt::format("{}:{}: syntax error: {}", origin_, at.line, what));
-  }
-  void expect(Tok k, const char* what) {
-    if (peek().kind != k) fail(peek(), fmt::format("expected {}, found {}", what, describe(peek())));
-    ++p_;
-  }
-
-  void statements() {
-    while (peek().kind != Tok::kRBrace && peek().kind != Tok::kEnd) {
-      statement();
-      if (peek().kind == Tok::kSemi) ++p_;
-    }
-  }
-
-  void statement() {
-    const Token& t = peek();
-    if ((is_keyword("graph") || is_keyword("node") || is_keyword("edge")) && peek(1).kind == Tok::kLBracket) {
-      ++p_;
-      attr_lists("", t);  // defaults: Boost applies them; nothing to locate
-      return;
-    }
-    if (is_keyword("subgraph") || t.kind == Tok::kLBrace) {
-      if (is_keyword("subgraph")) {
-        ++p_;
-        if (is_id(peek())) ++p_;
-      }
-      expect(Tok::kLBrace, "'{' opening the subgraph");
-      statements();
-      expect(Tok::kRBrace, "'}' closing the subgraph");
-      if (peek().kind == Tok::kEdge || peek().kind == Tok::kArrow) {
-        fail(peek(), "edges to or from a subgraph are not supported; list each link");
-      }
-      return;
-    }
-    if (!is_id(t)) fail(t, fmt::format("expected a node, an edge or an attribute, found {}", describe(t)));
-    ++p_;
-    if (peek().kind == Tok::kEq) {  // graph attribute: name = value
-      ++p_;
-      if (!is_id(peek())) fail(peek(), fmt::format("expected a value after '=', found {}", describe(peek())));
-      ++p_;
-      return;
-    }
-    check_port();
-    if (peek().kind == Tok::kArrow) fail(peek(), "'->' in an undirected graph; write links as a -- b");
-    if (peek().kind != Tok::kEdge) {
-      RawNode& n = node(t, true);
-      attr_lists(n.name, t, &n.attrs);
-      return;
-    }
-    std::vector<const Token*> ends{&t};
-    while (peek().kind == Tok::kEdge || peek().kind == Tok::kArrow) {
-      if (peek().kind == Tok::kArrow) fail(peek(), "'->' in an undirected graph; write links as a -- b");
-      ++p_;
-      if (is_keyword("subgraph") || peek().kind == Tok::kLBrace) {
-        fail(peek(), "edges to or from a subgraph are not supported; list each link");
-      }
-      if (!is_id(peek())) fail(peek(), fmt::format("expected a node after '--', found {}", describe(peek())));
-      ends.push_back(&peek());
-      ++p_;
-      check_port();
-    }
-    std::map<std::string, std::string> attrs;
-    attr_lists(fmt::format("{}--{}", ends[0]->text, ends[1]->text), t, &attrs);
-    for (std::size_t i = 0; i + 1 < ends.size(); ++i) {
-      node(*ends[i], false);
-      node(*ends[i + 1], false);
-      links.push_back(RawLink{ends[i]->text, ends[i + 1]->text, t.line, attrs});
-    }
-  }
-
-  void check_port() {
-    if (peek().kind == Tok::kColon) fail(peek(), "node ports (name:port) are not supported");
-  }
-
-  RawNode& node(const Token& t, bool statement) {
-    auto [it, fresh] = index_.emplace(t.text, nodes.size());
-    if (fresh) nodes.push_back(RawNode{t.text, t.line, {}});
-    RawNode& n = nodes[it->second];
-    if (statement) {
-      if (auto [d, first] = declared_.emplace(t.text, t.line); !first) {
-        throw ConfigError(fmt::format("{}:{}: node {}: duplicate name; first declared on line {}", origin_, t.line,
-                                      t.text, d->second));
-      }
-      n.line = t.line;
-    }
-    return n;
-  }
-
-  // attr_lists reads [a=b, ...][...]; gradsync's own attributes go to `out` and may not be
-  // unquoted numbers (Boost would keep "3" of 3e11).
-  void attr_lists(const std::string& element, const Token& at, std::map<std::string, std::string>* out = nullptr) {
-    while (peek().kind == Tok::kLBracket) {
-      ++p_;
-      while (peek().kind != Tok::kRBracket) {
-        if (!is_id(peek())) fail(peek(), fmt::format("expected an attribute name, found {}", describe(peek())));
-        const Token& key = peek();
-        ++p_;
-        expect(Tok::kEq, fmt::format("'=' after attribute \"{}\"", key.text).c_str());
-        const Token& value = peek();
-        if (!is_id(value))
-          fail(value, fmt::format("expected a value for attribute \"{}\", found {}", key.text, describe(value)));
-        ++p_;
-        const bool ours = std::find(detail::kNodeAttributes.begin(), detail::kNodeAttributes.end(), key.text) !=
-                              detail::kNodeAttributes.end() ||
-                          std::find(detail::kLinkAttributes.begin(), detail::kLinkAttributes.end(), key.text) !=
-                              detail::kLinkAttributes.end();
-        if (ours && value.kind == Tok::kNumeral && (value.glued || key.text != "links")) {
-          throw ConfigError(fmt::format(
-              "{}:{}: {}: attribute {}={} must be a quoted string with a unit, such as {}=\"{}\" (unquoted, "
-              "Graphviz readers keep only the leading digits)",
-              origin_, value.line, element.empty() ? std::string("defaults") : fmt::format("element {}", element),
-              key.text, value.text, key.text, key.text == "latency" ? "150ns" : "25GBps"));
-        }
-        if (ours && out != nullptr) (*out)[key.text] = value.text;
-        if (peek().kind == Tok::kComma || peek().kind == Tok::kSemi) ++p_;
-        if (peek().kind == Tok::kEnd) fail(peek(), "an attribute list '[' is never closed");
-      }
-      ++p_;
-    }
-    (void)at;
-  }
-
-  std::vector<Token> t_;
-  std::size_t p_ = 0;
-  const std::string& origin_;
-  std::unordered_map<std::string, std::size_t> index_;
-  std::unordered_map<std::string, int> declared_;
-};
-
-// Attributes as Boost reads them, keyed by element.
-struct BoostNode {
-  std::string name, kind, model, host;
-};
-struct BoostLink {
-  std::string type, bw, latency, links;
-};
-using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, BoostNode, BoostLink>;
 
 std::string quoted(const std::string& s) {
   std::string out = "\"";
@@ -381,20 +32,10 @@ std::string quoted(const std::string& s) {
 }  // namespace
 
 Topology read_topology_dot(std::string_view text, const std::string& origin) {
-  std::string comment;
-  Parser parser(Scanner(text, origin).run(comment), origin);
-  parser.run();
+  detail::DotParse parsed = detail::parse_dot(text, origin);
 
-  BoostGraph g;
-  boost::dynamic_properties dp(boost::ignore_other_properties);
-  dp.property("node_id", boost::get(&BoostNode::name, g));
-  dp.property("kind", boost::get(&BoostNode::kind, g));
-  dp.property("model", boost::get(&BoostNode::model, g));
-  dp.property("host", boost::get(&BoostNode::host, g));
-  dp.property("type", boost::get(&BoostLink::type, g));
-  dp.property("bw", boost::get(&BoostLink::bw, g));
-  dp.property("latency", boost::get(&BoostLink::latency, g));
-  dp.property("links", boost::get(&BoostLink::links, g));
+  detail::BoostAttrGraph g;
+  boost::dynamic_properties dp = detail::boost_properties(g, true);
   try {
     boost::read_graphviz(std::string(text), g, dp, "node_id");
   } catch (const boost::directed_graph_error&) {
@@ -405,16 +46,16 @@ Topology read_topology_dot(std::string_view text, const std::string& origin) {
 
   // Boost's values, in the scanner's order and with its lines.
   std::unordered_map<std::string, std::size_t> pos;
-  for (std::size_t i = 0; i < parser.nodes.size(); ++i) pos.emplace(parser.nodes[i].name, i);
-  std::vector<RawNode> nodes = parser.nodes;
+  for (std::size_t i = 0; i < parsed.nodes.size(); ++i) pos.emplace(parsed.nodes[i].name, i);
+  std::vector<RawNode> nodes = parsed.nodes;
   for (auto v : boost::make_iterator_range(boost::vertices(g))) {
     auto it = pos.find(g[v].name);
     if (it == pos.end()) throw ConfigError(fmt::format("{}: node {} was not found by the scanner", origin, g[v].name));
     RawNode& n = nodes[it->second];
-    n.attrs = {{"kind", g[v].kind}, {"model", g[v].model}, {"host", g[v].host}};
+    n.attrs = detail::node_attrs(g[v]);
   }
   std::map<std::pair<std::string, std::string>, std::vector<int>> lines;  // edge -> lines, in order
-  for (const RawLink& l : parser.links) lines[{l.a, l.b}].push_back(l.line);
+  for (const RawLink& l : parsed.links) lines[{l.a, l.b}].push_back(l.line);
   std::vector<RawLink> links;
   for (auto e : boost::make_iterator_range(boost::edges(g))) {
     RawLink l{g[boost::source(e, g)].name, g[boost::target(e, g)].name, 0, {}};
@@ -423,12 +64,11 @@ Topology read_topology_dot(std::string_view text, const std::string& origin) {
       l.line = ls.front();
       ls.erase(ls.begin());
     }
-    l.attrs = {{"type", g[e].type}, {"bw", g[e].bw}, {"latency", g[e].latency}, {"links", g[e].links}};
+    l.attrs = detail::link_attrs(g[e]);
     links.push_back(std::move(l));
   }
   std::stable_sort(links.begin(), links.end(), [](const RawLink& x, const RawLink& y) { return x.line < y.line; });
-  while (!comment.empty() && comment.back() == '\n') comment.pop_back();
-  return detail::topology_from_raw(origin, std::move(comment), nodes, links);
+  return detail::topology_from_raw(origin, std::move(parsed.comment), nodes, links);
 }
 
 std::string write_topology_dot(const Topology& topo) {

@@ -21,14 +21,6 @@ namespace {
 using detail::RawLink;
 using detail::RawNode;
 
-struct BoostNode {
-  std::string kind, model, host;
-};
-struct BoostLink {
-  std::string type, bw, latency, links;
-};
-using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, BoostNode, BoostLink>;
-
 std::string xml_escaped(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -111,15 +103,8 @@ Topology read_topology_graphml(std::string_view text, const std::string& origin)
     links.push_back(RawLink{a, b, 0, {}});
   }
 
-  BoostGraph g;
-  boost::dynamic_properties dp(boost::ignore_other_properties);
-  dp.property("kind", boost::get(&BoostNode::kind, g));
-  dp.property("model", boost::get(&BoostNode::model, g));
-  dp.property("host", boost::get(&BoostNode::host, g));
-  dp.property("type", boost::get(&BoostLink::type, g));
-  dp.property("bw", boost::get(&BoostLink::bw, g));
-  dp.property("latency", boost::get(&BoostLink::latency, g));
-  dp.property("links", boost::get(&BoostLink::links, g));
+  detail::BoostAttrGraph g;
+  boost::dynamic_properties dp = detail::boost_properties(g, false);
   try {
     std::istringstream in{std::string(text)};
     boost::read_graphml(in, g, dp);
@@ -136,7 +121,7 @@ Topology read_topology_graphml(std::string_view text, const std::string& origin)
                                   boost::num_vertices(g), boost::num_edges(g), nodes.size(), links.size()));
   }
   for (std::size_t v = 0; v < nodes.size(); ++v) {
-    nodes[v].attrs = {{"kind", g[v].kind}, {"model", g[v].model}, {"host", g[v].host}};
+    nodes[v].attrs = detail::node_attrs(g[v]);
   }
   std::size_t i = 0;
   for (auto e : boost::make_iterator_range(boost::edges(g))) {
@@ -144,7 +129,7 @@ Topology read_topology_graphml(std::string_view text, const std::string& origin)
     if (nodes[boost::source(e, g)].name != l.a && nodes[boost::target(e, g)].name != l.a) {
       throw ConfigError(fmt::format("{}: edge {}--{} was read out of order", origin, l.a, l.b));
     }
-    l.attrs = {{"type", g[e].type}, {"bw", g[e].bw}, {"latency", g[e].latency}, {"links", g[e].links}};
+    l.attrs = detail::link_attrs(g[e]);
   }
   std::string comment;
   if (auto c = tree.get_optional<std::string>("<xmlcomment>")) {
