@@ -1,0 +1,63 @@
+// atomic_file_test.cpp: outputs appear whole or not at all, and failures name the path.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+
+namespace gradsync {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class AtomicFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("gradsync-atomic-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(AtomicFile, WritesAndReplacesLeavingNoTemporaryFile) {
+  const fs::path target = dir_ / "out.dot";
+  write_file_atomic(target.string(), "first\n");
+  EXPECT_EQ(read(target), "first\n");
+  write_file_atomic(target.string(), "second\n");
+  EXPECT_EQ(read(target), "second\n");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+TEST_F(AtomicFile, FailureNamesThePathAndKeepsTheOldFile) {
+  const fs::path missing = dir_ / "no-such-dir" / "out.dot";
+  try {
+    write_file_atomic(missing.string(), "x");
+    FAIL() << "expected an error";
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot write " + missing.string() + ": No such file or directory");
+  }
+  // A directory where the file should go: the error says so, nothing is left behind.
+  fs::create_directories(dir_ / "taken");
+  try {
+    write_file_atomic((dir_ / "taken").string(), "x");
+    FAIL() << "expected an error";
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot write " + (dir_ / "taken").string() + ": it is a directory");
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+}  // namespace
+}  // namespace gradsync
