@@ -89,6 +89,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.require_subcommand(0, 1);
   app.footer("Run 'gradsync COMMAND --help' for a command's options.");
   register_models_command(app);
+  register_buckets_command(app);
   register_topo_command(app);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back

@@ -18,6 +18,7 @@ namespace gradsync::apps {
 
 // Registration functions, one per command family (apps/<family>_command.cpp).
 void register_models_command(CLI::App& app);
+void register_buckets_command(CLI::App& app);
 void register_topo_command(CLI::App& app);
 
 // kPositiveInteger validates a flag that takes an integer >= 1, with a message that quotes the

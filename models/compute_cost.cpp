@@ -228,4 +228,13 @@ KernelCost copy_cost(double bytes, int tensors, const ComputeContext& ctx) {
   return finish(KernelCost{0, 2 * bytes, tensors, 0}, 1.0, 1.0, ctx);
 }
 
+KernelCost memory_kernel_cost(double bytes, int kernels, const ComputeContext& ctx) {
+  return finish(KernelCost{0, bytes, kernels, 0}, 1.0, 1.0, ctx);
+}
+
+KernelCost matmul_kernel_cost(double flops, double bytes, int kernels, const ComputeContext& ctx) {
+  const Precision p = ctx.precision == Precision::kTF32 ? Precision::kTF32 : Precision::kFP32;
+  return finish(KernelCost{flops, bytes, kernels, 0}, ctx.gpu->peak_flops(p), ctx.efficiency.matmul, ctx);
+}
+
 }  // namespace gradsync

@@ -95,4 +95,10 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const C
 // DP's flattening of a coalesced group.
 KernelCost copy_cost(double bytes, int tensors, const ComputeContext& ctx);
 
+// memory_kernel_cost: `kernels` memory-bound kernels touching `bytes` (read plus written).
+KernelCost memory_kernel_cost(double bytes, int kernels, const ComputeContext& ctx);
+// matmul_kernel_cost: `kernels` fp32 matrix products doing `flops` and touching `bytes` (gradients
+// are fp32 under autocast, so PowerSGD's products run at the FP32 rate, or TF32 with tf32).
+KernelCost matmul_kernel_cost(double flops, double bytes, int kernels, const ComputeContext& ctx);
+
 }  // namespace gradsync

@@ -1,0 +1,164 @@
+// buckets_command.cpp: `gradsync buckets --model M`: DDP's bucket plan per iteration, as the
+// PyTorch Reducer builds it (core/bucket_plan.hpp).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "apps/cli.hpp"
+#include "core/bucket_plan.hpp"
+#include "core/error.hpp"
+#include "models/step_costs.hpp"
+
+namespace gradsync::apps {
+namespace {
+
+struct BucketsOptions {
+  std::string model;
+  std::optional<double> bucket_cap_mb;
+  std::optional<double> first_bucket_mb;
+  bool last_bucket_cap = false;
+  bool find_unused = false;
+  bool static_graph = false;
+  bool json = false;
+};
+
+// IterationPlan: one printed iteration.
+struct IterationPlan {
+  int iteration;
+  bool steady;
+  const BucketPlan* plan;
+};
+
+std::vector<IterationPlan> iterations_of(const BucketSchedule& s) {
+  // Iterations 1 and 2 always; 3 too when the rebuild comes one iteration later (static graph).
+  const int last = std::max(2, s.rebuild_iteration);
+  std::vector<IterationPlan> out;
+  for (int it = 1; it <= last; ++it) out.push_back({it, it == last, &s.at(it)});
+  return out;
+}
+
+std::string what_happens(const BucketOptions& b) {
+  if (!b.rebuilds()) return "buckets stay as constructed (find_unused_parameters: never rebuilt)";
+  if (b.static_graph) return "iteration 1 and 2 on the constructed buckets, rebuilt from iteration 2's ready order";
+  return "iteration 1 on the constructed buckets, rebuilt from its gradient-ready order for iteration 2 on";
+}
+
+void print_text(const StepModel& m, const BucketOptions& b, const BucketSchedule& s, std::ostream& out) {
+  const std::size_t trainable = m.trainable().size();
+  out << fmt::format("# gradsync buckets: DDP's bucket plan for {} (PyTorch >= 2.4 Reducer)\n", m.name);
+  out << fmt::format("# {} parameters with gradients, {} ({} bytes)\n", trainable,
+                     human_bytes(static_cast<double>(m.gradient_bytes())), m.gradient_bytes());
+  out << fmt::format("# bucket_cap_mb {}{}, first bucket {}{}, find_unused_parameters {}, static_graph {}\n",
+                     b.bucket_cap_mb ? fmt::format("{:g}", *b.bucket_cap_mb) : "25",
+                     b.bucket_cap_mb ? "" : " (default)", human_bytes(static_cast<double>(b.first_bucket_bytes())),
+                     b.last_bucket_cap ? " (placed last: DDP_SET_LAST_BUCKET_CAP=1)" : "", b.find_unused_parameters,
+                     b.static_graph);
+  out << fmt::format("# {}\n", what_happens(b));
+  for (const IterationPlan& it : iterations_of(s)) {
+    out << fmt::format("#\n# iteration {}{}: {} bucket{}\n", it.iteration, it.steady ? " (steady)" : "",
+                       it.plan->buckets.size(), it.plan->buckets.size() == 1 ? "" : "s");
+    out << fmt::format("# {:>6}  {:>12}  {:>10}  {:>6}  {}\n", "bucket", "bytes", "size", "params", "parameters");
+    for (std::size_t i = 0; i < it.plan->buckets.size(); ++i) {
+      const Bucket& bk = it.plan->buckets[i];
+      std::string names;
+      std::size_t line = 0;
+      for (std::size_t k = 0; k < bk.params.size(); ++k) {
+        const std::string& n = m.params[bk.params[k]].name;
+        if (k > 0) {
+          names += ",";
+          ++line;
+          if (line + n.size() > 80) {
+            names += fmt::format("\n  {:>6}  {:>12}  {:>10}  {:>6}  ", "", "", "", "");
+            line = 0;
+          } else {
+            names += " ";
+            ++line;
+          }
+        }
+        names += n;
+        line += n.size();
+      }
+      out << fmt::format("  {:>6}  {:>12}  {:>10}  {:>6}  {}\n", i, bk.bytes,
+                         human_bytes(static_cast<double>(bk.bytes)), bk.params.size(), names);
+    }
+  }
+}
+
+void print_json(const StepModel& m, const BucketOptions& b, const BucketSchedule& s, std::ostream& out) {
+  nlohmann::ordered_json j;
+  j["model"] = m.name;
+  j["options"] = {{"bucket_cap_bytes", b.bucket_cap_bytes()},
+                  {"first_bucket_bytes", b.first_bucket_bytes()},
+                  {"last_bucket_cap", b.last_bucket_cap},
+                  {"find_unused_parameters", b.find_unused_parameters},
+                  {"static_graph", b.static_graph}};
+  j["gradient_bytes"] = m.gradient_bytes();
+  auto& its = j["iterations"] = nlohmann::ordered_json::array();
+  for (const IterationPlan& it : iterations_of(s)) {
+    nlohmann::ordered_json e;
+    e["iteration"] = it.iteration;
+    e["steady"] = it.steady;
+    auto& buckets = e["buckets"] = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < it.plan->buckets.size(); ++i) {
+      const Bucket& bk = it.plan->buckets[i];
+      std::vector<std::string> names;
+      for (std::size_t p : bk.params) names.push_back(m.params[p].name);
+      buckets.push_back({{"index", i}, {"bytes", bk.bytes}, {"params", names}});
+    }
+    its.push_back(std::move(e));
+  }
+  out << j.dump(2) << '\n';
+}
+
+void run_buckets(const BucketsOptions& o) {
+  const Model model = load_model_arg(o.model);
+  const StepModel m = to_step_model(model, Precision::kFP32, std::nullopt);
+  BucketOptions b;
+  b.bucket_cap_mb = o.bucket_cap_mb;
+  b.first_bucket_mb = o.first_bucket_mb;
+  b.last_bucket_cap = o.last_bucket_cap;
+  b.find_unused_parameters = o.find_unused;
+  b.static_graph = o.static_graph;
+  const BucketSchedule s = bucket_schedule(m, b);
+  if (o.json) {
+    print_json(m, b, s, std::cout);
+  } else {
+    print_text(m, b, s, std::cout);
+  }
+}
+
+// kMegabytes validates a MiB amount: a number >= 0.
+const CLI::Validator kMegabytes(
+    [](std::string& text) -> std::string {
+      try {
+        std::size_t used = 0;
+        const double v = std::stod(text, &used);
+        if (used == text.size() && v >= 0 && v < 1e9) return {};
+      } catch (const std::exception&) {
+      }
+      return fmt::format("value \"{}\" must be a number of MiB >= 0", text);
+    },
+    "MiB");
+
+}  // namespace
+
+void register_buckets_command(CLI::App& app) {
+  auto o = std::make_shared<BucketsOptions>();
+  CLI::App* cmd = app.add_subcommand("buckets", "DDP's bucket plan per iteration, as PyTorch's Reducer builds it");
+  cmd->add_option("--model", o->model, "Zoo name (gradsync models list) or path to a model file")->required();
+  cmd->add_option("--bucket-cap-mb", o->bucket_cap_mb, "DDP bucket_cap_mb (default 25, with a 1 MiB first bucket)")
+      ->check(kMegabytes);
+  cmd->add_option("--first-bucket-mb", o->first_bucket_mb,
+                  "First bucket's limit (default 1, or the cap when --bucket-cap-mb is given)")
+      ->check(kMegabytes);
+  cmd->add_flag("--last-bucket-cap", o->last_bucket_cap, "Put the small bucket last (DDP_SET_LAST_BUCKET_CAP=1)");
+  cmd->add_flag("--find-unused-parameters", o->find_unused, "DDP find_unused_parameters=True");
+  cmd->add_flag("--static-graph", o->static_graph, "DDP static_graph=True");
+  cmd->add_flag("--json", o->json, "Print JSON instead of a table");
+  cmd->callback([o] { run_buckets(*o); });
+}
+
+}  // namespace gradsync::apps

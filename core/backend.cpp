@@ -1,0 +1,59 @@
+// backend.cpp: names of streams, op kinds and collectives, and the trace's event names.
+#include "core/backend.hpp"
+
+#include <fmt/format.h>
+
+#include "core/trace.hpp"
+
+namespace gradsync {
+
+std::string_view stream_name(Stream s) {
+  switch (s) {
+    case Stream::kCompute:
+      return "compute";
+    case Stream::kComm:
+      return "comm";
+    case Stream::kCopy:
+      return "copy";
+    case Stream::kHost:
+      return "host";
+  }
+  return "?";
+}
+
+std::string_view op_kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::kMatmul:
+      return "matmul";
+    case OpKind::kConv:
+      return "conv";
+    case OpKind::kAttention:
+      return "attention";
+    case OpKind::kMemory:
+      return "memory";
+  }
+  return "?";
+}
+
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::kAllreduce:
+      return "allreduce";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kAllgather:
+      return "allgather";
+    case Collective::kReduceScatter:
+      return "reducescatter";
+  }
+  return "?";
+}
+
+std::string forward_event(std::string_view layer) { return fmt::format("fwd:{}", layer); }
+std::string backward_event(std::string_view layer) { return fmt::format("bwd:{}", layer); }
+std::string bucket_event(std::string_view what, int bucket) { return fmt::format("{}:bucket{}", what, bucket); }
+std::string iteration_event(int iteration) { return fmt::format("iteration:{}", iteration); }
+
+}  // namespace gradsync

@@ -1,0 +1,145 @@
+// backend.hpp: the seam between the strategy code (Reducer, DP and DDP step drivers) and an
+// engine: the operations a step issues, and the Host, Device and ProcessGroup interfaces that the
+// SimGrid engine (sim/), the CUDA/NCCL and CPU/MPI engines (real/) and the tests' recording
+// backend implement. Nothing here knows SimGrid, CUDA or MPI.
+//
+// The model is PyTorch's: a host thread issues work onto a device's streams and goes on; each
+// stream runs its work in order; a stream can wait for work on another (an event); the host
+// blocks only where it waits (Work::wait, synchronize).
+//
+//   WorkPtr fwd = dev.compute(costs.forward(layer, batch));        // enqueued, not finished
+//   WorkPtr ar = pg.allreduce({"allreduce:bucket0", bytes, DType::kFloat32, .bucket = 0});
+//   dev.stream_wait(Stream::kCompute, *ar);                        // compute waits for it
+//   dev.synchronize();                                             // the host waits for all
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/dtype.hpp"
+#include "core/units.hpp"
+
+namespace gradsync {
+
+// Stream is where work runs on a device; the trace shows one track per rank and stream.
+//   compute: kernels of forward, backward, optimizer, bucket copies (ordered);
+//   comm:    collectives, FIFO like the process group's NCCL stream;
+//   copy:    copy engines (host-to-device, peer copies);
+//   host:    the CPU thread that issues work (Python and framework overhead).
+enum class Stream { kCompute, kComm, kCopy, kHost };
+std::string_view stream_name(Stream s);
+
+// OpKind says how a compute op is costed and, on real hardware, what kernel reproduces it.
+enum class OpKind { kMatmul, kConv, kAttention, kMemory };
+std::string_view op_kind_name(OpKind k);
+
+// ComputeOp is one piece of device work: a layer's forward or backward, an optimizer step, a
+// bucket copy, a hook's cast. time_s is the cost model's prediction (the SimGrid engine runs for
+// that long); flops and bytes let a real engine issue work of the same size.
+struct ComputeOp {
+  std::string name;  // trace event name: "fwd:transformer.h.3.mlp.c_fc", "copy_in:fc.bias", ...
+  OpKind kind = OpKind::kMemory;
+  double flops = 0;
+  double bytes = 0;  // bytes read plus written
+  int kernels = 1;
+  double time_s = 0;  // device time
+  double host_s = 0;  // host time to issue it (kernel launches); the op cannot start before
+  int bucket = -1;    // the DDP bucket it belongs to, -1 for none
+};
+
+// CopyOp is a copy between memories (host to device, device to device).
+struct CopyOp {
+  std::string name;  // "dp:scatter", "dp:gather", "h2d:input"
+  Bytes bytes = 0;
+};
+
+// Collective is what a process group call does; the names are the trace's.
+enum class Collective { kAllreduce, kBroadcast, kReduce, kAllgather, kReduceScatter };
+std::string_view collective_name(Collective c);
+
+// CollectiveOp is one process-group call. bytes is the size of each rank's buffer: the allreduced
+// or broadcast tensor, each rank's contribution to an allgather, the input of a reduce-scatter.
+struct CollectiveOp {
+  std::string name;  // "allreduce:bucket7", "dp:replicate", "broadcast:buffers"
+  Bytes bytes = 0;
+  DType dtype = DType::kFloat32;
+  int bucket = -1;
+};
+
+// HostOp is CPU time on the calling host thread: Python overhead, module copies, graph
+// traversal. gil: the work holds Python's global interpreter lock, so host threads of one
+// process (DataParallel's replicas) do it one at a time.
+struct HostOp {
+  std::string name;
+  double time_s = 0;
+  bool gil = true;
+};
+
+// Work is something that completes later: a kernel, a copy, a collective.
+class Work {
+ public:
+  virtual ~Work() = default;
+  // wait blocks the calling host thread until the work has finished.
+  virtual void wait() = 0;
+  // done says whether it has finished (without blocking).
+  virtual bool done() const = 0;
+};
+using WorkPtr = std::shared_ptr<Work>;
+
+// Device is one GPU (or one CPU rank) as a host thread sees it.
+class Device {
+ public:
+  virtual ~Device() = default;
+  // index is the device's position among the devices of the run (the rank for DDP).
+  virtual int index() const = 0;
+  // compute enqueues `op` on stream `s`.
+  virtual WorkPtr compute(const ComputeOp& op, Stream s = Stream::kCompute) = 0;
+  // copy_to enqueues a copy of `op.bytes` from this device to `dst` on this device's stream `s`
+  // (a peer copy along the topology's route, or through host memory where peer access is not
+  // possible).
+  virtual WorkPtr copy_to(Device& dst, const CopyOp& op, Stream s = Stream::kCopy) = 0;
+  // copy_from_host enqueues a host-to-device copy of `op.bytes` into this device.
+  virtual WorkPtr copy_from_host(const CopyOp& op, Stream s = Stream::kCopy) = 0;
+  // stream_wait makes stream `s` wait until `w` has finished (cudaStreamWaitEvent).
+  virtual void stream_wait(Stream s, Work& w) = 0;
+  // synchronize blocks the host until every stream of the device is idle.
+  virtual void synchronize() = 0;
+};
+
+// ProcessGroup is a c10d-like group. DDP has one per rank (the caller is one rank); DataParallel
+// has one single-process group over its local devices (the caller drives all of them, root is a
+// device index). Every collective runs on the comm stream of each participating device, FIFO,
+// after that device's compute stream reaches the point where the call was made (c10d's NCCL
+// stream waits on the current stream).
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual WorkPtr allreduce(const CollectiveOp& op) = 0;
+  virtual WorkPtr broadcast(const CollectiveOp& op, int root) = 0;
+  virtual WorkPtr reduce(const CollectiveOp& op, int root) = 0;
+  virtual WorkPtr allgather(const CollectiveOp& op) = 0;
+  virtual WorkPtr reduce_scatter(const CollectiveOp& op) = 0;
+};
+
+// Host is the process's CPU side: where host work and the iteration boundaries are recorded and
+// where DataParallel starts one thread per replica.
+class Host {
+ public:
+  virtual ~Host() = default;
+  // run spends op.time_s of CPU on the calling thread (after taking the GIL if op.gil).
+  virtual void run(const HostOp& op) = 0;
+  // parallel runs fn(0..n-1) on n host threads of this process and joins them (DataParallel's
+  // parallel_apply; the autograd engine's per-device worker threads).
+  virtual void parallel(int n, const std::function<void(int)>& fn) = 0;
+  // begin_iteration and end_iteration bracket training step `iteration` (1-based); the engine
+  // records an "iteration:N" event between them and tags the events in between.
+  virtual void begin_iteration(int iteration) = 0;
+  virtual void end_iteration(int iteration) = 0;
+};
+
+}  // namespace gradsync

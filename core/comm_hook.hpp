@@ -1,0 +1,58 @@
+// comm_hook.hpp: DDP communication hooks, what each sends and computes per bucket
+// (SEMANTICS.md §2): default allreduce; fp16 and bf16 compression; per-tensor quantization to
+// uint8 over allgather; PowerSGD with rank r from a start iteration.
+//
+//   const CommHook h = parse_comm_hook("powersgd:rank=4,start_iter=10");
+//   hook_traffic(h, bucket_shapes, world, iteration).collectives  // what goes on the wire
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/backend.hpp"
+
+namespace gradsync {
+
+enum class CommHookKind { kNone, kFP16, kBF16, kQuantize, kPowerSGD };
+
+// CommHook: the registered hook and its state options.
+struct CommHook {
+  CommHookKind kind = CommHookKind::kNone;
+  // PowerSGDState: matrix_approximation_rank (default 1) and start_powerSGD_iter (default 1000;
+  // PyTorch requires > 1 with error feedback or warm start, both on by default).
+  int powersgd_rank = 1;
+  int powersgd_start_iter = 1000;
+};
+
+// comm_hook_name: "none", "fp16", "bf16", "quantize", "powersgd:rank=R,start_iter=S".
+std::string comm_hook_name(const CommHook& h);
+// parse_comm_hook reads "none" (or "allreduce"), "fp16", "bf16", "quantize", "powersgd" with
+// optional ":rank=R,start_iter=S". ConfigError naming the text and the choices otherwise.
+CommHook parse_comm_hook(std::string_view text);
+
+// HookStep is one thing a hook does for a bucket, in order: a kernel (on the compute stream when
+// before the first collective, as the hook body runs in the autograd thread; on the comm stream
+// after it, in a future's callback) or a collective.
+struct HookStep {
+  enum class Kind { kKernel, kMatmul, kAllreduce, kAllgather } kind = Kind::kKernel;
+  std::string name;  // "compress", "allreduce", "powersgd:p", ...
+  Bytes bytes = 0;   // collective: each rank's buffer; kernel: bytes read plus written
+  DType dtype = DType::kFloat32;
+  double flops = 0;  // matmul
+  int kernels = 1;
+};
+
+// hook_steps: what hook `h` does for one bucket of float32 gradients with the given tensor
+// shapes, in a group of `world` ranks, in synced iteration `iteration` (1-based; PowerSGD
+// compresses from iteration start_iter + 1 on, as its state counts iterations from 0). Without a
+// hook the bucket is one allreduce.
+std::vector<HookStep> hook_steps(const CommHook& h, const std::vector<std::vector<std::int64_t>>& shapes, int world,
+                                 int iteration);
+
+// hook_divides: whether the hook divides by the world size itself (then the Reducer's copy into
+// the bucket does not).
+inline bool hook_divides(const CommHook& h) { return h.kind != CommHookKind::kNone; }
+
+}  // namespace gradsync

@@ -1,0 +1,49 @@
+// cost_model.hpp: what the strategy code asks about time, answered elsewhere. models/ answers
+// with its roofline model (RooflineCostModel), a calibration refines it, tests answer with
+// round numbers. The drivers never compute a duration themselves.
+//
+//   ComputeOp op = costs.forward(layer, /*batch=*/16);   // "fwd:<layer>", flops, bytes, time_s
+//   ComputeOp cp = costs.memory("copy_in:fc.bias", 2.0 * bytes, 1);
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/backend.hpp"
+
+namespace gradsync {
+
+// HostCosts: CPU-side costs of the framework, per occurrence.
+struct HostCosts {
+  // module_copy_s 20 us: DataParallel's replicate() makes a shallow copy of every nn.Module for
+  // every replica (_replicate_for_data_parallel: a new object, its __dict__, its parameter and
+  // buffer dicts), Python work of the order of tens of microseconds per module.
+  double module_copy_s = 20e-6;
+  // thread_start_s 100 us: parallel_apply starts and joins one Python thread per replica.
+  double thread_start_s = 100e-6;
+  // graph_node_s 1 us: DDP with find_unused_parameters walks the autograd graph from the
+  // outputs after every forward (a C++ traversal, about a microsecond per node).
+  double graph_node_s = 1e-6;
+  // coalesce_s 10 us: Python work per coalesced group (flatten, unflatten bookkeeping) in
+  // DataParallel's broadcast_coalesced and reduce_add_coalesced.
+  double coalesce_s = 10e-6;
+};
+
+// CostModel: durations and sizes of the work a step issues on one device.
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  // forward and backward of layer `layer` (index into StepModel::layers) for `batch` samples.
+  virtual ComputeOp forward(std::size_t layer, std::int64_t batch) const = 0;
+  virtual ComputeOp backward(std::size_t layer, std::int64_t batch) const = 0;
+  // optimizer is one optimizer step over every trainable parameter.
+  virtual ComputeOp optimizer() const = 0;
+  // memory is `kernels` memory-bound kernels touching `bytes` (read plus written).
+  virtual ComputeOp memory(const std::string& name, double bytes, int kernels) const = 0;
+  // matmul is `kernels` fp32 matrix products doing `flops` in all and touching `bytes`
+  // (PowerSGD's compression of gradients, which are fp32 whatever the autocast precision).
+  virtual ComputeOp matmul(const std::string& name, double flops, double bytes, int kernels) const = 0;
+  virtual const HostCosts& host() const = 0;
+};
+
+}  // namespace gradsync

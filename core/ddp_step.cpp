@@ -1,0 +1,84 @@
+// ddp_step.cpp: DDP's forward, backward with the Reducer, and optimizer on one rank.
+#include "core/ddp_step.hpp"
+
+#include "core/coalesce.hpp"
+#include "core/trace.hpp"
+
+namespace gradsync {
+
+DdpStep::DdpStep(const StepModel& model, const CostModel& costs, const DdpStepOptions& opts, std::int64_t batch,
+                 Host& host, Device& dev, ProcessGroup& pg)
+    : model_(model),
+      costs_(costs),
+      opts_(opts),
+      batch_(batch),
+      host_(host),
+      dev_(dev),
+      pg_(pg),
+      reducer_(model, opts.ddp, dev, pg, host, costs),
+      ready_layer_(ready_layer(model)) {
+  // The autograd graph find_unused_parameters walks: one node per kernel-launching op of the
+  // forward, plus one AccumulateGrad node per parameter.
+  for (std::size_t l = 0; l < model.layers.size(); ++l) graph_nodes_ += costs.forward(l, batch).kernels;
+  graph_nodes_ += static_cast<std::int64_t>(model.params.size());
+}
+
+void DdpStep::construct() {
+  // _verify_param_shape_across_processes: allgather of the parameter count (int64), then a
+  // broadcast of each parameter's dims, sizes and strides (int64).
+  pg_.allgather({"allgather:param_count", 8, DType::kInt64, -1})->wait();
+  Bytes meta = 0;
+  for (const ParamInfo& p : model_.params) meta += 8 * (1 + 2 * p.shape.size());
+  pg_.broadcast({"broadcast:param_shapes", meta, DType::kInt64, -1}, 0)->wait();
+  // _sync_module_states: parameters and buffers from rank 0, 250 MiB buckets.
+  std::vector<CoalesceTensor> states;
+  for (const ParamInfo& p : model_.params) states.push_back({p.bytes(), p.dtype});
+  for (const BufferInfo& b : model_.buffers) states.push_back({b.bytes(), b.dtype});
+  broadcast_coalesced(states, kDdpBroadcastBucketBytes, "broadcast:module_states", dev_, pg_, costs_);
+  dev_.synchronize();
+}
+
+void DdpStep::forward(bool sync) {
+  reducer_.prepare_for_forward(sync);
+  if (opts_.ddp.broadcast_buffers && !model_.buffers.empty() && previous_synced_) {
+    std::vector<CoalesceTensor> buffers;
+    for (const BufferInfo& b : model_.buffers) buffers.push_back({b.bytes(), b.dtype});
+    broadcast_coalesced(buffers, kDdpBroadcastBucketBytes, "broadcast:buffers", dev_, pg_, costs_);
+  }
+  // The local batch arrives from the host (x.to(device)) before the first layer reads it.
+  const auto input = static_cast<Bytes>(model_.input_bytes_per_sample * static_cast<double>(batch_));
+  if (input > 0) {
+    WorkPtr h2d = dev_.copy_from_host({"h2d:input", input});
+    dev_.stream_wait(Stream::kCompute, *h2d);
+  }
+  for (std::size_t l = 0; l < model_.layers.size(); ++l) dev_.compute(costs_.forward(l, batch_));
+  previous_synced_ = sync;
+  if (sync) {
+    reducer_.prepare_for_backward();
+    if (opts_.ddp.buckets.find_unused_parameters && !opts_.ddp.buckets.static_graph)
+      host_.run({"ddp:find_unused", static_cast<double>(graph_nodes_) * costs_.host().graph_node_s, false});
+  }
+}
+
+void DdpStep::backward() {
+  for (std::size_t i = model_.layers.size(); i-- > 0;) {
+    dev_.compute(costs_.backward(i, batch_));
+    for (std::size_t p : model_.layers[i].grad_order)
+      if (ready_layer_[p] == static_cast<int>(i)) reducer_.autograd_hook(p);
+  }
+  reducer_.backward_done();
+}
+
+void DdpStep::run_iteration(int iteration) {
+  host_.begin_iteration(iteration);
+  for (int micro = 0; micro < opts_.grad_accum; ++micro) {
+    const bool sync = micro == opts_.grad_accum - 1;
+    forward(sync);
+    backward();
+  }
+  dev_.compute(costs_.optimizer());
+  dev_.synchronize();
+  host_.end_iteration(iteration);
+}
+
+}  // namespace gradsync

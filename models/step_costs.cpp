@@ -1,0 +1,109 @@
+// step_costs.cpp: Model -> StepModel, and the roofline CostModel.
+#include "models/step_costs.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "core/trace.hpp"
+
+namespace gradsync {
+namespace {
+
+OpKind op_kind(LayerKind k) {
+  switch (k) {
+    case LayerKind::kLinear:
+      return OpKind::kMatmul;
+    case LayerKind::kConv2d:
+      return OpKind::kConv;
+    case LayerKind::kAttention:
+      return OpKind::kAttention;
+    default:
+      return OpKind::kMemory;
+  }
+}
+
+}  // namespace
+
+std::vector<std::size_t> grad_order_of(const Layer& layer) {
+  std::vector<std::size_t> order = layer.params;
+  if (layer.kind == LayerKind::kLinear) std::reverse(order.begin(), order.end());
+  return order;
+}
+
+int module_count(const Model& model) {
+  std::set<std::string> modules;
+  for (const Layer& l : model.layers) {
+    for (std::size_t dot = l.name.find('.'); dot != std::string::npos; dot = l.name.find('.', dot + 1))
+      modules.insert(l.name.substr(0, dot));
+    modules.insert(l.name);
+  }
+  return static_cast<int>(modules.size()) + 1;  // + the root module
+}
+
+StepModel to_step_model(const Model& model, Precision precision, std::optional<std::int64_t> seq_len) {
+  const std::int64_t t = model.seq_len(seq_len);
+  StepModel s;
+  s.name = model.name;
+  for (const Parameter& p : model.parameters)
+    s.params.push_back({p.name, p.shape, p.dtype, p.requires_grad, p.sparse_grad, false});
+  for (std::size_t u : model.unused_parameters) s.params[u].unused = true;
+  for (const Buffer& b : model.buffers) s.buffers.push_back({b.name, b.numel(), b.dtype});
+  for (const Layer& l : model.layers) s.layers.push_back({l.name, grad_order_of(l), l.kind == LayerKind::kLoss});
+  s.input_bytes_per_sample = static_cast<double>(model.input_bytes.eval(t));
+  s.output_bytes_per_sample =
+      static_cast<double>(model.output_elements.eval(t)) * static_cast<double>(activation_bytes(precision));
+  s.loss_inside = model.loss_inside;
+  s.modules = module_count(model);
+  return s;
+}
+
+RooflineCostModel::RooflineCostModel(const Model& model, const ComputeContext& ctx, Optimizer optimizer,
+                                     bool fused_optimizer, HostCosts host)
+    : model_(model), ctx_(ctx), optimizer_(optimizer), fused_(fused_optimizer), host_(host) {}
+
+const ModelCost& RooflineCostModel::costs_for(std::int64_t batch) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = by_batch_.find(batch);
+  if (it == by_batch_.end()) {
+    ComputeContext c = ctx_;
+    c.batch = batch;
+    it = by_batch_.emplace(batch, model_cost(model_, c)).first;
+  }
+  return it->second;
+}
+
+ComputeOp RooflineCostModel::op(std::string name, OpKind kind, const KernelCost& k) const {
+  ComputeOp o;
+  o.name = std::move(name);
+  o.kind = kind;
+  o.flops = k.flops;
+  o.bytes = k.bytes;
+  o.kernels = k.kernels;
+  o.time_s = k.time_s;
+  o.host_s = k.kernels * ctx_.efficiency.launch_s;
+  return o;
+}
+
+ComputeOp RooflineCostModel::forward(std::size_t layer, std::int64_t batch) const {
+  const Layer& l = model_.layers[layer];
+  return op(forward_event(l.name), op_kind(l.kind), costs_for(batch).layers[layer].forward);
+}
+
+ComputeOp RooflineCostModel::backward(std::size_t layer, std::int64_t batch) const {
+  const Layer& l = model_.layers[layer];
+  return op(backward_event(l.name), op_kind(l.kind), costs_for(batch).layers[layer].backward);
+}
+
+ComputeOp RooflineCostModel::optimizer() const {
+  return op("optimizer", OpKind::kMemory, optimizer_cost(model_, optimizer_, fused_, ctx_));
+}
+
+ComputeOp RooflineCostModel::memory(const std::string& name, double bytes, int kernels) const {
+  return op(name, OpKind::kMemory, memory_kernel_cost(bytes, kernels, ctx_));
+}
+
+ComputeOp RooflineCostModel::matmul(const std::string& name, double flops, double bytes, int kernels) const {
+  return op(name, OpKind::kMatmul, matmul_kernel_cost(flops, bytes, kernels, ctx_));
+}
+
+}  // namespace gradsync

@@ -1,0 +1,62 @@
+// step_costs.hpp: a model file as the strategy code in core/ needs it: the StepModel (sizes and
+// gradient order) and a CostModel answering with the roofline model of compute_cost.hpp.
+//
+//   const Model model = load_model("gpt2");
+//   const StepModel sm = to_step_model(model, Precision::kBF16, /*seq_len=*/1024);
+//   RooflineCostModel costs(model, {&gpu_spec("a100"), Precision::kBF16, 16, 1024}, Optimizer::kAdamW);
+//   costs.forward(3, /*batch=*/16).time_s
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "core/cost_model.hpp"
+#include "core/step_model.hpp"
+#include "models/compute_cost.hpp"
+#include "models/model.hpp"
+
+namespace gradsync {
+
+// grad_order_of: the order in which a layer's backward produces its parameters' gradients
+// (SEMANTICS.md §2): Linear (addmm) bias before weight; every other kind in registration order
+// (LayerNorm, BatchNorm, Conv: weight before bias; Embedding: weight).
+std::vector<std::size_t> grad_order_of(const Layer& layer);
+
+// module_count: nn.Modules a DataParallel replica copies: the root and every dotted prefix of a
+// layer's name ("transformer", "transformer.h", "transformer.h.0", ...).
+int module_count(const Model& model);
+
+// to_step_model: sizes, gradient order, buffers and per-sample input/output bytes (outputs in the
+// activation precision of `precision`) at sequence length `seq_len` (ignored without one).
+StepModel to_step_model(const Model& model, Precision precision, std::optional<std::int64_t> seq_len);
+
+// RooflineCostModel: the CostModel of models/compute_cost.hpp for one GPU type and precision.
+// `ctx.batch` is ignored: each call names its batch.
+class RooflineCostModel final : public CostModel {
+ public:
+  RooflineCostModel(const Model& model, const ComputeContext& ctx, Optimizer optimizer, bool fused_optimizer = false,
+                    HostCosts host = {});
+
+  ComputeOp forward(std::size_t layer, std::int64_t batch) const override;
+  ComputeOp backward(std::size_t layer, std::int64_t batch) const override;
+  ComputeOp optimizer() const override;
+  ComputeOp memory(const std::string& name, double bytes, int kernels) const override;
+  ComputeOp matmul(const std::string& name, double flops, double bytes, int kernels) const override;
+  const HostCosts& host() const override { return host_; }
+
+ private:
+  const ModelCost& costs_for(std::int64_t batch) const;
+  ComputeOp op(std::string name, OpKind kind, const KernelCost& k) const;
+
+  const Model& model_;
+  ComputeContext ctx_;
+  Optimizer optimizer_;
+  bool fused_;
+  HostCosts host_;
+  mutable std::mutex mutex_;  // DataParallel's replica threads ask concurrently on real engines
+  mutable std::map<std::int64_t, ModelCost> by_batch_;
+};
+
+}  // namespace gradsync
