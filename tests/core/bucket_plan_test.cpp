@@ -1,0 +1,252 @@
+// bucket_plan_test.cpp: PyTorch's bucket assignment, DDP's initial buckets and the rebuild.
+#include "core/bucket_plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include "models/model.hpp"
+#include "models/step_costs.hpp"
+
+namespace gradsync {
+namespace {
+
+std::vector<Bytes> sizes(const BucketPlan& p) {
+  std::vector<Bytes> out;
+  for (const Bucket& b : p.buckets) out.push_back(b.bytes);
+  return out;
+}
+
+StepModel zoo(const char* name) { return to_step_model(load_model(name), Precision::kBF16, std::nullopt); }
+
+TEST(BucketAssignment, BucketClosesWhenItReachesTheLimitIncludingTheCrossingTensor) {
+  const std::vector<BucketTensor> t = {{600 * kKiB}, {600 * kKiB}, {600 * kKiB}, {100 * kKiB}};
+  const auto b = compute_bucket_assignment_by_size(t, {kMiB});
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].indices, (std::vector<std::size_t>{0, 1}));  // 1200 KiB >= 1 MiB: closed with #1 inside
+  EXPECT_EQ(b[1].indices, (std::vector<std::size_t>{2, 3}));  // leftover
+}
+
+TEST(BucketAssignment, ExactlyReachingTheLimitCloses) {
+  const auto b = compute_bucket_assignment_by_size({{512 * kKiB}, {512 * kKiB}, {1}}, {kMiB});
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].indices, (std::vector<std::size_t>{0, 1}));
+}
+
+TEST(BucketAssignment, LimitsAdvanceThenStayOnTheLast) {
+  // Limits [1, 3, 2] MiB: the first bucket closes at 1, the second at 3, all later at 2.
+  std::vector<BucketTensor> t(12, BucketTensor{kMiB});
+  const auto b = compute_bucket_assignment_by_size(t, {kMiB, 3 * kMiB, 2 * kMiB});
+  std::vector<std::size_t> counts;
+  for (const auto& x : b) counts.push_back(x.indices.size());
+  EXPECT_EQ(counts, (std::vector<std::size_t>{1, 3, 2, 2, 2, 2}));
+  EXPECT_EQ(b[0].size_limit, kMiB);
+  EXPECT_EQ(b[1].size_limit, 3 * kMiB);
+  EXPECT_EQ(b[5].size_limit, 2 * kMiB);
+}
+
+TEST(BucketAssignment, SparseGradientParametersGetBucketsOfTheirOwn) {
+  const std::vector<BucketTensor> t = {{100}, {100, DType::kFloat32, true}, {100}};
+  const auto b = compute_bucket_assignment_by_size(t, {kMiB});
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].indices, (std::vector<std::size_t>{0, 2}));  // sorted by smallest index
+  EXPECT_EQ(b[1].indices, (std::vector<std::size_t>{1}));
+  EXPECT_EQ(b[1].size_limit, kNoSizeLimit);
+}
+
+TEST(BucketAssignment, DtypesBucketSeparatelyWithTheirOwnLimitPosition) {
+  const std::vector<BucketTensor> t = {{kMiB, DType::kFloat32}, {kMiB, DType::kFloat16}, {kMiB, DType::kFloat32},
+                                       {kMiB, DType::kFloat32}, {kMiB, DType::kFloat16}};
+  const auto b = compute_bucket_assignment_by_size(t, {kMiB, 2 * kMiB});
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_EQ(b[0].indices, (std::vector<std::size_t>{0}));
+  EXPECT_EQ(b[1].indices, (std::vector<std::size_t>{1}));
+  EXPECT_EQ(b[2].indices, (std::vector<std::size_t>{2, 3}));
+  EXPECT_EQ(b[3].indices, (std::vector<std::size_t>{4}));
+}
+
+TEST(BucketAssignment, WithIndicesTheOrderIsKeptAndIndicesReported) {
+  const auto b = compute_bucket_assignment_by_size({{kMiB}, {kMiB}, {10}}, {kMiB}, {7, 3, 5});
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0].indices, (std::vector<std::size_t>{7}));
+  EXPECT_EQ(b[1].indices, (std::vector<std::size_t>{3}));
+  EXPECT_EQ(b[2].indices, (std::vector<std::size_t>{5}));
+}
+
+TEST(BucketPlan, IterationOneIsOneBucketOfAllGradients) {
+  for (const char* name : {"resnet50", "gpt2", "vgg16", "bert-base"}) {
+    const StepModel m = zoo(name);
+    const BucketSchedule s = bucket_schedule(m, {});
+    ASSERT_EQ(s.at(1).buckets.size(), 1u) << name;
+    EXPECT_EQ(s.at(1).buckets[0].bytes, m.gradient_bytes()) << name;
+    EXPECT_EQ(s.at(1).buckets[0].params, m.trainable()) << name;
+  }
+}
+
+TEST(BucketPlan, IterationTwoFollowsTheGradientReadyOrder) {
+  for (const char* name : {"resnet50", "gpt2", "vgg16"}) {
+    const StepModel m = zoo(name);
+    const BucketSchedule s = bucket_schedule(m, {});
+    std::vector<std::size_t> flat;
+    for (const Bucket& b : s.at(2).buckets) flat.insert(flat.end(), b.params.begin(), b.params.end());
+    EXPECT_EQ(flat, ready_order(m)) << name;
+    EXPECT_EQ(s.rebuild_iteration, 2);
+    EXPECT_EQ(&s.at(7), &s.rebuilt);
+  }
+}
+
+TEST(BucketPlan, ReadyOrderInsideALayer) {
+  const StepModel m = zoo("gpt2");
+  const std::vector<std::size_t> order = ready_order(m);
+  auto name = [&](std::size_t i) { return m.params[order[i]].name; };
+  // ln_f (LayerNorm: weight, bias), then the last block's mlp.c_proj (Linear: bias, weight).
+  EXPECT_EQ(name(0), "transformer.ln_f.weight");
+  EXPECT_EQ(name(1), "transformer.ln_f.bias");
+  EXPECT_EQ(name(2), "transformer.h.11.mlp.c_proj.bias");
+  EXPECT_EQ(name(3), "transformer.h.11.mlp.c_proj.weight");
+}
+
+TEST(BucketPlan, Gpt2TiedEmbeddingIsReadyLastOfTheBlocksAndLandsInTheLastFullBucket) {
+  const StepModel m = zoo("gpt2");
+  const BucketSchedule s = bucket_schedule(m, {});
+  const BucketPlan& p = s.at(2);
+  const int wte = p.bucket_of[0];
+  ASSERT_EQ(m.params[0].name, "transformer.wte.weight");
+  // lm_head uses wte last, but the gradient is complete only after the embedding's backward:
+  // it is behind every transformer block's gradients.
+  for (std::size_t i = 0; i < m.params.size(); ++i) {
+    if (m.params[i].name.rfind("transformer.h.", 0) == 0) {
+      EXPECT_LE(p.bucket_of[i], wte) << m.params[i].name;
+    }
+  }
+  // build-nanogpt computes wpe(pos) before wte(idx), so wpe's gradient comes after wte's and
+  // trails as the leftover bucket; wte closes the last bucket that reached the cap.
+  EXPECT_EQ(wte, static_cast<int>(p.buckets.size()) - 2);
+  EXPECT_EQ(p.buckets.back().params, (std::vector<std::size_t>{1}));
+  EXPECT_EQ(p.buckets[static_cast<std::size_t>(wte)].params.back(), 0u);
+}
+
+TEST(BucketPlan, TiedEmbeddingIsTheVeryLastBucketWhenTokensAreEmbeddedFirst) {
+  // Hugging Face's GPT2Model embeds tokens before positions: then wte is the last gradient.
+  StepModel m = zoo("gpt2");
+  std::swap(m.layers[0], m.layers[1]);
+  ASSERT_EQ(m.layers[0].name, "transformer.wte");
+  const BucketSchedule s = bucket_schedule(m, {});
+  const BucketPlan& p = s.at(2);
+  EXPECT_EQ(p.bucket_of[0], static_cast<int>(p.buckets.size()) - 1);
+  EXPECT_EQ(ready_order(m).back(), 0u);
+}
+
+// Expected sizes below were computed by tests/core/bucket_plan_by_hand.py, an independent plain
+// reading of PyTorch's algorithm over the zoo files (see its header).
+struct HandCase {
+  const char* model;
+  std::optional<double> cap_mb;
+  bool find_unused;
+  std::vector<Bytes> bytes;  // steady-state plan
+};
+
+class BucketPlanByHand : public ::testing::TestWithParam<HandCase> {};
+
+TEST_P(BucketPlanByHand, SteadyPlanMatchesTheHandComputation) {
+  const HandCase& c = GetParam();
+  BucketOptions o;
+  o.bucket_cap_mb = c.cap_mb;
+  o.find_unused_parameters = c.find_unused;
+  const BucketSchedule s = bucket_schedule(zoo(c.model), o);
+  EXPECT_EQ(sizes(s.at(3)), c.bytes);
+  if (c.find_unused) {
+    EXPECT_EQ(s.rebuild_iteration, 0);
+    EXPECT_EQ(sizes(s.at(1)), c.bytes);  // find_unused_parameters: bucketed from iteration 1, never rebuilt
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Zoo, BucketPlanByHand,
+    ::testing::Values(
+        HandCase{"resnet50", 5.0, false,
+                 {8196000, 13651968, 8409088, 9441280, 12603392, 13651968, 5519360, 5519360, 5525504, 6830080, 6574080,
+                  5272576, 1033472}},
+        HandCase{"resnet50", 50.0, false, {56512416, 45715712}},
+        HandCase{"resnet50", std::nullopt, false, {8196000, 31502336, 26255360, 26550272, 9724160}},
+        HandCase{"resnet50", std::nullopt, true, {12410784, 31502336, 29669376, 27022336, 1623296}},
+        HandCase{"resnet50", 5.0, true,
+                 {4000, 12406784, 9441280, 8409088, 13651968, 12603392, 9441280, 6574080, 5519360, 6830080, 5525504,
+                  6308864, 5512448}},
+        HandCase{"gpt2", 50.0, false,
+                 {56702976, 56702976, 56702976, 56702976, 56702976, 56702976, 154395648, 3145728}},
+        HandCase{"gpt2", std::nullopt, false,
+                 {9446400, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488,
+                  28351488, 28351488, 173300736, 3145728}},
+        HandCase{"gpt2", 50.0, true, {9216, 56702976, 56702976, 56702976, 56702976, 56702976, 59845632, 154389504}},
+        HandCase{"gpt2", std::nullopt, true,
+                 {9216, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488,
+                  28351488, 28351488, 31494144, 154389504}},
+        HandCase{"vgg16", 5.0, false,
+                 {16388000, 67125248, 411058176, 9437184, 9439232, 9439232, 9439232, 9439232, 7081984, 4582656}},
+        HandCase{"vgg16", 50.0, false, {83513248, 411058176, 54276096, 4582656}},
+        HandCase{"vgg16", std::nullopt, false, {16388000, 67125248, 411058176, 28315648, 28320768, 2222336}},
+        HandCase{"vgg16", 5.0, true,
+                 {4000, 16400384, 67125248, 411043840, 9439232, 9439232, 9439232, 9439232, 14158848, 6940928}},
+        HandCase{"vgg16", std::nullopt, true, {16404384, 67125248, 411043840, 28317696, 28318720, 2220288}}));
+
+TEST(BucketPlan, Gpt2WithCap5HasTheHandComputedBuckets) {
+  BucketOptions o;
+  o.bucket_cap_mb = 5.0;
+  const std::vector<Bytes> got = sizes(bucket_schedule(zoo("gpt2"), o).at(2));
+  // 12 blocks x 3 buckets of 9446400, 9449472, 9455616 bytes, then wte, then wpe.
+  ASSERT_EQ(got.size(), 38u);
+  const std::vector<Bytes> block = {9446400, 9449472, 9455616};
+  for (std::size_t i = 0; i < 36; ++i) EXPECT_EQ(got[i], block[i % 3]) << i;
+  EXPECT_EQ(got[36], 154395648u);
+  EXPECT_EQ(got[37], 3145728u);
+}
+
+TEST(BucketPlan, ExplicitCapDropsTheOneMibFirstBucketUnlessAsked) {
+  BucketOptions o;
+  o.bucket_cap_mb = 25.0;
+  const StepModel m = zoo("gpt2");
+  EXPECT_EQ(o.first_bucket_bytes(), 25 * kMiB);
+  const std::vector<Bytes> explicit_cap = sizes(bucket_schedule(m, o).at(2));
+  EXPECT_GE(explicit_cap[0], 25 * kMiB);
+  o.first_bucket_mb = 1.0;  // PyTorch < 2.3 kept the 1 MiB first bucket
+  EXPECT_EQ(sizes(bucket_schedule(m, o).at(2)), sizes(bucket_schedule(m, {}).at(2)));
+}
+
+TEST(BucketPlan, LastBucketCapPutsTheSmallBucketLast) {
+  BucketOptions o;
+  o.last_bucket_cap = true;
+  const StepModel m = zoo("resnet50");
+  const BucketSchedule s = bucket_schedule(m, o);
+  const BucketPlan& p = s.at(2);
+  // Built from the reversed ready order, then the bucket list reversed back (not the parameters
+  // inside a bucket): the 1 MiB-limited bucket is last and opens with the last gradient to be
+  // ready (conv1, the first layer).
+  const Bucket& last = p.buckets.back();
+  EXPECT_EQ(last.size_limit, kMiB);
+  EXPECT_EQ(m.params[last.params.front()].name, "conv1.weight");
+  for (std::size_t b = 0; b + 1 < p.buckets.size(); ++b) EXPECT_EQ(p.buckets[b].size_limit, 25 * kMiB) << b;
+  std::vector<std::size_t> flat;
+  for (const Bucket& b : p.buckets) flat.insert(flat.end(), b.params.rbegin(), b.params.rend());
+  EXPECT_EQ(flat, ready_order(m));
+}
+
+TEST(BucketPlan, StaticGraphRebuildsOneIterationLater) {
+  BucketOptions o;
+  o.static_graph = true;
+  o.find_unused_parameters = true;  // static graph wins: one bucket, then a rebuild
+  const BucketSchedule s = bucket_schedule(zoo("resnet50"), o);
+  EXPECT_EQ(s.rebuild_iteration, 3);
+  EXPECT_EQ(s.at(2).buckets.size(), 1u);
+  EXPECT_EQ(sizes(s.at(3)), sizes(bucket_schedule(zoo("resnet50"), {}).at(2)));
+}
+
+TEST(BucketPlan, FrozenParametersAreNotBucketed) {
+  StepModel m = zoo("resnet18");
+  m.params[0].requires_grad = false;  // conv1.weight frozen
+  const BucketSchedule s = bucket_schedule(m, {});
+  EXPECT_EQ(s.at(1).bucket_of[0], -1);
+  EXPECT_EQ(s.at(2).bucket_of[0], -1);
+  EXPECT_EQ(s.at(1).buckets[0].bytes, m.gradient_bytes());
+}
+
+}  // namespace
+}  // namespace gradsync
