@@ -1,0 +1,378 @@
+// ddp_step_test.cpp: the DDP step driver and the Reducer on the recording backend.
+#include "core/ddp_step.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/error.hpp"
+#include "core/metrics.hpp"
+#include "tests/support/recording_backend.hpp"
+
+namespace gradsync {
+namespace {
+
+using testing::FixedCostModel;
+using testing::RecordedCall;
+using testing::RecordingEngine;
+
+// A stack of `layers` linear layers l0..lN-1, each with a [256, 1020] weight and a [1024] bias:
+// exactly 1 MiB of fp32 gradients per layer. Registered in forward order unless `reversed`.
+StepModel linear_stack(int layers, bool reversed = false) {
+  StepModel m;
+  m.name = "stack";
+  m.input_bytes_per_sample = 4096;
+  m.output_bytes_per_sample = 1024;
+  for (int i = 0; i < layers; ++i) {
+    const int l = reversed ? layers - 1 - i : i;
+    m.params.push_back({"l" + std::to_string(l) + ".weight", {256, 1020}});
+    m.params.push_back({"l" + std::to_string(l) + ".bias", {1024}});
+  }
+  for (int l = 0; l < layers; ++l) {
+    const std::size_t w = reversed ? 2 * static_cast<std::size_t>(layers - 1 - l) : 2 * static_cast<std::size_t>(l);
+    m.layers.push_back({"l" + std::to_string(l), {w + 1, w}});  // Linear: bias, then weight
+  }
+  return m;
+}
+
+std::vector<std::string> names_of(const StepModel& m) {
+  std::vector<std::string> n;
+  for (const LayerInfo& l : m.layers) n.push_back(l.name);
+  return n;
+}
+
+// DdpRun: a model, costs and options driven for `iterations` on a recording engine of `world` ranks.
+struct DdpRun {
+  StepModel model;
+  FixedCostModel costs;
+  DdpStepOptions opts;
+  RecordingEngine engine;
+  DdpStep step;
+
+  DdpRun(StepModel m, DdpStepOptions o, int world = 8, double layer_s = 1e-4)
+      : model(std::move(m)),
+        costs(names_of(model), std::vector<double>(model.layers.size(), layer_s)),
+        opts(std::move(o)),
+        engine(1, world),
+        step(model, costs, opts, 4, engine.host(), engine.device(0), engine.ddp_group()) {}
+
+  void go(int iterations) {
+    step.construct();
+    for (int it = 1; it <= iterations; ++it) step.run_iteration(it);
+  }
+  std::vector<RecordedCall> calls(int iteration, std::string_view prefix) const {
+    std::vector<RecordedCall> out;
+    for (const RecordedCall& c : engine.calls())
+      if (c.iteration == iteration && c.name.rfind(prefix, 0) == 0) out.push_back(c);
+    return out;
+  }
+  // collectives: the process-group calls among calls(...) (not the kernels named after them).
+  std::vector<RecordedCall> collectives(int iteration, std::string_view prefix) const {
+    std::vector<RecordedCall> out;
+    for (const RecordedCall& c : calls(iteration, prefix))
+      if (c.kind == RecordedCall::Kind::kCollective) out.push_back(c);
+    return out;
+  }
+  Bytes bytes(int iteration, std::string_view prefix) const {
+    Bytes total = 0;
+    for (const RecordedCall& c : collectives(iteration, prefix)) total += c.bytes;
+    return total;
+  }
+};
+
+DdpStepOptions cap_mb(double mb) {
+  DdpStepOptions o;
+  o.ddp.buckets.bucket_cap_mb = mb;
+  return o;
+}
+
+TEST(DdpStep, IterationOneIsOneAllreduceOfAllGradientsThenBucketsInReadyOrder) {
+  DdpRun r(linear_stack(4), cap_mb(1));
+  r.go(3);
+  const Bytes g = r.model.gradient_bytes();
+  ASSERT_EQ(g, 4 * kMiB);
+  const auto it1 = r.calls(1, "allreduce:");
+  ASSERT_EQ(it1.size(), 1u);
+  EXPECT_EQ(it1[0].name, "allreduce:bucket0");
+  EXPECT_EQ(it1[0].bytes, g);
+  for (int it : {2, 3}) {
+    const auto ar = r.calls(it, "allreduce:");
+    ASSERT_EQ(ar.size(), 4u) << it;
+    EXPECT_EQ(r.bytes(it, "allreduce:"), g) << it;
+    for (std::size_t b = 0; b < 4; ++b) EXPECT_EQ(ar[b].name, "allreduce:bucket" + std::to_string(b));
+  }
+  // The last layer's gradients are ready first: bucket 0 holds l3.
+  EXPECT_EQ(r.step.reducer().plan().bucket_of[6], 0);
+  EXPECT_EQ(r.step.reducer().plan().bucket_of[0], 3);
+}
+
+TEST(DdpStep, ReducerPlanIsTheBucketScheduleOfEachIteration) {
+  for (bool static_graph : {false, true}) {
+    DdpStepOptions o = cap_mb(1);
+    o.ddp.buckets.static_graph = static_graph;
+    DdpRun r(linear_stack(4), o);
+    const BucketSchedule s = bucket_schedule(r.model, o.ddp.buckets);
+    r.step.construct();
+    for (int it = 1; it <= 4; ++it) {
+      r.step.run_iteration(it);
+      EXPECT_EQ(r.calls(it, "allreduce:bucket").size(), s.at(it).buckets.size()) << it << " static " << static_graph;
+    }
+    EXPECT_EQ(r.step.reducer().plan().bucket_of, s.rebuilt.bucket_of);
+  }
+}
+
+TEST(DdpStep, RebuildCostsTwoSmallBlockingBroadcastsInIterationTwoOnly) {
+  DdpRun r(linear_stack(4), cap_mb(1));
+  r.go(3);
+  EXPECT_TRUE(r.calls(1, "broadcast:bucket").empty());
+  const auto b = r.calls(2, "broadcast:bucket");
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].name, "broadcast:bucket_indices");
+  EXPECT_EQ(b[0].bytes, 4u * (8 + 1));  // int32 per parameter, plus the bucket count
+  EXPECT_EQ(b[1].name, "broadcast:bucket_sizes");
+  EXPECT_EQ(b[1].bytes, 4u * 4);  // int32 per bucket
+  EXPECT_TRUE(r.calls(3, "broadcast:bucket").empty());
+  // Blocking: the first forward kernel of iteration 2 starts after the second broadcast ends.
+  EXPECT_GE(r.calls(2, "fwd:l0").front().start_s, b[1].end_s);
+}
+
+TEST(DdpStep, NoSyncMicroStepsCopyAndCommunicateNothing) {
+  DdpStepOptions o = cap_mb(1);
+  o.grad_accum = 4;
+  DdpRun r(linear_stack(4), o);
+  r.go(3);
+  for (int it = 1; it <= 3; ++it) {
+    EXPECT_EQ(r.calls(it, "fwd:").size(), 16u) << it;
+    EXPECT_EQ(r.calls(it, "copy_in:").size(), 8u) << it;  // one kernel per parameter, last micro-step only
+    EXPECT_EQ(r.bytes(it, "allreduce:"), r.model.gradient_bytes()) << it;
+    // Everything the Reducer does comes after the last micro-step's forward began.
+    const auto fwd = r.calls(it, "fwd:l0");
+    const double last_micro = fwd.back().start_s;
+    for (const auto& c : r.calls(it, "copy_in:")) EXPECT_GE(c.start_s, last_micro);
+    for (const auto& c : r.calls(it, "allreduce:")) EXPECT_GE(c.start_s, last_micro);
+  }
+  EXPECT_EQ(r.calls(3, "optimizer").size(), 1u);
+}
+
+TEST(DdpStep, BufferBroadcastOnlyInForwardsThatFollowASyncedOne) {
+  StepModel m = linear_stack(2);
+  m.buffers.push_back({"bn.running_mean", 1024, DType::kFloat32});
+  m.buffers.push_back({"bn.num_batches_tracked", 1, DType::kInt64});
+  DdpStepOptions o;
+  o.grad_accum = 3;
+  DdpRun r(m, o);
+  r.go(2);
+  for (int it = 1; it <= 2; ++it) {
+    // Two dtypes: two buckets, broadcast in the first micro-step only.
+    const auto b = r.collectives(it, "broadcast:buffers");
+    ASSERT_EQ(b.size(), 2u) << it;
+    EXPECT_EQ(b[0].bytes + b[1].bytes, r.model.buffer_bytes());
+    EXPECT_LT(b[1].end_s, r.calls(it, "fwd:l0")[1].start_s);
+  }
+  o.ddp.broadcast_buffers = false;
+  DdpRun quiet(m, o);
+  quiet.go(2);
+  EXPECT_TRUE(quiet.collectives(1, "broadcast:buffers").empty());
+}
+
+TEST(DdpStep, ConstructionVerifiesShapesAndBroadcastsModuleStates) {
+  StepModel m = linear_stack(2);
+  m.buffers.push_back({"bn.running_mean", 1024, DType::kFloat32});
+  DdpRun r(m, {});
+  r.go(1);
+  const auto ag = r.calls(0, "allgather:param_count");
+  ASSERT_EQ(ag.size(), 1u);
+  EXPECT_EQ(ag[0].bytes, 8u);
+  // dims + sizes + strides per parameter, int64: (1 + 2 + 2) + (1 + 1 + 1) per layer.
+  EXPECT_EQ(r.bytes(0, "broadcast:param_shapes"), 8u * 2 * (5 + 3));
+  EXPECT_EQ(r.bytes(0, "broadcast:module_states"), r.model.parameter_bytes() + r.model.buffer_bytes());
+}
+
+TEST(DdpStep, BucketsLaunchStrictlyInIndexOrder) {
+  // Parameters registered last-layer-first: the constructed (reversed) bucket 0 holds l0, whose
+  // gradients are ready last. find_unused_parameters keeps the constructed buckets.
+  DdpStepOptions o = cap_mb(1);
+  o.ddp.buckets.find_unused_parameters = true;
+  DdpRun r(linear_stack(4, /*reversed=*/true), o);
+  r.go(2);
+  for (int it = 1; it <= 2; ++it) {
+    const auto ar = r.calls(it, "allreduce:bucket");
+    ASSERT_EQ(ar.size(), 4u);
+    // Bucket 0 is filled by l0's copies, the last of backward; no bucket launches before it.
+    double bucket0_filled = 0;
+    for (const auto& c : r.calls(it, "copy_in:"))
+      if (c.bucket == 0) bucket0_filled = std::max(bucket0_filled, c.end_s);
+    for (const auto& c : r.calls(it, "copy_in:")) EXPECT_LE(c.end_s, bucket0_filled) << c.name;
+    for (std::size_t b = 0; b < ar.size(); ++b) {
+      EXPECT_EQ(ar[b].name, "allreduce:bucket" + std::to_string(b));
+      EXPECT_GE(ar[b].start_s, bucket0_filled) << ar[b].name;
+    }
+    // The used-parameter map follows the last bucket.
+    const auto used = r.calls(it, "allreduce:used_map");
+    ASSERT_EQ(used.size(), 1u);
+    EXPECT_EQ(used[0].bytes, 4u * 8);
+    EXPECT_GE(used[0].start_s, ar.back().end_s);
+  }
+}
+
+TEST(DdpStep, AParameterMarkedReadyTwiceRaisesPyTorchsError) {
+  const StepModel m = linear_stack(2);
+  FixedCostModel costs(names_of(m), {1e-4, 1e-4});
+  RecordingEngine e(1, 4);
+  Reducer red(m, {}, e.device(0), e.ddp_group(), e.host(), costs);
+  red.prepare_for_forward(true);
+  red.prepare_for_backward();
+  red.autograd_hook(3);
+  try {
+    red.autograd_hook(3);
+    FAIL() << "no error";
+  } catch (const RuntimeError& err) {
+    const std::string what = err.what();
+    EXPECT_EQ(what.rfind("Expected to mark a variable ready only once.", 0), 0u) << what;
+    EXPECT_NE(what.find("Parameter at index 3 with name l1.bias has been marked as ready twice"), std::string::npos)
+        << what;
+  }
+}
+
+TEST(DdpStep, AnUnusedParameterWithoutFindUnusedParametersFailsTheNextIteration) {
+  StepModel m = linear_stack(2);
+  m.params.push_back({"head.weight", {16, 16}});
+  m.params.back().unused = true;
+  DdpRun r(m, {});
+  r.step.construct();
+  r.step.run_iteration(1);
+  EXPECT_TRUE(r.calls(1, "allreduce:bucket").empty());  // the one bucket never filled
+  try {
+    r.step.run_iteration(2);
+    FAIL() << "no error";
+  } catch (const RuntimeError& err) {
+    const std::string what = err.what();
+    EXPECT_EQ(what.rfind("Expected to have finished reduction in the prior iteration", 0), 0u) << what;
+    EXPECT_NE(what.find("4 (head.weight)"), std::string::npos) << what;
+  }
+}
+
+TEST(DdpStep, FindUnusedParametersTraversesTheGraphAndReducesEverything) {
+  StepModel m = linear_stack(2);
+  m.params.push_back({"head.weight", {16, 16}});
+  m.params.back().unused = true;
+  DdpStepOptions o;
+  o.ddp.buckets.find_unused_parameters = true;
+  DdpRun r(m, o);
+  r.costs.host_.graph_node_s = 1e-6;
+  r.go(3);
+  for (int it = 1; it <= 3; ++it) {
+    EXPECT_EQ(r.bytes(it, "allreduce:bucket"), m.gradient_bytes()) << it;
+    EXPECT_EQ(r.bytes(it, "allreduce:used_map"), 4u * 5) << it;
+    EXPECT_EQ(r.calls(it, "zero:head.weight").size(), 1u) << it;
+    EXPECT_TRUE(r.calls(it, "copy_out:head.weight").empty()) << it;
+    const auto walk = r.calls(it, "ddp:find_unused");
+    ASSERT_EQ(walk.size(), 1u);
+    // One node per forward kernel (2 layers) and per parameter (5).
+    EXPECT_NEAR(walk[0].end_s - walk[0].start_s, 7 * 1e-6, 1e-15);
+  }
+  EXPECT_FALSE(r.step.reducer().rebuilt());
+}
+
+TEST(DdpStep, GradientAsBucketViewDividesInPlaceAndCopiesNothingOut) {
+  DdpStepOptions o = cap_mb(1);
+  o.ddp.gradient_as_bucket_view = true;
+  DdpRun r(linear_stack(4), o);
+  r.go(3);
+  EXPECT_EQ(r.calls(1, "copy_in:").size(), 8u);  // the first backward points .grad at the bucket
+  for (int it = 1; it <= 3; ++it) EXPECT_TRUE(r.calls(it, "copy_out:").empty());
+  for (int it = 2; it <= 3; ++it) {
+    EXPECT_TRUE(r.calls(it, "copy_in:").empty());
+    EXPECT_EQ(r.calls(it, "div:").size(), 8u);
+  }
+  DdpRun plain(linear_stack(4), cap_mb(1));
+  plain.go(2);
+  EXPECT_EQ(plain.calls(2, "copy_out:").size(), 8u);
+}
+
+TEST(DdpStep, CompressionHooksHalveTheAllreducedBytes) {
+  for (const char* hook : {"fp16", "bf16"}) {
+    DdpStepOptions o = cap_mb(1);
+    o.ddp.hook = parse_comm_hook(hook);
+    DdpRun r(linear_stack(4), o);
+    r.go(2);
+    EXPECT_EQ(r.bytes(2, "allreduce:"), r.model.gradient_bytes() / 2) << hook;
+    EXPECT_EQ(r.calls(2, "compress:").size(), 4u);
+    EXPECT_EQ(r.calls(2, "decompress:").size(), 4u);
+    for (const auto& c : r.calls(2, "decompress:")) EXPECT_EQ(c.stream, Stream::kComm);
+  }
+}
+
+TEST(DdpStep, QuantizationHookAllgathersOneBytePerElementAndTheScales) {
+  DdpStepOptions o = cap_mb(1);
+  o.ddp.hook = parse_comm_hook("quantize");
+  DdpRun r(linear_stack(4), o);
+  r.go(2);
+  EXPECT_TRUE(r.calls(2, "allreduce:bucket").empty());
+  EXPECT_EQ(r.bytes(2, "allgather:"), r.model.gradient_bytes() / 4);
+  EXPECT_EQ(r.bytes(2, "allgather_qparams:"), 4u * 8);
+}
+
+TEST(DdpStep, PowerSgdAllreducesPlainlyBeforeItsStartIterationThenLowRankFactors) {
+  DdpStepOptions o = cap_mb(1);
+  o.ddp.hook = parse_comm_hook("powersgd:rank=2,start_iter=2");
+  DdpRun r(linear_stack(4), o);
+  r.go(3);
+  // Iterations 1 and 2 (state.iter 0 and 1 < 2): default allreduce of every gradient.
+  EXPECT_EQ(r.bytes(1, "allreduce:"), r.model.gradient_bytes());
+  EXPECT_EQ(r.bytes(2, "allreduce:"), r.model.gradient_bytes());
+  // Iteration 3: each [256, 1020] weight compresses ((256 + 1020) * 2 * 2 < 256 * 1020) into
+  // P (256 x 2) and Q (1020 x 2); biases go uncompressed. Three allreduces per bucket.
+  EXPECT_EQ(r.bytes(3, "allreduce_uncompressed:"), 4u * 4 * 1024);
+  EXPECT_EQ(r.bytes(3, "allreduce_p:"), 4u * 4 * 256 * 2);
+  EXPECT_EQ(r.bytes(3, "allreduce_q:"), 4u * 4 * 1020 * 2);
+  EXPECT_EQ(r.calls(3, "allreduce:").size(), 0u);
+  // P and Q are sequential: Q's allreduce starts after P's ends, bucket by bucket.
+  const auto p = r.calls(3, "allreduce_p:");
+  const auto q = r.calls(3, "allreduce_q:");
+  for (std::size_t b = 0; b < 4; ++b) EXPECT_GE(q[b].start_s, p[b].end_s);
+}
+
+TEST(DdpStep, CommHookNamesParseAndBadOnesAreErrors) {
+  EXPECT_EQ(parse_comm_hook("none").kind, CommHookKind::kNone);
+  EXPECT_EQ(comm_hook_name(parse_comm_hook("powersgd")), "powersgd:rank=1,start_iter=1000");
+  EXPECT_EQ(parse_comm_hook("powersgd:rank=4").powersgd_rank, 4);
+  EXPECT_THROW(parse_comm_hook("zip"), ConfigError);
+  EXPECT_THROW(parse_comm_hook("fp16:rank=2"), ConfigError);
+  try {
+    parse_comm_hook("powersgd:start_iter=1");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "comm hook \"powersgd:start_iter=1\": start_iter \"1\" must be an integer >= 2; expected none, fp16, "
+                 "bf16, quantize or powersgd[:rank=R,start_iter=S]");
+  }
+}
+
+TEST(DdpStep, IterationOneDoesNotOverlapAndAComputeBoundSteadyStepDoes) {
+  // 1 ms per sample per layer forward: backward is long against 4 MiB of allreduce.
+  DdpRun r(linear_stack(4), cap_mb(1), 8, 1e-3);
+  r.go(3);
+  const auto m = iteration_metrics(r.engine.trace(), 0);
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_GT(m[0].communication_s, 0);
+  EXPECT_DOUBLE_EQ(m[0].overlap_s, 0);
+  EXPECT_DOUBLE_EQ(m[0].exposed_communication_s, m[0].communication_s);
+  EXPECT_GT(m[2].overlap, 0.5);
+  EXPECT_LT(m[2].exposed_communication_s, m[2].communication_s);
+  EXPECT_LT(m[2].time_s, m[0].time_s);
+}
+
+TEST(DdpStep, TraceHasTheDesignsEventNames) {
+  DdpRun r(linear_stack(2), cap_mb(1));
+  r.go(2);
+  std::map<std::string, int> names;
+  for (const TraceEvent& e : r.engine.trace().events)
+    if (e.iteration == 2) ++names[e.name];
+  for (const char* n : {"fwd:l0", "fwd:l1", "bwd:l1", "bwd:l0", "copy_in:l1.bias", "allreduce:bucket0",
+                        "allreduce:bucket1", "copy_out:l0.weight", "optimizer", "iteration:2"})
+    EXPECT_EQ(names[n], 1) << n;
+}
+
+}  // namespace
+}  // namespace gradsync
