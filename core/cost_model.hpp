@@ -46,4 +46,11 @@ class CostModel {
   virtual const HostCosts& host() const = 0;
 };
 
+// implicit_loss: the loss of a model whose file has no loss layer (torchvision models: the
+// training loop calls cross_entropy on the logits). Forward reads the logits and writes their
+// log-softmax (2 kernels); backward reads and writes logits-sized gradients (2 kernels).
+inline ComputeOp implicit_loss(const CostModel& costs, double output_bytes, bool backward) {
+  return costs.memory(backward ? "bwd:loss" : "fwd:loss", 2.0 * output_bytes, 2);
+}
+
 }  // namespace gradsync

@@ -52,6 +52,8 @@ void DdpStep::forward(bool sync) {
     dev_.stream_wait(Stream::kCompute, *h2d);
   }
   for (std::size_t l = 0; l < model_.layers.size(); ++l) dev_.compute(costs_.forward(l, batch_));
+  if (!model_.has_loss_layer())
+    dev_.compute(implicit_loss(costs_, model_.output_bytes_per_sample * static_cast<double>(batch_), false));
   previous_synced_ = sync;
   if (sync) {
     reducer_.prepare_for_backward();
@@ -61,6 +63,8 @@ void DdpStep::forward(bool sync) {
 }
 
 void DdpStep::backward() {
+  if (!model_.has_loss_layer())
+    dev_.compute(implicit_loss(costs_, model_.output_bytes_per_sample * static_cast<double>(batch_), true));
   for (std::size_t i = model_.layers.size(); i-- > 0;) {
     dev_.compute(costs_.backward(i, batch_));
     for (std::size_t p : model_.layers[i].grad_order)

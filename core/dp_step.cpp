@@ -60,8 +60,11 @@ void DpStep::micro_step() {
     WorkPtr h2d = gpu0.copy_from_host({"h2d:input", scaled(model_.input_bytes_per_sample, global_batch_)});
     gpu0.stream_wait(Stream::kCompute, *h2d);
     for (int i = 1; i < m; ++i) {
+      // A peer copy runs on the source device's current stream and both sides wait for it
+      // (ATen copy_device_to_device): GPU0 computes only after its copies out.
       WorkPtr w = gpu0.copy_to(*devices_[i], {"dp:scatter", scaled(model_.input_bytes_per_sample, chunks_[i])});
       devices_[i]->stream_wait(Stream::kCompute, *w);
+      gpu0.stream_wait(Stream::kCompute, *w);
     }
   } else {
     for (int i = 0; i < m; ++i) {
@@ -73,13 +76,14 @@ void DpStep::micro_step() {
   // 2. Replicate: modules copied on the host, parameters then buffers broadcast from GPU0.
   if (m > 1) {
     host_.run({"dp:replicate", static_cast<double>(model_.modules) * m * costs_.host().module_copy_s, true});
-    WorkPtr broadcast;
     auto broadcast_all = [&](const std::vector<CoalesceTensor>& tensors) {
       for (const auto& group : coalesce_reaching(tensors, kDataParallelBufferBytes)) {
         const Bytes bytes = group_bytes(tensors, group);
         host_.run({"dp:coalesce", costs_.host().coalesce_s, true});
         gpu0.compute(costs_.memory("dp:flatten", 2.0 * static_cast<double>(bytes), 1));
-        broadcast = group_.broadcast({"dp:replicate", bytes, tensors[group.front()].dtype, -1}, 0);
+        WorkPtr broadcast = group_.broadcast({"dp:replicate", bytes, tensors[group.front()].dtype, -1}, 0);
+        // torch.cuda.comm runs NCCL on the devices' current streams: nothing overlaps it.
+        for (int i = 0; i < m; ++i) devices_[i]->stream_wait(Stream::kCompute, *broadcast);
       }
     };
     std::vector<CoalesceTensor> params;
@@ -88,8 +92,6 @@ void DpStep::micro_step() {
     std::vector<CoalesceTensor> buffers;
     for (const BufferInfo& b : model_.buffers) buffers.push_back({b.bytes(), b.dtype});
     broadcast_all(buffers);
-    if (broadcast)
-      for (int i = 0; i < m; ++i) devices_[i]->stream_wait(Stream::kCompute, *broadcast);
   }
 
   // 3. Parallel apply: one Python thread per replica.
@@ -110,11 +112,16 @@ void DpStep::micro_step() {
       if (last[static_cast<std::size_t>(i)]) d.stream_wait(Stream::kCopy, *last[static_cast<std::size_t>(i)]);
       WorkPtr w = d.copy_to(gpu0, {"dp:gather", output_bytes(i)});
       gpu0.stream_wait(Stream::kCompute, *w);
+      d.stream_wait(Stream::kCompute, *w);
     }
   }
 
   // 5. Loss on GPU0, and its backward.
-  if (loss_on_gpu0) {
+  if (loss_on_gpu0 && !model_.has_loss_layer()) {
+    const double logits = model_.output_bytes_per_sample * static_cast<double>(global_batch_);
+    compute(0, implicit_loss(costs_, logits, false));
+    compute(0, implicit_loss(costs_, logits, true));
+  } else if (loss_on_gpu0) {
     for (std::size_t l = 0; l < model_.layers.size(); ++l)
       if (model_.layers[l].loss) compute(0, costs_.forward(l, global_batch_));
     for (std::size_t l = model_.layers.size(); l-- > 0;)
@@ -130,6 +137,7 @@ void DpStep::micro_step() {
       if (last[0]) gpu0.stream_wait(Stream::kCopy, *last[0]);
       WorkPtr w = gpu0.copy_to(*devices_[i], {"dp:scatter_grad", bytes});
       devices_[i]->stream_wait(Stream::kCompute, *w);
+      gpu0.stream_wait(Stream::kCompute, *w);
     }
   }
 
@@ -143,15 +151,14 @@ void DpStep::micro_step() {
   if (m > 1) {
     std::vector<CoalesceTensor> grads;
     for (std::size_t p : model_.trainable()) grads.push_back({model_.params[p].bytes(), model_.params[p].dtype});
-    WorkPtr reduce;
     for (const auto& chunk : coalesce_before_exceeding(grads, kDataParallelBufferBytes)) {
       const Bytes bytes = group_bytes(grads, chunk);
       host_.run({"dp:coalesce", costs_.host().coalesce_s, true});
       for (int i = 0; i < m; ++i)
         devices_[i]->compute(costs_.memory("dp:flatten", 2.0 * static_cast<double>(bytes), 1));
-      reduce = group_.reduce({"dp:reduce", bytes, grads[chunk.front()].dtype, -1}, 0);
+      WorkPtr reduce = group_.reduce({"dp:reduce", bytes, grads[chunk.front()].dtype, -1}, 0);
+      for (int i = 0; i < m; ++i) devices_[i]->stream_wait(Stream::kCompute, *reduce);
     }
-    if (reduce) gpu0.stream_wait(Stream::kCompute, *reduce);
   }
 }
 

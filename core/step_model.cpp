@@ -34,6 +34,12 @@ Bytes StepModel::buffer_bytes() const {
   return total;
 }
 
+bool StepModel::has_loss_layer() const {
+  for (const LayerInfo& l : layers)
+    if (l.loss) return true;
+  return false;
+}
+
 std::vector<int> ready_layer(const StepModel& m) {
   std::vector<int> layer(m.params.size(), -1);
   // The earliest forward use runs backward last, so it is the one that completes the gradient.

@@ -63,6 +63,8 @@ struct StepModel {
   Bytes gradient_bytes() const;  // sum over trainable parameters
   Bytes parameter_bytes() const;
   Bytes buffer_bytes() const;
+  // has_loss_layer: whether a layer computes the loss (else the driver adds implicit_loss).
+  bool has_loss_layer() const;
 };
 
 // ready_order is the order in which the trainable, used parameters' gradients become ready in

@@ -53,8 +53,11 @@ TEST(BucketAssignment, SparseGradientParametersGetBucketsOfTheirOwn) {
 }
 
 TEST(BucketAssignment, DtypesBucketSeparatelyWithTheirOwnLimitPosition) {
-  const std::vector<BucketTensor> t = {{kMiB, DType::kFloat32}, {kMiB, DType::kFloat16}, {kMiB, DType::kFloat32},
-                                       {kMiB, DType::kFloat32}, {kMiB, DType::kFloat16}};
+  const std::vector<BucketTensor> t = {{kMiB, DType::kFloat32},
+                                       {kMiB, DType::kFloat16},
+                                       {kMiB, DType::kFloat32},
+                                       {kMiB, DType::kFloat32},
+                                       {kMiB, DType::kFloat16}};
   const auto b = compute_bucket_assignment_by_size(t, {kMiB, 2 * kMiB});
   ASSERT_EQ(b.size(), 4u);
   EXPECT_EQ(b[0].indices, (std::vector<std::size_t>{0}));
@@ -162,29 +165,40 @@ TEST_P(BucketPlanByHand, SteadyPlanMatchesTheHandComputation) {
 INSTANTIATE_TEST_SUITE_P(
     Zoo, BucketPlanByHand,
     ::testing::Values(
-        HandCase{"resnet50", 5.0, false,
+        HandCase{"resnet50",
+                 5.0,
+                 false,
                  {8196000, 13651968, 8409088, 9441280, 12603392, 13651968, 5519360, 5519360, 5525504, 6830080, 6574080,
                   5272576, 1033472}},
         HandCase{"resnet50", 50.0, false, {56512416, 45715712}},
         HandCase{"resnet50", std::nullopt, false, {8196000, 31502336, 26255360, 26550272, 9724160}},
         HandCase{"resnet50", std::nullopt, true, {12410784, 31502336, 29669376, 27022336, 1623296}},
-        HandCase{"resnet50", 5.0, true,
+        HandCase{"resnet50",
+                 5.0,
+                 true,
                  {4000, 12406784, 9441280, 8409088, 13651968, 12603392, 9441280, 6574080, 5519360, 6830080, 5525504,
                   6308864, 5512448}},
-        HandCase{"gpt2", 50.0, false,
-                 {56702976, 56702976, 56702976, 56702976, 56702976, 56702976, 154395648, 3145728}},
-        HandCase{"gpt2", std::nullopt, false,
+        HandCase{"gpt2", 50.0, false, {56702976, 56702976, 56702976, 56702976, 56702976, 56702976, 154395648, 3145728}},
+        HandCase{"gpt2",
+                 std::nullopt,
+                 false,
                  {9446400, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488,
                   28351488, 28351488, 173300736, 3145728}},
         HandCase{"gpt2", 50.0, true, {9216, 56702976, 56702976, 56702976, 56702976, 56702976, 59845632, 154389504}},
-        HandCase{"gpt2", std::nullopt, true,
+        HandCase{"gpt2",
+                 std::nullopt,
+                 true,
                  {9216, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488,
                   28351488, 28351488, 31494144, 154389504}},
-        HandCase{"vgg16", 5.0, false,
+        HandCase{"vgg16",
+                 5.0,
+                 false,
                  {16388000, 67125248, 411058176, 9437184, 9439232, 9439232, 9439232, 9439232, 7081984, 4582656}},
         HandCase{"vgg16", 50.0, false, {83513248, 411058176, 54276096, 4582656}},
         HandCase{"vgg16", std::nullopt, false, {16388000, 67125248, 411058176, 28315648, 28320768, 2222336}},
-        HandCase{"vgg16", 5.0, true,
+        HandCase{"vgg16",
+                 5.0,
+                 true,
                  {4000, 16400384, 67125248, 411043840, 9439232, 9439232, 9439232, 9439232, 14158848, 6940928}},
         HandCase{"vgg16", std::nullopt, true, {16404384, 67125248, 411043840, 28317696, 28318720, 2220288}}));
 

@@ -101,8 +101,7 @@ struct RecordingEngine::State::Dev final : public Device {
     return run(Kind::kCompute, st, op.name, static_cast<Bytes>(op.bytes), op.time_s, -1, op.bucket);
   }
   WorkPtr copy_to(Device& dst, const CopyOp& op, Stream st) override {
-    return run(Kind::kCopy, st, op.name, op.bytes, static_cast<double>(op.bytes) / s->cfg.copy_bw_Bps, dst.index(),
-               -1);
+    return run(Kind::kCopy, st, op.name, op.bytes, static_cast<double>(op.bytes) / s->cfg.copy_bw_Bps, dst.index(), -1);
   }
   WorkPtr copy_from_host(const CopyOp& op, Stream st) override {
     return run(Kind::kHostToDevice, st, op.name, op.bytes, static_cast<double>(op.bytes) / s->cfg.h2d_bw_Bps, -1, -1);
@@ -123,11 +122,19 @@ double collective_time(const RecordingConfig& cfg, Collective c, Bytes bytes, in
   const double b = static_cast<double>(bytes);
   double factor = 0;
   switch (c) {
-    case Collective::kAllreduce: factor = 2.0 * (n - 1) / n; break;
+    case Collective::kAllreduce:
+      factor = 2.0 * (n - 1) / n;
+      break;
     case Collective::kBroadcast:
-    case Collective::kReduce: factor = n > 1 ? 1.0 : 0.0; break;
-    case Collective::kAllgather: factor = n - 1; break;
-    case Collective::kReduceScatter: factor = static_cast<double>(n - 1) / n; break;
+    case Collective::kReduce:
+      factor = n > 1 ? 1.0 : 0.0;
+      break;
+    case Collective::kAllgather:
+      factor = n - 1;
+      break;
+    case Collective::kReduceScatter:
+      factor = static_cast<double>(n - 1) / n;
+      break;
   }
   return cfg.collective_latency_s + factor * b / cfg.collective_bw_Bps;
 }
