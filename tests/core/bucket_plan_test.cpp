@@ -264,3 +264,37 @@ TEST(BucketPlan, FrozenParametersAreNotBucketed) {
 
 }  // namespace
 }  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+TEST(BucketPlan, EveryZooModelAndOptionPlansEveryGradientOnce) {
+  for (const std::string& name : zoo_model_names()) {
+    const StepModel m = to_step_model(load_model(name), Precision::kBF16, std::nullopt);
+    for (std::optional<double> cap : {std::optional<double>(), std::optional<double>(0.0), std::optional<double>(5.0),
+                                      std::optional<double>(100.0)}) {
+      for (int flags = 0; flags < 8; ++flags) {
+        BucketOptions o;
+        o.bucket_cap_mb = cap;
+        o.find_unused_parameters = (flags & 1) != 0;
+        o.static_graph = (flags & 2) != 0;
+        o.last_bucket_cap = (flags & 4) != 0;
+        const BucketSchedule s = bucket_schedule(m, o);
+        for (int it = 1; it <= 3; ++it) {
+          Bytes total = 0;
+          std::size_t params = 0;
+          for (const Bucket& b : s.at(it).buckets) {
+            total += b.bytes;
+            params += b.params.size();
+            EXPECT_FALSE(b.params.empty());
+          }
+          EXPECT_EQ(total, m.gradient_bytes()) << name << " flags " << flags;
+          EXPECT_EQ(params, m.trainable().size()) << name << " flags " << flags;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gradsync

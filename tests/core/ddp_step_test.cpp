@@ -7,6 +7,9 @@
 
 #include "core/error.hpp"
 #include "core/metrics.hpp"
+#include "models/model.hpp"
+#include "models/step_costs.hpp"
+#include "topologies/gpu_spec.hpp"
 #include "tests/support/recording_backend.hpp"
 
 namespace gradsync {
@@ -373,6 +376,33 @@ TEST(DdpStep, TraceHasTheDesignsEventNames) {
   for (const char* n : {"fwd:l0", "fwd:l1", "bwd:l1", "bwd:l0", "copy_in:l1.bias", "allreduce:bucket0",
                         "allreduce:bucket1", "copy_out:l0.weight", "optimizer", "iteration:2"})
     EXPECT_EQ(names[n], 1) << n;
+}
+
+}  // namespace
+}  // namespace gradsync
+
+
+namespace gradsync {
+namespace {
+
+TEST(DdpStep, Gpt2WithRooflineCostsOverlapsOnceBucketsAreRebuilt) {
+  const Model model = load_model("gpt2");
+  const StepModel m = to_step_model(model, Precision::kBF16, 1024);
+  ComputeContext ctx;
+  ctx.gpu = &gpu_spec("a100");
+  ctx.precision = Precision::kBF16;
+  ctx.seq_len = 1024;
+  const RooflineCostModel costs(model, ctx, Optimizer::kAdamW);
+  testing::RecordingEngine e(1, 8);
+  DdpStep step(m, costs, {}, 16, e.host(), e.device(0), e.ddp_group());
+  step.construct();
+  for (int it = 1; it <= 3; ++it) step.run_iteration(it);
+  const auto mt = iteration_metrics(e.trace(), 0);
+  ASSERT_EQ(mt.size(), 3u);
+  EXPECT_DOUBLE_EQ(mt[0].overlap_s, 0);
+  EXPECT_GT(mt[2].overlap, 0.5);
+  EXPECT_LT(mt[2].time_s, mt[0].time_s);
+  EXPECT_EQ(step.reducer().plan().buckets.size(), 14u);
 }
 
 }  // namespace
