@@ -1,0 +1,34 @@
+// platform.hpp: the SimGrid platform of a cluster topology, built with the S4U API (no XML).
+//
+// Every GPU becomes a SimGrid host and every CPU socket a host too (host memory, the end of
+// host-to-device copies). Every topology link becomes a split-duplex SimGrid link: each
+// direction has the link's total bandwidth (bw x links) and its latency, so traffic one way does
+// not slow traffic the other way, as on NVLink, PCIe and InfiniBand. Switches, NVSwitches and NICs
+// are not SimGrid objects: routes list the links they join. Routes follow the topology's
+// (topologies/routes.hpp), between every pair of GPUs and between each GPU and its host's CPU.
+//
+//   auto engine = create_engine();
+//   const Platform p = build_platform(topo, routes);
+//   simgrid::s4u::Comm::sendto(p.gpus[0], p.gpus[1], 1 << 20);   // inside an actor
+#pragma once
+
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
+
+#include <vector>
+
+#include "topologies/routes.hpp"
+#include "topologies/topology.hpp"
+
+namespace gradsync::sim {
+
+struct Platform {
+  std::vector<simgrid::s4u::Host*> gpus;         // by rank
+  std::vector<simgrid::s4u::Host*> host_memory;  // by rank: the CPU socket nearest the GPU
+  std::vector<simgrid::s4u::Link*> links;        // by topology link index
+};
+
+// build_platform creates the platform in the process's engine (create_engine first) and seals it.
+Platform build_platform(const Topology& topo, const Routes& routes);
+
+}  // namespace gradsync::sim

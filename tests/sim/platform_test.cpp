@@ -1,0 +1,136 @@
+// platform_test.cpp: the SimGrid platform of a topology: transfer times along routes, per-direction
+// capacity, and fair sharing of a link by flows of equal route latency. One engine per process:
+// every test here runs in its own process (gtest_discover_tests).
+#include "sim/platform.hpp"
+
+#include <gtest/gtest.h>
+#include <simgrid/s4u.hpp>
+
+#include "core/error.hpp"
+#include "sim/engine.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace gradsync::sim {
+namespace {
+
+// Two hosts of two GPUs each; GPUs reach their NIC over 50 GB/s PCIe (1 us); NICs reach one
+// switch over 25 GB/s InfiniBand (2 us). GPU pairs inside a host talk over 100 GB/s NVLink.
+constexpr const char* kTwoNodes = R"(graph t {
+  "a.cpu" [kind="cpu", host="a"];
+  "a.gpu0" [kind="gpu", model="a100", host="a"];
+  "a.gpu1" [kind="gpu", model="a100", host="a"];
+  "a.nic" [kind="nic", host="a"];
+  "b.cpu" [kind="cpu", host="b"];
+  "b.gpu0" [kind="gpu", model="a100", host="b"];
+  "b.gpu1" [kind="gpu", model="a100", host="b"];
+  "b.nic" [kind="nic", host="b"];
+  "sw" [kind="switch"];
+  "a.cpu" -- "a.gpu0" [type="pcie", bw="20GBps", latency="1us"];
+  "a.cpu" -- "a.gpu1" [type="pcie", bw="20GBps", latency="1us"];
+  "a.gpu0" -- "a.gpu1" [type="nvlink", bw="25GBps", latency="100ns", links="4"];
+  "a.gpu0" -- "a.nic" [type="pcie", bw="50GBps", latency="1us"];
+  "a.gpu1" -- "a.nic" [type="pcie", bw="50GBps", latency="1us"];
+  "b.cpu" -- "b.gpu0" [type="pcie", bw="20GBps", latency="1us"];
+  "b.cpu" -- "b.gpu1" [type="pcie", bw="20GBps", latency="1us"];
+  "b.gpu0" -- "b.gpu1" [type="nvlink", bw="25GBps", latency="100ns", links="4"];
+  "b.gpu0" -- "b.nic" [type="pcie", bw="50GBps", latency="1us"];
+  "b.gpu1" -- "b.nic" [type="pcie", bw="50GBps", latency="1us"];
+  "a.nic" -- "sw" [type="infiniband", bw="25GBps", latency="2us"];
+  "b.nic" -- "sw" [type="infiniband", bw="25GBps", latency="2us"];
+})";
+
+constexpr double kBytes = 100e6;
+
+// Times of host-to-host transfers started together, each from its own actor.
+std::vector<double> transfer(const std::vector<std::pair<sg4::Host*, sg4::Host*>>& flows) {
+  std::vector<double> done(flows.size(), -1);
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    sg4::Actor::create("flow" + std::to_string(i), flows[i].first, [&done, &flows, i] {
+      sg4::Comm::sendto(flows[i].first, flows[i].second, static_cast<std::uint64_t>(kBytes));
+      done[i] = sg4::Engine::get_clock();
+    });
+  }
+  sg4::Engine::get_instance()->run();
+  return done;
+}
+
+struct Fixture {
+  std::unique_ptr<sg4::Engine> engine = create_engine();
+  Topology topo = read_topology_dot(kTwoNodes, "two-nodes.dot");
+  Routes routes{topo};
+  Platform p = build_platform(topo, routes);
+};
+
+TEST(Platform, HostsAndLinksFollowTheTopology) {
+  Fixture f;
+  ASSERT_EQ(f.p.gpus.size(), 4u);
+  EXPECT_EQ(f.p.gpus[2]->get_name(), "b.gpu0");
+  EXPECT_EQ(f.p.host_memory[0]->get_name(), "mem:a.cpu");
+  EXPECT_EQ(f.p.host_memory[3]->get_name(), "mem:b.cpu");
+  ASSERT_EQ(f.p.links.size(), f.topo.links().size());
+  EXPECT_DOUBLE_EQ(f.p.links[2]->get_bandwidth(), 100e9);  // 4 NVLinks x 25 GB/s
+}
+
+TEST(Platform, ATransferTakesTheRouteLatencyPlusBytesOverTheBottleneck) {
+  Fixture f;
+  // a.gpu0 -> b.gpu0: PCIe (1 us), IB (2 us), IB (2 us), PCIe (1 us); bottleneck 25 GB/s.
+  const auto t = transfer({{f.p.gpus[0], f.p.gpus[2]}});
+  EXPECT_NEAR(t[0], 6e-6 + kBytes / 25e9, 1e-12);
+}
+
+TEST(Platform, EachDirectionHasTheFullBandwidth) {
+  Fixture f;
+  const auto t = transfer({{f.p.gpus[0], f.p.gpus[2]}, {f.p.gpus[2], f.p.gpus[0]}});
+  EXPECT_NEAR(t[0], 6e-6 + kBytes / 25e9, 1e-12);
+  EXPECT_NEAR(t[1], 6e-6 + kBytes / 25e9, 1e-12);
+}
+
+TEST(Platform, TwoFlowsThroughOneNicEachGetHalfOfIt) {
+  Fixture f;
+  // a.gpu0 -> b.gpu0 and a.gpu1 -> b.gpu1 share a.nic -- sw and sw -- b.nic (25 GB/s).
+  const auto t = transfer({{f.p.gpus[0], f.p.gpus[2]}, {f.p.gpus[1], f.p.gpus[3]}});
+  EXPECT_NEAR(t[0], 6e-6 + kBytes / 12.5e9, 1e-9);
+  EXPECT_NEAR(t[1], 6e-6 + kBytes / 12.5e9, 1e-9);
+}
+
+TEST(Platform, HostToDeviceCopiesCrossTheGpusPcieLink) {
+  Fixture f;
+  const auto t = transfer({{f.p.host_memory[1], f.p.gpus[1]}});
+  EXPECT_NEAR(t[0], 1e-6 + kBytes / 20e9, 1e-12);
+}
+
+TEST(Platform, AGatherIntoOneGpuIsSlowerThanTheSameBytesSpreadOut) {
+  Fixture f;
+  // One controller runs two phases: three transfers into a.gpu0 (DataParallel's gather), then
+  // three transfers of the same size into three different GPUs.
+  auto& g = f.p.gpus;
+  double gather_s = -1, spread_s = -1;
+  sg4::Actor::create("controller", g[0], [&] {
+    auto phase = [&](const std::vector<std::pair<sg4::Host*, sg4::Host*>>& flows) {
+      const double start = sg4::Engine::get_clock();
+      std::vector<sg4::CommPtr> comms;
+      for (const auto& [src, dst] : flows)
+        comms.push_back(sg4::Comm::sendto_async(src, dst, static_cast<std::uint64_t>(kBytes)));
+      for (auto& c : comms) c->wait();
+      return sg4::Engine::get_clock() - start;
+    };
+    gather_s = phase({{g[1], g[0]}, {g[2], g[0]}, {g[3], g[0]}});
+    spread_s = phase({{g[1], g[0]}, {g[2], g[1]}, {g[0], g[3]}});
+  });
+  sg4::Engine::get_instance()->run();
+  // Gather: b's two GPUs share the IB hops into a (12.5 GB/s each). Spread: the two IB transfers
+  // run in opposite directions, each at 25 GB/s.
+  EXPECT_NEAR(gather_s, 6e-6 + kBytes / 12.5e9, 1e-9);
+  EXPECT_NEAR(spread_s, 6e-6 + kBytes / 25e9, 1e-9);
+  EXPECT_GT(gather_s, 1.9 * spread_s);
+}
+
+TEST(Platform, NeedsTheEngineFirst) {
+  const Topology topo = read_topology_dot(kTwoNodes, "two-nodes.dot");
+  const Routes routes(topo);
+  EXPECT_THROW(build_platform(topo, routes), RuntimeError);
+}
+
+}  // namespace
+}  // namespace gradsync::sim
