@@ -9,8 +9,8 @@
 #include "core/metrics.hpp"
 #include "models/model.hpp"
 #include "models/step_costs.hpp"
-#include "topologies/gpu_spec.hpp"
 #include "tests/support/recording_backend.hpp"
+#include "topologies/gpu_spec.hpp"
 
 namespace gradsync {
 namespace {
@@ -38,12 +38,6 @@ StepModel linear_stack(int layers, bool reversed = false) {
   return m;
 }
 
-std::vector<std::string> names_of(const StepModel& m) {
-  std::vector<std::string> n;
-  for (const LayerInfo& l : m.layers) n.push_back(l.name);
-  return n;
-}
-
 // DdpRun: a model, costs and options driven for `iterations` on a recording engine of `world` ranks.
 struct DdpRun {
   StepModel model;
@@ -54,7 +48,7 @@ struct DdpRun {
 
   DdpRun(StepModel m, DdpStepOptions o, int world = 8, double layer_s = 1e-4)
       : model(std::move(m)),
-        costs(names_of(model), std::vector<double>(model.layers.size(), layer_s)),
+        costs(model, layer_s),
         opts(std::move(o)),
         engine(1, world),
         step(model, costs, opts, 4, engine.host(), engine.device(0), engine.ddp_group()) {}
@@ -221,7 +215,7 @@ TEST(DdpStep, BucketsLaunchStrictlyInIndexOrder) {
 
 TEST(DdpStep, AParameterMarkedReadyTwiceRaisesPyTorchsError) {
   const StepModel m = linear_stack(2);
-  FixedCostModel costs(names_of(m), {1e-4, 1e-4});
+  FixedCostModel costs(m, 1e-4);
   RecordingEngine e(1, 4);
   Reducer red(m, {}, e.device(0), e.ddp_group(), e.host(), costs);
   red.prepare_for_forward(true);
@@ -380,7 +374,6 @@ TEST(DdpStep, TraceHasTheDesignsEventNames) {
 
 }  // namespace
 }  // namespace gradsync
-
 
 namespace gradsync {
 namespace {

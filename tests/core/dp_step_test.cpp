@@ -18,12 +18,6 @@ using testing::RecordedCall;
 using testing::RecordingEngine;
 using Kind = RecordedCall::Kind;
 
-std::vector<std::string> names_of(const StepModel& m) {
-  std::vector<std::string> n;
-  for (const LayerInfo& l : m.layers) n.push_back(l.name);
-  return n;
-}
-
 struct DpRun {
   StepModel model;
   FixedCostModel costs;
@@ -33,7 +27,7 @@ struct DpRun {
 
   DpRun(const char* zoo, int gpus, std::int64_t batch, DpStepOptions opts = {})
       : model(to_step_model(load_model(zoo), Precision::kBF16, std::nullopt)),
-        costs(names_of(model), std::vector<double>(model.layers.size(), 1e-5)),
+        costs(model, 1e-5),
         engine(gpus, 1),
         replicas(DpStep::replicas(batch, gpus)),
         step(model, costs, opts, batch, engine.host(), engine.devices(), engine.local_group(replicas)) {}

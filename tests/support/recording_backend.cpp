@@ -266,6 +266,10 @@ const Trace& RecordingEngine::trace() const { return s_->trace; }
 FixedCostModel::FixedCostModel(std::vector<std::string> layer_names, std::vector<double> layer_s)
     : names_(std::move(layer_names)), layer_s_(std::move(layer_s)) {}
 
+FixedCostModel::FixedCostModel(const StepModel& model, double layer_s) : layer_s_(model.layers.size(), layer_s) {
+  for (const LayerInfo& l : model.layers) names_.push_back(l.name);
+}
+
 ComputeOp FixedCostModel::forward(std::size_t layer, std::int64_t batch) const {
   ComputeOp op;
   op.name = forward_event(names_[layer]);

@@ -16,6 +16,7 @@
 
 #include "core/backend.hpp"
 #include "core/cost_model.hpp"
+#include "core/step_model.hpp"
 #include "core/trace.hpp"
 
 namespace gradsync::testing {
@@ -72,6 +73,8 @@ class RecordingEngine {
 class FixedCostModel final : public CostModel {
  public:
   FixedCostModel(std::vector<std::string> layer_names, std::vector<double> layer_s);
+  // FixedCostModel(model, layer_s): every layer of `model` at `layer_s` per sample.
+  FixedCostModel(const StepModel& model, double layer_s);
   ComputeOp forward(std::size_t layer, std::int64_t batch) const override;
   ComputeOp backward(std::size_t layer, std::int64_t batch) const override;
   ComputeOp optimizer() const override;
