@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/coalesce.hpp"
+#include "core/error.hpp"
 #include "core/metrics.hpp"
 #include "models/model.hpp"
 #include "models/step_costs.hpp"
@@ -227,6 +228,36 @@ TEST(Metrics, IterationMetricsFromATrace) {
   EXPECT_DOUBLE_EQ(m[0].overlap_s, 2);
   EXPECT_DOUBLE_EQ(m[0].exposed_communication_s, 3);
   EXPECT_DOUBLE_EQ(m[0].overlap, 0.4);
+}
+
+}  // namespace
+}  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+TEST(DpStep, AnEmptyBatchIsAnError) {
+  const StepModel m = to_step_model(load_model("resnet18"), Precision::kBF16, std::nullopt);
+  testing::FixedCostModel costs(m, 1e-5);
+  testing::RecordingEngine e(2, 1);
+  try {
+    DpStep step(m, costs, {}, 0, e.host(), e.devices(), e.local_group(1));
+    FAIL() << "no error";
+  } catch (const ConfigError& err) {
+    EXPECT_STREQ(err.what(), "DataParallel: batch 0 must be >= 1");
+  }
+}
+
+TEST(DpStep, AGroupThatDoesNotSpanTheReplicasIsAnError) {
+  const StepModel m = to_step_model(load_model("resnet18"), Precision::kBF16, std::nullopt);
+  testing::FixedCostModel costs(m, 1e-5);
+  testing::RecordingEngine e(4, 1);
+  try {
+    DpStep step(m, costs, {}, 3, e.host(), e.devices(), e.local_group(4));
+    FAIL() << "no error";
+  } catch (const RuntimeError& err) {
+    EXPECT_STREQ(err.what(), "DataParallel: the local group spans 4 devices, the batch of 3 needs 3");
+  }
 }
 
 }  // namespace
