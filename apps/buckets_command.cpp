@@ -130,19 +130,6 @@ void run_buckets(const BucketsOptions& o) {
   }
 }
 
-// kMegabytes validates a MiB amount: a number >= 0.
-const CLI::Validator kMegabytes(
-    [](std::string& text) -> std::string {
-      try {
-        std::size_t used = 0;
-        const double v = std::stod(text, &used);
-        if (used == text.size() && v >= 0 && v < 1e9) return {};
-      } catch (const std::exception&) {
-      }
-      return fmt::format("value \"{}\" must be a number of MiB >= 0", text);
-    },
-    "MiB");
-
 }  // namespace
 
 void register_buckets_command(CLI::App& app) {

@@ -56,6 +56,18 @@ std::string usage_message(const CLI::ParseError& e, const CLI::App& app, std::st
 
 }  // namespace
 
+const CLI::Validator kMegabytes(
+    [](std::string& text) -> std::string {
+      try {
+        std::size_t used = 0;
+        const double v = std::stod(text, &used);
+        if (used == text.size() && v >= 0 && v < 1e9) return {};
+      } catch (const std::exception&) {
+      }
+      return fmt::format("value \"{}\" must be a number of MiB >= 0", text);
+    },
+    "MiB");
+
 const CLI::Validator kPositiveInteger(
     [](std::string& text) -> std::string {
       long long v = 0;
@@ -91,6 +103,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   register_models_command(app);
   register_buckets_command(app);
   register_topo_command(app);
+  register_simulate_commands(app);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
   try {

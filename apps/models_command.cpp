@@ -38,12 +38,6 @@ std::string with_commas(std::int64_t v) {
   return s;
 }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 void list_models(std::ostream& out) {
   reports::Table t(
       {{"model", "", true}, {"params", ""}, {"fp32", "bytes"}, {"layers", ""}, {"batch", ""}, {"seq_len", ""}});
@@ -76,16 +70,11 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     return p;
   });
   const Optimizer opt = flag_value("--optimizer", [&] { return parse_optimizer(o.optimizer); });
-  if (o.seq_len > 0 && !m.default_seq_len) {
-    throw UsageError(fmt::format("--seq-len {}: model {} has no sequence length", o.seq_len, m.name));
-  }
-  if (m.default_seq_len && o.seq_len > *m.default_seq_len) {
-    // Learned position embeddings stop at the default (GPT-2 1024, BERT 512).
-    for (const auto& p : m.parameters) {
-      if (p.name.find("wpe") != std::string::npos || p.name.find("position_embeddings") != std::string::npos) {
-        throw UsageError(fmt::format("--seq-len {}: model {} has {} positions ({} is {})", o.seq_len, m.name,
-                                     *m.default_seq_len, p.name, shape_text(p.shape)));
-      }
+  if (o.seq_len > 0) {
+    try {
+      m.check_seq_len(o.seq_len);
+    } catch (const ConfigError& e) {
+      throw UsageError(fmt::format("--seq-len {}: {}", o.seq_len, e.what()));
     }
   }
   ctx.batch = o.batch > 0 ? o.batch : m.default_batch;

@@ -104,6 +104,9 @@ struct Model {
   Bytes buffer_bytes() const;
   // seq_len_or_default returns t when the model has a sequence length, else 1 (ignored).
   std::int64_t seq_len(std::optional<std::int64_t> t) const;
+  // check_seq_len throws ConfigError when `t` cannot run: the model has no sequence length, or
+  // t exceeds the learned position embeddings (GPT-2 1024, BERT 512).
+  void check_seq_len(std::int64_t t) const;
 };
 
 // parse_model reads a model file's text (YAML; JSON is YAML too). `origin` names it in errors.

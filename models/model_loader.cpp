@@ -129,6 +129,18 @@ std::int64_t Model::seq_len(std::optional<std::int64_t> t) const {
   return t.value_or(*default_seq_len);
 }
 
+void Model::check_seq_len(std::int64_t t) const {
+  if (!default_seq_len) throw ConfigError(fmt::format("model {} has no sequence length", name));
+  if (t <= *default_seq_len) return;
+  for (const auto& p : parameters) {
+    if (p.name.find("wpe") != std::string::npos || p.name.find("position_embeddings") != std::string::npos) {
+      std::string shape;
+      for (std::size_t i = 0; i < p.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(p.shape[i]);
+      throw ConfigError(fmt::format("model {} has {} positions ({} is [{}])", name, *default_seq_len, p.name, shape));
+    }
+  }
+}
+
 Model parse_model(std::string_view text, const std::string& origin) {
   const YamlReader r(origin);
   const YAML::Node root = r.load(text);

@@ -8,6 +8,8 @@
 
 #include <limits>
 #include <map>
+#include <set>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -71,6 +73,7 @@ Platform build_platform(const Topology& topo, const Routes& routes) {
   }
 
   const std::size_t n = p.gpus.size();
+  std::set<std::pair<sg4::Host*, sg4::Host*>> staged;
   for (std::size_t a = 0; a < n; ++a) {
     for (std::size_t b = 0; b < n; ++b) {
       if (a == b) continue;
@@ -84,6 +87,19 @@ Platform build_platform(const Topology& topo, const Routes& routes) {
                     links_of(to_gpu, p.links), false);
     zone->add_route(p.gpus[a]->get_netpoint(), p.host_memory[a]->get_netpoint(), nullptr, nullptr,
                     links_of(from_gpu, p.links), false);
+  }
+  // Staged peer copies (no peer access) go through the source GPU's host memory to any GPU of
+  // the same machine.
+  for (std::size_t a = 0; a < n; ++a) {
+    for (std::size_t b = 0; b < n; ++b) {
+      if (p.host_memory[a] == p.host_memory[b]) continue;
+      if (topo.vertex(topo.gpus()[a]).host != topo.vertex(topo.gpus()[b]).host) continue;
+      if (!staged.insert({p.host_memory[a], p.gpus[b]}).second) continue;
+      zone->add_route(p.host_memory[a]->get_netpoint(), p.gpus[b]->get_netpoint(), nullptr, nullptr,
+                      links_of(routes.route(cpu_of[a], topo.gpus()[b]), p.links), false);
+      zone->add_route(p.gpus[b]->get_netpoint(), p.host_memory[a]->get_netpoint(), nullptr, nullptr,
+                      links_of(routes.route(topo.gpus()[b], cpu_of[a]), p.links), false);
+    }
   }
   zone->seal();
   return p;

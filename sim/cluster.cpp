@@ -1,0 +1,740 @@
+// cluster.cpp: streams as actors, works as counters, collectives as NCCL's algorithms in flows.
+#include "sim/cluster.hpp"
+
+#include <simgrid/Exception.hpp>
+#include <simgrid/s4u.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <exception>
+
+#include "core/error.hpp"
+
+namespace gradsync::sim {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+
+// Counter: a value actors add to and wait on (the one synchronisation primitive used here).
+// SimGrid runs one actor at a time and switches only inside simcalls, so the checks between
+// simcalls need no lock; the mutex exists for the condition variable.
+class Counter {
+ public:
+  long value() const { return value_; }
+  void add(long n = 1) {
+    value_ += n;
+    if (waiters_ > 0) {
+      std::unique_lock<sg4::Mutex> lock(*mutex_);
+      cv_->notify_all();
+    }
+  }
+  void wait_at_least(long v) {
+    if (value_ >= v) return;
+    if (!cv_) {
+      mutex_ = sg4::Mutex::create();
+      cv_ = sg4::ConditionVariable::create();
+    }
+    ++waiters_;
+    {
+      std::unique_lock<sg4::Mutex> lock(*mutex_);
+      while (value_ < v) cv_->wait(lock);
+    }
+    --waiters_;
+  }
+
+ private:
+  long value_ = 0;
+  int waiters_ = 0;
+  sg4::MutexPtr mutex_;
+  sg4::ConditionVariablePtr cv_;
+};
+
+void sleep(double s) {
+  if (s > 0) sg4::this_actor::sleep_for(s);
+}
+
+// SimWork: every Work of this engine, shareable from a reference (stream_wait takes Work&).
+class SimWork : public Work, public std::enable_shared_from_this<SimWork> {};
+
+// TaskWork: one piece of stream work; done once its stream has run it.
+class TaskWork final : public SimWork {
+ public:
+  void wait() override { done_.wait_at_least(1); }
+  bool done() const override { return done_.value() > 0; }
+  void finish() { done_.add(1); }
+
+ private:
+  Counter done_;
+};
+
+// AllWork: a collective of a single-process group: done when every member's part is.
+class AllWork final : public SimWork {
+ public:
+  explicit AllWork(std::vector<WorkPtr> parts) : parts_(std::move(parts)) {}
+  void wait() override {
+    for (auto& p : parts_) p->wait();
+  }
+  bool done() const override {
+    return std::all_of(parts_.begin(), parts_.end(), [](const WorkPtr& p) { return p->done(); });
+  }
+
+ private:
+  std::vector<WorkPtr> parts_;
+};
+
+WorkPtr share(Work& w) { return static_cast<SimWork&>(w).shared_from_this(); }
+
+}  // namespace
+
+struct SimCluster::Impl {
+  const Topology& topo;
+  const Routes& routes;
+  int n = 0;
+  SimOptions opts;
+  Platform platform;
+  Trace trace;
+  std::vector<CollectiveRecord> records;
+  std::map<int, std::map<std::string, Traffic>> traffic;  // by iteration, by event name
+  std::map<int, std::unique_ptr<Channels>> channels;
+  std::exception_ptr error;
+  int sm_version = 0;
+  int spawned = 0, finished = 0;
+
+  struct StreamActor;
+  struct Dev;
+  struct Proc;
+  struct GroupState;
+  struct Instance;
+  struct Group;
+  struct LocalGroup;
+  std::vector<std::unique_ptr<Dev>> devs;
+  std::vector<std::unique_ptr<Proc>> procs;
+  std::unique_ptr<GroupState> world;
+  std::vector<std::unique_ptr<Group>> world_views;
+  std::map<int, std::unique_ptr<GroupState>> local_states;
+  std::map<int, std::unique_ptr<LocalGroup>> locals;
+
+  Impl(const Topology& t, const Routes& r, int gpus, SimOptions o);
+  ~Impl();
+
+  const Channels& channels_of(int m) {
+    auto& c = channels[m];
+    if (!c) c = std::make_unique<Channels>(build_channels(topo, routes, first_ranks(m)));
+    return *c;
+  }
+
+  // tally: payload bytes of event `name` in iteration `it` leaving `from` and entering `to`
+  // (-1: host memory).
+  void tally(int it, const std::string& name, int from, int to, double bytes) {
+    Traffic& t = traffic[it][name];
+    if (t.out.empty()) {
+      t.out.assign(static_cast<std::size_t>(n), 0.0);
+      t.in.assign(static_cast<std::size_t>(n), 0.0);
+    }
+    if (from >= 0) t.out[static_cast<std::size_t>(from)] += bytes;
+    if (to >= 0) t.in[static_cast<std::size_t>(to)] += bytes;
+  }
+
+  // send starts a flow of `wire_bytes` between two GPUs, or a GPU and its host memory (-1),
+  // counting `bytes` of payload for event `name` of iteration `it`.
+  sg4::CommPtr send(int it, const std::string& name, int from, int to, double bytes, double wire_bytes) {
+    tally(it, name, from, to, bytes);
+    sg4::Host* a =
+        from >= 0 ? platform.gpus[static_cast<std::size_t>(from)] : platform.host_memory[static_cast<std::size_t>(to)];
+    sg4::Host* b =
+        to >= 0 ? platform.gpus[static_cast<std::size_t>(to)] : platform.host_memory[static_cast<std::size_t>(from)];
+    return sg4::Comm::sendto_async(a, b, static_cast<std::uint64_t>(std::llround(wire_bytes)));
+  }
+
+  // Guard an actor's body: the first exception is kept and every other actor is killed, so the
+  // simulation ends and run() rethrows it.
+  template <class F>
+  auto guarded(F fn) {
+    return [this, fn = std::move(fn)]() mutable {
+      try {
+        fn();
+      } catch (const simgrid::ForcefulKillException&) {
+        throw;
+      } catch (...) {
+        if (!error) error = std::current_exception();
+        sg4::Actor::kill_all();
+      }
+    };
+  }
+};
+
+// One stream of one device: an actor running queued tasks in order.
+struct SimCluster::Impl::StreamActor {
+  struct Task {
+    std::vector<WorkPtr> deps;
+    std::function<void()> body;
+    std::shared_ptr<TaskWork> work;
+    TraceEvent event;
+    std::function<void(double, double)> done;  // told the start and end, after the trace
+  };
+  Impl* impl = nullptr;
+  sg4::Host* where = nullptr;
+  std::string name;
+  std::deque<Task> queue;
+  Counter pushed;
+  long popped = 0;
+  sg4::ActorPtr actor;
+  std::shared_ptr<TaskWork> last;
+  std::vector<WorkPtr> pending;  // stream_wait targets for the next task
+
+  std::shared_ptr<TaskWork> push(Task t) {
+    t.work = std::make_shared<TaskWork>();
+    for (auto& p : pending) t.deps.push_back(std::move(p));
+    pending.clear();
+    last = t.work;
+    auto w = t.work;
+    queue.push_back(std::move(t));
+    if (!actor) {
+      actor = sg4::Actor::create(name, where, impl->guarded([this] { loop(); }));
+      actor->daemonize();
+    }
+    pushed.add(1);
+    return w;
+  }
+
+  void loop() {
+    for (;;) {
+      pushed.wait_at_least(popped + 1);
+      Task t = std::move(queue.front());
+      queue.pop_front();
+      ++popped;
+      for (auto& d : t.deps) d->wait();
+      const double start = sg4::Engine::get_clock();
+      t.body();
+      const double end = sg4::Engine::get_clock();
+      t.event.start_s = start;
+      t.event.end_s = end;
+      impl->trace.add(t.event);
+      if (t.done) t.done(start, end);
+      t.work->finish();
+    }
+  }
+};
+
+// A process: its GIL, its devices, its iteration.
+struct SimCluster::Impl::Proc final : public Host {
+  Impl* impl;
+  std::vector<int> devices;
+  sg4::MutexPtr gil = sg4::Mutex::create();
+  int iteration = 0;
+  double iteration_start = 0;
+
+  Proc(Impl* i, std::vector<int> d) : impl(i), devices(std::move(d)) {}
+
+  void run(const HostOp& op) override {
+    if (!op.gil) {
+      sleep(op.time_s);
+      return;
+    }
+    std::unique_lock<sg4::Mutex> lock(*gil);
+    sleep(op.time_s);
+  }
+  void parallel(int count, const std::function<void(int)>& fn) override {
+    std::vector<sg4::ActorPtr> threads;
+    for (int i = 0; i < count; ++i) {
+      threads.push_back(sg4::Actor::create(fmt::format("thread{}", i), sg4::this_actor::get_host(),
+                                           impl->guarded([&fn, i] { fn(i); })));
+    }
+    for (auto& t : threads) t->join();
+  }
+  void begin_iteration(int it) override {
+    iteration = it;
+    iteration_start = sg4::Engine::get_clock();
+  }
+  void end_iteration(int it) override;
+};
+
+struct SimCluster::Impl::Dev final : public Device {
+  Impl* impl;
+  int rank;
+  Proc* owner = nullptr;
+  std::array<StreamActor, 4> streams;
+
+  Dev(Impl* i, int r) : impl(i), rank(r) {
+    for (std::size_t s = 0; s < streams.size(); ++s) {
+      streams[s].impl = i;
+      streams[s].where = i->platform.gpus[static_cast<std::size_t>(r)];
+      streams[s].name = fmt::format("gpu{}:{}", r, stream_name(static_cast<gradsync::Stream>(s)));
+    }
+  }
+  StreamActor& stream(gradsync::Stream s) { return streams[static_cast<std::size_t>(s)]; }
+
+  TraceEvent event(gradsync::Stream s, const std::string& name, Bytes bytes, int bucket, int peer) const {
+    TraceEvent e;
+    e.rank = rank;
+    e.stream = s;
+    e.name = name;
+    e.bytes = bytes;
+    e.bucket = bucket;
+    e.peer = peer;
+    e.iteration = owner ? owner->iteration : 0;
+    return e;
+  }
+
+  int index() const override { return rank; }
+  WorkPtr compute(const ComputeOp& op, gradsync::Stream s) override {
+    sleep(op.host_s);
+    StreamActor::Task t;
+    t.body = [d = op.time_s] { sleep(d); };
+    t.event = event(s, op.name, static_cast<Bytes>(op.bytes), op.bucket, -1);
+    return stream(s).push(std::move(t));
+  }
+  WorkPtr copy_to(Device& dst, const CopyOp& op, gradsync::Stream s) override {
+    const int to = dst.index();
+    StreamActor::Task t;
+    const auto bytes = static_cast<double>(op.bytes);
+    t.event = event(s, op.name, op.bytes, -1, to);
+    const int it = t.event.iteration;
+    if (to == rank) {
+      t.body = [] {};
+    } else if (impl->routes.gpu_route(rank, to).p2p) {
+      t.body = [this, it, name = op.name, to, bytes] { impl->send(it, name, rank, to, bytes, bytes)->wait(); };
+    } else {
+      // No peer access: device to host memory, then host memory to the peer.
+      t.body = [this, it, name = op.name, to, bytes] {
+        const auto wire = static_cast<std::uint64_t>(std::llround(bytes));
+        sg4::Comm::sendto(impl->platform.gpus[static_cast<std::size_t>(rank)],
+                          impl->platform.host_memory[static_cast<std::size_t>(rank)], wire);
+        sg4::Comm::sendto(impl->platform.host_memory[static_cast<std::size_t>(rank)],
+                          impl->platform.gpus[static_cast<std::size_t>(to)], wire);
+        impl->tally(it, name, rank, to, bytes);
+      };
+    }
+    return stream(s).push(std::move(t));
+  }
+  WorkPtr copy_from_host(const CopyOp& op, gradsync::Stream s) override {
+    StreamActor::Task t;
+    const auto bytes = static_cast<double>(op.bytes);
+    t.event = event(s, op.name, op.bytes, -1, -1);
+    t.body = [this, it = t.event.iteration, name = op.name, bytes] {
+      impl->send(it, name, -1, rank, bytes, bytes)->wait();
+    };
+    return stream(s).push(std::move(t));
+  }
+  void stream_wait(gradsync::Stream s, Work& w) override { stream(s).pending.push_back(share(w)); }
+  void synchronize() override {
+    for (auto& s : streams)
+      if (s.last) s.last->wait();
+  }
+};
+
+void SimCluster::Impl::Proc::end_iteration(int it) {
+  const double now = sg4::Engine::get_clock();
+  for (int d : devices) {
+    TraceEvent e;
+    e.rank = d;
+    e.stream = gradsync::Stream::kHost;
+    e.name = iteration_event(it);
+    e.start_s = iteration_start;
+    e.end_s = now;
+    e.iteration = it;
+    impl->trace.add(e);
+  }
+}
+
+// One collective call, shared by its members: the algorithm's progress counters.
+struct SimCluster::Impl::Instance {
+  Impl* impl;
+  const Channels* ch;
+  Collective coll;
+  CollectiveOp op;
+  int root = -1;
+  int k = 0;
+  CollectiveChoice choice;
+  std::vector<Counter> recv;  // by (channel, rank): chunks arrived (ring: channel 0 counts all); tree: going up
+  std::vector<Counter> down;  // by (channel, rank): tree chunks arrived going down
+  int finished = 0;
+  double start = 1e300, end = 0;
+  int iteration = 0;
+
+  Instance(Impl* i, const Channels* c, Collective cl, CollectiveOp o, int r, int members, int it)
+      : impl(i),
+        ch(c),
+        coll(cl),
+        op(std::move(o)),
+        root(r),
+        k(members),
+        recv(static_cast<std::size_t>(members) * std::max<std::size_t>(1, c->rings.size())),
+        down(static_cast<std::size_t>(members) * std::max<std::size_t>(1, c->rings.size())),
+        iteration(it) {
+    choice = choose_collective(coll, static_cast<double>(op.bytes), *ch, i->sm_version, i->opts.nccl);
+  }
+
+  std::size_t C() const { return ch->rings.size(); }
+  const RingChannel& ring(std::size_t c) const { return ch->rings[c]; }
+  int pos(std::size_t c, int r) const {
+    const auto& o = ring(c).order;
+    return static_cast<int>(std::find(o.begin(), o.end(), r) - o.begin());
+  }
+  int next(std::size_t c, int r) const {
+    const auto& o = ring(c).order;
+    return o[static_cast<std::size_t>((pos(c, r) + 1) % k)];
+  }
+  sg4::CommPtr send(int from, int to, double bytes, double wire) {
+    return impl->send(iteration, op.name, from, to, bytes, wire);
+  }
+  double hop_latency(PathClass pc) const { return hop_latency_s(hop_kind(pc), choice.algorithm, choice.protocol); }
+  double out_latency(std::size_t c, int r) const {
+    return hop_latency(ring(c).hops[static_cast<std::size_t>(pos(c, r))].path_class);
+  }
+
+  void run(int me) {
+    if (k <= 1) return;
+    sleep(base_latency_s(choice.algorithm, choice.protocol));
+    const auto S = static_cast<double>(op.bytes);
+    const auto channels = static_cast<double>(C());
+    switch (coll) {
+      case Collective::kAllreduce:
+        if (choice.algorithm == Algorithm::kTree) {
+          tree(me);
+        } else {
+          ring_steps(me, 2 * (k - 1), S / (k * channels));
+        }
+        break;
+      case Collective::kReduceScatter:
+        ring_steps(me, k - 1, S / (k * channels));
+        break;
+      case Collective::kAllgather:
+        ring_steps(me, k - 1, S / channels);
+        break;
+      case Collective::kBroadcast:
+      case Collective::kReduce:
+        chain(me);
+        break;
+    }
+  }
+
+  // Ring steps: each step every member sends one chunk per channel to its ring successor and
+  // goes on once its own sends are done and its predecessors' chunks of that step arrived.
+  void ring_steps(int me, int steps, double chunk) {
+    const double wire = chunk * wire_factor(choice.protocol);
+    double lat = 0;
+    for (std::size_t c = 0; c < C(); ++c) lat = std::max(lat, out_latency(c, me));
+    std::vector<sg4::CommPtr> comms(C());
+    std::vector<int> to(C());
+    for (std::size_t c = 0; c < C(); ++c) to[c] = next(c, me);
+    for (int s = 0; s < steps; ++s) {
+      sleep(lat);
+      for (std::size_t c = 0; c < C(); ++c) comms[c] = send(me, to[c], chunk, wire);
+      for (auto& cm : comms) cm->wait();
+      for (std::size_t c = 0; c < C(); ++c) recv[static_cast<std::size_t>(to[c])].add(1);
+      recv[static_cast<std::size_t>(me)].wait_at_least(static_cast<long>(C()) * (s + 1));
+    }
+  }
+
+  // Pipelined chain along each channel's ring: broadcast from the root, reduce towards it. Each
+  // channel progresses on its own (an actor per channel): tying channels together deadlocks,
+  // since a rank sits at different places of different chains.
+  Counter& arrivals(std::size_t c, int r) {
+    return recv[c * static_cast<std::size_t>(k) + static_cast<std::size_t>(r)];
+  }
+  Counter& arrivals_down(std::size_t c, int r) {
+    return down[c * static_cast<std::size_t>(k) + static_cast<std::size_t>(r)];
+  }
+
+  // per_channel runs body(c) for every channel concurrently and waits for all of them.
+  template <class F>
+  void per_channel(F body) {
+    std::vector<sg4::ActorPtr> actors;
+    for (std::size_t c = 1; c < C(); ++c) {
+      actors.push_back(sg4::Actor::create(fmt::format("ch{}", c), sg4::this_actor::get_host(),
+                                          impl->guarded([&body, c] { body(c); })));
+    }
+    body(0);
+    for (auto& a : actors) a->join();
+  }
+
+  void chain(int me) {
+    const bool bcast = coll == Collective::kBroadcast;
+    const double per_channel_bytes = static_cast<double>(op.bytes) / static_cast<double>(C());
+    const double cb = chunk_bytes(choice.protocol);
+    const long chunks = std::max(1L, static_cast<long>(std::ceil(per_channel_bytes / cb)));
+    const double wf = wire_factor(choice.protocol);
+    per_channel([&](std::size_t c) {
+      const int first = bcast ? root : next(c, root);
+      const bool receives = me != first;
+      const bool sends = bcast ? next(c, me) != root : me != root;
+      const int to = next(c, me);
+      const double lat = out_latency(c, me);
+      for (long j = 0; j < chunks; ++j) {
+        const double chunk = std::min(cb, per_channel_bytes - static_cast<double>(j) * cb);
+        if (receives) arrivals(c, me).wait_at_least(j + 1);
+        if (!sends) continue;
+        sleep(lat);
+        send(me, to, chunk, chunk * wf)->wait();
+        arrivals(c, to).add(1);
+      }
+    });
+  }
+
+  // Tree allreduce: per channel a tree of ranks (NCCL's double binary tree over nodes, channel c
+  // on tree c mod 2, a chain inside each node); chunks go up reduced and come down broadcast.
+  struct TreeLinks {
+    std::vector<int> parent;                 // per channel, -1 at the root
+    std::vector<std::vector<int>> children;  // per channel
+  };
+  TreeLinks tree_links(int me) const {
+    TreeLinks t;
+    for (std::size_t c = 0; c < C(); ++c) {
+      const auto& tr = ch->trees[c % 2];
+      const auto& chains = ring(c).chains;
+      int node = -1, at = -1;
+      for (std::size_t nd = 0; nd < chains.size(); ++nd) {
+        const auto it = std::find(chains[nd].begin(), chains[nd].end(), me);
+        if (it != chains[nd].end()) {
+          node = static_cast<int>(nd);
+          at = static_cast<int>(it - chains[nd].begin());
+        }
+      }
+      const auto& chn = chains[static_cast<std::size_t>(node)];
+      std::vector<int> kids;
+      int parent = -1;
+      if (at > 0) parent = chn[static_cast<std::size_t>(at - 1)];
+      if (at + 1 < static_cast<int>(chn.size())) kids.push_back(chn[static_cast<std::size_t>(at + 1)]);
+      if (at == 0) {
+        const TreeNode& tn = tr[static_cast<std::size_t>(node)];
+        if (tn.parent >= 0) parent = chains[static_cast<std::size_t>(tn.parent)].front();
+        for (int child : tn.children)
+          if (child >= 0) kids.push_back(chains[static_cast<std::size_t>(child)].front());
+      }
+      t.parent.push_back(parent);
+      t.children.push_back(kids);
+    }
+    return t;
+  }
+  double link_latency(int a, int b) const {
+    return hop_latency(impl->topo.host_of(a) == impl->topo.host_of(b) ? ch->intra_class : PathClass::kNET);
+  }
+
+  void tree(int me) {
+    const TreeLinks t = tree_links(me);
+    const double per_channel_bytes = static_cast<double>(op.bytes) / static_cast<double>(C());
+    const double cb = chunk_bytes(choice.protocol);
+    const long chunks = std::max(1L, static_cast<long>(std::ceil(per_channel_bytes / cb)));
+    const double wf = wire_factor(choice.protocol);
+    auto chunk_of = [&](long j) { return std::min(cb, per_channel_bytes - static_cast<double>(j) * cb); };
+    per_channel([&](std::size_t c) {
+      const int parent = t.parent[c];
+      const std::vector<int>& kids = t.children[c];
+      const auto nkids = static_cast<long>(kids.size());
+      // Up: reduce chunk j from the children, pass it to the parent (the root turns it around).
+      sg4::ActorPtr up = sg4::Actor::create("tree-up", sg4::this_actor::get_host(), impl->guarded([&] {
+        const double lat = parent >= 0 ? link_latency(me, parent) : 0.0;
+        for (long j = 0; j < chunks; ++j) {
+          arrivals(c, me).wait_at_least(nkids * (j + 1));
+          if (parent < 0) {
+            arrivals_down(c, me).add(1);
+            continue;
+          }
+          sleep(lat);
+          send(me, parent, chunk_of(j), chunk_of(j) * wf)->wait();
+          arrivals(c, parent).add(1);
+        }
+      }));
+      // Down: broadcast chunk j to the children once it came down (or was reduced, at the root).
+      double lat = 0;
+      for (int kid : kids) lat = std::max(lat, link_latency(me, kid));
+      for (long j = 0; j < chunks; ++j) {
+        arrivals_down(c, me).wait_at_least(j + 1);
+        if (kids.empty()) continue;
+        sleep(lat);
+        std::vector<sg4::CommPtr> comms;
+        for (int kid : kids) comms.push_back(send(me, kid, chunk_of(j), chunk_of(j) * wf));
+        for (std::size_t i = 0; i < kids.size(); ++i) {
+          comms[i]->wait();
+          arrivals_down(c, kids[i]).add(1);
+        }
+      }
+      up->join();
+    });
+  }
+};
+
+// The state of one group shared by its members: the calls matched by sequence number.
+struct SimCluster::Impl::GroupState {
+  Impl* impl;
+  int size;
+  std::vector<std::uint64_t> next_seq;
+  std::map<std::uint64_t, std::shared_ptr<Instance>> live;
+
+  GroupState(Impl* i, int n) : impl(i), size(n), next_seq(static_cast<std::size_t>(n), 0) {}
+
+  // join: member `me`'s call, matched with the other members' calls of the same number.
+  std::shared_ptr<Instance> join(int me, Collective c, const CollectiveOp& op, int root, int iteration) {
+    const std::uint64_t seq = next_seq[static_cast<std::size_t>(me)]++;
+    auto& inst = live[seq];
+    if (!inst) {
+      inst = std::make_shared<Instance>(impl, &impl->channels_of(size), c, op, root, size, iteration);
+    } else if (inst->coll != c || inst->op.bytes != op.bytes || inst->root != root) {
+      throw RuntimeError(fmt::format(
+          "sim: collective #{} differs across ranks: rank {} calls {} \"{}\" of {} bytes (root {}), another rank {} "
+          "\"{}\" of {} bytes (root {}); every rank must issue the same collectives in the same order",
+          seq, me, collective_name(c), op.name, op.bytes, root, collective_name(inst->coll), inst->op.name,
+          inst->op.bytes, inst->root));
+    }
+    return inst;
+  }
+
+  // enqueue: member `me`'s part on its device's comm stream, after its compute stream's point.
+  WorkPtr enqueue(int me, const std::shared_ptr<Instance>& inst, std::uint64_t seq) {
+    Dev& d = *impl->devs[static_cast<std::size_t>(me)];
+    StreamActor& comm = d.stream(gradsync::Stream::kComm);
+    StreamActor& compute = d.stream(gradsync::Stream::kCompute);
+    StreamActor::Task t;
+    if (compute.last) t.deps.push_back(compute.last);
+    for (const auto& p : compute.pending) t.deps.push_back(p);
+    t.body = [inst, me] { inst->run(me); };
+    t.event = d.event(gradsync::Stream::kComm, inst->op.name, inst->op.bytes, inst->op.bucket, -1);
+    t.done = [this, inst, seq](double start, double end) {
+      inst->start = std::min(inst->start, start);
+      inst->end = std::max(inst->end, end);
+      if (++inst->finished == size) {
+        impl->records.push_back(
+            {inst->op.name, inst->coll, inst->op.bytes, size, inst->choice, inst->start, inst->end, inst->iteration});
+        live.erase(seq);
+      }
+    };
+    return comm.push(std::move(t));
+  }
+};
+
+// A DDP rank's view of the world group.
+struct SimCluster::Impl::Group final : public ProcessGroup {
+  GroupState* state;
+  int me;
+  Group(GroupState* s, int r) : state(s), me(r) {}
+  int rank() const override { return me; }
+  int size() const override { return state->size; }
+  WorkPtr call(Collective c, const CollectiveOp& op, int root) {
+    const std::uint64_t seq = state->next_seq[static_cast<std::size_t>(me)];
+    const Dev& d = *state->impl->devs[static_cast<std::size_t>(me)];
+    auto inst = state->join(me, c, op, root, d.owner ? d.owner->iteration : 0);
+    return state->enqueue(me, inst, seq);
+  }
+  WorkPtr allreduce(const CollectiveOp& op) override { return call(Collective::kAllreduce, op, -1); }
+  WorkPtr broadcast(const CollectiveOp& op, int root) override { return call(Collective::kBroadcast, op, root); }
+  WorkPtr reduce(const CollectiveOp& op, int root) override { return call(Collective::kReduce, op, root); }
+  WorkPtr allgather(const CollectiveOp& op) override { return call(Collective::kAllgather, op, -1); }
+  WorkPtr reduce_scatter(const CollectiveOp& op) override { return call(Collective::kReduceScatter, op, -1); }
+};
+
+// DataParallel's single-process group: one call runs on every member device.
+struct SimCluster::Impl::LocalGroup final : public ProcessGroup {
+  GroupState* state;
+  explicit LocalGroup(GroupState* s) : state(s) {}
+  int rank() const override { return 0; }
+  int size() const override { return state->size; }
+  WorkPtr call(Collective c, const CollectiveOp& op, int root) {
+    std::vector<WorkPtr> parts;
+    for (int m = 0; m < state->size; ++m) {
+      const std::uint64_t seq = state->next_seq[static_cast<std::size_t>(m)];
+      const Dev& d = *state->impl->devs[static_cast<std::size_t>(m)];
+      auto inst = state->join(m, c, op, root, d.owner ? d.owner->iteration : 0);
+      parts.push_back(state->enqueue(m, inst, seq));
+    }
+    return std::make_shared<AllWork>(std::move(parts));
+  }
+  WorkPtr allreduce(const CollectiveOp& op) override { return call(Collective::kAllreduce, op, -1); }
+  WorkPtr broadcast(const CollectiveOp& op, int root) override { return call(Collective::kBroadcast, op, root); }
+  WorkPtr reduce(const CollectiveOp& op, int root) override { return call(Collective::kReduce, op, root); }
+  WorkPtr allgather(const CollectiveOp& op) override { return call(Collective::kAllgather, op, -1); }
+  WorkPtr reduce_scatter(const CollectiveOp& op) override { return call(Collective::kReduceScatter, op, -1); }
+};
+
+SimCluster::Impl::Impl(const Topology& t, const Routes& r, int gpus, SimOptions o)
+    : topo(t), routes(r), n(gpus), opts(o) {
+  if (gpus < 1 || gpus > topo.gpu_count()) {
+    throw ConfigError(fmt::format("{}: {} GPUs asked for; the topology has {}", topo.origin(), gpus, topo.gpu_count()));
+  }
+  platform = build_platform(topo, routes);
+  const GpuSpec* spec = topo.vertex(topo.gpu(0)).gpu;
+  sm_version = spec ? spec->sm_version : 80;
+  for (int i = 0; i < n; ++i) devs.push_back(std::make_unique<Dev>(this, i));
+}
+
+SimCluster::Impl::~Impl() = default;
+
+SimCluster::SimCluster(const Topology& topo, const Routes& routes, int gpus, SimOptions opts)
+    : impl_(std::make_unique<Impl>(topo, routes, gpus, opts)) {}
+
+SimCluster::~SimCluster() = default;
+
+int SimCluster::gpus() const { return impl_->n; }
+
+Device& SimCluster::device(int rank) { return *impl_->devs.at(static_cast<std::size_t>(rank)); }
+
+Host& SimCluster::host(const std::vector<int>& devices) {
+  impl_->procs.push_back(std::make_unique<Impl::Proc>(impl_.get(), devices));
+  for (int d : devices) impl_->devs.at(static_cast<std::size_t>(d))->owner = impl_->procs.back().get();
+  return *impl_->procs.back();
+}
+
+ProcessGroup& SimCluster::world_group(int rank) {
+  if (!impl_->world) {
+    impl_->world = std::make_unique<Impl::GroupState>(impl_.get(), impl_->n);
+    for (int r = 0; r < impl_->n; ++r)
+      impl_->world_views.push_back(std::make_unique<Impl::Group>(impl_->world.get(), r));
+  }
+  return *impl_->world_views.at(static_cast<std::size_t>(rank));
+}
+
+ProcessGroup& SimCluster::local_group(int m) {
+  auto& g = impl_->locals[m];
+  if (!g) {
+    auto& s = impl_->local_states[m];
+    s = std::make_unique<Impl::GroupState>(impl_.get(), m);
+    g = std::make_unique<Impl::LocalGroup>(s.get());
+  }
+  return *g;
+}
+
+const Channels& SimCluster::channels(int m) { return impl_->channels_of(m); }
+
+void SimCluster::spawn(int rank, std::function<void()> fn) {
+  ++impl_->spawned;
+  sg4::Actor::create(fmt::format("rank{}", rank), impl_->platform.gpus.at(static_cast<std::size_t>(rank)),
+                     impl_->guarded([this, fn = std::move(fn)] {
+                       fn();
+                       ++impl_->finished;
+                     }));
+}
+
+void SimCluster::run() {
+  sg4::Engine::get_instance()->run();
+  if (impl_->error) std::rethrow_exception(impl_->error);
+  if (impl_->finished != impl_->spawned) {
+    throw RuntimeError(fmt::format(
+        "sim: the simulation stopped at t = {:.6f} s with {} of {} processes unfinished: they wait for work that never "
+        "completes (a collective some rank never joined)",
+        sg4::Engine::get_clock(), impl_->spawned - impl_->finished, impl_->spawned));
+  }
+}
+
+double SimCluster::now() const { return sg4::Engine::get_clock(); }
+const Trace& SimCluster::trace() const { return impl_->trace; }
+const std::vector<CollectiveRecord>& SimCluster::collectives() const { return impl_->records; }
+const std::map<std::string, Traffic>& SimCluster::traffic(int iteration) const {
+  static const std::map<std::string, Traffic> kNone;
+  const auto it = impl_->traffic.find(iteration);
+  return it == impl_->traffic.end() ? kNone : it->second;
+}
+double SimCluster::bytes_out(int rank, int iteration) const {
+  double sum = 0;
+  for (const auto& [name, t] : traffic(iteration)) sum += t.out.at(static_cast<std::size_t>(rank));
+  return sum;
+}
+double SimCluster::bytes_in(int rank, int iteration) const {
+  double sum = 0;
+  for (const auto& [name, t] : traffic(iteration)) sum += t.in.at(static_cast<std::size_t>(rank));
+  return sum;
+}
+
+}  // namespace gradsync::sim

@@ -1,0 +1,122 @@
+// cluster.hpp: the SimGrid engine behind the backend interfaces of core/backend.hpp. The same
+// DdpStep, DpStep and Reducer that run on hardware run here unchanged; what they issue takes
+// simulated time on a simulated cluster.
+//
+//   auto engine = create_engine();                  // once per process
+//   SimCluster c(topo, routes, /*gpus=*/8, {});
+//   for (int r = 0; r < 8; ++r)
+//     c.spawn(r, [&, r] { DdpStep s(model, costs, opts, 16, c.host({r}), c.device(r), c.world_group(r)); ... });
+//   c.run();                                        // rethrows the first error of any actor
+//   c.trace();                                      // every event, as the recording backend names them
+//
+// How it maps onto SimGrid:
+//   - each rank's GPU is a SimGrid host of the platform (sim/platform.hpp); ranks are the first
+//     `gpus` GPUs of the topology;
+//   - each (rank, stream) is one actor running its work in order: a kernel waits for the stream's
+//     waits, then sleeps its cost-model time; a copy is a flow along the route between the two
+//     GPUs (or from host memory), staged through host memory where the GPUs have no peer access;
+//   - a collective runs on the comm stream of every member after that member's compute stream
+//     reaches the point where it was called (the comm stream waits for the compute stream's last
+//     work, as c10d's NCCL stream does), FIFO behind the previous collective;
+//   - host work (HostOp, kernel launch time) is a sleep of the calling actor, under the
+//     process's GIL when it holds it; Host::parallel runs one actor per thread and joins them.
+//
+// Collectives are NCCL's algorithms among the members over the simulated network, at step
+// fidelity (every ring step and pipeline chunk its own flow per channel, hop latencies slept
+// explicitly, NCCL's base latency once):
+//   ring allreduce        reduce-scatter then allgather: 2(k-1) steps of S/(k C) per channel
+//   ring reduce-scatter   k-1 steps of S/(k C);  ring allgather: k-1 steps of S/C (S per rank)
+//   broadcast, reduce     NCCL's pipelined ring: a chain from (to) the root along each channel's
+//                         ring, chunks of the protocol's chunk size, each hop forwarding chunk j
+//                         as soon as it has it and its previous send is done
+//   tree allreduce        double binary tree over nodes, a chain in each node: chunks reduced up
+//                         and broadcast down, both pipelined (multi-node only)
+// A member's channels advance in lock step: step s of every channel before step s+1 of any.
+// The algorithm and protocol are NCCL's choice (sim/nccl_model.hpp) unless forced; the protocol
+// sets the bytes on the wire (LL 2x, LL128 128/120) and the hop latencies.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/trace.hpp"
+#include "sim/nccl_model.hpp"
+#include "sim/platform.hpp"
+#include "topologies/channels.hpp"
+
+namespace gradsync::sim {
+
+// Fidelity: how finely a collective becomes flows. Step: every ring step and pipeline chunk is
+// one flow per channel (the only mode so far; an aggregate mode, one flow per phase, slots in
+// where the algorithms issue their transfers).
+enum class Fidelity { kStep };
+
+struct SimOptions {
+  CollectiveRequest nccl;  // NCCL_ALGO / NCCL_PROTO
+  Fidelity fidelity = Fidelity::kStep;
+};
+
+// CollectiveRecord: one collective as it ran: first member's start to last member's end.
+struct CollectiveRecord {
+  std::string name;
+  Collective collective = Collective::kAllreduce;
+  Bytes bytes = 0;
+  int members = 0;
+  CollectiveChoice choice;
+  double start_s = 0;
+  double end_s = 0;
+  int iteration = 0;
+};
+
+// Traffic: payload bytes each rank sent (out) and received (in) for one event name.
+struct Traffic {
+  std::vector<double> out;
+  std::vector<double> in;
+};
+
+class SimCluster {
+ public:
+  // SimCluster builds the platform of `topo` in the process's engine (create_engine first) for
+  // ranks 0..gpus-1. ConfigError when the topology has fewer GPUs.
+  SimCluster(const Topology& topo, const Routes& routes, int gpus, SimOptions opts = {});
+  ~SimCluster();
+  SimCluster(const SimCluster&) = delete;
+  SimCluster& operator=(const SimCluster&) = delete;
+
+  int gpus() const;
+  Device& device(int rank);
+  // host: the Host of one process that drives `devices` (its iteration events go to them).
+  Host& host(const std::vector<int>& devices);
+  // world_group: rank's view of the group of all ranks (DDP; one process per rank).
+  ProcessGroup& world_group(int rank);
+  // local_group: one process's group over devices 0..m-1 (DataParallel), root = device index.
+  ProcessGroup& local_group(int m);
+  // channels: NCCL's rings and trees for ranks 0..m-1.
+  const Channels& channels(int m);
+
+  // spawn: a process's main thread, an actor on rank's GPU host running fn.
+  void spawn(int rank, std::function<void()> fn);
+  // run: runs the simulation to its end; rethrows the first exception an actor raised.
+  void run();
+
+  double now() const;
+  const Trace& trace() const;
+  const std::vector<CollectiveRecord>& collectives() const;
+  // Payload bytes of `iteration` (0: construction) that left / entered a GPU: copies and
+  // collective transfers; host memory counts as outside.
+  double bytes_out(int rank, int iteration) const;
+  double bytes_in(int rank, int iteration) const;
+  // traffic: the same by event name ("dp:gather", "allreduce:bucket3", ...).
+  const std::map<std::string, Traffic>& traffic(int iteration) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gradsync::sim

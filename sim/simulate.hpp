@@ -1,0 +1,143 @@
+// simulate.hpp: a scenario (model, cluster, options) simulated for DP and DDP: the step drivers of
+// core/ on the SimGrid cluster of sim/cluster.hpp, and what their trace means.
+//
+//   Scenario s;                                   // GPT-2, B=16, T=1024, bf16, AdamW, dgx-a100
+//   s = read_scenario_file("run.yaml");           // the same keys as the command line
+//   const StrategyResult ddp = simulate(s, Strategy::kDDP);   // one SimGrid engine per process
+//   ddp.steady_iteration_time_s, ddp.exposed_communication_s, ddp.gpus[0].bytes_out
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/metrics.hpp"
+#include "core/trace.hpp"
+#include "models/memory_cost.hpp"
+#include "sim/cluster.hpp"
+
+namespace gradsync::sim {
+
+// Scenario: every key of `simulate`/`compare` (flags and the YAML scenario file alike).
+// Zero or empty means the default named in the comment.
+struct Scenario {
+  std::string model = "gpt2";
+  std::string topology = "dgx-a100";
+  int gpus = 0;                    // 0: every GPU of the topology
+  std::int64_t batch_per_gpu = 0;  // 0: the model's default batch
+  std::int64_t seq_len = 0;        // 0: the model's default
+  std::string precision;           // empty: bf16 where the GPU has it, else fp16
+  std::string optimizer = "adamw";
+  std::optional<double> bucket_cap_mb;
+  int grad_accum = 1;
+  std::string comm_hook = "none";
+  bool find_unused_parameters = false;
+  bool static_graph = false;
+  bool gradient_as_bucket_view = false;
+  int iterations = 5;          // optimizer steps simulated
+  int warmup = 3;              // leading steps left out of the steady-state mean
+  std::string algo = "auto";   // NCCL_ALGO: ring, tree, auto
+  std::string proto = "auto";  // NCCL_PROTO: ll, ll128, simple, auto
+};
+
+// scenario_keys: the YAML keys, in the order result.json writes them.
+const std::vector<std::string>& scenario_keys();
+
+// read_scenario_file reads a YAML mapping of scenario keys (model, topology, gpus,
+// batch_per_gpu, seq_len, precision, optimizer, bucket_cap_mb, grad_accum, comm_hook,
+// find_unused_parameters, static_graph, gradient_as_bucket_view, iterations, warmup, algo,
+// proto) into `base`. ConfigError at file:line naming the key for anything else.
+Scenario read_scenario_file(const std::string& path, Scenario base = {});
+
+// GpuResult: one GPU's traffic per steady iteration and its memory.
+struct GpuResult {
+  int rank = 0;
+  double bytes_in = 0;
+  double bytes_out = 0;
+  double peak_memory_bytes = 0;
+  double capacity_bytes = 0;
+  bool oom = false;
+};
+
+// StrategyResult: one strategy simulated. `skipped` says why it could not run (DataParallel
+// across hosts); the numbers are then zero.
+struct StrategyResult {
+  Strategy strategy = Strategy::kDDP;
+  std::string skipped;
+  int gpus = 0;
+  int replicas = 0;               // GPUs that compute (DP with a small batch uses fewer)
+  std::int64_t global_batch = 0;  // samples per optimizer step
+  std::int64_t tokens_per_sample = 1;
+  std::string precision;  // as resolved: "bf16", ...
+  std::string gpu;        // the topology's GPU model key
+  double iteration_1_time_s = 0;
+  double steady_iteration_time_s = 0;
+  // Steady-iteration means, as in core/metrics.hpp: DDP on rank 0 (ranks are symmetric); DP on
+  // the process as a whole (every GPU's events on one timeline: GPU0 waits for all of them).
+  double compute_s = 0;
+  double communication_s = 0;
+  double exposed_communication_s = 0;
+  double overlap = 0;
+  double samples_per_s = 0;
+  double tokens_per_s = 0;
+  std::vector<IterationMetrics> iterations;  // per iteration, same view as above
+  std::vector<GpuResult> per_gpu;
+  std::vector<CollectiveRecord> collectives;
+  std::map<std::string, Traffic> traffic;  // the last iteration's bytes by event name
+  Trace trace;
+};
+
+// Resolved: a scenario with its model, cluster and options looked up and checked.
+struct ResolvedScenario;
+
+// simulate_isolated runs simulate in a child process (fork) and returns its result, so that
+// one process can simulate several strategies or scenarios, each with its own SimGrid engine.
+// The child's ConfigError / UsageError / RuntimeError comes back as the same error.
+StrategyResult simulate_isolated(const Scenario& s, Strategy strategy);
+
+// result_json: a strategy's result as result.json holds it; with `full`, also the trace,
+// collectives and traffic (what simulate_isolated passes back); strategy_from_json reads it.
+nlohmann::ordered_json result_json(const StrategyResult& r, bool full);
+StrategyResult strategy_from_json(const nlohmann::ordered_json& j);
+// scenario_json: the scenario's keys and values.
+nlohmann::ordered_json scenario_json(const Scenario& s);
+
+// simulate runs one strategy of a scenario in this process's SimGrid engine (it creates it, so
+// once per process). ConfigError / UsageError for a bad scenario.
+StrategyResult simulate(const Scenario& s, Strategy strategy);
+
+// check_scenario validates every field (model, topology, GPUs, precision on that GPU, options)
+// without simulating; the errors simulate would give.
+void check_scenario(const Scenario& s);
+
+// CollectiveSweepPoint: one size of `gradsync collectives`.
+struct CollectivePoint {
+  double bytes = 0;
+  double time_s = 0;
+  double algbw_GBps = 0;
+  double busbw_GBps = 0;
+  CollectiveChoice choice;
+};
+
+struct CollectiveSweep {
+  std::string topology;
+  int gpus = 0;
+  Collective op = Collective::kAllreduce;
+  double min_bytes = 8;
+  double max_bytes = 1024.0 * 1024 * 1024;
+  double step_factor = 2;
+  std::string algo = "auto";
+  std::string proto = "auto";
+};
+
+// bus_factor: nccl-tests' busbw / algbw for an operation over n ranks.
+double bus_factor(Collective c, int n);
+
+// simulate_collectives runs each size once, one after the other, in one engine (created here).
+std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sweep);
+
+}  // namespace gradsync::sim
