@@ -122,7 +122,11 @@ struct SimCluster::Impl {
 
   const Channels& channels_of(int m) {
     auto& c = channels[m];
-    if (!c) c = std::make_unique<Channels>(build_channels(topo, routes, first_ranks(m)));
+    if (!c) {
+      c = std::make_unique<Channels>(build_channels(topo, routes, first_ranks(m)));
+      if (opts.max_channels > 0 && c->rings.size() > static_cast<std::size_t>(opts.max_channels))
+        c->rings.resize(static_cast<std::size_t>(opts.max_channels));
+    }
     return *c;
   }
 
@@ -146,7 +150,9 @@ struct SimCluster::Impl {
         from >= 0 ? platform.gpus[static_cast<std::size_t>(from)] : platform.host_memory[static_cast<std::size_t>(to)];
     sg4::Host* b =
         to >= 0 ? platform.gpus[static_cast<std::size_t>(to)] : platform.host_memory[static_cast<std::size_t>(from)];
-    return sg4::Comm::sendto_async(a, b, static_cast<std::uint64_t>(std::llround(wire_bytes)));
+    // Whole bytes, at least one: a chunk smaller than a byte per channel still costs a message.
+    const auto wire = static_cast<std::uint64_t>(std::max(1.0, std::ceil(wire_bytes - 1e-9)));
+    return sg4::Comm::sendto_async(a, b, wire);
   }
 
   // Guard an actor's body: the first exception is kept and every other actor is killed, so the

@@ -58,6 +58,7 @@ enum class Fidelity { kStep };
 struct SimOptions {
   CollectiveRequest nccl;  // NCCL_ALGO / NCCL_PROTO
   Fidelity fidelity = Fidelity::kStep;
+  int max_channels = 0;  // NCCL_MAX_NCHANNELS: use at most this many of the rings found (0: all)
 };
 
 // CollectiveRecord: one collective as it ran: first member's start to last member's end.

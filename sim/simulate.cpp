@@ -110,7 +110,10 @@ auto field(const char* key, const std::string& value, F parse) {
   try {
     return parse();
   } catch (const ConfigError& e) {
-    throw ConfigError(fmt::format("{} \"{}\": {}", key, value, e.what()));
+    // Most parsers already quote the bad value; name the key only where they do not.
+    const std::string what = e.what();
+    if (what.find("\"" + value + "\"") != std::string::npos) throw;
+    throw ConfigError(fmt::format("{} \"{}\": {}", key, value, what));
   }
 }
 

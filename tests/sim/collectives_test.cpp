@@ -1,0 +1,226 @@
+// collectives_test.cpp: simulated NCCL collectives against their closed forms on a uniform star
+// (every GPU one link of bandwidth B and latency a to one NVSwitch), and NCCL's choice of
+// algorithm and protocol. One SimGrid engine per process: each test runs in its own process.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "sim/cluster.hpp"
+#include "sim/engine.hpp"
+#include "sim/nccl_model.hpp"
+
+namespace gradsync::sim {
+namespace {
+
+constexpr double kLinkBw = 100e9;    // B per direction
+constexpr double kLinkLat = 0.5e-6;  // a per link; a GPU-to-GPU route crosses two links
+constexpr double kRouteLat = 2 * kLinkLat;
+
+// star: n GPUs on one NVSwitch (the fast path) and one CPU (host memory, slow and far).
+std::string star(int n) {
+  std::string dot = "graph star {\n  \"cpu\" [kind=\"cpu\", host=\"h\"];\n  \"sw\" [kind=\"nvswitch\", host=\"h\"];\n";
+  for (int g = 0; g < n; ++g) {
+    dot += fmt::format("  \"gpu{0}\" [kind=\"gpu\", model=\"a100-sxm4-80gb\", host=\"h\"];\n", g);
+    dot += fmt::format("  \"gpu{0}\" -- \"sw\" [type=\"nvlink\", bw=\"100GBps\", latency=\"500ns\"];\n", g);
+    dot += fmt::format("  \"gpu{0}\" -- \"cpu\" [type=\"pcie\", bw=\"10GBps\", latency=\"50us\"];\n", g);
+  }
+  return dot + "}\n";
+}
+
+// Run one collective of `bytes` (root 0) on every rank at time 0; returns its record.
+CollectiveRecord run_one(int n, Collective c, double bytes_per_channel_unit, SimOptions opts,
+                         int* channels_out = nullptr, double* bytes_out = nullptr) {
+  auto engine = create_engine();
+  const Topology topo = read_topology_dot(star(n), "star.dot");
+  const Routes routes(topo);
+  SimCluster cluster(topo, routes, n, opts);
+  const int channels = static_cast<int>(cluster.channels(n).rings.size());
+  const double bytes = bytes_per_channel_unit * channels;
+  for (int r = 0; r < n; ++r) {
+    ProcessGroup* pg = &cluster.world_group(r);
+    cluster.spawn(r, [pg, c, bytes] {
+      CollectiveOp op;
+      op.name = "test";
+      op.bytes = static_cast<Bytes>(bytes);
+      WorkPtr w;
+      if (c == Collective::kAllreduce) w = pg->allreduce(op);
+      if (c == Collective::kBroadcast) w = pg->broadcast(op, 0);
+      if (c == Collective::kReduce) w = pg->reduce(op, 0);
+      if (c == Collective::kAllgather) w = pg->allgather(op);
+      if (c == Collective::kReduceScatter) w = pg->reduce_scatter(op);
+      w->wait();
+    });
+  }
+  cluster.run();
+  if (channels_out) *channels_out = channels;
+  if (bytes_out) *bytes_out = bytes;
+  EXPECT_EQ(cluster.collectives().size(), 1u);
+  return cluster.collectives().at(0);
+}
+
+SimOptions forced(Protocol p, int max_channels = 0) {
+  SimOptions o;
+  o.nccl.algorithm = Algorithm::kRing;
+  o.nccl.protocol = p;
+  o.max_channels = max_channels;
+  return o;
+}
+
+class RingAllreduce : public ::testing::TestWithParam<int> {};
+
+// T = base + 2(n-1) (hop + route latency) + 2(n-1)/n S / B: every step, each GPU's link carries
+// its C channels' chunks of S/(n C) at once, so a step takes S/(n B) plus its latency.
+TEST_P(RingAllreduce, MatchesTheClosedForm) {
+  const int n = GetParam();
+  int channels = 0;
+  double S = 0;
+  const CollectiveRecord rec =
+      run_one(n, Collective::kAllreduce, 64.0 * 1024 * 1024 * n, forced(Protocol::kSimple), &channels, &S);
+  const double alpha = kRouteLat + hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kSimple);
+  const double expected =
+      base_latency_s(Algorithm::kRing, Protocol::kSimple) + 2.0 * (n - 1) / n * S / kLinkBw + 2.0 * (n - 1) * alpha;
+  EXPECT_GE(channels, 1);
+  EXPECT_NEAR(rec.end_s - rec.start_s, expected, 1e-6 * expected) << "n=" << n << " channels=" << channels;
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, RingAllreduce, ::testing::Values(2, 3, 8, 16));
+
+// LL sends 8-byte lines carrying 4 bytes: twice the bytes on the wire, LL's own latencies.
+TEST(RingAllreduce, LowLatencyProtocolDoublesTheWireBytes) {
+  const int n = 4;
+  int channels = 0;
+  double S = 0;
+  const CollectiveRecord rec = run_one(n, Collective::kAllreduce, 4096.0 * n, forced(Protocol::kLL), &channels, &S);
+  const double alpha = kRouteLat + hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kLL);
+  const double expected =
+      base_latency_s(Algorithm::kRing, Protocol::kLL) + 2.0 * (n - 1) / n * 2 * S / kLinkBw + 2.0 * (n - 1) * alpha;
+  EXPECT_NEAR(rec.end_s - rec.start_s, expected, 1e-6 * expected);
+}
+
+class Pipelined : public ::testing::TestWithParam<std::tuple<int, Collective>> {};
+
+// One channel, m chunks of c bytes down a chain of n-1 hops: T = base + (n - 1 + m - 1) (hop +
+// route latency + c / B); reduce is the same chain run towards the root.
+TEST_P(Pipelined, BroadcastAndReduceMatchThePipelineFormula) {
+  const auto [n, c] = GetParam();
+  const int m = 6;
+  const double chunk = chunk_bytes(Protocol::kSimple);
+  const CollectiveRecord rec = run_one(n, c, m * chunk, forced(Protocol::kSimple, 1));
+  const double stage =
+      kRouteLat + hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kSimple) + chunk / kLinkBw;
+  const double expected = base_latency_s(Algorithm::kRing, Protocol::kSimple) + (n - 1 + m - 1) * stage;
+  EXPECT_NEAR(rec.end_s - rec.start_s, expected, 1e-6 * expected) << "n=" << n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, Pipelined,
+                         ::testing::Combine(::testing::Values(2, 3, 8),
+                                            ::testing::Values(Collective::kBroadcast, Collective::kReduce)));
+
+// Ring allgather: n-1 steps, each GPU forwarding one contribution S per step.
+TEST(RingAllgather, MatchesTheClosedForm) {
+  const int n = 8;
+  double S = 0;
+  const CollectiveRecord rec =
+      run_one(n, Collective::kAllgather, 8.0 * 1024 * 1024, forced(Protocol::kSimple), nullptr, &S);
+  const double alpha = kRouteLat + hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kSimple);
+  const double expected = base_latency_s(Algorithm::kRing, Protocol::kSimple) + (n - 1) * (alpha + S / kLinkBw);
+  EXPECT_NEAR(rec.end_s - rec.start_s, expected, 1e-6 * expected);
+}
+
+// Ring reduce-scatter: n-1 steps of S/n.
+TEST(RingReduceScatter, MatchesTheClosedForm) {
+  const int n = 8;
+  double S = 0;
+  const CollectiveRecord rec =
+      run_one(n, Collective::kReduceScatter, 8.0 * 1024 * 1024 * n, forced(Protocol::kSimple), nullptr, &S);
+  const double alpha = kRouteLat + hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kSimple);
+  const double expected = base_latency_s(Algorithm::kRing, Protocol::kSimple) + (n - 1) * (alpha + S / n / kLinkBw);
+  EXPECT_NEAR(rec.end_s - rec.start_s, expected, 1e-6 * expected);
+}
+
+// NCCL's choice: LL for small messages (lowest latency), Simple for large ones (full payload);
+// tree only for allreduce across nodes, and a forced tree elsewhere is an error.
+TEST(NcclModel, PicksLowLatencyForSmallAndSimpleForLargeMessages) {
+  auto engine = create_engine();
+  const Topology topo = read_topology_dot(star(8), "star.dot");
+  const Routes routes(topo);
+  const Channels ch = build_channels(topo, routes, first_ranks(8));
+  EXPECT_EQ(choose_collective(Collective::kAllreduce, 1024, ch, 80, {}).protocol, Protocol::kLL);
+  const CollectiveChoice big = choose_collective(Collective::kAllreduce, 1e9, ch, 80, {});
+  EXPECT_EQ(big.protocol, Protocol::kSimple);
+  EXPECT_EQ(big.algorithm, Algorithm::kRing);
+  EXPECT_THROW(choose_collective(Collective::kAllreduce, 1e9, ch, 80, {Algorithm::kTree, std::nullopt}), ConfigError);
+}
+
+TEST(NcclModel, TreeAllreduceAcrossNodesCompletes) {
+  auto engine = create_engine();
+  const Topology topo = load_topology("2x-dgx-a100-hdr");
+  const Routes routes(topo);
+  SimOptions o;
+  o.nccl.algorithm = Algorithm::kTree;
+  SimCluster cluster(topo, routes, 16, o);
+  double ring_floor = 0;
+  for (int r = 0; r < 16; ++r) {
+    ProcessGroup* pg = &cluster.world_group(r);
+    cluster.spawn(r, [pg] {
+      CollectiveOp op;
+      op.name = "tree";
+      op.bytes = 256 << 20;
+      pg->allreduce(op)->wait();
+    });
+  }
+  cluster.run();
+  ASSERT_EQ(cluster.collectives().size(), 1u);
+  const CollectiveRecord& rec = cluster.collectives()[0];
+  EXPECT_EQ(rec.choice.algorithm, Algorithm::kTree);
+  // Every byte crosses the nodes' NICs at least once each way: S / (NIC bandwidth of a node).
+  ring_floor = static_cast<double>(256 << 20) / (8 * 25e9);
+  EXPECT_GT(rec.end_s - rec.start_s, ring_floor);
+  // Every GPU sent and received data.
+  for (int r = 0; r < 16; ++r) {
+    EXPECT_GT(cluster.bytes_out(r, 0), 0) << r;
+    EXPECT_GT(cluster.bytes_in(r, 0), 0) << r;
+  }
+}
+
+// A collective that one rank never joins leaves the others waiting: an error, not a hang.
+TEST(SimCluster, ACollectiveSomeRankNeverJoinsIsAnError) {
+  auto engine = create_engine();
+  const Topology topo = read_topology_dot(star(2), "star.dot");
+  const Routes routes(topo);
+  SimCluster cluster(topo, routes, 2, {});
+  ProcessGroup* pg = &cluster.world_group(0);
+  cluster.spawn(0, [pg] { pg->allreduce({"lonely", 1024, DType::kFloat32, -1})->wait(); });
+  cluster.spawn(1, [] {});
+  try {
+    cluster.run();
+    FAIL() << "expected an error";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("1 of 2 processes unfinished"), std::string::npos) << e.what();
+  }
+}
+
+// Ranks calling different collectives under one sequence number: c10d would hang or corrupt;
+// the simulator names the mismatch.
+TEST(SimCluster, MismatchedCollectivesAreNamed) {
+  auto engine = create_engine();
+  const Topology topo = read_topology_dot(star(2), "star.dot");
+  const Routes routes(topo);
+  SimCluster cluster(topo, routes, 2, {});
+  ProcessGroup* a = &cluster.world_group(0);
+  ProcessGroup* b = &cluster.world_group(1);
+  cluster.spawn(0, [a] { a->allreduce({"allreduce:bucket0", 1024, DType::kFloat32, 0})->wait(); });
+  cluster.spawn(1, [b] { b->allreduce({"allreduce:bucket0", 2048, DType::kFloat32, 0})->wait(); });
+  try {
+    cluster.run();
+    FAIL() << "expected an error";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("differs across ranks"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gradsync::sim

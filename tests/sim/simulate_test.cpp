@@ -1,0 +1,201 @@
+// simulate_test.cpp: DP and DDP steps on the SimGrid engine: the same events as the recording
+// backend, overlap where compute hides communication and none where it cannot, DP's GPU0 hotspot,
+// scenario files. One SimGrid engine per process: each test runs in its own process.
+#include "sim/simulate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "core/ddp_step.hpp"
+#include "core/dp_step.hpp"
+#include "core/error.hpp"
+#include "models/step_costs.hpp"
+#include "sim/engine.hpp"
+#include "tests/support/recording_backend.hpp"
+
+namespace gradsync::sim {
+namespace {
+
+using Sequences = std::map<std::pair<int, Stream>, std::vector<std::string>>;
+
+// Event names per (rank, stream), in order.
+Sequences sequences(const Trace& t, int only_rank = -1) {
+  Sequences s;
+  for (const TraceEvent& e : t.events)
+    if (only_rank < 0 || e.rank == only_rank) s[{e.rank, e.stream}].push_back(e.name);
+  return s;
+}
+
+constexpr int kIterations = 3;
+
+TEST(SimulatedTrace, DdpHasTheRecordingBackendsEventsInTheSameOrderPerStream) {
+  const Model m = load_model("resnet18");
+  const StepModel model = to_step_model(m, Precision::kBF16, std::nullopt);
+  const testing::FixedCostModel costs(model, 1e-5);
+  DdpStepOptions opts;
+
+  testing::RecordingEngine rec(1, 4);
+  {
+    DdpStep step(model, costs, opts, 8, rec.host(), rec.device(0), rec.ddp_group());
+    step.construct();
+    for (int it = 1; it <= kIterations; ++it) step.run_iteration(it);
+  }
+
+  auto engine = create_engine();
+  const Topology topo = load_topology("dgx-a100");
+  const Routes routes(topo);
+  SimCluster cluster(topo, routes, 4, {});
+  for (int r = 0; r < 4; ++r) {
+    Host* host = &cluster.host({r});
+    Device* dev = &cluster.device(r);
+    ProcessGroup* pg = &cluster.world_group(r);
+    cluster.spawn(r, [&, host, dev, pg] {
+      DdpStep step(model, costs, opts, 8, *host, *dev, *pg);
+      step.construct();
+      for (int it = 1; it <= kIterations; ++it) step.run_iteration(it);
+    });
+  }
+  cluster.run();
+  const Sequences expected = sequences(rec.trace());
+  const Sequences got = sequences(cluster.trace(), 0);
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(got, expected);
+  // Every rank ran the same stream sequences as rank 0.
+  for (int r = 1; r < 4; ++r) {
+    for (const auto& [key, names] : expected) {
+      const std::pair<int, Stream> at{r, key.second};
+      EXPECT_EQ(sequences(cluster.trace(), r)[at], names) << "rank " << r;
+    }
+  }
+}
+
+TEST(SimulatedTrace, DpHasTheRecordingBackendsEventsInTheSameOrderPerStream) {
+  const Model m = load_model("gpt2");
+  const StepModel model = to_step_model(m, Precision::kBF16, 128);
+  const testing::FixedCostModel costs(model, 1e-5);
+  DpStepOptions opts;
+  const int n = 4;
+  const std::int64_t global = 8;
+  const int replicas = DpStep::replicas(global, n);
+
+  testing::RecordingEngine rec(n, 1);
+  {
+    DpStep step(model, costs, opts, global, rec.host(), rec.devices(), rec.local_group(replicas));
+    for (int it = 1; it <= kIterations; ++it) step.run_iteration(it);
+  }
+
+  auto engine = create_engine();
+  const Topology topo = load_topology("dgx-a100");
+  const Routes routes(topo);
+  SimCluster cluster(topo, routes, n, {});
+  Host* host = &cluster.host({0, 1, 2, 3});
+  std::vector<Device*> devices;
+  for (int g = 0; g < n; ++g) devices.push_back(&cluster.device(g));
+  ProcessGroup* group = &cluster.local_group(replicas);
+  cluster.spawn(0, [&, host, devices, group] {
+    DpStep step(model, costs, opts, global, *host, devices, *group);
+    for (int it = 1; it <= kIterations; ++it) step.run_iteration(it);
+  });
+  cluster.run();
+  EXPECT_EQ(sequences(cluster.trace()), sequences(rec.trace()));
+}
+
+Scenario small(const std::string& model, const std::string& topology, int gpus) {
+  Scenario s;
+  s.model = model;
+  s.topology = topology;
+  s.gpus = gpus;
+  s.iterations = 4;
+  s.warmup = 2;
+  return s;
+}
+
+// GPT-2 at B=16, T=1024 on NVSwitch: backward takes far longer than the buckets' allreduces,
+// which hide behind it.
+TEST(Simulate, AComputeBoundDdpStepOverlaps) {
+  const StrategyResult r = simulate(small("gpt2", "dgx-a100", 8), Strategy::kDDP);
+  EXPECT_GT(r.communication_s, 0);
+  EXPECT_LT(r.exposed_communication_s, 0.5 * r.communication_s);
+  EXPECT_GT(r.overlap, 0.5);
+  EXPECT_GT(r.compute_s, r.communication_s);
+  // Iteration 1 reduces everything in one bucket after backward: nothing to overlap.
+  EXPECT_DOUBLE_EQ(r.iterations.at(0).overlap_s, 0.0);
+  EXPECT_GT(r.iteration_1_time_s, r.steady_iteration_time_s);
+  // Each rank sends and receives 2(n-1)/n of the gradients per step (ring allreduce).
+  const auto grads = static_cast<double>(to_step_model(load_model("gpt2"), Precision::kBF16, 1024).gradient_bytes());
+  for (const GpuResult& g : r.per_gpu) EXPECT_NEAR(g.bytes_out, 2.0 * 7 / 8 * grads, 1e-9 * grads) << g.rank;
+}
+
+// GPT-2 with tiny batches over PCIe: communication dwarfs compute and cannot hide.
+TEST(Simulate, ACommunicationBoundDdpStepDoesNotOverlap) {
+  Scenario s = small("gpt2", "pcie-4gpu", 4);
+  s.batch_per_gpu = 1;
+  s.seq_len = 32;
+  const StrategyResult r = simulate(s, Strategy::kDDP);
+  EXPECT_GT(r.communication_s, 2 * r.compute_s);
+  EXPECT_GT(r.exposed_communication_s, 0.5 * r.communication_s);
+  EXPECT_LT(r.overlap, 0.5);
+}
+
+// DataParallel funnels outputs and gradients through GPU0.
+TEST(Simulate, DataParallelMakesGpu0AHotspot) {
+  const StrategyResult r = simulate(small("gpt2", "dgx-a100", 4), Strategy::kDP);
+  ASSERT_EQ(r.per_gpu.size(), 4u);
+  for (int g = 1; g < 4; ++g) {
+    EXPECT_GT(r.per_gpu[0].bytes_in, 2 * r.per_gpu[static_cast<std::size_t>(g)].bytes_in) << g;
+    EXPECT_GT(r.per_gpu[0].peak_memory_bytes, r.per_gpu[static_cast<std::size_t>(g)].peak_memory_bytes) << g;
+  }
+  EXPECT_NEAR(r.iterations.at(0).time_s, r.iterations.at(1).time_s, 1e-9);  // every DP iteration alike
+}
+
+TEST(Simulate, DataParallelAcrossHostsIsSkippedWithTheReason) {
+  const StrategyResult r = simulate(small("gpt2", "2x-dgx-a100-hdr", 16), Strategy::kDP);
+  EXPECT_NE(r.skipped.find("span 2 hosts (use --gpus 8 or fewer)"), std::string::npos) << r.skipped;
+}
+
+TEST(Scenario, AFileSetsKeysAndRejectsUnknownOnesWithTheLine) {
+  const auto dir = std::filesystem::temp_directory_path() / "gradsync-scenario-test";
+  std::filesystem::create_directories(dir);
+  const auto good = dir / "good.yaml";
+  std::ofstream(good) << "model: resnet50\ngpus: 4\nbucket_cap_mb: 50\nstatic_graph: true\n";
+  const Scenario s = read_scenario_file(good.string());
+  EXPECT_EQ(s.model, "resnet50");
+  EXPECT_EQ(s.gpus, 4);
+  EXPECT_EQ(s.bucket_cap_mb, 50.0);
+  EXPECT_TRUE(s.static_graph);
+  EXPECT_EQ(s.topology, "dgx-a100");  // untouched keys keep their defaults
+  const auto bad = dir / "bad.yaml";
+  std::ofstream(bad) << "model: resnet50\nbucket_size: 50\n";
+  try {
+    read_scenario_file(bad.string());
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown key \"bucket_size\""), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Scenario, BadValuesNameTheKey) {
+  Scenario s;
+  s.gpus = 9;
+  EXPECT_THROW(check_scenario(s), ConfigError);
+  s = {};
+  s.warmup = 5;
+  EXPECT_THROW(check_scenario(s), ConfigError);
+  s = {};
+  s.model = "nope";
+  try {
+    check_scenario(s);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("model \"nope\""), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gradsync::sim
