@@ -143,7 +143,9 @@ CollectiveChoice choose_collective(Collective c, double bytes, const Channels& c
   const int k = static_cast<int>(ch.ranks.size());
   const int nodes = std::max<int>(1, static_cast<int>(ch.hosts.size()));
   const bool tree_possible = c == Collective::kAllreduce && nodes > 1;
-  if (req.algorithm == Algorithm::kTree && !tree_possible) {
+  std::optional<Algorithm> forced = req.algorithm;
+  if (forced == Algorithm::kTree && !tree_possible && !req.strict) forced = Algorithm::kRing;
+  if (forced == Algorithm::kTree && !tree_possible) {
     throw ConfigError(
         fmt::format("algorithm tree: NCCL's tree serves allreduce across nodes; this is {} over {} node{}",
                     collective_name(c), nodes, nodes == 1 ? "" : "s"));
@@ -158,7 +160,7 @@ CollectiveChoice choose_collective(Collective c, double bytes, const Channels& c
   best.predicted_s = std::numeric_limits<double>::infinity();
   for (Algorithm a : {Algorithm::kRing, Algorithm::kTree}) {
     if (a == Algorithm::kTree && !tree_possible) continue;
-    if (req.algorithm && *req.algorithm != a) continue;
+    if (forced && *forced != a) continue;
     for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
       if (req.protocol && *req.protocol != p) continue;
       double bus = ch.total_bw_Bps() / 1e9;  // GB/s

@@ -47,6 +47,9 @@ double chunk_bytes(Protocol p);
 struct CollectiveRequest {
   std::optional<Algorithm> algorithm;
   std::optional<Protocol> protocol;
+  // strict: a forced tree where NCCL has none (not an allreduce, or one node) is an error; not
+  // strict, those collectives use the ring (a step's allgathers and broadcasts under --algo tree).
+  bool strict = true;
 };
 
 // CollectiveChoice: the pair NCCL would run and the time its model predicts.

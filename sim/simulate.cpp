@@ -152,6 +152,12 @@ ResolvedScenario resolve(const Scenario& s) {
   r.hook = field("comm_hook", s.comm_hook, [&] { return parse_comm_hook(s.comm_hook); });
   r.nccl.algorithm = field("algo", s.algo, [&] { return parse_algorithm(s.algo); });
   r.nccl.protocol = field("proto", s.proto, [&] { return parse_protocol(s.proto); });
+  if (r.nccl.algorithm == Algorithm::kTree && r.hosts.size() < 2) {
+    throw ConfigError(
+        fmt::format("algo tree: NCCL's tree runs allreduce across nodes; the {} GPU{} used are on one host", r.gpus,
+                    r.gpus == 1 ? "" : "s"));
+  }
+
   if (s.bucket_cap_mb && !(*s.bucket_cap_mb > 0)) {
     throw ConfigError(fmt::format("bucket_cap_mb {}: expected a size in MiB > 0", *s.bucket_cap_mb));
   }
@@ -207,6 +213,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
   const Routes routes(r.topo);
   SimOptions so;
   so.nccl = r.nccl;
+  so.nccl.strict = false;
   SimCluster cluster(r.topo, routes, r.gpus, so);
 
   if (strategy == Strategy::kDDP) {
