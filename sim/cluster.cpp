@@ -40,7 +40,14 @@ class Counter {
     ++waiters_;
     {
       std::unique_lock<sg4::Mutex> lock(*mutex_);
-      while (value_ < v) cv_->wait(lock);
+      try {
+        while (value_ < v) cv_->wait(lock);
+      } catch (const simgrid::ForcefulKillException&) {
+        // The actor is being killed (the simulation ends, or another actor failed): unlocking
+        // would be a simcall from a dying actor, which thread contexts cannot serve.
+        lock.release();
+        throw;
+      }
     }
     --waiters_;
   }
@@ -241,7 +248,12 @@ struct SimCluster::Impl::Proc final : public Host {
       return;
     }
     std::unique_lock<sg4::Mutex> lock(*gil);
-    sleep(op.time_s);
+    try {
+      sleep(op.time_s);
+    } catch (const simgrid::ForcefulKillException&) {
+      lock.release();  // as in Counter::wait_at_least
+      throw;
+    }
   }
   void parallel(int count, const std::function<void(int)>& fn) override {
     std::vector<sg4::ActorPtr> threads;

@@ -13,7 +13,17 @@ std::unique_ptr<simgrid::s4u::Engine> create_engine() {
     throw RuntimeError("sim: a SimGrid engine already exists in this process; run one simulation per process");
   }
   // SimGrid reads its options from argv; it keeps pointers into it, hence the statics.
-  static std::vector<std::string> args{"gradsync", "--log=root.thres:error", "--log=root.fmt:%m%n"};
+  static std::vector<std::string> args {
+    "gradsync", "--log=root.thres:error",
+        "--log=root.fmt:%m%n"
+#if defined(GRADSYNC_SANITIZED)
+        // AddressSanitizer cannot follow SimGrid's hand-made stack
+        // switches; threads it can. The factory is chosen when the
+        // engine starts, so it must come in through argv.
+        ,
+        "--cfg=contexts/factory:thread"
+#endif
+  };
   static std::vector<char*> argv;
   argv.clear();
   for (auto& a : args) argv.push_back(a.data());
@@ -23,10 +33,6 @@ std::unique_ptr<simgrid::s4u::Engine> create_engine() {
   simgrid::s4u::Engine::set_config("network/model:CM02");
   simgrid::s4u::Engine::set_config("network/crosstraffic:0");
   simgrid::s4u::Engine::set_config("network/TCP-gamma:0");
-#if defined(GRADSYNC_SANITIZED)
-  // AddressSanitizer cannot follow SimGrid's hand-made stack switches; threads it can.
-  simgrid::s4u::Engine::set_config("contexts/factory:thread");
-#endif
   return engine;
 }
 
