@@ -302,12 +302,7 @@ struct CollectivesArgs {
 };
 
 Collective parse_op(const std::string& op) {
-  for (Collective c : {Collective::kAllreduce, Collective::kBroadcast, Collective::kReduce, Collective::kAllgather,
-                       Collective::kReduceScatter}) {
-    std::string name(collective_name(c));
-    name.erase(std::remove(name.begin(), name.end(), '_'), name.end());
-    if (name == op) return c;
-  }
+  if (const auto c = parse_collective(op)) return *c;
   throw UsageError(fmt::format("--op \"{}\": expected allreduce, broadcast, reduce, allgather or reducescatter", op));
 }
 
@@ -402,7 +397,17 @@ void register_simulate_commands(CLI::App& app) {
   coll->add_option("--min-bytes", co->min_bytes, "Smallest size (default 8)");
   coll->add_option("--max-bytes", co->max_bytes, "Largest size (default 1GiB)");
   coll->add_option("--step-factor", co->sweep.step_factor, "Size multiplier between rows (default 2)")
-      ->check(CLI::Range(1.0 + 1e-9, 1e9));
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              std::size_t used = 0;
+              const double v = std::stod(text, &used);
+              if (used == text.size() && v > 1 && v < 1e9) return {};
+            } catch (const std::exception&) {
+            }
+            return fmt::format("value \"{}\" must be a number > 1", text);
+          },
+          "FACTOR"));
   coll->add_option("--algo", co->sweep.algo, "ring, tree or auto (default auto)");
   coll->add_option("--proto", co->sweep.proto, "ll, ll128, simple or auto (default auto)");
   coll->add_flag("--json", co->json, "Print JSON instead of a table");

@@ -51,6 +51,28 @@ std::string_view collective_name(Collective c) {
   return "?";
 }
 
+std::optional<Collective> parse_collective(std::string_view text) {
+  for (Collective c : kCollectives)
+    if (collective_name(c) == text) return c;
+  return std::nullopt;
+}
+
+WorkPtr issue_collective(ProcessGroup& pg, Collective c, const CollectiveOp& op, int root) {
+  switch (c) {
+    case Collective::kAllreduce:
+      return pg.allreduce(op);
+    case Collective::kBroadcast:
+      return pg.broadcast(op, root);
+    case Collective::kReduce:
+      return pg.reduce(op, root);
+    case Collective::kAllgather:
+      return pg.allgather(op);
+    case Collective::kReduceScatter:
+      return pg.reduce_scatter(op);
+  }
+  return pg.allreduce(op);
+}
+
 std::string forward_event(std::string_view layer) { return fmt::format("fwd:{}", layer); }
 std::string backward_event(std::string_view layer) { return fmt::format("bwd:{}", layer); }
 std::string bucket_event(std::string_view what, int bucket) { return fmt::format("{}:bucket{}", what, bucket); }

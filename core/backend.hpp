@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -58,7 +59,12 @@ struct CopyOp {
 
 // Collective is what a process group call does; the names are the trace's.
 enum class Collective { kAllreduce, kBroadcast, kReduce, kAllgather, kReduceScatter };
+inline constexpr Collective kCollectives[] = {Collective::kAllreduce, Collective::kBroadcast, Collective::kReduce,
+                                              Collective::kAllgather, Collective::kReduceScatter};
+// collective_name: "allreduce", "broadcast", "reduce", "allgather", "reducescatter" (nccl-tests'
+// spelling); parse_collective reads it back, nullopt for anything else.
 std::string_view collective_name(Collective c);
+std::optional<Collective> parse_collective(std::string_view text);
 
 // CollectiveOp is one process-group call. bytes is the size of each rank's buffer: the allreduced
 // or broadcast tensor, each rank's contribution to an allgather, the input of a reduce-scatter.
@@ -125,6 +131,9 @@ class ProcessGroup {
   virtual WorkPtr allgather(const CollectiveOp& op) = 0;
   virtual WorkPtr reduce_scatter(const CollectiveOp& op) = 0;
 };
+
+// issue_collective calls the method of `pg` that runs `c` (root: for broadcast and reduce).
+WorkPtr issue_collective(ProcessGroup& pg, Collective c, const CollectiveOp& op, int root);
 
 // Host is the process's CPU side: where host work and the iteration boundaries are recorded and
 // where DataParallel starts one thread per replica.

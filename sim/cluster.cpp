@@ -12,56 +12,13 @@
 #include <exception>
 
 #include "core/error.hpp"
+#include "sim/collective_run.hpp"
+#include "sim/sync.hpp"
 
 namespace gradsync::sim {
 namespace {
 
 namespace sg4 = simgrid::s4u;
-
-// Counter: a value actors add to and wait on (the one synchronisation primitive used here).
-// SimGrid runs one actor at a time and switches only inside simcalls, so the checks between
-// simcalls need no lock; the mutex exists for the condition variable.
-class Counter {
- public:
-  long value() const { return value_; }
-  void add(long n = 1) {
-    value_ += n;
-    if (waiters_ > 0) {
-      std::unique_lock<sg4::Mutex> lock(*mutex_);
-      cv_->notify_all();
-    }
-  }
-  void wait_at_least(long v) {
-    if (value_ >= v) return;
-    if (!cv_) {
-      mutex_ = sg4::Mutex::create();
-      cv_ = sg4::ConditionVariable::create();
-    }
-    ++waiters_;
-    {
-      std::unique_lock<sg4::Mutex> lock(*mutex_);
-      try {
-        while (value_ < v) cv_->wait(lock);
-      } catch (const simgrid::ForcefulKillException&) {
-        // The actor is being killed (the simulation ends, or another actor failed): unlocking
-        // would be a simcall from a dying actor, which thread contexts cannot serve.
-        lock.release();
-        throw;
-      }
-    }
-    --waiters_;
-  }
-
- private:
-  long value_ = 0;
-  int waiters_ = 0;
-  sg4::MutexPtr mutex_;
-  sg4::ConditionVariablePtr cv_;
-};
-
-void sleep(double s) {
-  if (s > 0) sg4::this_actor::sleep_for(s);
-}
 
 // SimWork: every Work of this engine, shareable from a reference (stream_wait takes Work&).
 class SimWork : public Work, public std::enable_shared_from_this<SimWork> {};
@@ -244,12 +201,12 @@ struct SimCluster::Impl::Proc final : public Host {
 
   void run(const HostOp& op) override {
     if (!op.gil) {
-      sleep(op.time_s);
+      sleep_for(op.time_s);
       return;
     }
     std::unique_lock<sg4::Mutex> lock(*gil);
     try {
-      sleep(op.time_s);
+      sleep_for(op.time_s);
     } catch (const simgrid::ForcefulKillException&) {
       lock.release();  // as in Counter::wait_at_least
       throw;
@@ -299,9 +256,9 @@ struct SimCluster::Impl::Dev final : public Device {
 
   int index() const override { return rank; }
   WorkPtr compute(const ComputeOp& op, gradsync::Stream s) override {
-    sleep(op.host_s);
+    sleep_for(op.host_s);
     StreamActor::Task t;
-    t.body = [d = op.time_s] { sleep(d); };
+    t.body = [d = op.time_s] { sleep_for(d); };
     t.event = event(s, op.name, static_cast<Bytes>(op.bytes), op.bucket, -1);
     return stream(s).push(std::move(t));
   }
@@ -358,222 +315,30 @@ void SimCluster::Impl::Proc::end_iteration(int it) {
   }
 }
 
-// One collective call, shared by its members: the algorithm's progress counters.
+// One collective call, shared by its members: its algorithm's run and when it ran.
 struct SimCluster::Impl::Instance {
-  Impl* impl;
-  const Channels* ch;
   Collective coll;
   CollectiveOp op;
   int root = -1;
-  int k = 0;
   CollectiveChoice choice;
-  std::vector<Counter> recv;  // by (channel, rank): chunks arrived (ring: channel 0 counts all); tree: going up
-  std::vector<Counter> down;  // by (channel, rank): tree chunks arrived going down
+  int iteration = 0;
+  std::unique_ptr<CollectiveRun> algorithm;
   int finished = 0;
   double start = 1e300, end = 0;
-  int iteration = 0;
 
-  Instance(Impl* i, const Channels* c, Collective cl, CollectiveOp o, int r, int members, int it)
-      : impl(i),
-        ch(c),
-        coll(cl),
-        op(std::move(o)),
-        root(r),
-        k(members),
-        recv(static_cast<std::size_t>(members) * std::max<std::size_t>(1, c->rings.size())),
-        down(static_cast<std::size_t>(members) * std::max<std::size_t>(1, c->rings.size())),
-        iteration(it) {
-    choice = choose_collective(coll, static_cast<double>(op.bytes), *ch, i->sm_version, i->opts.nccl);
+  Instance(Impl* impl, const Channels* ch, Collective c, CollectiveOp o, int r, int members, int it)
+      : coll(c), op(std::move(o)), root(r), iteration(it) {
+    choice = choose_collective(coll, static_cast<double>(op.bytes), *ch, impl->sm_version, impl->opts.nccl);
+    CollectiveLinks links;
+    links.topo = &impl->topo;
+    links.channels = ch;
+    links.send = [impl, it, name = op.name](int from, int to, double bytes, double wire) {
+      return impl->send(it, name, from, to, bytes, wire);
+    };
+    links.guard = [impl](std::function<void()> fn) -> std::function<void()> { return impl->guarded(std::move(fn)); };
+    algorithm = std::make_unique<CollectiveRun>(std::move(links), coll, op.bytes, root, members, choice);
   }
-
-  std::size_t C() const { return ch->rings.size(); }
-  const RingChannel& ring(std::size_t c) const { return ch->rings[c]; }
-  int pos(std::size_t c, int r) const {
-    const auto& o = ring(c).order;
-    return static_cast<int>(std::find(o.begin(), o.end(), r) - o.begin());
-  }
-  int next(std::size_t c, int r) const {
-    const auto& o = ring(c).order;
-    return o[static_cast<std::size_t>((pos(c, r) + 1) % k)];
-  }
-  sg4::CommPtr send(int from, int to, double bytes, double wire) {
-    return impl->send(iteration, op.name, from, to, bytes, wire);
-  }
-  double hop_latency(PathClass pc) const { return hop_latency_s(hop_kind(pc), choice.algorithm, choice.protocol); }
-  double out_latency(std::size_t c, int r) const {
-    return hop_latency(ring(c).hops[static_cast<std::size_t>(pos(c, r))].path_class);
-  }
-
-  void run(int me) {
-    if (k <= 1) return;
-    sleep(base_latency_s(choice.algorithm, choice.protocol));
-    const auto S = static_cast<double>(op.bytes);
-    const auto channels = static_cast<double>(C());
-    switch (coll) {
-      case Collective::kAllreduce:
-        if (choice.algorithm == Algorithm::kTree) {
-          tree(me);
-        } else {
-          ring_steps(me, 2 * (k - 1), S / (k * channels));
-        }
-        break;
-      case Collective::kReduceScatter:
-        ring_steps(me, k - 1, S / (k * channels));
-        break;
-      case Collective::kAllgather:
-        ring_steps(me, k - 1, S / channels);
-        break;
-      case Collective::kBroadcast:
-      case Collective::kReduce:
-        chain(me);
-        break;
-    }
-  }
-
-  // Ring steps: each step every member sends one chunk per channel to its ring successor and
-  // goes on once its own sends are done and its predecessors' chunks of that step arrived.
-  void ring_steps(int me, int steps, double chunk) {
-    const double wire = chunk * wire_factor(choice.protocol);
-    double lat = 0;
-    for (std::size_t c = 0; c < C(); ++c) lat = std::max(lat, out_latency(c, me));
-    std::vector<sg4::CommPtr> comms(C());
-    std::vector<int> to(C());
-    for (std::size_t c = 0; c < C(); ++c) to[c] = next(c, me);
-    for (int s = 0; s < steps; ++s) {
-      sleep(lat);
-      for (std::size_t c = 0; c < C(); ++c) comms[c] = send(me, to[c], chunk, wire);
-      for (auto& cm : comms) cm->wait();
-      for (std::size_t c = 0; c < C(); ++c) recv[static_cast<std::size_t>(to[c])].add(1);
-      recv[static_cast<std::size_t>(me)].wait_at_least(static_cast<long>(C()) * (s + 1));
-    }
-  }
-
-  // Pipelined chain along each channel's ring: broadcast from the root, reduce towards it. Each
-  // channel progresses on its own (an actor per channel): tying channels together deadlocks,
-  // since a rank sits at different places of different chains.
-  Counter& arrivals(std::size_t c, int r) {
-    return recv[c * static_cast<std::size_t>(k) + static_cast<std::size_t>(r)];
-  }
-  Counter& arrivals_down(std::size_t c, int r) {
-    return down[c * static_cast<std::size_t>(k) + static_cast<std::size_t>(r)];
-  }
-
-  // per_channel runs body(c) for every channel concurrently and waits for all of them.
-  template <class F>
-  void per_channel(F body) {
-    std::vector<sg4::ActorPtr> actors;
-    for (std::size_t c = 1; c < C(); ++c) {
-      actors.push_back(sg4::Actor::create(fmt::format("ch{}", c), sg4::this_actor::get_host(),
-                                          impl->guarded([&body, c] { body(c); })));
-    }
-    body(0);
-    for (auto& a : actors) a->join();
-  }
-
-  void chain(int me) {
-    const bool bcast = coll == Collective::kBroadcast;
-    const double per_channel_bytes = static_cast<double>(op.bytes) / static_cast<double>(C());
-    const double cb = chunk_bytes(choice.protocol);
-    const long chunks = std::max(1L, static_cast<long>(std::ceil(per_channel_bytes / cb)));
-    const double wf = wire_factor(choice.protocol);
-    per_channel([&](std::size_t c) {
-      const int first = bcast ? root : next(c, root);
-      const bool receives = me != first;
-      const bool sends = bcast ? next(c, me) != root : me != root;
-      const int to = next(c, me);
-      const double lat = out_latency(c, me);
-      for (long j = 0; j < chunks; ++j) {
-        const double chunk = std::min(cb, per_channel_bytes - static_cast<double>(j) * cb);
-        if (receives) arrivals(c, me).wait_at_least(j + 1);
-        if (!sends) continue;
-        sleep(lat);
-        send(me, to, chunk, chunk * wf)->wait();
-        arrivals(c, to).add(1);
-      }
-    });
-  }
-
-  // Tree allreduce: per channel a tree of ranks (NCCL's double binary tree over nodes, channel c
-  // on tree c mod 2, a chain inside each node); chunks go up reduced and come down broadcast.
-  struct TreeLinks {
-    std::vector<int> parent;                 // per channel, -1 at the root
-    std::vector<std::vector<int>> children;  // per channel
-  };
-  TreeLinks tree_links(int me) const {
-    TreeLinks t;
-    for (std::size_t c = 0; c < C(); ++c) {
-      const auto& tr = ch->trees[c % 2];
-      const auto& chains = ring(c).chains;
-      int node = -1, at = -1;
-      for (std::size_t nd = 0; nd < chains.size(); ++nd) {
-        const auto it = std::find(chains[nd].begin(), chains[nd].end(), me);
-        if (it != chains[nd].end()) {
-          node = static_cast<int>(nd);
-          at = static_cast<int>(it - chains[nd].begin());
-        }
-      }
-      const auto& chn = chains[static_cast<std::size_t>(node)];
-      std::vector<int> kids;
-      int parent = -1;
-      if (at > 0) parent = chn[static_cast<std::size_t>(at - 1)];
-      if (at + 1 < static_cast<int>(chn.size())) kids.push_back(chn[static_cast<std::size_t>(at + 1)]);
-      if (at == 0) {
-        const TreeNode& tn = tr[static_cast<std::size_t>(node)];
-        if (tn.parent >= 0) parent = chains[static_cast<std::size_t>(tn.parent)].front();
-        for (int child : tn.children)
-          if (child >= 0) kids.push_back(chains[static_cast<std::size_t>(child)].front());
-      }
-      t.parent.push_back(parent);
-      t.children.push_back(kids);
-    }
-    return t;
-  }
-  double link_latency(int a, int b) const {
-    return hop_latency(impl->topo.host_of(a) == impl->topo.host_of(b) ? ch->intra_class : PathClass::kNET);
-  }
-
-  void tree(int me) {
-    const TreeLinks t = tree_links(me);
-    const double per_channel_bytes = static_cast<double>(op.bytes) / static_cast<double>(C());
-    const double cb = chunk_bytes(choice.protocol);
-    const long chunks = std::max(1L, static_cast<long>(std::ceil(per_channel_bytes / cb)));
-    const double wf = wire_factor(choice.protocol);
-    auto chunk_of = [&](long j) { return std::min(cb, per_channel_bytes - static_cast<double>(j) * cb); };
-    per_channel([&](std::size_t c) {
-      const int parent = t.parent[c];
-      const std::vector<int>& kids = t.children[c];
-      const auto nkids = static_cast<long>(kids.size());
-      // Up: reduce chunk j from the children, pass it to the parent (the root turns it around).
-      sg4::ActorPtr up = sg4::Actor::create("tree-up", sg4::this_actor::get_host(), impl->guarded([&] {
-        const double lat = parent >= 0 ? link_latency(me, parent) : 0.0;
-        for (long j = 0; j < chunks; ++j) {
-          arrivals(c, me).wait_at_least(nkids * (j + 1));
-          if (parent < 0) {
-            arrivals_down(c, me).add(1);
-            continue;
-          }
-          sleep(lat);
-          send(me, parent, chunk_of(j), chunk_of(j) * wf)->wait();
-          arrivals(c, parent).add(1);
-        }
-      }));
-      // Down: broadcast chunk j to the children once it came down (or was reduced, at the root).
-      double lat = 0;
-      for (int kid : kids) lat = std::max(lat, link_latency(me, kid));
-      for (long j = 0; j < chunks; ++j) {
-        arrivals_down(c, me).wait_at_least(j + 1);
-        if (kids.empty()) continue;
-        sleep(lat);
-        std::vector<sg4::CommPtr> comms;
-        for (int kid : kids) comms.push_back(send(me, kid, chunk_of(j), chunk_of(j) * wf));
-        for (std::size_t i = 0; i < kids.size(); ++i) {
-          comms[i]->wait();
-          arrivals_down(c, kids[i]).add(1);
-        }
-      }
-      up->join();
-    });
-  }
+  void run(int me) { algorithm->run(me); }
 };
 
 // The state of one group shared by its members: the calls matched by sequence number.
@@ -624,19 +389,11 @@ struct SimCluster::Impl::GroupState {
   }
 };
 
-// A DDP rank's view of the world group.
-struct SimCluster::Impl::Group final : public ProcessGroup {
-  GroupState* state;
-  int me;
-  Group(GroupState* s, int r) : state(s), me(r) {}
-  int rank() const override { return me; }
-  int size() const override { return state->size; }
-  WorkPtr call(Collective c, const CollectiveOp& op, int root) {
-    const std::uint64_t seq = state->next_seq[static_cast<std::size_t>(me)];
-    const Dev& d = *state->impl->devs[static_cast<std::size_t>(me)];
-    auto inst = state->join(me, c, op, root, d.owner ? d.owner->iteration : 0);
-    return state->enqueue(me, inst, seq);
-  }
+namespace {
+
+// GroupCalls: the five collectives of ProcessGroup as one call(kind, op, root).
+struct GroupCalls : public ProcessGroup {
+  virtual WorkPtr call(Collective c, const CollectiveOp& op, int root) = 0;
   WorkPtr allreduce(const CollectiveOp& op) override { return call(Collective::kAllreduce, op, -1); }
   WorkPtr broadcast(const CollectiveOp& op, int root) override { return call(Collective::kBroadcast, op, root); }
   WorkPtr reduce(const CollectiveOp& op, int root) override { return call(Collective::kReduce, op, root); }
@@ -644,13 +401,30 @@ struct SimCluster::Impl::Group final : public ProcessGroup {
   WorkPtr reduce_scatter(const CollectiveOp& op) override { return call(Collective::kReduceScatter, op, -1); }
 };
 
+}  // namespace
+
+// A DDP rank's view of the world group.
+struct SimCluster::Impl::Group final : public GroupCalls {
+  GroupState* state;
+  int me;
+  Group(GroupState* s, int r) : state(s), me(r) {}
+  int rank() const override { return me; }
+  int size() const override { return state->size; }
+  WorkPtr call(Collective c, const CollectiveOp& op, int root) override {
+    const std::uint64_t seq = state->next_seq[static_cast<std::size_t>(me)];
+    const Dev& d = *state->impl->devs[static_cast<std::size_t>(me)];
+    auto inst = state->join(me, c, op, root, d.owner ? d.owner->iteration : 0);
+    return state->enqueue(me, inst, seq);
+  }
+};
+
 // DataParallel's single-process group: one call runs on every member device.
-struct SimCluster::Impl::LocalGroup final : public ProcessGroup {
+struct SimCluster::Impl::LocalGroup final : public GroupCalls {
   GroupState* state;
   explicit LocalGroup(GroupState* s) : state(s) {}
   int rank() const override { return 0; }
   int size() const override { return state->size; }
-  WorkPtr call(Collective c, const CollectiveOp& op, int root) {
+  WorkPtr call(Collective c, const CollectiveOp& op, int root) override {
     std::vector<WorkPtr> parts;
     for (int m = 0; m < state->size; ++m) {
       const std::uint64_t seq = state->next_seq[static_cast<std::size_t>(m)];
@@ -660,11 +434,6 @@ struct SimCluster::Impl::LocalGroup final : public ProcessGroup {
     }
     return std::make_shared<AllWork>(std::move(parts));
   }
-  WorkPtr allreduce(const CollectiveOp& op) override { return call(Collective::kAllreduce, op, -1); }
-  WorkPtr broadcast(const CollectiveOp& op, int root) override { return call(Collective::kBroadcast, op, root); }
-  WorkPtr reduce(const CollectiveOp& op, int root) override { return call(Collective::kReduce, op, root); }
-  WorkPtr allgather(const CollectiveOp& op) override { return call(Collective::kAllgather, op, -1); }
-  WorkPtr reduce_scatter(const CollectiveOp& op) override { return call(Collective::kReduceScatter, op, -1); }
 };
 
 SimCluster::Impl::Impl(const Topology& t, const Routes& r, int gpus, SimOptions o)

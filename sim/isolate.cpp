@@ -18,14 +18,6 @@ using json = nlohmann::ordered_json;
 
 std::string strategy_text(Strategy s) { return s == Strategy::kDP ? "dp" : "ddp"; }
 
-Collective collective_from(std::string_view name) {
-  for (Collective c : {Collective::kAllreduce, Collective::kBroadcast, Collective::kReduce, Collective::kAllgather,
-                       Collective::kReduceScatter}) {
-    if (collective_name(c) == name) return c;
-  }
-  throw RuntimeError(fmt::format("sim: unknown collective \"{}\" in a child's result", name));
-}
-
 void write_all(int fd, const std::string& text) {
   std::size_t done = 0;
   while (done < text.size()) {
@@ -164,7 +156,10 @@ StrategyResult strategy_from_json(const json& j) {
   for (const auto& c : j.at("collectives")) {
     CollectiveRecord cr;
     cr.name = c.at("name").get<std::string>();
-    cr.collective = collective_from(c.at("collective").get<std::string>());
+    const std::string coll = c.at("collective").get<std::string>();
+    const auto parsed = parse_collective(coll);
+    if (!parsed) throw RuntimeError(fmt::format("sim: unknown collective \"{}\" in a child's result", coll));
+    cr.collective = *parsed;
     cr.bytes = c.at("bytes").get<Bytes>();
     cr.members = c.at("members").get<int>();
     cr.choice.algorithm = *parse_algorithm(c.at("algorithm").get<std::string>());

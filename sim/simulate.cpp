@@ -364,24 +364,7 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw) {
         CollectiveOp op;
         op.name = std::string(collective_name(sw.op));
         op.bytes = static_cast<Bytes>(sw.op == Collective::kAllgather ? size / n : size);
-        WorkPtr w;
-        switch (sw.op) {
-          case Collective::kAllreduce:
-            w = pg->allreduce(op);
-            break;
-          case Collective::kBroadcast:
-            w = pg->broadcast(op, 0);
-            break;
-          case Collective::kReduce:
-            w = pg->reduce(op, 0);
-            break;
-          case Collective::kAllgather:
-            w = pg->allgather(op);
-            break;
-          case Collective::kReduceScatter:
-            w = pg->reduce_scatter(op);
-            break;
-        }
+        WorkPtr w = issue_collective(*pg, sw.op, op, 0);
         w->wait();
         barrier->wait();
       }

@@ -45,12 +45,7 @@ CollectiveRecord run_one(int n, Collective c, double bytes_per_channel_unit, Sim
       CollectiveOp op;
       op.name = "test";
       op.bytes = static_cast<Bytes>(bytes);
-      WorkPtr w;
-      if (c == Collective::kAllreduce) w = pg->allreduce(op);
-      if (c == Collective::kBroadcast) w = pg->broadcast(op, 0);
-      if (c == Collective::kReduce) w = pg->reduce(op, 0);
-      if (c == Collective::kAllgather) w = pg->allgather(op);
-      if (c == Collective::kReduceScatter) w = pg->reduce_scatter(op);
+      WorkPtr w = issue_collective(*pg, c, op, 0);
       w->wait();
     });
   }
