@@ -17,6 +17,7 @@
 #include "core/metrics.hpp"
 #include "core/units.hpp"
 #include "core/version.hpp"
+#include "reports/report.hpp"
 #include "reports/table.hpp"
 #include "sim/simulate.hpp"
 #include "topologies/topology.hpp"
@@ -26,7 +27,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 using sim::Scenario;
-using sim::StrategyResult;
 
 // ScenarioArgs: the scenario flags; a flag given on the command line wins over the file.
 struct ScenarioArgs {
@@ -74,7 +74,8 @@ void add_scenario_options(CLI::App* cmd, ScenarioArgs& a) {
                     ->check(CLI::NonNegativeNumber);
   g["algo"] = cmd->add_option("--algo", a.flags.algo, "NCCL_ALGO: ring, tree or auto (default auto)");
   g["proto"] = cmd->add_option("--proto", a.flags.proto, "NCCL_PROTO: ll, ll128, simple or auto (default auto)");
-  cmd->add_option("--out", a.out, "Output folder for result.json (default gradsync-out)");
+  cmd->add_option("--out", a.out,
+                  "Output folder for the CSV, JSON, Chrome trace and HTML report (default gradsync-out)");
   cmd->add_flag("--explain", a.explain, "Also print DP against DDP phase by phase: where, what moves, bytes, time");
 }
 
@@ -112,16 +113,6 @@ Scenario scenario_of(const ScenarioArgs& a) {
   return s;
 }
 
-std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
-std::string strategy_label(Strategy s) { return s == Strategy::kDP ? "dp" : "ddp"; }
-
-std::string bytes_text(double b) {
-  if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
-  if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
-  if (b >= 1e3) return fmt::format("{:.1f} kB", b / 1e3);
-  return fmt::format("{:.0f} B", b);
-}
-
 std::vector<std::string> header(const Scenario& s, const std::vector<StrategyResult>& rs, const std::string& what) {
   const StrategyResult& r = rs.front();
   std::vector<std::string> h;
@@ -142,155 +133,24 @@ std::vector<std::string> header(const Scenario& s, const std::vector<StrategyRes
   return h;
 }
 
-void print_table(const Scenario& s, const std::vector<StrategyResult>& rs, const std::string& what, std::ostream& out) {
-  reports::Table t({{"strategy", "", true},
-                    {"iter1", "ms"},
-                    {"steady", "ms"},
-                    {"compute", "ms"},
-                    {"comm", "ms"},
-                    {"exposed", "ms"},
-                    {"overlap", "%"},
-                    {"samples/s", "1/s"},
-                    {"tokens/s", "1/s"},
-                    {"gpu0_in", "B/iter"},
-                    {"gpu0_out", "B/iter"},
-                    {"peak_mem", "GPU0"},
-                    {"oom", ""}});
-  std::vector<std::string> notes;
-  for (const StrategyResult& r : rs) {
-    if (!r.skipped.empty()) {
-      t.add_row({strategy_label(r.strategy), "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"});
-      notes.push_back(fmt::format("{}: not simulated: {}", strategy_label(r.strategy), r.skipped));
-      continue;
-    }
-    const sim::GpuResult& g0 = r.per_gpu.front();
-    bool oom = false;
-    for (const auto& g : r.per_gpu) oom = oom || g.oom;
-    t.add_row({strategy_label(r.strategy), ms(r.iteration_1_time_s), ms(r.steady_iteration_time_s), ms(r.compute_s),
-               ms(r.communication_s), ms(r.exposed_communication_s), fmt::format("{:.1f}", 100 * r.overlap),
-               fmt::format("{:.1f}", r.samples_per_s),
-               r.tokens_per_sample > 1 ? fmt::format("{:.0f}", r.tokens_per_s) : "-", bytes_text(g0.bytes_in),
-               bytes_text(g0.bytes_out), bytes_text(g0.peak_memory_bytes), oom ? "OOM" : "ok"});
-  }
-  t.print(out, header(s, rs, what));
-  for (const auto& n : notes) out << "# " << n << '\n';
-  if (rs.size() == 2 && rs[0].skipped.empty() && rs[1].skipped.empty()) {
-    const double speedup = rs[0].steady_iteration_time_s / rs[1].steady_iteration_time_s;
-    out << fmt::format("# DDP is {:.2f}x {} than DP per steady iteration ({} ms against {} ms).\n",
-                       speedup >= 1 ? speedup : 1 / speedup, speedup >= 1 ? "faster" : "slower",
-                       ms(rs[1].steady_iteration_time_s), ms(rs[0].steady_iteration_time_s));
-  }
-}
-
-// Phase of an event for --explain.
-std::string phase_of(const TraceEvent& e) {
-  const std::string& n = e.name;
-  if (n.rfind("fwd:", 0) == 0) return "forward";
-  if (n.rfind("bwd:", 0) == 0) return "backward";
-  if (n.rfind("allreduce:bucket", 0) == 0) return "allreduce buckets";
-  if (n.rfind("copy_in:", 0) == 0 || n.rfind("copy_out:", 0) == 0) return "bucket copies";
-  if (n == "dp:flatten" || n == "dp:gather_local" || n == "dp:loss_mean") return n;
-  if (n.rfind("dp:", 0) == 0 || n.rfind("h2d:", 0) == 0 || n == "optimizer" || n.rfind("broadcast:", 0) == 0) return n;
-  if (n.rfind("loss", 0) == 0) return "loss";
-  return "other";
-}
-
-std::string where_of(Strategy s, const std::string& phase, int gpus, int replicas) {
-  const std::string others = replicas > 2 ? fmt::format("GPUs 1-{}", replicas - 1) : "GPU 1";
-  if (s == Strategy::kDP) {
-    if (phase == "h2d:input") return "host -> GPU0";
-    if (phase == "dp:scatter") return "GPU0 -> " + others + " (peer copies)";
-    if (phase == "dp:replicate") return "GPU0 -> " + others + " (broadcast)";
-    if (phase == "dp:gather") return others + " -> GPU0 (peer copies)";
-    if (phase == "dp:scatter_grad") return "GPU0 -> " + others + " (peer copies)";
-    if (phase == "dp:reduce") return others + " -> GPU0 (reduce)";
-    if (phase == "optimizer" || phase == "loss" || phase == "dp:gather_local" || phase == "dp:loss_mean")
-      return "GPU0 only";
-    return fmt::format("GPUs 0-{}", replicas - 1);
-  }
-  if (phase == "h2d:input") return "host -> every GPU";
-  if (phase == "allreduce buckets") return fmt::format("ring/tree over {} GPUs, overlapping backward", gpus);
-  if (phase.rfind("broadcast", 0) == 0) return fmt::format("rank 0 -> all {} GPUs", gpus);
-  return fmt::format("every GPU (0-{})", gpus - 1);
-}
-
-void print_explain(const std::vector<StrategyResult>& rs, int iteration, std::ostream& out) {
-  reports::Table t({{"strategy", "", true},
-                    {"phase", "", true},
-                    {"where", "", true},
-                    {"gpu0_in", "bytes"},
-                    {"gpu0_out", "bytes"},
-                    {"other_in", "bytes/GPU"},
-                    {"other_out", "bytes/GPU"},
-                    {"time", "ms"}});
-  for (const StrategyResult& r : rs) {
-    if (!r.skipped.empty()) continue;
-    // Phases in first-seen order on rank 0; time = union of the phase's events on rank 0.
-    std::vector<std::string> order;
-    std::map<std::string, std::vector<std::pair<double, double>>> spans;
-    for (const TraceEvent& e : r.trace.events) {
-      if (e.iteration != iteration || e.stream == Stream::kHost) continue;
-      const std::string p = phase_of(e);
-      if (!spans.count(p)) order.push_back(p);
-      spans[p].emplace_back(e.start_s, e.end_s);
-    }
-    std::sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
-      auto first = [&](const std::string& p) {
-        double f = 1e300;
-        for (const TraceEvent& e : r.trace.events)
-          if (e.iteration == iteration && e.stream != Stream::kHost && phase_of(e) == p) f = std::min(f, e.start_s);
-        return f;
-      };
-      return first(a) < first(b);
-    });
-    for (const std::string& p : order) {
-      double in0 = 0, out0 = 0, in_o = 0, out_o = 0;
-      for (const auto& [name, tr] : r.traffic) {
-        TraceEvent probe;
-        probe.name = name;
-        if (phase_of(probe) != p) continue;
-        in0 += tr.in[0];
-        out0 += tr.out[0];
-        for (std::size_t g = 1; g < tr.in.size(); ++g) {
-          in_o += tr.in[g];
-          out_o += tr.out[g];
-        }
-      }
-      const double others = std::max(1, r.gpus - 1);
-      t.add_row({strategy_label(r.strategy), p, where_of(r.strategy, p, r.gpus, r.replicas), bytes_text(in0),
-                 bytes_text(out0), bytes_text(in_o / others), bytes_text(out_o / others), ms(union_length(spans[p]))});
-    }
-  }
-  t.print(out, {fmt::format("--explain: iteration {}, phase by phase; time = how long any GPU works on the phase (a "
-                            "union of intervals; under DDP phases overlap); bytes are payload moved by the phase",
-                            iteration)});
-}
-
-void write_result(const std::string& dir, const Scenario& s, const std::vector<StrategyResult>& rs) {
-  json j;
-  j["schema_version"] = 1;
-  j["gradsync_version"] = std::string(kVersion);
-  j["mode"] = "simulated";
-  j["scenario"] = sim::scenario_json(s);
-  auto& arr = j["strategies"] = json::array();
-  for (const StrategyResult& r : rs) arr.push_back(sim::result_json(r, false));
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw RuntimeError(fmt::format("--out {}: cannot create the folder: {}", dir, ec.message()));
-  write_file_atomic((std::filesystem::path(dir) / "result.json").string(), j.dump(2) + "\n");
-}
-
 void run_scenario(const ScenarioArgs& a, std::vector<Strategy> strategies, const std::string& what) {
   const Scenario s = scenario_of(a);
-  std::vector<StrategyResult> rs;
-  for (Strategy st : strategies) rs.push_back(sim::simulate_isolated(s, st));
-  write_result(a.out, s, rs);
-  print_table(s, rs, what, std::cout);
+  reports::Report rep;
+  rep.command = what;
+  rep.mode = "simulated";
+  rep.scenario = sim::scenario_json(s);
+  for (Strategy st : strategies) rep.strategies.push_back(sim::simulate_isolated(s, st));
+  rep.header = header(s, rep.strategies, what);
+  const std::vector<std::string> written = reports::write_outputs(a.out, rep);
+  reports::print_summary(rep, std::cout);
   if (a.explain) {
     std::cout << "#\n";
-    print_explain(rs, s.iterations, std::cout);
+    reports::print_explain(rep, std::cout);
   }
-  std::cout << fmt::format("# wrote {}\n", (std::filesystem::path(a.out) / "result.json").string());
+  std::cout << fmt::format(
+      "# wrote {} files to {}/: summary.csv, iterations.csv, events.csv, result.json, "
+      "trace-<strategy>.json (open in ui.perfetto.dev), report.html\n",
+      written.size(), a.out);
 }
 
 struct CollectivesArgs {

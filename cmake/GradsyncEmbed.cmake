@@ -1,24 +1,29 @@
 # GradsyncEmbed: compile data files into a library as `std::span<const gradsync::EmbeddedFile>`.
 #
 #   gradsync_embed(TARGET gradsync_models FUNCTION zoo_files FILES models/zoo/gpt2.yaml ...)
+#   gradsync_embed(TARGET t FUNCTION f ROOT <dir> FILES a.js DEPENDS <stamp>)   # files under <dir>
 #
 # generates <build>/generated/<FUNCTION>.cpp defining
 #   std::span<const gradsync::EmbeddedFile> gradsync::detail::<FUNCTION>()
-# with each file's path (relative to the source root) and text, regenerated when a file changes.
+# with each file's path (relative to ROOT, default the source root) and text, regenerated when a
+# file (or anything in DEPENDS) changes.
 set(GRADSYNC_EMBED_SCRIPT ${CMAKE_CURRENT_LIST_FILE})
 
 function(gradsync_embed)
-  cmake_parse_arguments(E "" "TARGET;FUNCTION" "FILES" ${ARGN})
+  cmake_parse_arguments(E "" "TARGET;FUNCTION;ROOT" "FILES;DEPENDS" ${ARGN})
+  if(NOT E_ROOT)
+    set(E_ROOT ${PROJECT_SOURCE_DIR})
+  endif()
   set(out ${PROJECT_BINARY_DIR}/generated/${E_FUNCTION}.cpp)
   set(abs_files "")
   foreach(f IN LISTS E_FILES)
-    list(APPEND abs_files ${PROJECT_SOURCE_DIR}/${f})
+    list(APPEND abs_files ${E_ROOT}/${f})
   endforeach()
   add_custom_command(
     OUTPUT ${out}
-    COMMAND ${CMAKE_COMMAND} -DOUT=${out} -DFUNCTION=${E_FUNCTION} -DROOT=${PROJECT_SOURCE_DIR}
+    COMMAND ${CMAKE_COMMAND} -DOUT=${out} -DFUNCTION=${E_FUNCTION} -DROOT=${E_ROOT}
             "-DFILES=${E_FILES}" -P ${GRADSYNC_EMBED_SCRIPT}
-    DEPENDS ${abs_files} ${GRADSYNC_EMBED_SCRIPT}
+    DEPENDS ${abs_files} ${E_DEPENDS} ${GRADSYNC_EMBED_SCRIPT}
     COMMENT "Embedding ${E_FUNCTION} data files"
     VERBATIM)
   target_sources(${E_TARGET} PRIVATE ${out})

@@ -13,13 +13,11 @@
 
 #include <cstdint>
 
+#include "core/strategy.hpp"
 #include "core/units.hpp"
 #include "models/compute_cost.hpp"
 
 namespace gradsync {
-
-// Strategy: DataParallel or DistributedDataParallel.
-enum class Strategy { kDP, kDDP };
 
 // MemoryOptions: what decides memory besides the model and the per-GPU batch.
 struct MemoryOptions {

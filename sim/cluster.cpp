@@ -62,6 +62,9 @@ struct SimCluster::Impl {
   Trace trace;
   std::vector<CollectiveRecord> records;
   std::map<int, std::map<std::string, Traffic>> traffic;  // by iteration, by event name
+  // Wire bytes by iteration and link direction; routes looked up once per pair of hosts.
+  std::map<int, std::unordered_map<const sg4::Link*, double>> link_bytes;
+  std::map<std::pair<const sg4::Host*, const sg4::Host*>, std::vector<sg4::Link*>> route_links;
   std::map<int, std::unique_ptr<Channels>> channels;
   std::exception_ptr error;
   int sm_version = 0;
@@ -116,7 +119,19 @@ struct SimCluster::Impl {
         to >= 0 ? platform.gpus[static_cast<std::size_t>(to)] : platform.host_memory[static_cast<std::size_t>(from)];
     // Whole bytes, at least one: a chunk smaller than a byte per channel still costs a message.
     const auto wire = static_cast<std::uint64_t>(std::max(1.0, std::ceil(wire_bytes - 1e-9)));
+    account(it, a, b, static_cast<double>(wire));
     return sg4::Comm::sendto_async(a, b, wire);
+  }
+
+  // account adds a flow's wire bytes to every link direction on its route.
+  void account(int it, sg4::Host* a, sg4::Host* b, double wire) {
+    auto [pos, fresh] = route_links.try_emplace({a, b});
+    if (fresh) {
+      double latency = 0;
+      a->route_to(b, pos->second, &latency);
+    }
+    auto& per_link = link_bytes[it];
+    for (const sg4::Link* l : pos->second) per_link[l] += wire;
   }
 
   // Guard an actor's body: the first exception is kept and every other actor is killed, so the
@@ -276,10 +291,13 @@ struct SimCluster::Impl::Dev final : public Device {
       // No peer access: device to host memory, then host memory to the peer.
       t.body = [this, it, name = op.name, to, bytes] {
         const auto wire = static_cast<std::uint64_t>(std::llround(bytes));
-        sg4::Comm::sendto(impl->platform.gpus[static_cast<std::size_t>(rank)],
-                          impl->platform.host_memory[static_cast<std::size_t>(rank)], wire);
-        sg4::Comm::sendto(impl->platform.host_memory[static_cast<std::size_t>(rank)],
-                          impl->platform.gpus[static_cast<std::size_t>(to)], wire);
+        sg4::Host* src = impl->platform.gpus[static_cast<std::size_t>(rank)];
+        sg4::Host* staging = impl->platform.host_memory[static_cast<std::size_t>(rank)];
+        sg4::Host* peer_gpu = impl->platform.gpus[static_cast<std::size_t>(to)];
+        impl->account(it, src, staging, static_cast<double>(wire));
+        sg4::Comm::sendto(src, staging, wire);
+        impl->account(it, staging, peer_gpu, static_cast<double>(wire));
+        sg4::Comm::sendto(staging, peer_gpu, wire);
         impl->tally(it, name, rank, to, bytes);
       };
     }
@@ -508,6 +526,15 @@ void SimCluster::run() {
 double SimCluster::now() const { return sg4::Engine::get_clock(); }
 const Trace& SimCluster::trace() const { return impl_->trace; }
 const std::vector<CollectiveRecord>& SimCluster::collectives() const { return impl_->records; }
+std::vector<LinkTraffic> SimCluster::link_traffic(int iteration) const {
+  std::vector<LinkTraffic> out;
+  const auto it = impl_->link_bytes.find(iteration);
+  if (it == impl_->link_bytes.end()) return out;
+  for (const auto& [link, bytes] : it->second) out.push_back({link->get_name(), link->get_bandwidth(), bytes});
+  std::sort(out.begin(), out.end(), [](const LinkTraffic& a, const LinkTraffic& b) { return a.name < b.name; });
+  return out;
+}
+
 const std::map<std::string, Traffic>& SimCluster::traffic(int iteration) const {
   static const std::map<std::string, Traffic> kNone;
   const auto it = impl_->traffic.find(iteration);

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/result.hpp"
 #include "core/trace.hpp"
 #include "sim/nccl_model.hpp"
 #include "sim/platform.hpp"
@@ -73,10 +74,11 @@ struct CollectiveRecord {
   int iteration = 0;
 };
 
-// Traffic: payload bytes each rank sent (out) and received (in) for one event name.
-struct Traffic {
-  std::vector<double> out;
-  std::vector<double> in;
+// LinkTraffic: bytes on one direction of one link.
+struct LinkTraffic {
+  std::string name;
+  double bandwidth_Bps = 0;
+  double bytes = 0;
 };
 
 class SimCluster {
@@ -113,6 +115,9 @@ class SimCluster {
   double bytes_in(int rank, int iteration) const;
   // traffic: the same by event name ("dp:gather", "allreduce:bucket3", ...).
   const std::map<std::string, Traffic>& traffic(int iteration) const;
+  // link_traffic: wire bytes of `iteration` on each direction of each link that carried any
+  // ("<link>_UP" is the topology link's forward direction), sorted by name.
+  std::vector<LinkTraffic> link_traffic(int iteration) const;
 
   struct Impl;
 

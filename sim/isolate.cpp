@@ -16,8 +16,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string strategy_text(Strategy s) { return s == Strategy::kDP ? "dp" : "ddp"; }
-
 void write_all(int fd, const std::string& text) {
   std::size_t done = 0;
   while (done < text.size()) {
@@ -50,144 +48,6 @@ json scenario_json(const Scenario& s) {
   j["algo"] = s.algo;
   j["proto"] = s.proto;
   return j;
-}
-
-json result_json(const StrategyResult& r, bool full) {
-  json j;
-  j["strategy"] = strategy_text(r.strategy);
-  if (!r.skipped.empty()) j["skipped"] = r.skipped;
-  j["gpus_used"] = r.gpus;
-  j["replicas"] = r.replicas;
-  j["global_batch"] = r.global_batch;
-  j["tokens_per_sample"] = r.tokens_per_sample;
-  j["precision"] = r.precision;
-  j["gpu"] = r.gpu;
-  j["iteration_1_time_s"] = r.iteration_1_time_s;
-  j["steady_iteration_time_s"] = r.steady_iteration_time_s;
-  j["compute_s"] = r.compute_s;
-  j["communication_s"] = r.communication_s;
-  j["exposed_communication_s"] = r.exposed_communication_s;
-  j["overlap"] = r.overlap;
-  j["samples_per_s"] = r.samples_per_s;
-  j["tokens_per_s"] = r.tokens_per_s;
-  auto& gpus = j["gpus"] = json::array();
-  for (const GpuResult& g : r.per_gpu) {
-    gpus.push_back({{"rank", g.rank},
-                    {"bytes_in", g.bytes_in},
-                    {"bytes_out", g.bytes_out},
-                    {"peak_memory_bytes", g.peak_memory_bytes},
-                    {"capacity_bytes", g.capacity_bytes},
-                    {"oom", g.oom}});
-  }
-  auto& its = j["iterations"] = json::array();
-  for (const IterationMetrics& m : r.iterations) {
-    its.push_back({{"iteration", m.iteration},
-                   {"start_s", m.start_s},
-                   {"end_s", m.end_s},
-                   {"time_s", m.time_s},
-                   {"compute_s", m.compute_s},
-                   {"communication_s", m.communication_s},
-                   {"overlap_s", m.overlap_s},
-                   {"exposed_communication_s", m.exposed_communication_s},
-                   {"overlap", m.overlap}});
-  }
-  if (!full) return j;
-  auto& cols = j["collectives"] = json::array();
-  for (const CollectiveRecord& c : r.collectives) {
-    cols.push_back({{"name", c.name},
-                    {"collective", collective_name(c.collective)},
-                    {"bytes", c.bytes},
-                    {"members", c.members},
-                    {"algorithm", algorithm_name(c.choice.algorithm)},
-                    {"protocol", protocol_name(c.choice.protocol)},
-                    {"predicted_s", c.choice.predicted_s},
-                    {"bus_bw_Bps", c.choice.bus_bw_Bps},
-                    {"start_s", c.start_s},
-                    {"end_s", c.end_s},
-                    {"iteration", c.iteration}});
-  }
-  auto& traffic = j["traffic"] = json::object();
-  for (const auto& [name, t] : r.traffic) traffic[name] = {{"out", t.out}, {"in", t.in}};
-  auto& events = j["events"] = json::array();
-  for (const TraceEvent& e : r.trace.events) {
-    events.push_back(json::array(
-        {e.rank, static_cast<int>(e.stream), e.name, e.start_s, e.end_s, e.bytes, e.bucket, e.iteration, e.peer}));
-  }
-  return j;
-}
-
-StrategyResult strategy_from_json(const json& j) {
-  StrategyResult r;
-  r.strategy = j.at("strategy") == "dp" ? Strategy::kDP : Strategy::kDDP;
-  if (j.contains("skipped")) r.skipped = j.at("skipped").get<std::string>();
-  r.gpus = j.at("gpus_used").get<int>();
-  r.replicas = j.at("replicas").get<int>();
-  r.global_batch = j.at("global_batch").get<std::int64_t>();
-  r.tokens_per_sample = j.at("tokens_per_sample").get<std::int64_t>();
-  r.precision = j.at("precision").get<std::string>();
-  r.gpu = j.at("gpu").get<std::string>();
-  r.iteration_1_time_s = j.at("iteration_1_time_s").get<double>();
-  r.steady_iteration_time_s = j.at("steady_iteration_time_s").get<double>();
-  r.compute_s = j.at("compute_s").get<double>();
-  r.communication_s = j.at("communication_s").get<double>();
-  r.exposed_communication_s = j.at("exposed_communication_s").get<double>();
-  r.overlap = j.at("overlap").get<double>();
-  r.samples_per_s = j.at("samples_per_s").get<double>();
-  r.tokens_per_s = j.at("tokens_per_s").get<double>();
-  for (const auto& g : j.at("gpus")) {
-    r.per_gpu.push_back({g.at("rank").get<int>(), g.at("bytes_in").get<double>(), g.at("bytes_out").get<double>(),
-                         g.at("peak_memory_bytes").get<double>(), g.at("capacity_bytes").get<double>(),
-                         g.at("oom").get<bool>()});
-  }
-  for (const auto& m : j.at("iterations")) {
-    IterationMetrics im;
-    im.iteration = m.at("iteration").get<int>();
-    im.start_s = m.at("start_s").get<double>();
-    im.end_s = m.at("end_s").get<double>();
-    im.time_s = m.at("time_s").get<double>();
-    im.compute_s = m.at("compute_s").get<double>();
-    im.communication_s = m.at("communication_s").get<double>();
-    im.overlap_s = m.at("overlap_s").get<double>();
-    im.exposed_communication_s = m.at("exposed_communication_s").get<double>();
-    im.overlap = m.at("overlap").get<double>();
-    r.iterations.push_back(im);
-  }
-  if (!j.contains("events")) return r;
-  for (const auto& c : j.at("collectives")) {
-    CollectiveRecord cr;
-    cr.name = c.at("name").get<std::string>();
-    const std::string coll = c.at("collective").get<std::string>();
-    const auto parsed = parse_collective(coll);
-    if (!parsed) throw RuntimeError(fmt::format("sim: unknown collective \"{}\" in a child's result", coll));
-    cr.collective = *parsed;
-    cr.bytes = c.at("bytes").get<Bytes>();
-    cr.members = c.at("members").get<int>();
-    cr.choice.algorithm = *parse_algorithm(c.at("algorithm").get<std::string>());
-    cr.choice.protocol = *parse_protocol(c.at("protocol").get<std::string>());
-    cr.choice.predicted_s = c.at("predicted_s").get<double>();
-    cr.choice.bus_bw_Bps = c.at("bus_bw_Bps").get<double>();
-    cr.start_s = c.at("start_s").get<double>();
-    cr.end_s = c.at("end_s").get<double>();
-    cr.iteration = c.at("iteration").get<int>();
-    r.collectives.push_back(cr);
-  }
-  for (const auto& [name, t] : j.at("traffic").items()) {
-    r.traffic[name] = {t.at("out").get<std::vector<double>>(), t.at("in").get<std::vector<double>>()};
-  }
-  for (const auto& e : j.at("events")) {
-    TraceEvent ev;
-    ev.rank = e.at(0).get<int>();
-    ev.stream = static_cast<Stream>(e.at(1).get<int>());
-    ev.name = e.at(2).get<std::string>();
-    ev.start_s = e.at(3).get<double>();
-    ev.end_s = e.at(4).get<double>();
-    ev.bytes = e.at(5).get<Bytes>();
-    ev.bucket = e.at(6).get<int>();
-    ev.iteration = e.at(7).get<int>();
-    ev.peer = e.at(8).get<int>();
-    r.trace.add(ev);
-  }
-  return r;
 }
 
 StrategyResult simulate_isolated(const Scenario& s, Strategy strategy) {
@@ -227,7 +87,7 @@ StrategyResult simulate_isolated(const Scenario& s, Strategy strategy) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty()) {
-    throw RuntimeError(fmt::format("sim: the {} simulation process died ({})", strategy_text(strategy),
+    throw RuntimeError(fmt::format("sim: the {} simulation process died ({})", strategy_label(strategy),
                                    WIFSIGNALED(status) ? fmt::format("signal {}", WTERMSIG(status))
                                                        : fmt::format("exit {}", WEXITSTATUS(status))));
   }
@@ -239,7 +99,7 @@ StrategyResult simulate_isolated(const Scenario& s, Strategy strategy) {
     if (kind == "config") throw ConfigError(msg);
     throw RuntimeError(msg);
   }
-  return strategy_from_json(reply["result"]);
+  return result_from_json(reply["result"]);
 }
 
 }  // namespace gradsync::sim

@@ -257,7 +257,21 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
   cluster.run();
 
   out.trace = cluster.trace();
-  out.collectives = cluster.collectives();
+  for (const CollectiveRecord& c : cluster.collectives()) {
+    CollectiveCall call;
+    call.name = c.name;
+    call.collective = c.collective;
+    call.bytes = c.bytes;
+    call.members = c.members;
+    call.algorithm = std::string(algorithm_name(c.choice.algorithm));
+    call.protocol = std::string(protocol_name(c.choice.protocol));
+    call.predicted_s = c.choice.predicted_s;
+    call.bus_bw_Bps = c.choice.bus_bw_Bps;
+    call.start_s = c.start_s;
+    call.end_s = c.end_s;
+    call.iteration = c.iteration;
+    out.collectives.push_back(std::move(call));
+  }
   out.traffic = cluster.traffic(s.iterations);
   if (strategy == Strategy::kDP) {
     Trace process = out.trace;
@@ -268,6 +282,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
   }
   if (out.iterations.empty()) throw RuntimeError("sim: the simulation recorded no iteration");
   const auto from = static_cast<std::size_t>(s.warmup);
+  out.warmup = s.warmup;
   out.iteration_1_time_s = out.iterations.front().time_s;
   out.steady_iteration_time_s = mean(out.iterations, from, &IterationMetrics::time_s);
   out.compute_s = mean(out.iterations, from, &IterationMetrics::compute_s);
@@ -310,6 +325,26 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
     }
     out.per_gpu.push_back(gr);
   }
+
+  // Link directions by steady wire bytes per iteration, the busiest first.
+  std::map<std::string, LinkLoad> loads;
+  const double steady_its = s.iterations - s.warmup;
+  for (int it = s.warmup + 1; it <= s.iterations; ++it) {
+    for (const LinkTraffic& t : cluster.link_traffic(it)) {
+      LinkLoad& l = loads[t.name];
+      l.name = t.name;
+      l.bandwidth_Bps = t.bandwidth_Bps;
+      l.bytes += t.bytes / steady_its;
+    }
+  }
+  for (auto& [name, l] : loads) {
+    l.utilisation = l.bandwidth_Bps > 0 ? l.bytes / (l.bandwidth_Bps * out.steady_iteration_time_s) : 0.0;
+    out.links.push_back(l);
+  }
+  std::sort(out.links.begin(), out.links.end(), [](const LinkLoad& a, const LinkLoad& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.name < b.name;
+  });
+  if (out.links.size() > StrategyResult::kMaxLinks) out.links.resize(StrategyResult::kMaxLinks);
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/metrics.hpp"
+#include "core/result.hpp"
 #include "core/trace.hpp"
 #include "models/memory_cost.hpp"
 #include "sim/cluster.hpp"
@@ -53,43 +54,7 @@ const std::vector<std::string>& scenario_keys();
 // proto) into `base`. ConfigError at file:line naming the key for anything else.
 Scenario read_scenario_file(const std::string& path, Scenario base = {});
 
-// GpuResult: one GPU's traffic per steady iteration and its memory.
-struct GpuResult {
-  int rank = 0;
-  double bytes_in = 0;
-  double bytes_out = 0;
-  double peak_memory_bytes = 0;
-  double capacity_bytes = 0;
-  bool oom = false;
-};
-
-// StrategyResult: one strategy simulated. `skipped` says why it could not run (DataParallel
-// across hosts); the numbers are then zero.
-struct StrategyResult {
-  Strategy strategy = Strategy::kDDP;
-  std::string skipped;
-  int gpus = 0;
-  int replicas = 0;               // GPUs that compute (DP with a small batch uses fewer)
-  std::int64_t global_batch = 0;  // samples per optimizer step
-  std::int64_t tokens_per_sample = 1;
-  std::string precision;  // as resolved: "bf16", ...
-  std::string gpu;        // the topology's GPU model key
-  double iteration_1_time_s = 0;
-  double steady_iteration_time_s = 0;
-  // Steady-iteration means, as in core/metrics.hpp: DDP on rank 0 (ranks are symmetric); DP on
-  // the process as a whole (every GPU's events on one timeline: GPU0 waits for all of them).
-  double compute_s = 0;
-  double communication_s = 0;
-  double exposed_communication_s = 0;
-  double overlap = 0;
-  double samples_per_s = 0;
-  double tokens_per_s = 0;
-  std::vector<IterationMetrics> iterations;  // per iteration, same view as above
-  std::vector<GpuResult> per_gpu;
-  std::vector<CollectiveRecord> collectives;
-  std::map<std::string, Traffic> traffic;  // the last iteration's bytes by event name
-  Trace trace;
-};
+// StrategyResult (core/result.hpp) is what a simulated strategy gives.
 
 // Resolved: a scenario with its model, cluster and options looked up and checked.
 struct ResolvedScenario;
@@ -99,10 +64,6 @@ struct ResolvedScenario;
 // The child's ConfigError / UsageError / RuntimeError comes back as the same error.
 StrategyResult simulate_isolated(const Scenario& s, Strategy strategy);
 
-// result_json: a strategy's result as result.json holds it; with `full`, also the trace,
-// collectives and traffic (what simulate_isolated passes back); strategy_from_json reads it.
-nlohmann::ordered_json result_json(const StrategyResult& r, bool full);
-StrategyResult strategy_from_json(const nlohmann::ordered_json& j);
 // scenario_json: the scenario's keys and values.
 nlohmann::ordered_json scenario_json(const Scenario& s);
 

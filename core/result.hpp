@@ -1,0 +1,103 @@
+// result.hpp: one strategy's run, simulated or measured: the record every report writes.
+//
+// Engines fill it (sim/simulate.cpp now, real/ later); reports/ turns it into the stdout table,
+// CSV, JSON, the Chrome trace and the HTML report. Metric definitions: core/metrics.hpp.
+//
+//   StrategyResult r = sim::simulate(s, Strategy::kDDP);
+//   const nlohmann::ordered_json j = result_json(r, /*full=*/true);
+//   const StrategyResult back = result_from_json(j);     // the same record
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/metrics.hpp"
+#include "core/strategy.hpp"
+#include "core/trace.hpp"
+
+namespace gradsync {
+
+// GpuResult: one GPU's traffic per steady iteration and its memory.
+struct GpuResult {
+  int rank = 0;
+  double bytes_in = 0;
+  double bytes_out = 0;
+  double peak_memory_bytes = 0;
+  double capacity_bytes = 0;
+  bool oom = false;
+};
+
+// LinkLoad: one direction of one link over the steady iterations: wire bytes per iteration and
+// the share of its bandwidth they use (bytes / (bandwidth x steady iteration time)).
+struct LinkLoad {
+  std::string name;  // "<topology link>" plus the direction: "nvlink_gpu0_sw:up"
+  double bandwidth_Bps = 0;
+  double bytes = 0;
+  double utilisation = 0;
+};
+
+// Traffic: payload bytes each rank sent (out) and received (in) for one event name.
+struct Traffic {
+  std::vector<double> out;
+  std::vector<double> in;
+};
+
+// CollectiveCall: one collective as it ran, first member's start to last member's end, with the
+// algorithm and protocol the engine used (NCCL's choice, modelled or reported).
+struct CollectiveCall {
+  std::string name;
+  Collective collective = Collective::kAllreduce;
+  Bytes bytes = 0;
+  int members = 0;
+  std::string algorithm;  // "ring", "tree"
+  std::string protocol;   // "LL", "LL128", "Simple"
+  double predicted_s = 0;
+  double bus_bw_Bps = 0;
+  double start_s = 0;
+  double end_s = 0;
+  int iteration = 0;
+};
+
+// StrategyResult: one strategy of one scenario. `skipped` says why it could not run (DataParallel
+// across hosts); the numbers are then zero.
+struct StrategyResult {
+  Strategy strategy = Strategy::kDDP;
+  std::string skipped;
+  int gpus = 0;
+  int replicas = 0;               // GPUs that compute (DP with a small batch uses fewer)
+  std::int64_t global_batch = 0;  // samples per optimizer step
+  std::int64_t tokens_per_sample = 1;
+  std::string precision;  // as resolved: "bf16", ...
+  std::string gpu;        // the GPU model key
+  int warmup = 0;         // leading iterations left out of the steady means
+  double iteration_1_time_s = 0;
+  double steady_iteration_time_s = 0;
+  // Steady-iteration means, as in core/metrics.hpp: DDP on rank 0 (ranks are symmetric); DP on
+  // the process as a whole (every GPU's events on one timeline: GPU0 waits for all of them).
+  double compute_s = 0;
+  double communication_s = 0;
+  double exposed_communication_s = 0;
+  double overlap = 0;
+  double samples_per_s = 0;
+  double tokens_per_s = 0;
+  std::vector<IterationMetrics> iterations;  // per iteration, same view as above
+  std::vector<GpuResult> per_gpu;
+  std::vector<LinkLoad> links;  // the busiest link directions first (at most kMaxLinks)
+  std::vector<CollectiveCall> collectives;
+  std::map<std::string, Traffic> traffic;  // the last iteration's bytes by event name
+  Trace trace;
+
+  static constexpr std::size_t kMaxLinks = 16;
+};
+
+// result_json: a strategy's result as result.json holds it; with `full`, also the trace,
+// collectives and traffic. result_from_json reads either back (RuntimeError on a bad document).
+nlohmann::ordered_json result_json(const StrategyResult& r, bool full);
+StrategyResult result_from_json(const nlohmann::ordered_json& j);
+
+}  // namespace gradsync

@@ -1,0 +1,256 @@
+// csv.cpp: the CSV files and RFC 4180 quoting.
+#include "reports/csv.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.hpp"
+
+namespace gradsync::reports {
+
+using json = nlohmann::ordered_json;
+
+const std::vector<std::string> kSummaryResultColumns = {"mode",
+                                                        "strategy",
+                                                        "status",
+                                                        "skipped_reason",
+                                                        "gpus_used",
+                                                        "replicas",
+                                                        "gpu",
+                                                        "precision_used",
+                                                        "global_batch",
+                                                        "tokens_per_sample",
+                                                        "iteration_1_time_s",
+                                                        "steady_iteration_time_s",
+                                                        "compute_s",
+                                                        "communication_s",
+                                                        "exposed_communication_s",
+                                                        "overlap",
+                                                        "samples_per_s",
+                                                        "tokens_per_s",
+                                                        "gpu0_bytes_in",
+                                                        "gpu0_bytes_out",
+                                                        "max_bytes_in",
+                                                        "max_bytes_out",
+                                                        "peak_memory_bytes",
+                                                        "capacity_bytes",
+                                                        "oom",
+                                                        "busiest_link",
+                                                        "busiest_link_utilisation",
+                                                        "scaling_efficiency"};
+
+std::string csv_line(const CsvRow& cells) {
+  std::string out;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) out += ',';
+    const std::string& c = cells[i];
+    if (c.find_first_of(",\"\n\r") == std::string::npos) {
+      out += c;
+      continue;
+    }
+    out += '"';
+    for (char ch : c) {
+      if (ch == '"') out += '"';
+      out += ch;
+    }
+    out += '"';
+  }
+  out += '\n';
+  return out;
+}
+
+std::vector<CsvRow> parse_csv(std::string_view text, const std::string& path) {
+  std::vector<CsvRow> rows;
+  CsvRow row;
+  std::string cell;
+  bool quoted = false, any = false;
+  int line = 1, quote_line = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        cell += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        if (c == '\n') ++line;
+        cell += c;
+      }
+      continue;
+    }
+    if (c == '"') {
+      quoted = true;
+      quote_line = line;
+      any = true;
+    } else if (c == ',') {
+      row.push_back(std::move(cell));
+      cell.clear();
+      any = true;
+    } else if (c == '\n') {
+      row.push_back(std::move(cell));
+      cell.clear();
+      rows.push_back(std::move(row));
+      row.clear();
+      any = false;
+      ++line;
+    } else if (c != '\r') {
+      cell += c;
+      any = true;
+    }
+  }
+  if (quoted) throw ConfigError(fmt::format("{}:{}: a quoted cell is never closed", path, quote_line));
+  if (any) {
+    row.push_back(std::move(cell));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string number(double v) { return fmt::format("{}", v); }
+
+namespace {
+
+std::string cell_of(const json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return fmt::format("{}", v.get<std::int64_t>());
+  if (v.is_number()) return number(v.get<double>());
+  return v.dump();
+}
+
+int column(const CsvRow& header, const std::string& name) {
+  const auto it = std::find(header.begin(), header.end(), name);
+  if (it == header.end()) throw RuntimeError(fmt::format("summary.csv: no column \"{}\"", name));
+  return static_cast<int>(it - header.begin());
+}
+
+}  // namespace
+
+CsvRow summary_header(const json& scenario) {
+  CsvRow h{"point"};
+  for (const auto& [k, v] : scenario.items()) h.push_back(k);
+  h.insert(h.end(), kSummaryResultColumns.begin(), kSummaryResultColumns.end());
+  return h;
+}
+
+CsvRow summary_row(int point, const std::string& mode, const json& scenario, const StrategyResult& r) {
+  CsvRow row{fmt::format("{}", point)};
+  for (const auto& [k, v] : scenario.items()) row.push_back(cell_of(v));
+  const bool ran = r.skipped.empty();
+  double max_in = 0, max_out = 0, peak = 0, capacity = 0;
+  bool oom = false;
+  for (const GpuResult& g : r.per_gpu) {
+    max_in = std::max(max_in, g.bytes_in);
+    max_out = std::max(max_out, g.bytes_out);
+    if (g.peak_memory_bytes >= peak) {
+      peak = g.peak_memory_bytes;
+      capacity = g.capacity_bytes;
+    }
+    oom = oom || g.oom;
+  }
+  auto num = [&](double v) { return ran ? number(v) : std::string(); };
+  const GpuResult g0 = r.per_gpu.empty() ? GpuResult{} : r.per_gpu.front();
+  const LinkLoad busiest = r.links.empty() ? LinkLoad{} : r.links.front();
+  const CsvRow rest{mode,
+                    std::string(strategy_label(r.strategy)),
+                    ran ? (oom ? "oom" : "ok") : "skipped",
+                    r.skipped,
+                    fmt::format("{}", r.gpus),
+                    fmt::format("{}", r.replicas),
+                    r.gpu,
+                    r.precision,
+                    fmt::format("{}", r.global_batch),
+                    fmt::format("{}", r.tokens_per_sample),
+                    num(r.iteration_1_time_s),
+                    num(r.steady_iteration_time_s),
+                    num(r.compute_s),
+                    num(r.communication_s),
+                    num(r.exposed_communication_s),
+                    num(r.overlap),
+                    num(r.samples_per_s),
+                    num(r.tokens_per_s),
+                    num(g0.bytes_in),
+                    num(g0.bytes_out),
+                    num(max_in),
+                    num(max_out),
+                    num(peak),
+                    num(capacity),
+                    ran ? (oom ? "true" : "false") : "",
+                    busiest.name,
+                    busiest.name.empty() ? "" : number(busiest.utilisation),
+                    ""};
+  row.insert(row.end(), rest.begin(), rest.end());
+  return row;
+}
+
+void fill_scaling_efficiency(const CsvRow& header, std::vector<CsvRow>& rows) {
+  const int gpus = column(header, "gpus_used");
+  const int gpus_key = column(header, "gpus");
+  const int samples = column(header, "samples_per_s");
+  const int status = column(header, "status");
+  const int eff = column(header, "scaling_efficiency");
+  const int first_result = column(header, "mode");
+  // Group key: every scenario cell but gpus (and the point index), plus the strategy.
+  auto key_of = [&](const CsvRow& row) {
+    CsvRow k;
+    for (int c = 1; c < first_result; ++c)
+      if (c != gpus_key) k.push_back(row[static_cast<std::size_t>(c)]);
+    k.push_back(row[static_cast<std::size_t>(column(header, "strategy"))]);
+    return k;
+  };
+  std::map<CsvRow, std::vector<CsvRow*>> groups;
+  for (CsvRow& row : rows) {
+    row[static_cast<std::size_t>(eff)].clear();
+    if (row[static_cast<std::size_t>(status)] == "skipped") continue;
+    groups[key_of(row)].push_back(&row);
+  }
+  auto at = [](const CsvRow* row, int c) { return std::stod((*row)[static_cast<std::size_t>(c)]); };
+  for (auto& [key, members] : groups) {
+    const CsvRow* base = members.front();
+    bool several = false;
+    for (const CsvRow* m : members) {
+      if (at(m, gpus) != at(base, gpus)) several = true;
+      if (at(m, gpus) < at(base, gpus)) base = m;
+    }
+    if (!several) continue;
+    const double base_per_gpu = at(base, samples) / at(base, gpus);
+    for (CsvRow* m : members) {
+      (*m)[static_cast<std::size_t>(eff)] = number(at(m, samples) / at(m, gpus) / base_per_gpu);
+    }
+  }
+}
+
+std::string iterations_csv(const std::vector<StrategyResult>& rs) {
+  std::string out = csv_line({"strategy", "iteration", "steady", "start_s", "end_s", "time_s", "compute_s",
+                              "communication_s", "overlap_s", "exposed_communication_s", "overlap"});
+  for (const StrategyResult& r : rs) {
+    for (const IterationMetrics& m : r.iterations) {
+      out += csv_line({std::string(strategy_label(r.strategy)), fmt::format("{}", m.iteration),
+                       m.iteration > r.warmup ? "true" : "false", number(m.start_s), number(m.end_s), number(m.time_s),
+                       number(m.compute_s), number(m.communication_s), number(m.overlap_s),
+                       number(m.exposed_communication_s), number(m.overlap)});
+    }
+  }
+  return out;
+}
+
+std::string events_csv(const std::vector<StrategyResult>& rs) {
+  std::string out = csv_line(
+      {"strategy", "rank", "stream", "name", "iteration", "bucket", "peer", "start_s", "end_s", "duration_s", "bytes"});
+  for (const StrategyResult& r : rs) {
+    const std::string label(strategy_label(r.strategy));
+    for (const TraceEvent& e : r.trace.events) {
+      out += csv_line({label, fmt::format("{}", e.rank), std::string(stream_name(e.stream)), e.name,
+                       fmt::format("{}", e.iteration), e.bucket >= 0 ? fmt::format("{}", e.bucket) : "",
+                       e.peer >= 0 ? fmt::format("{}", e.peer) : "", number(e.start_s), number(e.end_s),
+                       number(e.duration_s()), fmt::format("{}", e.bytes)});
+    }
+  }
+  return out;
+}
+
+}  // namespace gradsync::reports

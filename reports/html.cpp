@@ -1,0 +1,234 @@
+// html.cpp: report.html: the data as JSON, the page's script and style, the chart libraries.
+#include "reports/html.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <span>
+
+#include "core/embedded_file.hpp"
+#include "core/error.hpp"
+#include "core/version.hpp"
+
+namespace gradsync::detail {
+std::span<const EmbeddedFile> html_vendor_files();  // vega, vega-lite, vega-embed (npm)
+std::span<const EmbeddedFile> html_page_files();    // reports/html/report.js, report.css
+}  // namespace gradsync::detail
+
+namespace gradsync::reports {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr int kTimelineRanks = 8;
+
+std::string_view embedded(std::span<const EmbeddedFile> files, std::string_view suffix) {
+  for (const EmbeddedFile& f : files) {
+    if (f.path.size() >= suffix.size() && f.path.substr(f.path.size() - suffix.size()) == suffix) return f.text;
+  }
+  throw RuntimeError(fmt::format("report.html: {} was not compiled into gradsync", suffix));
+}
+
+// A script's text without its source-map comment (nothing to fetch) and safe inside <script>.
+std::string inline_script(std::string_view js) {
+  std::string s(js);
+  const auto map = s.rfind("//# sourceMappingURL=");
+  if (map != std::string::npos) s.erase(map);
+  if (s.find("</script") != std::string::npos)
+    throw RuntimeError("report.html: an inlined script contains \"</script\"");
+  return s;
+}
+
+// kind_of: the colour of an event in the timeline.
+std::string kind_of(const TraceEvent& e) {
+  const std::string& n = e.name;
+  if (n.rfind("fwd:", 0) == 0) return "forward";
+  if (n.rfind("bwd:", 0) == 0) return "backward";
+  if (n == "optimizer") return "optimizer";
+  if (n.rfind("allreduce:", 0) == 0) return "allreduce";
+  if (e.stream == Stream::kComm) return "collective";
+  if (n.rfind("copy_in:", 0) == 0 || n.rfind("copy_out:", 0) == 0) return "bucket copy";
+  if (e.stream == Stream::kCopy) return "copy";
+  return "other compute";
+}
+
+json timeline(const StrategyResult& r) {
+  json events = json::array();
+  if (r.iterations.empty()) return events;
+  const IterationMetrics& last = r.iterations.back();
+  for (const TraceEvent& e : r.trace.events) {
+    if (e.iteration != last.iteration || e.stream == Stream::kHost || e.rank >= kTimelineRanks) continue;
+    json ev = {{"rank", e.rank},
+               {"lane", fmt::format("GPU {} {}", e.rank, e.stream == Stream::kCompute ? "compute" : "comm")},
+               {"name", e.name},
+               {"kind", kind_of(e)},
+               {"start_ms", (e.start_s - last.start_s) * 1e3},
+               {"end_ms", (e.end_s - last.start_s) * 1e3},
+               {"bytes", e.bytes}};
+    if (e.bucket >= 0) ev["bucket"] = e.bucket;
+    events.push_back(std::move(ev));
+  }
+  return events;
+}
+
+json strategy_data(const StrategyResult& r) {
+  json j;
+  j["strategy"] = std::string(strategy_label(r.strategy));
+  j["skipped"] = r.skipped;
+  if (!r.skipped.empty()) return j;
+  j["gpus"] = r.gpus;
+  j["replicas"] = r.replicas;
+  j["gpu"] = r.gpu;
+  j["precision"] = r.precision;
+  j["global_batch"] = r.global_batch;
+  j["iteration"] = r.iterations.empty() ? 0 : r.iterations.back().iteration;
+  j["iteration_1_ms"] = r.iteration_1_time_s * 1e3;
+  j["steady_ms"] = r.steady_iteration_time_s * 1e3;
+  j["compute_ms"] = r.compute_s * 1e3;
+  j["communication_ms"] = r.communication_s * 1e3;
+  j["exposed_ms"] = r.exposed_communication_s * 1e3;
+  j["other_ms"] = std::max(0.0, r.steady_iteration_time_s - r.compute_s - r.exposed_communication_s) * 1e3;
+  j["overlap"] = r.overlap;
+  j["samples_per_s"] = r.samples_per_s;
+  j["tokens_per_s"] = r.tokens_per_sample > 1 ? json(r.tokens_per_s) : json(nullptr);
+  auto& gpus = j["per_gpu"] = json::array();
+  for (const GpuResult& g : r.per_gpu) {
+    gpus.push_back({{"gpu", g.rank},
+                    {"bytes_in", g.bytes_in},
+                    {"bytes_out", g.bytes_out},
+                    {"peak_memory_bytes", g.peak_memory_bytes},
+                    {"capacity_bytes", g.capacity_bytes},
+                    {"oom", g.oom}});
+  }
+  auto& links = j["links"] = json::array();
+  for (const LinkLoad& l : r.links) {
+    links.push_back(
+        {{"link", l.name}, {"utilisation", l.utilisation}, {"bytes", l.bytes}, {"bandwidth_Bps", l.bandwidth_Bps}});
+  }
+  auto& ex = j["explain"] = json::array();
+  for (const ExplainRow& row : explain(r)) {
+    ex.push_back({{"phase", row.phase},
+                  {"where", row.where},
+                  {"gpu0_in", bytes_text(row.gpu0_in)},
+                  {"gpu0_out", bytes_text(row.gpu0_out)},
+                  {"other_in", bytes_text(row.other_in)},
+                  {"other_out", bytes_text(row.other_out)},
+                  {"time_ms", row.time_s * 1e3}});
+  }
+  j["timeline"] = timeline(r);
+  j["timeline_ranks"] = std::min(r.gpus, kTimelineRanks);
+  return j;
+}
+
+std::string page(const std::string& title, const json& data) {
+  const auto vendor = detail::html_vendor_files();
+  const auto own = detail::html_page_files();
+  std::string out;
+  out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  // No request of any kind: everything the page needs is in it (Vega compiles expressions with
+  // Function, hence unsafe-eval).
+  out +=
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline' "
+      "'unsafe-eval'; style-src 'unsafe-inline'; img-src data:\">\n";
+  out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  out += fmt::format("<meta name=\"generator\" content=\"gradsync {}\">\n", kVersion);
+  out += "<title>" + html_escape(title) + "</title>\n";
+  out += "<style>\n" + std::string(embedded(own, "report.css")) + "</style>\n";
+  // First script: record every error, console error, refused request and alert, for the
+  // browser test (and for anyone who opens the page's console).
+  out +=
+      "<script>window.gradsyncProblems=[];window.addEventListener('error',function(e){gradsyncProblems.push("
+      "'error: '+e.message)});window.addEventListener('unhandledrejection',function(e){gradsyncProblems.push("
+      "'unhandled rejection: '+e.reason)});document.addEventListener('securitypolicyviolation',function(e){"
+      "gradsyncProblems.push('blocked request: '+e.blockedURI)});(function(){var ce=console.error;console.error="
+      "function(){gradsyncProblems.push('console.error: '+Array.prototype.join.call(arguments,' '));ce.apply("
+      "console,arguments)}})();window.alert=function(m){gradsyncProblems.push('alert: '+m)};</script>\n";
+  for (const char* lib : {"vega.min.js", "vega-lite.min.js", "vega-embed.min.js"}) {
+    out += "<script>" + inline_script(embedded(vendor, lib)) + "</script>\n";
+  }
+  out += "</head>\n<body>\n";
+  out += "<header><h1>" + html_escape(title) + "</h1></header>\n<main id=\"report\"></main>\n";
+  out += "<pre id=\"gradsync-selftest\" hidden></pre>\n";
+  out += "<script type=\"application/json\" id=\"gradsync-data\">" + script_json(data) + "</script>\n";
+  out += "<script>" + inline_script(embedded(own, "report.js")) + "</script>\n";
+  out += "</body>\n</html>\n";
+  return out;
+}
+
+}  // namespace
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string script_json(const json& j) {
+  const std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '<') {
+      out += "\\u003c";
+    } else if (c == '>') {
+      out += "\\u003e";
+    } else if (c == '&') {
+      out += "\\u0026";
+    } else if (c == '\xe2' && i + 2 < text.size() && text[i + 1] == '\x80' &&
+               (text[i + 2] == '\xa8' || text[i + 2] == '\xa9')) {
+      out += text[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string html_report(const Report& r) {
+  json data;
+  data["kind"] = "scenario";
+  data["command"] = r.command;
+  data["mode"] = r.mode;
+  data["header"] = r.header;
+  data["scenario"] = r.scenario;
+  auto& st = data["strategies"] = json::array();
+  for (const StrategyResult& s : r.strategies) st.push_back(strategy_data(s));
+  const std::string title = fmt::format("gradsync {}: {} on {}", r.command, r.scenario.value("model", std::string("?")),
+                                        r.scenario.value("topology", std::string("?")));
+  return page(title, data);
+}
+
+std::string html_sweep_report(const SweepTable& t) {
+  json data;
+  data["kind"] = "sweep";
+  data["header"] = t.header_lines;
+  data["varied"] = t.varied;
+  data["columns"] = t.columns;
+  data["rows"] = t.rows;
+  return page(fmt::format("gradsync sweep: {} points", t.rows.size()), data);
+}
+
+}  // namespace gradsync::reports

@@ -1,0 +1,322 @@
+// report.js: draws report.html from the JSON in #gradsync-data with Vega-Lite (compiled into
+// gradsync, inlined into the page). Every string from the data is shown with textContent or
+// inside a chart, never parsed as HTML. When every chart has drawn, #gradsync-selftest holds
+// {"charts": [{"id", "marks"}], "problems": [...]} for the browser test.
+(function () {
+  'use strict';
+  const data = JSON.parse(document.getElementById('gradsync-data').textContent);
+  const main = document.getElementById('report');
+  const charts = [];
+  const colors = {
+    forward: '#4e79a7', backward: '#2f5d8a', optimizer: '#76b7b2', 'other compute': '#9fb3c8',
+    allreduce: '#e15759', collective: '#f28e2b', 'bucket copy': '#edc948', copy: '#b07aa1',
+  };
+  const partColors = { compute: '#4e79a7', 'exposed communication': '#e15759', other: '#bab0ac' };
+
+  function el(tag, text, cls) {
+    const e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  }
+  function section(title, note) {
+    const s = el('section');
+    s.appendChild(el('h2', title));
+    if (note) s.appendChild(el('p', note, 'note'));
+    main.appendChild(s);
+    return s;
+  }
+  function chart(parent, id, spec) {
+    const div = el('div');
+    div.id = id;
+    parent.appendChild(div);
+    spec.$schema = 'https://vega.github.io/schema/vega-lite/v6.json';
+    spec.config = Object.assign({ font: 'system-ui, DejaVu Sans, sans-serif', view: { stroke: null } }, spec.config || {});
+    charts.push({ id: id, promise: vegaEmbed(div, spec, { actions: false, renderer: 'svg' }) });
+  }
+  function table(parent, columns, rows) {
+    const wrap = el('div', null, 'scroll');
+    const t = el('table');
+    const head = el('tr');
+    columns.forEach(c => head.appendChild(el('th', c.label, c.text ? 'text' : '')));
+    t.appendChild(head);
+    rows.forEach(r => {
+      const tr = el('tr');
+      columns.forEach(c => tr.appendChild(el('td', c.format ? c.format(r[c.key]) : r[c.key], c.text ? 'text' : '')));
+      t.appendChild(tr);
+    });
+    wrap.appendChild(t);
+    parent.appendChild(wrap);
+  }
+  const fmt = (v, d) => (v === null || v === undefined || v === '' ? '-' : Number(v).toFixed(d));
+  function bytes(b) {
+    b = Number(b);
+    if (b >= 1e9) return (b / 1e9).toFixed(2) + ' GB';
+    if (b >= 1e6) return (b / 1e6).toFixed(1) + ' MB';
+    if (b >= 1e3) return (b / 1e3).toFixed(1) + ' kB';
+    return b.toFixed(0) + ' B';
+  }
+
+  function headerLines(parent) {
+    if (data.header && data.header.length) parent.appendChild(el('pre', data.header.join('\n'), 'header-lines'));
+  }
+
+  function scenarioReport() {
+    const ran = data.strategies.filter(s => !s.skipped);
+    const byName = {};
+    data.strategies.forEach(s => { byName[s.strategy] = s; });
+
+    const sc = section('Scenario', 'The model, the cluster and the options of this ' + data.mode + ' run.');
+    table(sc, [{ key: 'k', label: 'key', text: true }, { key: 'v', label: 'value', text: true }],
+      Object.keys(data.scenario).map(k => ({ k: k, v: data.scenario[k] === null ? 'default' : String(data.scenario[k]) })));
+    headerLines(sc);
+    data.strategies.filter(s => s.skipped).forEach(s => sc.appendChild(el('p', s.strategy.toUpperCase() + ' not run: ' + s.skipped, 'note')));
+
+    const st = section('Step time', 'Mean steady iteration, split into compute (the compute stream busy), exposed communication (communication not hidden behind compute) and the rest (host work, waiting).');
+    if (byName.dp && byName.ddp && !byName.dp.skipped && !byName.ddp.skipped) {
+      const x = byName.dp.steady_ms / byName.ddp.steady_ms;
+      const p = el('p', null, 'headline');
+      p.appendChild(document.createTextNode('DDP is '));
+      p.appendChild(el('b', (x >= 1 ? x : 1 / x).toFixed(2) + 'x ' + (x >= 1 ? 'faster' : 'slower')));
+      p.appendChild(document.createTextNode(' than DP: ' + byName.ddp.steady_ms.toFixed(1) + ' ms against ' + byName.dp.steady_ms.toFixed(1) + ' ms per step.'));
+      st.appendChild(p);
+    }
+    const parts = [];
+    ran.forEach(s => {
+      parts.push({ strategy: s.strategy.toUpperCase(), part: 'compute', ms: s.compute_ms, order: 0 });
+      parts.push({ strategy: s.strategy.toUpperCase(), part: 'exposed communication', ms: s.exposed_ms, order: 1 });
+      parts.push({ strategy: s.strategy.toUpperCase(), part: 'other', ms: s.other_ms, order: 2 });
+    });
+    chart(st, 'chart-step', {
+      width: 720, height: { step: 36 }, data: { values: parts },
+      mark: { type: 'bar' },
+      encoding: {
+        y: { field: 'strategy', type: 'nominal', title: null },
+        x: { field: 'ms', type: 'quantitative', stack: 'zero', title: 'steady iteration (ms)' },
+        color: { field: 'part', type: 'nominal', title: null, scale: { domain: Object.keys(partColors), range: Object.values(partColors) } },
+        order: { field: 'order' },
+        tooltip: [{ field: 'strategy' }, { field: 'part' }, { field: 'ms', format: '.3f' }],
+      },
+    });
+    table(st, [
+      { key: 'strategy', label: 'strategy', text: true, format: v => v.toUpperCase() },
+      { key: 'iteration_1_ms', label: 'iteration 1 (ms)', format: v => fmt(v, 2) },
+      { key: 'steady_ms', label: 'steady (ms)', format: v => fmt(v, 2) },
+      { key: 'compute_ms', label: 'compute (ms)', format: v => fmt(v, 2) },
+      { key: 'communication_ms', label: 'communication (ms)', format: v => fmt(v, 2) },
+      { key: 'exposed_ms', label: 'exposed (ms)', format: v => fmt(v, 2) },
+      { key: 'overlap', label: 'overlap', format: v => fmt(100 * v, 1) + ' %' },
+      { key: 'samples_per_s', label: 'samples/s', format: v => fmt(v, 1) },
+      { key: 'tokens_per_s', label: 'tokens/s', format: v => fmt(v, 0) },
+    ], ran);
+
+    ran.forEach(s => {
+      const lanes = [];
+      for (let r = 0; r < s.timeline_ranks; r++) lanes.push('GPU ' + r + ' compute', 'GPU ' + r + ' comm');
+      const tl = section(s.strategy.toUpperCase() + ': one steady iteration (' + s.iteration + ')',
+        'Each GPU has a compute lane and a communication lane (collectives and copies); ' +
+        (s.gpus > s.timeline_ranks ? 'the first ' + s.timeline_ranks + ' of ' + s.gpus + ' GPUs; ' : '') +
+        'allreduce buckets are labelled b<k>. Hover for names and bytes.');
+      chart(tl, 'chart-timeline-' + s.strategy, {
+        width: 1100, height: { step: 16 }, data: { values: s.timeline },
+        layer: [
+          {
+            mark: { type: 'bar', cornerRadius: 1 },
+            encoding: {
+              y: { field: 'lane', type: 'nominal', sort: lanes, title: null, scale: { domain: lanes } },
+              x: { field: 'start_ms', type: 'quantitative', title: 'ms since the iteration started' },
+              x2: { field: 'end_ms' },
+              color: { field: 'kind', type: 'nominal', title: null, scale: { domain: Object.keys(colors), range: Object.values(colors) } },
+              tooltip: [{ field: 'name' }, { field: 'bytes', format: ',' }, { field: 'start_ms', format: '.3f' }, { field: 'end_ms', format: '.3f' }],
+            },
+          },
+          {
+            transform: [{ filter: 'isValid(datum.bucket)' }, { calculate: '(datum.start_ms + datum.end_ms) / 2', as: 'mid' }, { calculate: "'b' + datum.bucket", as: 'label' }],
+            mark: { type: 'text', fontSize: 9, color: '#222' },
+            encoding: {
+              y: { field: 'lane', type: 'nominal', sort: lanes },
+              x: { field: 'mid', type: 'quantitative' },
+              text: { field: 'label' },
+            },
+          },
+        ],
+      });
+    });
+
+    const by = section('Bytes in and out per GPU', 'Payload per steady iteration. DataParallel funnels the batch, the outputs and the gradients through GPU0; DDP spreads them evenly.');
+    const wrap = el('div', null, 'charts');
+    by.appendChild(wrap);
+    ran.forEach(s => {
+      const rows = [];
+      s.per_gpu.forEach(g => {
+        rows.push({ gpu: 'GPU ' + g.gpu, idx: g.gpu, direction: 'in', bytes: g.bytes_in });
+        rows.push({ gpu: 'GPU ' + g.gpu, idx: g.gpu, direction: 'out', bytes: g.bytes_out });
+      });
+      chart(wrap, 'chart-bytes-' + s.strategy, {
+        title: s.strategy.toUpperCase(), width: 420, height: 220, data: { values: rows },
+        mark: 'bar',
+        encoding: {
+          x: { field: 'gpu', type: 'nominal', sort: { field: 'idx' }, title: null },
+          xOffset: { field: 'direction' },
+          y: { field: 'bytes', type: 'quantitative', title: 'bytes per iteration', axis: { format: '~s' } },
+          color: { field: 'direction', type: 'nominal', scale: { range: ['#e15759', '#4e79a7'] } },
+          tooltip: [{ field: 'gpu' }, { field: 'direction' }, { field: 'bytes', format: ',.0f' }],
+        },
+      });
+    });
+
+    const li = section('Busiest links', 'Each direction of a link: wire bytes per steady iteration over its bandwidth times the iteration time.');
+    const lwrap = el('div', null, 'charts');
+    li.appendChild(lwrap);
+    ran.filter(s => s.links.length).forEach(s => {
+      const rows = s.links.slice(0, 10).map(l => ({ link: l.link, pct: 100 * l.utilisation, bytes: l.bytes }));
+      chart(lwrap, 'chart-links-' + s.strategy, {
+        title: s.strategy.toUpperCase(), width: 360, height: { step: 18 }, data: { values: rows },
+        mark: { type: 'bar', color: '#f28e2b' },
+        encoding: {
+          y: { field: 'link', type: 'nominal', sort: '-x', title: null },
+          x: { field: 'pct', type: 'quantitative', title: 'utilisation (%)' },
+          tooltip: [{ field: 'link' }, { field: 'pct', format: '.1f' }, { field: 'bytes', format: ',.0f' }],
+        },
+      });
+    });
+
+    const ex = section('Phase by phase (--explain)', 'The last iteration: where each phase runs, the payload it moves and how long any GPU works on it.');
+    ran.forEach(s => {
+      ex.appendChild(el('h3', s.strategy.toUpperCase()));
+      table(ex, [
+        { key: 'phase', label: 'phase', text: true }, { key: 'where', label: 'where', text: true },
+        { key: 'gpu0_in', label: 'GPU0 in' }, { key: 'gpu0_out', label: 'GPU0 out' },
+        { key: 'other_in', label: 'in per other GPU' }, { key: 'other_out', label: 'out per other GPU' },
+        { key: 'time_ms', label: 'time (ms)', format: v => fmt(v, 3) },
+      ], s.explain);
+    });
+
+    const me = section('Memory per GPU', 'Peak memory (parameters, gradients, optimizer state, activations, CUDA context) against the GPU\'s capacity.');
+    const mwrap = el('div', null, 'charts');
+    me.appendChild(mwrap);
+    ran.forEach(s => {
+      const rows = s.per_gpu.map(g => ({ gpu: 'GPU ' + g.gpu, idx: g.gpu, GB: g.peak_memory_bytes / 1e9, capacity: g.capacity_bytes / 1e9, fits: g.oom ? 'out of memory' : 'fits' }));
+      chart(mwrap, 'chart-memory-' + s.strategy, {
+        title: s.strategy.toUpperCase(), width: 420, height: 220, data: { values: rows },
+        layer: [
+          {
+            mark: 'bar',
+            encoding: {
+              x: { field: 'gpu', type: 'nominal', sort: { field: 'idx' }, title: null },
+              y: { field: 'GB', type: 'quantitative', title: 'GB' },
+              color: { field: 'fits', type: 'nominal', title: null, scale: { domain: ['fits', 'out of memory'], range: ['#59a14f', '#e15759'] } },
+              tooltip: [{ field: 'gpu' }, { field: 'GB', format: '.2f' }, { field: 'capacity', format: '.1f' }],
+            },
+          },
+          { mark: { type: 'tick', color: '#1d2433', thickness: 2 }, encoding: { x: { field: 'gpu', type: 'nominal', sort: { field: 'idx' } }, y: { field: 'capacity', type: 'quantitative' } } },
+        ],
+      });
+    });
+  }
+
+  function sweepReport() {
+    const cols = data.columns;
+    const rows = data.rows.map(r => { const o = {}; cols.forEach((c, i) => { o[c] = r[i]; }); return o; });
+    const num = ['gpus_used', 'steady_iteration_time_s', 'samples_per_s', 'tokens_per_s', 'scaling_efficiency', 'bucket_cap_mb', 'point'];
+    rows.forEach(r => {
+      num.forEach(k => { r[k] = r[k] === '' || r[k] === undefined ? null : Number(r[k]); });
+      r.steady_ms = r.steady_iteration_time_s === null ? null : 1e3 * r.steady_iteration_time_s;
+      r.label = data.varied.map(k => k + '=' + r[k]).join(' ');
+    });
+    const ok = rows.filter(r => r.status !== 'skipped');
+    const seriesOf = x => r => [r.strategy.toUpperCase()].concat(data.varied.filter(k => k !== x && k !== 'strategy').map(k => k + '=' + r[k])).join(' ');
+
+    const sc = section('Sweep', rows.length + ' points; varied: ' + data.varied.join(', ') + '.');
+    headerLines(sc);
+    rows.filter(r => r.status === 'skipped').forEach(r => sc.appendChild(el('p', 'point ' + r.point + ' (' + r.label + ', ' + r.strategy + ') not run: ' + r.skipped_reason, 'note')));
+
+    if (data.varied.indexOf('gpus') >= 0) {
+      const s = section('Scaling with GPU count', 'Throughput, and scaling efficiency: samples/s per GPU against the fewest GPUs of the same series.');
+      const wrap = el('div', null, 'charts');
+      s.appendChild(wrap);
+      const series = seriesOf('gpus');
+      const pts = ok.map(r => Object.assign({ series: series(r) }, r));
+      chart(wrap, 'chart-throughput', {
+        width: 480, height: 280, data: { values: pts },
+        mark: { type: 'line', point: true },
+        encoding: {
+          x: { field: 'gpus_used', type: 'quantitative', title: 'GPUs', scale: { type: 'log', base: 2 } },
+          y: { field: 'samples_per_s', type: 'quantitative', title: 'samples/s' },
+          color: { field: 'series', type: 'nominal', title: null },
+          tooltip: [{ field: 'label' }, { field: 'strategy' }, { field: 'samples_per_s', format: '.1f' }],
+        },
+      });
+      chart(wrap, 'chart-efficiency', {
+        width: 480, height: 280, data: { values: pts.filter(r => r.scaling_efficiency !== null) },
+        mark: { type: 'line', point: true },
+        encoding: {
+          x: { field: 'gpus_used', type: 'quantitative', title: 'GPUs', scale: { type: 'log', base: 2 } },
+          y: { field: 'scaling_efficiency', type: 'quantitative', title: 'scaling efficiency', axis: { format: '%' } },
+          color: { field: 'series', type: 'nominal', title: null },
+          tooltip: [{ field: 'label' }, { field: 'strategy' }, { field: 'scaling_efficiency', format: '.1%' }],
+        },
+      });
+    }
+    if (data.varied.indexOf('bucket_cap_mb') >= 0) {
+      const s = section('Step time against bucket size', 'DDP\'s bucket_cap_mb: small buckets pay per-collective latency, large ones start communicating late.');
+      const series = seriesOf('bucket_cap_mb');
+      chart(s, 'chart-buckets', {
+        width: 560, height: 280, data: { values: ok.filter(r => r.strategy === 'ddp').map(r => Object.assign({ series: series(r) }, r)) },
+        mark: { type: 'line', point: true },
+        encoding: {
+          x: { field: 'bucket_cap_mb', type: 'quantitative', title: 'bucket_cap_mb', scale: { type: 'log' } },
+          y: { field: 'steady_ms', type: 'quantitative', title: 'steady iteration (ms)' },
+          color: { field: 'series', type: 'nominal', title: null },
+          tooltip: [{ field: 'label' }, { field: 'steady_ms', format: '.3f' }],
+        },
+      });
+    }
+    const all = section('Step time per point', 'Every point of the sweep.');
+    chart(all, 'chart-points', {
+      width: Math.min(1100, 40 + 28 * ok.length), height: 260, data: { values: ok },
+      mark: 'bar',
+      encoding: {
+        x: { field: 'label', type: 'nominal', title: null, sort: null, axis: { labelAngle: -40, labelLimit: 240 } },
+        xOffset: { field: 'strategy' },
+        y: { field: 'steady_ms', type: 'quantitative', title: 'steady iteration (ms)' },
+        color: { field: 'strategy', type: 'nominal', title: null },
+        tooltip: [{ field: 'label' }, { field: 'strategy' }, { field: 'steady_ms', format: '.3f' }, { field: 'samples_per_s', format: '.1f' }],
+      },
+    });
+    const tcols = [{ key: 'point', label: 'point' }]
+      .concat(data.varied.filter(k => k !== 'strategy').map(k => ({ key: k, label: k, text: true })))
+      .concat([
+        { key: 'strategy', label: 'strategy', text: true }, { key: 'status', label: 'status', text: true },
+        { key: 'gpus_used', label: 'GPUs' },
+        { key: 'steady_ms', label: 'steady (ms)', format: v => fmt(v, 3) },
+        { key: 'samples_per_s', label: 'samples/s', format: v => fmt(v, 1) },
+        { key: 'scaling_efficiency', label: 'efficiency', format: v => (v === null ? '-' : (100 * v).toFixed(1) + ' %') },
+      ]);
+    table(all, tcols, rows);
+  }
+
+  try {
+    if (data.kind === 'sweep') sweepReport(); else scenarioReport();
+  } catch (e) {
+    window.gradsyncProblems.push('report.js: ' + e);
+  }
+
+  function countMarks(node) {
+    if (!node) return 0;
+    let n = 0;
+    if (node.role === 'mark' && node.marktype !== 'group' && node.items) n += node.items.length;
+    (node.items || []).forEach(i => { n += countMarks(i); });
+    return n;
+  }
+  Promise.allSettled(charts.map(c => c.promise)).then(results => {
+    const out = results.map((r, i) => {
+      if (r.status === 'rejected') {
+        window.gradsyncProblems.push(charts[i].id + ': ' + r.reason);
+        return { id: charts[i].id, marks: 0 };
+      }
+      return { id: charts[i].id, marks: countMarks(r.value.view.scenegraph().root) };
+    });
+    document.getElementById('gradsync-selftest').textContent = JSON.stringify({ charts: out, problems: window.gradsyncProblems });
+  });
+})();

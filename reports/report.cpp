@@ -1,0 +1,215 @@
+// report.cpp: the stdout table, --explain, result.json and write_outputs.
+#include "reports/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/version.hpp"
+#include "reports/chrome_trace.hpp"
+#include "reports/csv.hpp"
+#include "reports/html.hpp"
+#include "reports/table.hpp"
+
+namespace gradsync::reports {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
+
+// phase_of: the --explain phase an event belongs to.
+std::string phase_of(const std::string& n) {
+  if (n.rfind("fwd:", 0) == 0) return "forward";
+  if (n.rfind("bwd:", 0) == 0) return "backward";
+  if (n.rfind("allreduce:bucket", 0) == 0) return "allreduce buckets";
+  if (n.rfind("copy_in:", 0) == 0 || n.rfind("copy_out:", 0) == 0) return "bucket copies";
+  if (n.rfind("dp:", 0) == 0 || n.rfind("h2d:", 0) == 0 || n == "optimizer" || n.rfind("broadcast:", 0) == 0) return n;
+  if (n.rfind("loss", 0) == 0) return "loss";
+  return "other";
+}
+
+std::string where_of(Strategy s, const std::string& phase, int gpus, int replicas) {
+  const std::string others = replicas > 2 ? fmt::format("GPUs 1-{}", replicas - 1) : "GPU 1";
+  if (s == Strategy::kDP) {
+    if (phase == "h2d:input") return "host -> GPU0";
+    if (phase == "dp:scatter") return "GPU0 -> " + others + " (peer copies)";
+    if (phase == "dp:replicate") return "GPU0 -> " + others + " (broadcast)";
+    if (phase == "dp:gather") return others + " -> GPU0 (peer copies)";
+    if (phase == "dp:scatter_grad") return "GPU0 -> " + others + " (peer copies)";
+    if (phase == "dp:reduce") return others + " -> GPU0 (reduce)";
+    if (phase == "optimizer" || phase == "loss" || phase == "dp:gather_local" || phase == "dp:loss_mean")
+      return "GPU0 only";
+    return fmt::format("GPUs 0-{}", replicas - 1);
+  }
+  if (phase == "h2d:input") return "host -> every GPU";
+  if (phase == "allreduce buckets") return fmt::format("ring/tree over {} GPUs, overlapping backward", gpus);
+  if (phase.rfind("broadcast", 0) == 0) return fmt::format("rank 0 -> all {} GPUs", gpus);
+  return fmt::format("every GPU (0-{})", gpus - 1);
+}
+
+}  // namespace
+
+std::string bytes_text(double b) {
+  if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+  if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
+  if (b >= 1e3) return fmt::format("{:.1f} kB", b / 1e3);
+  return fmt::format("{:.0f} B", b);
+}
+
+void print_summary(const Report& rep, std::ostream& out) {
+  Table t({{"strategy", "", true},
+           {"iter1", "ms"},
+           {"steady", "ms"},
+           {"compute", "ms"},
+           {"comm", "ms"},
+           {"exposed", "ms"},
+           {"overlap", "%"},
+           {"samples/s", "1/s"},
+           {"tokens/s", "1/s"},
+           {"gpu0_in", "B/iter"},
+           {"gpu0_out", "B/iter"},
+           {"peak_mem", "GPU0"},
+           {"oom", ""}});
+  std::vector<std::string> notes;
+  const auto& rs = rep.strategies;
+  for (const StrategyResult& r : rs) {
+    const std::string label(strategy_label(r.strategy));
+    if (!r.skipped.empty()) {
+      t.add_row({label, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"});
+      notes.push_back(fmt::format("{}: not {}: {}", label, rep.mode == "real" ? "run" : "simulated", r.skipped));
+      continue;
+    }
+    const GpuResult& g0 = r.per_gpu.front();
+    bool oom = false;
+    for (const auto& g : r.per_gpu) oom = oom || g.oom;
+    t.add_row({label, ms(r.iteration_1_time_s), ms(r.steady_iteration_time_s), ms(r.compute_s), ms(r.communication_s),
+               ms(r.exposed_communication_s), fmt::format("{:.1f}", 100 * r.overlap),
+               fmt::format("{:.1f}", r.samples_per_s),
+               r.tokens_per_sample > 1 ? fmt::format("{:.0f}", r.tokens_per_s) : "-", bytes_text(g0.bytes_in),
+               bytes_text(g0.bytes_out), bytes_text(g0.peak_memory_bytes), oom ? "OOM" : "ok"});
+  }
+  t.print(out, rep.header);
+  for (const auto& n : notes) out << "# " << n << '\n';
+  if (rs.size() == 2 && rs[0].skipped.empty() && rs[1].skipped.empty()) {
+    const double speedup = rs[0].steady_iteration_time_s / rs[1].steady_iteration_time_s;
+    out << fmt::format("# DDP is {:.2f}x {} than DP per steady iteration ({} ms against {} ms).\n",
+                       speedup >= 1 ? speedup : 1 / speedup, speedup >= 1 ? "faster" : "slower",
+                       ms(rs[1].steady_iteration_time_s), ms(rs[0].steady_iteration_time_s));
+  }
+}
+
+std::vector<ExplainRow> explain(const StrategyResult& r, int iteration) {
+  std::vector<ExplainRow> rows;
+  if (!r.skipped.empty()) return rows;
+  if (iteration == 0 && !r.iterations.empty()) iteration = r.iterations.back().iteration;
+  // Phases in the order they first start; time = union of the phase's intervals.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::pair<double, double>>> spans;
+  std::map<std::string, double> first;
+  for (const TraceEvent& e : r.trace.events) {
+    if (e.iteration != iteration || e.stream == Stream::kHost) continue;
+    const std::string p = phase_of(e.name);
+    if (!spans.count(p)) {
+      order.push_back(p);
+      first[p] = e.start_s;
+    }
+    first[p] = std::min(first[p], e.start_s);
+    spans[p].emplace_back(e.start_s, e.end_s);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const std::string& a, const std::string& b) { return first[a] < first[b]; });
+  const double others = std::max(1, r.gpus - 1);
+  for (const std::string& p : order) {
+    ExplainRow row;
+    row.strategy = std::string(strategy_label(r.strategy));
+    row.phase = p;
+    row.where = where_of(r.strategy, p, r.gpus, r.replicas);
+    for (const auto& [name, tr] : r.traffic) {
+      if (phase_of(name) != p) continue;
+      row.gpu0_in += tr.in[0];
+      row.gpu0_out += tr.out[0];
+      for (std::size_t g = 1; g < tr.in.size(); ++g) {
+        row.other_in += tr.in[g];
+        row.other_out += tr.out[g];
+      }
+    }
+    row.other_in /= others;
+    row.other_out /= others;
+    row.time_s = union_length(spans[p]);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+void print_explain(const Report& rep, std::ostream& out) {
+  Table t({{"strategy", "", true},
+           {"phase", "", true},
+           {"where", "", true},
+           {"gpu0_in", "bytes"},
+           {"gpu0_out", "bytes"},
+           {"other_in", "bytes/GPU"},
+           {"other_out", "bytes/GPU"},
+           {"time", "ms"}});
+  int iteration = 0;
+  for (const StrategyResult& r : rep.strategies) {
+    if (!r.iterations.empty()) iteration = r.iterations.back().iteration;
+    for (const ExplainRow& row : explain(r)) {
+      t.add_row({row.strategy, row.phase, row.where, bytes_text(row.gpu0_in), bytes_text(row.gpu0_out),
+                 bytes_text(row.other_in), bytes_text(row.other_out), ms(row.time_s)});
+    }
+  }
+  t.print(out, {fmt::format("--explain: iteration {}, phase by phase; time = how long any GPU works on the phase (a "
+                            "union of intervals; under DDP phases overlap); bytes are payload moved by the phase",
+                            iteration)});
+}
+
+json result_document(const Report& rep) {
+  json j;
+  j["schema_version"] = 1;
+  j["gradsync_version"] = std::string(kVersion);
+  j["mode"] = rep.mode;
+  j["command"] = rep.command;
+  j["scenario"] = rep.scenario;
+  auto& arr = j["strategies"] = json::array();
+  for (const StrategyResult& r : rep.strategies) arr.push_back(result_json(r, false));
+  return j;
+}
+
+std::vector<std::string> write_outputs(const std::string& dir, const Report& rep) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw RuntimeError(fmt::format("--out {}: cannot create the folder: {}", dir, ec.message()));
+  const std::filesystem::path base(dir);
+  std::vector<std::string> written;
+  auto put = [&](const std::string& name, const std::string& text) {
+    const std::string path = (base / name).string();
+    write_file_atomic(path, text);
+    written.push_back(path);
+  };
+
+  const CsvRow header = summary_header(rep.scenario);
+  std::vector<CsvRow> rows;
+  for (const StrategyResult& r : rep.strategies) rows.push_back(summary_row(0, rep.mode, rep.scenario, r));
+  fill_scaling_efficiency(header, rows);
+  std::string summary = csv_line(header);
+  for (const CsvRow& row : rows) summary += csv_line(row);
+  put("summary.csv", summary);
+  put("iterations.csv", iterations_csv(rep.strategies));
+  put("events.csv", events_csv(rep.strategies));
+  put("result.json", result_document(rep).dump(2) + "\n");
+  const std::string title = rep.header.empty() ? rep.command : rep.header.front();
+  for (const StrategyResult& r : rep.strategies) {
+    if (!r.skipped.empty()) continue;
+    const std::string label(strategy_label(r.strategy));
+    put(fmt::format("trace-{}.json", label), chrome_trace(r, fmt::format("{} ({})", title, label)));
+  }
+  put("report.html", html_report(rep));
+  return written;
+}
+
+}  // namespace gradsync::reports

@@ -1,0 +1,60 @@
+// report.hpp: one scenario's result record and everything written from it.
+//
+// A Report is what `compare`, `simulate` (and, later, `bench`) produce: the scenario as given,
+// the `#` lines that describe it, and one StrategyResult per strategy. Each writer turns the same
+// record into one output (Google Benchmark's reporters are the model):
+//
+//   Report rep{"compare", "simulated", scenario_json, header_lines, {dp, ddp}};
+//   print_summary(rep, std::cout);                 // nccl-tests-style table
+//   const auto written = write_outputs("gradsync-out", rep);
+//   // summary.csv iterations.csv events.csv result.json trace-dp.json trace-ddp.json report.html
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace gradsync::reports {
+
+struct Report {
+  std::string command;              // "compare", "simulate", "bench"
+  std::string mode = "simulated";   // or "real"
+  nlohmann::ordered_json scenario;  // the scenario's keys and values, as result.json holds them
+  std::vector<std::string> header;  // `#` lines describing the scenario, for the table and HTML
+  std::vector<StrategyResult> strategies;
+};
+
+// print_summary: the table (one row per strategy), a note per skipped strategy and, with both
+// strategies, DDP's speed-up over DP.
+void print_summary(const Report& r, std::ostream& out);
+
+// ExplainRow: one phase of one strategy in one iteration (`--explain`).
+struct ExplainRow {
+  std::string strategy;
+  std::string phase;                   // "forward", "dp:scatter", "allreduce buckets", ...
+  std::string where;                   // "GPU0 -> GPUs 1-7 (peer copies)"
+  double gpu0_in = 0, gpu0_out = 0;    // payload bytes
+  double other_in = 0, other_out = 0;  // payload bytes per other GPU
+  double time_s = 0;                   // union of the phase's intervals on every GPU
+};
+
+// explain: the phases of `iteration` (0: the last), in the order they start.
+std::vector<ExplainRow> explain(const StrategyResult& r, int iteration = 0);
+void print_explain(const Report& r, std::ostream& out);
+
+// bytes_text: 12.3 GB, 4.5 MB, 12.0 kB, 7 B (decimal units, as nccl-tests).
+std::string bytes_text(double bytes);
+
+// write_outputs writes summary.csv, iterations.csv, events.csv, result.json, one
+// trace-<strategy>.json per simulated strategy and report.html into `dir` (created if missing),
+// each to a temporary name renamed into place. Returns the paths written, in that order.
+std::vector<std::string> write_outputs(const std::string& dir, const Report& r);
+
+// result_document: result.json's content.
+nlohmann::ordered_json result_document(const Report& r);
+
+}  // namespace gradsync::reports
