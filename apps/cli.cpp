@@ -104,6 +104,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   register_buckets_command(app);
   register_topo_command(app);
   register_simulate_commands(app);
+  register_sweep_command(app);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
   try {

@@ -21,6 +21,7 @@ void register_models_command(CLI::App& app);
 void register_buckets_command(CLI::App& app);
 void register_topo_command(CLI::App& app);
 void register_simulate_commands(CLI::App& app);  // simulate, compare, collectives
+void register_sweep_command(CLI::App& app);      // sweep
 
 // kPositiveInteger validates a flag that takes an integer >= 1, with a message that quotes the
 // value: "--batch: value \"0\" must be an integer >= 1".

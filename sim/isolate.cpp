@@ -1,4 +1,5 @@
 // isolate.cpp: results as JSON, and one simulation per child process.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,17 +51,21 @@ json scenario_json(const Scenario& s) {
   return j;
 }
 
-StrategyResult simulate_isolated(const Scenario& s, Strategy strategy) {
+IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, bool full) : strategy_(strategy) {
   check_scenario(s);  // bad input fails here, in the parent, with its own error type
   int fds[2];
   if (::pipe(fds) != 0) throw RuntimeError(fmt::format("sim: pipe: {}", std::strerror(errno)));
-  const pid_t pid = ::fork();
-  if (pid < 0) throw RuntimeError(fmt::format("sim: fork: {}", std::strerror(errno)));
-  if (pid == 0) {
+  pid_ = ::fork();
+  if (pid_ < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw RuntimeError(fmt::format("sim: fork: {}", std::strerror(errno)));
+  }
+  if (pid_ == 0) {
     ::close(fds[0]);
     json reply;
     try {
-      reply["result"] = result_json(simulate(s, strategy), true);
+      reply["result"] = result_json(simulate(s, strategy), full);
     } catch (const UsageError& e) {
       reply["error"] = {{"kind", "usage"}, {"message", e.what()}};
     } catch (const ConfigError& e) {
@@ -74,24 +79,48 @@ StrategyResult simulate_isolated(const Scenario& s, Strategy strategy) {
     ::_exit(0);
   }
   ::close(fds[1]);
-  std::string text;
+  fd_ = fds[0];
+}
+
+IsolatedSimulation::~IsolatedSimulation() {
+  if (fd_ >= 0) ::close(fd_);
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+bool IsolatedSimulation::read_some() {
+  if (fd_ < 0) return true;
   char buf[1 << 16];
   for (;;) {
-    const ssize_t got = ::read(fds[0], buf, sizeof buf);
+    const ssize_t got = ::read(fd_, buf, sizeof buf);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    text.append(buf, static_cast<std::size_t>(got));
+    if (got > 0) {
+      text_.append(buf, static_cast<std::size_t>(got));
+      return false;
+    }
+    ::close(fd_);
+    fd_ = -1;
+    return true;
   }
-  ::close(fds[0]);
+}
+
+StrategyResult IsolatedSimulation::finish() {
+  while (!read_some()) {
+  }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty()) {
-    throw RuntimeError(fmt::format("sim: the {} simulation process died ({})", strategy_label(strategy),
+  pid_ = -1;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text_.empty()) {
+    throw RuntimeError(fmt::format("sim: the {} simulation process died ({})", strategy_label(strategy_),
                                    WIFSIGNALED(status) ? fmt::format("signal {}", WTERMSIG(status))
                                                        : fmt::format("exit {}", WEXITSTATUS(status))));
   }
-  const json reply = json::parse(text);
+  const json reply = json::parse(text_);
   if (reply.contains("error")) {
     const std::string kind = reply["error"]["kind"].get<std::string>();
     const std::string msg = reply["error"]["message"].get<std::string>();
@@ -100,6 +129,11 @@ StrategyResult simulate_isolated(const Scenario& s, Strategy strategy) {
     throw RuntimeError(msg);
   }
   return result_from_json(reply["result"]);
+}
+
+StrategyResult simulate_isolated(const Scenario& s, Strategy strategy) {
+  IsolatedSimulation child(s, strategy, true);
+  return child.finish();
 }
 
 }  // namespace gradsync::sim

@@ -64,6 +64,28 @@ struct ResolvedScenario;
 // The child's ConfigError / UsageError / RuntimeError comes back as the same error.
 StrategyResult simulate_isolated(const Scenario& s, Strategy strategy);
 
+// IsolatedSimulation: the same, started now and collected later, so that a sweep runs several
+// children at once: poll fd() for reading, call read_some() when it is readable (true once the
+// child is done writing), then finish(). Without `full` the result has no trace, collectives or
+// traffic. Destroying an unfinished one kills and reaps its child.
+class IsolatedSimulation {
+ public:
+  IsolatedSimulation(const Scenario& s, Strategy strategy, bool full);
+  ~IsolatedSimulation();
+  IsolatedSimulation(const IsolatedSimulation&) = delete;
+  IsolatedSimulation& operator=(const IsolatedSimulation&) = delete;
+
+  int fd() const { return fd_; }
+  bool read_some();
+  StrategyResult finish();
+
+ private:
+  Strategy strategy_;
+  int pid_ = -1;
+  int fd_ = -1;
+  std::string text_;
+};
+
 // scenario_json: the scenario's keys and values.
 nlohmann::ordered_json scenario_json(const Scenario& s);
 

@@ -48,6 +48,7 @@
     wrap.appendChild(t);
     parent.appendChild(wrap);
   }
+  const distinct = (rows, k) => Array.from(new Set(rows.map(r => r[k]).filter(v => v !== null))).sort((a, b) => a - b);
   const fmt = (v, d) => (v === null || v === undefined || v === '' ? '-' : Number(v).toFixed(d));
   function bytes(b) {
     b = Number(b);
@@ -241,7 +242,7 @@
         width: 480, height: 280, data: { values: pts },
         mark: { type: 'line', point: true },
         encoding: {
-          x: { field: 'gpus_used', type: 'quantitative', title: 'GPUs', scale: { type: 'log', base: 2 } },
+          x: { field: 'gpus_used', type: 'quantitative', title: 'GPUs', scale: { type: 'log', base: 2, nice: false }, axis: { values: distinct(pts, 'gpus_used'), format: 'd' } },
           y: { field: 'samples_per_s', type: 'quantitative', title: 'samples/s' },
           color: { field: 'series', type: 'nominal', title: null },
           tooltip: [{ field: 'label' }, { field: 'strategy' }, { field: 'samples_per_s', format: '.1f' }],
@@ -251,7 +252,7 @@
         width: 480, height: 280, data: { values: pts.filter(r => r.scaling_efficiency !== null) },
         mark: { type: 'line', point: true },
         encoding: {
-          x: { field: 'gpus_used', type: 'quantitative', title: 'GPUs', scale: { type: 'log', base: 2 } },
+          x: { field: 'gpus_used', type: 'quantitative', title: 'GPUs', scale: { type: 'log', base: 2, nice: false }, axis: { values: distinct(pts, 'gpus_used'), format: 'd' } },
           y: { field: 'scaling_efficiency', type: 'quantitative', title: 'scaling efficiency', axis: { format: '%' } },
           color: { field: 'series', type: 'nominal', title: null },
           tooltip: [{ field: 'label' }, { field: 'strategy' }, { field: 'scaling_efficiency', format: '.1%' }],
@@ -265,7 +266,7 @@
         width: 560, height: 280, data: { values: ok.filter(r => r.strategy === 'ddp').map(r => Object.assign({ series: series(r) }, r)) },
         mark: { type: 'line', point: true },
         encoding: {
-          x: { field: 'bucket_cap_mb', type: 'quantitative', title: 'bucket_cap_mb', scale: { type: 'log' } },
+          x: { field: 'bucket_cap_mb', type: 'quantitative', title: 'bucket_cap_mb', scale: { type: 'log', nice: false }, axis: { values: distinct(ok, 'bucket_cap_mb') } },
           y: { field: 'steady_ms', type: 'quantitative', title: 'steady iteration (ms)' },
           color: { field: 'series', type: 'nominal', title: null },
           tooltip: [{ field: 'label' }, { field: 'steady_ms', format: '.3f' }],
