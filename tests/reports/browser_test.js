@@ -1,0 +1,66 @@
+// browser_test.js GRADSYNC OUTDIR: renders report.html pages in headless Chromium (Debian's
+// chromium, network off) and fails on any error, console error, refused request or alert the
+// page recorded, or on a chart that drew no marks. Pages: `gradsync compare` (the default
+// scenario), a sweep, and a compare whose model path holds <script>alert(1)</script>, which must
+// show as text. Screenshots go to OUTDIR. Without chromium: skipped (77), except under CI.
+'use strict';
+const { execFileSync, spawnSync } = require('child_process');
+const fs = require('fs');
+const path = require('path');
+const assert = require('assert');
+
+const [bin, outDir] = process.argv.slice(2);
+const chromium = ['chromium', 'chromium-browser', 'google-chrome'].find(c => spawnSync('which', [c]).status === 0);
+if (!chromium) {
+  const msg = 'chromium not found: install it with scripts/setup --browser';
+  if (process.env.CI) { console.error('FAIL: ' + msg + ' (required under CI)'); process.exit(1); }
+  console.log('SKIP: ' + msg);
+  process.exit(77);
+}
+fs.rmSync(outDir, { recursive: true, force: true });
+fs.mkdirSync(outDir, { recursive: true });
+
+const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars', '--no-first-run',
+  '--proxy-server=127.0.0.1:9', '--host-resolver-rules=MAP * ~NOTFOUND', '--virtual-time-budget=60000'];
+
+function render(page, screenshot, height) {
+  const url = 'file://' + path.resolve(page);
+  const dom = spawnSync(chromium, flags.concat(['--dump-dom', url]), { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 180000 });
+  assert.strictEqual(dom.status, 0, `chromium --dump-dom ${page}: ${dom.stderr}`);
+  const m = dom.stdout.match(/<pre id="gradsync-selftest"[^>]*>([^<]*)<\/pre>/);
+  assert.ok(m && m[1], `${page}: the page never finished drawing (no self-test result)`);
+  const unescape = s => s.replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
+  const selftest = JSON.parse(unescape(m[1]));
+  const shot = spawnSync(chromium, flags.concat([`--screenshot=${screenshot}`, `--window-size=1400,${height}`, url]), { encoding: 'utf8', timeout: 180000 });
+  assert.strictEqual(shot.status, 0, `chromium --screenshot ${page}: ${shot.stderr}`);
+  assert.ok(fs.statSync(screenshot).size > 10000, `${screenshot} is an image`);
+  return { selftest, dom: dom.stdout };
+}
+
+function check(name, page, minCharts, height) {
+  const { selftest, dom } = render(page, path.join(outDir, name + '.png'), height);
+  assert.deepStrictEqual(selftest.problems, [], `${name}: problems in the page`);
+  assert.ok(selftest.charts.length >= minCharts, `${name}: ${selftest.charts.length} charts, expected at least ${minCharts}`);
+  for (const c of selftest.charts) assert.ok(c.marks > 0, `${name}: chart ${c.id} drew no marks`);
+  console.log(`${name}: ${selftest.charts.length} charts (${selftest.charts.map(c => c.id + ' ' + c.marks).join(', ')}), no problems; screenshot ${name}.png`);
+  return dom;
+}
+
+const run = args => execFileSync(bin, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+
+run(['compare', '--out', path.join(outDir, 'compare')]);
+check('compare', path.join(outDir, 'compare', 'report.html'), 9, 5200);
+
+run(['sweep', '--model', 'resnet18', '--iterations', '2', '--warmup', '1', '--vary', 'gpus=1,2,4,8', '--vary', 'bucket_cap_mb=5,25', '--jobs', '2', '--out', path.join(outDir, 'sweep')]);
+check('sweep', path.join(outDir, 'sweep', 'report.html'), 4, 2400);
+
+// A model file whose path holds markup: directory "<script>alert(1)<", file "script>.yaml".
+const evilDir = path.join(outDir, '<script>alert(1)<');
+fs.mkdirSync(evilDir, { recursive: true });
+fs.copyFileSync(path.join(__dirname, '..', '..', 'models', 'zoo', 'resnet18.yaml'), path.join(evilDir, 'script>.yaml'));
+const evilModel = path.join(evilDir, 'script>.yaml');
+assert.ok(evilModel.includes('<script>alert(1)</script>'));
+run(['compare', '--model', evilModel, '--gpus', '2', '--iterations', '2', '--warmup', '1', '--out', path.join(outDir, 'escaped')]);
+const dom = check('escaped', path.join(outDir, 'escaped', 'report.html'), 9, 3000);
+assert.ok(dom.includes('&lt;script&gt;alert(1)&lt;/script&gt;'), 'the model path shows as text');
+console.log('a model path holding <script>alert(1)</script> shows as text and runs nothing');

@@ -1,0 +1,216 @@
+// writers_test.cpp: the CSV, Chrome trace, JSON and HTML writers on a hand-made result record.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "reports/chrome_trace.hpp"
+#include "reports/csv.hpp"
+#include "reports/html.hpp"
+#include "reports/report.hpp"
+
+namespace gradsync::reports {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+TraceEvent event(int rank, Stream s, std::string name, double start, double end, Bytes bytes = 0, int bucket = -1,
+                 int iteration = 1) {
+  TraceEvent e;
+  e.rank = rank;
+  e.stream = s;
+  e.name = std::move(name);
+  e.start_s = start;
+  e.end_s = end;
+  e.bytes = bytes;
+  e.bucket = bucket;
+  e.iteration = iteration;
+  return e;
+}
+
+// Two ranks of DDP, one iteration: backward on compute overlapping a bucket's allreduce on comm.
+StrategyResult ddp_result() {
+  StrategyResult r;
+  r.strategy = Strategy::kDDP;
+  r.gpus = r.replicas = 2;
+  r.global_batch = 8;
+  r.precision = "bf16";
+  r.gpu = "a100-sxm4-80gb";
+  r.warmup = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    r.trace.add(event(rank, Stream::kHost, "iteration:1", 0.0, 0.010));
+    r.trace.add(event(rank, Stream::kCompute, "fwd:fc, \"quoted\"", 0.0, 0.004));
+    r.trace.add(event(rank, Stream::kCompute, "bwd:fc", 0.004, 0.008));
+    r.trace.add(event(rank, Stream::kComm, "allreduce:bucket0", 0.006, 0.009, 4096, 0));
+    r.per_gpu.push_back({rank, 4096, 4096, 2e9, 80e9, false});
+  }
+  IterationMetrics m;
+  m.iteration = 1;
+  m.end_s = m.time_s = 0.010;
+  m.compute_s = 0.008;
+  m.communication_s = 0.003;
+  m.overlap_s = 0.002;
+  m.exposed_communication_s = 0.001;
+  m.overlap = 2.0 / 3;
+  r.iterations.push_back(m);
+  r.iteration_1_time_s = r.steady_iteration_time_s = 0.010;
+  r.compute_s = 0.008;
+  r.communication_s = 0.003;
+  r.exposed_communication_s = 0.001;
+  r.overlap = 2.0 / 3;
+  r.samples_per_s = 800;
+  r.links.push_back({"nvlink0_UP", 300e9, 4096, 4096 / (300e9 * 0.010)});
+  r.traffic["allreduce:bucket0"] = {{4096, 4096}, {4096, 4096}};
+  return r;
+}
+
+Report report(std::string model = "gpt2") {
+  Report rep;
+  rep.command = "compare";
+  rep.scenario = {{"model", std::move(model)}, {"topology", "dgx-a100"}, {"gpus", 2}, {"bucket_cap_mb", nullptr}};
+  rep.header = {"a test scenario"};
+  rep.strategies.push_back(ddp_result());
+  return rep;
+}
+
+TEST(Csv, QuotesWhatNeedsQuotingAndReadsItBack) {
+  const CsvRow row{"plain", "with,comma", "with \"quote\"", "two\nlines", ""};
+  const std::string line = csv_line(row);
+  EXPECT_EQ(line, "plain,\"with,comma\",\"with \"\"quote\"\"\",\"two\nlines\",\n");
+  const auto rows = parse_csv(line + csv_line({"a", "b"}), "x.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0], row);
+  EXPECT_EQ(rows[1], (CsvRow{"a", "b"}));
+}
+
+TEST(Csv, AnUnterminatedQuoteNamesTheFileAndLine) {
+  try {
+    parse_csv("a,b\nc,\"d\n", "summary.csv");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("summary.csv:2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Csv, NumbersReadBackExactly) {
+  for (double v : {0.1, 1.0 / 3, 1e-7, 12.0, 0.16620510639899336, 85899345920.0}) {
+    EXPECT_EQ(std::stod(number(v)), v) << number(v);
+  }
+  EXPECT_EQ(number(12.0), "12");
+}
+
+TEST(Csv, ScalingEfficiencyIsThroughputPerGpuAgainstTheFewestGpus) {
+  const json scenario = {{"model", "m"}, {"gpus", 0}};
+  const CsvRow header = summary_header(scenario);
+  std::vector<CsvRow> rows;
+  const double gpus[] = {1, 2, 4};
+  const double samples[] = {100, 180, 320};
+  for (int i = 0; i < 3; ++i) {
+    StrategyResult r;
+    r.gpus = static_cast<int>(gpus[i]);
+    r.samples_per_s = samples[i];
+    r.per_gpu.resize(static_cast<std::size_t>(r.gpus));
+    rows.push_back(summary_row(i, "simulated", {{"model", "m"}, {"gpus", r.gpus}}, r));
+  }
+  StrategyResult other;  // another model: its own group, a single GPU count, no efficiency
+  other.gpus = 8;
+  other.samples_per_s = 1;
+  rows.push_back(summary_row(3, "simulated", {{"model", "n"}, {"gpus", 8}}, other));
+  fill_scaling_efficiency(header, rows);
+  const auto col =
+      static_cast<std::size_t>(std::find(header.begin(), header.end(), "scaling_efficiency") - header.begin());
+  EXPECT_DOUBLE_EQ(std::stod(rows[0][col]), 1.0);
+  EXPECT_DOUBLE_EQ(std::stod(rows[1][col]), 0.9);
+  EXPECT_DOUBLE_EQ(std::stod(rows[2][col]), 0.8);
+  EXPECT_EQ(rows[3][col], "");
+}
+
+TEST(Csv, EventsAndIterationsHaveOneRowEach) {
+  const StrategyResult r = ddp_result();
+  const auto events = parse_csv(events_csv({r}), "events.csv");
+  ASSERT_EQ(events.size(), r.trace.events.size() + 1);
+  EXPECT_EQ(events[0][3], "name");
+  EXPECT_EQ(events[2][3], "fwd:fc, \"quoted\"");  // quoted and read back whole
+  EXPECT_EQ(events[4][5], "0");                   // the allreduce's bucket
+  const auto its = parse_csv(iterations_csv({r}), "iterations.csv");
+  ASSERT_EQ(its.size(), 2u);
+  EXPECT_EQ(its[1][0], "ddp");
+  EXPECT_EQ(its[1][2], "true");  // steady: after warmup 0
+}
+
+TEST(ChromeTrace, EventsInMicrosecondsOnePidPerRankOneTidPerStream) {
+  const StrategyResult r = ddp_result();
+  const json doc = json::parse(chrome_trace(r, "t"));
+  ASSERT_TRUE(doc.contains("traceEvents"));
+  int complete = 0;
+  std::map<std::pair<int, int>, std::string> thread_names;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") {
+      thread_names[{e["pid"].get<int>(), e["tid"].get<int>()}] = e["args"]["name"].get<std::string>();
+    }
+    if (e["ph"] != "X") continue;
+    ++complete;
+    if (e["name"] == "allreduce:bucket0" && e["pid"] == 1) {
+      EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 6000.0);
+      EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 3000.0);
+      EXPECT_EQ(e["args"]["bytes"], 4096);
+      EXPECT_EQ(e["args"]["bucket"], 0);
+      EXPECT_EQ(thread_names.at({1, e["tid"].get<int>()}), "comm");
+    }
+    if (e["name"] == "bwd:fc") {
+      EXPECT_EQ(thread_names.at({e["pid"].get<int>(), e["tid"].get<int>()}), "compute");
+    }
+  }
+  EXPECT_EQ(complete, static_cast<int>(r.trace.events.size()));
+}
+
+TEST(Html, UserTextIsEscapedEverywhere) {
+  const std::string evil = "<script>alert(1)</script>";
+  const std::string page = html_report(report(evil));
+  EXPECT_EQ(page.find(evil), std::string::npos);
+  EXPECT_EQ(page.find("alert(1)</script"), std::string::npos);
+  EXPECT_NE(page.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);  // the title, as text
+  EXPECT_NE(page.find("\\u003cscript\\u003ealert(1)"), std::string::npos);           // the data, as JSON
+  EXPECT_EQ(html_escape("a&b<c>\"d'"), "a&amp;b&lt;c&gt;&quot;d&#39;");
+}
+
+TEST(Html, SelfContainedAndRequestsNothing) {
+  const std::string page = html_report(report());
+  EXPECT_NE(page.find("Content-Security-Policy\" content=\"default-src 'none'"), std::string::npos);
+  EXPECT_NE(page.find("vegaEmbed"), std::string::npos);  // the libraries are inlined
+  for (const char* remote : {"src=\"http", "href=\"http", "sourceMappingURL", "cdn.jsdelivr"}) {
+    EXPECT_EQ(page.find(remote), std::string::npos) << remote;
+  }
+  EXPECT_EQ(page, html_report(report()));  // deterministic
+}
+
+TEST(Outputs, EveryFileWrittenAndNoTemporaryLeft) {
+  const auto dir = std::filesystem::temp_directory_path() / "gradsync-writers-test";
+  std::filesystem::remove_all(dir);
+  const auto written = write_outputs(dir.string(), report());
+  std::vector<std::string> names;
+  for (const auto& p : written) names.push_back(std::filesystem::path(p).filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"summary.csv", "iterations.csv", "events.csv", "result.json",
+                                             "trace-ddp.json", "report.html"}));
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    (void)e;
+  }
+  EXPECT_EQ(files, 6);
+  std::ifstream in(dir / "result.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const json doc = json::parse(text.str());
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["strategies"][0]["strategy"], "ddp");
+  EXPECT_EQ(result_from_json(doc["strategies"][0]).steady_iteration_time_s, 0.010);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gradsync::reports
