@@ -69,7 +69,11 @@
 
     const sc = section('Scenario', 'The model, the cluster and the options of this ' + data.mode + ' run.');
     table(sc, [{ key: 'k', label: 'key', text: true }, { key: 'v', label: 'value', text: true }],
-      Object.keys(data.scenario).map(k => ({ k: k, v: data.scenario[k] === null ? 'default' : String(data.scenario[k]) })));
+      Object.keys(data.scenario).map(k => {
+        const v = data.scenario[k];
+        const unset = v === null || v === '' || (v === 0 && ['gpus', 'batch_per_gpu', 'seq_len'].indexOf(k) >= 0);
+        return { k: k, v: unset ? 'default' : String(v) };
+      }));
     headerLines(sc);
     data.strategies.filter(s => s.skipped).forEach(s => sc.appendChild(el('p', s.strategy.toUpperCase() + ' not run: ' + s.skipped, 'note')));
 
@@ -132,7 +136,7 @@
             },
           },
           {
-            transform: [{ filter: 'isValid(datum.bucket)' }, { calculate: '(datum.start_ms + datum.end_ms) / 2', as: 'mid' }, { calculate: "'b' + datum.bucket", as: 'label' }],
+            transform: [{ filter: "datum.kind === 'allreduce' && isValid(datum.bucket)" }, { calculate: '(datum.start_ms + datum.end_ms) / 2', as: 'mid' }, { calculate: "'b' + datum.bucket", as: 'label' }],
             mark: { type: 'text', fontSize: 9, color: '#222' },
             encoding: {
               y: { field: 'lane', type: 'nominal', sort: lanes },
