@@ -8,6 +8,7 @@
 
 #include "core/embedded_file.hpp"
 #include "core/error.hpp"
+#include "core/markup.hpp"
 #include "core/version.hpp"
 
 namespace gradsync::detail {
@@ -157,32 +158,7 @@ std::string page(const std::string& title, const json& data) {
 
 }  // namespace
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string html_escape(std::string_view text) { return markup_escape(text); }
 
 std::string script_json(const json& j) {
   const std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/markup.hpp"
 #include "topologies/topology.hpp"
 #include "topologies/topology_attributes.hpp"
 
@@ -20,29 +21,6 @@ namespace {
 
 using detail::RawLink;
 using detail::RawNode;
-
-std::string xml_escaped(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // xml_message turns property_tree's "<unspecified file>(12): expected >" into "origin:12: ...".
 std::string xml_message(const boost::property_tree::xml_parser_error& e, const std::string& origin) {
@@ -162,15 +140,16 @@ std::string write_topology_graphml(const Topology& topo) {
     std::string s;
     for (const auto& key : order) {
       auto it = attrs.find(key);
-      if (it != attrs.end()) s += fmt::format("<data key=\"{}\">{}</data>", key, xml_escaped(it->second));
+      if (it != attrs.end()) s += fmt::format("<data key=\"{}\">{}</data>", key, markup_escape(it->second));
     }
     return s;
   };
   for (const RawNode& n : nodes) {
-    out += fmt::format("    <node id=\"{}\">{}</node>\n", xml_escaped(n.name), data(n.attrs, detail::kNodeAttributes));
+    out +=
+        fmt::format("    <node id=\"{}\">{}</node>\n", markup_escape(n.name), data(n.attrs, detail::kNodeAttributes));
   }
   for (const RawLink& l : links) {
-    out += fmt::format("    <edge source=\"{}\" target=\"{}\">{}</edge>\n", xml_escaped(l.a), xml_escaped(l.b),
+    out += fmt::format("    <edge source=\"{}\" target=\"{}\">{}</edge>\n", markup_escape(l.a), markup_escape(l.b),
                        data(l.attrs, detail::kLinkAttributes));
   }
   out += "  </graph>\n</graphml>\n";
