@@ -92,6 +92,15 @@ Model load_model_arg(const std::string& name_or_path) {
   }
 }
 
+double parse_size_flag(const char* flag, const std::string& text) {
+  try {
+    const double b = static_cast<double>(parse_size(text));
+    if (b > 0) return b;
+  } catch (const ConfigError&) {
+  }
+  throw UsageError(fmt::format("{} \"{}\": expected a size > 0 (8, 64KiB, 1GiB)", flag, text));
+}
+
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{
       "gradsync: how fast is PyTorch DataParallel versus DistributedDataParallel for this model on "
@@ -105,6 +114,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   register_topo_command(app);
   register_simulate_commands(app);
   register_sweep_command(app);
+  register_real_commands(app);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
   try {

@@ -22,12 +22,16 @@ void register_buckets_command(CLI::App& app);
 void register_topo_command(CLI::App& app);
 void register_simulate_commands(CLI::App& app);  // simulate, compare, collectives
 void register_sweep_command(CLI::App& app);      // sweep
+void register_real_commands(CLI::App& app);      // bench, calibrate, validate
 
 // kPositiveInteger validates a flag that takes an integer >= 1, with a message that quotes the
 // value: "--batch: value \"0\" must be an integer >= 1".
 extern const CLI::Validator kPositiveInteger;
 // kMegabytes validates a MiB amount: a number >= 0 ("--bucket-cap-mb").
 extern const CLI::Validator kMegabytes;
+
+// parse_size_flag reads a size flag ("8", "64KiB", "1GiB") > 0; UsageError naming the flag.
+double parse_size_flag(const char* flag, const std::string& text);
 
 // load_model_arg loads the model a flag names: a zoo name that does not exist is a usage error
 // (exit 2); a model file that cannot be read or is malformed is a ConfigError (exit 1).

@@ -46,6 +46,9 @@ void add_scenario_options(CLI::App* cmd, ScenarioArgs& a) {
                     ->check(CLI::NonNegativeNumber);
   g["algo"] = cmd->add_option("--algo", a.flags.algo, "NCCL_ALGO: ring, tree or auto (default auto)");
   g["proto"] = cmd->add_option("--proto", a.flags.proto, "NCCL_PROTO: ll, ll128, simple or auto (default auto)");
+  g["calibration"] = cmd->add_option("--calibration", a.flags.calibration,
+                                     "calibration.yaml from `gradsync calibrate`: measured compute, copy and "
+                                     "collective times replace the roofline and network models");
 }
 
 Scenario scenario_of(const ScenarioArgs& a, bool check) {
@@ -69,6 +72,7 @@ Scenario scenario_of(const ScenarioArgs& a, bool check) {
   if (given("warmup")) s.warmup = f.warmup;
   if (given("algo")) s.algo = f.algo;
   if (given("proto")) s.proto = f.proto;
+  if (given("calibration")) s.calibration = f.calibration;
   if (!check) return s;
   if (!a.file.empty()) {
     sim::check_scenario(s);  // errors name the file's keys (ConfigError)

@@ -77,14 +77,6 @@ Collective parse_op(const std::string& op) {
   throw UsageError(fmt::format("--op \"{}\": expected allreduce, broadcast, reduce, allgather or reducescatter", op));
 }
 
-double parse_size_flag(const char* flag, const std::string& text) {
-  try {
-    const double b = static_cast<double>(parse_size(text));
-    if (b > 0) return b;
-  } catch (const ConfigError&) {
-  }
-  throw UsageError(fmt::format("{} \"{}\": expected a size > 0 (8, 64KiB, 1GiB)", flag, text));
-}
 
 void run_collectives(CollectivesArgs a) {
   a.sweep.op = parse_op(a.op);

@@ -29,6 +29,12 @@ find_package(spdlog QUIET)
 gradsync_require(spdlog_FOUND "spdlog" libspdlog-dev)
 find_package(MPI QUIET COMPONENTS CXX)
 gradsync_require(MPI_CXX_FOUND "MPI (C++ bindings)" "libopenmpi-dev openmpi-bin")
+# OpenBLAS (the CPU backend's GEMMs): its CBLAS header and library, as pkg-config knows them.
+pkg_check_modules(OPENBLAS QUIET IMPORTED_TARGET GLOBAL openblas)
+gradsync_require(OPENBLAS_FOUND "OpenBLAS (pkg-config module 'openblas')" libopenblas-dev)
+add_library(gradsync_openblas INTERFACE IMPORTED GLOBAL)
+target_link_libraries(gradsync_openblas INTERFACE PkgConfig::OPENBLAS)
+find_package(Threads REQUIRED)
 
 if(GRADSYNC_BUILD_TESTS)
   find_package(GTest QUIET)

@@ -170,4 +170,37 @@ StrategyResult result_from_json(const json& j) {
   }
 }
 
+namespace {
+
+double steady_mean(const std::vector<IterationMetrics>& its, std::size_t from, double IterationMetrics::*f) {
+  double sum = 0;
+  for (std::size_t i = from; i < its.size(); ++i) sum += its[i].*f;
+  return its.size() > from ? sum / static_cast<double>(its.size() - from) : 0.0;
+}
+
+}  // namespace
+
+void summarize(StrategyResult& out, int warmup) {
+  if (out.strategy == Strategy::kDP) {
+    Trace process = out.trace;
+    for (TraceEvent& e : process.events) e.rank = 0;  // every GPU's iteration events are equal
+    out.iterations = iteration_metrics(process, 0);
+  } else {
+    out.iterations = iteration_metrics(out.trace, 0);
+  }
+  if (out.iterations.empty()) throw RuntimeError("the run recorded no iteration");
+  const auto from = static_cast<std::size_t>(warmup);
+  out.warmup = warmup;
+  out.iteration_1_time_s = out.iterations.front().time_s;
+  out.steady_iteration_time_s = steady_mean(out.iterations, from, &IterationMetrics::time_s);
+  out.compute_s = steady_mean(out.iterations, from, &IterationMetrics::compute_s);
+  out.communication_s = steady_mean(out.iterations, from, &IterationMetrics::communication_s);
+  out.exposed_communication_s = steady_mean(out.iterations, from, &IterationMetrics::exposed_communication_s);
+  out.overlap = out.communication_s > 0
+                    ? steady_mean(out.iterations, from, &IterationMetrics::overlap_s) / out.communication_s
+                    : 0.0;
+  out.samples_per_s = static_cast<double>(out.global_batch) / out.steady_iteration_time_s;
+  out.tokens_per_s = out.samples_per_s * static_cast<double>(out.tokens_per_sample);
+}
+
 }  // namespace gradsync

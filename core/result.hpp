@@ -95,6 +95,11 @@ struct StrategyResult {
   static constexpr std::size_t kMaxLinks = 16;
 };
 
+// summarize fills `iterations` from `trace` (DDP: rank 0's view; DP: every GPU on one timeline,
+// the process's view) and the steady means after `warmup` iterations, samples/s and tokens/s
+// (global_batch and tokens_per_sample must be set). RuntimeError when the trace has no iteration.
+void summarize(StrategyResult& r, int warmup);
+
 // result_json: a strategy's result as result.json holds it; with `full`, also the trace,
 // collectives and traffic. result_from_json reads either back (RuntimeError on a bad document).
 nlohmann::ordered_json result_json(const StrategyResult& r, bool full);

@@ -106,4 +106,13 @@ ComputeOp RooflineCostModel::matmul(const std::string& name, double flops, doubl
   return op(name, OpKind::kMatmul, matmul_kernel_cost(flops, bytes, kernels, ctx_));
 }
 
+ComputeOp CalibratedCostModel::timed(ComputeOp op) const {
+  const int k = std::max(1, op.kernels);
+  const auto one = cal_.compute_time(op.kind, op.flops / k, op.bytes / k);
+  if (!one) return op;
+  op.time_s = *one * k;
+  op.host_s = cal_.launch_s * k;
+  return op;
+}
+
 }  // namespace gradsync

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 
+#include "core/calibration.hpp"
 #include "core/cost_model.hpp"
 #include "core/step_model.hpp"
 #include "models/compute_cost.hpp"
@@ -57,6 +58,33 @@ class RooflineCostModel final : public CostModel {
   HostCosts host_;
   mutable std::mutex mutex_;  // DataParallel's replica threads ask concurrently on real engines
   mutable std::map<std::int64_t, ModelCost> by_batch_;
+};
+
+// CalibratedCostModel: the sizes of `base` (FLOPs, bytes, kernels, names) with the times a
+// calibration measured: an op of k kernels takes k x the measured time of one kernel of 1/k its
+// size, and k x launch_s of host time to issue. Kinds the calibration lacks keep base's time.
+class CalibratedCostModel final : public CostModel {
+ public:
+  CalibratedCostModel(const CostModel& base, const Calibration& calibration) : base_(base), cal_(calibration) {}
+
+  ComputeOp forward(std::size_t layer, std::int64_t batch) const override { return timed(base_.forward(layer, batch)); }
+  ComputeOp backward(std::size_t layer, std::int64_t batch) const override {
+    return timed(base_.backward(layer, batch));
+  }
+  ComputeOp optimizer() const override { return timed(base_.optimizer()); }
+  ComputeOp memory(const std::string& name, double bytes, int kernels) const override {
+    return timed(base_.memory(name, bytes, kernels));
+  }
+  ComputeOp matmul(const std::string& name, double flops, double bytes, int kernels) const override {
+    return timed(base_.matmul(name, flops, bytes, kernels));
+  }
+  const HostCosts& host() const override { return base_.host(); }
+
+ private:
+  ComputeOp timed(ComputeOp op) const;
+
+  const CostModel& base_;
+  const Calibration& cal_;
 };
 
 }  // namespace gradsync

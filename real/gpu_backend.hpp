@@ -25,4 +25,13 @@ struct GpuBackendInfo {
 // missing driver is reported in `summary` with the runtime's own error text.
 GpuBackendInfo gpu_backend_info();
 
+// GpuProps: what the CUDA runtime says about one GPU.
+struct GpuProps {
+  std::string name;      // "NVIDIA H100 80GB HBM3"
+  int sm_version = 0;    // compute capability x 10
+  double memory_bytes = 0;
+};
+// gpu_props: RuntimeError without the backend or without that device.
+GpuProps gpu_props(int device);
+
 }  // namespace gradsync::real

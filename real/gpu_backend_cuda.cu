@@ -37,3 +37,10 @@ GpuBackendInfo gpu_backend_info() {
 }
 
 }  // namespace gradsync::real
+// TEMP
+#include "core/error.hpp"
+#include "real/rig.hpp"
+namespace gradsync::real {
+GpuProps gpu_props(int) { throw RuntimeError("todo"); }
+std::unique_ptr<Rig> make_gpu_rig(const RigOptions&) { throw RuntimeError("todo"); }
+}

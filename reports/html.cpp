@@ -192,6 +192,7 @@ std::string html_report(const Report& r) {
   data["scenario"] = r.scenario;
   auto& st = data["strategies"] = json::array();
   for (const StrategyResult& s : r.strategies) st.push_back(strategy_data(s));
+  if (!r.validation.empty()) data["validation"] = result_document(r)["validation"];
   const std::string title = fmt::format("gradsync {}: {} on {}", r.command, r.scenario.value("model", std::string("?")),
                                         r.scenario.value("topology", std::string("?")));
   return page(title, data);

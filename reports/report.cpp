@@ -177,6 +177,17 @@ json result_document(const Report& rep) {
   j["scenario"] = rep.scenario;
   auto& arr = j["strategies"] = json::array();
   for (const StrategyResult& r : rep.strategies) arr.push_back(result_json(r, false));
+  if (!rep.validation.empty()) {
+    auto& v = j["validation"] = json::array();
+    for (const ValidationRow& row : rep.validation) {
+      v.push_back({{"strategy", row.strategy},
+                   {"scope", row.scope},
+                   {"phase", row.phase},
+                   {"measured_s", row.measured_s},
+                   {"simulated_s", row.simulated_s},
+                   {"error", row.error}});
+    }
+  }
   return j;
 }
 
@@ -209,6 +220,7 @@ std::vector<std::string> write_outputs(const std::string& dir, const Report& rep
     put(fmt::format("trace-{}.json", label), chrome_trace(r, fmt::format("{} ({})", title, label)));
   }
   put("report.html", html_report(rep));
+  if (!rep.validation.empty()) put("validation.csv", validation_csv(rep.validation));
   return written;
 }
 

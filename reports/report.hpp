@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "reports/validation.hpp"
 
 namespace gradsync::reports {
 
@@ -26,6 +27,7 @@ struct Report {
   nlohmann::ordered_json scenario;  // the scenario's keys and values, as result.json holds them
   std::vector<std::string> header;  // `#` lines describing the scenario, for the table and HTML
   std::vector<StrategyResult> strategies;
+  std::vector<ValidationRow> validation;  // `validate`: measured against simulated (else empty)
 };
 
 // print_summary: the table (one row per strategy), a note per skipped strategy and, with both
@@ -50,7 +52,7 @@ void print_explain(const Report& r, std::ostream& out);
 std::string bytes_text(double bytes);
 
 // write_outputs writes summary.csv, iterations.csv, events.csv, result.json, one
-// trace-<strategy>.json per simulated strategy and report.html into `dir` (created if missing),
+// trace-<strategy>.json per strategy, report.html and (validate) validation.csv into `dir` (created if missing),
 // each to a temporary name renamed into place. Returns the paths written, in that order.
 std::vector<std::string> write_outputs(const std::string& dir, const Report& r);
 

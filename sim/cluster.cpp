@@ -10,6 +10,7 @@
 #include <cmath>
 #include <deque>
 #include <exception>
+#include <optional>
 
 #include "core/error.hpp"
 #include "sim/collective_run.hpp"
@@ -283,8 +284,14 @@ struct SimCluster::Impl::Dev final : public Device {
     const auto bytes = static_cast<double>(op.bytes);
     t.event = event(s, op.name, op.bytes, -1, to);
     const int it = t.event.iteration;
+    const Calibration* cal = impl->opts.calibration;
     if (to == rank) {
       t.body = [] {};
+    } else if (cal && !cal->peer_copy.points.empty()) {
+      t.body = [this, it, name = op.name, to, bytes, cal] {
+        sleep_for(cal->peer_copy.time(bytes));
+        impl->tally(it, name, rank, to, bytes);
+      };
     } else if (impl->routes.gpu_route(rank, to).p2p) {
       t.body = [this, it, name = op.name, to, bytes] { impl->send(it, name, rank, to, bytes, bytes)->wait(); };
     } else {
@@ -307,9 +314,17 @@ struct SimCluster::Impl::Dev final : public Device {
     StreamActor::Task t;
     const auto bytes = static_cast<double>(op.bytes);
     t.event = event(s, op.name, op.bytes, -1, -1);
-    t.body = [this, it = t.event.iteration, name = op.name, bytes] {
-      impl->send(it, name, -1, rank, bytes, bytes)->wait();
-    };
+    const Calibration* cal = impl->opts.calibration;
+    if (cal && !cal->host_copy.points.empty()) {
+      t.body = [this, it = t.event.iteration, name = op.name, bytes, cal] {
+        sleep_for(cal->host_copy.time(bytes));
+        impl->tally(it, name, -1, rank, bytes);
+      };
+    } else {
+      t.body = [this, it = t.event.iteration, name = op.name, bytes] {
+        impl->send(it, name, -1, rank, bytes, bytes)->wait();
+      };
+    }
     return stream(s).push(std::move(t));
   }
   void stream_wait(gradsync::Stream s, Work& w) override { stream(s).pending.push_back(share(w)); }
@@ -343,9 +358,21 @@ struct SimCluster::Impl::Instance {
   std::unique_ptr<CollectiveRun> algorithm;
   int finished = 0;
   double start = 1e300, end = 0;
+  // Calibrated: the measured time, once every member has arrived.
+  std::optional<double> measured_s;
+  Counter arrived;
+  int members_ = 0;
+  Impl* impl_ = nullptr;
 
   Instance(Impl* impl, const Channels* ch, Collective c, CollectiveOp o, int r, int members, int it)
-      : coll(c), op(std::move(o)), root(r), iteration(it) {
+      : coll(c), op(std::move(o)), root(r), iteration(it), members_(members), impl_(impl) {
+    if (impl->opts.calibration) {
+      measured_s = impl->opts.calibration->collective_time(coll, members, static_cast<double>(op.bytes));
+      if (measured_s) {
+        choice.predicted_s = *measured_s;
+        return;
+      }
+    }
     choice = choose_collective(coll, static_cast<double>(op.bytes), *ch, impl->sm_version, impl->opts.nccl);
     CollectiveLinks links;
     links.topo = &impl->topo;
@@ -356,7 +383,30 @@ struct SimCluster::Impl::Instance {
     links.guard = [impl](std::function<void()> fn) -> std::function<void()> { return impl->guarded(std::move(fn)); };
     algorithm = std::make_unique<CollectiveRun>(std::move(links), coll, op.bytes, root, members, choice);
   }
-  void run(int me) { algorithm->run(me); }
+  void run(int me) {
+    if (!measured_s) {
+      algorithm->run(me);
+      return;
+    }
+    arrived.add();
+    arrived.wait_at_least(members_);
+    sleep_for(*measured_s);
+    const double bus = static_cast<double>(op.bytes) * bus_bytes_factor(coll, members_);
+    impl_->tally(iteration, op.name, me, -1, bus);
+    impl_->tally(iteration, op.name, -1, me, bus);
+  }
+  // nccl-tests' bus bandwidth factor: the bytes each rank sends (and receives) per buffer byte.
+  static double bus_bytes_factor(Collective c, int k) {
+    switch (c) {
+      case Collective::kAllreduce:
+        return 2.0 * (k - 1) / k;
+      case Collective::kAllgather:
+      case Collective::kReduceScatter:
+        return static_cast<double>(k - 1) / k;
+      default:
+        return k > 1 ? 1.0 : 0.0;
+    }
+  }
 };
 
 // The state of one group shared by its members: the calls matched by sequence number.

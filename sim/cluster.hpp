@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/calibration.hpp"
 #include "core/result.hpp"
 #include "core/trace.hpp"
 #include "sim/nccl_model.hpp"
@@ -60,6 +61,11 @@ struct SimOptions {
   CollectiveRequest nccl;  // NCCL_ALGO / NCCL_PROTO
   Fidelity fidelity = Fidelity::kStep;
   int max_channels = 0;  // NCCL_MAX_NCHANNELS: use at most this many of the rings found (0: all)
+  // calibration: measured times (core/calibration.hpp). A collective whose (operation, member
+  // count) it measured starts once every member has reached it and takes the measured time; a
+  // peer or host copy takes the measured copy time. Bytes are still counted per GPU (a
+  // collective's as nccl-tests' bus bytes); link bytes are not, no flow runs. Not owned.
+  const Calibration* calibration = nullptr;
 };
 
 // CollectiveRecord: one collective as it ran: first member's start to last member's end.

@@ -29,28 +29,6 @@ void write_all(int fd, const std::string& text) {
 
 }  // namespace
 
-json scenario_json(const Scenario& s) {
-  json j;
-  j["model"] = s.model;
-  j["topology"] = s.topology;
-  j["gpus"] = s.gpus;
-  j["batch_per_gpu"] = s.batch_per_gpu;
-  j["seq_len"] = s.seq_len;
-  j["precision"] = s.precision;
-  j["optimizer"] = s.optimizer;
-  j["bucket_cap_mb"] = s.bucket_cap_mb ? json(*s.bucket_cap_mb) : json(nullptr);
-  j["grad_accum"] = s.grad_accum;
-  j["comm_hook"] = s.comm_hook;
-  j["find_unused_parameters"] = s.find_unused_parameters;
-  j["static_graph"] = s.static_graph;
-  j["gradient_as_bucket_view"] = s.gradient_as_bucket_view;
-  j["iterations"] = s.iterations;
-  j["warmup"] = s.warmup;
-  j["algo"] = s.algo;
-  j["proto"] = s.proto;
-  return j;
-}
-
 IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, bool full) : strategy_(strategy) {
   check_scenario(s);  // bad input fails here, in the parent, with its own error type
   int fds[2];

@@ -15,75 +15,16 @@
 
 #include "core/comm_hook.hpp"
 #include "core/ddp_step.hpp"
+#include "core/calibration.hpp"
 #include "core/dp_step.hpp"
 #include "core/error.hpp"
 #include "core/yaml_reader.hpp"
+#include "models/scenario_basics.hpp"
 #include "models/step_costs.hpp"
 #include "sim/engine.hpp"
 #include "topologies/routes.hpp"
 
 namespace gradsync::sim {
-
-const std::vector<std::string>& scenario_keys() {
-  static const std::vector<std::string> keys{"model",
-                                             "topology",
-                                             "gpus",
-                                             "batch_per_gpu",
-                                             "seq_len",
-                                             "precision",
-                                             "optimizer",
-                                             "bucket_cap_mb",
-                                             "grad_accum",
-                                             "comm_hook",
-                                             "find_unused_parameters",
-                                             "static_graph",
-                                             "gradient_as_bucket_view",
-                                             "iterations",
-                                             "warmup",
-                                             "algo",
-                                             "proto"};
-  return keys;
-}
-
-Scenario read_scenario_file(const std::string& path, Scenario s) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(fmt::format("{}: cannot read the scenario file (missing or unreadable)", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  const YamlReader r(path);
-  const YAML::Node root = r.load(text.str());
-  if (!root.IsMap()) r.fail(root, "scenario", "expected a mapping of scenario keys (model: gpt2, gpus: 8, ...)");
-  for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
-    if (std::find(scenario_keys().begin(), scenario_keys().end(), key) == scenario_keys().end()) {
-      std::string known;
-      for (const auto& k : scenario_keys()) known += (known.empty() ? "" : ", ") + k;
-      r.fail(kv.first, "scenario", fmt::format("unknown key \"{}\"; expected one of {}", key, known));
-    }
-  }
-  const std::string where = "scenario";
-  auto has = [&](const char* k) { return root[k] && !root[k].IsNull(); };
-  if (has("model")) s.model = r.string(root["model"], where, "model");
-  if (has("topology")) s.topology = r.string(root["topology"], where, "topology");
-  if (has("gpus")) s.gpus = static_cast<int>(r.positive_int(root["gpus"], where, "gpus"));
-  if (has("batch_per_gpu")) s.batch_per_gpu = r.positive_int(root["batch_per_gpu"], where, "batch_per_gpu");
-  if (has("seq_len")) s.seq_len = r.positive_int(root["seq_len"], where, "seq_len");
-  if (has("precision")) s.precision = r.string(root["precision"], where, "precision");
-  if (has("optimizer")) s.optimizer = r.string(root["optimizer"], where, "optimizer");
-  if (has("bucket_cap_mb")) s.bucket_cap_mb = r.positive_number(root["bucket_cap_mb"], where, "bucket_cap_mb");
-  if (has("grad_accum")) s.grad_accum = static_cast<int>(r.positive_int(root["grad_accum"], where, "grad_accum"));
-  if (has("comm_hook")) s.comm_hook = r.string(root["comm_hook"], where, "comm_hook");
-  if (has("find_unused_parameters"))
-    s.find_unused_parameters = r.boolean(root["find_unused_parameters"], where, "find_unused_parameters");
-  if (has("static_graph")) s.static_graph = r.boolean(root["static_graph"], where, "static_graph");
-  if (has("gradient_as_bucket_view"))
-    s.gradient_as_bucket_view = r.boolean(root["gradient_as_bucket_view"], where, "gradient_as_bucket_view");
-  if (has("iterations")) s.iterations = static_cast<int>(r.positive_int(root["iterations"], where, "iterations"));
-  if (has("warmup")) s.warmup = static_cast<int>(r.non_negative_int(root["warmup"], where, "warmup"));
-  if (has("algo")) s.algo = r.string(root["algo"], where, "algo");
-  if (has("proto")) s.proto = r.string(root["proto"], where, "proto");
-  return s;
-}
 
 // Everything a scenario names, looked up once.
 struct ResolvedScenario {
@@ -100,26 +41,18 @@ struct ResolvedScenario {
   CommHook hook;
   CollectiveRequest nccl;
   std::set<int> hosts;  // hosts of the GPUs used
+  std::optional<Calibration> calibration;
 };
 
 namespace {
 
-// field runs parse and prefixes its ConfigError with the scenario key.
 template <class F>
 auto field(const char* key, const std::string& value, F parse) {
-  try {
-    return parse();
-  } catch (const ConfigError& e) {
-    // Most parsers already quote the bad value; name the key only where they do not.
-    const std::string what = e.what();
-    if (what.find("\"" + value + "\"") != std::string::npos) throw;
-    throw ConfigError(fmt::format("{} \"{}\": {}", key, value, what));
-  }
+  return scenario_field(key, value, std::move(parse));
 }
 
 ResolvedScenario resolve(const Scenario& s) {
-  ResolvedScenario r(s, field("model", s.model, [&] { return load_model(s.model); }),
-                     field("topology", s.topology, [&] { return load_topology(s.topology); }));
+  ResolvedScenario r(s, scenario_model(s), field("topology", s.topology, [&] { return load_topology(s.topology); }));
   const int available = r.topo.gpu_count();
   if (s.gpus < 0 || s.gpus > available) {
     throw ConfigError(fmt::format("gpus {}: topology {} has {} GPU{}; expected 1..{}", s.gpus, s.topology, available,
@@ -131,25 +64,12 @@ ResolvedScenario resolve(const Scenario& s) {
     throw ConfigError(
         fmt::format("topology {}: GPU {} has no known model", s.topology, r.topo.vertex(r.topo.gpu(0)).name));
   for (int g = 0; g < r.gpus; ++g) r.hosts.insert(r.topo.host_of(g));
-  r.precision = field("precision", s.precision, [&] {
-    const Precision p = !s.precision.empty() ? parse_precision(s.precision)
-                        : r.gpu->bf16_flops  ? Precision::kBF16
-                                             : Precision::kFP16;
-    r.gpu->peak_flops(p);
-    return p;
-  });
-  r.optimizer = field("optimizer", s.optimizer, [&] { return parse_optimizer(s.optimizer); });
-  if (s.batch_per_gpu < 0)
-    throw ConfigError(fmt::format("batch_per_gpu {}: expected an integer >= 1", s.batch_per_gpu));
-  r.batch = s.batch_per_gpu > 0 ? s.batch_per_gpu : r.model.default_batch;
-  if (s.seq_len < 0) throw ConfigError(fmt::format("seq_len {}: expected an integer >= 1", s.seq_len));
-  if (s.seq_len > 0)
-    field("seq_len", std::to_string(s.seq_len), [&] {
-      r.model.check_seq_len(s.seq_len);
-      return 0;
-    });
-  r.seq_len = r.model.seq_len(s.seq_len > 0 ? std::optional<std::int64_t>(s.seq_len) : std::nullopt);
-  r.hook = field("comm_hook", s.comm_hook, [&] { return parse_comm_hook(s.comm_hook); });
+  const ScenarioBasics basics = resolve_basics(s, r.model, *r.gpu);
+  r.precision = basics.precision;
+  r.optimizer = basics.optimizer;
+  r.batch = basics.batch;
+  r.seq_len = basics.seq_len;
+  r.hook = basics.hook;
   r.nccl.algorithm = field("algo", s.algo, [&] { return parse_algorithm(s.algo); });
   r.nccl.protocol = field("proto", s.proto, [&] { return parse_protocol(s.proto); });
   if (r.nccl.algorithm == Algorithm::kTree && r.hosts.size() < 2) {
@@ -157,25 +77,21 @@ ResolvedScenario resolve(const Scenario& s) {
         fmt::format("algo tree: NCCL's tree runs allreduce across nodes; the {} GPU{} used are on one host", r.gpus,
                     r.gpus == 1 ? "" : "s"));
   }
-
-  if (s.bucket_cap_mb && !(*s.bucket_cap_mb > 0)) {
-    throw ConfigError(fmt::format("bucket_cap_mb {}: expected a size in MiB > 0", *s.bucket_cap_mb));
-  }
-  if (s.grad_accum < 1) throw ConfigError(fmt::format("grad_accum {}: expected an integer >= 1", s.grad_accum));
-  if (s.iterations < 1) throw ConfigError(fmt::format("iterations {}: expected an integer >= 1", s.iterations));
-  if (s.warmup < 0 || s.warmup >= s.iterations) {
-    throw ConfigError(
-        fmt::format("warmup {}: expected 0..{} (fewer than iterations {}, so that a steady iteration is left)",
-                    s.warmup, s.iterations - 1, s.iterations));
+  if (!s.calibration.empty()) {
+    r.calibration = read_calibration(s.calibration);
+    if (r.calibration->collective_time(Collective::kAllreduce, r.gpus, 1.0) == std::nullopt && r.gpus > 1) {
+      int measured = 0;
+      for (const CollectiveTable& t : r.calibration->collectives)
+        if (t.collective == Collective::kAllreduce) measured = t.ranks;
+      throw ConfigError(fmt::format(
+          "calibration {}: allreduce was measured on {} rank{}, the scenario uses {} GPUs; calibrate with as many "
+          "ranks (mpirun -np {} gradsync calibrate) or pass --gpus {}",
+          s.calibration, measured, measured == 1 ? "" : "s", r.gpus, r.gpus, measured));
+    }
   }
   return r;
 }
 
-double mean(const std::vector<IterationMetrics>& its, std::size_t from, double IterationMetrics::*f) {
-  double sum = 0;
-  for (std::size_t i = from; i < its.size(); ++i) sum += its[i].*f;
-  return its.size() > from ? sum / static_cast<double>(its.size() - from) : 0.0;
-}
 
 }  // namespace
 
@@ -207,13 +123,20 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
   ctx.precision = r.precision;
   ctx.batch = r.batch;
   ctx.seq_len = r.seq_len;
-  const RooflineCostModel costs(r.model, ctx, r.optimizer);
+  const RooflineCostModel roofline(r.model, ctx, r.optimizer);
+  std::optional<CalibratedCostModel> calibrated;
+  if (r.calibration) {
+    calibrated.emplace(roofline, *r.calibration);
+    out.gpu = fmt::format("{} (calibrated)", r.calibration->device);
+  }
+  const CostModel& costs = calibrated ? static_cast<const CostModel&>(*calibrated) : roofline;
 
   auto engine = create_engine();
   const Routes routes(r.topo);
   SimOptions so;
   so.nccl = r.nccl;
   so.nccl.strict = false;
+  if (r.calibration) so.calibration = &*r.calibration;
   SimCluster cluster(r.topo, routes, r.gpus, so);
 
   if (strategy == Strategy::kDDP) {
@@ -273,25 +196,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
     out.collectives.push_back(std::move(call));
   }
   out.traffic = cluster.traffic(s.iterations);
-  if (strategy == Strategy::kDP) {
-    Trace process = out.trace;
-    for (TraceEvent& e : process.events) e.rank = 0;  // every GPU's iteration events are equal
-    out.iterations = iteration_metrics(process, 0);
-  } else {
-    out.iterations = iteration_metrics(out.trace, 0);
-  }
-  if (out.iterations.empty()) throw RuntimeError("sim: the simulation recorded no iteration");
-  const auto from = static_cast<std::size_t>(s.warmup);
-  out.warmup = s.warmup;
-  out.iteration_1_time_s = out.iterations.front().time_s;
-  out.steady_iteration_time_s = mean(out.iterations, from, &IterationMetrics::time_s);
-  out.compute_s = mean(out.iterations, from, &IterationMetrics::compute_s);
-  out.communication_s = mean(out.iterations, from, &IterationMetrics::communication_s);
-  out.exposed_communication_s = mean(out.iterations, from, &IterationMetrics::exposed_communication_s);
-  out.overlap =
-      out.communication_s > 0 ? mean(out.iterations, from, &IterationMetrics::overlap_s) / out.communication_s : 0.0;
-  out.samples_per_s = static_cast<double>(out.global_batch) / out.steady_iteration_time_s;
-  out.tokens_per_s = out.samples_per_s * static_cast<double>(out.tokens_per_sample);
+  summarize(out, s.warmup);
 
   const std::vector<std::int64_t> chunks = DpStep::chunk_sizes(global, r.gpus);
   for (int g = 0; g < r.gpus; ++g) {

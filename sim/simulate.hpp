@@ -17,42 +17,19 @@
 
 #include "core/metrics.hpp"
 #include "core/result.hpp"
+#include "core/scenario.hpp"
 #include "core/trace.hpp"
 #include "models/memory_cost.hpp"
 #include "sim/cluster.hpp"
 
 namespace gradsync::sim {
 
-// Scenario: every key of `simulate`/`compare` (flags and the YAML scenario file alike).
-// Zero or empty means the default named in the comment.
-struct Scenario {
-  std::string model = "gpt2";
-  std::string topology = "dgx-a100";
-  int gpus = 0;                    // 0: every GPU of the topology
-  std::int64_t batch_per_gpu = 0;  // 0: the model's default batch
-  std::int64_t seq_len = 0;        // 0: the model's default
-  std::string precision;           // empty: bf16 where the GPU has it, else fp16
-  std::string optimizer = "adamw";
-  std::optional<double> bucket_cap_mb;
-  int grad_accum = 1;
-  std::string comm_hook = "none";
-  bool find_unused_parameters = false;
-  bool static_graph = false;
-  bool gradient_as_bucket_view = false;
-  int iterations = 5;          // optimizer steps simulated
-  int warmup = 3;              // leading steps left out of the steady-state mean
-  std::string algo = "auto";   // NCCL_ALGO: ring, tree, auto
-  std::string proto = "auto";  // NCCL_PROTO: ll, ll128, simple, auto
-};
-
-// scenario_keys: the YAML keys, in the order result.json writes them.
-const std::vector<std::string>& scenario_keys();
-
-// read_scenario_file reads a YAML mapping of scenario keys (model, topology, gpus,
-// batch_per_gpu, seq_len, precision, optimizer, bucket_cap_mb, grad_accum, comm_hook,
-// find_unused_parameters, static_graph, gradient_as_bucket_view, iterations, warmup, algo,
-// proto) into `base`. ConfigError at file:line naming the key for anything else.
-Scenario read_scenario_file(const std::string& path, Scenario base = {});
+// Scenario, scenario_keys, read_scenario_file and scenario_json live in core/scenario.hpp (the
+// real engine runs the same scenarios); they are named here too.
+using ::gradsync::read_scenario_file;
+using ::gradsync::Scenario;
+using ::gradsync::scenario_json;
+using ::gradsync::scenario_keys;
 
 // StrategyResult (core/result.hpp) is what a simulated strategy gives.
 
@@ -85,9 +62,6 @@ class IsolatedSimulation {
   int fd_ = -1;
   std::string text_;
 };
-
-// scenario_json: the scenario's keys and values.
-nlohmann::ordered_json scenario_json(const Scenario& s);
 
 // simulate runs one strategy of a scenario in this process's SimGrid engine (it creates it, so
 // once per process). ConfigError / UsageError for a bad scenario.

@@ -1,0 +1,236 @@
+// real_command.cpp: `gradsync bench` (a scenario run for real), `gradsync calibrate` (measured
+// collectives, copies and compute into calibration.yaml) and `gradsync validate` (real against
+// simulated with that calibration, phase by phase).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "apps/cli.hpp"
+#include "apps/scenario_args.hpp"
+#include "core/atomic_file.hpp"
+#include "core/calibration.hpp"
+#include "core/error.hpp"
+#include "real/run.hpp"
+#include "reports/csv.hpp"
+#include "reports/report.hpp"
+#include "reports/table.hpp"
+#include "reports/validation.hpp"
+#include "sim/simulate.hpp"
+
+namespace gradsync::apps {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// LaunchArgs: the flags that say how ranks start and what runs them.
+void add_launch_options(CLI::App* cmd, real::RealOptions& o) {
+  cmd->add_option("--launch", o.launch,
+                  "auto (mpirun/srun when they started this process, else local), local (one process drives "
+                  "--world-size devices; CPU ranks are threads) or mpi");
+  cmd->add_option("--world-size", o.world_size, "Ranks with --launch local (default: every GPU, or 1 CPU rank)")
+      ->check(kPositiveInteger);
+  cmd->add_option("--init-method", o.init_method,
+                  "file:///PATH: ranks started by another launcher (RANK, WORLD_SIZE, LOCAL_RANK set as torchrun "
+                  "does) meet through this file (GPU backend)");
+  cmd->add_option("--timeout", o.timeout_s,
+                  "Seconds a collective may take before the watchdog aborts the run (default 600, as PyTorch's NCCL "
+                  "process group)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--backend", o.backend, "auto (GPU when built and one is visible, else CPU), gpu or cpu");
+}
+
+struct BenchArgs {
+  ScenarioArgs scenario;
+  real::RealOptions launch;
+  std::string strategy;
+  std::string out = "gradsync-bench";
+  bool explain = false;
+};
+
+// real_scenario: the scenario flags as bench reads them: no topology (the machine is what it is).
+Scenario real_scenario(const ScenarioArgs& a, const char* command) {
+  if (a.given.at("topology")->count() > 0) {
+    throw UsageError(fmt::format(
+        "--topology: {} runs on this machine; a topology is for simulate, compare and sweep (validate takes one "
+        "for its simulated side)",
+        command));
+  }
+  Scenario s = scenario_of(a, false);
+  if (!a.file.empty() && s.topology != Scenario{}.topology && std::string(command) == "bench") {
+    throw ConfigError(fmt::format("{}: topology \"{}\": bench runs on this machine; remove the key", a.file,
+                                  s.topology));
+  }
+  return s;
+}
+
+std::vector<Strategy> strategies_for(const std::string& flag, const real::Runtime& rt) {
+  if (flag == "dp") return {Strategy::kDP};
+  if (flag == "ddp") return {Strategy::kDDP};
+  // Default: both in one process; only DDP when a launcher started one process per rank.
+  if (rt.processes() > 1) return {Strategy::kDDP};
+  return {Strategy::kDP, Strategy::kDDP};
+}
+
+std::vector<std::string> real_header(const Scenario& s, const StrategyResult& r, const real::Runtime& rt,
+                                     const std::string& what) {
+  std::vector<std::string> h;
+  const std::int64_t per_gpu = r.gpus > 0 ? r.global_batch / s.grad_accum / r.gpus : 0;
+  h.push_back(fmt::format("gradsync {}: {} on host {}, {} x {}, batch {}/rank (global {}{}){}, {}, {}", what,
+                          s.model, rt.host(), r.gpus, r.gpu, per_gpu, r.global_batch,
+                          s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
+                          r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "",
+                          r.precision, s.optimizer));
+  h.push_back(fmt::format("DDP: bucket_cap_mb {}, comm hook {}{}{}{}; backend {}, launched by {} ({} process{})",
+                          s.bucket_cap_mb ? fmt::format("{}", *s.bucket_cap_mb) : "25 (first bucket 1)",
+                          s.comm_hook, s.find_unused_parameters ? ", find_unused_parameters" : "",
+                          s.static_graph ? ", static_graph" : "",
+                          s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "", rt.backend(), rt.launcher(),
+                          rt.processes(), rt.processes() == 1 ? "" : "es"));
+  h.push_back(fmt::format(
+      "measured {} iterations; steady = mean of iterations {}..{}; DDP times on rank 0, DP times of the whole "
+      "process",
+      s.iterations, s.warmup + 1, s.iterations));
+  return h;
+}
+
+reports::Report run_bench(const Scenario& s, const std::vector<Strategy>& strategies, real::Runtime& rt,
+                          const std::string& what) {
+  reports::Report rep;
+  rep.command = what;
+  rep.mode = "real";
+  rep.scenario = scenario_json(s);
+  rep.scenario["topology"] = fmt::format("host {}", rt.host());  // this machine, not a topology
+  for (Strategy st : strategies) rep.strategies.push_back(real::bench(s, st, rt));
+  if (rt.root()) rep.header = real_header(s, rep.strategies.front(), rt, what);
+  return rep;
+}
+
+void bench_command(const BenchArgs& a) {
+  const Scenario s = real_scenario(a.scenario, "bench");
+  if (!s.calibration.empty()) throw UsageError("--calibration: bench measures; a calibration is for simulate");
+  real::Runtime rt(a.launch);
+  const reports::Report rep = run_bench(s, strategies_for(a.strategy, rt), rt, "bench");
+  if (!rt.root()) return;
+  const std::vector<std::string> written = reports::write_outputs(a.out, rep);
+  reports::print_summary(rep, std::cout);
+  if (a.explain) {
+    std::cout << "#\n";
+    reports::print_explain(rep, std::cout);
+  }
+  std::cout << fmt::format(
+      "# wrote {} files to {}/: summary.csv, iterations.csv, events.csv, result.json, trace-<strategy>.json, "
+      "report.html\n",
+      written.size(), a.out);
+}
+
+struct CalibrateArgs {
+  real::RealOptions launch;
+  real::CalibrateOptions sweep;
+  std::string min_bytes = "8";
+  std::string max_bytes = "1GiB";
+  std::string out = "calibration.yaml";
+};
+
+
+void calibrate_command(const CalibrateArgs& a) {
+  real::CalibrateOptions o = a.sweep;
+  o.min_bytes = parse_size_flag("--min-bytes", a.min_bytes);
+  o.max_bytes = parse_size_flag("--max-bytes", a.max_bytes);
+  real::Runtime rt(a.launch);
+  const real::CalibrationRun run = real::calibrate(o, rt);
+  if (!rt.root()) return;
+  write_file_atomic(a.out, calibration_yaml(run.calibration));
+  const Calibration& c = run.calibration;
+  reports::Table t({{"what", "", true}, {"size", "(B|FLOP)"}, {"time", "(us)"}, {"algbw", "(GB/s|GFLOP/s)"},
+                    {"busbw", "(GB/s)"}});
+  for (const auto& r : run.rows) {
+    t.add_row({r.what, fmt::format("{:.0f}", r.size), fmt::format("{:.2f}", r.time_s * 1e6),
+               fmt::format("{:.2f}", r.algbw_GBps), fmt::format("{:.2f}", r.busbw_GBps)});
+  }
+  t.print(std::cout, {fmt::format("gradsync calibrate: {} backend on host {}: {} ({}), {} rank{} over {}", c.backend,
+                                  c.host, c.device, c.library, c.ranks, c.ranks == 1 ? "" : "s",
+                                  c.collectives.empty() ? "-" : c.collectives.front().link_class),
+                      "nccl-tests definitions: algbw = size / time, busbw = algbw x bus factor; compute rows: "
+                      "algbw = achieved GFLOP/s (memory: GB/s)"});
+  std::cout << fmt::format("# kernel launch (host time to issue): {:.2f} us\n# wrote {}\n", c.launch_s * 1e6, a.out);
+}
+
+struct ValidateArgs {
+  BenchArgs bench;
+};
+
+void validate_command(const ValidateArgs& va) {
+  const BenchArgs& a = va.bench;
+  Scenario s = scenario_of(a.scenario, false);
+  if (s.calibration.empty())
+    throw UsageError("--calibration FILE: validate simulates with a calibration (write one with gradsync calibrate)");
+  (void)read_calibration(s.calibration);  // a bad file fails before anything runs
+  real::Runtime rt(a.launch);
+  const std::vector<Strategy> strategies = strategies_for(a.strategy, rt);
+  Scenario measured = s;
+  measured.calibration.clear();
+  reports::Report rep = run_bench(measured, strategies, rt, "validate");
+  if (!rt.root()) return;
+  Scenario simulated = s;
+  simulated.gpus = rt.world();
+  for (std::size_t i = 0; i < strategies.size(); ++i) {
+    const StrategyResult sim_result = sim::simulate_isolated(simulated, strategies[i]);
+    const auto rows = reports::validation_rows(rep.strategies[i], sim_result);
+    rep.validation.insert(rep.validation.end(), rows.begin(), rows.end());
+  }
+  rep.header.push_back(fmt::format("simulated on {} with calibration {}", simulated.topology, s.calibration));
+  const std::vector<std::string> written = reports::write_outputs(a.out, rep);
+  reports::print_summary(rep, std::cout);
+  std::cout << "#\n";
+  reports::print_validation(rep.validation, std::cout);
+  std::cout << fmt::format(
+      "# wrote {} files to {}/: summary.csv, iterations.csv, events.csv, result.json, trace-<strategy>.json, "
+      "report.html, validation.csv\n",
+      written.size(), a.out);
+}
+
+void add_bench_options(CLI::App* cmd, BenchArgs& a, const char* default_out) {
+  add_scenario_options(cmd, a.scenario);
+  add_launch_options(cmd, a.launch);
+  cmd->add_option("--strategy", a.strategy, "dp or ddp (default: both in one process, DDP under mpirun/srun)")
+      ->check(CLI::IsMember({"dp", "ddp"}));
+  cmd->add_option("--out", a.out, fmt::format("Output folder (default {})", default_out));
+  a.out = default_out;
+}
+
+}  // namespace
+
+void register_real_commands(CLI::App& app) {
+  auto ba = std::make_shared<BenchArgs>();
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Run a scenario for real (GPUs with NCCL, or CPUs with MPI) and write the same outputs, mode real");
+  add_bench_options(bench, *ba, "gradsync-bench");
+  bench->add_flag("--explain", ba->explain, "Also print the phases, as simulate --explain");
+  bench->callback([ba] { bench_command(*ba); });
+
+  auto ca = std::make_shared<CalibrateArgs>();
+  CLI::App* cal = app.add_subcommand(
+      "calibrate", "Measure collectives, copies, compute and launch overhead into calibration.yaml");
+  add_launch_options(cal, ca->launch);
+  cal->add_option("--min-bytes", ca->min_bytes, "Smallest collective/copy size (default 8)");
+  cal->add_option("--max-bytes", ca->max_bytes, "Largest collective/copy size (default 1GiB)");
+  cal->add_option("--step-factor", ca->sweep.step_factor, "Size multiplier between rows (default 4)")
+      ->check(CLI::Range(1.01, 1e6));
+  cal->add_option("--max-flops", ca->sweep.max_flops, "Largest GEMM in FLOPs (default 1e12 GPU, 2e10 CPU)")
+      ->check(CLI::PositiveNumber);
+  cal->add_option("--repeats", ca->sweep.repeats, "Timed runs per size after a warm-up (default 5)")
+      ->check(kPositiveInteger);
+  cal->add_option("--out", ca->out, "Where to write the calibration (default calibration.yaml)");
+  cal->callback([ca] { calibrate_command(*ca); });
+
+  auto va = std::make_shared<ValidateArgs>();
+  CLI::App* val = app.add_subcommand(
+      "validate", "Run a scenario for real and simulated with --calibration; measured vs simulated per phase");
+  add_bench_options(val, va->bench, "gradsync-validate");
+  val->callback([va] { validate_command(*va); });
+}
+
+}  // namespace gradsync::apps

@@ -1,0 +1,224 @@
+// calibration.cpp: calibration tables, their fit, and calibration.yaml.
+#include "core/calibration.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/yaml_reader.hpp"
+
+namespace gradsync {
+
+double CalibrationTable::time(double size) const {
+  if (size <= 0 || points.empty()) return 0.0;
+  if (points.size() == 1 || size <= points.front().first) {
+    // Below the smallest size measured (or a single point): that point's time (latency bound),
+    // scaled down only for a single point past it.
+    if (points.size() == 1 && size > points.front().first) return points.front().second * size / points.front().first;
+    return points.front().second;
+  }
+  auto hi = std::lower_bound(points.begin(), points.end(), size,
+                             [](const std::pair<double, double>& p, double s) { return p.first < s; });
+  if (hi == points.end()) hi = points.end() - 1;  // past the last point: the last segment goes on
+  const auto lo = hi - 1;
+  const double slope = (hi->second - lo->second) / (hi->first - lo->first);
+  return std::max(0.0, lo->second + (size - lo->first) * slope);
+}
+
+std::vector<CalibrationTable::Segment> CalibrationTable::segments() const {
+  std::vector<Segment> out;
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    const auto& [s0, t0] = points[i - 1];
+    const auto& [s1, t1] = points[i];
+    Segment g;
+    g.from = s0;
+    g.to = s1;
+    const double slope = (t1 - t0) / (s1 - s0);
+    g.latency_s = t0 - s0 * slope;
+    g.rate = slope > 0 ? 1.0 / slope : 0.0;  // 0: flat (latency only)
+    out.push_back(g);
+  }
+  return out;
+}
+
+std::optional<double> Calibration::compute_time(OpKind kind, double flops, double bytes) const {
+  if (kind != OpKind::kMemory && flops > 0) {
+    const auto it = compute.find(kind);
+    if (it == compute.end() || it->second.points.empty()) return std::nullopt;
+    return it->second.time(flops);
+  }
+  const auto it = compute.find(OpKind::kMemory);
+  if (it == compute.end() || it->second.points.empty()) return std::nullopt;
+  return it->second.time(bytes);
+}
+
+std::optional<double> Calibration::collective_time(Collective c, int members, double bytes) const {
+  for (const CollectiveTable& t : collectives)
+    if (t.collective == c && t.ranks == members && !t.table.points.empty()) return t.table.time(bytes);
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr OpKind kKinds[] = {OpKind::kMatmul, OpKind::kConv, OpKind::kAttention, OpKind::kMemory};
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    if (static_cast<unsigned char>(ch) < 0x20) continue;  // no control characters in a name
+    out += ch;
+  }
+  return out + "\"";
+}
+
+void write_table(std::string& out, const std::string& indent, const CalibrationTable& t, const char* unit) {
+  out += indent + "points:  # [" + unit + ", seconds]\n";
+  for (const auto& [s, sec] : t.points) out += fmt::format("{}  - [{}, {}]\n", indent, s, sec);
+  out += indent + "segments:  # fitted: time = latency_s + size / rate between from and to\n";
+  for (const auto& g : t.segments())
+    out += fmt::format("{}  - {{from: {}, to: {}, latency_s: {:.6g}, rate: {:.6g}}}\n", indent, g.from, g.to,
+                       g.latency_s, g.rate);
+}
+
+CalibrationTable read_table(const YamlReader& r, const YAML::Node& n, const std::string& where) {
+  if (!n.IsMap()) r.fail(n, where, "expected a mapping with points: [[size, seconds], ...]");
+  r.only_keys(n, where, {"points", "segments"});
+  const YAML::Node pts = r.required(n, where, "points");
+  if (!pts.IsSequence() || pts.size() == 0) r.fail(pts, where, "points: expected a non-empty list of [size, seconds]");
+  CalibrationTable t;
+  double best = 0;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const YAML::Node p = pts[i];
+    const std::string at = fmt::format("{}.points[{}]", where, i);
+    if (!p.IsSequence() || p.size() != 2) r.fail(p, at, "expected [size, seconds]");
+    double size = 0, sec = 0;
+    try {
+      size = p[0].as<double>();
+      sec = p[1].as<double>();
+    } catch (const YAML::Exception&) {
+      r.fail(p, at, fmt::format("\"{}\" is not two numbers; expected [size, seconds]", YamlReader::scalar_text(p)));
+    }
+    if (!(size > 0) || !std::isfinite(size)) r.fail(p, at, fmt::format("size {} must be > 0", size));
+    if (!(sec >= 0) || !std::isfinite(sec)) r.fail(p, at, fmt::format("time {} s must be >= 0", sec));
+    if (!t.points.empty() && size <= t.points.back().first) {
+      r.fail(p, at, fmt::format("size {} is not larger than the previous {}; expected increasing sizes", size,
+                                t.points.back().first));
+    }
+    best = std::max(best, sec);  // a larger size never takes less time than a smaller one did
+    t.points.emplace_back(size, best);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string calibration_yaml(const Calibration& c) {
+  std::string out;
+  out += "# gradsync calibration: measured by `gradsync calibrate`; load with `gradsync simulate --calibration`.\n";
+  out += "# Tables are measured points; segments are their fit (latency + size / rate), shown for people.\n";
+  out += "schema_version: 1\n";
+  out += "hardware:\n";
+  out += fmt::format("  backend: {}\n  host: {}\n  device: {}\n  library: {}\n  ranks: {}\n", quoted(c.backend),
+                     quoted(c.host), quoted(c.device), quoted(c.library), c.ranks);
+  out += fmt::format("launch_s: {}\n", c.launch_s);
+  out += "compute:  # GEMM kinds by FLOPs, memory-bound kernels by bytes read + written\n";
+  for (OpKind k : kKinds) {
+    const auto it = c.compute.find(k);
+    if (it == c.compute.end()) continue;
+    out += fmt::format("  {}:\n", op_kind_name(k));
+    write_table(out, "    ", it->second, k == OpKind::kMemory ? "bytes" : "flops");
+  }
+  out += "copies:\n";
+  if (!c.peer_copy.points.empty()) {
+    out += "  peer:\n";
+    write_table(out, "    ", c.peer_copy, "bytes");
+  }
+  if (!c.host_copy.points.empty()) {
+    out += "  host_to_device:\n";
+    write_table(out, "    ", c.host_copy, "bytes");
+  }
+  out += "collectives:\n";
+  for (const CollectiveTable& t : c.collectives) {
+    out += fmt::format("  - op: {}\n    ranks: {}\n    link_class: {}\n", collective_name(t.collective), t.ranks,
+                       quoted(t.link_class));
+    write_table(out, "    ", t.table, "bytes");
+  }
+  return out;
+}
+
+Calibration read_calibration(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(fmt::format("{}: cannot read the calibration file (missing or unreadable)", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  const YamlReader r(path);
+  const YAML::Node root = r.load(text.str());
+  if (!root.IsMap()) r.fail(root, "calibration", "expected a mapping (the file `gradsync calibrate` writes)");
+  r.only_keys(root, "calibration", {"schema_version", "hardware", "launch_s", "compute", "copies", "collectives"});
+  const YAML::Node version = r.required(root, "calibration", "schema_version");
+  if (r.positive_int(version, "calibration", "schema_version") != 1)
+    r.fail(version, "calibration", fmt::format("schema_version {} is not 1", YamlReader::scalar_text(version)));
+  Calibration c;
+  c.origin = path;
+  const YAML::Node hw = r.required(root, "calibration", "hardware");
+  r.only_keys(hw, "hardware", {"backend", "host", "device", "library", "ranks"});
+  c.backend = r.string(r.required(hw, "hardware", "backend"), "hardware", "backend");
+  if (c.backend != "cpu" && c.backend != "gpu")
+    r.fail(hw["backend"], "hardware", fmt::format("backend \"{}\": expected cpu or gpu", c.backend));
+  c.host = r.string(r.required(hw, "hardware", "host"), "hardware", "host");
+  c.device = r.string(r.required(hw, "hardware", "device"), "hardware", "device");
+  if (hw["library"]) c.library = r.string(hw["library"], "hardware", "library");
+  c.ranks = static_cast<int>(r.positive_int(r.required(hw, "hardware", "ranks"), "hardware", "ranks"));
+  const YAML::Node launch = r.required(root, "calibration", "launch_s");
+  try {
+    c.launch_s = launch.as<double>();
+  } catch (const YAML::Exception&) {
+    r.fail(launch, "calibration", fmt::format("launch_s \"{}\": expected seconds", YamlReader::scalar_text(launch)));
+  }
+  if (!(c.launch_s >= 0)) r.fail(launch, "calibration", fmt::format("launch_s {}: expected >= 0", c.launch_s));
+
+  const YAML::Node compute = r.required(root, "calibration", "compute");
+  if (!compute.IsMap()) r.fail(compute, "compute", "expected a mapping of kind: table");
+  for (const auto& kv : compute) {
+    const std::string name = kv.first.as<std::string>();
+    const auto kind = std::find_if(std::begin(kKinds), std::end(kKinds), [&](OpKind k) { return op_kind_name(k) == name; });
+    if (kind == std::end(kKinds))
+      r.fail(kv.first, "compute", fmt::format("unknown kind \"{}\"; expected matmul, conv, attention or memory", name));
+    c.compute[*kind] = read_table(r, kv.second, "compute." + name);
+  }
+  if (const YAML::Node copies = root["copies"]; copies && !copies.IsNull()) {
+    if (!copies.IsMap()) r.fail(copies, "copies", "expected a mapping with peer and host_to_device");
+    r.only_keys(copies, "copies", {"peer", "host_to_device"});
+    if (copies["peer"]) c.peer_copy = read_table(r, copies["peer"], "copies.peer");
+    if (copies["host_to_device"]) c.host_copy = read_table(r, copies["host_to_device"], "copies.host_to_device");
+  }
+  const YAML::Node colls = r.required(root, "calibration", "collectives");
+  if (!colls.IsSequence()) r.fail(colls, "collectives", "expected a list of {op, ranks, link_class, points}");
+  for (std::size_t i = 0; i < colls.size(); ++i) {
+    const YAML::Node e = colls[i];
+    const std::string where = fmt::format("collectives[{}]", i);
+    if (!e.IsMap()) r.fail(e, where, "expected a mapping {op, ranks, link_class, points}");
+    r.only_keys(e, where, {"op", "ranks", "link_class", "points", "segments"});
+    CollectiveTable t;
+    const std::string op = r.string(r.required(e, where, "op"), where, "op");
+    const auto coll = parse_collective(op);
+    if (!coll)
+      r.fail(e["op"], where,
+             fmt::format("op \"{}\": expected allreduce, broadcast, reduce, allgather or reducescatter", op));
+    t.collective = *coll;
+    t.ranks = static_cast<int>(r.positive_int(r.required(e, where, "ranks"), where, "ranks"));
+    if (e["link_class"]) t.link_class = r.string(e["link_class"], where, "link_class");
+    YAML::Node table;
+    table["points"] = r.required(e, where, "points");
+    t.table = read_table(r, table, where);
+    c.collectives.push_back(std::move(t));
+  }
+  return c;
+}
+
+}  // namespace gradsync

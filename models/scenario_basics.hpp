@@ -1,0 +1,48 @@
+// scenario_basics.hpp: the parts of a scenario every engine resolves alike: the model and its
+// sequence length, precision on a given GPU, optimizer, batch, comm hook, and the numeric keys.
+// The simulator adds the cluster; the real engine adds the machine it runs on.
+//
+//   const Model m = scenario_model(s);                        // ConfigError naming "model"
+//   const ScenarioBasics b = resolve_basics(s, m, gpu_spec("h100"));
+#pragma once
+
+#include <cstdint>
+
+#include "core/comm_hook.hpp"
+#include "core/error.hpp"
+#include "core/scenario.hpp"
+#include "models/compute_cost.hpp"
+#include "models/model.hpp"
+#include "topologies/gpu_spec.hpp"
+
+namespace gradsync {
+
+struct ScenarioBasics {
+  Precision precision = Precision::kBF16;
+  Optimizer optimizer = Optimizer::kAdamW;
+  std::int64_t batch = 0;
+  std::int64_t seq_len = 1;
+  CommHook hook;
+};
+
+// scenario_field runs parse and prefixes its ConfigError with the scenario key (unless the
+// message already quotes the bad value).
+template <class F>
+auto scenario_field(const char* key, const std::string& value, F parse) {
+  try {
+    return parse();
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    if (what.find("\"" + value + "\"") != std::string::npos) throw;
+    throw ConfigError(std::string(key) + " \"" + value + "\": " + what);
+  }
+}
+
+// scenario_model: the scenario's model (zoo name or file).
+Model scenario_model(const Scenario& s);
+
+// resolve_basics: precision (default bf16 where `gpu` has it, else fp16), optimizer, batch,
+// seq_len, hook, and the checks of bucket_cap_mb, grad_accum, iterations and warmup.
+ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gpu);
+
+}  // namespace gradsync

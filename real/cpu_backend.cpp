@@ -1,0 +1,533 @@
+// cpu_backend.cpp: the CPU engine: a rank's CPU as a device with worker-thread streams, OpenBLAS
+// GEMMs and memory streaming for compute, MPI non-blocking collectives across processes and
+// shared-memory collectives between the ranks that are threads of one process.
+#include <cblas.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "core/error.hpp"
+#include "real/mpi.hpp"
+#include "real/rig.hpp"
+
+extern "C" void openblas_set_num_threads(int);
+extern "C" char* openblas_get_config(void);
+
+namespace gradsync::real {
+namespace {
+
+constexpr int kMaxGemm = 2048;                   // largest square sgemm side; larger ops repeat it
+constexpr std::size_t kStaging = 64ull << 20;  // copy destination, reused cyclically
+
+// Buffer: bytes that stay put (growing keeps the larger size).
+struct Buffer {
+  std::unique_ptr<char[]> data;
+  std::size_t size = 0;
+  char* get(std::size_t n, double& allocated) {
+    if (n > size) {
+      allocated += static_cast<double>(n) - static_cast<double>(size);
+      data = std::make_unique<char[]>(n);  // zero-filled: every page is touched now, not mid-step
+      size = n;
+    }
+    return data.get();
+  }
+};
+
+std::size_t padded(Bytes b) { return static_cast<std::size_t>((b + 3) / 4 * 4); }
+
+class CpuDevice final : public Device {
+ public:
+  CpuDevice(int index, Recorder& rec, Bytes params, Bytes grads)
+      : index_(index), rec_(rec), compute_(rec), comm_(rec), copy_(rec) {
+    params_.get(std::max<std::size_t>(64, static_cast<std::size_t>(params)), allocated_);
+    grads_.get(std::max<std::size_t>(64, static_cast<std::size_t>(grads)), allocated_);
+    peak_ = allocated_;
+  }
+  int index() const override { return index_; }
+  void attach(const std::atomic<int>* it) { iteration_ = it; }
+
+  WorkPtr compute(const ComputeOp& op, Stream s) override {
+    StreamWorker::Task t;
+    t.event = event(s, op.name, static_cast<Bytes>(op.bytes), op.bucket, -1);
+    t.body = [this, op] { run_kernels(op); };
+    return stream(s).push(std::move(t));
+  }
+  WorkPtr copy_to(Device& dst, const CopyOp& op, Stream s) override {
+    auto& peer = static_cast<CpuDevice&>(dst);
+    StreamWorker::Task t;
+    t.event = event(s, op.name, op.bytes, -1, peer.index());
+    t.body = [this, &peer, bytes = op.bytes] {
+      if (&peer != this) stream_bytes(params_.data.get(), params_.size, peer.staging(), kStaging, bytes);
+    };
+    return stream(s).push(std::move(t));
+  }
+  WorkPtr copy_from_host(const CopyOp& op, Stream s) override {
+    StreamWorker::Task t;
+    t.event = event(s, op.name, op.bytes, -1, -1);
+    t.body = [this, bytes = op.bytes] {
+      host_.get(kStaging, host_allocated_);
+      stream_bytes(host_.data.get(), kStaging, staging(), kStaging, bytes);
+    };
+    return stream(s).push(std::move(t));
+  }
+  void stream_wait(Stream s, Work& w) override {
+    StreamWorker::Task t;
+    t.deps.push_back(share(w));
+    stream(s).push(std::move(t));
+  }
+  void synchronize() override {
+    for (StreamWorker* w : {&compute_, &comm_, &copy_})
+      if (auto last = w->last()) last->wait();
+  }
+
+  StreamWorker& stream(Stream s) {
+    switch (s) {
+      case Stream::kComm:
+        return comm_;
+      case Stream::kCopy:
+        return copy_;
+      default:
+        return compute_;
+    }
+  }
+  TraceEvent event(Stream s, const std::string& name, Bytes bytes, int bucket, int peer) const {
+    TraceEvent e;
+    e.rank = index_;
+    e.stream = s == Stream::kHost ? Stream::kCompute : s;
+    e.name = name;
+    e.bytes = bytes;
+    e.bucket = bucket;
+    e.peer = peer;
+    e.iteration = iteration_ ? iteration_->load() : 0;
+    return e;
+  }
+  // buffer: the device buffer a collective named `name` uses (its bucket, its replicate chunk).
+  char* buffer(const std::string& name, std::size_t bytes) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    char* p = buffers_[name].get(bytes, allocated_);
+    peak_ = std::max(peak_, allocated_);
+    return p;
+  }
+  double peak() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return peak_;
+  }
+
+ private:
+  char* staging() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    char* p = staging_.get(kStaging, allocated_);
+    peak_ = std::max(peak_, allocated_);
+    return p;
+  }
+  // stream_bytes copies `bytes` from src to dst, each used cyclically.
+  static void stream_bytes(const char* src, std::size_t src_size, char* dst, std::size_t dst_size, Bytes bytes) {
+    std::size_t left = static_cast<std::size_t>(bytes), si = 0, di = 0;
+    while (left > 0) {
+      const std::size_t n = std::min({left, src_size - si, dst_size - di});
+      std::memcpy(dst + di, src + si, n);
+      left -= n;
+      si = (si + n) % src_size;
+      di = (di + n) % dst_size;
+    }
+  }
+  void run_kernels(const ComputeOp& op) {
+    const int k = std::max(1, op.kernels);
+    for (int i = 0; i < k; ++i) {
+      if (op.kind != OpKind::kMemory && op.flops > 0) {
+        gemm(op.flops / k);
+      } else {
+        // A memory-bound kernel reads and writes op.bytes in all: half read from the gradients,
+        // half written into the parameters.
+        stream_bytes(grads_.data.get(), grads_.size, params_.data.get(), params_.size,
+                     static_cast<Bytes>(op.bytes / k / 2));
+      }
+    }
+  }
+  void gemm(double flops) {
+    const double cube = flops / 2.0;
+    const double calls = std::max(1.0, std::ceil(cube / (static_cast<double>(kMaxGemm) * kMaxGemm * kMaxGemm)));
+    const int n = std::max(1, static_cast<int>(std::lround(std::cbrt(cube / calls))));
+    const std::size_t bytes = 3 * static_cast<std::size_t>(n) * static_cast<std::size_t>(n) * sizeof(float);
+    float* a = nullptr;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      a = reinterpret_cast<float*>(workspace_.get(bytes, allocated_));
+      peak_ = std::max(peak_, allocated_);
+    }
+    float* b = a + static_cast<std::size_t>(n) * n;
+    float* c = b + static_cast<std::size_t>(n) * n;
+    for (int i = 0; i < static_cast<int>(calls); ++i)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+  }
+
+  int index_;
+  Recorder& rec_;
+  const std::atomic<int>* iteration_ = nullptr;
+  mutable std::mutex mutex_;
+  double allocated_ = 0, peak_ = 0, host_allocated_ = 0;
+  Buffer params_, grads_, staging_, workspace_, host_;
+  std::map<std::string, Buffer> buffers_;
+  // Declared last: their threads stop (drained) before the buffers go.
+  StreamWorker compute_, comm_, copy_;
+};
+
+// Calls: the five collectives as one call(kind, op, root).
+struct Calls : public ProcessGroup {
+  virtual WorkPtr call(Collective c, const CollectiveOp& op, int root) = 0;
+  WorkPtr allreduce(const CollectiveOp& op) override { return call(Collective::kAllreduce, op, -1); }
+  WorkPtr broadcast(const CollectiveOp& op, int root) override { return call(Collective::kBroadcast, op, root); }
+  WorkPtr reduce(const CollectiveOp& op, int root) override { return call(Collective::kReduce, op, root); }
+  WorkPtr allgather(const CollectiveOp& op) override { return call(Collective::kAllgather, op, -1); }
+  WorkPtr reduce_scatter(const CollectiveOp& op) override { return call(Collective::kReduceScatter, op, -1); }
+};
+
+// comm_task: a collective's task on the comm stream, after the compute stream's last work.
+StreamWorker::Task comm_task(CpuDevice& d, const CollectiveOp& op) {
+  StreamWorker::Task t;
+  if (auto last = d.stream(Stream::kCompute).last()) t.deps.push_back(last);
+  t.event = d.event(Stream::kComm, op.name, op.bytes, op.bucket, -1);
+  return t;
+}
+
+// One rank's view of MPI_COMM_WORLD.
+class MpiGroup final : public Calls {
+ public:
+  MpiGroup(Rig& rig, CpuDevice& d, int rank, int size, Watchdog& wd, std::string host)
+      : rig_(rig), dev_(d), rank_(rank), size_(size), wd_(wd), host_(std::move(host)) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  WorkPtr call(Collective c, const CollectiveOp& op, int root) override {
+    rig_.note(op.name, c);
+    StreamWorker::Task t = comm_task(dev_, op);
+    t.body = [this, c, op, root] { run(c, op, root); };
+    return dev_.stream(Stream::kComm).push(std::move(t));
+  }
+
+ private:
+  void check(int rc, const char* call, const CollectiveOp& op) const {
+    if (rc == MPI_SUCCESS) return;
+    char text[MPI_MAX_ERROR_STRING] = {};
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    throw RuntimeError(fmt::format("host {}, rank {}: {} (\"{}\", {} bytes) failed at {}:{}: {}", host_, rank_, call,
+                                   op.name, op.bytes, __FILE__, __LINE__, std::string(text, std::size_t(len))));
+  }
+  void run(Collective c, const CollectiveOp& op, int root) {
+    const std::size_t bytes = padded(op.bytes);
+    const int floats = static_cast<int>(bytes / 4);
+    MPI_Request req = MPI_REQUEST_NULL;
+    const std::uint64_t ticket = wd_.begin(rank_, c, op.name, op.bucket);
+    switch (c) {
+      case Collective::kAllreduce:
+        check(MPI_Iallreduce(MPI_IN_PLACE, dev_.buffer(op.name, bytes), floats, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                             &req),
+              "MPI_Iallreduce", op);
+        break;
+      case Collective::kBroadcast:
+        check(MPI_Ibcast(dev_.buffer(op.name, bytes), static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &req),
+              "MPI_Ibcast", op);
+        break;
+      case Collective::kReduce: {
+        char* buf = dev_.buffer(op.name, bytes);
+        check(MPI_Ireduce(rank_ == root ? MPI_IN_PLACE : buf, buf, floats, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD,
+                          &req),
+              "MPI_Ireduce", op);
+        break;
+      }
+      case Collective::kAllgather: {
+        char* out = dev_.buffer(op.name + "#out", bytes * static_cast<std::size_t>(size_));
+        check(MPI_Iallgather(dev_.buffer(op.name, bytes), static_cast<int>(bytes), MPI_BYTE, out,
+                             static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD, &req),
+              "MPI_Iallgather", op);
+        break;
+      }
+      case Collective::kReduceScatter: {
+        const int block = std::max(1, floats / size_);
+        char* in = dev_.buffer(op.name, static_cast<std::size_t>(block) * 4 * static_cast<std::size_t>(size_));
+        char* out = dev_.buffer(op.name + "#out", static_cast<std::size_t>(block) * 4);
+        check(MPI_Ireduce_scatter_block(in, out, block, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req),
+              "MPI_Ireduce_scatter_block", op);
+        break;
+      }
+    }
+    // Progress it while the compute stream runs: test, and back off to a short sleep so that a
+    // rank's comm thread does not take a core from its compute thread.
+    int done = 0;
+    for (int spin = 0; !done; ++spin) {
+      check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", op);
+      if (!done && spin > 64) std::this_thread::sleep_for(std::chrono::microseconds(spin > 1000 ? 200 : 20));
+    }
+    wd_.end(ticket);
+  }
+
+  Rig& rig_;
+  CpuDevice& dev_;
+  int rank_, size_;
+  Watchdog& wd_;
+  std::string host_;
+};
+
+// ThreadComm: collectives among devices that are threads of this process. Each member's comm
+// thread brings its buffer; when all are there, each reduces its slice of the data across every
+// member's buffer (or copies from the root), and none leaves before all are done.
+class ThreadComm {
+ public:
+  ThreadComm(Rig& rig, std::vector<CpuDevice*> devs, Watchdog& wd)
+      : rig_(rig), devs_(std::move(devs)), wd_(wd), next_(devs_.size(), 0) {}
+  int size() const { return static_cast<int>(devs_.size()); }
+  CpuDevice& dev(int m) { return *devs_[static_cast<std::size_t>(m)]; }
+
+  // enqueue member m's part of a call on its comm stream.
+  WorkPtr enqueue(int m, Collective c, const CollectiveOp& op, int root) {
+    rig_.note(op.name, c);
+    std::uint64_t seq = 0;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      seq = next_[static_cast<std::size_t>(m)]++;
+    }
+    CpuDevice& d = dev(m);
+    StreamWorker::Task t = comm_task(d, op);
+    t.body = [this, m, seq, c, op, root] { run(m, seq, c, op, root); };
+    return d.stream(Stream::kComm).push(std::move(t));
+  }
+
+ private:
+  struct Slot {
+    Collective c = Collective::kAllreduce;
+    Bytes bytes = 0;
+    int root = -1;
+    std::string name;
+    std::vector<char*> in, out;
+    int arrived = 0, finished = 0, left = 0;
+  };
+
+  void run(int m, std::uint64_t seq, Collective c, const CollectiveOp& op, int root) {
+    const int n = size();
+    const std::uint64_t ticket = wd_.begin(m, c, op.name, op.bucket);
+    const std::size_t bytes = padded(op.bytes);
+    CpuDevice& d = dev(m);
+    char* in = d.buffer(op.name, c == Collective::kReduceScatter ? bytes : bytes);
+    char* out = c == Collective::kAllgather ? d.buffer(op.name + "#out", bytes * static_cast<std::size_t>(n))
+                : c == Collective::kReduceScatter ? d.buffer(op.name + "#out", bytes / static_cast<std::size_t>(n) + 4)
+                                                  : in;
+    std::unique_lock<std::mutex> lock(mutex_);
+    Slot& s = slots_[seq];
+    if (s.arrived == 0) {
+      s.c = c;
+      s.bytes = op.bytes;
+      s.root = root;
+      s.name = op.name;
+      s.in.assign(static_cast<std::size_t>(n), nullptr);
+      s.out.assign(static_cast<std::size_t>(n), nullptr);
+    } else if (s.c != c || s.bytes != op.bytes || s.root != root) {
+      throw RuntimeError(fmt::format(
+          "real: collective #{} differs across ranks: rank {} calls {} \"{}\" of {} bytes, another {} \"{}\" of {} "
+          "bytes; every rank must issue the same collectives in the same order",
+          seq, m, collective_name(c), op.name, op.bytes, collective_name(s.c), s.name, s.bytes));
+    }
+    s.in[static_cast<std::size_t>(m)] = in;
+    s.out[static_cast<std::size_t>(m)] = out;
+    ++s.arrived;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return s.arrived == n; });
+    lock.unlock();
+    part(s, m, n, bytes);
+    lock.lock();
+    ++s.finished;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return s.finished == n; });
+    if (++s.left == n) slots_.erase(seq);
+    lock.unlock();
+    wd_.end(ticket);
+  }
+
+  static void part(const Slot& s, int m, int n, std::size_t bytes) {
+    const std::size_t floats = bytes / 4;
+    const auto slice = [&](std::size_t total, int who) {
+      return std::pair<std::size_t, std::size_t>{total * static_cast<std::size_t>(who) / static_cast<std::size_t>(n),
+                                                 total * static_cast<std::size_t>(who + 1) / static_cast<std::size_t>(n)};
+    };
+    const auto f = [](char* p) { return reinterpret_cast<float*>(p); };
+    switch (s.c) {
+      case Collective::kAllreduce:
+      case Collective::kReduce: {
+        const auto [lo, hi] = slice(floats, m);
+        for (std::size_t i = lo; i < hi; ++i) {
+          float sum = 0;
+          for (int j = 0; j < n; ++j) sum += f(s.in[static_cast<std::size_t>(j)])[i];
+          if (s.c == Collective::kReduce) {
+            f(s.in[static_cast<std::size_t>(s.root)])[i] = sum;
+          } else {
+            for (int j = 0; j < n; ++j) f(s.in[static_cast<std::size_t>(j)])[i] = sum;
+          }
+        }
+        break;
+      }
+      case Collective::kBroadcast:
+        if (m != s.root) std::memcpy(s.in[static_cast<std::size_t>(m)], s.in[static_cast<std::size_t>(s.root)], bytes);
+        break;
+      case Collective::kAllgather:
+        for (int j = 0; j < n; ++j)
+          std::memcpy(s.out[static_cast<std::size_t>(j)] + bytes * static_cast<std::size_t>(m),
+                      s.in[static_cast<std::size_t>(m)], bytes);
+        break;
+      case Collective::kReduceScatter: {
+        const auto [lo, hi] = slice(floats, m);
+        for (std::size_t i = lo; i < hi; ++i) {
+          float sum = 0;
+          for (int j = 0; j < n; ++j) sum += f(s.in[static_cast<std::size_t>(j)])[i];
+          f(s.out[static_cast<std::size_t>(m)])[i - lo] = sum;
+        }
+        break;
+      }
+    }
+  }
+
+  Rig& rig_;
+  std::vector<CpuDevice*> devs_;
+  Watchdog& wd_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<std::uint64_t> next_;
+  std::map<std::uint64_t, Slot> slots_;
+};
+
+// A DDP rank's view of the thread world.
+class ThreadRankGroup final : public Calls {
+ public:
+  ThreadRankGroup(ThreadComm& comm, int m) : comm_(comm), m_(m) {}
+  int rank() const override { return m_; }
+  int size() const override { return comm_.size(); }
+  WorkPtr call(Collective c, const CollectiveOp& op, int root) override { return comm_.enqueue(m_, c, op, root); }
+
+ private:
+  ThreadComm& comm_;
+  int m_;
+};
+
+// DataParallel's single-process group: one call runs on every member.
+class ThreadLocalGroup final : public Calls {
+ public:
+  explicit ThreadLocalGroup(ThreadComm& comm) : comm_(comm) {}
+  int rank() const override { return 0; }
+  int size() const override { return comm_.size(); }
+  WorkPtr call(Collective c, const CollectiveOp& op, int root) override {
+    std::vector<WorkPtr> parts;
+    for (int m = 0; m < comm_.size(); ++m) parts.push_back(comm_.enqueue(m, c, op, root));
+    return std::make_shared<AllWork>(std::move(parts));
+  }
+
+ private:
+  ThreadComm& comm_;
+};
+
+std::string cpu_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string name = line.substr(colon + 1);
+        name.erase(0, name.find_first_not_of(' '));
+        return name;
+      }
+    }
+  }
+  return "CPU";
+}
+
+double memory_total() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemTotal:") return kib * 1024.0;
+    in.ignore(1 << 10, '\n');
+  }
+  return 0;
+}
+
+class CpuRig final : public Rig {
+ public:
+  explicit CpuRig(const RigOptions& o) : o_(o) {
+    // One BLAS thread per device stream: ranks (processes or threads) already fill the cores.
+    openblas_set_num_threads(1);
+    watchdog_ = std::make_unique<Watchdog>(o.timeout_s, [launch = o.launch, host = o.host_name](const std::string& w) {
+      std::fprintf(stderr, "error: host %s, %s\n", host.c_str(), w.c_str());
+      std::fflush(stderr);
+      if (launch == Launch::kMpi) mpi::abort(1);
+      std::_Exit(1);
+    });
+    for (int i = 0; i < o.local; ++i) {
+      devs_.push_back(std::make_unique<CpuDevice>(o.first_rank + i, rec_, o.parameter_bytes, o.gradient_bytes));
+    }
+    std::vector<CpuDevice*> raw;
+    for (auto& d : devs_) raw.push_back(d.get());
+    if (o.launch == Launch::kMpi) {
+      if (o.local != 1) throw RuntimeError("real: under MPI each process drives one device");
+      rank_groups_.push_back(std::make_unique<MpiGroup>(*this, *devs_[0], o.first_rank, o.world, *watchdog_, o.host_name));
+      link_ = mpi::all_ranks_on_one_host() ? "shm" : "net";
+    } else if (o.launch == Launch::kFile) {
+      throw UsageError(
+          "--init-method file://: the CPU backend's ranks reach each other through MPI; start them with mpirun/srun, "
+          "or run them as threads with --launch local --world-size N");
+    } else {
+      link_ = o.local > 1 ? "shm" : "local";
+    }
+    if (o.launch != Launch::kMpi) {
+      comm_ = std::make_unique<ThreadComm>(*this, raw, *watchdog_);
+      for (int i = 0; i < o.local; ++i) rank_groups_.push_back(std::make_unique<ThreadRankGroup>(*comm_, i));
+    }
+  }
+  ~CpuRig() override {
+    for (auto& d : devs_) d->synchronize();
+  }
+  Device& device(int local) override { return *devs_.at(static_cast<std::size_t>(local)); }
+  ProcessGroup& rank_group(int local) override { return *rank_groups_.at(static_cast<std::size_t>(local)); }
+  ProcessGroup& local_group(int m) override {
+    if (m < 1 || m > o_.local) throw RuntimeError(fmt::format("real: a local group of {} of {} devices", m, o_.local));
+    auto& [comm, group] = locals_[m];
+    if (!group) {
+      std::vector<CpuDevice*> raw;
+      for (int i = 0; i < m; ++i) raw.push_back(devs_[static_cast<std::size_t>(i)].get());
+      comm = std::make_unique<ThreadComm>(*this, raw, *watchdog_);
+      group = std::make_unique<ThreadLocalGroup>(*comm);
+    }
+    return *group;
+  }
+  void attach(int local, const std::atomic<int>* it) override { devs_.at(static_cast<std::size_t>(local))->attach(it); }
+  double peak_bytes(int local) const override { return devs_.at(static_cast<std::size_t>(local))->peak(); }
+  double capacity_bytes() const override { return memory_total() / std::max(1, o_.launch == Launch::kMpi ? 1 : o_.local); }
+  std::string device_name() const override { return cpu_name(); }
+  std::string library() const override {
+    std::string blas = openblas_get_config();
+    if (const auto sp = blas.find(' ', 9); sp != std::string::npos) blas.resize(sp);  // "OpenBLAS 0.3.21"
+    return fmt::format("{}, {}", mpi::initialized() ? mpi::version() : std::string("threads"), blas);
+  }
+  std::string link_class() const override { return link_; }
+
+ private:
+  RigOptions o_;
+  std::string link_;
+  std::unique_ptr<Watchdog> watchdog_;
+  std::vector<std::unique_ptr<CpuDevice>> devs_;
+  std::unique_ptr<ThreadComm> comm_;
+  std::vector<std::unique_ptr<ProcessGroup>> rank_groups_;
+  std::map<int, std::pair<std::unique_ptr<ThreadComm>, std::unique_ptr<ProcessGroup>>> locals_;
+};
+
+}  // namespace
+
+std::unique_ptr<Rig> make_cpu_rig(const RigOptions& o) { return std::make_unique<CpuRig>(o); }
+
+}  // namespace gradsync::real

@@ -1,0 +1,617 @@
+// run.cpp: the runtime (launch, rank, backend), a scenario run for real, and calibrate.
+#include "real/run.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <numeric>
+#include <thread>
+
+#include "core/ddp_step.hpp"
+#include "core/dp_step.hpp"
+#include "core/error.hpp"
+#include "models/memory_cost.hpp"
+#include "models/scenario_basics.hpp"
+#include "models/step_costs.hpp"
+#include "real/gpu_backend.hpp"
+#include "real/mpi.hpp"
+
+namespace gradsync::real {
+namespace {
+
+using json = nlohmann::json;
+
+int env_int(const char* name, const char* why) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) throw UsageError(fmt::format("{}: {} is not set; expected it as torchrun sets it", why, name));
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < 0 || x > 1 << 20)
+    throw UsageError(fmt::format("{}: {}=\"{}\" is not a non-negative integer", why, name, v));
+  return static_cast<int>(x);
+}
+
+int local_rank_from_env() {
+  for (const char* k : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "LOCAL_RANK"})
+    if (const char* v = std::getenv(k); v && *v) return std::atoi(v);
+  return 0;
+}
+
+std::string hostname() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+// cpu_spec: the CPU as the cost model's "GPU": fp32 only, its memory shared by the ranks.
+GpuSpec cpu_spec(const std::string& name, double memory) {
+  GpuSpec g;
+  g.key = "cpu";
+  g.name = name;
+  g.fp32_flops = 1e11;  // nominal: the real engine runs the op's FLOPs, it does not use the time
+  g.tf32_flops = 0;
+  g.memory_bytes = static_cast<Bytes>(memory);
+  g.memory_bandwidth_Bps = 20e9;
+  return g;
+}
+
+// gpu_spec_of: the entry of topologies/hardware/gpus.yaml for the GPU the runtime reports.
+GpuSpec gpu_spec_of(const GpuProps& p) {
+  const bool pcie = p.name.find("PCIe") != std::string::npos;
+  const GpuSpec* best = nullptr;
+  for (const GpuSpec& g : gpu_specs()) {
+    if (g.sm_version != p.sm_version) continue;
+    const double mem = static_cast<double>(g.memory_bytes);
+    if (std::abs(mem - p.memory_bytes) > 0.15 * mem) continue;
+    if ((g.key.find("pcie") != std::string::npos) != pcie) continue;
+    best = &g;
+    break;
+  }
+  if (!best) {
+    throw ConfigError(fmt::format(
+        "GPU \"{}\" (compute capability {}.{}, {:.0f} GiB) is not in topologies/hardware/gpus.yaml; add an entry for "
+        "it",
+        p.name, p.sm_version / 10, p.sm_version % 10, p.memory_bytes / (1 << 30)));
+  }
+  return *best;
+}
+
+std::unique_ptr<Rig> make_rig(const RigOptions& o) { return o.backend == "gpu" ? make_gpu_rig(o) : make_cpu_rig(o); }
+
+// What one process ran: its events, each device's peak memory, the collectives' kinds.
+std::string pack(Rig& rig, int local, int first_rank) {
+  json j;
+  json ev = json::array();
+  for (const TraceEvent& e : rig.recorder().take().events) {
+    ev.push_back({e.rank, static_cast<int>(e.stream), e.name, e.start_s, e.end_s, e.bytes, e.bucket, e.iteration,
+                  e.peer});
+  }
+  j["events"] = std::move(ev);
+  json peaks = json::object();
+  for (int i = 0; i < local; ++i) peaks[std::to_string(first_rank + i)] = rig.peak_bytes(i);
+  j["peaks"] = std::move(peaks);
+  json kinds = json::object();
+  for (const auto& [name, c] : rig.kinds()) kinds[name] = std::string(collective_name(c));
+  j["kinds"] = std::move(kinds);
+  return j.dump();
+}
+
+struct Unpacked {
+  Trace trace;
+  std::map<int, double> peaks;
+  std::map<std::string, Collective> kinds;
+};
+
+void unpack(const std::string& text, Unpacked& u) {
+  const json j = json::parse(text);
+  for (const json& e : j.at("events")) {
+    TraceEvent t;
+    t.rank = e[0].get<int>();
+    t.stream = static_cast<Stream>(e[1].get<int>());
+    t.name = e[2].get<std::string>();
+    t.start_s = e[3].get<double>();
+    t.end_s = e[4].get<double>();
+    t.bytes = e[5].get<Bytes>();
+    t.bucket = e[6].get<int>();
+    t.iteration = e[7].get<int>();
+    t.peer = e[8].get<int>();
+    u.trace.add(std::move(t));
+  }
+  for (const auto& [rank, peak] : j.at("peaks").items()) u.peaks[std::stoi(rank)] = peak.get<double>();
+  for (const auto& [name, kind] : j.at("kinds").items()) {
+    if (const auto c = parse_collective(kind.get<std::string>())) u.kinds.emplace(name, *c);
+  }
+}
+
+// The resolved parts of a scenario for this machine.
+struct Resolved {
+  Model model;
+  GpuSpec spec;
+  ScenarioBasics basics;
+};
+
+Resolved resolve(const Scenario& s, const Runtime& rt, const std::string& device_name, double capacity) {
+  Resolved r{scenario_model(s), {}, {}};
+  Scenario checked = s;
+  if (rt.backend() == "cpu") {
+    if (!s.precision.empty() && s.precision != "fp32") {
+      throw ConfigError(fmt::format(
+          "precision \"{}\": the CPU backend computes in fp32 (OpenBLAS sgemm); expected fp32 or a GPU", s.precision));
+    }
+    checked.precision = "fp32";
+    r.spec = cpu_spec(device_name, capacity);
+    for (const auto& [key, value] : {std::pair{"algo", s.algo}, std::pair{"proto", s.proto}}) {
+      if (value != "auto") {
+        throw ConfigError(fmt::format(
+            "{} \"{}\": NCCL_ALGO/NCCL_PROTO apply to the GPU backend's NCCL; the CPU backend's collectives are MPI's",
+            key, value));
+      }
+    }
+  } else {
+    r.spec = gpu_spec_of(gpu_props(0));
+  }
+  if (s.gpus > 0 && s.gpus != rt.world()) {
+    throw ConfigError(fmt::format("gpus {}: this run has {} rank{} ({}); expected {} or leave gpus unset", s.gpus,
+                                  rt.world(), rt.world() == 1 ? "" : "s",
+                                  rt.launch() == Launch::kLocal ? "--world-size" : "the launcher's rank count",
+                                  rt.world()));
+  }
+  r.basics = resolve_basics(checked, r.model, r.spec);
+  return r;
+}
+
+void set_nccl_env(const Scenario& s) {
+  // NCCL reads NCCL_ALGO / NCCL_PROTO when the communicator is created.
+  if (s.algo != "auto") ::setenv("NCCL_ALGO", s.algo == "ring" ? "Ring" : "Tree", 1);
+  if (s.proto != "auto") {
+    const char* p = s.proto == "ll" ? "LL" : s.proto == "ll128" ? "LL128" : "Simple";
+    ::setenv("NCCL_PROTO", p, 1);
+  }
+}
+
+// traffic_of: payload bytes per GPU by event name in `iteration`: copies (out of the source,
+// into the destination; host copies into the device) and collectives at nccl-tests' bus bytes.
+void add_traffic(std::map<std::string, Traffic>& t, const TraceEvent& e, int gpus,
+                 const std::map<std::string, Collective>& kinds, int members) {
+  auto& tr = t[e.name];
+  if (tr.out.empty()) {
+    tr.out.assign(static_cast<std::size_t>(gpus), 0.0);
+    tr.in.assign(static_cast<std::size_t>(gpus), 0.0);
+  }
+  const auto b = static_cast<double>(e.bytes);
+  const auto r = static_cast<std::size_t>(e.rank);
+  if (e.stream == Stream::kComm) {
+    const auto k = kinds.find(e.name);
+    const double bus = b * bus_factor(k != kinds.end() ? k->second : Collective::kAllreduce, members);
+    tr.out[r] += bus;
+    tr.in[r] += bus;
+  } else if (e.peer >= 0 && e.peer != e.rank) {
+    tr.out[r] += b;
+    tr.in[static_cast<std::size_t>(e.peer)] += b;
+  } else if (e.peer < 0) {
+    tr.in[r] += b;
+  }
+}
+
+}  // namespace
+
+Runtime::Runtime(const RealOptions& o) : o_(o), host_(hostname()) {
+  if (!(o.timeout_s > 0)) throw UsageError(fmt::format("--timeout {}: expected seconds > 0", o.timeout_s));
+  if (o.backend != "auto" && o.backend != "cpu" && o.backend != "gpu")
+    throw UsageError(fmt::format("--backend \"{}\": expected auto, cpu or gpu", o.backend));
+  if (o.launch != "auto" && o.launch != "local" && o.launch != "mpi")
+    throw UsageError(fmt::format("--launch \"{}\": expected auto, local or mpi", o.launch));
+  const GpuBackendInfo info = gpu_backend_info();
+  if (o.backend == "gpu" && !info.compiled) throw UsageError(fmt::format("--backend gpu: {}", info.summary));
+  if (o.backend == "gpu" && info.visible_gpus == 0) throw RuntimeError(fmt::format("--backend gpu: {}", info.summary));
+  backend_ = o.backend == "cpu" ? "cpu" : o.backend == "gpu" ? "gpu" : (info.visible_gpus > 0 ? "gpu" : "cpu");
+
+  const std::string launcher = mpi::launcher();
+  if (!o.init_method.empty()) {
+    if (o.launch == "local") throw UsageError("--init-method and --launch local exclude each other");
+    if (o.init_method.rfind("file://", 0) != 0 || o.init_method.size() <= 7) {
+      throw UsageError(fmt::format(
+          "--init-method \"{}\": expected file:///PATH (env:// and tcp:// need a store server gradsync does not run)",
+          o.init_method));
+    }
+    init_file_ = o.init_method.substr(7);
+    launch_ = Launch::kFile;
+    launcher_ = "file";
+    world_ = env_int("WORLD_SIZE", "--init-method");
+    rank_ = env_int("RANK", "--init-method");
+    gpu_offset_ = env_int("LOCAL_RANK", "--init-method");
+    if (world_ < 1 || rank_ >= world_)
+      throw UsageError(fmt::format("--init-method: RANK {} and WORLD_SIZE {}: expected 0 <= RANK < WORLD_SIZE", rank_,
+                                   world_));
+    processes_ = world_;
+    local_ = 1;
+  } else if (o.launch == "local" || (o.launch == "auto" && launcher.empty())) {
+    launch_ = Launch::kLocal;
+    launcher_ = "local";
+    world_ = o.world_size > 0 ? o.world_size : (backend_ == "gpu" ? info.visible_gpus : 1);
+    local_ = world_;
+  } else {
+    if (launcher.empty())
+      throw UsageError("--launch mpi: this process was not started by mpirun or srun (no OMPI_*/PMI_*/SLURM_* rank)");
+    mpi::init();
+    mpi_ = true;
+    launch_ = Launch::kMpi;
+    launcher_ = launcher;
+    world_ = mpi::size();
+    rank_ = mpi::rank();
+    processes_ = world_;
+    local_ = 1;
+    gpu_offset_ = local_rank_from_env();
+    if (o.world_size > 0 && o.world_size != world_) {
+      throw UsageError(fmt::format("--world-size {}: {} started {} ranks; expected the same or no --world-size",
+                                   o.world_size, launcher, world_));
+    }
+  }
+  if (backend_ == "gpu") {
+    const int needed = launch_ == Launch::kLocal ? world_ : gpu_offset_ + 1;
+    if (needed > info.visible_gpus) {
+      throw RuntimeError(fmt::format("host {}: {} needs {} GPU{}, {} visible ({})", host_,
+                                     launch_ == Launch::kLocal ? fmt::format("world size {}", world_)
+                                                               : fmt::format("local rank {}", gpu_offset_),
+                                     needed, needed == 1 ? "" : "s", info.visible_gpus, info.summary));
+    }
+  }
+}
+
+Runtime::~Runtime() {
+  if (mpi_) mpi::finalize();
+}
+
+RigOptions Runtime::rig_options(Bytes parameter_bytes, Bytes gradient_bytes) const {
+  RigOptions r;
+  r.backend = backend_;
+  r.launch = launch_;
+  r.world = world_;
+  r.first_rank = rank_;
+  r.local = local_;
+  r.gpu_offset = gpu_offset_;
+  r.parameter_bytes = parameter_bytes;
+  r.gradient_bytes = gradient_bytes;
+  r.timeout_s = o_.timeout_s;
+  r.init_file = init_file_;
+  r.host_name = host_;
+  return r;
+}
+
+std::vector<std::string> Runtime::gather(const std::string& mine) const {
+  if (mpi_) return mpi::gather(mine);
+  return {mine};
+}
+
+std::string Runtime::broadcast(const std::string& from_root) const {
+  if (mpi_) return mpi::broadcast(from_root);
+  return from_root;
+}
+
+void Runtime::barrier() const {
+  if (mpi_) mpi::barrier();
+}
+
+StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
+  if (strategy == Strategy::kDP && rt.processes() > 1) {
+    throw UsageError(fmt::format(
+        "DataParallel runs in one process driving every GPU; {} started {} processes. Run it as: gradsync bench "
+        "--strategy dp --launch local --world-size {}",
+        rt.launcher(), rt.processes(), rt.world()));
+  }
+  // The device name and memory come from a rig without model buffers: cheap on both backends.
+  const double capacity_hint = [&] {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    double kib = 0;
+    while (in >> key >> kib)
+      if (key == "MemTotal:") return kib * 1024.0 / std::max(1, rt.local());
+    return 0.0;
+  }();
+  std::string cpu_model = "CPU";
+  {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+        cpu_model = line.substr(line.find(':') + 2);
+        break;
+      }
+  }
+  Resolved r = resolve(s, rt, cpu_model, capacity_hint);
+  const ScenarioBasics& b = r.basics;
+  if (rt.backend() == "gpu") set_nccl_env(s);
+
+  const StepModel model = to_step_model(r.model, b.precision, b.seq_len);
+  ComputeContext ctx;
+  ctx.gpu = &r.spec;
+  ctx.precision = b.precision;
+  ctx.batch = b.batch;
+  ctx.seq_len = b.seq_len;
+  const RooflineCostModel costs(r.model, ctx, b.optimizer);
+
+  StrategyResult out;
+  out.strategy = strategy;
+  out.gpus = rt.world();
+  out.tokens_per_sample = r.model.default_seq_len ? b.seq_len : 1;
+  out.precision = std::string(precision_name(b.precision));
+  const std::int64_t global = b.batch * rt.world();
+  out.global_batch = global * s.grad_accum;
+
+  auto rig = make_rig(rt.rig_options(model.parameter_bytes(), model.gradient_bytes()));
+  out.gpu = rig->device_name();
+  rt.barrier();
+  rig->recorder().set_epoch(now_s());
+
+  if (strategy == Strategy::kDDP) {
+    DdpStepOptions o;
+    o.ddp.buckets.bucket_cap_mb = s.bucket_cap_mb;
+    o.ddp.buckets.find_unused_parameters = s.find_unused_parameters;
+    o.ddp.buckets.static_graph = s.static_graph;
+    o.ddp.gradient_as_bucket_view = s.gradient_as_bucket_view;
+    o.ddp.hook = b.hook;
+    o.grad_accum = s.grad_accum;
+    out.replicas = rt.world();
+    std::vector<std::unique_ptr<RealHost>> hosts;
+    for (int i = 0; i < rt.local(); ++i) {
+      hosts.push_back(std::make_unique<RealHost>(rig->recorder(), std::vector<int>{rt.rank() + i}));
+      rig->attach(i, &hosts.back()->iteration());
+    }
+    auto rank_main = [&](int i) {
+      DdpStep step(model, costs, o, b.batch, *hosts[static_cast<std::size_t>(i)], rig->device(i), rig->rank_group(i));
+      step.construct();
+      for (int it = 1; it <= s.iterations; ++it) step.run_iteration(it);
+      rig->device(i).synchronize();
+    };
+    if (rt.local() == 1) {
+      rank_main(0);
+    } else {
+      RealHost threads(rig->recorder(), {});
+      threads.parallel(rt.local(), rank_main);
+    }
+  } else {
+    const int m = DpStep::replicas(global, rt.world());
+    out.replicas = m;
+    std::vector<int> ids(static_cast<std::size_t>(rt.world()));
+    std::iota(ids.begin(), ids.end(), 0);
+    RealHost host(rig->recorder(), ids);
+    std::vector<Device*> devices;
+    for (int g = 0; g < rt.world(); ++g) {
+      devices.push_back(&rig->device(g));
+      rig->attach(g, &host.iteration());
+    }
+    DpStepOptions o;
+    o.grad_accum = s.grad_accum;
+    DpStep step(model, costs, o, global, host, devices, rig->local_group(m));
+    for (int it = 1; it <= s.iterations; ++it) step.run_iteration(it);
+    for (Device* d : devices) d->synchronize();
+  }
+
+  const std::vector<std::string> parts = rt.gather(pack(*rig, rt.local(), rt.rank()));
+  const double capacity = rig->capacity_bytes();
+  rt.barrier();
+  rig.reset();
+  if (!rt.root()) return out;
+
+  Unpacked u;
+  for (const std::string& p : parts) unpack(p, u);
+  out.trace = std::move(u.trace);
+  std::stable_sort(out.trace.events.begin(), out.trace.events.end(), [](const TraceEvent& a, const TraceEvent& c) {
+    return a.rank != c.rank ? a.rank < c.rank : a.start_s < c.start_s;
+  });
+  summarize(out, s.warmup);
+
+  const int members = strategy == Strategy::kDP ? out.replicas : out.gpus;
+  std::map<int, std::map<std::string, Traffic>> traffic;
+  for (const TraceEvent& e : out.trace.events) {
+    if (e.stream == Stream::kHost || e.iteration < 1) continue;
+    if (e.stream == Stream::kCompute && e.peer < 0) continue;
+    if (e.stream == Stream::kCompute || e.stream == Stream::kComm || e.stream == Stream::kCopy)
+      add_traffic(traffic[e.iteration], e, out.gpus, u.kinds, members);
+  }
+  out.traffic = traffic[s.iterations];
+  for (int g = 0; g < out.gpus; ++g) {
+    GpuResult gr;
+    gr.rank = g;
+    for (int it = s.warmup + 1; it <= s.iterations; ++it) {
+      for (const auto& [name, t] : traffic[it]) {
+        gr.bytes_in += t.in[static_cast<std::size_t>(g)];
+        gr.bytes_out += t.out[static_cast<std::size_t>(g)];
+      }
+    }
+    const double steady = s.iterations - s.warmup;
+    gr.bytes_in /= steady;
+    gr.bytes_out /= steady;
+    gr.peak_memory_bytes = u.peaks.count(g) ? u.peaks[g] : 0.0;
+    gr.capacity_bytes = capacity;
+    gr.oom = gr.peak_memory_bytes > gr.capacity_bytes;
+    out.per_gpu.push_back(gr);
+  }
+  for (const TraceEvent& e : out.trace.events) {
+    if (e.rank != 0 || e.stream != Stream::kComm) continue;
+    CollectiveCall c;
+    c.name = e.name;
+    const auto k = u.kinds.find(e.name);
+    c.collective = k != u.kinds.end() ? k->second : Collective::kAllreduce;
+    c.bytes = e.bytes;
+    c.members = members;
+    c.algorithm = rt.backend() == "gpu" ? "nccl" : (rt.launch() == Launch::kMpi ? "mpi" : "threads");
+    c.protocol = "measured";
+    const double d = e.duration_s();
+    c.bus_bw_Bps = d > 0 ? static_cast<double>(e.bytes) * bus_factor(c.collective, members) / d : 0.0;
+    c.start_s = e.start_s;
+    c.end_s = e.end_s;
+    c.iteration = e.iteration;
+    out.collectives.push_back(std::move(c));
+  }
+  return out;
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+std::vector<double> sizes_between(double lo, double hi, double factor, double align) {
+  std::vector<double> out;
+  for (double x = lo; x <= hi * (1 + 1e-12); x *= factor) {
+    const double a = std::max(align, std::floor(x / align) * align);
+    if (out.empty() || a > out.back()) out.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace
+
+CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
+  if (!(o.min_bytes > 0) || o.max_bytes < o.min_bytes)
+    throw UsageError(fmt::format("sizes {}..{}: expected 0 < --min-bytes <= --max-bytes", o.min_bytes, o.max_bytes));
+  if (!(o.step_factor > 1)) throw UsageError(fmt::format("--step-factor {}: expected a number > 1", o.step_factor));
+  if (o.repeats < 1) throw UsageError(fmt::format("--repeats {}: expected an integer >= 1", o.repeats));
+  const double max_flops = o.max_flops > 0 ? o.max_flops : (rt.backend() == "gpu" ? 1e12 : 2e10);
+
+  CalibrationRun run;
+  Calibration& cal = run.calibration;
+  auto rig = make_rig(rt.rig_options(64 << 20, 64 << 20));
+  cal.backend = rt.backend();
+  cal.host = rt.host();
+  cal.device = rig->device_name();
+  cal.library = rig->library();
+  cal.ranks = rt.world();
+  const int n = rt.world();
+
+  // Collectives: every rank (process or thread) runs the same loop; rank 0 times it.
+  for (Collective c : kCollectives) {
+    const double align = (c == Collective::kAllgather || c == Collective::kReduceScatter) ? 4.0 * n : 4.0;
+    const std::vector<double> sizes = sizes_between(o.min_bytes, o.max_bytes, o.step_factor, align);
+    std::vector<double> times(sizes.size());
+    auto body = [&](int i) {
+      ProcessGroup& pg = rig->rank_group(i);
+      for (std::size_t k = 0; k < sizes.size(); ++k) {
+        CollectiveOp op;
+        op.name = fmt::format("calibrate:{}", collective_name(c));
+        op.bytes = static_cast<Bytes>(c == Collective::kAllgather ? sizes[k] / n : sizes[k]);
+        CollectiveOp sync{"calibrate:sync", 4, DType::kFloat32, -1};
+        issue_collective(pg, c, op, 0)->wait();  // warm-up (buffers allocated)
+        pg.allreduce(sync)->wait();
+        const double t0 = now_s();
+        for (int r = 0; r < o.repeats; ++r) issue_collective(pg, c, op, 0)->wait();
+        const double t = (now_s() - t0) / o.repeats;
+        if (i == 0) times[k] = t;
+      }
+    };
+    if (rt.local() == 1) {
+      body(0);
+    } else {
+      RealHost threads(rig->recorder(), {});
+      threads.parallel(rt.local(), body);
+    }
+    CollectiveTable t;
+    t.collective = c;
+    t.ranks = n;
+    t.link_class = rig->link_class();
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      t.table.points.emplace_back(sizes[k], times[k]);
+      const double alg = times[k] > 0 ? sizes[k] / times[k] / 1e9 : 0.0;
+      run.rows.push_back({std::string(collective_name(c)), sizes[k], times[k], alg, alg * bus_factor(c, n)});
+    }
+    cal.collectives.push_back(std::move(t));
+  }
+
+  // The rest runs on the root's device 0 while the other ranks wait at a barrier.
+  if (rt.root()) {
+    Device& dev = rig->device(0);
+    auto timed = [&](const std::function<WorkPtr()>& issue) {
+      issue()->wait();  // warm-up
+      std::vector<double> ts;
+      for (int r = 0; r < o.repeats; ++r) {
+        const double t0 = now_s();
+        issue()->wait();
+        ts.push_back(now_s() - t0);
+      }
+      return median(ts);
+    };
+    const std::vector<double> byte_sizes = sizes_between(std::max(4.0, o.min_bytes), o.max_bytes, o.step_factor, 4);
+    for (double b : byte_sizes) {
+      const double t = timed([&] { return dev.copy_from_host({"calibrate:h2d", static_cast<Bytes>(b)}); });
+      cal.host_copy.points.emplace_back(b, t);
+      run.rows.push_back({"host_to_device", b, t, b / t / 1e9, 0});
+    }
+    // Peer copies need two devices in this process: the local ones, or a second rig on the CPU.
+    std::unique_ptr<Rig> pair;
+    Device* a = nullptr;
+    Device* peer = nullptr;
+    if (rt.local() >= 2) {
+      a = &rig->device(0);
+      peer = &rig->device(1);
+    } else if (rt.backend() == "cpu" || gpu_backend_info().visible_gpus >= 2) {
+      RigOptions po = rt.rig_options(64 << 20, 64 << 20);
+      po.launch = Launch::kLocal;
+      po.world = po.local = 2;
+      po.first_rank = 0;
+      po.gpu_offset = 0;
+      pair = make_rig(po);
+      a = &pair->device(0);
+      peer = &pair->device(1);
+    }
+    if (a && peer) {
+      for (double b : byte_sizes) {
+        const double t = timed([&] { return a->copy_to(*peer, {"calibrate:peer", static_cast<Bytes>(b)}); });
+        cal.peer_copy.points.emplace_back(b, t);
+        run.rows.push_back({"peer_copy", b, t, b / t / 1e9, 0});
+      }
+    }
+    pair.reset();
+    for (OpKind kind : {OpKind::kMatmul, OpKind::kConv, OpKind::kAttention}) {
+      CalibrationTable& t = cal.compute[kind];
+      for (double f = 1e6; f <= max_flops * (1 + 1e-12); f *= 4) {
+        ComputeOp op;
+        op.name = fmt::format("calibrate:{}", op_kind_name(kind));
+        op.kind = kind;
+        op.flops = f;
+        const double sec = timed([&] { return dev.compute(op); });
+        t.points.emplace_back(f, sec);
+        run.rows.push_back({std::string(op_kind_name(kind)), f, sec, f / sec / 1e9, 0});
+      }
+    }
+    CalibrationTable& mem = cal.compute[OpKind::kMemory];
+    for (double bb : byte_sizes) {
+      ComputeOp op;
+      op.name = "calibrate:memory";
+      op.kind = OpKind::kMemory;
+      op.bytes = std::max(8.0, bb);
+      const double sec = timed([&] { return dev.compute(op); });
+      mem.points.emplace_back(op.bytes, sec);
+      run.rows.push_back({"memory", op.bytes, sec, op.bytes / sec / 1e9, 0});
+    }
+    // Launch overhead: host time to issue a tiny kernel, averaged over many.
+    ComputeOp tiny;
+    tiny.name = "calibrate:launch";
+    tiny.kind = OpKind::kMemory;
+    tiny.bytes = 8;
+    dev.synchronize();
+    constexpr int kLaunches = 2000;
+    const double t0 = now_s();
+    for (int i = 0; i < kLaunches; ++i) dev.compute(tiny);
+    cal.launch_s = (now_s() - t0) / kLaunches;
+    dev.synchronize();
+    for (auto& [kind, t] : cal.compute) {
+      // Sizes made non-decreasing in time, as read_calibration does.
+      double best = 0;
+      for (auto& p : t.points) p.second = best = std::max(best, p.second);
+    }
+  }
+  rig->recorder().take();
+  rt.barrier();
+  return run;
+}
+
+}  // namespace gradsync::real
