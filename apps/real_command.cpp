@@ -60,8 +60,8 @@ Scenario real_scenario(const ScenarioArgs& a, const char* command) {
   }
   Scenario s = scenario_of(a, false);
   if (!a.file.empty() && s.topology != Scenario{}.topology && std::string(command) == "bench") {
-    throw ConfigError(fmt::format("{}: topology \"{}\": bench runs on this machine; remove the key", a.file,
-                                  s.topology));
+    throw ConfigError(
+        fmt::format("{}: topology \"{}\": bench runs on this machine; remove the key", a.file, s.topology));
   }
   return s;
 }
@@ -78,14 +78,13 @@ std::vector<std::string> real_header(const Scenario& s, const StrategyResult& r,
                                      const std::string& what) {
   std::vector<std::string> h;
   const std::int64_t per_gpu = r.gpus > 0 ? r.global_batch / s.grad_accum / r.gpus : 0;
-  h.push_back(fmt::format("gradsync {}: {} on host {}, {} x {}, batch {}/rank (global {}{}){}, {}, {}", what,
-                          s.model, rt.host(), r.gpus, r.gpu, per_gpu, r.global_batch,
-                          s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
-                          r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "",
-                          r.precision, s.optimizer));
+  h.push_back(fmt::format(
+      "gradsync {}: {} on host {}, {} x {}, batch {}/rank (global {}{}){}, {}, {}", what, s.model, rt.host(), r.gpus,
+      r.gpu, per_gpu, r.global_batch, s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
+      r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, s.optimizer));
   h.push_back(fmt::format("DDP: bucket_cap_mb {}, comm hook {}{}{}{}; backend {}, launched by {} ({} process{})",
-                          s.bucket_cap_mb ? fmt::format("{}", *s.bucket_cap_mb) : "25 (first bucket 1)",
-                          s.comm_hook, s.find_unused_parameters ? ", find_unused_parameters" : "",
+                          s.bucket_cap_mb ? fmt::format("{}", *s.bucket_cap_mb) : "25 (first bucket 1)", s.comm_hook,
+                          s.find_unused_parameters ? ", find_unused_parameters" : "",
                           s.static_graph ? ", static_graph" : "",
                           s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "", rt.backend(), rt.launcher(),
                           rt.processes(), rt.processes() == 1 ? "" : "es"));
@@ -134,7 +133,6 @@ struct CalibrateArgs {
   std::string out = "calibration.yaml";
 };
 
-
 void calibrate_command(const CalibrateArgs& a) {
   real::CalibrateOptions o = a.sweep;
   o.min_bytes = parse_size_flag("--min-bytes", a.min_bytes);
@@ -144,8 +142,8 @@ void calibrate_command(const CalibrateArgs& a) {
   if (!rt.root()) return;
   write_file_atomic(a.out, calibration_yaml(run.calibration));
   const Calibration& c = run.calibration;
-  reports::Table t({{"what", "", true}, {"size", "(B|FLOP)"}, {"time", "(us)"}, {"algbw", "(GB/s|GFLOP/s)"},
-                    {"busbw", "(GB/s)"}});
+  reports::Table t(
+      {{"what", "", true}, {"size", "(B|FLOP)"}, {"time", "(us)"}, {"algbw", "(GB/s|GFLOP/s)"}, {"busbw", "(GB/s)"}});
   for (const auto& r : run.rows) {
     t.add_row({r.what, fmt::format("{:.0f}", r.size), fmt::format("{:.2f}", r.time_s * 1e6),
                fmt::format("{:.2f}", r.algbw_GBps), fmt::format("{:.2f}", r.busbw_GBps)});
@@ -212,8 +210,8 @@ void register_real_commands(CLI::App& app) {
   bench->callback([ba] { bench_command(*ba); });
 
   auto ca = std::make_shared<CalibrateArgs>();
-  CLI::App* cal = app.add_subcommand(
-      "calibrate", "Measure collectives, copies, compute and launch overhead into calibration.yaml");
+  CLI::App* cal =
+      app.add_subcommand("calibrate", "Measure collectives, copies, compute and launch overhead into calibration.yaml");
   add_launch_options(cal, ca->launch);
   cal->add_option("--min-bytes", ca->min_bytes, "Smallest collective/copy size (default 8)");
   cal->add_option("--max-bytes", ca->max_bytes, "Largest collective/copy size (default 1GiB)");

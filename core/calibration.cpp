@@ -106,8 +106,9 @@ CalibrationTable read_table(const YamlReader& r, const YAML::Node& n, const std:
     if (!(size > 0) || !std::isfinite(size)) r.fail(p, at, fmt::format("size {} must be > 0", size));
     if (!(sec >= 0) || !std::isfinite(sec)) r.fail(p, at, fmt::format("time {} s must be >= 0", sec));
     if (!t.points.empty() && size <= t.points.back().first) {
-      r.fail(p, at, fmt::format("size {} is not larger than the previous {}; expected increasing sizes", size,
-                                t.points.back().first));
+      r.fail(p, at,
+             fmt::format("size {} is not larger than the previous {}; expected increasing sizes", size,
+                         t.points.back().first));
     }
     best = std::max(best, sec);  // a larger size never takes less time than a smaller one did
     t.points.emplace_back(size, best);
@@ -186,7 +187,8 @@ Calibration read_calibration(const std::string& path) {
   if (!compute.IsMap()) r.fail(compute, "compute", "expected a mapping of kind: table");
   for (const auto& kv : compute) {
     const std::string name = kv.first.as<std::string>();
-    const auto kind = std::find_if(std::begin(kKinds), std::end(kKinds), [&](OpKind k) { return op_kind_name(k) == name; });
+    const auto kind =
+        std::find_if(std::begin(kKinds), std::end(kKinds), [&](OpKind k) { return op_kind_name(k) == name; });
     if (kind == std::end(kKinds))
       r.fail(kv.first, "compute", fmt::format("unknown kind \"{}\"; expected matmul, conv, attention or memory", name));
     c.compute[*kind] = read_table(r, kv.second, "compute." + name);

@@ -29,8 +29,8 @@ struct CalibrationTable {
   // Segment: the fit between two neighbouring points.
   struct Segment {
     double from = 0, to = 0;
-    double latency_s = 0;      // the line's value at size 0
-    double rate = 0;           // size per second along the line (bytes/s or FLOP/s)
+    double latency_s = 0;  // the line's value at size 0
+    double rate = 0;       // size per second along the line (bytes/s or FLOP/s)
   };
   std::vector<Segment> segments() const;
 };
@@ -45,13 +45,13 @@ struct CollectiveTable {
 };
 
 struct Calibration {
-  std::string origin;   // the file it came from (errors and reports)
-  std::string backend;  // "cpu" (MPI + OpenBLAS) or "gpu" (CUDA + NCCL)
-  std::string host;     // the machine's host name
-  std::string device;   // the GPU's or CPU's name as the driver reports it
-  std::string library;  // versions: "Open MPI 4.1.4, OpenBLAS 0.3.21" / "CUDA 13.0, NCCL 2.27.3"
-  int ranks = 0;        // ranks the collectives ran on
-  double launch_s = 0;  // host time to issue one kernel
+  std::string origin;                          // the file it came from (errors and reports)
+  std::string backend;                         // "cpu" (MPI + OpenBLAS) or "gpu" (CUDA + NCCL)
+  std::string host;                            // the machine's host name
+  std::string device;                          // the GPU's or CPU's name as the driver reports it
+  std::string library;                         // versions: "Open MPI 4.1.4, OpenBLAS 0.3.21" / "CUDA 13.0, NCCL 2.27.3"
+  int ranks = 0;                               // ranks the collectives ran on
+  double launch_s = 0;                         // host time to issue one kernel
   std::map<OpKind, CalibrationTable> compute;  // matmul/conv/attention by FLOPs, memory by bytes
   CalibrationTable peer_copy;                  // device to device, by bytes (empty on one device)
   CalibrationTable host_copy;                  // host to device, by bytes

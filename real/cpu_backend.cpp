@@ -24,7 +24,7 @@ extern "C" char* openblas_get_config(void);
 namespace gradsync::real {
 namespace {
 
-constexpr int kMaxGemm = 2048;                   // largest square sgemm side; larger ops repeat it
+constexpr int kMaxGemm = 2048;                 // largest square sgemm side; larger ops repeat it
 constexpr std::size_t kStaging = 64ull << 20;  // copy destination, reused cyclically
 
 // Buffer: bytes that stay put (growing keeps the larger size).
@@ -228,9 +228,9 @@ class MpiGroup final : public Calls {
     const std::uint64_t ticket = wd_.begin(rank_, c, op.name, op.bucket);
     switch (c) {
       case Collective::kAllreduce:
-        check(MPI_Iallreduce(MPI_IN_PLACE, dev_.buffer(op.name, bytes), floats, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                             &req),
-              "MPI_Iallreduce", op);
+        check(
+            MPI_Iallreduce(MPI_IN_PLACE, dev_.buffer(op.name, bytes), floats, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req),
+            "MPI_Iallreduce", op);
         break;
       case Collective::kBroadcast:
         check(MPI_Ibcast(dev_.buffer(op.name, bytes), static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &req),
@@ -316,7 +316,7 @@ class ThreadComm {
     const std::size_t bytes = padded(op.bytes);
     CpuDevice& d = dev(m);
     char* in = d.buffer(op.name, c == Collective::kReduceScatter ? bytes : bytes);
-    char* out = c == Collective::kAllgather ? d.buffer(op.name + "#out", bytes * static_cast<std::size_t>(n))
+    char* out = c == Collective::kAllgather       ? d.buffer(op.name + "#out", bytes * static_cast<std::size_t>(n))
                 : c == Collective::kReduceScatter ? d.buffer(op.name + "#out", bytes / static_cast<std::size_t>(n) + 4)
                                                   : in;
     std::unique_lock<std::mutex> lock(mutex_);
@@ -353,8 +353,9 @@ class ThreadComm {
   static void part(const Slot& s, int m, int n, std::size_t bytes) {
     const std::size_t floats = bytes / 4;
     const auto slice = [&](std::size_t total, int who) {
-      return std::pair<std::size_t, std::size_t>{total * static_cast<std::size_t>(who) / static_cast<std::size_t>(n),
-                                                 total * static_cast<std::size_t>(who + 1) / static_cast<std::size_t>(n)};
+      return std::pair<std::size_t, std::size_t>{
+          total * static_cast<std::size_t>(who) / static_cast<std::size_t>(n),
+          total * static_cast<std::size_t>(who + 1) / static_cast<std::size_t>(n)};
     };
     const auto f = [](char* p) { return reinterpret_cast<float*>(p); };
     switch (s.c) {
@@ -475,7 +476,8 @@ class CpuRig final : public Rig {
     for (auto& d : devs_) raw.push_back(d.get());
     if (o.launch == Launch::kMpi) {
       if (o.local != 1) throw RuntimeError("real: under MPI each process drives one device");
-      rank_groups_.push_back(std::make_unique<MpiGroup>(*this, *devs_[0], o.first_rank, o.world, *watchdog_, o.host_name));
+      rank_groups_.push_back(
+          std::make_unique<MpiGroup>(*this, *devs_[0], o.first_rank, o.world, *watchdog_, o.host_name));
       link_ = mpi::all_ranks_on_one_host() ? "shm" : "net";
     } else if (o.launch == Launch::kFile) {
       throw UsageError(
@@ -507,7 +509,9 @@ class CpuRig final : public Rig {
   }
   void attach(int local, const std::atomic<int>* it) override { devs_.at(static_cast<std::size_t>(local))->attach(it); }
   double peak_bytes(int local) const override { return devs_.at(static_cast<std::size_t>(local))->peak(); }
-  double capacity_bytes() const override { return memory_total() / std::max(1, o_.launch == Launch::kMpi ? 1 : o_.local); }
+  double capacity_bytes() const override {
+    return memory_total() / std::max(1, o_.launch == Launch::kMpi ? 1 : o_.local);
+  }
   std::string device_name() const override { return cpu_name(); }
   std::string library() const override {
     std::string blas = openblas_get_config();

@@ -96,8 +96,7 @@ void Watchdog::loop() {
       const std::string what = fmt::format(
           "rank {}: {} \"{}\"{} did not complete within --timeout {} s (a peer never arrived, or left); "
           "aborting the communicator",
-          e.rank, collective_name(e.c), e.name, e.bucket >= 0 ? fmt::format(" (bucket {})", e.bucket) : "",
-          timeout_s_);
+          e.rank, collective_name(e.c), e.name, e.bucket >= 0 ? fmt::format(" (bucket {})", e.bucket) : "", timeout_s_);
       lock.unlock();
       abort_(what);
       return;  // not reached: abort_ ends the process

@@ -27,8 +27,8 @@ GpuBackendInfo gpu_backend_info();
 
 // GpuProps: what the CUDA runtime says about one GPU.
 struct GpuProps {
-  std::string name;      // "NVIDIA H100 80GB HBM3"
-  int sm_version = 0;    // compute capability x 10
+  std::string name;    // "NVIDIA H100 80GB HBM3"
+  int sm_version = 0;  // compute capability x 10
   double memory_bytes = 0;
 };
 // gpu_props: RuntimeError without the backend or without that device.

@@ -31,10 +31,11 @@ enum class Launch { kMpi, kLocal, kFile };
 struct RigOptions {
   std::string backend = "cpu";  // "cpu" or "gpu"
   Launch launch = Launch::kLocal;
-  int world = 1;       // ranks in the world group
-  int first_rank = 0;  // global rank of local device 0
-  int local = 1;       // devices this process drives (ranks first_rank .. first_rank + local - 1)
-  int gpu_offset = 0;  // GPU backend: CUDA device of local device 0 (LOCAL_RANK)
+  int world = 1;                   // ranks in the world group
+  int first_rank = 0;              // global rank of local device 0
+  int local = 1;                   // devices this process drives (ranks first_rank .. first_rank + local - 1)
+  int gpu_offset = 0;              // GPU backend: CUDA device of local device 0 (LOCAL_RANK)
+  std::string precision = "fp32";  // GPU GEMMs: fp32, tf32, bf16 or fp16 (the CPU runs fp32)
   Bytes parameter_bytes = 0;
   Bytes gradient_bytes = 0;
   double timeout_s = 600;

@@ -89,8 +89,8 @@ std::string pack(Rig& rig, int local, int first_rank) {
   json j;
   json ev = json::array();
   for (const TraceEvent& e : rig.recorder().take().events) {
-    ev.push_back({e.rank, static_cast<int>(e.stream), e.name, e.start_s, e.end_s, e.bytes, e.bucket, e.iteration,
-                  e.peer});
+    ev.push_back(
+        {e.rank, static_cast<int>(e.stream), e.name, e.start_s, e.end_s, e.bytes, e.bucket, e.iteration, e.peer});
   }
   j["events"] = std::move(ev);
   json peaks = json::object();
@@ -166,6 +166,34 @@ Resolved resolve(const Scenario& s, const Runtime& rt, const std::string& device
   return r;
 }
 
+// Fault injection for the tests of peers that never arrive: GRADSYNC_FAULT=stall:R makes rank R
+// stop before its second iteration (it sleeps), exit:R makes it exit at that point without a
+// word. Read once; anything else there is an error.
+struct Fault {
+  enum Kind { kNone, kStall, kExit } kind = kNone;
+  int rank = -1;
+};
+
+Fault fault_from_env() {
+  const char* v = std::getenv("GRADSYNC_FAULT");
+  if (!v || !*v) return {};
+  const std::string text = v;
+  Fault f;
+  const auto colon = text.find(':');
+  const std::string kind = text.substr(0, colon);
+  f.kind = kind == "stall" ? Fault::kStall : kind == "exit" ? Fault::kExit : Fault::kNone;
+  if (f.kind == Fault::kNone || colon == std::string::npos)
+    throw UsageError(fmt::format("GRADSYNC_FAULT=\"{}\": expected stall:RANK or exit:RANK", text));
+  f.rank = std::atoi(text.c_str() + colon + 1);
+  return f;
+}
+
+void inject(const Fault& f, int rank, int iteration) {
+  if (f.kind == Fault::kNone || f.rank != rank || iteration != 2) return;
+  if (f.kind == Fault::kExit) std::_Exit(3);
+  std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
 void set_nccl_env(const Scenario& s) {
   // NCCL reads NCCL_ALGO / NCCL_PROTO when the communicator is created.
   if (s.algo != "auto") ::setenv("NCCL_ALGO", s.algo == "ring" ? "Ring" : "Tree", 1);
@@ -227,8 +255,8 @@ Runtime::Runtime(const RealOptions& o) : o_(o), host_(hostname()) {
     rank_ = env_int("RANK", "--init-method");
     gpu_offset_ = env_int("LOCAL_RANK", "--init-method");
     if (world_ < 1 || rank_ >= world_)
-      throw UsageError(fmt::format("--init-method: RANK {} and WORLD_SIZE {}: expected 0 <= RANK < WORLD_SIZE", rank_,
-                                   world_));
+      throw UsageError(
+          fmt::format("--init-method: RANK {} and WORLD_SIZE {}: expected 0 <= RANK < WORLD_SIZE", rank_, world_));
     processes_ = world_;
     local_ = 1;
   } else if (o.launch == "local" || (o.launch == "auto" && launcher.empty())) {
@@ -256,10 +284,10 @@ Runtime::Runtime(const RealOptions& o) : o_(o), host_(hostname()) {
   if (backend_ == "gpu") {
     const int needed = launch_ == Launch::kLocal ? world_ : gpu_offset_ + 1;
     if (needed > info.visible_gpus) {
-      throw RuntimeError(fmt::format("host {}: {} needs {} GPU{}, {} visible ({})", host_,
-                                     launch_ == Launch::kLocal ? fmt::format("world size {}", world_)
-                                                               : fmt::format("local rank {}", gpu_offset_),
-                                     needed, needed == 1 ? "" : "s", info.visible_gpus, info.summary));
+      throw RuntimeError(fmt::format(
+          "host {}: {} needs {} GPU{}, {} visible ({})", host_,
+          launch_ == Launch::kLocal ? fmt::format("world size {}", world_) : fmt::format("local rank {}", gpu_offset_),
+          needed, needed == 1 ? "" : "s", info.visible_gpus, info.summary));
     }
   }
 }
@@ -344,7 +372,9 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
   const std::int64_t global = b.batch * rt.world();
   out.global_batch = global * s.grad_accum;
 
-  auto rig = make_rig(rt.rig_options(model.parameter_bytes(), model.gradient_bytes()));
+  RigOptions ro = rt.rig_options(model.parameter_bytes(), model.gradient_bytes());
+  ro.precision = out.precision;
+  auto rig = make_rig(ro);
   out.gpu = rig->device_name();
   rt.barrier();
   rig->recorder().set_epoch(now_s());
@@ -363,10 +393,14 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
       hosts.push_back(std::make_unique<RealHost>(rig->recorder(), std::vector<int>{rt.rank() + i}));
       rig->attach(i, &hosts.back()->iteration());
     }
+    const Fault fault = fault_from_env();
     auto rank_main = [&](int i) {
       DdpStep step(model, costs, o, b.batch, *hosts[static_cast<std::size_t>(i)], rig->device(i), rig->rank_group(i));
       step.construct();
-      for (int it = 1; it <= s.iterations; ++it) step.run_iteration(it);
+      for (int it = 1; it <= s.iterations; ++it) {
+        inject(fault, rt.rank() + i, it);
+        step.run_iteration(it);
+      }
       rig->device(i).synchronize();
     };
     if (rt.local() == 1) {

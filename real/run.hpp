@@ -19,10 +19,10 @@ namespace gradsync::real {
 
 // RealOptions: bench/calibrate/validate's launch flags.
 struct RealOptions {
-  std::string launch = "auto";  // auto: mpirun/srun when they started us, else local; local; mpi
-  int world_size = 0;           // --world-size with --launch local (0: every GPU, or 1 CPU rank)
-  std::string init_method;      // file:///PATH with RANK, WORLD_SIZE (LOCAL_RANK) in the environment
-  double timeout_s = 600;       // a collective older than this aborts the run
+  std::string launch = "auto";   // auto: mpirun/srun when they started us, else local; local; mpi
+  int world_size = 0;            // --world-size with --launch local (0: every GPU, or 1 CPU rank)
+  std::string init_method;       // file:///PATH with RANK, WORLD_SIZE (LOCAL_RANK) in the environment
+  double timeout_s = 600;        // a collective older than this aborts the run
   std::string backend = "auto";  // auto: gpu when built and a GPU is visible, else cpu
 };
 

@@ -13,9 +13,9 @@
 #include <set>
 #include <sstream>
 
+#include "core/calibration.hpp"
 #include "core/comm_hook.hpp"
 #include "core/ddp_step.hpp"
-#include "core/calibration.hpp"
 #include "core/dp_step.hpp"
 #include "core/error.hpp"
 #include "core/yaml_reader.hpp"
@@ -91,7 +91,6 @@ ResolvedScenario resolve(const Scenario& s) {
   }
   return r;
 }
-
 
 }  // namespace
 

@@ -1,0 +1,94 @@
+// calibration_test.cpp: calibration tables (the fit between points, below and past them) and
+// calibration.yaml written and read back, with its errors.
+#include "core/calibration.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace gradsync {
+namespace {
+
+CalibrationTable table() {
+  CalibrationTable t;
+  t.points = {{1000, 10e-6}, {1e6, 20e-6}, {1e8, 1020e-6}};
+  return t;
+}
+
+TEST(CalibrationTable, LinearBetweenPointsLatencyBelowAndLastSlopeBeyond) {
+  const CalibrationTable t = table();
+  EXPECT_DOUBLE_EQ(t.time(1000), 10e-6);
+  EXPECT_DOUBLE_EQ(t.time(1e6), 20e-6);
+  // Halfway between 1e6 and 1e8 (10 us per 1e6 bytes... 1000 us over 99e6 bytes).
+  EXPECT_NEAR(t.time(50.5e6), 520e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(t.time(10), 10e-6);         // below the smallest: its time
+  EXPECT_NEAR(t.time(199e6), 2020e-6, 1e-12);  // past the largest: the last segment goes on
+  EXPECT_EQ(t.time(0), 0.0);
+  const auto seg = t.segments();
+  ASSERT_EQ(seg.size(), 2u);
+  EXPECT_NEAR(seg[1].rate, 99e6 / 1000e-6, 1.0);  // bytes per second along the last segment
+  EXPECT_NEAR(seg[1].latency_s + 1e8 / seg[1].rate, 1020e-6, 1e-12);
+}
+
+std::string write(const std::string& text) {
+  const std::string path = testing::TempDir() + "/calibration_test.yaml";
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Calibration, WrittenFileReadsBackTheSamePoints) {
+  Calibration c;
+  c.backend = "cpu";
+  c.host = "node\"1";
+  c.device = "Some CPU";
+  c.library = "Open MPI v4.1.4, OpenBLAS 0.3.21";
+  c.ranks = 2;
+  c.launch_s = 1.5e-6;
+  c.compute[OpKind::kMatmul] = table();
+  c.compute[OpKind::kMemory] = table();
+  c.host_copy = table();
+  c.collectives.push_back({Collective::kAllreduce, 2, "shm", table()});
+  const Calibration back = read_calibration(write(calibration_yaml(c)));
+  EXPECT_EQ(back.backend, "cpu");
+  EXPECT_EQ(back.host, "node\"1");
+  EXPECT_EQ(back.ranks, 2);
+  EXPECT_DOUBLE_EQ(back.launch_s, 1.5e-6);
+  ASSERT_EQ(back.collectives.size(), 1u);
+  EXPECT_EQ(back.collectives[0].link_class, "shm");
+  EXPECT_EQ(back.collectives[0].table.points, table().points);
+  EXPECT_EQ(back.compute.at(OpKind::kMatmul).points, table().points);
+  EXPECT_TRUE(back.peer_copy.points.empty());
+  EXPECT_DOUBLE_EQ(*back.collective_time(Collective::kAllreduce, 2, 1e6), 20e-6);
+  EXPECT_FALSE(back.collective_time(Collective::kAllreduce, 4, 1e6).has_value());
+  EXPECT_FALSE(back.collective_time(Collective::kBroadcast, 2, 1e6).has_value());
+  EXPECT_DOUBLE_EQ(*back.compute_time(OpKind::kMatmul, 1e6, 0), 20e-6);
+  EXPECT_FALSE(back.compute_time(OpKind::kConv, 1e6, 0).has_value());
+  EXPECT_DOUBLE_EQ(*back.compute_time(OpKind::kConv, 0, 1e6), 20e-6);  // no FLOPs: memory-bound
+}
+
+TEST(Calibration, ErrorsNameTheFileLineAndField) {
+  const std::string head =
+      "schema_version: 1\nhardware: {backend: cpu, host: h, device: d, ranks: 2}\nlaunch_s: 1e-6\ncompute: {}\n";
+  try {
+    read_calibration(
+        write(head + "collectives:\n  - op: allreduce\n    ranks: 2\n    points: [[8, 1e-5], [4, 2e-5]]\n"));
+    FAIL() << "decreasing sizes accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("calibration_test.yaml:8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("size 4 is not larger than the previous 8"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_calibration(write(head + "collectives:\n  - {op: allscatter, ranks: 2, points: [[8, 1]]}\n")),
+               ConfigError);
+  EXPECT_THROW(read_calibration(write(head + "collectives:\n  - {op: allreduce, ranks: 2, points: [[8, -1]]}\n")),
+               ConfigError);
+  EXPECT_THROW(read_calibration(write("schema_version: 1\nhardware: {backend: tpu, host: h, device: d, ranks: 1}\n")),
+               ConfigError);
+  EXPECT_THROW(read_calibration(testing::TempDir() + "/no-such-calibration.yaml"), ConfigError);
+}
+
+}  // namespace
+}  // namespace gradsync

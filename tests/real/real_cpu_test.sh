@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# real_cpu_test.sh GRADSYNC CASE: real execution on the CPU backend (MPI + OpenBLAS), end to end.
+# Cases: mpi2, mpi4 (mpirun -np N bench: DDP completes, mode real, the trace's event names are
+# the simulation's), local (DP and DDP as threads), calibrate (mpirun -np 2 calibrate, then
+# simulate --calibration and validate), stall and exit (a rank that stops or leaves: an error
+# naming the collective, not a hang), errors (flags that cannot work). Skipped (77) without
+# mpirun, except when CI is set.
+set -euo pipefail
+bin=$1
+case_=$2
+if ! command -v mpirun >/dev/null; then
+  [[ -n "${CI:-}" ]] && { echo "FAIL: mpirun not found (openmpi-bin)"; exit 1; }
+  echo "SKIP: mpirun not found (Debian's openmpi-bin, scripts/setup)"; exit 77
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"  # Open MPI keeps its allocations to the end
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+small=(--model resnet18 --batch-per-gpu 1 --iterations 3 --warmup 1)
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# names FILE: the event names of events.csv (column "name"), sorted and unique.
+names() { awk -F, 'NR==1 { for (i = 1; i <= NF; i++) if ($i == "name") c = i; next } { print $c }' "$1" | sort -u; }
+
+same_names_as_simulation() {  # DIR GPUS STRATEGY
+  "$bin" simulate --strategy "$3" "${small[@]}" --precision fp32 --gpus "$2" --out "$tmp/sim-$2-$3" >/dev/null
+  diff <(names "$tmp/sim-$2-$3/events.csv" | grep -v '^dp:' || true) <(names "$1/events.csv" | grep -v '^dp:' || true) \
+    || fail "real and simulated traces name different events"
+  diff <(names "$tmp/sim-$2-$3/events.csv") <(names "$1/events.csv") || fail "event names differ"
+}
+
+case "$case_" in
+  mpi2 | mpi4)
+    n=${case_#mpi}
+    mpirun -np "$n" "$bin" bench "${small[@]}" --out "$tmp/b" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "bench"; }
+    grep -q "backend cpu, launched by mpirun ($n processes)" "$tmp/out" || { cat "$tmp/out"; fail "header"; }
+    grep -q '^  ddp ' "$tmp/out" || fail "no ddp row"
+    [[ $(grep -c '"mode": "real"' "$tmp/b/result.json") == 1 ]] || fail "result.json is not mode real"
+    [[ -f "$tmp/b/trace-ddp.json" && -f "$tmp/b/report.html" ]] || fail "missing outputs"
+    # Every rank's events reached rank 0: one iteration:3 event per rank.
+    [[ $(grep -c ',iteration:3,' "$tmp/b/events.csv") == "$n" ]] || fail "not every rank's trace was gathered"
+    same_names_as_simulation "$tmp/b" "$n" ddp
+    echo "mpirun -np $n bench: DDP ran on $n ranks, outputs mode real, event names as simulated"
+    ;;
+  local)
+    "$bin" bench "${small[@]}" --launch local --world-size 2 --out "$tmp/b" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "bench"; }
+    grep -q '^  dp ' "$tmp/out" && grep -q '^  ddp ' "$tmp/out" || { cat "$tmp/out"; fail "rows"; }
+    grep -q "DDP is .* than DP" "$tmp/out" || fail "no comparison line"
+    for s in dp ddp; do grep -q "^$s,1,comm," "$tmp/b/events.csv" || fail "no $s collectives on rank 1"; done
+    grep -q '^dp,0,copy,dp:scatter,' "$tmp/b/events.csv" || fail "DP scatter missing"
+    echo "--launch local --world-size 2: DP and DDP as threads, both measured"
+    ;;
+  calibrate)
+    mpirun -np 2 "$bin" calibrate --max-bytes 1MiB --max-flops 1e8 --repeats 2 --out "$tmp/cal.yaml" >"$tmp/out" 2>&1 \
+      || { cat "$tmp/out"; fail "calibrate"; }
+    for k in allreduce broadcast reduce allgather reducescatter host_to_device peer_copy matmul conv attention memory; do
+      grep -q "^  $k " "$tmp/out" || fail "calibrate printed no $k row"
+    done
+    grep -q 'backend: "cpu"' "$tmp/cal.yaml" && grep -q 'ranks: 2' "$tmp/cal.yaml" || fail "calibration hardware"
+    "$bin" simulate --strategy ddp "${small[@]}" --precision fp32 --gpus 2 --calibration "$tmp/cal.yaml" --out "$tmp/s" \
+      >"$tmp/sim.out" || fail "simulate --calibration"
+    grep -q "(calibrated)" "$tmp/sim.out" || { cat "$tmp/sim.out"; fail "not calibrated"; }
+    mpirun -np 2 "$bin" validate "${small[@]}" --precision fp32 --calibration "$tmp/cal.yaml" --out "$tmp/v" \
+      >"$tmp/val.out" 2>&1 || { cat "$tmp/val.out"; fail "validate"; }
+    grep -q "measured against simulated" "$tmp/val.out" || fail "no validation table"
+    grep -q '^  ddp       steady       step ' "$tmp/val.out" || { cat "$tmp/val.out"; fail "no step row"; }
+    grep -q '^  ddp       iteration 3  step ' "$tmp/val.out" || fail "no per-iteration row"
+    head -1 "$tmp/v/validation.csv" | grep -q '^strategy,scope,phase,measured_s,simulated_s,error$' || fail "validation.csv"
+    grep -q '"validation"' "$tmp/v/result.json" || fail "validation in result.json"
+    echo "calibrate wrote a file the simulator loads; validate printed measured against simulated"
+    ;;
+  stall)
+    start=$(date +%s)
+    rc=0
+    GRADSYNC_FAULT=stall:1 timeout 120 mpirun -np 2 "$bin" bench "${small[@]}" --timeout 3 --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc != 0 && $rc != 124 ]] || { cat "$tmp/out"; fail "a stalled peer gave exit $rc"; }
+    grep -q 'rank 0: .* did not complete within --timeout 3 s' "$tmp/out" || { cat "$tmp/out"; fail "no watchdog error"; }
+    [[ ! -e "$tmp/b/summary.csv" ]] || fail "a failed run wrote outputs"
+    rc=0
+    GRADSYNC_FAULT=stall:1 timeout 120 "$bin" bench "${small[@]}" --launch local --world-size 2 --strategy ddp --timeout 3 \
+      --out "$tmp/c" >"$tmp/out2" 2>&1 || rc=$?
+    [[ $rc == 1 ]] || { cat "$tmp/out2"; fail "threads: exit $rc"; }
+    grep -q 'did not complete within --timeout 3 s' "$tmp/out2" || fail "threads: no watchdog error"
+    echo "a rank that stops: the watchdog aborts after --timeout with the collective named ($(( $(date +%s) - start )) s)"
+    ;;
+  exit)
+    rc=0
+    GRADSYNC_FAULT=exit:1 timeout 120 mpirun -np 2 "$bin" bench "${small[@]}" --timeout 5 --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc != 0 && $rc != 124 ]] || { cat "$tmp/out"; fail "a rank that exits early gave exit $rc"; }
+    [[ ! -e "$tmp/b/summary.csv" ]] || fail "a failed run wrote outputs"
+    echo "a rank that exits early: the run ends with exit $rc, no hang, no outputs"
+    ;;
+  errors)
+    rc=0; mpirun -np 2 "$bin" bench "${small[@]}" --strategy dp --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc == 2 ]] && grep -q 'DataParallel runs in one process' "$tmp/out" || { cat "$tmp/out"; fail "dp under mpirun: $rc"; }
+    rc=0; mpirun -np 2 "$bin" bench "${small[@]}" --world-size 3 --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc == 2 ]] && grep -q -- '--world-size 3: mpirun started 2 ranks' "$tmp/out" || { cat "$tmp/out"; fail "world size: $rc"; }
+    rc=0; "$bin" bench "${small[@]}" --precision bf16 --backend cpu --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc == 1 ]] && grep -q 'the CPU backend computes in fp32' "$tmp/out" || { cat "$tmp/out"; fail "bf16 on cpu: $rc"; }
+    rc=0; "$bin" bench "${small[@]}" --backend cpu --init-method "file://$tmp/id" --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc == 2 ]] && grep -q 'is not set; expected it as torchrun sets it' "$tmp/out" || { cat "$tmp/out"; fail "file init without RANK: $rc"; }
+    rc=0; RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "$bin" bench "${small[@]}" --backend cpu --init-method "file://$tmp/id" \
+      --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc == 2 ]] && grep -q 'the CPU backend.s ranks reach each other through MPI' "$tmp/out" || { cat "$tmp/out"; fail "file init on cpu: $rc"; }
+    [[ ! -e "$tmp/b" ]] || fail "a failed run wrote outputs"
+    echo "bad launches are errors with exit codes 1/2"
+    ;;
+  *) fail "unknown case $case_" ;;
+esac
