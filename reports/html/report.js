@@ -197,6 +197,34 @@
       ], s.explain);
     });
 
+    if (data.validation) {
+      const va = section('Measured against simulated', 'gradsync validate: the real run beside the simulation with the calibration, per steady iteration on rank 0 and per iteration; error = (simulated - measured) / measured.');
+      const steady = data.validation.filter(r => r.scope === 'steady');
+      const vrows = [];
+      steady.forEach(r => {
+        vrows.push({ phase: r.strategy + ' ' + r.phase, source: 'measured', ms: r.measured_s * 1e3 });
+        vrows.push({ phase: r.strategy + ' ' + r.phase, source: 'simulated', ms: r.simulated_s * 1e3 });
+      });
+      chart(va, 'chart-validation', {
+        width: 640, height: { step: 12 }, data: { values: vrows },
+        mark: 'bar',
+        encoding: {
+          y: { field: 'phase', type: 'nominal', sort: null, title: null },
+          yOffset: { field: 'source' },
+          x: { field: 'ms', type: 'quantitative', title: 'ms per steady iteration' },
+          color: { field: 'source', type: 'nominal', title: null, scale: { domain: ['measured', 'simulated'], range: ['#4e79a7', '#f28e2b'] } },
+          tooltip: [{ field: 'phase' }, { field: 'source' }, { field: 'ms', format: '.3f' }],
+        },
+      });
+      table(va, [
+        { key: 'strategy', label: 'strategy', text: true }, { key: 'scope', label: 'scope', text: true },
+        { key: 'phase', label: 'phase', text: true },
+        { key: 'measured_s', label: 'measured (ms)', format: v => fmt(v * 1e3, 3) },
+        { key: 'simulated_s', label: 'simulated (ms)', format: v => fmt(v * 1e3, 3) },
+        { key: 'error', label: 'error (%)', format: v => fmt(v * 100, 1) },
+      ], data.validation);
+    }
+
     const me = section('Memory per GPU', 'Peak memory (parameters, gradients, optimizer state, activations, CUDA context) against the GPU\'s capacity.');
     const mwrap = el('div', null, 'charts');
     me.appendChild(mwrap);

@@ -64,3 +64,14 @@ run(['compare', '--model', evilModel, '--gpus', '2', '--iterations', '2', '--war
 const dom = check('escaped', path.join(outDir, 'escaped', 'report.html'), 9, 3000);
 assert.ok(dom.includes('&lt;script&gt;alert(1)&lt;/script&gt;'), 'the model path shows as text');
 console.log('a model path holding <script>alert(1)</script> shows as text and runs nothing');
+
+// gradsync validate's page (real CPU run, one process, two ranks as threads): the section
+// "Measured against simulated" draws its chart.
+const cal = path.join(outDir, 'calibration.yaml');
+run(['calibrate', '--backend', 'cpu', '--launch', 'local', '--world-size', '2', '--max-bytes', '256KiB', '--max-flops', '1e7', '--repeats', '1', '--out', cal]);
+run(['validate', '--backend', 'cpu', '--launch', 'local', '--world-size', '2', '--strategy', 'ddp', '--model', 'resnet18', '--batch-per-gpu', '1',
+  '--iterations', '2', '--warmup', '1', '--precision', 'fp32', '--calibration', cal, '--out', path.join(outDir, 'validate')]);
+const vdom = check('validate', path.join(outDir, 'validate', 'report.html'), 5, 4000);
+assert.ok(vdom.includes('chart-validation'), 'the validation chart is on the page');
+assert.ok(vdom.includes('Measured against simulated'), 'the validation section is on the page');
+console.log('validate: the measured-against-simulated section renders');
