@@ -113,16 +113,7 @@ void bench_command(const BenchArgs& a) {
   real::Runtime rt(a.launch);
   const reports::Report rep = run_bench(s, strategies_for(a.strategy, rt), rt, "bench");
   if (!rt.root()) return;
-  const std::vector<std::string> written = reports::write_outputs(a.out, rep);
-  reports::print_summary(rep, std::cout);
-  if (a.explain) {
-    std::cout << "#\n";
-    reports::print_explain(rep, std::cout);
-  }
-  std::cout << fmt::format(
-      "# wrote {} files to {}/: summary.csv, iterations.csv, events.csv, result.json, trace-<strategy>.json, "
-      "report.html\n",
-      written.size(), a.out);
+  print_report(rep, a.out, reports::write_outputs(a.out, rep), a.explain);
 }
 
 struct CalibrateArgs {
@@ -180,14 +171,7 @@ void validate_command(const ValidateArgs& va) {
     rep.validation.insert(rep.validation.end(), rows.begin(), rows.end());
   }
   rep.header.push_back(fmt::format("simulated on {} with calibration {}", simulated.topology, s.calibration));
-  const std::vector<std::string> written = reports::write_outputs(a.out, rep);
-  reports::print_summary(rep, std::cout);
-  std::cout << "#\n";
-  reports::print_validation(rep.validation, std::cout);
-  std::cout << fmt::format(
-      "# wrote {} files to {}/: summary.csv, iterations.csv, events.csv, result.json, trace-<strategy>.json, "
-      "report.html, validation.csv\n",
-      written.size(), a.out);
+  print_report(rep, a.out, reports::write_outputs(a.out, rep), false);
 }
 
 void add_bench_options(CLI::App* cmd, BenchArgs& a, const char* default_out) {

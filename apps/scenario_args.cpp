@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <iostream>
+
 #include "apps/cli.hpp"
 #include "core/error.hpp"
 #include "sim/nccl_model.hpp"
@@ -84,6 +86,23 @@ Scenario scenario_of(const ScenarioArgs& a, bool check) {
     }
   }
   return s;
+}
+
+void print_report(const reports::Report& rep, const std::string& out, const std::vector<std::string>& written,
+                  bool explain) {
+  reports::print_summary(rep, std::cout);
+  if (explain) {
+    std::cout << "#\n";
+    reports::print_explain(rep, std::cout);
+  }
+  if (!rep.validation.empty()) {
+    std::cout << "#\n";
+    reports::print_validation(rep.validation, std::cout);
+  }
+  std::cout << fmt::format(
+      "# wrote {} files to {}/: summary.csv, iterations.csv, events.csv, result.json, "
+      "trace-<strategy>.json (open in ui.perfetto.dev), report.html{}\n",
+      written.size(), out, rep.validation.empty() ? "" : ", validation.csv");
 }
 
 std::vector<std::string> scenario_header(const Scenario& s, const std::vector<StrategyResult>& rs,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "reports/report.hpp"
 #include "sim/simulate.hpp"
 
 namespace gradsync::apps {
@@ -33,6 +34,11 @@ sim::Scenario scenario_of(const ScenarioArgs& a, bool check);
 
 // scenario_header: the `#` lines that describe a scenario and how it was run, above every table
 // and at the top of the HTML report.
+// print_report: what a scenario command prints after writing `written` into `out`: the table,
+// --explain's phases when asked, validate's rows when the report has them, and the files.
+void print_report(const reports::Report& rep, const std::string& out, const std::vector<std::string>& written,
+                  bool explain);
+
 std::vector<std::string> scenario_header(const sim::Scenario& s, const std::vector<StrategyResult>& rs,
                                          const std::string& what);
 

@@ -52,16 +52,7 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
   rep.scenario = sim::scenario_json(s);
   for (Strategy st : strategies) rep.strategies.push_back(sim::simulate_isolated(s, st));
   rep.header = scenario_header(s, rep.strategies, what);
-  const std::vector<std::string> written = reports::write_outputs(a.out, rep);
-  reports::print_summary(rep, std::cout);
-  if (a.explain) {
-    std::cout << "#\n";
-    reports::print_explain(rep, std::cout);
-  }
-  std::cout << fmt::format(
-      "# wrote {} files to {}/: summary.csv, iterations.csv, events.csv, result.json, "
-      "trace-<strategy>.json (open in ui.perfetto.dev), report.html\n",
-      written.size(), a.out);
+  print_report(rep, a.out, reports::write_outputs(a.out, rep), a.explain);
 }
 
 struct CollectivesArgs {
@@ -76,7 +67,6 @@ Collective parse_op(const std::string& op) {
   if (const auto c = parse_collective(op)) return *c;
   throw UsageError(fmt::format("--op \"{}\": expected allreduce, broadcast, reduce, allgather or reducescatter", op));
 }
-
 
 void run_collectives(CollectivesArgs a) {
   a.sweep.op = parse_op(a.op);

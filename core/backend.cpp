@@ -73,6 +73,20 @@ WorkPtr issue_collective(ProcessGroup& pg, Collective c, const CollectiveOp& op,
   return pg.allreduce(op);
 }
 
+double bus_factor(Collective c, int n) {
+  switch (c) {
+    case Collective::kAllreduce:
+      return 2.0 * (n - 1) / n;
+    case Collective::kAllgather:
+    case Collective::kReduceScatter:
+      return static_cast<double>(n - 1) / n;
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+      return 1.0;
+  }
+  return 1.0;
+}
+
 std::string forward_event(std::string_view layer) { return fmt::format("fwd:{}", layer); }
 std::string backward_event(std::string_view layer) { return fmt::format("bwd:{}", layer); }
 std::string bucket_event(std::string_view what, int bucket) { return fmt::format("{}:bucket{}", what, bucket); }

@@ -132,6 +132,11 @@ class ProcessGroup {
   virtual WorkPtr reduce_scatter(const CollectiveOp& op) = 0;
 };
 
+// bus_factor: nccl-tests' busbw / algbw for a collective over n ranks (allreduce 2(n-1)/n,
+// allgather and reduce-scatter (n-1)/n, broadcast and reduce 1): also the bytes each rank sends
+// and receives per byte of the buffer in NCCL's ring algorithms.
+double bus_factor(Collective c, int n);
+
 // issue_collective calls the method of `pg` that runs `c` (root: for broadcast and reduce).
 WorkPtr issue_collective(ProcessGroup& pg, Collective c, const CollectiveOp& op, int root);
 

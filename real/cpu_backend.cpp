@@ -99,15 +99,7 @@ class CpuDevice final : public Device {
     }
   }
   TraceEvent event(Stream s, const std::string& name, Bytes bytes, int bucket, int peer) const {
-    TraceEvent e;
-    e.rank = index_;
-    e.stream = s == Stream::kHost ? Stream::kCompute : s;
-    e.name = name;
-    e.bytes = bytes;
-    e.bucket = bucket;
-    e.peer = peer;
-    e.iteration = iteration_ ? iteration_->load() : 0;
-    return e;
+    return device_event(index_, iteration_, s, name, bytes, bucket, peer);
   }
   // buffer: the device buffer a collective named `name` uses (its bucket, its replicate chunk).
   char* buffer(const std::string& name, std::size_t bytes) {

@@ -150,19 +150,4 @@ void RealHost::end_iteration(int iteration) {
   }
 }
 
-double bus_factor(Collective c, int n) {
-  if (n <= 1) return 0.0;
-  switch (c) {
-    case Collective::kAllreduce:
-      return 2.0 * (n - 1) / n;
-    case Collective::kAllgather:
-    case Collective::kReduceScatter:
-      return static_cast<double>(n - 1) / n;
-    case Collective::kBroadcast:
-    case Collective::kReduce:
-      return 1.0;
-  }
-  return 1.0;
-}
-
 }  // namespace gradsync::real

@@ -47,6 +47,21 @@ class Recorder {
   double epoch_ = 0;
 };
 
+// device_event: an event of device `rank` on stream `s` (device work on the host stream goes to
+// the compute track), tagged with the iteration its host is issuing (0 before the first).
+inline TraceEvent device_event(int rank, const std::atomic<int>* iteration, Stream s, const std::string& name,
+                               Bytes bytes, int bucket, int peer) {
+  TraceEvent e;
+  e.rank = rank;
+  e.stream = s == Stream::kHost ? Stream::kCompute : s;
+  e.name = name;
+  e.bytes = bytes;
+  e.bucket = bucket;
+  e.peer = peer;
+  e.iteration = iteration ? iteration->load() : 0;
+  return e;
+}
+
 // RealWork: every Work of the real engines, so that stream_wait can keep what it was given.
 class RealWork : public Work, public std::enable_shared_from_this<RealWork> {};
 inline WorkPtr share(Work& w) { return static_cast<RealWork&>(w).shared_from_this(); }
@@ -181,8 +196,5 @@ class RealHost final : public Host {
   std::atomic<int> iteration_{0};
   double start_ = 0;
 };
-
-// bus_factor: nccl-tests' bytes each rank sends (and receives) per byte of the buffer.
-double bus_factor(Collective c, int n);
 
 }  // namespace gradsync::real

@@ -210,15 +210,7 @@ class GpuDevice final : public Device {
 
   cudaStream_t stream(Stream s) const { return s == Stream::kComm ? comm_ : s == Stream::kCopy ? copy_ : compute_; }
   TraceEvent event(Stream s, const std::string& name, Bytes bytes, int bucket, int peer) const {
-    TraceEvent e;
-    e.rank = index_;
-    e.stream = s == Stream::kHost ? Stream::kCompute : s;
-    e.name = name;
-    e.bytes = bytes;
-    e.bucket = bucket;
-    e.peer = peer;
-    e.iteration = iteration_ ? iteration_->load() : 0;
-    return e;
+    return device_event(index_, iteration_, s, name, bytes, bucket, peer);
   }
   // timed: record start, enqueue, record end on stream s; the end event is the work.
   template <class F>

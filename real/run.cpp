@@ -216,7 +216,8 @@ void add_traffic(std::map<std::string, Traffic>& t, const TraceEvent& e, int gpu
   const auto r = static_cast<std::size_t>(e.rank);
   if (e.stream == Stream::kComm) {
     const auto k = kinds.find(e.name);
-    const double bus = b * bus_factor(k != kinds.end() ? k->second : Collective::kAllreduce, members);
+    const double bus =
+        members > 1 ? b * bus_factor(k != kinds.end() ? k->second : Collective::kAllreduce, members) : 0.0;
     tr.out[r] += bus;
     tr.in[r] += bus;
   } else if (e.peer >= 0 && e.peer != e.rank) {

@@ -391,21 +391,9 @@ struct SimCluster::Impl::Instance {
     arrived.add();
     arrived.wait_at_least(members_);
     sleep_for(*measured_s);
-    const double bus = static_cast<double>(op.bytes) * bus_bytes_factor(coll, members_);
+    const double bus = members_ > 1 ? static_cast<double>(op.bytes) * bus_factor(coll, members_) : 0.0;
     impl_->tally(iteration, op.name, me, -1, bus);
     impl_->tally(iteration, op.name, -1, me, bus);
-  }
-  // nccl-tests' bus bandwidth factor: the bytes each rank sends (and receives) per buffer byte.
-  static double bus_bytes_factor(Collective c, int k) {
-    switch (c) {
-      case Collective::kAllreduce:
-        return 2.0 * (k - 1) / k;
-      case Collective::kAllgather:
-      case Collective::kReduceScatter:
-        return static_cast<double>(k - 1) / k;
-      default:
-        return k > 1 ? 1.0 : 0.0;
-    }
   }
 };
 

@@ -252,20 +252,6 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
   return out;
 }
 
-double bus_factor(Collective c, int n) {
-  switch (c) {
-    case Collective::kAllreduce:
-      return 2.0 * (n - 1) / n;
-    case Collective::kAllgather:
-    case Collective::kReduceScatter:
-      return static_cast<double>(n - 1) / n;
-    case Collective::kBroadcast:
-    case Collective::kReduce:
-      return 1.0;
-  }
-  return 1.0;
-}
-
 std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw) {
   const Topology topo = field("topology", sw.topology, [&] { return load_topology(sw.topology); });
   const int n = sw.gpus > 0 ? sw.gpus : topo.gpu_count();

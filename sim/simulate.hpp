@@ -91,8 +91,8 @@ struct CollectiveSweep {
   std::string proto = "auto";
 };
 
-// bus_factor: nccl-tests' busbw / algbw for an operation over n ranks.
-double bus_factor(Collective c, int n);
+// bus_factor (core/backend.hpp): nccl-tests' busbw / algbw.
+using ::gradsync::bus_factor;
 
 // simulate_collectives runs each size once, one after the other, in one engine (created here).
 std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sweep);
