@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/error.hpp"
@@ -97,6 +99,21 @@ class Search {
     return it->second;
   }
   const Route& gpu_route(int a, int b) { return route(topo_.gpu(a), topo_.gpu(b)); }
+  // net_hop: GPU `from` -> its NIC -> the fabric (an ECMP path labelled by the channel, as
+  // switches spread flows) -> the next node's NIC -> GPU `to`; found once per channel speed pass
+  // would cost a fabric-wide search per node and pass, so kept.
+  const Route& net_hop(int from, VertexId nic, VertexId next_nic, int to, int channel) {
+    const auto key = std::make_tuple(from, nic, next_nic, to, channel);
+    auto it = hops_.find(key);
+    if (it == hops_.end()) {
+      const Route fabric = routes_.route(nic, next_nic, static_cast<std::uint64_t>(channel) + 1);
+      it = hops_
+               .emplace(key,
+                        join(topo_, join(topo_, route(topo_.gpu(from), nic), fabric), route(next_nic, topo_.gpu(to))))
+               .first;
+    }
+    return it->second;
+  }
 
   // speeds: candidate per-channel speeds, fastest first, and the upper bound on the total.
   std::vector<double> speeds(double& upper_bound) {
@@ -315,9 +332,7 @@ class Search {
       ch.order.push_back(chain.back());
       const std::size_t next = (n + 1) % nodes_.size();
       // The fabric leg takes an ECMP path labelled by the channel, as switches spread flows.
-      const Route fabric = routes_.route(ch.nics[n], ch.nics[next], static_cast<std::uint64_t>(c) + 1);
-      const Route hop = join(topo_, join(topo_, route(topo_.gpu(chain.back()), ch.nics[n]), fabric),
-                             route(ch.nics[next], topo_.gpu(ch.chains[next].front())));
+      const Route& hop = net_hop(chain.back(), ch.nics[n], ch.nics[next], ch.chains[next].front(), c);
       if (!fits(hop, s)) return false;
       take(hop, s, 1);
       ch.hops.push_back(hop);
@@ -416,6 +431,7 @@ class Search {
   std::vector<std::vector<int>> nodes_;
   std::vector<std::vector<VertexId>> nics_;
   std::unordered_map<std::uint64_t, Route> cache_;
+  std::map<std::tuple<int, VertexId, VertexId, int, int>, Route> hops_;
 };
 
 }  // namespace

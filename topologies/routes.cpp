@@ -1,14 +1,15 @@
 // routes.cpp: Dijkstra over link latencies, path reconstruction and NCCL path classes.
 #include "topologies/routes.hpp"
 
-#include <boost/graph/dijkstra_shortest_paths.hpp>
-#include <boost/graph/dijkstra_shortest_paths_no_color_map.hpp>
+#include <boost/range/iterator_range.hpp>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <string>
 
 namespace gradsync {
 namespace {
@@ -16,15 +17,6 @@ namespace {
 // kHopTieBreak_s: added to every link's weight so that among equal-latency paths the one with
 // fewer hops wins (and zero-latency links do not make long detours free).
 constexpr double kHopTieBreak_s = 1e-12;
-
-// RecordLink stores, for every vertex reached, the link Dijkstra relaxed to reach it.
-struct RecordLink : boost::default_dijkstra_visitor {
-  std::vector<std::uint32_t>* pred;
-  template <typename Graph>
-  void edge_relaxed(LinkId e, const Graph& g) {
-    (*pred)[boost::target(e, g)] = static_cast<std::uint32_t>(g[e].index);
-  }
-};
 
 }  // namespace
 
@@ -102,27 +94,131 @@ struct Routes::Tree {
   std::vector<double> dist;
 };
 
-Routes::Routes(const Topology& topo) : topo_(topo), trees_(topo.vertex_count()), weight_(topo.links().size()) {
+// Search: Dijkstra over the adjacency arrays, from one source. Vertices leave the heap in order
+// of (distance, index), and a vertex keeps the first link that reached it at its final distance,
+// so a search stopped when its target leaves the heap has found the same path as a full one.
+struct Routes::Search {
+  std::vector<double> dist;
+  std::vector<std::uint32_t> pred;
+  std::vector<std::uint32_t> stamp;  // dist/pred valid where stamp == generation
+  std::uint32_t generation = 0;
+  using Entry = std::pair<double, std::uint32_t>;
+  std::vector<Entry> heap;
+  std::vector<std::uint32_t> settled;  // in machine mode
+};
+
+// Local: the shortest paths from one vertex to every vertex of its machine (and whatever lay
+// nearer), as (vertex, link) pairs sorted by vertex.
+struct Routes::Local {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pred;
+};
+
+Routes::Routes(const Topology& topo) : topo_(topo), weight_(topo.links().size()), search_(std::make_unique<Search>()) {
   for (LinkId e : topo.links()) weight_[topo.link(e).index] = topo.link(e).latency_s + kHopTieBreak_s;
+  const TopoGraph& g = topo.graph();
+  const std::size_t n = topo.vertex_count();
+  first_.assign(n + 1, 0);
+  for (VertexId v = 0; v < n; ++v) {
+    for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      adj_.push_back({static_cast<std::uint32_t>(boost::target(e, g)), static_cast<std::uint32_t>(g[e].index)});
+    }
+    first_[v + 1] = static_cast<std::uint32_t>(adj_.size());
+  }
+  // Machines: vertices sharing a `host` name (network switches have none).
+  std::unordered_map<std::string, std::int32_t> ids;
+  machine_.assign(n, -1);
+  for (VertexId v = 0; v < n; ++v) {
+    const std::string& h = topo.vertex(v).host;
+    if (h.empty()) continue;
+    const auto [it, fresh] = ids.try_emplace(h, static_cast<std::int32_t>(machine_size_.size()));
+    if (fresh) machine_size_.push_back(0);
+    machine_[v] = it->second;
+    ++machine_size_[static_cast<std::size_t>(it->second)];
+  }
+  // Keep at most ~4M (distance, link) entries of whole trees: 48 MB whatever the cluster.
+  max_trees_ = std::max<std::size_t>(4, (std::size_t{4} << 20) / std::max<std::size_t>(1, n));
 }
 Routes::~Routes() = default;
 
-const Routes::Tree& Routes::tree(VertexId source) const {
-  std::unique_ptr<Tree>& slot = trees_.at(source);
-  if (slot) return *slot;
-  const TopoGraph& g = topo_.graph();
-  auto t = std::make_unique<Tree>();
-  t->pred.assign(topo_.vertex_count(), 0);
-  t->dist.assign(topo_.vertex_count(), std::numeric_limits<double>::infinity());
-  RecordLink visitor;
-  visitor.pred = &t->pred;
-  boost::dijkstra_shortest_paths_no_color_map(
-      g, source,
-      boost::weight_map(boost::make_iterator_property_map(weight_.data(), boost::get(&TopoLink::index, g)))
-          .distance_map(t->dist.data())
-          .visitor(visitor));
-  slot = std::move(t);
-  return *slot;
+// dijkstra runs from `source` until `target` leaves the heap (every vertex nearer than the target
+// has left it before), or in `machine` mode until every vertex of the source's machine has (every
+// vertex when target < 0 or when more than `budget` vertices are settled first); returns whether
+// it ran to the end.
+bool Routes::dijkstra(VertexId source, long target, std::size_t budget, bool machine) const {
+  Search& s = *search_;
+  const std::size_t n = topo_.vertex_count();
+  if (s.dist.size() != n) {
+    s.dist.assign(n, 0);
+    s.pred.assign(n, 0);
+    s.stamp.assign(n, 0);
+  }
+  if (++s.generation == 0) {
+    std::fill(s.stamp.begin(), s.stamp.end(), 0);
+    s.generation = 1;
+  }
+  const auto known = [&](std::uint32_t v) { return s.stamp[v] == s.generation; };
+  const auto cmp = [](const Search::Entry& a, const Search::Entry& b) { return a > b; };
+  s.heap.clear();
+  s.stamp[source] = s.generation;
+  s.dist[source] = 0;
+  s.heap.emplace_back(0.0, static_cast<std::uint32_t>(source));
+  std::size_t settled = 0;
+  const std::int32_t home = machine_[source];
+  std::size_t home_left = machine && home >= 0 ? machine_size_[static_cast<std::size_t>(home)] : 0;
+  s.settled.clear();
+  while (!s.heap.empty()) {
+    std::pop_heap(s.heap.begin(), s.heap.end(), cmp);
+    const auto [d, u] = s.heap.back();
+    s.heap.pop_back();
+    if (d > s.dist[u]) continue;  // a stale entry
+    if (machine) {
+      s.settled.push_back(u);
+      if (machine_[u] == home && --home_left == 0) return false;
+    }
+    if (static_cast<long>(u) == target) return false;
+    if (target >= 0 && ++settled > budget) target = -1;  // far away: finish the whole tree
+    for (std::uint32_t i = first_[u]; i < first_[u + 1]; ++i) {
+      const Adjacent& a = adj_[i];
+      const double nd = d + weight_[a.link];
+      if (!known(a.to) || nd < s.dist[a.to]) {
+        s.stamp[a.to] = s.generation;
+        s.dist[a.to] = nd;
+        s.pred[a.to] = a.link;
+        s.heap.emplace_back(nd, a.to);
+        std::push_heap(s.heap.begin(), s.heap.end(), cmp);
+      }
+    }
+  }
+  return true;
+}
+
+std::shared_ptr<const Routes::Tree> Routes::tree(VertexId source) const {
+  if (auto t = kept(source)) return t;
+  (void)dijkstra(source, -1, 0, false);
+  return keep(source);
+}
+
+std::shared_ptr<const Routes::Tree> Routes::kept(VertexId source) const {
+  const auto it = index_.find(source);
+  if (it == index_.end()) return nullptr;
+  trees_.splice(trees_.begin(), trees_, it->second);  // most recently used first
+  return it->second->second;
+}
+
+std::shared_ptr<const Routes::Tree> Routes::keep(VertexId source) const {
+  const Search& s = *search_;
+  auto t = std::make_shared<Tree>();
+  t->pred = s.pred;
+  t->dist = s.dist;
+  for (std::size_t v = 0; v < s.stamp.size(); ++v)
+    if (s.stamp[v] != s.generation) t->dist[v] = std::numeric_limits<double>::infinity();
+  trees_.emplace_front(source, t);
+  index_[source] = trees_.begin();
+  if (trees_.size() > max_trees_) {
+    index_.erase(trees_.back().first);
+    trees_.pop_back();
+  }
+  return t;
 }
 
 namespace {
@@ -152,10 +248,34 @@ Route walk(const Topology& topo, VertexId from, VertexId to, const std::vector<L
 }  // namespace
 
 Route Routes::route(VertexId from, VertexId to) const {
-  const Tree& t = tree(from);
+  std::shared_ptr<const Tree> whole = kept(from);
+  std::function<std::uint32_t(VertexId)> pred;
+  if (whole) {
+    pred = [&](VertexId v) { return whole->pred[v]; };
+  } else if (machine_[from] >= 0 && machine_[from] == machine_[to]) {
+    // Within one machine: the source's paths to its whole machine, found once and kept (a few
+    // dozen vertices each).
+    auto& local = locals_[from];
+    if (!local) {
+      local = std::make_unique<Local>();
+      (void)dijkstra(from, -1, 0, true);
+      for (std::uint32_t v : search_->settled)
+        if (v != from) local->pred.emplace_back(v, search_->pred[v]);
+      std::sort(local->pred.begin(), local->pred.end());
+    }
+    pred = [l = local.get()](VertexId v) {
+      return std::lower_bound(l->pred.begin(), l->pred.end(), std::make_pair(static_cast<std::uint32_t>(v), 0u))
+          ->second;
+    };
+  } else {
+    // A point-to-point search stops once `to` is settled; one that has to cross most of the
+    // fabric becomes a kept tree, since the same source is usually asked again.
+    if (dijkstra(from, static_cast<long>(to), topo_.vertex_count() / 8, false)) whole = keep(from);
+    pred = [&](VertexId v) { return whole ? whole->pred[v] : search_->pred[v]; };
+  }
   std::vector<LinkId> links;
   for (VertexId v = to; v != from;) {
-    const LinkId e = topo_.links()[t.pred[v]];
+    const LinkId e = topo_.links()[pred(v)];
     links.push_back(e);
     v = topo_.other_end(e, v);
   }
@@ -165,21 +285,29 @@ Route Routes::route(VertexId from, VertexId to) const {
 
 Route Routes::route(VertexId from, VertexId to, std::uint64_t flow) const {
   if (flow == 0 || from == to) return route(from, to);
-  const TopoGraph& g = topo_.graph();
-  const Tree& ts = tree(from);
-  const Tree& tt = tree(to);
-  const double total = ts.dist[to];
+  // Distances to `to` (links are symmetric) tell which links lie on a shortest path: those with
+  // dist(w) + weight == dist(v). They are needed only for vertices nearer to `to` than `from`
+  // is: the destination's kept tree, or a search from it that stops at `from` (all of those have
+  // left the heap by then; a vertex still in it cannot be on a shortest path).
+  std::shared_ptr<const Tree> tt = kept(to);
+  if (!tt && dijkstra(to, static_cast<long>(from), topo_.vertex_count() / 4, false)) tt = keep(to);
+  const Search& s = *search_;
+  const auto dist = [&](std::uint32_t v) {
+    if (tt) return tt->dist[v];
+    return s.stamp[v] == s.generation ? s.dist[v] : std::numeric_limits<double>::infinity();
+  };
   std::vector<LinkId> links;
+  std::vector<std::uint32_t> next;
   for (VertexId v = from; v != to;) {
-    // Next hops on some shortest path: dist(from, v) + w + dist(w, to) == dist(from, to).
-    std::vector<LinkId> next;
-    for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
-      const double via = ts.dist[v] + weight_[g[e].index] + tt.dist[topo_.other_end(e, v)];
-      if (std::abs(via - total) <= 1e-9 * total + 1e-15) next.push_back(e);
+    next.clear();
+    const double here = dist(static_cast<std::uint32_t>(v));
+    for (std::uint32_t i = first_[v]; i < first_[v + 1]; ++i) {
+      const double via = weight_[adj_[i].link] + dist(adj_[i].to);
+      if (std::abs(via - here) <= 1e-9 * here + 1e-15) next.push_back(i);
     }
-    const LinkId e = next[mix(flow ^ (static_cast<std::uint64_t>(v) << 20)) % next.size()];
-    links.push_back(e);
-    v = topo_.other_end(e, v);
+    const Adjacent& a = adj_[next[mix(flow ^ (static_cast<std::uint64_t>(v) << 20)) % next.size()]];
+    links.push_back(topo_.links()[a.link]);
+    v = a.to;
   }
   return walk(topo_, from, to, links);
 }

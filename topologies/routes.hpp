@@ -11,8 +11,10 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "topologies/topology.hpp"
@@ -50,7 +52,11 @@ PathClass classify(const Topology& topo, const std::vector<VertexId>& vertices, 
 // join concatenates routes a->b and b->c into a->c (used for GPU -> NIC -> NIC -> GPU hops).
 Route join(const Topology& topo, const Route& first, const Route& second);
 
-// Routes answers route queries; each source's shortest-path tree is computed once, on demand.
+// Routes answers route queries. A query between two nearby vertices (the same machine) searches
+// only until it reaches its target; one that crosses the fabric computes the source's whole
+// shortest-path tree and keeps it, among a bounded number of recently used trees (~48 MB of
+// them whatever the cluster), so memory stays O(vertices) and a 4096-GPU fat-tree needs no
+// tree per GPU.
 class Routes {
  public:
   explicit Routes(const Topology& topo);
@@ -62,17 +68,34 @@ class Routes {
   Route route(VertexId from, VertexId to) const;
   // route with a flow label: among equal-latency paths (a fat-tree's spines) the next hop is
   // picked by hashing `flow` with the vertex, as ECMP spreads flows; flow 0 keeps to one path
-  // per pair like the plain overload.
+  // per pair like the plain overload. Needs only the destination's tree.
   Route route(VertexId from, VertexId to, std::uint64_t flow) const;
   Route gpu_route(int from_rank, int to_rank) const { return route(topo_.gpu(from_rank), topo_.gpu(to_rank)); }
 
  private:
   struct Tree;
-  const Tree& tree(VertexId source) const;
+  struct Search;
+  struct Local;
+  struct Adjacent {
+    std::uint32_t to;
+    std::uint32_t link;
+  };
+  bool dijkstra(VertexId source, long target, std::size_t budget, bool machine) const;
+  std::shared_ptr<const Tree> tree(VertexId source) const;
+  std::shared_ptr<const Tree> keep(VertexId source) const;
+  std::shared_ptr<const Tree> kept(VertexId source) const;
 
   const Topology& topo_;
-  mutable std::vector<std::unique_ptr<Tree>> trees_;
-  std::vector<double> weight_;  // per link: latency plus a per-hop tie-break
+  std::vector<double> weight_;        // per link: latency plus a per-hop tie-break
+  std::vector<std::uint32_t> first_;  // adjacency of vertex v: adj_[first_[v] .. first_[v+1])
+  std::vector<Adjacent> adj_;
+  std::unique_ptr<Search> search_;                                             // scratch of the last search
+  mutable std::list<std::pair<VertexId, std::shared_ptr<const Tree>>> trees_;  // most recent first
+  mutable std::unordered_map<VertexId, decltype(trees_)::iterator> index_;
+  std::size_t max_trees_ = 4;
+  std::vector<std::int32_t> machine_;      // per vertex: its machine (-1: a network switch)
+  std::vector<std::size_t> machine_size_;  // vertices per machine
+  mutable std::unordered_map<VertexId, std::unique_ptr<Local>> locals_;  // per source, its machine
 };
 
 }  // namespace gradsync
