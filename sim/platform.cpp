@@ -1,6 +1,8 @@
-// platform.cpp: Topology -> SimGrid hosts, split-duplex links and full-zone routes.
+// platform.cpp: Topology -> SimGrid hosts, split-duplex links and a zone that routes on demand.
 #include "sim/platform.hpp"
 
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/NetZone.hpp>
 
@@ -8,7 +10,7 @@
 
 #include <limits>
 #include <map>
-#include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "core/error.hpp"
@@ -17,90 +19,106 @@ namespace gradsync::sim {
 namespace {
 
 namespace sg4 = simgrid::s4u;
+namespace sgr = simgrid::kernel::routing;
 
 // kHostSpeed: SimGrid hosts need a speed; gradsync times compute with sleeps (the cost model's
 // durations), so any positive value does.
 constexpr double kHostSpeed = 1e12;
 
-std::vector<sg4::LinkInRoute> links_of(const Route& r, const std::vector<sg4::Link*>& links) {
-  std::vector<sg4::LinkInRoute> out;
-  out.reserve(r.hops.size());
-  for (const DirectedLink& h : r.hops)
-    out.emplace_back(links[h.link], h.forward ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
-  return out;
-}
+// TopologyZone: one flat zone whose routes are the topology's, looked up the first time a flow
+// takes them and kept (a full zone would hold n^2 routes: 16.7 million at 4096 GPUs). Between
+// machines, among equal-latency paths (a fat-tree's spines) the path is chosen by the
+// destination, as InfiniBand's static destination-based routing spreads a fabric's traffic.
+class TopologyZone final : public sgr::NetZoneImpl {
+ public:
+  TopologyZone(const Topology& topo, const Routes& routes) : NetZoneImpl("cluster"), topo_(topo), routes_(routes) {}
+
+  void place(const sg4::Host* host, VertexId v) { vertex_[host->get_netpoint()->id()] = v; }
+  void set_links(std::vector<sg4::SplitDuplexLink*> links) { links_ = std::move(links); }
+
+  void get_local_route(const sgr::NetPoint* src, const sgr::NetPoint* dst, sgr::Route* into, double* latency) override {
+    const std::uint64_t key = (static_cast<std::uint64_t>(src->id()) << 32) | dst->id();
+    auto [it, fresh] = cache_.try_emplace(key);
+    Cached& c = it->second;
+    if (fresh) {
+      const VertexId a = vertex_.at(src->id());
+      const VertexId b = vertex_.at(dst->id());
+      const bool across = topo_.vertex(a).host != topo_.vertex(b).host;
+      const Route r = across ? routes_.route(a, b, static_cast<std::uint64_t>(b) + 1) : routes_.route(a, b);
+      for (const DirectedLink& h : r.hops) {
+        sg4::SplitDuplexLink* l = links_[h.link];
+        c.links.push_back((h.forward ? l->get_link_up() : l->get_link_down())->get_impl());
+        c.latency_s += topo_.link(topo_.links()[h.link]).latency_s;
+      }
+    }
+    into->link_list_.insert(into->link_list_.end(), c.links.begin(), c.links.end());
+    if (latency) *latency += c.latency_s;
+  }
+
+ private:
+  struct Cached {
+    std::vector<simgrid::kernel::resource::StandardLinkImpl*> links;
+    double latency_s = 0;
+  };
+  const Topology& topo_;
+  const Routes& routes_;
+  std::unordered_map<unsigned long, VertexId> vertex_;  // by netpoint id
+  std::vector<sg4::SplitDuplexLink*> links_;
+  std::unordered_map<std::uint64_t, Cached> cache_;
+};
 
 }  // namespace
 
 Platform build_platform(const Topology& topo, const Routes& routes) {
   if (!sg4::Engine::has_instance()) throw RuntimeError("sim: build_platform needs the engine (create_engine) first");
-  auto* zone = sg4::create_full_zone("cluster");
+  auto* zone = new TopologyZone(topo, routes);  // the root zone; the engine owns and deletes it
   Platform p;
-  for (VertexId g : topo.gpus()) p.gpus.push_back(zone->create_host(topo.vertex(g).name, kHostSpeed));
+  for (VertexId g : topo.gpus()) {
+    p.gpus.push_back(zone->create_host(topo.vertex(g).name, {kHostSpeed}));
+    zone->place(p.gpus.back(), g);
+  }
 
-  // Host memory: per GPU the CPU socket of its host with the fewest-latency route.
+  // Host memory: per GPU the CPU socket of its machine with the fewest-latency route.
+  std::map<std::string, std::vector<VertexId>> cpus;  // by machine
+  for (VertexId v = 0; v < topo.vertex_count(); ++v)
+    if (topo.vertex(v).kind == VertexKind::kCpu) cpus[topo.vertex(v).host].push_back(v);
   std::map<VertexId, sg4::Host*> cpu_hosts;
-  std::vector<VertexId> cpu_of(topo.gpus().size());
-  for (std::size_t r = 0; r < topo.gpus().size(); ++r) {
-    const VertexId g = topo.gpus()[r];
+  for (VertexId g : topo.gpus()) {
     double best = std::numeric_limits<double>::infinity();
     VertexId chosen = g;
-    for (VertexId v = 0; v < topo.vertex_count(); ++v) {
-      if (topo.vertex(v).kind != VertexKind::kCpu || topo.vertex(v).host != topo.vertex(g).host) continue;
-      const double lat = routes.route(v, g).latency_s;
-      if (lat < best) {
-        best = lat;
-        chosen = v;
+    const auto found = cpus.find(topo.vertex(g).host);
+    if (found != cpus.end()) {
+      for (VertexId v : found->second) {
+        const double lat = routes.route(v, g).latency_s;
+        if (lat < best) {
+          best = lat;
+          chosen = v;
+        }
       }
     }
     if (chosen == g) {
       throw ConfigError(fmt::format("{}: GPU {} on host {} has no CPU socket (kind=\"cpu\") for host memory",
                                     topo.origin(), topo.vertex(g).name, topo.vertex(g).host));
     }
-    cpu_of[r] = chosen;
     auto [it, fresh] = cpu_hosts.try_emplace(chosen, nullptr);
-    if (fresh) it->second = zone->create_host("mem:" + topo.vertex(chosen).name, kHostSpeed);
+    if (fresh) {
+      it->second = zone->create_host("mem:" + topo.vertex(chosen).name, {kHostSpeed});
+      zone->place(it->second, chosen);
+    }
     p.host_memory.push_back(it->second);
   }
 
+  std::vector<sg4::SplitDuplexLink*> duplex;
   for (LinkId e : topo.links()) {
     const TopoLink& l = topo.link(e);
     sg4::SplitDuplexLink* link = zone->create_split_duplex_link(
-        fmt::format("{}--{}", topo.vertex(l.a).name, topo.vertex(l.b).name), l.total_bw_Bps());
+        fmt::format("{}--{}", topo.vertex(l.a).name, topo.vertex(l.b).name), {l.total_bw_Bps()});
     link->set_latency(l.latency_s);
     link->seal();
+    duplex.push_back(link);
     p.links.push_back(link);
   }
-
-  const std::size_t n = p.gpus.size();
-  std::set<std::pair<sg4::Host*, sg4::Host*>> staged;
-  for (std::size_t a = 0; a < n; ++a) {
-    for (std::size_t b = 0; b < n; ++b) {
-      if (a == b) continue;
-      const Route r = routes.gpu_route(static_cast<int>(a), static_cast<int>(b));
-      zone->add_route(p.gpus[a]->get_netpoint(), p.gpus[b]->get_netpoint(), nullptr, nullptr, links_of(r, p.links),
-                      false);
-    }
-    const Route to_gpu = routes.route(cpu_of[a], topo.gpus()[a]);
-    const Route from_gpu = routes.route(topo.gpus()[a], cpu_of[a]);
-    zone->add_route(p.host_memory[a]->get_netpoint(), p.gpus[a]->get_netpoint(), nullptr, nullptr,
-                    links_of(to_gpu, p.links), false);
-    zone->add_route(p.gpus[a]->get_netpoint(), p.host_memory[a]->get_netpoint(), nullptr, nullptr,
-                    links_of(from_gpu, p.links), false);
-  }
-  // Staged peer copies (no peer access) go through the source GPU's host memory to any GPU of
-  // the same machine.
-  for (std::size_t a = 0; a < n; ++a) {
-    for (std::size_t b = 0; b < n; ++b) {
-      if (p.host_memory[a] == p.host_memory[b]) continue;
-      if (topo.vertex(topo.gpus()[a]).host != topo.vertex(topo.gpus()[b]).host) continue;
-      if (!staged.insert({p.host_memory[a], p.gpus[b]}).second) continue;
-      zone->add_route(p.host_memory[a]->get_netpoint(), p.gpus[b]->get_netpoint(), nullptr, nullptr,
-                      links_of(routes.route(cpu_of[a], topo.gpus()[b]), p.links), false);
-      zone->add_route(p.gpus[b]->get_netpoint(), p.host_memory[a]->get_netpoint(), nullptr, nullptr,
-                      links_of(routes.route(topo.gpus()[b], cpu_of[a]), p.links), false);
-    }
-  }
+  zone->set_links(std::move(duplex));
   zone->seal();
   return p;
 }

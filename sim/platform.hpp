@@ -5,7 +5,10 @@
 // direction has the link's total bandwidth (bw x links) and its latency, so traffic one way does
 // not slow traffic the other way, as on NVLink, PCIe and InfiniBand. Switches, NVSwitches and NICs
 // are not SimGrid objects: routes list the links they join. Routes follow the topology's
-// (topologies/routes.hpp), between every pair of GPUs and between each GPU and its host's CPU.
+// (topologies/routes.hpp) and are looked up the first time a flow takes them, then kept, so the
+// platform costs O(hosts + links) and what the flows use, not a table of n^2 routes. Between
+// machines the path among equal-latency ones (a fat-tree's spines) is picked by the destination,
+// as InfiniBand's destination-based routing spreads traffic over the spines.
 //
 //   auto engine = create_engine();
 //   const Platform p = build_platform(topo, routes);
