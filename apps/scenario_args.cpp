@@ -48,6 +48,10 @@ void add_scenario_options(CLI::App* cmd, ScenarioArgs& a) {
                     ->check(CLI::NonNegativeNumber);
   g["algo"] = cmd->add_option("--algo", a.flags.algo, "NCCL_ALGO: ring, tree or auto (default auto)");
   g["proto"] = cmd->add_option("--proto", a.flags.proto, "NCCL_PROTO: ll, ll128, simple or auto (default auto)");
+  g["fidelity"] = cmd->add_option("--fidelity", a.flags.fidelity,
+                                  "Collectives as flows: step (every ring step and chunk), aggregate (one flow per "
+                                  "rank, channel and phase) or auto (aggregate where step would issue more than "
+                                  "20000 flows; default)");
   g["calibration"] = cmd->add_option("--calibration", a.flags.calibration,
                                      "calibration.yaml from `gradsync calibrate`: measured compute, copy and "
                                      "collective times replace the roofline and network models");
@@ -74,6 +78,7 @@ Scenario scenario_of(const ScenarioArgs& a, bool check) {
   if (given("warmup")) s.warmup = f.warmup;
   if (given("algo")) s.algo = f.algo;
   if (given("proto")) s.proto = f.proto;
+  if (given("fidelity")) s.fidelity = f.fidelity;
   if (given("calibration")) s.calibration = f.calibration;
   if (!check) return s;
   if (!a.file.empty()) {
@@ -114,11 +119,12 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       "gradsync {}: {} on {}, {} x {}, batch {}/GPU (global {}{}){}, {}, {}", what, s.model, s.topology, r.gpus, r.gpu,
       per_gpu, r.global_batch, s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
       r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, s.optimizer));
-  h.push_back(fmt::format(
-      "DDP: bucket_cap_mb {}, comm hook {}{}{}{}; NCCL model {}, algo {}, proto {}",
-      s.bucket_cap_mb ? fmt::format("{}", *s.bucket_cap_mb) : "25 (first bucket 1)", s.comm_hook,
-      s.find_unused_parameters ? ", find_unused_parameters" : "", s.static_graph ? ", static_graph" : "",
-      s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "", sim::kNcclModelVersion, s.algo, s.proto));
+  h.push_back(fmt::format("DDP: bucket_cap_mb {}, comm hook {}{}{}{}; NCCL model {}, algo {}, proto {}{}",
+                          s.bucket_cap_mb ? fmt::format("{}", *s.bucket_cap_mb) : "25 (first bucket 1)", s.comm_hook,
+                          s.find_unused_parameters ? ", find_unused_parameters" : "",
+                          s.static_graph ? ", static_graph" : "",
+                          s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "", sim::kNcclModelVersion, s.algo,
+                          s.proto, r.fidelity.mode.empty() ? "" : fmt::format(", fidelity {}", s.fidelity)));
   h.push_back(
       fmt::format("simulated {} iterations; steady = mean of iterations {}..{}; DDP times on rank 0, DP times of "
                   "the whole process (all GPUs on one timeline)",

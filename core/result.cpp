@@ -42,6 +42,12 @@ json result_json(const StrategyResult& r, bool full) {
     links.push_back(
         {{"name", l.name}, {"bandwidth_Bps", l.bandwidth_Bps}, {"bytes", l.bytes}, {"utilisation", l.utilisation}});
   }
+  if (!r.fidelity.mode.empty()) {
+    j["fidelity"] = {{"mode", r.fidelity.mode},
+                     {"aggregate_calls", r.fidelity.aggregate_calls},
+                     {"calls", r.fidelity.calls},
+                     {"bound", r.fidelity.bound}};
+  }
   auto& its = j["iterations"] = json::array();
   for (const IterationMetrics& m : r.iterations) {
     its.push_back({{"iteration", m.iteration},
@@ -67,7 +73,8 @@ json result_json(const StrategyResult& r, bool full) {
                     {"bus_bw_Bps", c.bus_bw_Bps},
                     {"start_s", c.start_s},
                     {"end_s", c.end_s},
-                    {"iteration", c.iteration}});
+                    {"iteration", c.iteration},
+                    {"fidelity", c.fidelity}});
   }
   auto& traffic = j["traffic"] = json::object();
   for (const auto& [name, t] : r.traffic) traffic[name] = {{"out", t.out}, {"in", t.in}};
@@ -109,6 +116,13 @@ StrategyResult read_result(const json& j) {
     r.links.push_back({l.at("name").get<std::string>(), l.at("bandwidth_Bps").get<double>(),
                        l.at("bytes").get<double>(), l.at("utilisation").get<double>()});
   }
+  if (j.contains("fidelity")) {
+    const auto& f = j.at("fidelity");
+    r.fidelity.mode = f.at("mode").get<std::string>();
+    r.fidelity.aggregate_calls = f.at("aggregate_calls").get<int>();
+    r.fidelity.calls = f.at("calls").get<int>();
+    r.fidelity.bound = f.at("bound").get<double>();
+  }
   for (const auto& m : j.at("iterations")) {
     IterationMetrics im;
     im.iteration = m.at("iteration").get<int>();
@@ -139,6 +153,7 @@ StrategyResult read_result(const json& j) {
     cr.start_s = c.at("start_s").get<double>();
     cr.end_s = c.at("end_s").get<double>();
     cr.iteration = c.at("iteration").get<int>();
+    if (c.contains("fidelity")) cr.fidelity = c.at("fidelity").get<std::string>();
     r.collectives.push_back(cr);
   }
   for (const auto& [name, t] : j.at("traffic").items()) {

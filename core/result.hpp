@@ -61,6 +61,15 @@ struct CollectiveCall {
   double start_s = 0;
   double end_s = 0;
   int iteration = 0;
+  std::string fidelity;  // simulated: "step" or "aggregate" (sim/collective_run.hpp)
+};
+
+// Fidelity: how a simulation turned collectives into flows (empty mode for a real run).
+struct FidelityInfo {
+  std::string mode;         // "step", "aggregate", or "auto" as asked
+  int aggregate_calls = 0;  // collective calls that ran at aggregate fidelity
+  int calls = 0;            // all collective calls with more than one member
+  double bound = 0;         // aggregate's stated bound on step times against step fidelity (relative)
 };
 
 // StrategyResult: one strategy of one scenario. `skipped` says why it could not run (DataParallel
@@ -89,6 +98,7 @@ struct StrategyResult {
   std::vector<GpuResult> per_gpu;
   std::vector<LinkLoad> links;  // the busiest link directions first (at most kMaxLinks)
   std::vector<CollectiveCall> collectives;
+  FidelityInfo fidelity;
   std::map<std::string, Traffic> traffic;  // the last iteration's bytes by event name
   Trace trace;
 

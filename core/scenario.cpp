@@ -32,6 +32,7 @@ const std::vector<std::string>& scenario_keys() {
                                              "warmup",
                                              "algo",
                                              "proto",
+                                             "fidelity",
                                              "calibration"};
   return keys;
 }
@@ -73,6 +74,7 @@ Scenario read_scenario_file(const std::string& path, Scenario s) {
   if (has("warmup")) s.warmup = static_cast<int>(r.non_negative_int(root["warmup"], where, "warmup"));
   if (has("algo")) s.algo = r.string(root["algo"], where, "algo");
   if (has("proto")) s.proto = r.string(root["proto"], where, "proto");
+  if (has("fidelity")) s.fidelity = r.string(root["fidelity"], where, "fidelity");
   if (has("calibration")) s.calibration = r.string(root["calibration"], where, "calibration");
   return s;
 }
@@ -96,6 +98,7 @@ json scenario_json(const Scenario& s) {
   j["warmup"] = s.warmup;
   j["algo"] = s.algo;
   j["proto"] = s.proto;
+  j["fidelity"] = s.fidelity;
   j["calibration"] = s.calibration.empty() ? json(nullptr) : json(s.calibration);
   return j;
 }

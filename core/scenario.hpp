@@ -32,11 +32,12 @@ struct Scenario {
   bool find_unused_parameters = false;
   bool static_graph = false;
   bool gradient_as_bucket_view = false;
-  int iterations = 5;          // optimizer steps simulated
-  int warmup = 3;              // leading steps left out of the steady-state mean
-  std::string algo = "auto";   // NCCL_ALGO: ring, tree, auto
-  std::string proto = "auto";  // NCCL_PROTO: ll, ll128, simple, auto
-  std::string calibration;     // calibration.yaml of `gradsync calibrate`; empty: the roofline model
+  int iterations = 5;             // optimizer steps simulated
+  int warmup = 3;                 // leading steps left out of the steady-state mean
+  std::string algo = "auto";      // NCCL_ALGO: ring, tree, auto
+  std::string proto = "auto";     // NCCL_PROTO: ll, ll128, simple, auto
+  std::string fidelity = "auto";  // step, aggregate, auto (sim/collective_run.hpp)
+  std::string calibration;        // calibration.yaml of `gradsync calibrate`; empty: the roofline model
 };
 
 // scenario_keys: the YAML keys, in the order result.json writes them.
@@ -45,7 +46,7 @@ const std::vector<std::string>& scenario_keys();
 // read_scenario_file reads a YAML mapping of scenario keys (model, topology, gpus,
 // batch_per_gpu, seq_len, precision, optimizer, bucket_cap_mb, grad_accum, comm_hook,
 // find_unused_parameters, static_graph, gradient_as_bucket_view, iterations, warmup, algo,
-// proto) into `base`. ConfigError at file:line naming the key for anything else.
+// proto, fidelity, calibration) into `base`. ConfigError at file:line naming the key for anything else.
 Scenario read_scenario_file(const std::string& path, Scenario base = {});
 
 // scenario_json: the scenario's keys and values.

@@ -95,6 +95,14 @@ void print_summary(const Report& rep, std::ostream& out) {
   }
   t.print(out, rep.header);
   for (const auto& n : notes) out << "# " << n << '\n';
+  for (const StrategyResult& r : rs) {
+    if (r.fidelity.aggregate_calls == 0) continue;
+    out << fmt::format(
+        "# {} fidelity: aggregate for {} of {} collective calls (one flow per rank, channel and phase); bound: the "
+        "steady iteration within {:.0f}% of step fidelity, ring collectives equal (1e-6) where uncontended, tree and "
+        "chain collectives within 25%; --fidelity step for every flow\n",
+        strategy_label(r.strategy), r.fidelity.aggregate_calls, r.fidelity.calls, 100 * r.fidelity.bound);
+  }
   if (rs.size() == 2 && rs[0].skipped.empty() && rs[1].skipped.empty()) {
     const double speedup = rs[0].steady_iteration_time_s / rs[1].steady_iteration_time_s;
     out << fmt::format("# DDP is {:.2f}x {} than DP per steady iteration ({} ms against {} ms).\n",

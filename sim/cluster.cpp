@@ -10,7 +10,9 @@
 #include <cmath>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <optional>
+#include <unordered_map>
 
 #include "core/error.hpp"
 #include "sim/collective_run.hpp"
@@ -65,7 +67,17 @@ struct SimCluster::Impl {
   std::map<int, std::map<std::string, Traffic>> traffic;  // by iteration, by event name
   // Wire bytes by iteration and link direction; routes looked up once per pair of hosts.
   std::map<int, std::unordered_map<const sg4::Link*, double>> link_bytes;
-  std::map<std::pair<const sg4::Host*, const sg4::Host*>, std::vector<sg4::Link*>> route_links;
+  struct PairRoute {
+    std::vector<sg4::Link*> links;
+    double latency_s = 0;
+    double bottleneck_Bps = 0;
+  };
+  struct PairHash {
+    std::size_t operator()(const std::pair<const sg4::Host*, const sg4::Host*>& p) const {
+      return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
+    }
+  };
+  std::unordered_map<std::pair<const sg4::Host*, const sg4::Host*>, PairRoute, PairHash> route_links;
   std::map<int, std::unique_ptr<Channels>> channels;
   std::exception_ptr error;
   int sm_version = 0;
@@ -126,13 +138,23 @@ struct SimCluster::Impl {
 
   // account adds a flow's wire bytes to every link direction on its route.
   void account(int it, sg4::Host* a, sg4::Host* b, double wire) {
+    auto& per_link = link_bytes[it];
+    for (const sg4::Link* l : pair_route(a, b).links) per_link[l] += wire;
+  }
+  const PairRoute& pair_route(sg4::Host* a, sg4::Host* b) {
     auto [pos, fresh] = route_links.try_emplace({a, b});
     if (fresh) {
-      double latency = 0;
-      a->route_to(b, pos->second, &latency);
+      a->route_to(b, pos->second.links, &pos->second.latency_s);
+      pos->second.bottleneck_Bps = std::numeric_limits<double>::infinity();
+      for (const sg4::Link* l : pos->second.links)
+        pos->second.bottleneck_Bps = std::min(pos->second.bottleneck_Bps, l->get_bandwidth());
     }
-    auto& per_link = link_bytes[it];
-    for (const sg4::Link* l : pos->second) per_link[l] += wire;
+    return pos->second;
+  }
+  // latency: the route latency between two ranks' GPUs.
+  double latency(int from, int to) {
+    return pair_route(platform.gpus[static_cast<std::size_t>(from)], platform.gpus[static_cast<std::size_t>(to)])
+        .latency_s;
   }
 
   // Guard an actor's body: the first exception is kept and every other actor is killed, so the
@@ -354,6 +376,7 @@ struct SimCluster::Impl::Instance {
   CollectiveOp op;
   int root = -1;
   CollectiveChoice choice;
+  Fidelity fidelity = Fidelity::kStep;
   int iteration = 0;
   std::unique_ptr<CollectiveRun> algorithm;
   int finished = 0;
@@ -374,6 +397,13 @@ struct SimCluster::Impl::Instance {
       }
     }
     choice = choose_collective(coll, static_cast<double>(op.bytes), *ch, impl->sm_version, impl->opts.nccl);
+    fidelity = impl->opts.fidelity;
+    if (fidelity == Fidelity::kAuto) {
+      fidelity =
+          step_flows(coll, static_cast<double>(op.bytes), members, ch->rings.size(), choice) > kAutoAggregateFlows
+              ? Fidelity::kAggregate
+              : Fidelity::kStep;
+    }
     CollectiveLinks links;
     links.topo = &impl->topo;
     links.channels = ch;
@@ -381,7 +411,14 @@ struct SimCluster::Impl::Instance {
       return impl->send(it, name, from, to, bytes, wire);
     };
     links.guard = [impl](std::function<void()> fn) -> std::function<void()> { return impl->guarded(std::move(fn)); };
-    algorithm = std::make_unique<CollectiveRun>(std::move(links), coll, op.bytes, root, members, choice);
+    links.latency = [impl](int from, int to) { return impl->latency(from, to); };
+    links.bandwidth = [impl](int from, int to) {
+      return impl
+          ->pair_route(impl->platform.gpus[static_cast<std::size_t>(from)],
+                       impl->platform.gpus[static_cast<std::size_t>(to)])
+          .bottleneck_Bps;
+    };
+    algorithm = std::make_unique<CollectiveRun>(std::move(links), coll, op.bytes, root, members, choice, fidelity);
   }
   void run(int me) {
     if (!measured_s) {
@@ -436,8 +473,8 @@ struct SimCluster::Impl::GroupState {
       inst->start = std::min(inst->start, start);
       inst->end = std::max(inst->end, end);
       if (++inst->finished == size) {
-        impl->records.push_back(
-            {inst->op.name, inst->coll, inst->op.bytes, size, inst->choice, inst->start, inst->end, inst->iteration});
+        impl->records.push_back({inst->op.name, inst->coll, inst->op.bytes, size, inst->choice, inst->start, inst->end,
+                                 inst->iteration, inst->fidelity});
         live.erase(seq);
       }
     };

@@ -23,7 +23,8 @@
 //
 // Collectives are NCCL's algorithms among the members over the simulated network, at step
 // fidelity (every ring step and pipeline chunk its own flow per channel, hop latencies slept
-// explicitly, NCCL's base latency once):
+// explicitly, NCCL's base latency once) or aggregate fidelity (each phase one flow per member
+// and channel; sim/collective_run.hpp):
 //   ring allreduce        reduce-scatter then allgather: 2(k-1) steps of S/(k C) per channel
 //   ring reduce-scatter   k-1 steps of S/(k C);  ring allgather: k-1 steps of S/C (S per rank)
 //   broadcast, reduce     NCCL's pipelined ring: a chain from (to) the root along each channel's
@@ -46,20 +47,18 @@
 #include "core/calibration.hpp"
 #include "core/result.hpp"
 #include "core/trace.hpp"
+#include "sim/collective_run.hpp"
 #include "sim/nccl_model.hpp"
 #include "sim/platform.hpp"
 #include "topologies/channels.hpp"
 
 namespace gradsync::sim {
 
-// Fidelity: how finely a collective becomes flows. Step: every ring step and pipeline chunk is
-// one flow per channel (the only mode so far; an aggregate mode, one flow per phase, slots in
-// where the algorithms issue their transfers).
-enum class Fidelity { kStep };
-
 struct SimOptions {
   CollectiveRequest nccl;  // NCCL_ALGO / NCCL_PROTO
-  Fidelity fidelity = Fidelity::kStep;
+  // fidelity (sim/collective_run.hpp): step, aggregate, or auto (aggregate for calls that would
+  // issue more than kAutoAggregateFlows flows at step fidelity).
+  Fidelity fidelity = Fidelity::kAuto;
   int max_channels = 0;  // NCCL_MAX_NCHANNELS: use at most this many of the rings found (0: all)
   // calibration: measured times (core/calibration.hpp). A collective whose (operation, member
   // count) it measured starts once every member has reached it and takes the measured time; a
@@ -78,6 +77,7 @@ struct CollectiveRecord {
   double start_s = 0;
   double end_s = 0;
   int iteration = 0;
+  Fidelity fidelity = Fidelity::kStep;  // how it ran: step or aggregate
 };
 
 // LinkTraffic: bytes on one direction of one link.

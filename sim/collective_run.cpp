@@ -20,27 +20,45 @@ struct CollectiveRun::State {
   int root = -1;
   int k = 0;
   CollectiveChoice choice;
+  Fidelity fidelity = Fidelity::kStep;
+  Counter finished;           // aggregate: members whose flows are done
   std::vector<Counter> recv;  // by (channel, rank): chunks arrived (ring: channel 0 counts all); tree: going up
   std::vector<Counter> down;  // by (channel, rank): tree chunks arrived going down
 
-  State(CollectiveLinks l, Collective c, Bytes b, int r, int members, CollectiveChoice ch)
+  State(CollectiveLinks l, Collective c, Bytes b, int r, int members, CollectiveChoice ch, Fidelity f)
       : links_(std::move(l)),
         coll(c),
         bytes_(static_cast<double>(b)),
         root(r),
         k(members),
         choice(ch),
-        recv(static_cast<std::size_t>(members) * std::max<std::size_t>(1, links_.channels->rings.size())),
-        down(static_cast<std::size_t>(members) * std::max<std::size_t>(1, links_.channels->rings.size())) {}
+        fidelity(f),
+        recv(f == Fidelity::kStep
+                 ? static_cast<std::size_t>(members) * std::max<std::size_t>(1, links_.channels->rings.size())
+                 : 0),
+        down(f == Fidelity::kStep
+                 ? static_cast<std::size_t>(members) * std::max<std::size_t>(1, links_.channels->rings.size())
+                 : 0) {
+    for (const RingChannel& rc : links_.channels->rings) {
+      std::vector<int> p(static_cast<std::size_t>(members), 0);
+      for (std::size_t i = 0; i < rc.order.size(); ++i) p[static_cast<std::size_t>(rc.order[i])] = static_cast<int>(i);
+      pos_.push_back(std::move(p));
+      if (choice.algorithm != Algorithm::kTree) continue;
+      std::vector<std::pair<int, int>> w(static_cast<std::size_t>(members), {-1, -1});
+      for (std::size_t nd = 0; nd < rc.chains.size(); ++nd)
+        for (std::size_t at = 0; at < rc.chains[nd].size(); ++at)
+          w[static_cast<std::size_t>(rc.chains[nd][at])] = {static_cast<int>(nd), static_cast<int>(at)};
+      where_.push_back(std::move(w));
+    }
+  }
+  std::vector<std::vector<std::pair<int, int>>> where_;  // tree: per channel, per rank: (node, place in chain)
 
   sg4::CommPtr send(int from, int to, double bytes, double wire) { return links_.send(from, to, bytes, wire); }
 
   std::size_t C() const { return links_.channels->rings.size(); }
   const RingChannel& ring(std::size_t c) const { return links_.channels->rings[c]; }
-  int pos(std::size_t c, int r) const {
-    const auto& o = ring(c).order;
-    return static_cast<int>(std::find(o.begin(), o.end(), r) - o.begin());
-  }
+  std::vector<std::vector<int>> pos_;  // per channel, per rank: its place in the ring's order
+  int pos(std::size_t c, int r) const { return pos_[c][static_cast<std::size_t>(r)]; }
   int next(std::size_t c, int r) const {
     const auto& o = ring(c).order;
     return o[static_cast<std::size_t>((pos(c, r) + 1) % k)];
@@ -55,6 +73,10 @@ struct CollectiveRun::State {
     sleep_for(base_latency_s(choice.algorithm, choice.protocol));
     const auto S = bytes_;
     const auto channels = static_cast<double>(C());
+    if (fidelity == Fidelity::kAggregate) {
+      aggregate(me);
+      return;
+    }
     switch (coll) {
       case Collective::kAllreduce:
         if (choice.algorithm == Algorithm::kTree) {
@@ -93,6 +115,204 @@ struct CollectiveRun::State {
       recv[static_cast<std::size_t>(me)].wait_at_least(static_cast<long>(C()) * (s + 1));
     }
   }
+
+  // ---- Aggregate fidelity -------------------------------------------------------------------
+
+  // whole: the wire bytes a step or chunk of `payload` puts on the wire (whole bytes, at least
+  // one, as send() rounds each step fidelity flow).
+  double whole(double payload) const { return std::max(1.0, std::ceil(payload * wire_factor(choice.protocol) - 1e-9)); }
+  // Pipeline of `chunks` chunks of the protocol's size over `per_channel_bytes`.
+  long chunk_count(double per_channel_bytes) const {
+    return std::max(1L, static_cast<long>(std::ceil(per_channel_bytes / chunk_bytes(choice.protocol))));
+  }
+  double chunk_wire(double per_channel_bytes) const {
+    const double cb = chunk_bytes(choice.protocol);
+    const long n = chunk_count(per_channel_bytes);
+    const double last = per_channel_bytes - static_cast<double>(n - 1) * cb;
+    return static_cast<double>(n - 1) * whole(cb) + whole(last);
+  }
+  // chunk_time: one chunk of a pipeline over the hop a -> b (the fill of a chain or tree is this
+  // once per hop of its depth): the hop latency, the route's, and the chunk at the route's
+  // bottleneck shared by the channels that cross it (inside a machine every channel passes every
+  // GPU; across machines the channels are spread over the NICs).
+  double chunk_time(int a, int b, double per_channel_bytes) const {
+    const bool net = links_.topo->host_of(a) != links_.topo->host_of(b);
+    const double cb = std::min(chunk_bytes(choice.protocol), per_channel_bytes);
+    const double sharing =
+        net ? std::max(1.0, static_cast<double>(C()) / static_cast<double>(nics_per_node())) : static_cast<double>(C());
+    const double bw = links_.bandwidth(a, b) / sharing;
+    return hop_latency(net ? PathClass::kNET : links_.channels->intra_class) + links_.latency(a, b) + whole(cb) / bw;
+  }
+  std::size_t nics_per_node() const {
+    std::vector<VertexId> nics;
+    for (const RingChannel& rc : links_.channels->rings)
+      if (!rc.nics.empty() && std::find(nics.begin(), nics.end(), rc.nics.front()) == nics.end())
+        nics.push_back(rc.nics.front());
+    return std::max<std::size_t>(1, nics.size());
+  }
+
+  struct Flow {
+    int to;
+    double payload;
+    double wire;
+    double start = 0;  // after the phase began
+  };
+  // phase: member me's flows of one phase, each started at its time (ring: all together), then
+  // me waits for every member's flows.
+  void phase(int me, std::vector<Flow> flows) {
+    std::stable_sort(flows.begin(), flows.end(), [](const Flow& a, const Flow& b) { return a.start < b.start; });
+    const double t0 = sg4::Engine::get_clock();
+    std::vector<sg4::CommPtr> comms;
+    comms.reserve(flows.size());
+    for (const Flow& f : flows) {
+      sleep_for(t0 + f.start - sg4::Engine::get_clock());
+      comms.push_back(send(me, f.to, f.payload, f.wire));
+    }
+    for (auto& cm : comms) cm->wait();
+    finished.add(1);
+    finished.wait_at_least(k);
+  }
+
+  void aggregate(int me) {
+    const double S = bytes_;
+    const auto channels = static_cast<double>(C());
+    switch (coll) {
+      case Collective::kAllreduce:
+        if (choice.algorithm == Algorithm::kTree) {
+          aggregate_tree(me);
+        } else {
+          aggregate_ring(me, 2 * (k - 1), S / (k * channels));
+        }
+        break;
+      case Collective::kReduceScatter:
+        aggregate_ring(me, k - 1, S / (k * channels));
+        break;
+      case Collective::kAllgather:
+        aggregate_ring(me, k - 1, S / channels);
+        break;
+      case Collective::kBroadcast:
+      case Collective::kReduce:
+        aggregate_chain(me);
+        break;
+    }
+  }
+
+  // Ring: `steps` steps of `chunk` per channel become one flow per channel of steps x chunk;
+  // the hop latency of every step and the route latency of all but the last are slept first.
+  void aggregate_ring(int me, int steps, double chunk) {
+    double lat = 0, route = 0;
+    std::vector<Flow> flows;
+    for (std::size_t c = 0; c < C(); ++c) {
+      const int to = next(c, me);
+      lat = std::max(lat, out_latency(c, me));
+      route = std::max(route, links_.latency(me, to));
+      flows.push_back({to, steps * chunk, steps * whole(chunk)});
+    }
+    for (Flow& f : flows) f.start = steps * lat + (steps - 1) * route;
+    phase(me, std::move(flows));
+  }
+
+  // A pipeline's hop moves its J chunks in one flow; it starts when the hop's first chunk would
+  // (the chunk times of the hops before it: the fill) plus the J hop and J-1 route latencies the
+  // chunks would pay, so that it ends when its last chunk would. Each flow is busy only while
+  // its hop of the pipeline is, as at step fidelity.
+  double pipeline_pause(double J, double hop_latency_s, double route_s) const {
+    return J * hop_latency_s + (J - 1) * route_s;
+  }
+
+  // Chain (broadcast, reduce): along each channel's chain from its first member.
+  void aggregate_chain(int me) {
+    const bool bcast = coll == Collective::kBroadcast;
+    const double per_channel = bytes_ / static_cast<double>(C());
+    const auto J = static_cast<double>(chunk_count(per_channel));
+    chain_offsets(per_channel);
+    std::vector<Flow> flows;
+    for (std::size_t c = 0; c < C(); ++c) {
+      const int to = next(c, me);
+      if (!(bcast ? to != root : me != root)) continue;
+      const double route = links_.latency(me, to);
+      flows.push_back({to, per_channel, chunk_wire(per_channel),
+                       offset_[c][static_cast<std::size_t>(me)] + pipeline_pause(J, out_latency(c, me), route)});
+    }
+    phase(me, std::move(flows));
+  }
+
+  // chain_offsets: per channel and rank, when its first chunk leaves (found once per call).
+  void chain_offsets(double per_channel) {
+    if (!offset_.empty()) return;
+    const bool bcast = coll == Collective::kBroadcast;
+    for (std::size_t c = 0; c < C(); ++c) {
+      std::vector<double> at(static_cast<std::size_t>(k), 0.0);
+      int r = bcast ? root : next(c, root);
+      double t = 0;
+      for (int i = 0; i + 1 < k; ++i) {
+        at[static_cast<std::size_t>(r)] = t;
+        const int nr = next(c, r);
+        t += chunk_time(r, nr, per_channel);
+        r = nr;
+      }
+      offset_.push_back(std::move(at));
+    }
+  }
+  std::vector<std::vector<double>> offset_;  // aggregate: per channel, per rank: chain or tree-up start
+  std::vector<std::vector<double>> down_;    // aggregate tree: per channel, per rank: tree-down start
+
+  // Tree: per channel, the up flow to the parent starts when the first chunk of every child has
+  // arrived, the down flows to the children when the first chunk came down (or, at the root,
+  // was reduced).
+  void aggregate_tree(int me) {
+    const double per_channel = bytes_ / static_cast<double>(C());
+    const auto J = static_cast<double>(chunk_count(per_channel));
+    const double wire = chunk_wire(per_channel);
+    tree_offsets(per_channel);
+    const TreeLinks t = tree_links(me);
+    std::vector<Flow> flows;
+    const auto m = static_cast<std::size_t>(me);
+    for (std::size_t c = 0; c < C(); ++c) {
+      if (const int p = t.parent[c]; p >= 0) {
+        flows.push_back(
+            {p, per_channel, wire, offset_[c][m] + pipeline_pause(J, link_latency(me, p), links_.latency(me, p))});
+      }
+      for (int kid : t.children[c]) {
+        flows.push_back(
+            {kid, per_channel, wire, down_[c][m] + pipeline_pause(J, link_latency(me, kid), links_.latency(me, kid))});
+      }
+    }
+    phase(me, std::move(flows));
+  }
+
+  // tree_offsets: per channel, every rank's up start (the longest chunk-time path up from a leaf
+  // below it) and down start (the root's up start plus the chunk times down to the rank).
+  void tree_offsets(double per_channel) {
+    if (!offset_.empty()) return;
+    std::vector<TreeLinks> all;
+    all.reserve(static_cast<std::size_t>(k));
+    for (int r = 0; r < k; ++r) all.push_back(tree_links(r));
+    const auto edge = [&](int a, int b) { return chunk_time(a, b, per_channel); };
+    for (std::size_t c = 0; c < C(); ++c) {
+      std::vector<int> order;  // breadth first from the root
+      for (int r = 0; r < k; ++r)
+        if (all[static_cast<std::size_t>(r)].parent[c] < 0) order.push_back(r);
+      for (std::size_t i = 0; i < order.size(); ++i)
+        for (int kid : all[static_cast<std::size_t>(order[i])].children[c]) order.push_back(kid);
+      std::vector<double> up(static_cast<std::size_t>(k), 0.0), dn(static_cast<std::size_t>(k), 0.0);
+      for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        for (int kid : all[static_cast<std::size_t>(*it)].children[c]) {
+          up[static_cast<std::size_t>(*it)] =
+              std::max(up[static_cast<std::size_t>(*it)], up[static_cast<std::size_t>(kid)] + edge(kid, *it));
+        }
+      }
+      for (int r : order) {
+        const int p = all[static_cast<std::size_t>(r)].parent[c];
+        dn[static_cast<std::size_t>(r)] =
+            p < 0 ? up[static_cast<std::size_t>(r)] : dn[static_cast<std::size_t>(p)] + edge(p, r);
+      }
+      offset_.push_back(std::move(up));
+      down_.push_back(std::move(dn));
+    }
+  }
+
+  // ---- Step fidelity ------------------------------------------------------------------------
 
   // Pipelined chain along each channel's ring: broadcast from the root, reduce towards it. Each
   // channel progresses on its own (an actor per channel): tying channels together deadlocks,
@@ -150,14 +370,7 @@ struct CollectiveRun::State {
     for (std::size_t c = 0; c < C(); ++c) {
       const auto& tr = links_.channels->trees[c % 2];
       const auto& chains = ring(c).chains;
-      int node = -1, at = -1;
-      for (std::size_t nd = 0; nd < chains.size(); ++nd) {
-        const auto it = std::find(chains[nd].begin(), chains[nd].end(), me);
-        if (it != chains[nd].end()) {
-          node = static_cast<int>(nd);
-          at = static_cast<int>(it - chains[nd].begin());
-        }
-      }
+      const auto [node, at] = where_[c][static_cast<std::size_t>(me)];
       const auto& chn = chains[static_cast<std::size_t>(node)];
       std::vector<int> kids;
       int parent = -1;
@@ -223,9 +436,44 @@ struct CollectiveRun::State {
   }
 };
 
+std::optional<Fidelity> parse_fidelity(std::string_view s) {
+  if (s == "step") return Fidelity::kStep;
+  if (s == "aggregate") return Fidelity::kAggregate;
+  if (s == "auto") return Fidelity::kAuto;
+  return std::nullopt;
+}
+
+std::string_view fidelity_name(Fidelity f) {
+  switch (f) {
+    case Fidelity::kStep:
+      return "step";
+    case Fidelity::kAggregate:
+      return "aggregate";
+    case Fidelity::kAuto:
+      return "auto";
+  }
+  return "auto";
+}
+
+double step_flows(Collective c, double bytes, int members, std::size_t channels, const CollectiveChoice& choice) {
+  const double k = members, C = static_cast<double>(std::max<std::size_t>(1, channels));
+  const double chunks = std::max(1.0, std::ceil(bytes / C / chunk_bytes(choice.protocol)));
+  switch (c) {
+    case Collective::kAllreduce:
+      return choice.algorithm == Algorithm::kTree ? 2 * chunks * k * C : 2 * (k - 1) * k * C;
+    case Collective::kReduceScatter:
+    case Collective::kAllgather:
+      return (k - 1) * k * C;
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+      return chunks * (k - 1) * C;
+  }
+  return 0;
+}
+
 CollectiveRun::CollectiveRun(CollectiveLinks links, Collective c, Bytes bytes, int root, int members,
-                             CollectiveChoice choice)
-    : s_(std::make_unique<State>(std::move(links), c, bytes, root, members, choice)) {}
+                             CollectiveChoice choice, Fidelity fidelity)
+    : s_(std::make_unique<State>(std::move(links), c, bytes, root, members, choice, fidelity)) {}
 
 CollectiveRun::~CollectiveRun() = default;
 

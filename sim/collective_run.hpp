@@ -1,7 +1,7 @@
 // collective_run.hpp: NCCL's collective algorithms as SimGrid flows among the members of one
-// collective call, at step fidelity (inside sim/; SimCluster creates one per call).
+// collective call, at step or aggregate fidelity (inside sim/; SimCluster creates one per call).
 //
-//   CollectiveRun run(links, Collective::kAllreduce, bytes, /*root=*/-1, /*members=*/8, choice);
+//   CollectiveRun run(links, Collective::kAllreduce, bytes, /*root=*/-1, /*members=*/8, choice, Fidelity::kStep);
 //   run.run(me);   // on member me's comm-stream actor; returns when me's part is done
 //
 // Algorithms (sim/README.md, "How a simulated step runs"): ring steps for allreduce,
@@ -14,6 +14,8 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string_view>
 
 #include "core/backend.hpp"
 #include "sim/nccl_model.hpp"
@@ -31,11 +33,44 @@ struct CollectiveLinks {
   // guard wraps the body of a helper actor (per-channel and tree actors) so that its errors
   // reach the cluster.
   std::function<std::function<void()>(std::function<void()>)> guard;
+  // latency: the route latency between two members (what a flow between them pays once);
+  // bandwidth: the route's bottleneck, bytes/s per direction.
+  std::function<double(int from, int to)> latency;
+  std::function<double(int from, int to)> bandwidth;
 };
+
+// Fidelity: how finely a collective becomes flows.
+//   kStep       every ring step and pipeline chunk is its own flow per channel;
+//   kAggregate  each phase is one flow per member and channel carrying the phase's total bytes
+//               (whole bytes of every step or chunk), all of a member's flows of a phase started
+//               together after the hop latencies the steps would have slept (and the route
+//               latencies of all but the last, which the flow pays), the pipeline's fill added
+//               explicitly for chains and trees; the collective ends for every member when every
+//               member's flows are done, as the ring's lock step does. Flows still share links
+//               through SimGrid. Exact on an uncontended ring.
+//   kAuto       (a request, SimOptions) aggregate for a call whose step fidelity would issue more
+//               than kAutoAggregateFlows flows, step otherwise.
+enum class Fidelity { kStep, kAggregate, kAuto };
+inline constexpr double kAutoAggregateFlows = 20000;
+// kAggregateBound: what aggregate fidelity is stated to keep to, relative to step fidelity: the
+// steady iteration time, on contended fabrics too (oversubscribed spines, NICs shared by
+// channels); tests/sim/fidelity_test.cpp checks it. A ring collective agrees to 1e-6 when
+// uncontended; a tree or chain collective on its own within kAggregateTreeBound (their pipeline
+// fill is estimated from the routes' bottlenecks, not simulated chunk by chunk).
+inline constexpr double kAggregateBound = 0.05;
+inline constexpr double kAggregateTreeBound = 0.25;
+
+// parse_fidelity: "step", "aggregate" or "auto"; nullopt otherwise.
+std::optional<Fidelity> parse_fidelity(std::string_view s);
+std::string_view fidelity_name(Fidelity f);
+
+// step_flows: how many flows a call issues at step fidelity (what --fidelity auto weighs).
+double step_flows(Collective c, double bytes, int members, std::size_t channels, const CollectiveChoice& choice);
 
 class CollectiveRun {
  public:
-  CollectiveRun(CollectiveLinks links, Collective c, Bytes bytes, int root, int members, CollectiveChoice choice);
+  CollectiveRun(CollectiveLinks links, Collective c, Bytes bytes, int root, int members, CollectiveChoice choice,
+                Fidelity fidelity);
   ~CollectiveRun();
   CollectiveRun(const CollectiveRun&) = delete;
   CollectiveRun& operator=(const CollectiveRun&) = delete;

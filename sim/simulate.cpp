@@ -40,6 +40,7 @@ struct ResolvedScenario {
   std::int64_t seq_len = 1;
   CommHook hook;
   CollectiveRequest nccl;
+  Fidelity fidelity = Fidelity::kAuto;
   std::set<int> hosts;  // hosts of the GPUs used
   std::optional<Calibration> calibration;
 };
@@ -72,6 +73,11 @@ ResolvedScenario resolve(const Scenario& s) {
   r.hook = basics.hook;
   r.nccl.algorithm = field("algo", s.algo, [&] { return parse_algorithm(s.algo); });
   r.nccl.protocol = field("proto", s.proto, [&] { return parse_protocol(s.proto); });
+  const auto fidelity = parse_fidelity(s.fidelity);
+  if (!fidelity) {
+    throw ConfigError(fmt::format("fidelity \"{}\": expected step, aggregate or auto", s.fidelity));
+  }
+  r.fidelity = *fidelity;
   if (r.nccl.algorithm == Algorithm::kTree && r.hosts.size() < 2) {
     throw ConfigError(
         fmt::format("algo tree: NCCL's tree runs allreduce across nodes; the {} GPU{} used are on one host", r.gpus,
@@ -105,6 +111,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
   out.tokens_per_sample = r.model.default_seq_len ? r.seq_len : 1;
   out.precision = std::string(precision_name(r.precision));
   out.gpu = r.gpu->key;
+  out.fidelity.mode = s.fidelity;
   const std::int64_t global = r.batch * r.gpus;
   out.global_batch = global * s.grad_accum;
   if (strategy == Strategy::kDP && r.hosts.size() > 1) {
@@ -135,6 +142,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
   SimOptions so;
   so.nccl = r.nccl;
   so.nccl.strict = false;
+  so.fidelity = r.fidelity;
   if (r.calibration) so.calibration = &*r.calibration;
   SimCluster cluster(r.topo, routes, r.gpus, so);
 
@@ -192,8 +200,14 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
     call.start_s = c.start_s;
     call.end_s = c.end_s;
     call.iteration = c.iteration;
+    if (c.members > 1 && !r.calibration) {
+      call.fidelity = std::string(fidelity_name(c.fidelity));
+      ++out.fidelity.calls;
+      if (c.fidelity == Fidelity::kAggregate) ++out.fidelity.aggregate_calls;
+    }
     out.collectives.push_back(std::move(call));
   }
+  out.fidelity.bound = out.fidelity.aggregate_calls > 0 ? kAggregateBound : 0.0;
   out.traffic = cluster.traffic(s.iterations);
   summarize(out, s.warmup);
 
