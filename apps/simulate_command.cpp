@@ -163,6 +163,11 @@ void register_simulate_commands(CLI::App& app) {
           "FACTOR"));
   coll->add_option("--algo", co->sweep.algo, "ring, tree or auto (default auto)");
   coll->add_option("--proto", co->sweep.proto, "ll, ll128, simple or auto (default auto)");
+  coll->add_option("--fidelity", co->sweep.fidelity,
+                   "step (every ring step and chunk a flow; default), aggregate (one flow per rank, channel and "
+                   "phase) or auto");
+  coll->add_option("--max-channels", co->sweep.max_channels, "NCCL_MAX_NCHANNELS: use at most N rings (default all)")
+      ->check(CLI::NonNegativeNumber);
   coll->add_flag("--json", co->json, "Print JSON instead of a table");
   coll->callback([co] {
     CollectivesArgs a = *co;

@@ -99,8 +99,8 @@ void print_summary(const Report& rep, std::ostream& out) {
     if (r.fidelity.aggregate_calls == 0) continue;
     out << fmt::format(
         "# {} fidelity: aggregate for {} of {} collective calls (one flow per rank, channel and phase); bound: the "
-        "steady iteration within {:.0f}% of step fidelity, ring collectives equal (1e-6) where uncontended, tree and "
-        "chain collectives within 25%; --fidelity step for every flow\n",
+        "steady iteration within {:.0f}% of step fidelity (single collectives: rings equal where uncontended, others "
+        "can differ more); --fidelity step for every flow\n",
         strategy_label(r.strategy), r.fidelity.aggregate_calls, r.fidelity.calls, 100 * r.fidelity.bound);
   }
   if (rs.size() == 2 && rs[0].skipped.empty() && rs[1].skipped.empty()) {

@@ -279,6 +279,13 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw) {
   SimOptions so;
   so.nccl.algorithm = field("algo", sw.algo, [&] { return parse_algorithm(sw.algo); });
   so.nccl.protocol = field("proto", sw.proto, [&] { return parse_protocol(sw.proto); });
+  const auto fidelity = parse_fidelity(sw.fidelity);
+  if (!fidelity) throw ConfigError(fmt::format("fidelity \"{}\": expected step, aggregate or auto", sw.fidelity));
+  so.fidelity = *fidelity;
+  if (sw.max_channels < 0) {
+    throw ConfigError(fmt::format("max-channels {}: expected 0 (every ring) or more", sw.max_channels));
+  }
+  so.max_channels = sw.max_channels;
 
   // nccl-tests' sizes: min, min*f, ... up to max, each a whole number of 4-byte floats (and of
   // n of them for allgather and reduce-scatter, whose size is the whole buffer).

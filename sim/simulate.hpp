@@ -89,6 +89,8 @@ struct CollectiveSweep {
   double step_factor = 2;
   std::string algo = "auto";
   std::string proto = "auto";
+  std::string fidelity = "step";  // step, aggregate or auto
+  int max_channels = 0;           // NCCL_MAX_NCHANNELS (0: every ring found)
 };
 
 // bus_factor (core/backend.hpp): nccl-tests' busbw / algbw.

@@ -1,0 +1,183 @@
+// fidelity_test.cpp: aggregate fidelity against step fidelity. Each simulation runs in a forked
+// child (one SimGrid engine per process).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "sim/simulate.hpp"
+#include "topologies/generators.hpp"
+#include "topologies/topology.hpp"
+
+namespace gradsync::sim {
+namespace {
+
+// in_child runs fn in a forked child and returns the doubles it wrote.
+template <class F>
+std::vector<double> in_child(F fn) {
+  int fds[2];
+  if (::pipe(fds) != 0) std::abort();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    int status = 0;
+    try {
+      const std::vector<double> out = fn();
+      const auto n = static_cast<ssize_t>(out.size() * sizeof(double));
+      if (::write(fds[1], out.data(), static_cast<std::size_t>(n)) != n) status = 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+      status = 1;
+    }
+    ::_exit(status);
+  }
+  ::close(fds[1]);
+  std::vector<double> out;
+  double v = 0;
+  while (::read(fds[0], &v, sizeof v) == static_cast<ssize_t>(sizeof v)) out.push_back(v);
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  return out;
+}
+
+std::vector<double> collective_times(CollectiveSweep sw, const std::string& fidelity) {
+  sw.fidelity = fidelity;
+  return in_child([sw] {
+    std::vector<double> t;
+    for (const CollectivePoint& p : simulate_collectives(sw)) t.push_back(p.time_s);
+    return t;
+  });
+}
+
+// A rail-optimized fat-tree of `nodes` DGX H100s written to a temporary file: a ring's hops
+// between nodes stay on their rail's leaf (no spine), so nothing contends but the two channels
+// that share each NIC, equally at both fidelities.
+std::string rail_cluster(int nodes) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("gradsync-fidelity-rail-" + std::to_string(nodes) + "-" + std::to_string(::getpid()) + ".dot");
+  std::ofstream(path) << write_topology_dot(
+      generate_fat_tree({.nodes = nodes, .node = "dgx-h100", .rail_optimized = true}));
+  return path.string();
+}
+
+void expect_rings_agree(const std::string& topology, int gpus, Collective op) {
+  CollectiveSweep sw;
+  sw.topology = topology;
+  sw.gpus = gpus;
+  sw.op = op;
+  sw.algo = "ring";
+  sw.proto = "simple";
+  sw.min_bytes = 1 << 20;
+  sw.max_bytes = 64 << 20;
+  sw.step_factor = 64;
+  sw.max_channels = 2;  // the step side issues 2(k-1) k C flows: keep C small at 256 GPUs
+  const std::vector<double> step = collective_times(sw, "step");
+  const std::vector<double> agg = collective_times(sw, "aggregate");
+  ASSERT_EQ(step.size(), 2u);
+  ASSERT_EQ(agg.size(), step.size());
+  for (std::size_t i = 0; i < step.size(); ++i) {
+    SCOPED_TRACE(testing::Message() << topology << ", " << gpus << " GPUs, " << collective_name(op) << ", size " << i);
+    EXPECT_GT(step[i], 0);
+    EXPECT_NEAR(agg[i] / step[i], 1.0, 1e-6);
+  }
+}
+
+TEST(Fidelity, UncontendedRingAllreduceAgrees8Gpus) { expect_rings_agree("dgx-a100", 8, Collective::kAllreduce); }
+TEST(Fidelity, UncontendedRingAllgatherAndReduceScatterAgree8Gpus) {
+  expect_rings_agree("dgx-h100", 8, Collective::kAllgather);
+  expect_rings_agree("dgx-h100", 8, Collective::kReduceScatter);
+}
+TEST(Fidelity, UncontendedRingAllreduceAgrees64Gpus) {
+  expect_rings_agree("16x-dgx-h100-ndr", 64, Collective::kAllreduce);
+}
+TEST(Fidelity, UncontendedRingAllreduceAgrees128Gpus) {
+  const std::string t = rail_cluster(16);
+  expect_rings_agree(t, 128, Collective::kAllreduce);
+  std::filesystem::remove(t);
+}
+TEST(Fidelity, UncontendedRingAllreduceAgrees256Gpus) {
+  const std::string t = rail_cluster(32);
+  expect_rings_agree(t, 256, Collective::kAllreduce);
+  std::filesystem::remove(t);
+}
+
+// One steady DDP step of GPT-2 on 4 nodes under a 4:1 oversubscribed fat-tree (rings and
+// trees cross the spines and share them): aggregate keeps to the bound it prints.
+void expect_within_bound(const std::string& algo) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("gradsync-fidelity-oversubscribed-" + std::to_string(::getpid()) + ".dot");
+  std::ofstream(path) << write_topology_dot(
+      generate_fat_tree({.nodes = 4, .node = "dgx-h100", .oversubscription = 4, .leaf_ports = 16}));
+  Scenario s;
+  s.topology = path.string();
+  s.iterations = 2;
+  s.warmup = 1;
+  s.algo = algo;
+  s.fidelity = "step";
+  const StrategyResult step = simulate_isolated(s, Strategy::kDDP);
+  s.fidelity = "aggregate";
+  const StrategyResult agg = simulate_isolated(s, Strategy::kDDP);
+  std::filesystem::remove(path);
+  EXPECT_EQ(step.fidelity.aggregate_calls, 0);
+  EXPECT_EQ(agg.fidelity.aggregate_calls, agg.fidelity.calls);
+  EXPECT_GT(agg.fidelity.calls, 10);
+  EXPECT_DOUBLE_EQ(agg.fidelity.bound, kAggregateBound);
+  const double err = std::abs(agg.steady_iteration_time_s / step.steady_iteration_time_s - 1);
+  std::printf("%s: steady step %.6f ms (step) against %.6f ms (aggregate): %.3f%%\n", algo.c_str(),
+              1e3 * step.steady_iteration_time_s, 1e3 * agg.steady_iteration_time_s, 100 * err);
+  EXPECT_LE(err, kAggregateBound);
+  // The same collectives in the same order (only their flows differ).
+  ASSERT_EQ(step.collectives.size(), agg.collectives.size());
+  for (std::size_t i = 0; i < step.collectives.size(); ++i) {
+    EXPECT_EQ(step.collectives[i].name, agg.collectives[i].name);
+    EXPECT_EQ(step.collectives[i].algorithm, agg.collectives[i].algorithm);
+  }
+}
+
+TEST(Fidelity, ContendedFatTreeRingWithinBound) { expect_within_bound("ring"); }
+TEST(Fidelity, ContendedFatTreeTreeWithinBound) { expect_within_bound("tree"); }
+
+TEST(Fidelity, AutoPicksAggregateAtScaleAndStepOnOneNode) {
+  Scenario s;
+  s.iterations = 2;
+  s.warmup = 1;
+  const StrategyResult small = simulate_isolated(s, Strategy::kDDP);  // 8 GPUs: ~900 flows per call
+  EXPECT_EQ(small.fidelity.mode, "auto");
+  EXPECT_EQ(small.fidelity.aggregate_calls, 0);
+  EXPECT_DOUBLE_EQ(small.fidelity.bound, 0);
+  s.topology = "16x-dgx-h100-ndr";
+  s.algo = "ring";
+  const StrategyResult big = simulate_isolated(s, Strategy::kDDP);  // 128 GPUs: 2x127x128x16 flows a call
+  EXPECT_GT(big.fidelity.aggregate_calls, 0);
+  EXPECT_DOUBLE_EQ(big.fidelity.bound, kAggregateBound);
+  for (const CollectiveCall& c : big.collectives) {
+    // Every allreduce (ring: 2(k-1) k C flows) runs aggregated; the construction's small
+    // broadcasts (a few chunks along a chain) stay below the threshold and keep step fidelity.
+    if (c.collective == Collective::kAllreduce) {
+      EXPECT_EQ(c.fidelity, "aggregate") << c.name;
+    }
+  }
+}
+
+TEST(Fidelity, UnknownFidelityIsAConfigError) {
+  Scenario s;
+  s.fidelity = "exact";
+  try {
+    check_scenario(s);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("fidelity \"exact\": expected step, aggregate or auto"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace gradsync::sim
