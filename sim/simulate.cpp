@@ -266,6 +266,43 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
   return out;
 }
 
+ClosedForm closed_form_ddp(const Scenario& scenario) {
+  const ResolvedScenario r = resolve(scenario);
+  const StepModel model = to_step_model(r.model, r.precision, r.seq_len);
+  ComputeContext ctx;
+  ctx.gpu = r.gpu;
+  ctx.precision = r.precision;
+  ctx.batch = r.batch;
+  ctx.seq_len = r.seq_len;
+  const RooflineCostModel costs(r.model, ctx, r.optimizer);
+  double forward = 0, backward = 0;
+  for (std::size_t l = 0; l < model.layers.size(); ++l) {
+    forward += costs.forward(l, r.batch).time_s;
+    backward += costs.backward(l, r.batch).time_s;
+  }
+  ClosedForm out;
+  out.compute_s = forward + backward + costs.optimizer().time_s;
+  BucketOptions bo;
+  bo.bucket_cap_mb = r.s.bucket_cap_mb;
+  const BucketSchedule plan = bucket_schedule(model, bo);
+  const BucketPlan& steady = plan.at(r.s.iterations);
+  double last = 0;
+  if (r.gpus > 1) {
+    const Routes routes(r.topo);
+    const Channels ch = build_channels(r.topo, routes, first_ranks(r.gpus));
+    CollectiveRequest req = r.nccl;
+    req.strict = false;
+    for (const Bucket& b : steady.buckets) {
+      last = choose_collective(Collective::kAllreduce, static_cast<double>(b.bytes), ch, r.gpu->sm_version, req)
+                 .predicted_s;
+      out.communication_s += last;
+    }
+  }
+  out.buckets = static_cast<int>(steady.buckets.size());
+  out.step_s = forward + std::max(backward + last, out.communication_s) + costs.optimizer().time_s;
+  return out;
+}
+
 std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw) {
   const Topology topo = field("topology", sw.topology, [&] { return load_topology(sw.topology); });
   const int n = sw.gpus > 0 ? sw.gpus : topo.gpu_count();

@@ -67,6 +67,19 @@ class IsolatedSimulation {
 // once per process). ConfigError / UsageError for a bad scenario.
 StrategyResult simulate(const Scenario& s, Strategy strategy);
 
+// ClosedForm: one steady DDP iteration evaluated by formula instead of simulated: the cost
+// model's forward, backward and optimizer times, and each bucket's allreduce at NCCL's
+// predicted time on the same channels (sim/nccl_model.hpp), overlapping backward (the last
+// bucket's allreduce after it). What the simulation refines (queues, contention, DDP's order),
+// and the floor of what answering a scenario costs: the same topology, routes and rings.
+struct ClosedForm {
+  double step_s = 0;
+  double compute_s = 0;
+  double communication_s = 0;
+  int buckets = 0;
+};
+ClosedForm closed_form_ddp(const Scenario& s);
+
 // check_scenario validates every field (model, topology, GPUs, precision on that GPU, options)
 // without simulating; the errors simulate would give.
 void check_scenario(const Scenario& s);

@@ -6,6 +6,8 @@
 #include <simgrid/s4u/ConditionVariable.hpp>
 #include <simgrid/s4u/Mutex.hpp>
 
+#include <algorithm>
+#include <limits>
 #include <mutex>
 
 namespace gradsync::sim {
@@ -18,9 +20,12 @@ namespace sg4 = simgrid::s4u;
 class Counter {
  public:
   long value() const { return value_; }
+  // add wakes the waiters only once the smallest value one of them waits for is reached: a
+  // barrier of k actors costs k wake-ups, not k^2.
   void add(long n = 1) {
     value_ += n;
-    if (waiters_ > 0) {
+    if (waiters_ > 0 && value_ >= lowest_) {
+      lowest_ = std::numeric_limits<long>::max();  // the woken that must wait on say so again
       std::unique_lock<sg4::Mutex> lock(*mutex_);
       cv_->notify_all();
     }
@@ -35,7 +40,10 @@ class Counter {
     {
       std::unique_lock<sg4::Mutex> lock(*mutex_);
       try {
-        while (value_ < v) cv_->wait(lock);
+        while (value_ < v) {
+          lowest_ = std::min(lowest_, v);
+          cv_->wait(lock);
+        }
       } catch (const simgrid::ForcefulKillException&) {
         // The actor is being killed (the simulation ends, or another actor failed): unlocking
         // would be a simcall from a dying actor, which thread contexts cannot serve.
@@ -48,6 +56,7 @@ class Counter {
 
  private:
   long value_ = 0;
+  long lowest_ = std::numeric_limits<long>::max();  // the smallest value a waiter waits for
   int waiters_ = 0;
   sg4::MutexPtr mutex_;
   sg4::ConditionVariablePtr cv_;
