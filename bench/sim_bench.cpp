@@ -1,13 +1,19 @@
 // sim_bench.cpp: how long and how much memory the SimGrid engine needs to simulate one steady DDP
-// step of GPT-2 (B=16, T=1024, bf16, AdamW). Targets (issue 6): 8 GPUs under 0.1 s, 64 GPUs over
-// 8 nodes under 2 s.
+// iteration of GPT-2 and Llama-2-7B on fat-trees of 8-GPU H100 nodes (1 to 512 nodes, 8 to 4096
+// GPUs, `gradsync topo generate fat-tree --node dgx-h100`; 512 nodes with 128-port spines), each
+// beside the closed-form evaluation of the same iteration (sim/simulate.hpp: closed_form_ddp,
+// the same topology, routes and rings, no simulation), and a 100-point sweep of 64-GPU scenarios
+// with --jobs 2. Targets (issue 9): 1024 GPUs under 2 s and 2 GiB, 4096 GPUs under 15 s, the
+// sweep under a minute.
 //
-// SimGrid allows one engine per process, so every measurement forks a child that simulates the
-// scenario; the parent times it and reads the child's peak resident memory (wait4). A steady step
-// is the difference between simulating warmup+1 and warmup+2 iterations (construction, iteration
-// 1 and the bucket rebuild are the same in both runs).
+// SimGrid allows one engine per process, so every measurement forks a child; the parent times
+// it and reads the child's peak resident memory (wait4). A steady iteration is the difference
+// between simulating 3 and 2 iterations (construction, iteration 1 and the bucket rebuild are
+// the same in both runs); its memory is the 3-iteration run's peak. --fidelity is auto (the
+// default), which runs every allreduce at aggregate fidelity from 64 GPUs on.
 //
-//   build/default/bench/sim_bench
+//   build/default/bench/sim_bench                                  # everything (hours at 4096)
+//   build/default/bench/sim_bench --benchmark_filter='/(8|64)$'     # the small clusters
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -15,9 +21,14 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
 #include <string>
 
 #include "sim/simulate.hpp"
+#include "topologies/generators.hpp"
 
 namespace gradsync::sim {
 namespace {
@@ -27,18 +38,13 @@ struct Run {
   double peak_rss_bytes = 0;
 };
 
-// run forks a child that simulates `iterations` DDP iterations of the scenario.
-Run run(const std::string& topology, int gpus, int iterations) {
-  Scenario s;
-  s.topology = topology;
-  s.gpus = gpus;
-  s.iterations = iterations;
-  s.warmup = iterations - 1;
+// in_child runs fn in a forked child; wall time and the child's peak memory.
+Run in_child(const std::function<void()>& fn) {
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
     try {
-      (void)simulate(s, Strategy::kDDP);
+      fn();
     } catch (...) {
       ::_exit(1);
     }
@@ -52,24 +58,92 @@ Run run(const std::string& topology, int gpus, int iterations) {
   return {wall, static_cast<double>(usage.ru_maxrss) * 1024.0};
 }
 
-void steady_step(benchmark::State& state, const std::string& topology, int gpus) {
+// cluster: the fat-tree of gpus/8 DGX H100 nodes, written once to a temporary DOT file.
+std::string cluster(int gpus) {
+  static std::map<int, std::string> files;
+  auto& path = files[gpus];
+  if (path.empty()) {
+    const int nodes = gpus / 8;
+    FatTreeOptions o;
+    o.nodes = nodes;
+    o.node = "dgx-h100";
+    if (nodes > 256) o.spine_ports = 128;  // 128 leaves of 64 ports need 128-port spines (2 levels)
+    path = (std::filesystem::temp_directory_path() /
+            ("gradsync-bench-fat-tree-" + std::to_string(gpus) + "-" + std::to_string(::getpid()) + ".dot"))
+               .string();
+    std::ofstream(path) << write_topology_dot(generate_fat_tree(o));
+  }
+  return path;
+}
+
+Scenario scenario(const std::string& model, int gpus, int iterations) {
+  Scenario s;
+  s.model = model;
+  s.topology = cluster(gpus);
+  s.gpus = gpus;
+  s.iterations = iterations;
+  s.warmup = iterations - 1;
+  return s;
+}
+
+void steady_ddp(benchmark::State& state, const std::string& model) {
+  const int gpus = static_cast<int>(state.range(0));
   double peak = 0, total = 0;
   for (auto _ : state) {
-    const Run two = run(topology, gpus, 2);
-    const Run three = run(topology, gpus, 3);
-    state.SetIterationTime(std::max(0.0, three.wall_s - two.wall_s));
-    peak = std::max(peak, three.peak_rss_bytes);
-    total = three.wall_s;
+    const Scenario two = scenario(model, gpus, 2);
+    const Scenario three = scenario(model, gpus, 3);
+    const Run a = in_child([&] { (void)simulate(two, Strategy::kDDP); });
+    const Run b = in_child([&] { (void)simulate(three, Strategy::kDDP); });
+    state.SetIterationTime(std::max(0.0, b.wall_s - a.wall_s));
+    peak = std::max(peak, b.peak_rss_bytes);
+    total = b.wall_s;
   }
   state.counters["peak_rss_MiB"] = peak / (1024.0 * 1024.0);
   state.counters["run_of_3_iterations_s"] = total;
 }
 
-void BM_GPT2_DDP_SteadyStep_8GPUs(benchmark::State& state) { steady_step(state, "dgx-a100", 8); }
-BENCHMARK(BM_GPT2_DDP_SteadyStep_8GPUs)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
+void closed_form(benchmark::State& state, const std::string& model) {
+  const int gpus = static_cast<int>(state.range(0));
+  double peak = 0;
+  for (auto _ : state) {
+    const Scenario s = scenario(model, gpus, 3);
+    const Run r = in_child([&] { (void)closed_form_ddp(s); });
+    state.SetIterationTime(r.wall_s);
+    peak = std::max(peak, r.peak_rss_bytes);
+  }
+  state.counters["peak_rss_MiB"] = peak / (1024.0 * 1024.0);
+}
 
-void BM_GPT2_DDP_SteadyStep_64GPUs_8Nodes(benchmark::State& state) { steady_step(state, "16x-dgx-h100-ndr", 64); }
-BENCHMARK(BM_GPT2_DDP_SteadyStep_64GPUs_8Nodes)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+void BM_SimulateSteadyDDP_GPT2(benchmark::State& s) { steady_ddp(s, "gpt2"); }
+void BM_SimulateSteadyDDP_Llama2_7B(benchmark::State& s) { steady_ddp(s, "llama2-7b"); }
+void BM_ClosedForm_GPT2(benchmark::State& s) { closed_form(s, "gpt2"); }
+void BM_ClosedForm_Llama2_7B(benchmark::State& s) { closed_form(s, "llama2-7b"); }
+#define GRADSYNC_SIZES ->Arg(8)->Arg(64)->Arg(512)->Arg(1024)->Arg(4096)
+BENCHMARK(BM_SimulateSteadyDDP_GPT2)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1) GRADSYNC_SIZES;
+BENCHMARK(BM_ClosedForm_GPT2)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1) GRADSYNC_SIZES;
+BENCHMARK(BM_SimulateSteadyDDP_Llama2_7B)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1) GRADSYNC_SIZES;
+BENCHMARK(BM_ClosedForm_Llama2_7B)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1) GRADSYNC_SIZES;
+
+// A 100-point sweep (10 batch sizes x 10 bucket caps) of DDP on 64 GPUs of 16x-dgx-h100-ndr,
+// through the gradsync binary as a user runs it.
+void BM_Sweep100Points64Gpus_Jobs2(benchmark::State& state) {
+  const std::string out = (std::filesystem::temp_directory_path() /
+                           ("gradsync-bench-sweep-" + std::to_string(::getpid())))
+                              .string();
+  for (auto _ : state) {
+    std::filesystem::remove_all(out);
+    const Run r = in_child([&] {
+      ::execl(GRADSYNC_BIN, "gradsync", "sweep", "--topology", "16x-dgx-h100-ndr", "--gpus", "64", "--iterations",
+              "2", "--warmup", "1", "--vary", "strategy=ddp", "--vary", "batch_per_gpu=1,2,3,4,5,6,7,8,9,10",
+              "--vary", "bucket_cap_mb=5,10,15,20,25,30,35,40,45,50", "--jobs", "2", "--out", out.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(1);
+    });
+    state.SetIterationTime(r.wall_s);
+  }
+  std::filesystem::remove_all(out);
+}
+BENCHMARK(BM_Sweep100Points64Gpus_Jobs2)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 }  // namespace gradsync::sim
