@@ -98,6 +98,25 @@ ResolvedScenario resolve(const Scenario& s) {
   return r;
 }
 
+// context_of: the compute context every cost of the scenario is evaluated in.
+ComputeContext context_of(const ResolvedScenario& r) {
+  ComputeContext ctx;
+  ctx.gpu = r.gpu;
+  ctx.precision = r.precision;
+  ctx.batch = r.batch;
+  ctx.seq_len = r.seq_len;
+  return ctx;
+}
+
+// buckets_of: DDP's bucket options as the scenario sets them (simulation and closed form alike).
+BucketOptions buckets_of(const Scenario& s) {
+  BucketOptions b;
+  b.bucket_cap_mb = s.bucket_cap_mb;
+  b.find_unused_parameters = s.find_unused_parameters;
+  b.static_graph = s.static_graph;
+  return b;
+}
+
 }  // namespace
 
 void check_scenario(const Scenario& s) { (void)resolve(s); }
@@ -124,11 +143,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
   }
 
   const StepModel model = to_step_model(r.model, r.precision, r.seq_len);
-  ComputeContext ctx;
-  ctx.gpu = r.gpu;
-  ctx.precision = r.precision;
-  ctx.batch = r.batch;
-  ctx.seq_len = r.seq_len;
+  const ComputeContext ctx = context_of(r);
   const RooflineCostModel roofline(r.model, ctx, r.optimizer);
   std::optional<CalibratedCostModel> calibrated;
   if (r.calibration) {
@@ -148,9 +163,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
 
   if (strategy == Strategy::kDDP) {
     DdpStepOptions o;
-    o.ddp.buckets.bucket_cap_mb = s.bucket_cap_mb;
-    o.ddp.buckets.find_unused_parameters = s.find_unused_parameters;
-    o.ddp.buckets.static_graph = s.static_graph;
+    o.ddp.buckets = buckets_of(s);
     o.ddp.gradient_as_bucket_view = s.gradient_as_bucket_view;
     o.ddp.hook = r.hook;
     o.grad_accum = s.grad_accum;
@@ -269,11 +282,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
 ClosedForm closed_form_ddp(const Scenario& scenario) {
   const ResolvedScenario r = resolve(scenario);
   const StepModel model = to_step_model(r.model, r.precision, r.seq_len);
-  ComputeContext ctx;
-  ctx.gpu = r.gpu;
-  ctx.precision = r.precision;
-  ctx.batch = r.batch;
-  ctx.seq_len = r.seq_len;
+  const ComputeContext ctx = context_of(r);
   const RooflineCostModel costs(r.model, ctx, r.optimizer);
   double forward = 0, backward = 0;
   for (std::size_t l = 0; l < model.layers.size(); ++l) {
@@ -282,9 +291,7 @@ ClosedForm closed_form_ddp(const Scenario& scenario) {
   }
   ClosedForm out;
   out.compute_s = forward + backward + costs.optimizer().time_s;
-  BucketOptions bo;
-  bo.bucket_cap_mb = r.s.bucket_cap_mb;
-  const BucketSchedule plan = bucket_schedule(model, bo);
+  const BucketSchedule plan = bucket_schedule(model, buckets_of(r.s));
   const BucketPlan& steady = plan.at(r.s.iterations);
   double last = 0;
   if (r.gpus > 1) {
