@@ -136,6 +136,20 @@ struct SimCluster::Impl {
     return sg4::Comm::sendto_async(a, b, wire);
   }
 
+  // put: send's flow as a mailbox communication into `inbox` (to's), flowing once to's actor has
+  // posted a receive there (aggregate fidelity; sim/collective_run.hpp).
+  sg4::CommPtr put(int it, const std::string& name, sg4::Mailbox* inbox, int from, int to, double bytes,
+                   double wire_bytes) {
+    tally(it, name, from, to, bytes);
+    const auto wire = static_cast<std::uint64_t>(std::max(1.0, std::ceil(wire_bytes - 1e-9)));
+    account(it, platform.gpus[static_cast<std::size_t>(from)], platform.gpus[static_cast<std::size_t>(to)],
+            static_cast<double>(wire));
+    return inbox->put_async(&payload, wire);
+  }
+  int payload = 0;           // what put carries (mailboxes move a pointer; only the size matters)
+  void* received = nullptr;  // where receives leave it
+  int groups = 0;            // process groups made, naming their inboxes
+
   // account adds a flow's wire bytes to every link direction on its route.
   void account(int it, sg4::Host* a, sg4::Host* b, double wire) {
     auto& per_link = link_bytes[it];
@@ -387,7 +401,8 @@ struct SimCluster::Impl::Instance {
   int members_ = 0;
   Impl* impl_ = nullptr;
 
-  Instance(Impl* impl, const Channels* ch, Collective c, CollectiveOp o, int r, int members, int it)
+  Instance(Impl* impl, const Channels* ch, const std::vector<sg4::Mailbox*>* inboxes, Collective c, CollectiveOp o,
+           int r, int members, int it)
       : coll(c), op(std::move(o)), root(r), iteration(it), members_(members), impl_(impl) {
     if (impl->opts.calibration) {
       measured_s = impl->opts.calibration->collective_time(coll, members, static_cast<double>(op.bytes));
@@ -409,6 +424,12 @@ struct SimCluster::Impl::Instance {
     links.channels = ch;
     links.send = [impl, it, name = op.name](int from, int to, double bytes, double wire) {
       return impl->send(it, name, from, to, bytes, wire);
+    };
+    links.put = [impl, it, name = op.name, inboxes](int from, int to, double bytes, double wire) {
+      return impl->put(it, name, (*inboxes)[static_cast<std::size_t>(to)], from, to, bytes, wire);
+    };
+    links.receive = [impl, inboxes](int me) {
+      return (*inboxes)[static_cast<std::size_t>(me)]->get_async<void>(&impl->received);
     };
     links.guard = [impl](std::function<void()> fn) -> std::function<void()> { return impl->guarded(std::move(fn)); };
     links.latency = [impl](int from, int to) { return impl->latency(from, to); };
@@ -440,15 +461,19 @@ struct SimCluster::Impl::GroupState {
   int size;
   std::vector<std::uint64_t> next_seq;
   std::map<std::uint64_t, std::shared_ptr<Instance>> live;
+  std::vector<sg4::Mailbox*> inboxes;  // per member: where aggregate fidelity's flows arrive
 
-  GroupState(Impl* i, int n) : impl(i), size(n), next_seq(static_cast<std::size_t>(n), 0) {}
+  GroupState(Impl* i, int n) : impl(i), size(n), next_seq(static_cast<std::size_t>(n), 0) {
+    const int id = impl->groups++;
+    for (int m = 0; m < n; ++m) inboxes.push_back(sg4::Mailbox::by_name(fmt::format("group{}:{}", id, m)));
+  }
 
   // join: member `me`'s call, matched with the other members' calls of the same number.
   std::shared_ptr<Instance> join(int me, Collective c, const CollectiveOp& op, int root, int iteration) {
     const std::uint64_t seq = next_seq[static_cast<std::size_t>(me)]++;
     auto& inst = live[seq];
     if (!inst) {
-      inst = std::make_shared<Instance>(impl, &impl->channels_of(size), c, op, root, size, iteration);
+      inst = std::make_shared<Instance>(impl, &impl->channels_of(size), &inboxes, c, op, root, size, iteration);
     } else if (inst->coll != c || inst->op.bytes != op.bytes || inst->root != root) {
       throw RuntimeError(fmt::format(
           "sim: collective #{} differs across ranks: rank {} calls {} \"{}\" of {} bytes (root {}), another rank {} "

@@ -50,7 +50,38 @@ struct CollectiveRun::State {
           w[static_cast<std::size_t>(rc.chains[nd][at])] = {static_cast<int>(nd), static_cast<int>(at)};
       where_.push_back(std::move(w));
     }
+    if (fidelity == Fidelity::kAggregate) find_repeats();
   }
+
+  // find_repeats: the channels aggregate fidelity runs (reps_), one of each set of channels with
+  // the same ring (and, for trees, the same tree: c mod 2), each carrying mult_ channels' bytes,
+  // when every set has the same size; otherwise every channel, mult_ 1.
+  void find_repeats() {
+    const bool trees = choice.algorithm == Algorithm::kTree;
+    const auto same = [&](std::size_t a, std::size_t b) {
+      return (!trees || a % 2 == b % 2) && ring(a).order == ring(b).order && ring(a).chains == ring(b).chains;
+    };
+    std::vector<std::size_t> reps, size;
+    for (std::size_t c = 0; c < C(); ++c) {
+      std::size_t i = 0;
+      while (i < reps.size() && !same(reps[i], c)) ++i;
+      if (i == reps.size()) {
+        reps.push_back(c);
+        size.push_back(0);
+      }
+      ++size[i];
+    }
+    const bool even = std::all_of(size.begin(), size.end(), [&](std::size_t n) { return n == size.front(); });
+    if (even && !reps.empty()) {
+      reps_ = std::move(reps);
+      mult_ = static_cast<double>(size.front());
+    } else {
+      for (std::size_t c = 0; c < C(); ++c) reps_.push_back(c);
+      mult_ = 1;
+    }
+  }
+  std::vector<std::size_t> reps_;                        // aggregate: the channels run
+  double mult_ = 1;                                      // aggregate: channels' bytes each of them carries
   std::vector<std::vector<std::pair<int, int>>> where_;  // tree: per channel, per rank: (node, place in chain)
 
   sg4::CommPtr send(int from, int to, double bytes, double wire) { return links_.send(from, to, bytes, wire); }
@@ -157,59 +188,70 @@ struct CollectiveRun::State {
     double wire;
     double start = 0;  // after the phase began
   };
-  // phase: member me's flows of one phase, each started at its time (ring: all together), then
-  // me waits for every member's flows.
+  // phase: member me's flows of one phase, each started at its time (ring: all together) once
+  // its receiver has joined; me receives its incoming flows and then waits for every member's.
   void phase(int me, std::vector<Flow> flows) {
     std::stable_sort(flows.begin(), flows.end(), [](const Flow& a, const Flow& b) { return a.start < b.start; });
     const double t0 = sg4::Engine::get_clock();
     std::vector<sg4::CommPtr> comms;
-    comms.reserve(flows.size());
+    const int in = incoming_[static_cast<std::size_t>(me)];
+    comms.reserve(flows.size() + static_cast<std::size_t>(in));
+    for (int i = 0; i < in; ++i) comms.push_back(links_.receive(me));
     for (const Flow& f : flows) {
       sleep_for(t0 + f.start - sg4::Engine::get_clock());
-      comms.push_back(send(me, f.to, f.payload, f.wire));
+      comms.push_back(links_.put(me, f.to, f.payload, f.wire));
     }
     for (auto& cm : comms) cm->wait();
     finished.add(1);
     finished.wait_at_least(k);
   }
 
+  // aggregate: the first member to arrive plans every member's flows (and so how many each
+  // receives); each then runs its own.
   void aggregate(int me) {
+    if (plans_.empty()) {
+      plans_.resize(static_cast<std::size_t>(k));
+      incoming_.assign(static_cast<std::size_t>(k), 0);
+      for (int r = 0; r < k; ++r) {
+        plans_[static_cast<std::size_t>(r)] = plan(r);
+        for (const Flow& f : plans_[static_cast<std::size_t>(r)]) ++incoming_[static_cast<std::size_t>(f.to)];
+      }
+    }
+    phase(me, std::move(plans_[static_cast<std::size_t>(me)]));
+  }
+  std::vector<std::vector<Flow>> plans_;  // aggregate: per member, its flows
+  std::vector<int> incoming_;             // aggregate: per member, the flows it receives
+
+  std::vector<Flow> plan(int me) {
     const double S = bytes_;
     const auto channels = static_cast<double>(C());
     switch (coll) {
       case Collective::kAllreduce:
-        if (choice.algorithm == Algorithm::kTree) {
-          aggregate_tree(me);
-        } else {
-          aggregate_ring(me, 2 * (k - 1), S / (k * channels));
-        }
-        break;
+        if (choice.algorithm == Algorithm::kTree) return aggregate_tree(me);
+        return aggregate_ring(me, 2 * (k - 1), S / (k * channels));
       case Collective::kReduceScatter:
-        aggregate_ring(me, k - 1, S / (k * channels));
-        break;
+        return aggregate_ring(me, k - 1, S / (k * channels));
       case Collective::kAllgather:
-        aggregate_ring(me, k - 1, S / channels);
-        break;
+        return aggregate_ring(me, k - 1, S / channels);
       case Collective::kBroadcast:
       case Collective::kReduce:
-        aggregate_chain(me);
-        break;
+        return aggregate_chain(me);
     }
+    return {};
   }
 
   // Ring: `steps` steps of `chunk` per channel become one flow per channel of steps x chunk;
   // the hop latency of every step and the route latency of all but the last are slept first.
-  void aggregate_ring(int me, int steps, double chunk) {
+  std::vector<Flow> aggregate_ring(int me, int steps, double chunk) {
     double lat = 0, route = 0;
     std::vector<Flow> flows;
     for (std::size_t c = 0; c < C(); ++c) {
-      const int to = next(c, me);
       lat = std::max(lat, out_latency(c, me));
-      route = std::max(route, links_.latency(me, to));
-      flows.push_back({to, steps * chunk, steps * whole(chunk)});
+      route = std::max(route, links_.latency(me, next(c, me)));
     }
+    for (std::size_t c : reps_) flows.push_back({next(c, me), mult_ * steps * chunk, mult_ * steps * whole(chunk)});
     for (Flow& f : flows) f.start = steps * lat + (steps - 1) * route;
-    phase(me, std::move(flows));
+    return flows;
   }
 
   // A pipeline's hop moves its J chunks in one flow; it starts when the hop's first chunk would
@@ -221,27 +263,28 @@ struct CollectiveRun::State {
   }
 
   // Chain (broadcast, reduce): along each channel's chain from its first member.
-  void aggregate_chain(int me) {
+  std::vector<Flow> aggregate_chain(int me) {
     const bool bcast = coll == Collective::kBroadcast;
     const double per_channel = bytes_ / static_cast<double>(C());
     const auto J = static_cast<double>(chunk_count(per_channel));
     chain_offsets(per_channel);
     std::vector<Flow> flows;
-    for (std::size_t c = 0; c < C(); ++c) {
+    for (std::size_t c : reps_) {
       const int to = next(c, me);
       if (!(bcast ? to != root : me != root)) continue;
       const double route = links_.latency(me, to);
-      flows.push_back({to, per_channel, chunk_wire(per_channel),
+      flows.push_back({to, mult_ * per_channel, mult_ * chunk_wire(per_channel),
                        offset_[c][static_cast<std::size_t>(me)] + pipeline_pause(J, out_latency(c, me), route)});
     }
-    phase(me, std::move(flows));
+    return flows;
   }
 
   // chain_offsets: per channel and rank, when its first chunk leaves (found once per call).
   void chain_offsets(double per_channel) {
     if (!offset_.empty()) return;
     const bool bcast = coll == Collective::kBroadcast;
-    for (std::size_t c = 0; c < C(); ++c) {
+    offset_.resize(C());
+    for (std::size_t c : reps_) {
       std::vector<double> at(static_cast<std::size_t>(k), 0.0);
       int r = bcast ? root : next(c, root);
       double t = 0;
@@ -251,7 +294,7 @@ struct CollectiveRun::State {
         t += chunk_time(r, nr, per_channel);
         r = nr;
       }
-      offset_.push_back(std::move(at));
+      offset_[c] = std::move(at);
     }
   }
   std::vector<std::vector<double>> offset_;  // aggregate: per channel, per rank: chain or tree-up start
@@ -260,7 +303,7 @@ struct CollectiveRun::State {
   // Tree: per channel, the up flow to the parent starts when the first chunk of every child has
   // arrived, the down flows to the children when the first chunk came down (or, at the root,
   // was reduced).
-  void aggregate_tree(int me) {
+  std::vector<Flow> aggregate_tree(int me) {
     const double per_channel = bytes_ / static_cast<double>(C());
     const auto J = static_cast<double>(chunk_count(per_channel));
     const double wire = chunk_wire(per_channel);
@@ -268,17 +311,17 @@ struct CollectiveRun::State {
     const TreeLinks t = tree_links(me);
     std::vector<Flow> flows;
     const auto m = static_cast<std::size_t>(me);
-    for (std::size_t c = 0; c < C(); ++c) {
+    for (std::size_t c : reps_) {
       if (const int p = t.parent[c]; p >= 0) {
-        flows.push_back(
-            {p, per_channel, wire, offset_[c][m] + pipeline_pause(J, link_latency(me, p), links_.latency(me, p))});
+        flows.push_back({p, mult_ * per_channel, mult_ * wire,
+                         offset_[c][m] + pipeline_pause(J, link_latency(me, p), links_.latency(me, p))});
       }
       for (int kid : t.children[c]) {
-        flows.push_back(
-            {kid, per_channel, wire, down_[c][m] + pipeline_pause(J, link_latency(me, kid), links_.latency(me, kid))});
+        flows.push_back({kid, mult_ * per_channel, mult_ * wire,
+                         down_[c][m] + pipeline_pause(J, link_latency(me, kid), links_.latency(me, kid))});
       }
     }
-    phase(me, std::move(flows));
+    return flows;
   }
 
   // tree_offsets: per channel, every rank's up start (the longest chunk-time path up from a leaf
@@ -289,7 +332,9 @@ struct CollectiveRun::State {
     all.reserve(static_cast<std::size_t>(k));
     for (int r = 0; r < k; ++r) all.push_back(tree_links(r));
     const auto edge = [&](int a, int b) { return chunk_time(a, b, per_channel); };
-    for (std::size_t c = 0; c < C(); ++c) {
+    offset_.resize(C());
+    down_.resize(C());
+    for (std::size_t c : reps_) {
       std::vector<int> order;  // breadth first from the root
       for (int r = 0; r < k; ++r)
         if (all[static_cast<std::size_t>(r)].parent[c] < 0) order.push_back(r);
@@ -307,8 +352,8 @@ struct CollectiveRun::State {
         dn[static_cast<std::size_t>(r)] =
             p < 0 ? up[static_cast<std::size_t>(r)] : dn[static_cast<std::size_t>(p)] + edge(p, r);
       }
-      offset_.push_back(std::move(up));
-      down_.push_back(std::move(dn));
+      offset_[c] = std::move(up);
+      down_[c] = std::move(dn);
     }
   }
 

@@ -28,8 +28,16 @@ namespace gradsync::sim {
 struct CollectiveLinks {
   const Topology* topo = nullptr;
   const Channels* channels = nullptr;  // rings and trees over members 0..k-1 (= ranks)
-  // send starts a flow of `wire` bytes carrying `bytes` of payload from one member to another.
+  // send starts a flow of `wire` bytes carrying `bytes` of payload from one member to another
+  // (step fidelity: a host-to-host communication, flowing at once).
   std::function<simgrid::s4u::CommPtr(int from, int to, double bytes, double wire)> send;
+  // put and receive (aggregate fidelity): the same flow as a mailbox communication from the
+  // calling actor (member `from`'s) to member `to`'s inbox, flowing once `to` has posted a
+  // receive from its own actor. SimGrid 3.32 keeps every host-to-host communication in one
+  // engine-wide list that it scans when each ends (O(flows) per flow: minutes at 1024 GPUs);
+  // mailbox communications are listed only by their two actors.
+  std::function<simgrid::s4u::CommPtr(int from, int to, double bytes, double wire)> put;
+  std::function<simgrid::s4u::CommPtr(int me)> receive;
   // guard wraps the body of a helper actor (per-channel and tree actors) so that its errors
   // reach the cluster.
   std::function<std::function<void()>(std::function<void()>)> guard;
@@ -47,7 +55,13 @@ struct CollectiveLinks {
 //               latencies of all but the last, which the flow pays), the pipeline's fill added
 //               explicitly for chains and trees; the collective ends for every member when every
 //               member's flows are done, as the ring's lock step does. Flows still share links
-//               through SimGrid. Exact on an uncontended ring.
+//               through SimGrid. Exact on an uncontended ring. A member's flows start once
+//               their receivers have joined the phase (NCCL cannot send into a peer that has not
+//               posted its buffers). Channels that repeat another's ring (NCCL duplicates rings)
+//               run as that channel's flows with their bytes added when every ring repeats
+//               equally often: under max-min sharing m equal flows on one route end when one
+//               flow of m times the bytes does, as long as every flow sharing their links is
+//               multiplied alike.
 //   kAuto       (a request, SimOptions) aggregate for a call whose step fidelity would issue more
 //               than kAutoAggregateFlows flows, step otherwise.
 enum class Fidelity { kStep, kAggregate, kAuto };
