@@ -23,18 +23,68 @@ namespace {
 
 namespace sg4 = simgrid::s4u;
 
-// SimWork: every Work of this engine, shareable from a reference (stream_wait takes Work&).
-class SimWork : public Work, public std::enable_shared_from_this<SimWork> {};
-
-// TaskWork: one piece of stream work; done once its stream has run it.
-class TaskWork final : public SimWork {
+// HostClocks: each host thread's (actor's) time not yet slept. Issuing work costs host time
+// (kernel launches); a thread adds it up and sleeps it only where it blocks or reads the clock,
+// while everything it issues is stamped with its own time (now plus what it owes): the same
+// times as sleeping at every launch, without an activity per launch.
+class HostClocks {
  public:
-  void wait() override { done_.wait_at_least(1); }
-  bool done() const override { return done_.value() > 0; }
-  void finish() { done_.add(1); }
+  void defer(double s) {
+    if (s > 0) owed_[sg4::this_actor::get_pid()] += s;
+  }
+  double now() const {
+    const auto it = owed_.find(sg4::this_actor::get_pid());
+    return sg4::Engine::get_clock() + (it == owed_.end() ? 0.0 : it->second);
+  }
+  // flush: the calling thread catches up with its own time.
+  void flush() {
+    const auto it = owed_.find(sg4::this_actor::get_pid());
+    if (it == owed_.end() || it->second <= 0) return;
+    const double s = it->second;
+    it->second = 0;
+    sleep_for(s);
+  }
 
  private:
+  std::unordered_map<aid_t, double> owed_;
+};
+
+// SimWork: every Work of this engine, shareable from a reference (stream_wait takes Work&).
+// Work is resolved once its end time is known (it may lie ahead: kernels are placed on their
+// stream's timeline when issued, see StreamActor).
+class SimWork : public Work, public std::enable_shared_from_this<SimWork> {
+ public:
+  // end: the end time if resolved.
+  virtual std::optional<double> end() const = 0;
+  // wait_resolved blocks until the end time is known (not until it is reached).
+  virtual void wait_resolved() = 0;
+};
+
+// TaskWork: one piece of stream work; done once its stream has run it (its end time reached).
+class TaskWork final : public SimWork {
+ public:
+  explicit TaskWork(HostClocks* clocks) : clocks_(clocks) {}
+  void wait() override {
+    clocks_->flush();
+    done_.wait_at_least(1);
+    sleep_for(at_ - sg4::Engine::get_clock());
+  }
+  bool done() const override { return done_.value() > 0 && at_ <= sg4::Engine::get_clock(); }
+  std::optional<double> end() const override {
+    if (done_.value() > 0) return at_;
+    return std::nullopt;
+  }
+  void wait_resolved() override { done_.wait_at_least(1); }
+  // finish: the work ends at `at` (now or later).
+  void finish(double at) {
+    at_ = at;
+    done_.add(1);
+  }
+
+ private:
+  HostClocks* clocks_;
   Counter done_;
+  double at_ = 0;
 };
 
 // AllWork: a collective of a single-process group: done when every member's part is.
@@ -46,6 +96,18 @@ class AllWork final : public SimWork {
   }
   bool done() const override {
     return std::all_of(parts_.begin(), parts_.end(), [](const WorkPtr& p) { return p->done(); });
+  }
+  std::optional<double> end() const override {
+    double last = 0;
+    for (const auto& p : parts_) {
+      const auto e = static_cast<const SimWork&>(*p).end();
+      if (!e) return std::nullopt;
+      last = std::max(last, *e);
+    }
+    return last;
+  }
+  void wait_resolved() override {
+    for (auto& p : parts_) static_cast<SimWork&>(*p).wait_resolved();
   }
 
  private:
@@ -80,6 +142,7 @@ struct SimCluster::Impl {
   std::unordered_map<std::pair<const sg4::Host*, const sg4::Host*>, PairRoute, PairHash> route_links;
   std::map<int, std::unique_ptr<Channels>> channels;
   std::exception_ptr error;
+  HostClocks clocks;
   int sm_version = 0;
   int spawned = 0, finished = 0;
 
@@ -188,11 +251,18 @@ struct SimCluster::Impl {
   }
 };
 
-// One stream of one device: an actor running queued tasks in order.
+// One stream of one device: its tasks in order. A kernel (a task of known duration, no body)
+// is placed on the stream's timeline as soon as the end times of what it waits for are known:
+// it starts when the stream, its dependencies and the host that issued it are all there, and
+// ends its duration later, without an activity of its own. When issued behind unresolved work
+// (a collective's) it waits in the queue of the stream's actor, which places it once that work
+// is resolved. Other tasks (copies, collectives: flows) run on the actor at their start time.
 struct SimCluster::Impl::StreamActor {
   struct Task {
     std::vector<WorkPtr> deps;
-    std::function<void()> body;
+    std::function<void()> body;  // empty: a kernel of `duration`
+    double duration = 0;
+    double issued = 0;  // the issuing host's time
     std::shared_ptr<TaskWork> work;
     TraceEvent event;
     std::function<void(double, double)> done;  // told the start and end, after the trace
@@ -206,13 +276,21 @@ struct SimCluster::Impl::StreamActor {
   sg4::ActorPtr actor;
   std::shared_ptr<TaskWork> last;
   std::vector<WorkPtr> pending;  // stream_wait targets for the next task
+  double free_at = 0;            // when the stream's last placed task ends
 
   std::shared_ptr<TaskWork> push(Task t) {
-    t.work = std::make_shared<TaskWork>();
+    t.work = std::make_shared<TaskWork>(&impl->clocks);
     for (auto& p : pending) t.deps.push_back(std::move(p));
     pending.clear();
+    t.issued = impl->clocks.now();
     last = t.work;
     auto w = t.work;
+    if (!t.body && queue.empty() && popped == pushed.value()) {
+      if (const auto start = ready_at(t)) {
+        place(t, *start);
+        return w;
+      }
+    }
     queue.push_back(std::move(t));
     if (!actor) {
       actor = sg4::Actor::create(name, where, impl->guarded([this] { loop(); }));
@@ -222,21 +300,44 @@ struct SimCluster::Impl::StreamActor {
     return w;
   }
 
+  // ready_at: when t can start, if every end it waits for is known.
+  std::optional<double> ready_at(const Task& t) const {
+    double start = std::max(t.issued, free_at);
+    for (const auto& d : t.deps) {
+      const auto e = static_cast<const SimWork&>(*d).end();
+      if (!e) return std::nullopt;
+      start = std::max(start, *e);
+    }
+    return start;
+  }
+
+  void record(Task& t, double start, double end) {
+    t.event.start_s = start;
+    t.event.end_s = end;
+    impl->trace.add(t.event);
+    if (t.done) t.done(start, end);
+    free_at = std::max(free_at, end);
+    t.work->finish(end);
+  }
+  void place(Task& t, double start) { record(t, start, start + t.duration); }
+
   void loop() {
     for (;;) {
       pushed.wait_at_least(popped + 1);
       Task t = std::move(queue.front());
       queue.pop_front();
-      ++popped;
+      if (!t.body) {
+        for (auto& d : t.deps) static_cast<SimWork&>(*d).wait_resolved();
+        place(t, *ready_at(t));
+        ++popped;
+        continue;
+      }
       for (auto& d : t.deps) d->wait();
+      sleep_for(std::max(t.issued, free_at) - sg4::Engine::get_clock());
       const double start = sg4::Engine::get_clock();
       t.body();
-      const double end = sg4::Engine::get_clock();
-      t.event.start_s = start;
-      t.event.end_s = end;
-      impl->trace.add(t.event);
-      if (t.done) t.done(start, end);
-      t.work->finish();
+      record(t, start, sg4::Engine::get_clock());
+      ++popped;
     }
   }
 };
@@ -253,9 +354,10 @@ struct SimCluster::Impl::Proc final : public Host {
 
   void run(const HostOp& op) override {
     if (!op.gil) {
-      sleep_for(op.time_s);
+      impl->clocks.defer(op.time_s);
       return;
     }
+    impl->clocks.flush();
     std::unique_lock<sg4::Mutex> lock(*gil);
     try {
       sleep_for(op.time_s);
@@ -265,14 +367,19 @@ struct SimCluster::Impl::Proc final : public Host {
     }
   }
   void parallel(int count, const std::function<void(int)>& fn) override {
+    impl->clocks.flush();
     std::vector<sg4::ActorPtr> threads;
     for (int i = 0; i < count; ++i) {
-      threads.push_back(sg4::Actor::create(fmt::format("thread{}", i), sg4::this_actor::get_host(),
-                                           impl->guarded([&fn, i] { fn(i); })));
+      threads.push_back(
+          sg4::Actor::create(fmt::format("thread{}", i), sg4::this_actor::get_host(), impl->guarded([this, &fn, i] {
+            fn(i);
+            impl->clocks.flush();
+          })));
     }
     for (auto& t : threads) t->join();
   }
   void begin_iteration(int it) override {
+    impl->clocks.flush();
     iteration = it;
     iteration_start = sg4::Engine::get_clock();
   }
@@ -308,9 +415,9 @@ struct SimCluster::Impl::Dev final : public Device {
 
   int index() const override { return rank; }
   WorkPtr compute(const ComputeOp& op, gradsync::Stream s) override {
-    sleep_for(op.host_s);
+    impl->clocks.defer(op.host_s);
     StreamActor::Task t;
-    t.body = [d = op.time_s] { sleep_for(d); };
+    t.duration = op.time_s;
     t.event = event(s, op.name, static_cast<Bytes>(op.bytes), op.bucket, -1);
     return stream(s).push(std::move(t));
   }
@@ -322,7 +429,7 @@ struct SimCluster::Impl::Dev final : public Device {
     const int it = t.event.iteration;
     const Calibration* cal = impl->opts.calibration;
     if (to == rank) {
-      t.body = [] {};
+      t.duration = 0;  // nothing moves: a kernel of no time
     } else if (cal && !cal->peer_copy.points.empty()) {
       t.body = [this, it, name = op.name, to, bytes, cal] {
         sleep_for(cal->peer_copy.time(bytes));
@@ -365,12 +472,14 @@ struct SimCluster::Impl::Dev final : public Device {
   }
   void stream_wait(gradsync::Stream s, Work& w) override { stream(s).pending.push_back(share(w)); }
   void synchronize() override {
+    impl->clocks.flush();
     for (auto& s : streams)
       if (s.last) s.last->wait();
   }
 };
 
 void SimCluster::Impl::Proc::end_iteration(int it) {
+  impl->clocks.flush();
   const double now = sg4::Engine::get_clock();
   for (int d : devices) {
     TraceEvent e;
@@ -608,6 +717,7 @@ void SimCluster::spawn(int rank, std::function<void()> fn) {
   sg4::Actor::create(fmt::format("rank{}", rank), impl_->platform.gpus.at(static_cast<std::size_t>(rank)),
                      impl_->guarded([this, fn = std::move(fn)] {
                        fn();
+                       impl_->clocks.flush();
                        ++impl_->finished;
                      }));
 }
@@ -615,6 +725,9 @@ void SimCluster::spawn(int rank, std::function<void()> fn) {
 void SimCluster::run() {
   sg4::Engine::get_instance()->run();
   if (impl_->error) std::rethrow_exception(impl_->error);
+  // Kernels are recorded when placed, possibly ahead of time: the trace in order of ends.
+  std::stable_sort(impl_->trace.events.begin(), impl_->trace.events.end(),
+                   [](const TraceEvent& a, const TraceEvent& b) { return a.end_s < b.end_s; });
   if (impl_->finished != impl_->spawned) {
     throw RuntimeError(fmt::format(
         "sim: the simulation stopped at t = {:.6f} s with {} of {} processes unfinished: they wait for work that never "
