@@ -51,7 +51,7 @@ void add_scenario_options(CLI::App* cmd, ScenarioArgs& a) {
   g["fidelity"] = cmd->add_option("--fidelity", a.flags.fidelity,
                                   "Collectives as flows: step (every ring step and chunk), aggregate (one flow per "
                                   "rank, channel and phase) or auto (aggregate where step would issue more than "
-                                  "20000 flows; default)");
+                                  "4000 flows; default)");
   g["calibration"] = cmd->add_option("--calibration", a.flags.calibration,
                                      "calibration.yaml from `gradsync calibrate`: measured compute, copy and "
                                      "collective times replace the roofline and network models");

@@ -10,7 +10,7 @@
 // it and reads the child's peak resident memory (wait4). A steady iteration is the difference
 // between simulating 3 and 2 iterations (construction, iteration 1 and the bucket rebuild are
 // the same in both runs); its memory is the 3-iteration run's peak. --fidelity is auto (the
-// default), which runs every allreduce at aggregate fidelity from 64 GPUs on.
+// default), which runs every allreduce across nodes at aggregate fidelity.
 //
 //   build/default/bench/sim_bench                                  # everything (hours at 4096)
 //   build/default/bench/sim_bench --benchmark_filter='/(8|64)$'     # the small clusters

@@ -65,7 +65,7 @@ struct CollectiveLinks {
 //   kAuto       (a request, SimOptions) aggregate for a call whose step fidelity would issue more
 //               than kAutoAggregateFlows flows, step otherwise.
 enum class Fidelity { kStep, kAggregate, kAuto };
-inline constexpr double kAutoAggregateFlows = 20000;
+inline constexpr double kAutoAggregateFlows = 4000;
 // kAggregateBound: what aggregate fidelity is stated to keep to, relative to step fidelity: the
 // steady iteration time, on contended fabrics too (oversubscribed spines, NICs shared by
 // channels); tests/sim/fidelity_test.cpp checks it. A ring collective agrees to 1e-6 when
