@@ -12,14 +12,19 @@
 // How it maps onto SimGrid:
 //   - each rank's GPU is a SimGrid host of the platform (sim/platform.hpp); ranks are the first
 //     `gpus` GPUs of the topology;
-//   - each (rank, stream) is one actor running its work in order: a kernel waits for the stream's
-//     waits, then sleeps its cost-model time; a copy is a flow along the route between the two
-//     GPUs (or from host memory), staged through host memory where the GPUs have no peer access;
+//   - each (rank, stream) runs its work in order. A kernel starts when the stream, what it waits
+//     for and the host that issued it are all there and lasts its cost-model time; it is placed
+//     on the stream's timeline when issued, without a SimGrid activity, or (issued behind a
+//     collective that has not ended yet) by the stream's actor once that end is known. A copy is
+//     a flow along the route between the two GPUs (or from host memory), staged through host
+//     memory where the GPUs have no peer access, run by the stream's actor at its start time;
 //   - a collective runs on the comm stream of every member after that member's compute stream
 //     reaches the point where it was called (the comm stream waits for the compute stream's last
 //     work, as c10d's NCCL stream does), FIFO behind the previous collective;
-//   - host work (HostOp, kernel launch time) is a sleep of the calling actor, under the
-//     process's GIL when it holds it; Host::parallel runs one actor per thread and joins them.
+//   - host work (HostOp, kernel launch time) is time of the calling actor, under the process's
+//     GIL when it holds it; launch time is added up and slept only where the thread blocks or
+//     reads the clock (work it issues meanwhile is stamped with its own time); Host::parallel
+//     runs one actor per thread and joins them.
 //
 // Collectives are NCCL's algorithms among the members over the simulated network, at step
 // fidelity (every ring step and pipeline chunk its own flow per channel, hop latencies slept
