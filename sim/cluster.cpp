@@ -185,28 +185,33 @@ struct SimCluster::Impl {
     if (to >= 0) t.in[static_cast<std::size_t>(to)] += bytes;
   }
 
+  // flow_bytes counts a flow's `bytes` of payload for event `name` of iteration `it` and its
+  // wire bytes on every link from a to b; returns the wire bytes: whole, at least one (a chunk
+  // smaller than a byte per channel still costs a message).
+  std::uint64_t flow_bytes(int it, const std::string& name, int from, int to, sg4::Host* a, sg4::Host* b, double bytes,
+                           double wire_bytes) {
+    tally(it, name, from, to, bytes);
+    const auto wire = static_cast<std::uint64_t>(std::max(1.0, std::ceil(wire_bytes - 1e-9)));
+    account(it, a, b, static_cast<double>(wire));
+    return wire;
+  }
+
   // send starts a flow of `wire_bytes` between two GPUs, or a GPU and its host memory (-1),
   // counting `bytes` of payload for event `name` of iteration `it`.
   sg4::CommPtr send(int it, const std::string& name, int from, int to, double bytes, double wire_bytes) {
-    tally(it, name, from, to, bytes);
     sg4::Host* a =
         from >= 0 ? platform.gpus[static_cast<std::size_t>(from)] : platform.host_memory[static_cast<std::size_t>(to)];
     sg4::Host* b =
         to >= 0 ? platform.gpus[static_cast<std::size_t>(to)] : platform.host_memory[static_cast<std::size_t>(from)];
-    // Whole bytes, at least one: a chunk smaller than a byte per channel still costs a message.
-    const auto wire = static_cast<std::uint64_t>(std::max(1.0, std::ceil(wire_bytes - 1e-9)));
-    account(it, a, b, static_cast<double>(wire));
-    return sg4::Comm::sendto_async(a, b, wire);
+    return sg4::Comm::sendto_async(a, b, flow_bytes(it, name, from, to, a, b, bytes, wire_bytes));
   }
 
-  // put: send's flow as a mailbox communication into `inbox` (to's), flowing once to's actor has
-  // posted a receive there (aggregate fidelity; sim/collective_run.hpp).
+  // put: send's flow between two GPUs as a mailbox communication into `inbox` (to's), flowing
+  // once to's actor has posted a receive there (aggregate fidelity; sim/collective_run.hpp).
   sg4::CommPtr put(int it, const std::string& name, sg4::Mailbox* inbox, int from, int to, double bytes,
                    double wire_bytes) {
-    tally(it, name, from, to, bytes);
-    const auto wire = static_cast<std::uint64_t>(std::max(1.0, std::ceil(wire_bytes - 1e-9)));
-    account(it, platform.gpus[static_cast<std::size_t>(from)], platform.gpus[static_cast<std::size_t>(to)],
-            static_cast<double>(wire));
+    const std::uint64_t wire = flow_bytes(it, name, from, to, platform.gpus[static_cast<std::size_t>(from)],
+                                          platform.gpus[static_cast<std::size_t>(to)], bytes, wire_bytes);
     return inbox->put_async(&payload, wire);
   }
   int payload = 0;           // what put carries (mailboxes move a pointer; only the size matters)
