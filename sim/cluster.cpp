@@ -553,6 +553,16 @@ struct SimCluster::Impl::Instance {
                        impl->platform.gpus[static_cast<std::size_t>(to)])
           .bottleneck_Bps;
     };
+    links.route = [impl](int from, int to) -> const std::vector<sg4::Link*>& {
+      return impl
+          ->pair_route(impl->platform.gpus[static_cast<std::size_t>(from)],
+                       impl->platform.gpus[static_cast<std::size_t>(to)])
+          .links;
+    };
+    links.record = [impl, it, name = op.name](int from, int to, double bytes, double wire) {
+      (void)impl->flow_bytes(it, name, from, to, impl->platform.gpus[static_cast<std::size_t>(from)],
+                             impl->platform.gpus[static_cast<std::size_t>(to)], bytes, wire);
+    };
     algorithm = std::make_unique<CollectiveRun>(std::move(links), coll, op.bytes, root, members, choice, fidelity);
   }
   void run(int me) {

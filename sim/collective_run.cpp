@@ -2,11 +2,15 @@
 #include "sim/collective_run.hpp"
 
 #include <simgrid/s4u.hpp>
+#include <simgrid/s4u/Link.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "sim/sync.hpp"
@@ -186,7 +190,10 @@ struct CollectiveRun::State {
     int to;
     double payload;
     double wire;
-    double start = 0;  // after the phase began
+    double start = 0;     // after the phase began
+    bool local = false;   // a tree hop inside a machine: a candidate for closed form (plan), then
+                          // timed in closed form (local_hops)
+    double duration = 0;  // closed form: from start to its end
   };
   // phase: member me's flows of one phase, each started at its time (ring: all together) once
   // its receiver has joined; me receives its incoming flows and then waits for every member's.
@@ -197,11 +204,18 @@ struct CollectiveRun::State {
     const int in = incoming_[static_cast<std::size_t>(me)];
     comms.reserve(flows.size() + static_cast<std::size_t>(in));
     for (int i = 0; i < in; ++i) comms.push_back(links_.receive(me));
+    double hops_end = 0;  // when the last of me's closed-form hops ends
     for (const Flow& f : flows) {
+      if (f.local) {
+        links_.record(me, f.to, f.payload, f.wire);
+        hops_end = std::max(hops_end, f.start + f.duration);
+        continue;
+      }
       sleep_for(t0 + f.start - sg4::Engine::get_clock());
       comms.push_back(links_.put(me, f.to, f.payload, f.wire));
     }
     for (auto& cm : comms) cm->wait();
+    sleep_for(t0 + hops_end - sg4::Engine::get_clock());
     finished.add(1);
     finished.wait_at_least(k);
   }
@@ -212,15 +226,60 @@ struct CollectiveRun::State {
     if (plans_.empty()) {
       plans_.resize(static_cast<std::size_t>(k));
       incoming_.assign(static_cast<std::size_t>(k), 0);
-      for (int r = 0; r < k; ++r) {
-        plans_[static_cast<std::size_t>(r)] = plan(r);
-        for (const Flow& f : plans_[static_cast<std::size_t>(r)]) ++incoming_[static_cast<std::size_t>(f.to)];
-      }
+      for (int r = 0; r < k; ++r) plans_[static_cast<std::size_t>(r)] = plan(r);
+      local_hops();
+      for (const auto& flows : plans_)
+        for (const Flow& f : flows)
+          if (!f.local) ++incoming_[static_cast<std::size_t>(f.to)];
     }
     phase(me, std::move(plans_[static_cast<std::size_t>(me)]));
   }
   std::vector<std::vector<Flow>> plans_;  // aggregate: per member, its flows
   std::vector<int> incoming_;             // aggregate: per member, the flows it receives
+
+  // local_hops times in closed form the candidate hops (inside a machine) whose links no flow
+  // crosses (a candidate that shares a link with a flow, or with a candidate that became one,
+  // stays a flow): each gets, on every link it crosses, the link's bandwidth divided among the
+  // call's closed-form hops crossing it, and the least of those.
+  void local_hops() {
+    using Link = const sg4::Link*;
+    std::unordered_set<Link> flowing;
+    for (int r = 0; r < k; ++r)
+      for (const Flow& f : plans_[static_cast<std::size_t>(r)])
+        if (!f.local) {
+          const auto& route = links_.route(r, f.to);
+          flowing.insert(route.begin(), route.end());
+        }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int r = 0; r < k; ++r) {
+        for (Flow& f : plans_[static_cast<std::size_t>(r)]) {
+          const auto& route = links_.route(r, f.to);
+          if (!f.local || std::none_of(route.begin(), route.end(), [&](Link l) { return flowing.count(l) > 0; }))
+            continue;
+          f.local = false;
+          flowing.insert(route.begin(), route.end());
+          changed = true;
+        }
+      }
+    }
+    std::unordered_map<Link, double> sharing;
+    for (int r = 0; r < k; ++r)
+      for (const Flow& f : plans_[static_cast<std::size_t>(r)])
+        if (f.local)
+          for (Link l : links_.route(r, f.to)) sharing[l] += 1;
+    for (int r = 0; r < k; ++r) {
+      for (Flow& f : plans_[static_cast<std::size_t>(r)]) {
+        if (!f.local) continue;
+        double rate = std::numeric_limits<double>::infinity();
+        for (Link l : links_.route(r, f.to)) {
+          const bool shared = l->get_sharing_policy() != sg4::Link::SharingPolicy::FATPIPE;
+          rate = std::min(rate, l->get_bandwidth() / (shared ? sharing[l] : 1.0));
+        }
+        f.duration = links_.latency(r, f.to) + std::max(1.0, std::ceil(f.wire - 1e-9)) / rate;  // as put rounds
+      }
+    }
+  }
 
   std::vector<Flow> plan(int me) {
     const double S = bytes_;
@@ -314,11 +373,13 @@ struct CollectiveRun::State {
     for (std::size_t c : reps_) {
       if (const int p = t.parent[c]; p >= 0) {
         flows.push_back({p, mult_ * per_channel, mult_ * wire,
-                         offset_[c][m] + pipeline_pause(J, link_latency(me, p), links_.latency(me, p))});
+                         offset_[c][m] + pipeline_pause(J, link_latency(me, p), links_.latency(me, p)),
+                         same_machine(me, p)});
       }
       for (int kid : t.children[c]) {
         flows.push_back({kid, mult_ * per_channel, mult_ * wire,
-                         down_[c][m] + pipeline_pause(J, link_latency(me, kid), links_.latency(me, kid))});
+                         down_[c][m] + pipeline_pause(J, link_latency(me, kid), links_.latency(me, kid)),
+                         same_machine(me, kid)});
       }
     }
     return flows;
@@ -432,6 +493,7 @@ struct CollectiveRun::State {
     }
     return t;
   }
+  bool same_machine(int a, int b) const { return links_.topo->host_of(a) == links_.topo->host_of(b); }
   double link_latency(int a, int b) const {
     return hop_latency(links_.topo->host_of(a) == links_.topo->host_of(b) ? links_.channels->intra_class
                                                                           : PathClass::kNET);

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "core/backend.hpp"
 #include "sim/nccl_model.hpp"
@@ -45,6 +46,11 @@ struct CollectiveLinks {
   // bandwidth: the route's bottleneck, bytes/s per direction.
   std::function<double(int from, int to)> latency;
   std::function<double(int from, int to)> bandwidth;
+  // route: the link directions a flow between two members crosses (aggregate fidelity's
+  // closed-form tree hops inside a machine); record counts such a hop's payload and wire bytes
+  // as put does for a flow.
+  std::function<const std::vector<simgrid::s4u::Link*>&(int from, int to)> route;
+  std::function<void(int from, int to, double bytes, double wire)> record;
 };
 
 // Fidelity: how finely a collective becomes flows.
@@ -61,7 +67,13 @@ struct CollectiveLinks {
 //               run as that channel's flows with their bytes added when every ring repeats
 //               equally often: under max-min sharing m equal flows on one route end when one
 //               flow of m times the bytes does, as long as every flow sharing their links is
-//               multiplied alike.
+//               multiplied alike. A tree's hops inside a machine (NVLink chains) are timed in
+//               closed form rather than as flows when no flow of the call that leaves the
+//               machine crosses their links: each ends its route latency plus its wire bytes at
+//               the rate max-min gives when every such hop of the call shares those links at once
+//               (the pipeline's steady state), after it would have started. Their bytes are
+//               counted as a flow's; the call ends when the last flow or hop does. This leaves
+//               the flows that cross the network (an eighth at 8 GPUs per machine) to SimGrid.
 //   kAuto       (a request, SimOptions) aggregate for a call whose step fidelity would issue more
 //               than kAutoAggregateFlows flows, step otherwise.
 enum class Fidelity { kStep, kAggregate, kAuto };
