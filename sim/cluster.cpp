@@ -210,9 +210,13 @@ struct SimCluster::Impl {
   // once to's actor has posted a receive there (aggregate fidelity; sim/collective_run.hpp).
   sg4::CommPtr put(int it, const std::string& name, sg4::Mailbox* inbox, int from, int to, double bytes,
                    double wire_bytes) {
-    const std::uint64_t wire = flow_bytes(it, name, from, to, platform.gpus[static_cast<std::size_t>(from)],
-                                          platform.gpus[static_cast<std::size_t>(to)], bytes, wire_bytes);
-    return inbox->put_async(&payload, wire);
+    return inbox->put_async(&payload, record(it, name, from, to, bytes, wire_bytes));
+  }
+  // record counts a flow between two GPUs (payload and wire bytes) without starting it: what put
+  // sends, or a hop aggregate fidelity times in closed form.
+  std::uint64_t record(int it, const std::string& name, int from, int to, double bytes, double wire_bytes) {
+    return flow_bytes(it, name, from, to, platform.gpus[static_cast<std::size_t>(from)],
+                      platform.gpus[static_cast<std::size_t>(to)], bytes, wire_bytes);
   }
   int payload = 0;           // what put carries (mailboxes move a pointer; only the size matters)
   void* received = nullptr;  // where receives leave it
@@ -233,10 +237,9 @@ struct SimCluster::Impl {
     }
     return pos->second;
   }
-  // latency: the route latency between two ranks' GPUs.
-  double latency(int from, int to) {
-    return pair_route(platform.gpus[static_cast<std::size_t>(from)], platform.gpus[static_cast<std::size_t>(to)])
-        .latency_s;
+  // gpu_route: the route between two ranks' GPUs.
+  const PairRoute& gpu_route(int from, int to) {
+    return pair_route(platform.gpus[static_cast<std::size_t>(from)], platform.gpus[static_cast<std::size_t>(to)]);
   }
 
   // Guard an actor's body: the first exception is kept and every other actor is killed, so the
@@ -546,22 +549,13 @@ struct SimCluster::Impl::Instance {
       return (*inboxes)[static_cast<std::size_t>(me)]->get_async<void>(&impl->received);
     };
     links.guard = [impl](std::function<void()> fn) -> std::function<void()> { return impl->guarded(std::move(fn)); };
-    links.latency = [impl](int from, int to) { return impl->latency(from, to); };
-    links.bandwidth = [impl](int from, int to) {
-      return impl
-          ->pair_route(impl->platform.gpus[static_cast<std::size_t>(from)],
-                       impl->platform.gpus[static_cast<std::size_t>(to)])
-          .bottleneck_Bps;
-    };
+    links.latency = [impl](int from, int to) { return impl->gpu_route(from, to).latency_s; };
+    links.bandwidth = [impl](int from, int to) { return impl->gpu_route(from, to).bottleneck_Bps; };
     links.route = [impl](int from, int to) -> const std::vector<sg4::Link*>& {
-      return impl
-          ->pair_route(impl->platform.gpus[static_cast<std::size_t>(from)],
-                       impl->platform.gpus[static_cast<std::size_t>(to)])
-          .links;
+      return impl->gpu_route(from, to).links;
     };
     links.record = [impl, it, name = op.name](int from, int to, double bytes, double wire) {
-      (void)impl->flow_bytes(it, name, from, to, impl->platform.gpus[static_cast<std::size_t>(from)],
-                             impl->platform.gpus[static_cast<std::size_t>(to)], bytes, wire);
+      (void)impl->record(it, name, from, to, bytes, wire);
     };
     algorithm = std::make_unique<CollectiveRun>(std::move(links), coll, op.bytes, root, members, choice, fidelity);
   }

@@ -171,7 +171,7 @@ struct CollectiveRun::State {
   // bottleneck shared by the channels that cross it (inside a machine every channel passes every
   // GPU; across machines the channels are spread over the NICs).
   double chunk_time(int a, int b, double per_channel_bytes) const {
-    const bool net = links_.topo->host_of(a) != links_.topo->host_of(b);
+    const bool net = !same_machine(a, b);
     const double cb = std::min(chunk_bytes(choice.protocol), per_channel_bytes);
     const double sharing =
         net ? std::max(1.0, static_cast<double>(C()) / static_cast<double>(nics_per_node())) : static_cast<double>(C());
@@ -495,8 +495,7 @@ struct CollectiveRun::State {
   }
   bool same_machine(int a, int b) const { return links_.topo->host_of(a) == links_.topo->host_of(b); }
   double link_latency(int a, int b) const {
-    return hop_latency(links_.topo->host_of(a) == links_.topo->host_of(b) ? links_.channels->intra_class
-                                                                          : PathClass::kNET);
+    return hop_latency(same_machine(a, b) ? links_.channels->intra_class : PathClass::kNET);
   }
 
   void tree(int me) {
