@@ -557,6 +557,7 @@ struct SimCluster::Impl::Instance {
     links.record = [impl, it, name = op.name](int from, int to, double bytes, double wire) {
       (void)impl->record(it, name, from, to, bytes, wire);
     };
+    links.fluid = impl->opts.fluid;
     algorithm = std::make_unique<CollectiveRun>(std::move(links), coll, op.bytes, root, members, choice, fidelity);
   }
   void run(int me) {

@@ -65,6 +65,9 @@ struct SimOptions {
   // issue more than kAutoAggregateFlows flows at step fidelity).
   Fidelity fidelity = Fidelity::kAuto;
   int max_channels = 0;  // NCCL_MAX_NCHANNELS: use at most this many of the rings found (0: all)
+  // fluid: aggregate calls whose members span machines are solved (sim/fluid.hpp) rather than
+  // run as one SimGrid flow each; false is for tests that compare the two.
+  bool fluid = true;
   // calibration: measured times (core/calibration.hpp). A collective whose (operation, member
   // count) it measured starts once every member has reached it and takes the measured time; a
   // peer or host copy takes the measured copy time. Bytes are still counted per GPU (a

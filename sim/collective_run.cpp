@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "sim/fluid.hpp"
 #include "sim/sync.hpp"
 
 namespace gradsync::sim {
@@ -54,7 +55,11 @@ struct CollectiveRun::State {
           w[static_cast<std::size_t>(rc.chains[nd][at])] = {static_cast<int>(nd), static_cast<int>(at)};
       where_.push_back(std::move(w));
     }
-    if (fidelity == Fidelity::kAggregate) find_repeats();
+    if (fidelity == Fidelity::kAggregate) {
+      find_repeats();
+      for (int m = 1; m < k && links_.fluid && !solved_; ++m) solved_ = !same_machine(0, m);
+      if (solved_) joined_at_.assign(static_cast<std::size_t>(k), 0.0);
+    }
   }
 
   // find_repeats: the channels aggregate fidelity runs (reps_), one of each set of channels with
@@ -221,8 +226,16 @@ struct CollectiveRun::State {
   }
 
   // aggregate: the first member to arrive plans every member's flows (and so how many each
-  // receives); each then runs its own.
+  // receives); each then runs its own. A call across machines is solved instead (solve_call).
   void aggregate(int me) {
+    if (solved_) {
+      joined_at_[static_cast<std::size_t>(me)] = sg4::Engine::get_clock();
+      if (++joined_ == k) end_ = solve_call();
+      all_joined_.add(1);
+      all_joined_.wait_at_least(k);
+      sleep_for(end_ - sg4::Engine::get_clock());
+      return;
+    }
     if (plans_.empty()) {
       plans_.resize(static_cast<std::size_t>(k));
       incoming_.assign(static_cast<std::size_t>(k), 0);
@@ -235,7 +248,55 @@ struct CollectiveRun::State {
     phase(me, std::move(plans_[static_cast<std::size_t>(me)]));
   }
   std::vector<std::vector<Flow>> plans_;  // aggregate: per member, its flows
-  std::vector<int> incoming_;             // aggregate: per member, the flows it receives
+
+  // solve_call (aggregate fidelity across machines, once every member has joined): when the
+  // call ends. Every member's flows are planned as phase() would run them: a flow starts at its
+  // sender's join plus its offset, or when its receiver joins if later, pays its route's latency
+  // and then shares links with the call's other flows by max-min (sim/fluid.hpp, SimGrid's
+  // sharing without a SimGrid activity per flow); a tree's hops inside a machine that no flow
+  // crosses keep their closed form. Their bytes are counted as put counts a flow's. The call ends
+  // for every member when its last flow or hop does, as phase()'s barrier makes it.
+  double solve_call() {
+    plans_.resize(static_cast<std::size_t>(k));
+    for (int r = 0; r < k; ++r) plans_[static_cast<std::size_t>(r)] = plan(r);
+    local_hops();
+    double end = *std::max_element(joined_at_.begin(), joined_at_.end());
+    std::unordered_map<const sg4::Link*, int> index;
+    std::vector<FluidLink> fluid_links;
+    std::vector<FluidFlow> flows;
+    for (int r = 0; r < k; ++r) {
+      const double t0 = joined_at_[static_cast<std::size_t>(r)];
+      for (const Flow& f : plans_[static_cast<std::size_t>(r)]) {
+        links_.record(r, f.to, f.payload, f.wire);
+        if (f.local) {
+          end = std::max(end, t0 + f.start + f.duration);
+          continue;
+        }
+        FluidFlow x;
+        const double latency = links_.latency(r, f.to);
+        x.start = std::max(t0 + f.start, joined_at_[static_cast<std::size_t>(f.to)]) + latency;
+        x.bytes = std::max(1.0, std::ceil(f.wire - 1e-9));  // as put rounds
+        x.weight = latency > 0 ? 1 / latency : 1.0;         // SimGrid's sharing penalty: the latency, else 1
+        for (const sg4::Link* l : links_.route(r, f.to)) {
+          const auto [it, fresh] = index.try_emplace(l, static_cast<int>(fluid_links.size()));
+          if (fresh) {
+            fluid_links.push_back({l->get_bandwidth(), l->get_sharing_policy() == sg4::Link::SharingPolicy::FATPIPE});
+          }
+          x.links.push_back(it->second);
+        }
+        flows.push_back(std::move(x));
+      }
+    }
+    for (double e : fluid_ends(fluid_links, flows)) end = std::max(end, e);
+    plans_.clear();
+    return end;
+  }
+  bool solved_ = false;            // aggregate across machines: solve_call
+  std::vector<double> joined_at_;  // solved: per member, when it joined
+  int joined_ = 0;                 // solved: members joined
+  Counter all_joined_;             // solved: the same, waited on
+  double end_ = 0;                 // solved: when the call ends
+  std::vector<int> incoming_;      // aggregate: per member, the flows it receives
 
   // local_hops times in closed form the candidate hops (inside a machine) whose links no flow
   // crosses (a candidate that shares a link with a flow, or with a candidate that became one,

@@ -51,6 +51,8 @@ struct CollectiveLinks {
   // as put does for a flow.
   std::function<const std::vector<simgrid::s4u::Link*>&(int from, int to)> route;
   std::function<void(int from, int to, double bytes, double wire)> record;
+  // fluid: solve an aggregate call across machines (sim/fluid.hpp) rather than run its flows.
+  bool fluid = true;
 };
 
 // Fidelity: how finely a collective becomes flows.

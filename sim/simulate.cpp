@@ -330,6 +330,7 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw) {
     throw ConfigError(fmt::format("max-channels {}: expected 0 (every ring) or more", sw.max_channels));
   }
   so.max_channels = sw.max_channels;
+  so.fluid = sw.fluid;
 
   // nccl-tests' sizes: min, min*f, ... up to max, each a whole number of 4-byte floats (and of
   // n of them for allgather and reduce-scatter, whose size is the whole buffer).

@@ -104,6 +104,7 @@ struct CollectiveSweep {
   std::string proto = "auto";
   std::string fidelity = "step";  // step, aggregate or auto
   int max_channels = 0;           // NCCL_MAX_NCHANNELS (0: every ring found)
+  bool fluid = true;              // SimOptions::fluid (false: tests compare with SimGrid's flows)
 };
 
 // bus_factor (core/backend.hpp): nccl-tests' busbw / algbw.

@@ -181,7 +181,7 @@ TEST(Fidelity, ContendedFatTreeTreeWithinBound) { expect_within_bound("tree"); }
 // Four machines of two PCIe GPUs whose NIC hangs off the GPUs' PCIe switch: a tree's hop inside a
 // machine shares the switch's links with the flows to and from the NIC, so it stays a flow
 // (closed form only where no flow crosses a hop's links); the bytes and the bound still hold.
-TEST(Fidelity, TreeHopsSharingTheNicsLinksStayFlowsWithinBound) {
+std::string pcie_machines_dot() {
   std::string dot = "graph topology {\n  \"leaf0\" [kind=\"switch\"];\n";
   for (int n = 0; n < 4; ++n) {
     const std::string h = "node" + std::to_string(n);
@@ -198,7 +198,44 @@ TEST(Fidelity, TreeHopsSharingTheNicsLinksStayFlowsWithinBound) {
     dot += "  " + v("pcie0") + " -- " + v("nic0") + " [type=\"pcie\", bw=\"31.5GBps\", latency=\"150ns\"];\n";
     dot += "  " + v("nic0") + " -- \"leaf0\" [type=\"infiniband\", bw=\"25GBps\", latency=\"500ns\"];\n";
   }
-  expect_within_bound("tree", dot + "}\n");
+  return dot + "}\n";
+}
+TEST(Fidelity, TreeHopsSharingTheNicsLinksStayFlowsWithinBound) { expect_within_bound("tree", pcie_machines_dot()); }
+
+// Aggregate calls across machines are solved by gradsync's weighted max-min (sim/fluid.hpp), not
+// run as SimGrid flows; both give the same times where flows contend: an oversubscribed
+// fat-tree (rings and trees across the spines) and PCIe machines whose NIC shares the GPUs'
+// switch (flows of different route latencies, so of different weights, on one link).
+void expect_solved_equals_flows(const std::string& dot, const std::string& algo) {
+  const auto path =
+      std::filesystem::temp_directory_path() / ("gradsync-fidelity-fluid-" + std::to_string(::getpid()) + ".dot");
+  std::ofstream(path) << dot;
+  CollectiveSweep sw;
+  sw.topology = path.string();
+  sw.algo = algo;
+  sw.min_bytes = 64 << 10;
+  sw.max_bytes = 256 << 20;
+  sw.step_factor = 8;
+  const std::vector<double> solved = collective_times(sw, "aggregate");
+  sw.fluid = false;
+  const std::vector<double> flows = collective_times(sw, "aggregate");
+  std::filesystem::remove(path);
+  ASSERT_EQ(solved.size(), 5u);  // 64 KiB to 256 MiB, x8
+  ASSERT_EQ(flows.size(), solved.size());
+  for (std::size_t i = 0; i < solved.size(); ++i) {
+    SCOPED_TRACE(testing::Message() << algo << ", size " << i);
+    EXPECT_GT(flows[i], 0);
+    EXPECT_NEAR(solved[i] / flows[i], 1.0, 1e-9);
+  }
+}
+
+TEST(Fidelity, SolvedCallsAcrossMachinesEqualSimGridFlows) {
+  const std::string fat =
+      write_topology_dot(generate_fat_tree({.nodes = 8, .node = "dgx-h100", .oversubscription = 4, .leaf_ports = 16}));
+  expect_solved_equals_flows(fat, "ring");
+  expect_solved_equals_flows(fat, "tree");
+  expect_solved_equals_flows(pcie_machines_dot(), "tree");
+  expect_solved_equals_flows(pcie_machines_dot(), "ring");
 }
 
 TEST(Fidelity, AutoPicksAggregateAtScaleAndStepOnOneNode) {

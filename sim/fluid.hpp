@@ -1,0 +1,47 @@
+// fluid.hpp: flows sharing links by max-min fairness, solved in closed form between events
+// (inside sim/; aggregate fidelity's calls across machines, sim/collective_run.hpp).
+//
+//   std::vector<FluidLink> links{{25e9, false}, {50e9, false}};
+//   std::vector<FluidFlow> flows{{0.0, 1e9, 1.0, {0, 1}}, {0.0, 1e9, 1.0, {0}}};
+//   std::vector<double> end = fluid_ends(links, flows);   // {0.08, 0.08}: 12.5 GB/s each
+//
+// The sharing is SimGrid's CM02 network model as gradsync configures it (sim/engine.cpp: no
+// bandwidth or latency factor, no TCP window): weighted max-min. At every instant the flows'
+// rates are raised together in proportion to their weights until a link is full (a shared
+// link's bandwidth is the sum of its flows' rates) or a FATPIPE link bounds a flow by its whole
+// bandwidth; those flows keep their rate, the others rise on. SimGrid weighs a flow by the
+// inverse of its route's latency (NetworkCm02Model::communicate: the sharing penalty is the
+// latency), so a longer route gets less of a shared link. A flow's start is when its bytes begin
+// to move (its route's latency already paid).
+//
+// Rates are solved again when flows start, and when flows end: after every end while at most
+// kFluidExactFlows flows are active at the last solve (then the result is max-min's exactly, as
+// SimGrid computes it), else after every 1/kFluidExactFlows of the active flows have ended,
+// the bandwidth an ended flow frees staying unused until then. Cost: O(solves x flows x links
+// per flow), where SimGrid re-solves every flow in flight at every end.
+#pragma once
+
+#include <vector>
+
+namespace gradsync::sim {
+
+struct FluidLink {
+  double bandwidth = 0;  // bytes/s
+  bool fatpipe = false;  // every flow may use the whole bandwidth (a switch's backplane)
+};
+
+struct FluidFlow {
+  double start = 0;        // s: when its first byte moves
+  double bytes = 0;        // what it moves
+  double weight = 1;       // its share of a link against the others' (SimGrid: 1 / route latency)
+  std::vector<int> links;  // indices into the links it crosses
+};
+
+inline constexpr int kFluidExactFlows = 64;
+
+// fluid_ends: when each flow's last byte arrives (a flow that crosses no link, or moves nothing:
+// at its start). RuntimeError for a link whose bandwidth is not positive and finite (the
+// platform has checked them; this guards the solve).
+std::vector<double> fluid_ends(const std::vector<FluidLink>& links, const std::vector<FluidFlow>& flows);
+
+}  // namespace gradsync::sim

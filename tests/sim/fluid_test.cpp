@@ -1,0 +1,127 @@
+// fluid_test.cpp: flows sharing links by weighted max-min (sim/fluid.hpp) against closed-form
+// answers.
+#include "sim/fluid.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace gradsync::sim {
+namespace {
+
+constexpr double kGB = 1e9;
+
+TEST(Fluid, TwoFlowsOnOneLinkShareItEqually) {
+  const std::vector<FluidLink> links{{10 * kGB, false}};
+  const std::vector<FluidFlow> flows{{0.0, 1 * kGB, 1.0, {0}}, {0.0, 1 * kGB, 1.0, {0}}};
+  const auto end = fluid_ends(links, flows);
+  ASSERT_EQ(end.size(), 2u);
+  EXPECT_NEAR(end[0], 0.2, 1e-12);  // 5 GB/s each
+  EXPECT_NEAR(end[1], 0.2, 1e-12);
+}
+
+TEST(Fluid, AFlowThatEndsFreesItsShare) {
+  // 1 GB and 3 GB on a 10 GB/s link: both at 5 GB/s until 0.2 s, then the second alone moves
+  // its last 2 GB at 10 GB/s.
+  const std::vector<FluidLink> links{{10 * kGB, false}};
+  const std::vector<FluidFlow> flows{{0.0, 1 * kGB, 1.0, {0}}, {0.0, 3 * kGB, 1.0, {0}}};
+  const auto end = fluid_ends(links, flows);
+  EXPECT_NEAR(end[0], 0.2, 1e-12);
+  EXPECT_NEAR(end[1], 0.4, 1e-12);
+}
+
+TEST(Fluid, WeightsSplitALinkInProportion) {
+  // Weights 1 and 3 (SimGrid: route latencies 3x apart): 2.5 and 7.5 GB/s. The heavier moves
+  // 3 GB by 0.4 s; the lighter has 1 GB of its 2 left, alone at 10 GB/s: 0.5 s.
+  const std::vector<FluidLink> links{{10 * kGB, false}};
+  const std::vector<FluidFlow> flows{{0.0, 2 * kGB, 1.0, {0}}, {0.0, 3 * kGB, 3.0, {0}}};
+  const auto end = fluid_ends(links, flows);
+  EXPECT_NEAR(end[1], 0.4, 1e-12);
+  EXPECT_NEAR(end[0], 0.5, 1e-12);
+}
+
+TEST(Fluid, MaxMinGivesABottleneckedFlowsShareToTheOthers) {
+  // Link A (10 GB/s): flows 0 and 1; link B (4 GB/s): flows 1 and 2. B bottlenecks 1 and 2 at
+  // 2 GB/s; flow 0 takes the 8 GB/s A has left.
+  const std::vector<FluidLink> links{{10 * kGB, false}, {4 * kGB, false}};
+  const std::vector<FluidFlow> flows{{0.0, 8 * kGB, 1.0, {0}}, {0.0, 2 * kGB, 1.0, {0, 1}}, {0.0, 2 * kGB, 1.0, {1}}};
+  const auto end = fluid_ends(links, flows);
+  EXPECT_NEAR(end[0], 1.0, 1e-12);
+  EXPECT_NEAR(end[1], 1.0, 1e-12);
+  EXPECT_NEAR(end[2], 1.0, 1e-12);
+}
+
+TEST(Fluid, AFatpipeLinkBoundsEachFlowAlone) {
+  const std::vector<FluidLink> links{{10 * kGB, true}, {100 * kGB, false}};
+  const std::vector<FluidFlow> flows{{0.0, 1 * kGB, 1.0, {0, 1}}, {0.0, 1 * kGB, 1.0, {0, 1}}};
+  const auto end = fluid_ends(links, flows);
+  EXPECT_NEAR(end[0], 0.1, 1e-12);  // 10 GB/s each: the shared link has room for both
+  EXPECT_NEAR(end[1], 0.1, 1e-12);
+}
+
+TEST(Fluid, ALaterFlowTakesItsShareWhenItStarts) {
+  // Flow 0 (3 GB) alone at 10 GB/s until 0.1 s, then both at 5 GB/s: flow 1's 1 GB ends at
+  // 0.3 s; flow 0 then has 1 GB left, alone again: 0.4 s.
+  const std::vector<FluidLink> links{{10 * kGB, false}};
+  const std::vector<FluidFlow> flows{{0.0, 3 * kGB, 1.0, {0}}, {0.1, 1 * kGB, 1.0, {0}}};
+  const auto end = fluid_ends(links, flows);
+  EXPECT_NEAR(end[1], 0.3, 1e-12);
+  EXPECT_NEAR(end[0], 0.4, 1e-12);
+}
+
+TEST(Fluid, AFlowWithoutLinksEndsAtItsStart) {
+  const std::vector<FluidLink> links{{10 * kGB, false}};
+  const std::vector<FluidFlow> flows{{0.5, 1 * kGB, 1.0, {}}, {0.0, 1 * kGB, 1.0, {0}}};
+  const auto end = fluid_ends(links, flows);
+  EXPECT_DOUBLE_EQ(end[0], 0.5);
+  EXPECT_NEAR(end[1], 0.1, 1e-12);
+}
+
+// n flows of sizes 1..n GB on one link: processor sharing, whose ends are closed form
+// (end_k = end_{k-1} + (s_k - s_{k-1}) (n - k + 1) / c).
+std::vector<double> processor_sharing(int n, double c) {
+  std::vector<double> end(static_cast<std::size_t>(n));
+  double t = 0;
+  for (int k = 1; k <= n; ++k) {
+    t += 1 * kGB * (n - k + 1) / c;
+    end[static_cast<std::size_t>(k - 1)] = t;
+  }
+  return end;
+}
+
+TEST(Fluid, UpToTheExactCountEveryEndIsSolvedExactly) {
+  const int n = kFluidExactFlows;
+  std::vector<FluidFlow> flows;
+  for (int k = 1; k <= n; ++k) flows.push_back({0.0, k * kGB, 1.0, {0}});
+  const auto end = fluid_ends({{10 * kGB, false}}, flows);
+  const auto want = processor_sharing(n, 10 * kGB);
+  for (int k = 0; k < n; ++k)
+    EXPECT_NEAR(end[static_cast<std::size_t>(k)] / want[static_cast<std::size_t>(k)], 1, 1e-12) << k;
+}
+
+TEST(Fluid, BeyondItEndsAreBatchedAndNeverEarly) {
+  // 4 x kFluidExactFlows flows: the solve waits for 4 ends at a time, the freed share idle
+  // meanwhile; no flow ends before processor sharing's time, the last within 2% of it.
+  const int n = 4 * kFluidExactFlows;
+  std::vector<FluidFlow> flows;
+  for (int k = 1; k <= n; ++k) flows.push_back({0.0, k * kGB, 1.0, {0}});
+  const auto end = fluid_ends({{10 * kGB, false}}, flows);
+  const auto want = processor_sharing(n, 10 * kGB);
+  for (int k = 0; k < n; ++k)
+    EXPECT_GE(end[static_cast<std::size_t>(k)], want[static_cast<std::size_t>(k)] * (1 - 1e-12)) << k;
+  const double last = *std::max_element(end.begin(), end.end());
+  EXPECT_GT(last, want.back() * (1 + 1e-6));  // batched: not exact
+  EXPECT_LT(last, want.back() * 1.02);
+}
+
+TEST(Fluid, ANonPositiveBandwidthOrWeightIsAnError) {
+  EXPECT_THROW(fluid_ends({{0.0, false}}, {{0.0, 1.0, 1.0, {0}}}), RuntimeError);
+  EXPECT_THROW(fluid_ends({{-1.0, false}}, {}), RuntimeError);
+  EXPECT_THROW(fluid_ends({{1.0, false}}, {{0.0, 1.0, 0.0, {0}}}), RuntimeError);
+}
+
+}  // namespace
+}  // namespace gradsync::sim
