@@ -36,6 +36,7 @@ namespace {
 
 struct Run {
   double wall_s = 0;
+  double cpu_s = 0;  // the child's user + system time: steadier than wall time on a shared machine
   double peak_rss_bytes = 0;
 };
 
@@ -56,7 +57,10 @@ Run in_child(const std::function<void()>& fn) {
   ::wait4(pid, &status, 0, &usage);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) std::abort();
-  return {wall, static_cast<double>(usage.ru_maxrss) * 1024.0};
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+  };
+  return {wall, seconds(usage.ru_utime) + seconds(usage.ru_stime), static_cast<double>(usage.ru_maxrss) * 1024.0};
 }
 
 // cluster: the fat-tree of gpus/8 DGX H100 nodes, written once to a temporary DOT file.
@@ -92,7 +96,7 @@ void steady_ddp(benchmark::State& state, const std::string& model) {
   // Steady iterations added to the 2-iteration run: enough that their time stands out of the
   // noise of the common part (setup, construction, iteration 1) on small clusters.
   const int extra = gpus >= 4096 ? 1 : 4;
-  double peak = 0, total = 0;
+  double peak = 0, total = 0, cpu = 0;
   for (auto _ : state) {
     const Scenario two = scenario(model, gpus, 2);
     const Scenario more = scenario(model, gpus, 2 + extra);
@@ -101,9 +105,11 @@ void steady_ddp(benchmark::State& state, const std::string& model) {
     state.SetIterationTime(std::max(0.0, b.wall_s - a.wall_s) / extra);
     peak = std::max(peak, b.peak_rss_bytes);
     total = a.wall_s;
+    cpu = std::max(0.0, b.cpu_s - a.cpu_s) / extra;
   }
   state.counters["peak_rss_MiB"] = peak / (1024.0 * 1024.0);
   state.counters["run_of_2_iterations_s"] = total;
+  state.counters["steady_cpu_s"] = cpu;
 }
 
 void closed_form(benchmark::State& state, const std::string& model) {

@@ -735,9 +735,17 @@ void SimCluster::spawn(int rank, std::function<void()> fn) {
 void SimCluster::run() {
   sg4::Engine::get_instance()->run();
   if (impl_->error) std::rethrow_exception(impl_->error);
-  // Kernels are recorded when placed, possibly ahead of time: the trace in order of ends.
-  std::stable_sort(impl_->trace.events.begin(), impl_->trace.events.end(),
-                   [](const TraceEvent& a, const TraceEvent& b) { return a.end_s < b.end_s; });
+  // Kernels are recorded when placed, possibly ahead of time: the trace in order of ends (ties
+  // in the order recorded). Sorted as (end, index) pairs, then moved once: an event carries its
+  // name, which the merge sort would move log n times.
+  auto& events = impl_->trace.events;
+  std::vector<std::pair<double, std::size_t>> order(events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) order[i] = {events[i].end_s, i};
+  std::sort(order.begin(), order.end());
+  std::vector<TraceEvent> sorted;
+  sorted.reserve(events.size());
+  for (const auto& [end, i] : order) sorted.push_back(std::move(events[i]));
+  events = std::move(sorted);
   if (impl_->finished != impl_->spawned) {
     throw RuntimeError(fmt::format(
         "sim: the simulation stopped at t = {:.6f} s with {} of {} processes unfinished: they wait for work that never "

@@ -419,6 +419,8 @@ struct CollectiveRun::State {
   }
   std::vector<std::vector<double>> offset_;  // aggregate: per channel, per rank: chain or tree-up start
   std::vector<std::vector<double>> down_;    // aggregate tree: per channel, per rank: tree-down start
+  struct TreeLinks;
+  std::vector<TreeLinks> trees_;  // aggregate tree: per rank, its parent and children per channel
 
   // Tree: per channel, the up flow to the parent starts when the first chunk of every child has
   // arrived, the down flows to the children when the first chunk came down (or, at the root,
@@ -428,7 +430,7 @@ struct CollectiveRun::State {
     const auto J = static_cast<double>(chunk_count(per_channel));
     const double wire = chunk_wire(per_channel);
     tree_offsets(per_channel);
-    const TreeLinks t = tree_links(me);
+    const TreeLinks& t = trees_[static_cast<std::size_t>(me)];
     std::vector<Flow> flows;
     const auto m = static_cast<std::size_t>(me);
     for (std::size_t c : reps_) {
@@ -450,9 +452,9 @@ struct CollectiveRun::State {
   // below it) and down start (the root's up start plus the chunk times down to the rank).
   void tree_offsets(double per_channel) {
     if (!offset_.empty()) return;
-    std::vector<TreeLinks> all;
-    all.reserve(static_cast<std::size_t>(k));
-    for (int r = 0; r < k; ++r) all.push_back(tree_links(r));
+    trees_.reserve(static_cast<std::size_t>(k));
+    for (int r = 0; r < k; ++r) trees_.push_back(tree_links(r));
+    const std::vector<TreeLinks>& all = trees_;
     const auto edge = [&](int a, int b) { return chunk_time(a, b, per_channel); };
     offset_.resize(C());
     down_.resize(C());

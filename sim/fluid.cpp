@@ -8,6 +8,7 @@
 #include <limits>
 #include <numeric>
 #include <queue>
+#include <span>
 
 #include "core/error.hpp"
 
@@ -15,8 +16,7 @@ namespace gradsync::sim {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-// Fair shares within this relative distance of the smallest are frozen together (the solve's
-// rounding must not split one bottleneck into two rounds), as are ends within it of each other.
+// Flows whose ends lie within this relative distance of each other end together (one solve).
 constexpr double kTie = 1e-12;
 
 class Solver {
@@ -30,13 +30,36 @@ class Solver {
         epoch_(flows.size(), 0),
         at_(flows.size(), -1),
         frozen_(flows.size(), 0),
-        local_(links.size(), -1) {
+        room_(links.size(), 0.0),
+        weights_(links.size(), 0.0),
+        count_(links.size(), 0) {
     for (std::size_t l = 0; l < links.size(); ++l) {
       if (!(links[l].bandwidth > 0) || !std::isfinite(links[l].bandwidth)) {
         throw RuntimeError(fmt::format("sim: fluid link {} has bandwidth {} B/s; expected a positive finite number", l,
                                        links[l].bandwidth));
       }
     }
+    // Once: each flow's shared links and FATPIPE bound, and each shared link's flows (CSR).
+    std::vector<int> users(links.size() + 1, 0);
+    shared_head_.push_back(0);
+    for (std::size_t f = 0; f < flows.size(); ++f) {
+      for (int l : flows[f].links) {
+        const auto li = static_cast<std::size_t>(l);
+        if (links[li].fatpipe) {
+          bound_[f] = std::min(bound_[f], links[li].bandwidth);
+        } else {
+          shared_.push_back(l);
+          ++users[li + 1];
+        }
+      }
+      shared_head_.push_back(static_cast<int>(shared_.size()));
+    }
+    for (std::size_t l = 0; l < links.size(); ++l) users[l + 1] += users[l];
+    users_head_ = users;
+    users_.resize(shared_.size());
+    for (std::size_t f = 0; f < flows.size(); ++f)
+      for (int l : shared(static_cast<int>(f)))
+        users_[static_cast<std::size_t>(users[static_cast<std::size_t>(l)]++)] = static_cast<int>(f);
   }
 
   std::vector<double> run() {
@@ -98,6 +121,10 @@ class Solver {
   };
 
   const FluidFlow& flow(int f) const { return flows_[static_cast<std::size_t>(f)]; }
+  std::span<const int> shared(int f) const {
+    const auto i = static_cast<std::size_t>(f);
+    return {shared_.data() + shared_head_[i], static_cast<std::size_t>(shared_head_[i + 1] - shared_head_[i])};
+  }
   bool stale(const End& e) const {
     const auto f = static_cast<std::size_t>(e.flow);
     return at_[f] < 0 || epoch_[f] != e.epoch;
@@ -130,66 +157,39 @@ class Solver {
   }
 
   void fill() {
-    // The shared links the active flows cross, numbered locally, and who crosses each (CSR).
+    // The shared links the active flows cross: their room and the flows' weights on them.
     touched_.clear();
+    bounded_.clear();
     for (int f : active_) {
       const auto i = static_cast<std::size_t>(f);
       frozen_[i] = 0;
-      bound_[i] = kInf;
-      for (int l : flow(f).links) {
+      if (std::isfinite(bound_[i])) bounded_.push_back(f);
+      for (int l : shared(f)) {
         const auto li = static_cast<std::size_t>(l);
-        if (links_[li].fatpipe) {
-          bound_[i] = std::min(bound_[i], links_[li].bandwidth);
-        } else if (local_[li] < 0) {
-          local_[li] = static_cast<int>(touched_.size());
+        if (count_[li]++ == 0) {
           touched_.push_back(l);
+          room_[li] = links_[li].bandwidth;
+          weights_[li] = 0;
         }
+        weights_[li] += flow(f).weight;
       }
     }
-    const std::size_t L = touched_.size();
-    room_.assign(L, 0.0);
-    weights_.assign(L, 0.0);
-    count_.assign(L, 0);
-    head_.assign(L + 1, 0);
-    for (std::size_t j = 0; j < L; ++j) room_[j] = links_[static_cast<std::size_t>(touched_[j])].bandwidth;
-    for (int f : active_) {
-      for (int l : flow(f).links) {
-        if (links_[static_cast<std::size_t>(l)].fatpipe) continue;
-        const auto j = static_cast<std::size_t>(local_[static_cast<std::size_t>(l)]);
-        ++count_[j];
-        weights_[j] += flow(f).weight;
-      }
-    }
-    for (std::size_t j = 0; j < L; ++j) head_[j + 1] = head_[j] + count_[j];
-    users_.resize(static_cast<std::size_t>(head_[L]));
-    std::vector<int> fill_at(head_.begin(), head_.end() - 1);
-    for (int f : active_)
-      for (int l : flow(f).links)
-        if (!links_[static_cast<std::size_t>(l)].fatpipe)
-          users_[static_cast<std::size_t>(fill_at[static_cast<std::size_t>(local_[static_cast<std::size_t>(l)])]++)] =
-              f;
-    bounded_.clear();
-    for (int f : active_)
-      if (std::isfinite(bound_[static_cast<std::size_t>(f)])) bounded_.push_back(f);
     std::sort(bounded_.begin(), bounded_.end(), [&](int a, int b) {
       return bound_[static_cast<std::size_t>(a)] / flow(a).weight <
              bound_[static_cast<std::size_t>(b)] / flow(b).weight;
     });
-    live_.resize(L);
-    std::iota(live_.begin(), live_.end(), 0);
-
     std::size_t unfrozen = active_.size(), b = 0;
-    // Each round raises the level lambda (a flow's rate is lambda times its weight) to the
-    // least at which a link fills (its room over its unfrozen flows' weights) or a flow meets
-    // its FATPIPE bound (bound over weight).
+    // Progressive filling: the level lambda (a flow's rate is lambda times its weight) rises to
+    // the least at which a link fills (its room over its unfrozen flows' weights: the heap's
+    // top, kept lazily, since freezing flows only raises the levels of their other links) or a
+    // flow meets its FATPIPE bound (bound over weight); those flows keep that rate.
     const auto freeze = [&](int f, double lambda) {
       const auto i = static_cast<std::size_t>(f);
       frozen_[i] = 1;
       rate_[i] = std::min(lambda * flow(f).weight, bound_[i]);
       --unfrozen;
-      for (int l : flow(f).links) {
-        if (links_[static_cast<std::size_t>(l)].fatpipe) continue;
-        const auto j = static_cast<std::size_t>(local_[static_cast<std::size_t>(l)]);
+      for (int l : shared(f)) {
+        const auto j = static_cast<std::size_t>(l);
         room_[j] -= rate_[i];
         weights_[j] -= flow(f).weight;
         --count_[j];
@@ -200,41 +200,65 @@ class Solver {
       return std::max(0.0, room_[i]) / std::max(weights_[i], 1e-300);
     };
     const auto bound_level = [&](int f) { return bound_[static_cast<std::size_t>(f)] / flow(f).weight; };
+    levels_.clear();
+    for (int j : touched_) levels_.push_back({level(j), j});
+    std::make_heap(levels_.begin(), levels_.end(), std::greater<>());
+    const auto pop = [&] {
+      std::pop_heap(levels_.begin(), levels_.end(), std::greater<>());
+      levels_.pop_back();
+    };
     while (unfrozen > 0) {
-      double lambda = kInf;
-      for (int j : live_) lambda = std::min(lambda, level(j));
+      double link_level = kInf;
+      int full = -1;
+      while (!levels_.empty()) {
+        const auto [lv, j] = levels_.front();
+        if (count_[static_cast<std::size_t>(j)] == 0) {
+          pop();
+          continue;
+        }
+        if (const double now = level(j); now != lv) {
+          pop();
+          levels_.push_back({now, j});
+          std::push_heap(levels_.begin(), levels_.end(), std::greater<>());
+          continue;
+        }
+        link_level = lv;
+        full = j;
+        break;
+      }
       while (b < bounded_.size() && frozen_[static_cast<std::size_t>(bounded_[b])]) ++b;
-      if (b < bounded_.size()) lambda = std::min(lambda, bound_level(bounded_[b]));
+      const double flow_level = b < bounded_.size() ? bound_level(bounded_[b]) : kInf;
+      const double lambda = std::min(link_level, flow_level);
       if (!(lambda > 0) || !std::isfinite(lambda)) {
         throw RuntimeError(fmt::format("sim: fluid flows found a fair level of {}; expected a positive rate", lambda));
       }
-      const double tie = lambda * (1 + kTie);
-      full_.clear();
-      for (int j : live_)
-        if (level(j) <= tie) full_.push_back(j);
-      for (int j : full_)
-        for (int u = head_[static_cast<std::size_t>(j)]; u < head_[static_cast<std::size_t>(j) + 1]; ++u)
-          if (!frozen_[static_cast<std::size_t>(users_[static_cast<std::size_t>(u)])])
-            freeze(users_[static_cast<std::size_t>(u)], lambda);
-      for (; b < bounded_.size() && bound_level(bounded_[b]) <= tie; ++b)
-        if (!frozen_[static_cast<std::size_t>(bounded_[b])]) freeze(bounded_[b], lambda);
-      live_.erase(
-          std::remove_if(live_.begin(), live_.end(), [&](int j) { return count_[static_cast<std::size_t>(j)] == 0; }),
-          live_.end());
+      if (flow_level <= link_level) {
+        freeze(bounded_[b++], lambda);
+        continue;
+      }
+      pop();
+      for (int u = users_head_[static_cast<std::size_t>(full)]; u < users_head_[static_cast<std::size_t>(full) + 1];
+           ++u) {
+        const auto i = static_cast<std::size_t>(users_[static_cast<std::size_t>(u)]);
+        if (at_[i] >= 0 && !frozen_[i]) freeze(users_[static_cast<std::size_t>(u)], lambda);
+      }
     }
-    for (int l : touched_) local_[static_cast<std::size_t>(l)] = -1;
+    // Every active flow is frozen, so every touched link's count is back to 0.
   }
 
   const std::vector<FluidLink>& links_;
   const std::vector<FluidFlow>& flows_;
   std::vector<double> rate_, left_, bound_;
   std::vector<unsigned> epoch_;
-  std::vector<int> at_;       // per flow: its place in active_, -1 when not active
-  std::vector<char> frozen_;  // per flow, during fill
-  std::vector<int> local_;    // per link: its index among touched_ during fill, else -1
-  std::vector<int> active_;   // the flows moving bytes
-  std::vector<int> touched_, live_, full_, bounded_, users_, head_, count_;
-  std::vector<double> room_, weights_;  // per touched link: bandwidth left, unfrozen flows' weights
+  std::vector<int> at_;                         // per flow: its place in active_, -1 when not active
+  std::vector<char> frozen_;                    // per flow, during fill
+  std::vector<double> room_, weights_;          // per link during fill: bandwidth left, unfrozen flows' weights
+  std::vector<int> count_;                      // per link during fill: unfrozen flows crossing it
+  std::vector<int> active_;                     // the flows moving bytes
+  std::vector<int> shared_head_, shared_;       // per flow: its shared links (CSR)
+  std::vector<int> users_head_, users_;         // per shared link: the flows crossing it (CSR)
+  std::vector<int> touched_, bounded_;          // during fill: links the active flows cross; flows with a bound
+  std::vector<std::pair<double, int>> levels_;  // during fill: (level, touched link), a min-heap
   std::priority_queue<End, std::vector<End>, std::greater<>> heap_;
   double solved_at_ = 0;
   std::size_t solved_with_ = 0;  // active flows at the last solve

@@ -37,7 +37,7 @@ struct FluidFlow {
   std::vector<int> links;  // indices into the links it crosses
 };
 
-inline constexpr int kFluidExactFlows = 64;
+inline constexpr int kFluidExactFlows = 32;
 
 // fluid_ends: when each flow's last byte arrives (a flow that crosses no link, or moves nothing:
 // at its start). RuntimeError for a link whose bandwidth is not positive and finite (the
