@@ -518,8 +518,8 @@ struct SimCluster::Impl::Instance {
   int members_ = 0;
   Impl* impl_ = nullptr;
 
-  Instance(Impl* impl, const Channels* ch, const std::vector<sg4::Mailbox*>* inboxes, Collective c, CollectiveOp o,
-           int r, int members, int it)
+  Instance(Impl* impl, const Channels* ch, const std::vector<sg4::Mailbox*>* inboxes, SolvedCalls* solved, Collective c,
+           CollectiveOp o, int r, int members, int it)
       : coll(c), op(std::move(o)), root(r), iteration(it), members_(members), impl_(impl) {
     if (impl->opts.calibration) {
       measured_s = impl->opts.calibration->collective_time(coll, members, static_cast<double>(op.bytes));
@@ -558,6 +558,7 @@ struct SimCluster::Impl::Instance {
       (void)impl->record(it, name, from, to, bytes, wire);
     };
     links.fluid = impl->opts.fluid;
+    links.solved = solved;
     algorithm = std::make_unique<CollectiveRun>(std::move(links), coll, op.bytes, root, members, choice, fidelity);
   }
   void run(int me) {
@@ -581,6 +582,7 @@ struct SimCluster::Impl::GroupState {
   std::vector<std::uint64_t> next_seq;
   std::map<std::uint64_t, std::shared_ptr<Instance>> live;
   std::vector<sg4::Mailbox*> inboxes;  // per member: where aggregate fidelity's flows arrive
+  SolvedCalls solved;                  // the group's solved calls (sim/collective_run.hpp)
 
   GroupState(Impl* i, int n) : impl(i), size(n), next_seq(static_cast<std::size_t>(n), 0) {
     const int id = impl->groups++;
@@ -592,7 +594,8 @@ struct SimCluster::Impl::GroupState {
     const std::uint64_t seq = next_seq[static_cast<std::size_t>(me)]++;
     auto& inst = live[seq];
     if (!inst) {
-      inst = std::make_shared<Instance>(impl, &impl->channels_of(size), &inboxes, c, op, root, size, iteration);
+      inst =
+          std::make_shared<Instance>(impl, &impl->channels_of(size), &inboxes, &solved, c, op, root, size, iteration);
     } else if (inst->coll != c || inst->op.bytes != op.bytes || inst->root != root) {
       throw RuntimeError(fmt::format(
           "sim: collective #{} differs across ranks: rank {} calls {} \"{}\" of {} bytes (root {}), another rank {} "

@@ -250,13 +250,24 @@ struct CollectiveRun::State {
   std::vector<std::vector<Flow>> plans_;  // aggregate: per member, its flows
 
   // solve_call (aggregate fidelity across machines, once every member has joined): when the
-  // call ends. Every member's flows are planned as phase() would run them: a flow starts at its
-  // sender's join plus its offset, or when its receiver joins if later, pays its route's latency
-  // and then shares links with the call's other flows by max-min (sim/fluid.hpp, SimGrid's
+  // call ends, from the group's SolvedCalls when a call alike was solved before. Every member's flows are planned as
+  // phase() would run them: a flow starts at its sender's join plus its offset, or when its receiver joins if later,
+  // pays its route's latency and then shares links with the call's other flows by max-min (sim/fluid.hpp, SimGrid's
   // sharing without a SimGrid activity per flow); a tree's hops inside a machine that no flow
   // crosses keep their closed form. Their bytes are counted as put counts a flow's. The call ends
   // for every member when its last flow or hop does, as phase()'s barrier makes it.
   double solve_call() {
+    const double first = *std::min_element(joined_at_.begin(), joined_at_.end());
+    SolvedCalls::Key key{coll, bytes_, root, choice.algorithm, choice.protocol, {}};
+    key.joined.reserve(static_cast<std::size_t>(k));
+    for (double t : joined_at_) key.joined.push_back(t - first);
+    if (links_.solved) {
+      if (const SolvedCalls::Result* same = links_.solved->find(key)) {
+        for (const SolvedCalls::Record& r : same->records) links_.record(r.from, r.to, r.bytes, r.wire);
+        return first + same->span;
+      }
+    }
+    SolvedCalls::Result result;
     plans_.resize(static_cast<std::size_t>(k));
     for (int r = 0; r < k; ++r) plans_[static_cast<std::size_t>(r)] = plan(r);
     local_hops();
@@ -268,6 +279,7 @@ struct CollectiveRun::State {
       const double t0 = joined_at_[static_cast<std::size_t>(r)];
       for (const Flow& f : plans_[static_cast<std::size_t>(r)]) {
         links_.record(r, f.to, f.payload, f.wire);
+        if (links_.solved) result.records.push_back({r, f.to, f.payload, f.wire});
         if (f.local) {
           end = std::max(end, t0 + f.start + f.duration);
           continue;
@@ -289,6 +301,10 @@ struct CollectiveRun::State {
     }
     for (double e : fluid_ends(fluid_links, flows)) end = std::max(end, e);
     plans_.clear();
+    if (links_.solved) {
+      result.span = end - first;
+      links_.solved->add(std::move(key), std::move(result));
+    }
     return end;
   }
   bool solved_ = false;            // aggregate across machines: solve_call

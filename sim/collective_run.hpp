@@ -13,9 +13,11 @@
 #include <simgrid/s4u/Comm.hpp>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -24,6 +26,50 @@
 #include "topologies/topology.hpp"
 
 namespace gradsync::sim {
+
+// SolvedCalls: the results of one group's solved calls (aggregate fidelity across machines),
+// which the group keeps (sim/cluster.cpp) so that a call alike takes the first one's result
+// rather than being planned and solved again: DDP reduces buckets of the same size every
+// iteration. A solved call's times depend only on its collective, size, root, algorithm and
+// protocol, on the group's channels and links (fixed), and on when each member joined relative
+// to the first; its bytes on nothing else. At most kCapacity results are kept (then new ones
+// are not), so memory stays bounded when members join in ever new patterns.
+class SolvedCalls {
+ public:
+  static constexpr std::size_t kCapacity = 16;
+  struct Record {  // one flow or hop, as CollectiveLinks::record counts it
+    int from;
+    int to;
+    double bytes;
+    double wire;
+  };
+  struct Result {
+    double span = 0;  // from the first member's join to the call's end
+    std::vector<Record> records;
+  };
+  struct Key {
+    Collective coll;
+    double bytes;
+    int root;
+    Algorithm algorithm;
+    Protocol protocol;
+    std::vector<double> joined;  // each member's join after the first's
+    bool operator<(const Key& o) const {
+      return std::tie(coll, bytes, root, algorithm, protocol, joined) <
+             std::tie(o.coll, o.bytes, o.root, o.algorithm, o.protocol, o.joined);
+    }
+  };
+  const Result* find(const Key& key) const {
+    const auto it = results_.find(key);
+    return it == results_.end() ? nullptr : &it->second;
+  }
+  void add(Key key, Result result) {
+    if (results_.size() < kCapacity) results_.emplace(std::move(key), std::move(result));
+  }
+
+ private:
+  std::map<Key, Result> results_;
+};
 
 // CollectiveLinks: what the algorithms need from the cluster.
 struct CollectiveLinks {
@@ -51,8 +97,10 @@ struct CollectiveLinks {
   // as put does for a flow.
   std::function<const std::vector<simgrid::s4u::Link*>&(int from, int to)> route;
   std::function<void(int from, int to, double bytes, double wire)> record;
-  // fluid: solve an aggregate call across machines (sim/fluid.hpp) rather than run its flows.
+  // fluid: solve an aggregate call across machines (sim/fluid.hpp) rather than run its flows;
+  // solved: where the group keeps its solved calls' results (none: every call is solved).
   bool fluid = true;
+  SolvedCalls* solved = nullptr;
 };
 
 // Fidelity: how finely a collective becomes flows.
@@ -75,7 +123,11 @@ struct CollectiveLinks {
 //               the rate max-min gives when every such hop of the call shares those links at once
 //               (the pipeline's steady state), after it would have started. Their bytes are
 //               counted as a flow's; the call ends when the last flow or hop does. This leaves
-//               the flows that cross the network (an eighth at 8 GPUs per machine) to SimGrid.
+//               the flows that cross the network (an eighth at 8 GPUs per machine). A call whose
+//               members span machines (CollectiveLinks::fluid) does not run those as SimGrid
+//               flows: once every member has joined, their ends are solved (sim/fluid.hpp:
+//               SimGrid's CM02 sharing, equal to its flows to 1e-9 in the tests) and every member
+//               sleeps until the last. Traffic outside the call does not share links with it.
 //   kAuto       (a request, SimOptions) aggregate for a call whose step fidelity would issue more
 //               than kAutoAggregateFlows flows, step otherwise.
 enum class Fidelity { kStep, kAggregate, kAuto };

@@ -121,7 +121,7 @@ BucketOptions buckets_of(const Scenario& s) {
 
 void check_scenario(const Scenario& s) { (void)resolve(s); }
 
-StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
+StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid) {
   const ResolvedScenario r = resolve(scenario);
   const Scenario& s = r.s;
   StrategyResult out;
@@ -158,6 +158,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy) {
   so.nccl = r.nccl;
   so.nccl.strict = false;
   so.fidelity = r.fidelity;
+  so.fluid = fluid;
   if (r.calibration) so.calibration = &*r.calibration;
   SimCluster cluster(r.topo, routes, r.gpus, so);
 

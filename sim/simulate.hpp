@@ -64,8 +64,9 @@ class IsolatedSimulation {
 };
 
 // simulate runs one strategy of a scenario in this process's SimGrid engine (it creates it, so
-// once per process). ConfigError / UsageError for a bad scenario.
-StrategyResult simulate(const Scenario& s, Strategy strategy);
+// once per process). ConfigError / UsageError for a bad scenario. fluid: SimOptions::fluid
+// (false runs aggregate calls across machines as SimGrid flows; tests compare the two).
+StrategyResult simulate(const Scenario& s, Strategy strategy, bool fluid = true);
 
 // ClosedForm: one steady DDP iteration evaluated by formula instead of simulated: the cost
 // model's forward, backward and optimizer times, and each bucket's allreduce at NCCL's
