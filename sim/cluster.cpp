@@ -185,6 +185,19 @@ struct SimCluster::Impl {
     if (to >= 0) t.in[static_cast<std::size_t>(to)] += bytes;
   }
 
+  // tally_totals: tally's bytes of many flows at once, per rank.
+  void tally_totals(int it, const std::string& name, const std::vector<double>& out, const std::vector<double>& in) {
+    Traffic& t = traffic[it][name];
+    if (t.out.empty()) {
+      t.out.assign(static_cast<std::size_t>(n), 0.0);
+      t.in.assign(static_cast<std::size_t>(n), 0.0);
+    }
+    for (std::size_t r = 0; r < out.size(); ++r) {
+      t.out[r] += out[r];
+      t.in[r] += in[r];
+    }
+  }
+
   // flow_bytes counts a flow's `bytes` of payload for event `name` of iteration `it` and its
   // wire bytes on every link from a to b; returns the wire bytes: whole, at least one (a chunk
   // smaller than a byte per channel still costs a message).
@@ -556,6 +569,11 @@ struct SimCluster::Impl::Instance {
     };
     links.record = [impl, it, name = op.name](int from, int to, double bytes, double wire) {
       (void)impl->record(it, name, from, to, bytes, wire);
+    };
+    links.record_totals = [impl, it, name = op.name](const SolvedCalls::Result& solved_call) {
+      impl->tally_totals(it, name, solved_call.out, solved_call.in);
+      auto& per_link = impl->link_bytes[it];
+      for (const auto& [l, wire] : solved_call.wire) per_link[l] += wire;
     };
     links.fluid = impl->opts.fluid;
     links.solved = solved;

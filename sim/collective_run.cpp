@@ -263,11 +263,16 @@ struct CollectiveRun::State {
     for (double t : joined_at_) key.joined.push_back(t - first);
     if (links_.solved) {
       if (const SolvedCalls::Result* same = links_.solved->find(key)) {
-        for (const SolvedCalls::Record& r : same->records) links_.record(r.from, r.to, r.bytes, r.wire);
+        links_.record_totals(*same);
         return first + same->span;
       }
     }
     SolvedCalls::Result result;
+    std::unordered_map<const sg4::Link*, double> wire_on;  // result.wire, as it adds up
+    if (links_.solved) {
+      result.out.assign(static_cast<std::size_t>(k), 0.0);
+      result.in.assign(static_cast<std::size_t>(k), 0.0);
+    }
     plans_.resize(static_cast<std::size_t>(k));
     for (int r = 0; r < k; ++r) plans_[static_cast<std::size_t>(r)] = plan(r);
     local_hops();
@@ -279,7 +284,12 @@ struct CollectiveRun::State {
       const double t0 = joined_at_[static_cast<std::size_t>(r)];
       for (const Flow& f : plans_[static_cast<std::size_t>(r)]) {
         links_.record(r, f.to, f.payload, f.wire);
-        if (links_.solved) result.records.push_back({r, f.to, f.payload, f.wire});
+        if (links_.solved) {
+          result.out[static_cast<std::size_t>(r)] += f.payload;
+          result.in[static_cast<std::size_t>(f.to)] += f.payload;
+          const double whole = std::max(1.0, std::ceil(f.wire - 1e-9));  // as record counts it
+          for (const sg4::Link* l : links_.route(r, f.to)) wire_on[l] += whole;
+        }
         if (f.local) {
           end = std::max(end, t0 + f.start + f.duration);
           continue;
@@ -303,6 +313,7 @@ struct CollectiveRun::State {
     plans_.clear();
     if (links_.solved) {
       result.span = end - first;
+      result.wire.assign(wire_on.begin(), wire_on.end());
       links_.solved->add(std::move(key), std::move(result));
     }
     return end;

@@ -37,15 +37,10 @@ namespace gradsync::sim {
 class SolvedCalls {
  public:
   static constexpr std::size_t kCapacity = 16;
-  struct Record {  // one flow or hop, as CollectiveLinks::record counts it
-    int from;
-    int to;
-    double bytes;
-    double wire;
-  };
   struct Result {
-    double span = 0;  // from the first member's join to the call's end
-    std::vector<Record> records;
+    double span = 0;                                                 // from the first member's join to the call's end
+    std::vector<double> out, in;                                     // per member: payload bytes sent and received
+    std::vector<std::pair<const simgrid::s4u::Link*, double>> wire;  // per link direction: wire bytes
   };
   struct Key {
     Collective coll;
@@ -97,6 +92,9 @@ struct CollectiveLinks {
   // as put does for a flow.
   std::function<const std::vector<simgrid::s4u::Link*>&(int from, int to)> route;
   std::function<void(int from, int to, double bytes, double wire)> record;
+  // record_totals counts a solved call's bytes again from its SolvedCalls result: what record
+  // counted flow by flow, summed per member and per link direction.
+  std::function<void(const SolvedCalls::Result&)> record_totals;
   // fluid: solve an aggregate call across machines (sim/fluid.hpp) rather than run its flows;
   // solved: where the group keeps its solved calls' results (none: every call is solved).
   bool fluid = true;
