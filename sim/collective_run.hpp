@@ -12,6 +12,7 @@
 
 #include <simgrid/s4u/Comm.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -32,11 +33,11 @@ namespace gradsync::sim {
 // rather than being planned and solved again: DDP reduces buckets of the same size every
 // iteration. A solved call's times depend only on its collective, size, root, algorithm and
 // protocol, on the group's channels and links (fixed), and on when each member joined relative
-// to the first; its bytes on nothing else. At most kCapacity results are kept (then new ones
-// are not), so memory stays bounded when members join in ever new patterns.
+// to the first; its bytes on nothing else. The kCapacity results used last are kept (memory
+// stays bounded when sizes or join patterns keep changing).
 class SolvedCalls {
  public:
-  static constexpr std::size_t kCapacity = 16;
+  static constexpr std::size_t kCapacity = 32;
   struct Result {
     double span = 0;                                                 // from the first member's join to the call's end
     std::vector<double> out, in;                                     // per member: payload bytes sent and received
@@ -54,16 +55,32 @@ class SolvedCalls {
              std::tie(o.coll, o.bytes, o.root, o.algorithm, o.protocol, o.joined);
     }
   };
-  const Result* find(const Key& key) const {
+  // find: the result of a call alike, or null.
+  const Result* find(const Key& key) {
     const auto it = results_.find(key);
-    return it == results_.end() ? nullptr : &it->second;
+    if (it == results_.end()) return nullptr;
+    it->second.used = ++clock_;
+    return &it->second.result;
   }
+  // add keeps a result, dropping the one used longest ago when kCapacity are kept.
   void add(Key key, Result result) {
-    if (results_.size() < kCapacity) results_.emplace(std::move(key), std::move(result));
+    if (results_.size() >= kCapacity) {
+      auto oldest = results_.begin();
+      for (auto it = results_.begin(); it != results_.end(); ++it)
+        if (it->second.used < oldest->second.used) oldest = it;
+      results_.erase(oldest);
+    }
+    results_.emplace(std::move(key), Kept{std::move(result), ++clock_});
   }
+  std::size_t size() const { return results_.size(); }
 
  private:
-  std::map<Key, Result> results_;
+  struct Kept {
+    Result result;
+    std::uint64_t used = 0;  // clock_ when last found or added
+  };
+  std::map<Key, Kept> results_;
+  std::uint64_t clock_ = 0;
 };
 
 // CollectiveLinks: what the algorithms need from the cluster.

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/collective_run.hpp"
+
 #include <algorithm>
 #include <vector>
 
@@ -121,6 +123,35 @@ TEST(Fluid, ANonPositiveBandwidthOrWeightIsAnError) {
   EXPECT_THROW(fluid_ends({{0.0, false}}, {{0.0, 1.0, 1.0, {0}}}), RuntimeError);
   EXPECT_THROW(fluid_ends({{-1.0, false}}, {}), RuntimeError);
   EXPECT_THROW(fluid_ends({{1.0, false}}, {{0.0, 1.0, 0.0, {0}}}), RuntimeError);
+}
+
+SolvedCalls::Key call(double bytes, std::vector<double> joined = {0, 0}) {
+  return {Collective::kAllreduce, bytes, -1, Algorithm::kTree, Protocol::kSimple, std::move(joined)};
+}
+
+TEST(SolvedCallsTest, ACallAlikeFindsTheResultAndOnlyThat) {
+  SolvedCalls calls;
+  calls.add(call(1e6), {0.5, {1, 2}, {3, 4}, {}});
+  const SolvedCalls::Result* same = calls.find(call(1e6));
+  ASSERT_NE(same, nullptr);
+  EXPECT_DOUBLE_EQ(same->span, 0.5);
+  EXPECT_EQ(same->out, (std::vector<double>{1, 2}));
+  EXPECT_EQ(calls.find(call(2e6)), nullptr);             // another size
+  EXPECT_EQ(calls.find(call(1e6, {0, 1e-6})), nullptr);  // a member joined later
+  SolvedCalls::Key other_root = call(1e6);
+  other_root.root = 0;
+  EXPECT_EQ(calls.find(other_root), nullptr);
+}
+
+TEST(SolvedCallsTest, KeepsTheResultsUsedLast) {
+  SolvedCalls calls;
+  for (std::size_t i = 0; i < SolvedCalls::kCapacity; ++i) calls.add(call(static_cast<double>(i + 1)), {});
+  ASSERT_NE(calls.find(call(1)), nullptr);  // used again: size 2 is now the oldest
+  calls.add(call(1000), {});
+  EXPECT_EQ(calls.size(), SolvedCalls::kCapacity);
+  EXPECT_NE(calls.find(call(1)), nullptr);
+  EXPECT_EQ(calls.find(call(2)), nullptr);
+  EXPECT_NE(calls.find(call(1000)), nullptr);
 }
 
 }  // namespace
