@@ -34,8 +34,9 @@ std::unique_ptr<simgrid::s4u::Engine> create_engine() {
   // glibc's fastbins off: a simulation makes millions of small blocks (trace events, tasks,
   // SimGrid's activities) and frees them in another order, and every larger request then
   // consolidates the fastbins first (malloc_consolidate: 8% of a 1024-GPU iteration in perf).
-  // Off, the 1024-GPU GPT-2 iteration takes about 10% less (bench/sim_bench). One engine per
-  // process, so the process is the simulation's.
+  // Off, the 1024-GPU GPT-2 iteration takes 1.22-1.23 s instead of 1.45-1.51 s (bench/sim_bench,
+  // alternating runs); no change at 8 and 64 GPUs. One engine per process, so the process is the
+  // simulation's.
   (void)::mallopt(M_MXFAST, 0);
   auto engine = std::make_unique<simgrid::s4u::Engine>(&argc, argv.data());
   simgrid::s4u::Engine::set_config("network/model:CM02");
