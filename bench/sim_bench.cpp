@@ -10,7 +10,8 @@
 // it and reads the child's peak resident memory (wait4). A steady iteration is the difference
 // between simulating 2 + N and 2 iterations, divided by N (N = 4, 1 at 4096 GPUs; construction,
 // iteration 1 and the bucket rebuild are the same in both runs); its memory is the longer run's
-// peak; run_of_2_iterations_s is the whole 2-iteration simulation (setup and construction too). --fidelity is auto (the
+// peak; run_of_2_iterations_s is the whole 2-iteration simulation (setup and construction too);
+// steady_cpu_s is the steady iteration in the children's CPU time. --fidelity is auto (the
 // default), which runs every allreduce across nodes at aggregate fidelity.
 //
 //   build/default/bench/sim_bench                                  # everything (hours at 4096)
