@@ -14,7 +14,7 @@
 // steady_cpu_s is the steady iteration in the children's CPU time. --fidelity is auto (the
 // default), which runs every allreduce across nodes at aggregate fidelity.
 //
-//   build/default/bench/sim_bench                                  # everything (hours at 4096)
+//   build/default/bench/sim_bench                                  # everything (about 8 minutes)
 //   build/default/bench/sim_bench --benchmark_filter='/(8|64)$'     # the small clusters
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
