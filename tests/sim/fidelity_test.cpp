@@ -206,13 +206,15 @@ TEST(Fidelity, TreeHopsSharingTheNicsLinksStayFlowsWithinBound) { expect_within_
 // run as SimGrid flows; both give the same times where flows contend: an oversubscribed
 // fat-tree (rings and trees across the spines) and PCIe machines whose NIC shares the GPUs'
 // switch (flows of different route latencies, so of different weights, on one link).
-void expect_solved_equals_flows(const std::string& dot, const std::string& algo) {
+void expect_solved_equals_flows(const std::string& dot, const std::string& algo,
+                                Collective op = Collective::kAllreduce) {
   const auto path =
       std::filesystem::temp_directory_path() / ("gradsync-fidelity-fluid-" + std::to_string(::getpid()) + ".dot");
   std::ofstream(path) << dot;
   CollectiveSweep sw;
   sw.topology = path.string();
   sw.algo = algo;
+  sw.op = op;
   sw.min_bytes = 64 << 10;
   sw.max_bytes = 256 << 20;
   sw.step_factor = 8;
@@ -223,7 +225,7 @@ void expect_solved_equals_flows(const std::string& dot, const std::string& algo)
   ASSERT_EQ(solved.size(), 5u);  // 64 KiB to 256 MiB, x8
   ASSERT_EQ(flows.size(), solved.size());
   for (std::size_t i = 0; i < solved.size(); ++i) {
-    SCOPED_TRACE(testing::Message() << algo << ", size " << i);
+    SCOPED_TRACE(testing::Message() << collective_name(op) << ", " << algo << ", size " << i);
     EXPECT_GT(flows[i], 0);
     EXPECT_NEAR(solved[i] / flows[i], 1.0, 1e-9);
   }
@@ -236,6 +238,11 @@ TEST(Fidelity, SolvedCallsAcrossMachinesEqualSimGridFlows) {
   expect_solved_equals_flows(fat, "tree");
   expect_solved_equals_flows(pcie_machines_dot(), "tree");
   expect_solved_equals_flows(pcie_machines_dot(), "ring");
+  // The other collectives: ring steps (allgather, reduce-scatter) and pipelined chains.
+  for (Collective op :
+       {Collective::kAllgather, Collective::kReduceScatter, Collective::kBroadcast, Collective::kReduce}) {
+    expect_solved_equals_flows(fat, "auto", op);
+  }
 }
 
 // A DDP run solves its allreduces once per bucket size and takes the same size's result in later
