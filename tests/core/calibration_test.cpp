@@ -3,6 +3,7 @@
 #include "core/calibration.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -34,8 +35,12 @@ TEST(CalibrationTable, LinearBetweenPointsLatencyBelowAndLastSlopeBeyond) {
   EXPECT_NEAR(seg[1].latency_s + 1e8 / seg[1].rate, 1020e-6, 1e-12);
 }
 
+// write: text in a file of this test's own (ctest runs the tests of this file side by side, so a
+// shared name let one test read another's file).
 std::string write(const std::string& text) {
-  const std::string path = testing::TempDir() + "/calibration_test.yaml";
+  const std::string path = testing::TempDir() + "/calibration_test-" +
+                           testing::UnitTest::GetInstance()->current_test_info()->name() + "-" +
+                           std::to_string(::getpid()) + ".yaml";
   std::ofstream(path) << text;
   return path;
 }
@@ -73,12 +78,13 @@ TEST(Calibration, WrittenFileReadsBackTheSamePoints) {
 TEST(Calibration, ErrorsNameTheFileLineAndField) {
   const std::string head =
       "schema_version: 1\nhardware: {backend: cpu, host: h, device: d, ranks: 2}\nlaunch_s: 1e-6\ncompute: {}\n";
+  const std::string path =
+      write(head + "collectives:\n  - op: allreduce\n    ranks: 2\n    points: [[8, 1e-5], [4, 2e-5]]\n");
   try {
-    read_calibration(
-        write(head + "collectives:\n  - op: allreduce\n    ranks: 2\n    points: [[8, 1e-5], [4, 2e-5]]\n"));
+    read_calibration(path);
     FAIL() << "decreasing sizes accepted";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("calibration_test.yaml:8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path + ":8"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("size 4 is not larger than the previous 8"), std::string::npos) << e.what();
   }
   EXPECT_THROW(read_calibration(write(head + "collectives:\n  - {op: allscatter, ranks: 2, points: [[8, 1]]}\n")),
