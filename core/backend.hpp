@@ -132,6 +132,18 @@ class ProcessGroup {
   virtual WorkPtr reduce_scatter(const CollectiveOp& op) = 0;
 };
 
+// CollectiveCalls: a ProcessGroup whose five collectives are one call(kind, op, root) (root -1
+// for allreduce, allgather and reduce-scatter): what every engine's group implements.
+class CollectiveCalls : public ProcessGroup {
+ public:
+  virtual WorkPtr call(Collective c, const CollectiveOp& op, int root) = 0;
+  WorkPtr allreduce(const CollectiveOp& op) override { return call(Collective::kAllreduce, op, -1); }
+  WorkPtr broadcast(const CollectiveOp& op, int root) override { return call(Collective::kBroadcast, op, root); }
+  WorkPtr reduce(const CollectiveOp& op, int root) override { return call(Collective::kReduce, op, root); }
+  WorkPtr allgather(const CollectiveOp& op) override { return call(Collective::kAllgather, op, -1); }
+  WorkPtr reduce_scatter(const CollectiveOp& op) override { return call(Collective::kReduceScatter, op, -1); }
+};
+
 // bus_factor: nccl-tests' busbw / algbw for a collective over n ranks (allreduce 2(n-1)/n,
 // allgather and reduce-scatter (n-1)/n, broadcast and reduce 1): also the bytes each rank sends
 // and receives per byte of the buffer in NCCL's ring algorithms.

@@ -172,16 +172,6 @@ class CpuDevice final : public Device {
   StreamWorker compute_, comm_, copy_;
 };
 
-// Calls: the five collectives as one call(kind, op, root).
-struct Calls : public ProcessGroup {
-  virtual WorkPtr call(Collective c, const CollectiveOp& op, int root) = 0;
-  WorkPtr allreduce(const CollectiveOp& op) override { return call(Collective::kAllreduce, op, -1); }
-  WorkPtr broadcast(const CollectiveOp& op, int root) override { return call(Collective::kBroadcast, op, root); }
-  WorkPtr reduce(const CollectiveOp& op, int root) override { return call(Collective::kReduce, op, root); }
-  WorkPtr allgather(const CollectiveOp& op) override { return call(Collective::kAllgather, op, -1); }
-  WorkPtr reduce_scatter(const CollectiveOp& op) override { return call(Collective::kReduceScatter, op, -1); }
-};
-
 // comm_task: a collective's task on the comm stream, after the compute stream's last work.
 StreamWorker::Task comm_task(CpuDevice& d, const CollectiveOp& op) {
   StreamWorker::Task t;
@@ -191,7 +181,7 @@ StreamWorker::Task comm_task(CpuDevice& d, const CollectiveOp& op) {
 }
 
 // One rank's view of MPI_COMM_WORLD.
-class MpiGroup final : public Calls {
+class MpiGroup final : public CollectiveCalls {
  public:
   MpiGroup(Rig& rig, CpuDevice& d, int rank, int size, Watchdog& wd, std::string host)
       : rig_(rig), dev_(d), rank_(rank), size_(size), wd_(wd), host_(std::move(host)) {}
@@ -395,7 +385,7 @@ class ThreadComm {
 };
 
 // A DDP rank's view of the thread world.
-class ThreadRankGroup final : public Calls {
+class ThreadRankGroup final : public CollectiveCalls {
  public:
   ThreadRankGroup(ThreadComm& comm, int m) : comm_(comm), m_(m) {}
   int rank() const override { return m_; }
@@ -408,7 +398,7 @@ class ThreadRankGroup final : public Calls {
 };
 
 // DataParallel's single-process group: one call runs on every member.
-class ThreadLocalGroup final : public Calls {
+class ThreadLocalGroup final : public CollectiveCalls {
  public:
   explicit ThreadLocalGroup(ThreadComm& comm) : comm_(comm) {}
   int rank() const override { return 0; }

@@ -367,15 +367,6 @@ class GpuDevice final : public Device {
   std::deque<Pending> pending_;
 };
 
-struct Calls : public ProcessGroup {
-  virtual WorkPtr call(Collective c, const CollectiveOp& op, int root) = 0;
-  WorkPtr allreduce(const CollectiveOp& op) override { return call(Collective::kAllreduce, op, -1); }
-  WorkPtr broadcast(const CollectiveOp& op, int root) override { return call(Collective::kBroadcast, op, root); }
-  WorkPtr reduce(const CollectiveOp& op, int root) override { return call(Collective::kReduce, op, root); }
-  WorkPtr allgather(const CollectiveOp& op) override { return call(Collective::kAllgather, op, -1); }
-  WorkPtr reduce_scatter(const CollectiveOp& op) override { return call(Collective::kReduceScatter, op, -1); }
-};
-
 class GpuRig;
 
 // NcclCalls: member `m`'s part of a collective on its comm stream, after its compute stream.
@@ -459,7 +450,7 @@ class GpuRig final : public Rig {
   std::string link_class() const override { return link_; }
 
  private:
-  struct RankGroup final : public Calls {
+  struct RankGroup final : public CollectiveCalls {
     RankGroup(GpuRig& r, int l) : rig(r), local(l) {}
     int rank() const override { return rig.o_.first_rank + local; }
     int size() const override { return rig.o_.world; }
@@ -474,7 +465,7 @@ class GpuRig final : public Rig {
     GpuRig& rig;
     int local;
   };
-  struct LocalGroup final : public Calls {
+  struct LocalGroup final : public CollectiveCalls {
     LocalGroup(GpuRig& r, int members) : rig(r), m(members) {}
     int rank() const override { return 0; }
     int size() const override { return m; }

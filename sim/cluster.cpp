@@ -647,22 +647,8 @@ struct SimCluster::Impl::GroupState {
   }
 };
 
-namespace {
-
-// GroupCalls: the five collectives of ProcessGroup as one call(kind, op, root).
-struct GroupCalls : public ProcessGroup {
-  virtual WorkPtr call(Collective c, const CollectiveOp& op, int root) = 0;
-  WorkPtr allreduce(const CollectiveOp& op) override { return call(Collective::kAllreduce, op, -1); }
-  WorkPtr broadcast(const CollectiveOp& op, int root) override { return call(Collective::kBroadcast, op, root); }
-  WorkPtr reduce(const CollectiveOp& op, int root) override { return call(Collective::kReduce, op, root); }
-  WorkPtr allgather(const CollectiveOp& op) override { return call(Collective::kAllgather, op, -1); }
-  WorkPtr reduce_scatter(const CollectiveOp& op) override { return call(Collective::kReduceScatter, op, -1); }
-};
-
-}  // namespace
-
 // A DDP rank's view of the world group.
-struct SimCluster::Impl::Group final : public GroupCalls {
+struct SimCluster::Impl::Group final : public CollectiveCalls {
   GroupState* state;
   int me;
   Group(GroupState* s, int r) : state(s), me(r) {}
@@ -677,7 +663,7 @@ struct SimCluster::Impl::Group final : public GroupCalls {
 };
 
 // DataParallel's single-process group: one call runs on every member device.
-struct SimCluster::Impl::LocalGroup final : public GroupCalls {
+struct SimCluster::Impl::LocalGroup final : public CollectiveCalls {
   GroupState* state;
   explicit LocalGroup(GroupState* s) : state(s) {}
   int rank() const override { return 0; }

@@ -140,19 +140,13 @@ double collective_time(const RecordingConfig& cfg, Collective c, Bytes bytes, in
 }
 
 // Group: a collective over some devices, starting when all of them are ready, ending together.
-class Group final : public ProcessGroup {
+class Group final : public CollectiveCalls {
  public:
   Group(State* s, std::vector<State::Dev*> devs, int size) : s_(s), devs_(std::move(devs)), size_(size) {}
   int rank() const override { return 0; }
   int size() const override { return size_; }
-  WorkPtr allreduce(const CollectiveOp& op) override { return run(Collective::kAllreduce, op, -1); }
-  WorkPtr broadcast(const CollectiveOp& op, int root) override { return run(Collective::kBroadcast, op, root); }
-  WorkPtr reduce(const CollectiveOp& op, int root) override { return run(Collective::kReduce, op, root); }
-  WorkPtr allgather(const CollectiveOp& op) override { return run(Collective::kAllgather, op, -1); }
-  WorkPtr reduce_scatter(const CollectiveOp& op) override { return run(Collective::kReduceScatter, op, -1); }
 
- private:
-  WorkPtr run(Collective c, const CollectiveOp& op, int root) {
+  WorkPtr call(Collective c, const CollectiveOp& op, int root) override {
     // The comm stream first waits for the compute stream's current point (c10d's syncStream).
     double start = *s_->now;
     for (State::Dev* d : devs_) {
@@ -178,6 +172,7 @@ class Group final : public ProcessGroup {
     return std::make_shared<RecWork>(s_, end);
   }
 
+ private:
   State* s_;
   std::vector<State::Dev*> devs_;
   int size_;
