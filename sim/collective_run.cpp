@@ -158,6 +158,8 @@ struct CollectiveRun::State {
 
   // ---- Aggregate fidelity -------------------------------------------------------------------
 
+  // whole_wire: a flow's wire bytes as put and record count them (whole, at least one).
+  static double whole_wire(double wire) { return std::max(1.0, std::ceil(wire - 1e-9)); }
   // whole: the wire bytes a step or chunk of `payload` puts on the wire (whole bytes, at least
   // one, as send() rounds each step fidelity flow).
   double whole(double payload) const { return std::max(1.0, std::ceil(payload * wire_factor(choice.protocol) - 1e-9)); }
@@ -267,12 +269,12 @@ struct CollectiveRun::State {
         return first + same->span;
       }
     }
+    // The call's bytes add up in `result` (per member, per link direction) and are counted once,
+    // as a later call alike counts them.
     SolvedCalls::Result result;
-    std::unordered_map<const sg4::Link*, double> wire_on;  // result.wire, as it adds up
-    if (links_.solved) {
-      result.out.assign(static_cast<std::size_t>(k), 0.0);
-      result.in.assign(static_cast<std::size_t>(k), 0.0);
-    }
+    result.out.assign(static_cast<std::size_t>(k), 0.0);
+    result.in.assign(static_cast<std::size_t>(k), 0.0);
+    std::unordered_map<const sg4::Link*, double> wire_on;
     plans_.resize(static_cast<std::size_t>(k));
     for (int r = 0; r < k; ++r) plans_[static_cast<std::size_t>(r)] = plan(r);
     local_hops();
@@ -283,13 +285,10 @@ struct CollectiveRun::State {
     for (int r = 0; r < k; ++r) {
       const double t0 = joined_at_[static_cast<std::size_t>(r)];
       for (const Flow& f : plans_[static_cast<std::size_t>(r)]) {
-        links_.record(r, f.to, f.payload, f.wire);
-        if (links_.solved) {
-          result.out[static_cast<std::size_t>(r)] += f.payload;
-          result.in[static_cast<std::size_t>(f.to)] += f.payload;
-          const double whole = std::max(1.0, std::ceil(f.wire - 1e-9));  // as record counts it
-          for (const sg4::Link* l : links_.route(r, f.to)) wire_on[l] += whole;
-        }
+        const auto& route = links_.route(r, f.to);
+        result.out[static_cast<std::size_t>(r)] += f.payload;
+        result.in[static_cast<std::size_t>(f.to)] += f.payload;
+        for (const sg4::Link* l : route) wire_on[l] += whole_wire(f.wire);
         if (f.local) {
           end = std::max(end, t0 + f.start + f.duration);
           continue;
@@ -297,9 +296,9 @@ struct CollectiveRun::State {
         FluidFlow x;
         const double latency = links_.latency(r, f.to);
         x.start = std::max(t0 + f.start, joined_at_[static_cast<std::size_t>(f.to)]) + latency;
-        x.bytes = std::max(1.0, std::ceil(f.wire - 1e-9));  // as put rounds
-        x.weight = latency > 0 ? 1 / latency : 1.0;         // SimGrid's sharing penalty: the latency, else 1
-        for (const sg4::Link* l : links_.route(r, f.to)) {
+        x.bytes = whole_wire(f.wire);
+        x.weight = latency > 0 ? 1 / latency : 1.0;  // SimGrid's sharing penalty: the latency, else 1
+        for (const sg4::Link* l : route) {
           const auto [it, fresh] = index.try_emplace(l, static_cast<int>(fluid_links.size()));
           if (fresh) {
             fluid_links.push_back({l->get_bandwidth(), l->get_sharing_policy() == sg4::Link::SharingPolicy::FATPIPE});
@@ -311,11 +310,10 @@ struct CollectiveRun::State {
     }
     for (double e : fluid_ends(fluid_links, flows)) end = std::max(end, e);
     plans_.clear();
-    if (links_.solved) {
-      result.span = end - first;
-      result.wire.assign(wire_on.begin(), wire_on.end());
-      links_.solved->add(std::move(key), std::move(result));
-    }
+    result.span = end - first;
+    result.wire.assign(wire_on.begin(), wire_on.end());
+    links_.record_totals(result);
+    if (links_.solved) links_.solved->add(std::move(key), std::move(result));
     return end;
   }
   bool solved_ = false;            // aggregate across machines: solve_call
@@ -364,7 +362,7 @@ struct CollectiveRun::State {
           const bool shared = l->get_sharing_policy() != sg4::Link::SharingPolicy::FATPIPE;
           rate = std::min(rate, l->get_bandwidth() / (shared ? sharing[l] : 1.0));
         }
-        f.duration = links_.latency(r, f.to) + std::max(1.0, std::ceil(f.wire - 1e-9)) / rate;  // as put rounds
+        f.duration = links_.latency(r, f.to) + whole_wire(f.wire) / rate;
       }
     }
   }

@@ -104,13 +104,12 @@ struct CollectiveLinks {
   // bandwidth: the route's bottleneck, bytes/s per direction.
   std::function<double(int from, int to)> latency;
   std::function<double(int from, int to)> bandwidth;
-  // route: the link directions a flow between two members crosses (aggregate fidelity's
-  // closed-form tree hops inside a machine); record counts such a hop's payload and wire bytes
-  // as put does for a flow.
+  // route: the link directions a flow between two members crosses (closed-form tree hops and
+  // solved calls); record counts a closed-form hop's payload and wire bytes as put does a flow's.
   std::function<const std::vector<simgrid::s4u::Link*>&(int from, int to)> route;
   std::function<void(int from, int to, double bytes, double wire)> record;
-  // record_totals counts a solved call's bytes again from its SolvedCalls result: what record
-  // counted flow by flow, summed per member and per link direction.
+  // record_totals counts a solved call's bytes (per member and per link direction, as record
+  // would flow by flow), when it is solved and again when a later call alike takes its result.
   std::function<void(const SolvedCalls::Result&)> record_totals;
   // fluid: solve an aggregate call across machines (sim/fluid.hpp) rather than run its flows;
   // solved: where the group keeps its solved calls' results (none: every call is solved).
