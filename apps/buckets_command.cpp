@@ -8,20 +8,19 @@
 #include <optional>
 
 #include "apps/cli.hpp"
+#include "apps/scenario_args.hpp"
 #include "core/bucket_plan.hpp"
 #include "core/error.hpp"
+#include "core/scenario_keys.hpp"
 #include "models/step_costs.hpp"
 
 namespace gradsync::apps {
 namespace {
 
+// BucketsOptions: the scenario keys that shape buckets (read by the key table), and the rest.
 struct BucketsOptions {
-  std::string model;
-  std::optional<double> bucket_cap_mb;
-  std::optional<double> first_bucket_mb;
+  ScenarioArgs keys;
   bool last_bucket_cap = false;
-  bool find_unused = false;
-  bool static_graph = false;
   bool json = false;
 };
 
@@ -114,14 +113,15 @@ void print_json(const StepModel& m, const BucketOptions& b, const BucketSchedule
 }
 
 void run_buckets(const BucketsOptions& o) {
-  const Model model = load_model_arg(o.model);
+  const Scenario sc = scenario_of(o.keys);
+  const Model model = load_model_arg(sc.model);
   const StepModel m = to_step_model(model, Precision::kFP32, std::nullopt);
   BucketOptions b;
-  b.bucket_cap_mb = o.bucket_cap_mb;
-  b.first_bucket_mb = o.first_bucket_mb;
+  b.bucket_cap_mb = sc.bucket_cap_mb;
+  b.first_bucket_mb = sc.first_bucket_mb;
   b.last_bucket_cap = o.last_bucket_cap;
-  b.find_unused_parameters = o.find_unused;
-  b.static_graph = o.static_graph;
+  b.find_unused_parameters = sc.find_unused_parameters;
+  b.static_graph = sc.static_graph;
   const BucketSchedule s = bucket_schedule(m, b);
   if (o.json) {
     print_json(m, b, s, std::cout);
@@ -135,15 +135,10 @@ void run_buckets(const BucketsOptions& o) {
 void register_buckets_command(CLI::App& app) {
   auto o = std::make_shared<BucketsOptions>();
   CLI::App* cmd = app.add_subcommand("buckets", "DDP's bucket plan per iteration, as PyTorch's Reducer builds it");
-  cmd->add_option("--model", o->model, "Zoo name (gradsync models list) or path to a model file")->required();
-  cmd->add_option("--bucket-cap-mb", o->bucket_cap_mb, "DDP bucket_cap_mb (default 25, with a 1 MiB first bucket)")
-      ->check(kMegabytes);
-  cmd->add_option("--first-bucket-mb", o->first_bucket_mb,
-                  "First bucket's limit (default 1, or the cap when --bucket-cap-mb is given)")
-      ->check(kMegabytes);
+  add_scenario_options(cmd, o->keys,
+                       {"model", "bucket_cap_mb", "first_bucket_mb", "find_unused_parameters", "static_graph"});
+  o->keys.given.at("model")->required()->description(std::string(scenario_key("model").help));
   cmd->add_flag("--last-bucket-cap", o->last_bucket_cap, "Put the small bucket last (DDP_SET_LAST_BUCKET_CAP=1)");
-  cmd->add_flag("--find-unused-parameters", o->find_unused, "DDP find_unused_parameters=True");
-  cmd->add_flag("--static-graph", o->static_graph, "DDP static_graph=True");
   cmd->add_flag("--json", o->json, "Print JSON instead of a table");
   cmd->callback([o] { run_buckets(*o); });
 }

@@ -56,18 +56,6 @@ std::string usage_message(const CLI::ParseError& e, const CLI::App& app, std::st
 
 }  // namespace
 
-const CLI::Validator kMegabytes(
-    [](std::string& text) -> std::string {
-      try {
-        std::size_t used = 0;
-        const double v = std::stod(text, &used);
-        if (used == text.size() && v >= 0 && v < 1e9) return {};
-      } catch (const std::exception&) {
-      }
-      return fmt::format("value \"{}\" must be a number of MiB >= 0", text);
-    },
-    "MiB");
-
 const CLI::Validator kPositiveInteger(
     [](std::string& text) -> std::string {
       long long v = 0;

@@ -13,6 +13,7 @@
 #include "core/atomic_file.hpp"
 #include "core/calibration.hpp"
 #include "core/error.hpp"
+#include "core/scenario_keys.hpp"
 #include "real/run.hpp"
 #include "reports/csv.hpp"
 #include "reports/report.hpp"
@@ -58,7 +59,7 @@ Scenario real_scenario(const ScenarioArgs& a, const char* command) {
         "for its simulated side)",
         command));
   }
-  Scenario s = scenario_of(a, false);
+  Scenario s = scenario_of(a);
   if (!a.file.empty() && s.topology != Scenario{}.topology && std::string(command) == "bench") {
     throw ConfigError(
         fmt::format("{}: topology \"{}\": bench runs on this machine; remove the key", a.file, s.topology));
@@ -82,12 +83,13 @@ std::vector<std::string> real_header(const Scenario& s, const StrategyResult& r,
       "gradsync {}: {} on host {}, {} x {}, batch {}/rank (global {}{}){}, {}, {}", what, s.model, rt.host(), r.gpus,
       r.gpu, per_gpu, r.global_batch, s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
       r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, s.optimizer));
-  h.push_back(fmt::format("DDP: bucket_cap_mb {}, comm hook {}{}{}{}; backend {}, launched by {} ({} process{})",
-                          s.bucket_cap_mb ? fmt::format("{}", *s.bucket_cap_mb) : "25 (first bucket 1)", s.comm_hook,
-                          s.find_unused_parameters ? ", find_unused_parameters" : "",
-                          s.static_graph ? ", static_graph" : "",
-                          s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "", rt.backend(), rt.launcher(),
-                          rt.processes(), rt.processes() == 1 ? "" : "es"));
+  h.push_back(fmt::format(
+      "DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}{}{}{}; backend {}, launched by {} ({} process{})",
+      value_text(key_value(s, scenario_key("bucket_cap_mb"))),
+      value_text(key_value(s, scenario_key("first_bucket_mb"))), s.comm_hook,
+      s.find_unused_parameters ? ", find_unused_parameters" : "", s.static_graph ? ", static_graph" : "",
+      s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "", rt.backend(), rt.launcher(), rt.processes(),
+      rt.processes() == 1 ? "" : "es"));
   h.push_back(fmt::format(
       "measured {} iterations; steady = mean of iterations {}..{}; DDP times on rank 0, DP times of the whole "
       "process",
@@ -100,10 +102,13 @@ reports::Report run_bench(const Scenario& s, const std::vector<Strategy>& strate
   reports::Report rep;
   rep.command = what;
   rep.mode = "real";
-  rep.scenario = scenario_json(s);
+  const Scenario resolved = real::resolve_scenario(s, rt);
+  rep.scenario = scenario_json(resolved);
+  rep.requested = requested_json(s, resolved);
   rep.scenario["topology"] = fmt::format("host {}", rt.host());  // this machine, not a topology
+  rep.requested.erase("topology");
   for (Strategy st : strategies) rep.strategies.push_back(real::bench(s, st, rt));
-  if (rt.root()) rep.header = real_header(s, rep.strategies.front(), rt, what);
+  if (rt.root()) rep.header = real_header(resolved, rep.strategies.front(), rt, what);
   return rep;
 }
 
@@ -153,7 +158,7 @@ struct ValidateArgs {
 
 void validate_command(const ValidateArgs& va) {
   const BenchArgs& a = va.bench;
-  Scenario s = scenario_of(a.scenario, false);
+  Scenario s = scenario_of(a.scenario);
   if (s.calibration.empty())
     throw UsageError("--calibration FILE: validate simulates with a calibration (write one with gradsync calibrate)");
   (void)read_calibration(s.calibration);  // a bad file fails before anything runs

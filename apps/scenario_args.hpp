@@ -3,7 +3,8 @@
 //
 //   ScenarioArgs a;
 //   add_scenario_options(cmd, a);              // [scenario.yaml] --model --topology --gpus ...
-//   const sim::Scenario s = scenario_of(a, /*check=*/true);
+//   const sim::Scenario asked = scenario_of(a);
+//   const sim::Scenario s = resolve_args(a, asked);   // every default explicit
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,27 +19,34 @@
 
 namespace gradsync::apps {
 
-// ScenarioArgs: the scenario flags; a flag given on the command line wins over the file.
+// ScenarioArgs: the scenario flags, one per row of core/scenario_keys.hpp, as the user typed
+// them; a flag given on the command line wins over the file.
 struct ScenarioArgs {
   std::string file;
-  sim::Scenario flags;
-  std::string bucket_cap_mb;
+  std::map<std::string, std::string> text;  // by key name: a flag's text
+  std::map<std::string, bool> switches;     // by key name: a switch flag
   std::map<std::string, CLI::Option*> given;
 };
 
-void add_scenario_options(CLI::App* cmd, ScenarioArgs& a);
+// add_scenario_options adds the positional scenario file and one flag per scenario key (or only
+// the keys in `only`, for a command that takes a few of them).
+void add_scenario_options(CLI::App* cmd, ScenarioArgs& a, const std::vector<std::string>& only = {});
 
-// scenario_of: defaults, then the file, then every flag given; with `check`, validated (a bad
-// flag is a UsageError, a bad file value a ConfigError naming file:line).
-sim::Scenario scenario_of(const ScenarioArgs& a, bool check);
+// scenario_of: defaults, then the file, then every flag given, each read by its key's row (a bad
+// flag value is a UsageError naming the flag, a bad file value a ConfigError naming file:line).
+sim::Scenario scenario_of(const ScenarioArgs& a);
 
-// scenario_header: the `#` lines that describe a scenario and how it was run, above every table
-// and at the top of the HTML report.
+// resolve_args: the scenario resolved for its model and cluster (sim::resolve_scenario); its
+// ConfigError becomes a UsageError when every value came from flags.
+sim::Scenario resolve_args(const ScenarioArgs& a, const sim::Scenario& requested);
+
 // print_report: what a scenario command prints after writing `written` into `out`: the table,
 // --explain's phases when asked, validate's rows when the report has them, and the files.
 void print_report(const reports::Report& rep, const std::string& out, const std::vector<std::string>& written,
                   bool explain);
 
+// scenario_header: the `#` lines that describe a resolved scenario and how it was run, above every
+// table and at the top of the HTML report.
 std::vector<std::string> scenario_header(const sim::Scenario& s, const std::vector<StrategyResult>& rs,
                                          const std::string& what);
 

@@ -16,6 +16,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/metrics.hpp"
+#include "core/scenario_keys.hpp"
 #include "core/units.hpp"
 #include "core/version.hpp"
 #include "reports/report.hpp"
@@ -45,12 +46,14 @@ void add_command_options(CLI::App* cmd, ScenarioCommand& c) {
 }
 
 void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, const std::string& what) {
-  const Scenario s = scenario_of(a.scenario, true);
+  const Scenario asked = scenario_of(a.scenario);
+  const Scenario s = resolve_args(a.scenario, asked);
   reports::Report rep;
   rep.command = what;
   rep.mode = "simulated";
   rep.scenario = sim::scenario_json(s);
-  for (Strategy st : strategies) rep.strategies.push_back(sim::simulate_isolated(s, st));
+  rep.requested = requested_json(asked, s);
+  for (Strategy st : strategies) rep.strategies.push_back(sim::simulate_isolated(asked, st));
   rep.header = scenario_header(s, rep.strategies, what);
   print_report(rep, a.out, reports::write_outputs(a.out, rep), a.explain);
 }

@@ -1,41 +1,19 @@
-// scenario.cpp: scenario keys, the YAML scenario file and the scenario as JSON.
+// scenario.cpp: the YAML scenario file and the scenario as JSON, both through the key table.
 #include "core/scenario.hpp"
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/scenario_keys.hpp"
 #include "core/yaml_reader.hpp"
 
 namespace gradsync {
 
 using json = nlohmann::ordered_json;
-
-const std::vector<std::string>& scenario_keys() {
-  static const std::vector<std::string> keys{"model",
-                                             "topology",
-                                             "gpus",
-                                             "batch_per_gpu",
-                                             "seq_len",
-                                             "precision",
-                                             "optimizer",
-                                             "bucket_cap_mb",
-                                             "grad_accum",
-                                             "comm_hook",
-                                             "find_unused_parameters",
-                                             "static_graph",
-                                             "gradient_as_bucket_view",
-                                             "iterations",
-                                             "warmup",
-                                             "algo",
-                                             "proto",
-                                             "fidelity",
-                                             "calibration"};
-  return keys;
-}
 
 Scenario read_scenario_file(const std::string& path, Scenario s) {
   std::ifstream in(path, std::ios::binary);
@@ -45,61 +23,39 @@ Scenario read_scenario_file(const std::string& path, Scenario s) {
   const YamlReader r(path);
   const YAML::Node root = r.load(text.str());
   if (!root.IsMap()) r.fail(root, "scenario", "expected a mapping of scenario keys (model: gpt2, gpus: 8, ...)");
+  std::map<std::string, int> seen;  // key -> line (1-based)
   for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
-    if (std::find(scenario_keys().begin(), scenario_keys().end(), key) == scenario_keys().end()) {
-      std::string known;
-      for (const auto& k : scenario_keys()) known += (known.empty() ? "" : ", ") + k;
-      r.fail(kv.first, "scenario", fmt::format("unknown key \"{}\"; expected one of {}", key, known));
+    if (!kv.first.IsScalar()) r.fail(kv.first, "scenario", "a key must be a single word (model, gpus, ...)");
+    const std::string name = kv.first.as<std::string>();
+    const ScenarioKey* k = find_scenario_key(name);
+    if (k == nullptr || k->name != name) {
+      r.fail(kv.first, "scenario", fmt::format("unknown key \"{}\"; expected one of {}", name, scenario_key_names()));
+    }
+    const int line = kv.first.Mark().line + 1;
+    if (const auto [it, fresh] = seen.emplace(name, line); !fresh) {
+      r.fail(kv.first, "scenario", fmt::format("key \"{}\" given twice (first on line {})", name, it->second));
+    }
+    const YAML::Node& v = kv.second;
+    if (v.IsNull()) {
+      r.fail(kv.first, "scenario",
+             fmt::format("{}: no value; give one or remove the key for the default ({})", name, k->default_text));
+    }
+    if (!v.IsScalar()) {
+      r.fail(v, "scenario", fmt::format("{} is {}; expected a single value", name, YamlReader::scalar_text(v)));
+    }
+    const std::string value = v.Scalar();
+    try {
+      set_key(s, *k, parse_key_value(*k, value));
+    } catch (const ConfigError& e) {
+      r.fail(v, "scenario", fmt::format("{} \"{}\": {}", name, value, e.what()));
     }
   }
-  const std::string where = "scenario";
-  auto has = [&](const char* k) { return root[k] && !root[k].IsNull(); };
-  if (has("model")) s.model = r.string(root["model"], where, "model");
-  if (has("topology")) s.topology = r.string(root["topology"], where, "topology");
-  if (has("gpus")) s.gpus = static_cast<int>(r.positive_int(root["gpus"], where, "gpus"));
-  if (has("batch_per_gpu")) s.batch_per_gpu = r.positive_int(root["batch_per_gpu"], where, "batch_per_gpu");
-  if (has("seq_len")) s.seq_len = r.positive_int(root["seq_len"], where, "seq_len");
-  if (has("precision")) s.precision = r.string(root["precision"], where, "precision");
-  if (has("optimizer")) s.optimizer = r.string(root["optimizer"], where, "optimizer");
-  if (has("bucket_cap_mb")) s.bucket_cap_mb = r.positive_number(root["bucket_cap_mb"], where, "bucket_cap_mb");
-  if (has("grad_accum")) s.grad_accum = static_cast<int>(r.positive_int(root["grad_accum"], where, "grad_accum"));
-  if (has("comm_hook")) s.comm_hook = r.string(root["comm_hook"], where, "comm_hook");
-  if (has("find_unused_parameters"))
-    s.find_unused_parameters = r.boolean(root["find_unused_parameters"], where, "find_unused_parameters");
-  if (has("static_graph")) s.static_graph = r.boolean(root["static_graph"], where, "static_graph");
-  if (has("gradient_as_bucket_view"))
-    s.gradient_as_bucket_view = r.boolean(root["gradient_as_bucket_view"], where, "gradient_as_bucket_view");
-  if (has("iterations")) s.iterations = static_cast<int>(r.positive_int(root["iterations"], where, "iterations"));
-  if (has("warmup")) s.warmup = static_cast<int>(r.non_negative_int(root["warmup"], where, "warmup"));
-  if (has("algo")) s.algo = r.string(root["algo"], where, "algo");
-  if (has("proto")) s.proto = r.string(root["proto"], where, "proto");
-  if (has("fidelity")) s.fidelity = r.string(root["fidelity"], where, "fidelity");
-  if (has("calibration")) s.calibration = r.string(root["calibration"], where, "calibration");
   return s;
 }
 
 json scenario_json(const Scenario& s) {
-  json j;
-  j["model"] = s.model;
-  j["topology"] = s.topology;
-  j["gpus"] = s.gpus;
-  j["batch_per_gpu"] = s.batch_per_gpu;
-  j["seq_len"] = s.seq_len;
-  j["precision"] = s.precision;
-  j["optimizer"] = s.optimizer;
-  j["bucket_cap_mb"] = s.bucket_cap_mb ? json(*s.bucket_cap_mb) : json(nullptr);
-  j["grad_accum"] = s.grad_accum;
-  j["comm_hook"] = s.comm_hook;
-  j["find_unused_parameters"] = s.find_unused_parameters;
-  j["static_graph"] = s.static_graph;
-  j["gradient_as_bucket_view"] = s.gradient_as_bucket_view;
-  j["iterations"] = s.iterations;
-  j["warmup"] = s.warmup;
-  j["algo"] = s.algo;
-  j["proto"] = s.proto;
-  j["fidelity"] = s.fidelity;
-  j["calibration"] = s.calibration.empty() ? json(nullptr) : json(s.calibration);
+  json j = json::object();
+  for (const ScenarioKey& k : scenario_table()) j[std::string(k.name)] = key_value(s, k);
   return j;
 }
 

@@ -4,7 +4,7 @@
 //
 //   Scenario s;                                   // GPT-2, B=16, T=1024, bf16, AdamW, dgx-a100
 //   s = read_scenario_file("run.yaml");           // the same keys as the command line
-//   scenario_json(s)["bucket_cap_mb"]             // null: DDP's default 25 MiB
+//   scenario_json(s)["bucket_cap_mb"]             // null: DDP's default 25 MiB, until resolved
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -16,8 +16,11 @@
 
 namespace gradsync {
 
-// Scenario: every key of `simulate`/`compare` (flags and the YAML scenario file alike).
-// Zero or empty means the default named in the comment.
+// Scenario: what a run asks for: every key of `simulate`, `compare`, `sweep` and `bench`, from
+// flags and the YAML scenario file alike. The keys (names, flags, parsing, defaults) are the rows
+// of core/scenario_keys.hpp. Zero, empty or unset means an engine's default (gpus, batch_per_gpu,
+// seq_len, precision, bucket caps, calibration), resolved for the model and cluster
+// (resolved_scenario).
 struct Scenario {
   std::string model = "gpt2";
   std::string topology = "dgx-a100";
@@ -26,7 +29,8 @@ struct Scenario {
   std::int64_t seq_len = 0;        // 0: the model's default
   std::string precision;           // empty: bf16 where the GPU has it, else fp16
   std::string optimizer = "adamw";
-  std::optional<double> bucket_cap_mb;
+  std::optional<double> bucket_cap_mb;    // unset: 25 MiB
+  std::optional<double> first_bucket_mb;  // unset: 1 MiB without bucket_cap_mb, else bucket_cap_mb
   int grad_accum = 1;
   std::string comm_hook = "none";
   bool find_unused_parameters = false;
@@ -40,16 +44,13 @@ struct Scenario {
   std::string calibration;        // calibration.yaml of `gradsync calibrate`; empty: the roofline model
 };
 
-// scenario_keys: the YAML keys, in the order result.json writes them.
-const std::vector<std::string>& scenario_keys();
-
-// read_scenario_file reads a YAML mapping of scenario keys (model, topology, gpus,
-// batch_per_gpu, seq_len, precision, optimizer, bucket_cap_mb, grad_accum, comm_hook,
-// find_unused_parameters, static_graph, gradient_as_bucket_view, iterations, warmup, algo,
-// proto, fidelity, calibration) into `base`. ConfigError at file:line naming the key for anything else.
+// read_scenario_file reads a YAML mapping of scenario keys into `base`. Each value is read as the
+// key's flag reads it (units, choices, bounds). ConfigError at file:line naming the key for an
+// unknown key, a key given twice, a value that is empty (null), a list or a mapping, or a bad value.
 Scenario read_scenario_file(const std::string& path, Scenario base = {});
 
-// scenario_json: the scenario's keys and values.
+// scenario_json: every key and its value, in the table's order (null for an engine default left
+// unset).
 nlohmann::ordered_json scenario_json(const Scenario& s);
 
 }  // namespace gradsync

@@ -11,6 +11,7 @@
 #include "core/comm_hook.hpp"
 #include "core/error.hpp"
 #include "core/scenario.hpp"
+#include "core/scenario_keys.hpp"
 #include "models/compute_cost.hpp"
 #include "models/model.hpp"
 #include "topologies/gpu_spec.hpp"
@@ -42,7 +43,10 @@ auto scenario_field(const char* key, const std::string& value, F parse) {
 Model scenario_model(const Scenario& s);
 
 // resolve_basics: precision (default bf16 where `gpu` has it, else fp16), optimizer, batch,
-// seq_len, hook, and the checks of bucket_cap_mb, grad_accum, iterations and warmup.
+// seq_len and hook, after check_scenario_keys (every key's rule, warmup < iterations).
 ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gpu);
+
+// scenario_facts: what resolve_basics found, for resolved_scenario (core/scenario_keys.hpp).
+ScenarioFacts scenario_facts(const ScenarioBasics& b, const Model& model, int gpus);
 
 }  // namespace gradsync

@@ -136,7 +136,31 @@ struct Resolved {
   ScenarioBasics basics;
 };
 
-Resolved resolve(const Scenario& s, const Runtime& rt, const std::string& device_name, double capacity) {
+// cpu_machine: this machine's CPU model name and the memory each local rank may use.
+std::pair<std::string, double> cpu_machine(const Runtime& rt) {
+  double capacity = 0;
+  {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    double kib = 0;
+    while (in >> key >> kib)
+      if (key == "MemTotal:") {
+        capacity = kib * 1024.0 / std::max(1, rt.local());
+        break;
+      }
+  }
+  std::string cpu_model = "CPU";
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      cpu_model = line.substr(line.find(':') + 2);
+      break;
+    }
+  return {cpu_model, capacity};
+}
+
+Resolved resolve(const Scenario& s, const Runtime& rt) {
   Resolved r{scenario_model(s), {}, {}};
   Scenario checked = s;
   if (rt.backend() == "cpu") {
@@ -145,6 +169,7 @@ Resolved resolve(const Scenario& s, const Runtime& rt, const std::string& device
           "precision \"{}\": the CPU backend computes in fp32 (OpenBLAS sgemm); expected fp32 or a GPU", s.precision));
     }
     checked.precision = "fp32";
+    const auto [device_name, capacity] = cpu_machine(rt);
     r.spec = cpu_spec(device_name, capacity);
     for (const auto& [key, value] : {std::pair{"algo", s.algo}, std::pair{"proto", s.proto}}) {
       if (value != "auto") {
@@ -334,26 +359,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
         "--strategy dp --launch local --world-size {}",
         rt.launcher(), rt.processes(), rt.world()));
   }
-  // The device name and memory come from a rig without model buffers: cheap on both backends.
-  const double capacity_hint = [&] {
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    double kib = 0;
-    while (in >> key >> kib)
-      if (key == "MemTotal:") return kib * 1024.0 / std::max(1, rt.local());
-    return 0.0;
-  }();
-  std::string cpu_model = "CPU";
-  {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line))
-      if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
-        cpu_model = line.substr(line.find(':') + 2);
-        break;
-      }
-  }
-  Resolved r = resolve(s, rt, cpu_model, capacity_hint);
+  Resolved r = resolve(s, rt);
   const ScenarioBasics& b = r.basics;
   if (rt.backend() == "gpu") set_nccl_env(s);
 
@@ -383,6 +389,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
   if (strategy == Strategy::kDDP) {
     DdpStepOptions o;
     o.ddp.buckets.bucket_cap_mb = s.bucket_cap_mb;
+    o.ddp.buckets.first_bucket_mb = s.first_bucket_mb;
     o.ddp.buckets.find_unused_parameters = s.find_unused_parameters;
     o.ddp.buckets.static_graph = s.static_graph;
     o.ddp.gradient_as_bucket_view = s.gradient_as_bucket_view;
@@ -647,6 +654,11 @@ CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
   rig->recorder().take();
   rt.barrier();
   return run;
+}
+
+Scenario resolve_scenario(const Scenario& s, const Runtime& rt) {
+  Resolved r = resolve(s, rt);
+  return resolved_scenario(s, scenario_facts(r.basics, r.model, rt.world()));
 }
 
 }  // namespace gradsync::real

@@ -68,6 +68,10 @@ class Runtime {
 // other processes get an empty one. DP needs one process (--launch local).
 StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt);
 
+// resolve_scenario: the scenario as bench runs it on this machine, every default explicit
+// (resolved_scenario, core/scenario_keys.hpp); the errors bench would give.
+Scenario resolve_scenario(const Scenario& s, const Runtime& rt);
+
 // CalibrateOptions: what `gradsync calibrate` sweeps.
 struct CalibrateOptions {
   double min_bytes = 8;

@@ -4,42 +4,82 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <map>
+#include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/scenario_keys.hpp"
 
 namespace gradsync::reports {
 
 using json = nlohmann::ordered_json;
 
-const std::vector<std::string> kSummaryResultColumns = {"mode",
-                                                        "strategy",
-                                                        "status",
-                                                        "skipped_reason",
-                                                        "gpus_used",
-                                                        "replicas",
-                                                        "gpu",
-                                                        "precision_used",
-                                                        "global_batch",
-                                                        "tokens_per_sample",
-                                                        "iteration_1_time_s",
-                                                        "steady_iteration_time_s",
-                                                        "compute_s",
-                                                        "communication_s",
-                                                        "exposed_communication_s",
-                                                        "overlap",
-                                                        "samples_per_s",
-                                                        "tokens_per_s",
-                                                        "gpu0_bytes_in",
-                                                        "gpu0_bytes_out",
-                                                        "max_bytes_in",
-                                                        "max_bytes_out",
-                                                        "peak_memory_bytes",
-                                                        "capacity_bytes",
-                                                        "oom",
-                                                        "busiest_link",
-                                                        "busiest_link_utilisation",
-                                                        "scaling_efficiency"};
+namespace {
+
+using T = ColumnType;
+
+// The result columns after the scenario keys (README.md of reports/ says what each holds).
+const std::vector<CsvColumn> kResultColumns = {{"mode", T::kText},
+                                               {"strategy", T::kText},
+                                               {"status", T::kText},
+                                               {"skipped_reason", T::kText},
+                                               {"replicas", T::kInteger},
+                                               {"gpu", T::kText},
+                                               {"global_batch", T::kInteger},
+                                               {"tokens_per_sample", T::kInteger},
+                                               {"iteration_1_time_s", T::kNumber},
+                                               {"steady_iteration_time_s", T::kNumber},
+                                               {"compute_s", T::kNumber},
+                                               {"communication_s", T::kNumber},
+                                               {"exposed_communication_s", T::kNumber},
+                                               {"overlap_frac", T::kNumber},
+                                               {"samples_per_s", T::kNumber},
+                                               {"tokens_per_s", T::kNumber},
+                                               {"gpu0_bytes_in", T::kInteger},
+                                               {"gpu0_bytes_out", T::kInteger},
+                                               {"max_bytes_in", T::kInteger},
+                                               {"max_bytes_out", T::kInteger},
+                                               {"peak_memory_bytes", T::kInteger},
+                                               {"capacity_bytes", T::kInteger},
+                                               {"oom", T::kBoolean},
+                                               {"busiest_link", T::kText},
+                                               {"busiest_link_utilisation_frac", T::kNumber},
+                                               {"scaling_efficiency_frac", T::kNumber}};
+
+ColumnType type_of(const ScenarioKey& k) {
+  switch (k.kind) {
+    case KeyKind::kCount:
+      return T::kInteger;
+    case KeyKind::kSizeMiB:
+      return T::kNumber;
+    case KeyKind::kSwitch:
+      return T::kBoolean;
+    default:
+      return T::kText;
+  }
+}
+
+}  // namespace
+
+const std::vector<CsvColumn>& summary_columns() {
+  static const std::vector<CsvColumn> columns = [] {
+    std::vector<CsvColumn> c{{"point", T::kInteger}};
+    for (const ScenarioKey& k : scenario_table()) c.push_back({std::string(k.name), type_of(k)});
+    c.insert(c.end(), kResultColumns.begin(), kResultColumns.end());
+    return c;
+  }();
+  return columns;
+}
+
+CsvRow summary_header() {
+  CsvRow h;
+  for (const CsvColumn& c : summary_columns()) h.push_back(c.name);
+  return h;
+}
+
+std::size_t summary_key_columns() { return 1 + scenario_table().size() + 2; }
 
 std::string csv_line(const CsvRow& cells) {
   std::string out;
@@ -130,16 +170,13 @@ int column(const CsvRow& header, const std::string& name) {
 
 }  // namespace
 
-CsvRow summary_header(const json& scenario) {
-  CsvRow h{"point"};
-  for (const auto& [k, v] : scenario.items()) h.push_back(k);
-  h.insert(h.end(), kSummaryResultColumns.begin(), kSummaryResultColumns.end());
-  return h;
-}
-
 CsvRow summary_row(int point, const std::string& mode, const json& scenario, const StrategyResult& r) {
   CsvRow row{fmt::format("{}", point)};
-  for (const auto& [k, v] : scenario.items()) row.push_back(cell_of(v));
+  for (const ScenarioKey& k : scenario_table()) {
+    const auto v = scenario.find(std::string(k.name));
+    if (v == scenario.end()) throw std::logic_error(fmt::format("summary_row: the scenario has no key {}", k.name));
+    row.push_back(cell_of(*v));
+  }
   const bool ran = r.skipped.empty();
   double max_in = 0, max_out = 0, peak = 0, capacity = 0;
   bool oom = false;
@@ -153,16 +190,16 @@ CsvRow summary_row(int point, const std::string& mode, const json& scenario, con
     oom = oom || g.oom;
   }
   auto num = [&](double v) { return ran ? number(v) : std::string(); };
+  // Bytes per steady step are means over the steady iterations: written as whole bytes.
+  auto bytes = [&](double v) { return ran ? fmt::format("{:.0f}", std::round(v)) : std::string(); };
   const GpuResult g0 = r.per_gpu.empty() ? GpuResult{} : r.per_gpu.front();
   const LinkLoad busiest = r.links.empty() ? LinkLoad{} : r.links.front();
   const CsvRow rest{mode,
                     std::string(strategy_label(r.strategy)),
                     ran ? (oom ? "oom" : "ok") : "skipped",
                     r.skipped,
-                    fmt::format("{}", r.gpus),
                     fmt::format("{}", r.replicas),
                     r.gpu,
-                    r.precision,
                     fmt::format("{}", r.global_batch),
                     fmt::format("{}", r.tokens_per_sample),
                     num(r.iteration_1_time_s),
@@ -173,12 +210,12 @@ CsvRow summary_row(int point, const std::string& mode, const json& scenario, con
                     num(r.overlap),
                     num(r.samples_per_s),
                     num(r.tokens_per_s),
-                    num(g0.bytes_in),
-                    num(g0.bytes_out),
-                    num(max_in),
-                    num(max_out),
-                    num(peak),
-                    num(capacity),
+                    bytes(g0.bytes_in),
+                    bytes(g0.bytes_out),
+                    bytes(max_in),
+                    bytes(max_out),
+                    bytes(peak),
+                    bytes(capacity),
                     ran ? (oom ? "true" : "false") : "",
                     busiest.name,
                     busiest.name.empty() ? "" : number(busiest.utilisation),
@@ -187,18 +224,44 @@ CsvRow summary_row(int point, const std::string& mode, const json& scenario, con
   return row;
 }
 
+json typed_cell(const CsvColumn& c, const std::string& cell) {
+  if (cell.empty()) return nullptr;
+  switch (c.type) {
+    case T::kText:
+      return cell;
+    case T::kBoolean:
+      if (cell == "true" || cell == "false") return cell == "true";
+      break;
+    case T::kInteger: {
+      std::int64_t v = 0;
+      const auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), v);
+      if (ec == std::errc() && end == cell.data() + cell.size()) return v;
+      break;
+    }
+    case T::kNumber: {
+      double v = 0;
+      const auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), v);
+      if (ec == std::errc() && end == cell.data() + cell.size()) return v;
+      break;
+    }
+  }
+  throw ConfigError(fmt::format("column {}: \"{}\" is not a{} value", c.name, cell,
+                                c.type == T::kInteger  ? "n integer"
+                                : c.type == T::kNumber ? " number"
+                                                       : " boolean"));
+}
+
 void fill_scaling_efficiency(const CsvRow& header, std::vector<CsvRow>& rows) {
-  const int gpus = column(header, "gpus_used");
-  const int gpus_key = column(header, "gpus");
+  const int gpus = column(header, "gpus");
   const int samples = column(header, "samples_per_s");
   const int status = column(header, "status");
-  const int eff = column(header, "scaling_efficiency");
+  const int eff = column(header, "scaling_efficiency_frac");
   const int first_result = column(header, "mode");
   // Group key: every scenario cell but gpus (and the point index), plus the strategy.
   auto key_of = [&](const CsvRow& row) {
     CsvRow k;
     for (int c = 1; c < first_result; ++c)
-      if (c != gpus_key) k.push_back(row[static_cast<std::size_t>(c)]);
+      if (c != gpus) k.push_back(row[static_cast<std::size_t>(c)]);
     k.push_back(row[static_cast<std::size_t>(column(header, "strategy"))]);
     return k;
   };
@@ -226,7 +289,7 @@ void fill_scaling_efficiency(const CsvRow& header, std::vector<CsvRow>& rows) {
 
 std::string iterations_csv(const std::vector<StrategyResult>& rs) {
   std::string out = csv_line({"strategy", "iteration", "steady", "start_s", "end_s", "time_s", "compute_s",
-                              "communication_s", "overlap_s", "exposed_communication_s", "overlap"});
+                              "communication_s", "overlap_s", "exposed_communication_s", "overlap_frac"});
   for (const StrategyResult& r : rs) {
     for (const IterationMetrics& m : r.iterations) {
       out += csv_line({std::string(strategy_label(r.strategy)), fmt::format("{}", m.iteration),

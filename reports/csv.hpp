@@ -2,7 +2,7 @@
 // RFC 4180 quoting and parsing they use. Numbers are written in their shortest exact form, so
 // the same result gives the same bytes and reading a cell back gives the same double.
 //
-//   std::string text = csv_line(summary_header(scenario));
+//   std::string text = csv_line(summary_header());
 //   text += csv_line(summary_row(0, "simulated", scenario, ddp));
 #pragma once
 
@@ -29,15 +29,36 @@ std::vector<CsvRow> parse_csv(std::string_view text, const std::string& path);
 // number: shortest text that reads back as the same double ("0.1", "1e-07", "12").
 std::string number(double v);
 
-// summary.csv: one row per (scenario, strategy). The columns are "point", the scenario's keys in
-// its order, then kSummaryResultColumns. scaling_efficiency is filled by
+// ColumnType: what a column's cells hold. A reader types a whole column alike, so an integer
+// column stays integer where a cell is empty (not applicable, or a strategy that did not run).
+enum class ColumnType { kInteger, kNumber, kText, kBoolean };
+
+// CsvColumn: a column of summary.csv, its name and type.
+struct CsvColumn {
+  std::string name;
+  ColumnType type = ColumnType::kText;
+};
+
+// summary.csv: one row per (scenario, strategy). The columns are "point", the scenario keys in
+// the table's order (core/scenario_keys.hpp; their resolved values), then the results.
+// scaling_efficiency_frac is filled by fill_scaling_efficiency once every row is known.
+const std::vector<CsvColumn>& summary_columns();
+CsvRow summary_header();
+// summary_row: `scenario` is the resolved scenario as scenario_json writes it.
+CsvRow summary_row(int point, const std::string& mode, const nlohmann::ordered_json& scenario, const StrategyResult& r);
+// kSummaryKeyColumns: the leading cells that identify a row: point, the scenario keys, mode and
+// strategy.
+std::size_t summary_key_columns();
+
+// typed_cell: a cell as JSON, by its column's type: null when empty.
+nlohmann::ordered_json typed_cell(const CsvColumn& c, const std::string& cell);
+
 // fill_scaling_efficiency once every row is known.
 CsvRow summary_header(const nlohmann::ordered_json& scenario);
 CsvRow summary_row(int point, const std::string& mode, const nlohmann::ordered_json& scenario, const StrategyResult& r);
-extern const std::vector<std::string> kSummaryResultColumns;
 
-// fill_scaling_efficiency sets each row's scaling_efficiency: its samples/s per GPU over that of
-// the row with the fewest GPUs among rows equal in every other scenario key and the strategy;
+// fill_scaling_efficiency sets each row's scaling_efficiency_frac: its samples/s per GPU over that
+// of the row with the fewest GPUs among rows equal in every other scenario key and the strategy;
 // empty where that group has a single GPU count or the row did not run.
 void fill_scaling_efficiency(const CsvRow& header, std::vector<CsvRow>& rows);
 

@@ -190,6 +190,7 @@ std::string html_report(const Report& r) {
   data["mode"] = r.mode;
   data["header"] = r.header;
   data["scenario"] = r.scenario;
+  data["requested"] = r.requested;
   auto& st = data["strategies"] = json::array();
   for (const StrategyResult& s : r.strategies) st.push_back(strategy_data(s));
   if (!r.validation.empty()) data["validation"] = result_document(r)["validation"];

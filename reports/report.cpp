@@ -178,11 +178,12 @@ void print_explain(const Report& rep, std::ostream& out) {
 
 json result_document(const Report& rep) {
   json j;
-  j["schema_version"] = 1;
+  j["schema_version"] = 2;
   j["gradsync_version"] = std::string(kVersion);
   j["mode"] = rep.mode;
   j["command"] = rep.command;
   j["scenario"] = rep.scenario;
+  j["requested"] = rep.requested;
   auto& arr = j["strategies"] = json::array();
   for (const StrategyResult& r : rep.strategies) arr.push_back(result_json(r, false));
   if (!rep.validation.empty()) {
@@ -211,7 +212,7 @@ std::vector<std::string> write_outputs(const std::string& dir, const Report& rep
     written.push_back(path);
   };
 
-  const CsvRow header = summary_header(rep.scenario);
+  const CsvRow header = summary_header();
   std::vector<CsvRow> rows;
   for (const StrategyResult& r : rep.strategies) rows.push_back(summary_row(0, rep.mode, rep.scenario, r));
   fill_scaling_efficiency(header, rows);

@@ -24,7 +24,10 @@ namespace gradsync::reports {
 struct Report {
   std::string command;              // "compare", "simulate", "bench"
   std::string mode = "simulated";   // or "real"
-  nlohmann::ordered_json scenario;  // the scenario's keys and values, as result.json holds them
+  nlohmann::ordered_json scenario;  // the resolved scenario: every key with its value, as result.json holds them
+  // requested: the keys whose request differs from the resolved value, with what was asked
+  // ("default" for a key left unset): core/scenario_keys.hpp's requested_json.
+  nlohmann::ordered_json requested = nlohmann::ordered_json::object();
   std::vector<std::string> header;  // `#` lines describing the scenario, for the table and HTML
   std::vector<StrategyResult> strategies;
   std::vector<ValidationRow> validation;  // `validate`: measured against simulated (else empty)

@@ -43,6 +43,7 @@ struct ResolvedScenario {
   Fidelity fidelity = Fidelity::kAuto;
   std::set<int> hosts;  // hosts of the GPUs used
   std::optional<Calibration> calibration;
+  Scenario resolved;  // s with every default made explicit (core/scenario_keys.hpp)
 };
 
 namespace {
@@ -66,18 +67,16 @@ ResolvedScenario resolve(const Scenario& s) {
         fmt::format("topology {}: GPU {} has no known model", s.topology, r.topo.vertex(r.topo.gpu(0)).name));
   for (int g = 0; g < r.gpus; ++g) r.hosts.insert(r.topo.host_of(g));
   const ScenarioBasics basics = resolve_basics(s, r.model, *r.gpu);
+  r.resolved = resolved_scenario(s, scenario_facts(basics, r.model, r.gpus));
   r.precision = basics.precision;
   r.optimizer = basics.optimizer;
   r.batch = basics.batch;
   r.seq_len = basics.seq_len;
   r.hook = basics.hook;
-  r.nccl.algorithm = field("algo", s.algo, [&] { return parse_algorithm(s.algo); });
-  r.nccl.protocol = field("proto", s.proto, [&] { return parse_protocol(s.proto); });
-  const auto fidelity = parse_fidelity(s.fidelity);
-  if (!fidelity) {
-    throw ConfigError(fmt::format("fidelity \"{}\": expected step, aggregate or auto", s.fidelity));
-  }
-  r.fidelity = *fidelity;
+  // algo, proto and fidelity were checked against the table's choices (check_scenario_keys).
+  r.nccl.algorithm = parse_algorithm(s.algo);
+  r.nccl.protocol = parse_protocol(s.proto);
+  r.fidelity = *parse_fidelity(s.fidelity);
   if (r.nccl.algorithm == Algorithm::kTree && r.hosts.size() < 2) {
     throw ConfigError(
         fmt::format("algo tree: NCCL's tree runs allreduce across nodes; the {} GPU{} used are on one host", r.gpus,
@@ -112,6 +111,7 @@ ComputeContext context_of(const ResolvedScenario& r) {
 BucketOptions buckets_of(const Scenario& s) {
   BucketOptions b;
   b.bucket_cap_mb = s.bucket_cap_mb;
+  b.first_bucket_mb = s.first_bucket_mb;
   b.find_unused_parameters = s.find_unused_parameters;
   b.static_graph = s.static_graph;
   return b;
@@ -119,7 +119,7 @@ BucketOptions buckets_of(const Scenario& s) {
 
 }  // namespace
 
-void check_scenario(const Scenario& s) { (void)resolve(s); }
+Scenario resolve_scenario(const Scenario& s) { return resolve(s).resolved; }
 
 StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid) {
   const ResolvedScenario r = resolve(scenario);

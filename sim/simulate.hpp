@@ -24,12 +24,11 @@
 
 namespace gradsync::sim {
 
-// Scenario, scenario_keys, read_scenario_file and scenario_json live in core/scenario.hpp (the
-// real engine runs the same scenarios); they are named here too.
+// Scenario, read_scenario_file and scenario_json live in core/scenario.hpp (the real engine runs
+// the same scenarios); they are named here too.
 using ::gradsync::read_scenario_file;
 using ::gradsync::Scenario;
 using ::gradsync::scenario_json;
-using ::gradsync::scenario_keys;
 
 // StrategyResult (core/result.hpp) is what a simulated strategy gives.
 
@@ -38,7 +37,8 @@ struct ResolvedScenario;
 
 // simulate_isolated runs simulate in a child process (fork) and returns its result, so that
 // one process can simulate several strategies or scenarios, each with its own SimGrid engine.
-// The child's ConfigError / UsageError / RuntimeError comes back as the same error.
+// The child's ConfigError / UsageError / RuntimeError comes back as the same error; callers
+// check the scenario first (resolve_scenario) so that bad input fails before any child starts.
 StrategyResult simulate_isolated(const Scenario& s, Strategy strategy);
 
 // IsolatedSimulation: the same, started now and collected later, so that a sweep runs several
@@ -81,9 +81,11 @@ struct ClosedForm {
 };
 ClosedForm closed_form_ddp(const Scenario& s);
 
-// check_scenario validates every field (model, topology, GPUs, precision on that GPU, options)
-// without simulating; the errors simulate would give.
-void check_scenario(const Scenario& s);
+// resolve_scenario validates every key (model, topology, GPUs, precision on that GPU, options)
+// without simulating, with the errors simulate would give, and returns the scenario with every
+// default made explicit for this model and cluster (resolved_scenario, core/scenario_keys.hpp):
+// what result.json and the CSV files write.
+Scenario resolve_scenario(const Scenario& s);
 
 // CollectiveSweepPoint: one size of `gradsync collectives`.
 struct CollectivePoint {

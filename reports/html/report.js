@@ -67,12 +67,13 @@
     const byName = {};
     data.strategies.forEach(s => { byName[s.strategy] = s; });
 
-    const sc = section('Scenario', 'The model, the cluster and the options of this ' + data.mode + ' run.');
-    table(sc, [{ key: 'k', label: 'key', text: true }, { key: 'v', label: 'value', text: true }],
+    const sc = section('Scenario', 'The model, the cluster and the options of this ' + data.mode + ' run, every default resolved.');
+    const requested = data.requested || {};
+    table(sc, [{ key: 'k', label: 'key', text: true }, { key: 'v', label: 'value', text: true }, { key: 'r', label: 'asked', text: true }],
       Object.keys(data.scenario).map(k => {
         const v = data.scenario[k];
-        const unset = v === null || v === '' || (v === 0 && ['gpus', 'batch_per_gpu', 'seq_len'].indexOf(k) >= 0);
-        return { k: k, v: unset ? 'default' : String(v) };
+        const r = Object.prototype.hasOwnProperty.call(requested, k) ? String(requested[k]) : '';
+        return { k: k, v: v === null ? 'none' : String(v), r: r };
       }));
     headerLines(sc);
     data.strategies.filter(s => s.skipped).forEach(s => sc.appendChild(el('p', s.strategy.toUpperCase() + ' not run: ' + s.skipped, 'note')));
@@ -251,7 +252,7 @@
   function sweepReport() {
     const cols = data.columns;
     const rows = data.rows.map(r => { const o = {}; cols.forEach((c, i) => { o[c] = r[i]; }); return o; });
-    const num = ['gpus_used', 'steady_iteration_time_s', 'samples_per_s', 'tokens_per_s', 'scaling_efficiency', 'bucket_cap_mb', 'point'];
+    const num = ['gpus', 'steady_iteration_time_s', 'samples_per_s', 'tokens_per_s', 'scaling_efficiency_frac', 'bucket_cap_mb', 'point'];
     rows.forEach(r => {
       num.forEach(k => { r[k] = r[k] === '' || r[k] === undefined ? null : Number(r[k]); });
       r.steady_ms = r.steady_iteration_time_s === null ? null : 1e3 * r.steady_iteration_time_s;
@@ -274,20 +275,20 @@
         width: 480, height: 280, data: { values: pts },
         mark: { type: 'line', point: true },
         encoding: {
-          x: { field: 'gpus_used', type: 'quantitative', title: 'GPUs', scale: { type: 'log', base: 2, nice: false }, axis: { values: distinct(pts, 'gpus_used'), format: 'd' } },
+          x: { field: 'gpus', type: 'quantitative', title: 'GPUs', scale: { type: 'log', base: 2, nice: false }, axis: { values: distinct(pts, 'gpus'), format: 'd' } },
           y: { field: 'samples_per_s', type: 'quantitative', title: 'samples/s' },
           color: { field: 'series', type: 'nominal', title: null },
           tooltip: [{ field: 'label' }, { field: 'strategy' }, { field: 'samples_per_s', format: '.1f' }],
         },
       });
       chart(wrap, 'chart-efficiency', {
-        width: 480, height: 280, data: { values: pts.filter(r => r.scaling_efficiency !== null) },
+        width: 480, height: 280, data: { values: pts.filter(r => r.scaling_efficiency_frac !== null) },
         mark: { type: 'line', point: true },
         encoding: {
-          x: { field: 'gpus_used', type: 'quantitative', title: 'GPUs', scale: { type: 'log', base: 2, nice: false }, axis: { values: distinct(pts, 'gpus_used'), format: 'd' } },
-          y: { field: 'scaling_efficiency', type: 'quantitative', title: 'scaling efficiency', axis: { format: '%' } },
+          x: { field: 'gpus', type: 'quantitative', title: 'GPUs', scale: { type: 'log', base: 2, nice: false }, axis: { values: distinct(pts, 'gpus'), format: 'd' } },
+          y: { field: 'scaling_efficiency_frac', type: 'quantitative', title: 'scaling efficiency', axis: { format: '%' } },
           color: { field: 'series', type: 'nominal', title: null },
-          tooltip: [{ field: 'label' }, { field: 'strategy' }, { field: 'scaling_efficiency', format: '.1%' }],
+          tooltip: [{ field: 'label' }, { field: 'strategy' }, { field: 'scaling_efficiency_frac', format: '.1%' }],
         },
       });
     }
@@ -321,10 +322,10 @@
       .concat(data.varied.filter(k => k !== 'strategy').map(k => ({ key: k, label: k, text: true })))
       .concat([
         { key: 'strategy', label: 'strategy', text: true }, { key: 'status', label: 'status', text: true },
-        { key: 'gpus_used', label: 'GPUs' },
+        { key: 'gpus', label: 'GPUs' },
         { key: 'steady_ms', label: 'steady (ms)', format: v => fmt(v, 3) },
         { key: 'samples_per_s', label: 'samples/s', format: v => fmt(v, 1) },
-        { key: 'scaling_efficiency', label: 'efficiency', format: v => (v === null ? '-' : (100 * v).toFixed(1) + ' %') },
+        { key: 'scaling_efficiency_frac', label: 'efficiency', format: v => (v === null ? '-' : (100 * v).toFixed(1) + ' %') },
       ]);
     table(all, tcols, rows);
   }

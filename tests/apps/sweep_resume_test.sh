@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # sweep_resume_test.sh GRADSYNC: a sweep killed (SIGKILL) halfway and resumed gives byte for byte
 # the summary.csv of an uninterrupted sweep, and the resumed run redoes no finished point;
-# --resume against another sweep's summary.csv is an error.
+# --resume against another sweep's summary.csv is an error. DP points that differ only in DDP's
+# bucket cap share one simulation, and their results equal a DP simulation of their own.
 set -euo pipefail
 bin=$1
 tmp=$(mktemp -d)
@@ -9,7 +10,14 @@ trap 'rm -rf "$tmp"' EXIT
 args=(sweep --model gpt2 --iterations 2 --warmup 1 --vary gpus=1,2,4,8 --vary bucket_cap_mb=5,25 --jobs 1)
 total=16
 
-"$bin" "${args[@]}" --out "$tmp/full" >/dev/null 2>&1
+"$bin" "${args[@]}" --out "$tmp/full" >/dev/null 2>"$tmp/full.err"
+# 16 points: 8 DDP simulations, and the 8 DP points in 4 simulations (bucket_cap_mb cannot change DP).
+grep -q "^sweep: 16 points, 12 simulations" "$tmp/full.err" || { cat "$tmp/full.err" >&2; echo "FAIL: DP points not shared" >&2; exit 1; }
+# The shared DP row for gpus=2, bucket_cap_mb=25 (point 6) holds what a DP simulation of its own gives.
+"$bin" simulate --strategy dp --model gpt2 --iterations 2 --warmup 1 --gpus 2 --bucket-cap-mb 25 --out "$tmp/one" >/dev/null
+steady() { awk -F, -v p="$2" 'NR==1 { for (i = 1; i <= NF; i++) if ($i == "steady_iteration_time_s") c = i } NR > 1 && $1 == p { print $c }' "$1"; }
+[[ "$(steady "$tmp/full/summary.csv" 6)" == "$(steady "$tmp/one/summary.csv" 0)" && -n "$(steady "$tmp/one/summary.csv" 0)" ]] || {
+  echo "FAIL: shared DP point 6 ($(steady "$tmp/full/summary.csv" 6)) differs from its own simulation ($(steady "$tmp/one/summary.csv" 0))" >&2; exit 1; }
 
 # Start the same sweep in its own process group, kill the whole group once 3 points are saved.
 setsid "$bin" "${args[@]}" --out "$tmp/killed" >/dev/null 2>&1 &
@@ -30,10 +38,15 @@ fi
 ls "$tmp/killed" | grep -v -x -e summary.csv && { echo "FAIL: files besides summary.csv after the kill" >&2; exit 1; }
 
 "$bin" "${args[@]}" --resume --out "$tmp/killed" >/dev/null 2>"$tmp/resume.err"
-grep -q "$done_before already done (--resume)" "$tmp/resume.err" || { cat "$tmp/resume.err" >&2; echo "FAIL: resume did not keep the $done_before saved points" >&2; exit 1; }
-ran=$(grep -c '^sweep: .* done (point' "$tmp/resume.err" || true)
-if [[ $ran -ne $(( total - done_before )) ]]; then
-  echo "FAIL: the resumed sweep ran $ran points, expected $(( total - done_before ))" >&2
+grep -q ", $done_before already done (--resume)" "$tmp/resume.err" || { cat "$tmp/resume.err" >&2; echo "FAIL: resume did not keep the $done_before saved points" >&2; exit 1; }
+# Points done now: one per "(point N: ...)" line, K+1 per "(points N: ... and K alike)"; with the
+# points filled from a saved point of the same simulation they make up the rest.
+filled=$(sed -n 's/.*, \([0-9]*\) filled from a finished point.*/\1/p' "$tmp/resume.err"); filled=${filled:-0}
+ran=$(sed -n 's/^sweep: [0-9]*\/[0-9]* done (point [0-9]*:.*/1/p; s/^sweep: [0-9]*\/[0-9]* done (points [0-9]*: .* and \([0-9]*\) alike.*/\1+1/p' "$tmp/resume.err" | sed 's/^/+/' | tr -d '\n')
+ran=$(( 0 $ran ))
+if [[ $(( ran + filled )) -ne $(( total - done_before )) ]]; then
+  cat "$tmp/resume.err" >&2
+  echo "FAIL: the resumed sweep did $ran + $filled points, expected $(( total - done_before ))" >&2
   exit 1
 fi
 cmp "$tmp/full/summary.csv" "$tmp/killed/summary.csv" || { echo "FAIL: resumed summary.csv differs" >&2; exit 1; }

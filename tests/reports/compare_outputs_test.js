@@ -20,7 +20,28 @@ try {
 
   const events = fs.readFileSync(path.join(dir, 'events.csv'), 'utf8').trim().split('\n').slice(1);
   const result = JSON.parse(fs.readFileSync(path.join(dir, 'result.json'), 'utf8'));
-  assert.strictEqual(result.schema_version, 1);
+  assert.strictEqual(result.schema_version, 2);
+  // The scenario is written resolved, the request beside it where they differ.
+  assert.strictEqual(result.scenario.gpus, 4);
+  assert.strictEqual(result.scenario.precision, 'bf16');
+  assert.ok(Number.isInteger(result.scenario.batch_per_gpu) && result.scenario.batch_per_gpu > 0);
+  assert.strictEqual(result.scenario.bucket_cap_mb, 25);
+  assert.strictEqual(result.scenario.first_bucket_mb, 1);
+  assert.strictEqual(result.scenario.seq_len, null, 'resnet18 has no sequence length');
+  assert.deepStrictEqual(result.requested, { batch_per_gpu: 'default', precision: 'default', bucket_cap_mb: 'default', first_bucket_mb: 'default' });
+  // summary.csv: resolved scenario cells, _frac fractions, whole bytes.
+  const summary = fs.readFileSync(path.join(dir, 'summary.csv'), 'utf8').trim().split('\n').map(l => l.split(','));
+  const col = name => { const i = summary[0].indexOf(name); assert.ok(i >= 0, `summary.csv has ${name}`); return i; };
+  for (const gone of ['gpus_used', 'precision_used', 'overlap', 'scaling_efficiency']) assert.ok(summary[0].indexOf(gone) < 0, `no column ${gone}`);
+  for (const row of summary.slice(1)) {
+    assert.strictEqual(row[col('gpus')], '4');
+    assert.strictEqual(row[col('precision')], 'bf16');
+    for (const c of ['gpu0_bytes_in', 'gpu0_bytes_out', 'max_bytes_in', 'max_bytes_out', 'peak_memory_bytes', 'capacity_bytes']) {
+      assert.match(row[col(c)], /^[0-9]+$/, `${c} is whole bytes: ${row[col(c)]}`);
+    }
+    const overlap = Number(row[col('overlap_frac')]);
+    assert.ok(overlap >= 0 && overlap <= 1, `overlap_frac ${overlap}`);
+  }
   for (const strategy of ['dp', 'ddp']) {
     const trace = JSON.parse(fs.readFileSync(path.join(dir, `trace-${strategy}.json`), 'utf8'));
     const complete = trace.traceEvents.filter(e => e.ph === 'X');

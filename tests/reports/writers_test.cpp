@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/scenario.hpp"
 #include "reports/chrome_trace.hpp"
 #include "reports/csv.hpp"
 #include "reports/html.hpp"
@@ -71,7 +72,10 @@ StrategyResult ddp_result() {
 Report report(std::string model = "gpt2") {
   Report rep;
   rep.command = "compare";
-  rep.scenario = {{"model", std::move(model)}, {"topology", "dgx-a100"}, {"gpus", 2}, {"bucket_cap_mb", nullptr}};
+  Scenario s;
+  s.model = std::move(model);
+  s.gpus = 2;
+  rep.scenario = scenario_json(s);
   rep.header = {"a test scenario"};
   rep.strategies.push_back(ddp_result());
   return rep;
@@ -104,8 +108,13 @@ TEST(Csv, NumbersReadBackExactly) {
 }
 
 TEST(Csv, ScalingEfficiencyIsThroughputPerGpuAgainstTheFewestGpus) {
-  const json scenario = {{"model", "m"}, {"gpus", 0}};
-  const CsvRow header = summary_header(scenario);
+  const CsvRow header = summary_header();
+  auto scenario = [](const std::string& model, int gpus) {
+    Scenario s;
+    s.model = model;
+    s.gpus = gpus;
+    return scenario_json(s);
+  };
   std::vector<CsvRow> rows;
   const double gpus[] = {1, 2, 4};
   const double samples[] = {100, 180, 320};
@@ -114,15 +123,15 @@ TEST(Csv, ScalingEfficiencyIsThroughputPerGpuAgainstTheFewestGpus) {
     r.gpus = static_cast<int>(gpus[i]);
     r.samples_per_s = samples[i];
     r.per_gpu.resize(static_cast<std::size_t>(r.gpus));
-    rows.push_back(summary_row(i, "simulated", {{"model", "m"}, {"gpus", r.gpus}}, r));
+    rows.push_back(summary_row(i, "simulated", scenario("m", r.gpus), r));
   }
   StrategyResult other;  // another model: its own group, a single GPU count, no efficiency
   other.gpus = 8;
   other.samples_per_s = 1;
-  rows.push_back(summary_row(3, "simulated", {{"model", "n"}, {"gpus", 8}}, other));
+  rows.push_back(summary_row(3, "simulated", scenario("n", 8), other));
   fill_scaling_efficiency(header, rows);
   const auto col =
-      static_cast<std::size_t>(std::find(header.begin(), header.end(), "scaling_efficiency") - header.begin());
+      static_cast<std::size_t>(std::find(header.begin(), header.end(), "scaling_efficiency_frac") - header.begin());
   EXPECT_DOUBLE_EQ(std::stod(rows[0][col]), 1.0);
   EXPECT_DOUBLE_EQ(std::stod(rows[1][col]), 0.9);
   EXPECT_DOUBLE_EQ(std::stod(rows[2][col]), 0.8);
@@ -206,7 +215,7 @@ TEST(Outputs, EveryFileWrittenAndNoTemporaryLeft) {
   std::stringstream text;
   text << in.rdbuf();
   const json doc = json::parse(text.str());
-  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["schema_version"], 2);
   EXPECT_EQ(doc["strategies"][0]["strategy"], "ddp");
   EXPECT_EQ(result_from_json(doc["strategies"][0]).steady_iteration_time_s, 0.010);
   std::filesystem::remove_all(dir);

@@ -304,7 +304,7 @@ TEST(Fidelity, UnknownFidelityIsAConfigError) {
   Scenario s;
   s.fidelity = "exact";
   try {
-    check_scenario(s);
+    (void)resolve_scenario(s);
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("fidelity \"exact\": expected step, aggregate or auto"), std::string::npos);

@@ -13,6 +13,8 @@
 #include "core/ddp_step.hpp"
 #include "core/dp_step.hpp"
 #include "core/error.hpp"
+#include "core/scenario_keys.hpp"
+#include "models/compute_cost.hpp"
 #include "models/step_costs.hpp"
 #include "sim/engine.hpp"
 #include "tests/support/recording_backend.hpp"
@@ -183,18 +185,41 @@ TEST(Scenario, AFileSetsKeysAndRejectsUnknownOnesWithTheLine) {
 TEST(Scenario, BadValuesNameTheKey) {
   Scenario s;
   s.gpus = 9;
-  EXPECT_THROW(check_scenario(s), ConfigError);
+  EXPECT_THROW((void)resolve_scenario(s), ConfigError);
   s = {};
   s.warmup = 5;
-  EXPECT_THROW(check_scenario(s), ConfigError);
+  EXPECT_THROW((void)resolve_scenario(s), ConfigError);
   s = {};
   s.model = "nope";
   try {
-    check_scenario(s);
+    (void)resolve_scenario(s);
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("model \"nope\""), std::string::npos) << e.what();
   }
+}
+
+TEST(Scenario, EveryChoiceOfTheKeyTableIsOneTheEnginesRead) {
+  // The table says what a user may write; the engines turn it into their enums without a second check.
+  for (std::string_view c : scenario_key("precision").choices) EXPECT_NO_THROW(parse_precision(c)) << c;
+  for (std::string_view c : scenario_key("optimizer").choices) EXPECT_NO_THROW(parse_optimizer(c)) << c;
+  for (std::string_view c : scenario_key("algo").choices) EXPECT_NO_THROW(parse_algorithm(c)) << c;
+  for (std::string_view c : scenario_key("proto").choices) EXPECT_NO_THROW(parse_protocol(c)) << c;
+  for (std::string_view c : scenario_key("fidelity").choices) EXPECT_TRUE(parse_fidelity(c).has_value()) << c;
+}
+
+TEST(Scenario, ResolvedForItsModelAndCluster) {
+  Scenario s;
+  s.model = "resnet50";
+  const Scenario r = resolve_scenario(s);
+  EXPECT_EQ(r.gpus, 8);            // every GPU of dgx-a100
+  EXPECT_EQ(r.precision, "bf16");  // A100 has bf16
+  EXPECT_GT(r.batch_per_gpu, 0);   // the model's default
+  EXPECT_EQ(r.seq_len, 0);         // resnet50 has no T
+  EXPECT_EQ(r.bucket_cap_mb, 25.0);
+  EXPECT_EQ(r.first_bucket_mb, 1.0);
+  s.topology = "dgx1-v100";
+  EXPECT_EQ(resolve_scenario(s).precision, "fp16");  // V100 has no bf16
 }
 
 }  // namespace

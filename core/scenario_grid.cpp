@@ -1,0 +1,218 @@
+// scenario_grid.cpp: --vary values and ranges, and the sweep's grid.
+#include "core/scenario_grid.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/scenario_keys.hpp"
+
+namespace gradsync {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+// kMaxGridPoints: points one sweep may have (every one is a simulation).
+constexpr std::size_t kMaxGridPoints = 100000;
+
+std::vector<std::string> split(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t at = text.find(sep, start);
+    out.emplace_back(text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+    if (at == std::string_view::npos) return out;
+    start = at + 1;
+  }
+}
+
+// items: the list's values. A comm hook's options hold commas ("powersgd:rank=4,start_iter=10"):
+// an item "name=value" without a colon continues the item before it.
+std::vector<std::string> items_of(const ScenarioKey* k, std::string_view list) {
+  std::vector<std::string> parts = split(list, ',');
+  if (k == nullptr || k->kind != KeyKind::kSpec) return parts;
+  std::vector<std::string> out;
+  for (std::string& p : parts) {
+    const bool option = p.find('=') != std::string::npos && p.find(':') == std::string::npos;
+    if (option && !out.empty()) {
+      out.back() += "," + p;
+    } else {
+      out.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+// Range: "A..B", "A:B:xF", "A:B:S" or "A:B:+S" split into its parts.
+struct Range {
+  std::string from, to, step;
+  bool multiply = false;
+};
+
+std::optional<Range> range_of(const std::string& item) {
+  if (const auto dots = item.find(".."); dots != std::string::npos) {
+    return Range{item.substr(0, dots), item.substr(dots + 2), "1", false};
+  }
+  const std::vector<std::string> parts = split(item, ':');
+  if (parts.size() != 3) return std::nullopt;
+  Range r{parts[0], parts[1], parts[2], false};
+  if (!r.step.empty() && (r.step[0] == 'x' || r.step[0] == '*')) {
+    r.multiply = true;
+    r.step.erase(0, 1);
+  } else if (!r.step.empty() && r.step[0] == '+') {
+    r.step.erase(0, 1);
+  }
+  return r;
+}
+
+double number_of(const json& v) {
+  return v.is_number_integer() ? static_cast<double>(v.get<std::int64_t>()) : v.get<double>();
+}
+
+// expand_range: the values of a range of key k, each checked as the key's flag checks it.
+std::vector<json> expand_range(const ScenarioKey& k, const Range& r, const std::string& item) {
+  const bool whole = k.kind == KeyKind::kCount;
+  const json from = parse_key_value(k, r.from);
+  const json to = parse_key_value(k, r.to);
+  double step = 0;
+  {
+    auto [end, ec] = std::from_chars(r.step.data(), r.step.data() + r.step.size(), step);
+    if (!r.multiply && !whole && (ec != std::errc() || end != r.step.data() + r.step.size())) {
+      try {  // a size step takes a unit as the key's values do: 1MiB:4MiB:+512KiB
+        step = number_of(parse_key_value(k, r.step));
+        end = r.step.data() + r.step.size();
+        ec = std::errc();
+      } catch (const ConfigError&) {
+      }
+    }
+    const bool ok = !r.step.empty() && ec == std::errc() && end == r.step.data() + r.step.size() && std::isfinite(step);
+    if (!ok || (r.multiply ? !(step > 1) : !(step > 0)) || (whole && step != std::floor(step))) {
+      throw ConfigError(fmt::format("range \"{}\": step \"{}\": expected {}", item, r.step,
+                                    r.multiply ? (whole ? "xF with a whole factor F >= 2" : "xF with a factor F > 1")
+                                               : (whole ? "a whole step >= 1" : "a step > 0")));
+    }
+  }
+  const double a = number_of(from), b = number_of(to);
+  if (a > b) throw ConfigError(fmt::format("range \"{}\" is empty: {} is above {}", item, r.from, r.to));
+  if (r.multiply && !(a > 0)) throw ConfigError(fmt::format("range \"{}\": a range xF must start above 0", item));
+  std::vector<json> out;
+  // Sizes in MiB are doubles: a bound reached within rounding counts (1:2:+0.1 ends at 2).
+  const double last = whole ? b : b * (1 + 1e-12);
+  for (double v = a; v <= last; v = r.multiply ? v * step : v + step) {
+    if (out.size() >= kMaxVaryValues)
+      throw ConfigError(fmt::format("range \"{}\" has more than {} values", item, kMaxVaryValues));
+    out.push_back(whole ? json(static_cast<std::int64_t>(v)) : json(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string vary_key_names() { return "strategy, " + scenario_key_names(); }
+
+Vary parse_vary(std::string_view text) {
+  const auto eq = text.find('=');
+  const std::string shown(text);
+  if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size()) {
+    throw UsageError(fmt::format("--vary \"{}\": expected KEY=V1,V2,... or a range (1..8, 1:64:x2); keys: {}", shown,
+                                 vary_key_names()));
+  }
+  const std::string_view name = text.substr(0, eq);
+  Vary v;
+  const ScenarioKey* k = nullptr;
+  if (name == "strategy") {
+    v.key = "strategy";
+  } else {
+    k = find_scenario_key(name);
+    if (k == nullptr || std::string_view(name).rfind("--", 0) == 0) {
+      throw UsageError(
+          fmt::format("--vary \"{}\": unknown key \"{}\"; expected one of {}", shown, name, vary_key_names()));
+    }
+    v.key = std::string(k->name);
+  }
+  std::set<std::string> seen;
+  auto add = [&](json value, const std::string& item) {
+    const std::string label = value_text(value);
+    if (!seen.insert(value.dump()).second) {
+      throw UsageError(fmt::format("--vary \"{}\": \"{}\" given twice (as {})", shown, item, label));
+    }
+    if (v.values.size() >= kMaxVaryValues)
+      throw UsageError(fmt::format("--vary \"{}\": more than {} values", shown, kMaxVaryValues));
+    v.values.push_back(std::move(value));
+    v.labels.push_back(label);
+  };
+  for (const std::string& item : items_of(k, text.substr(eq + 1))) {
+    if (item.empty()) throw UsageError(fmt::format("--vary \"{}\": an empty value", shown));
+    if (k == nullptr) {
+      const auto st = parse_strategy(item);
+      if (!st) throw UsageError(fmt::format("--vary \"{}\": \"{}\": expected dp or ddp", shown, item));
+      add(std::string(item), item);
+      continue;
+    }
+    try {
+      const auto range = (k->kind == KeyKind::kCount || k->kind == KeyKind::kSizeMiB) ? range_of(item) : std::nullopt;
+      if (range && (range->multiply || k->kind == KeyKind::kCount || item.find("..") == std::string::npos)) {
+        for (json& value : expand_range(*k, *range, item)) {
+          (void)parse_key_value(*k, value_text(value));  // each value within the key's bounds
+          add(std::move(value), item);
+        }
+      } else if (range) {
+        throw ConfigError(fmt::format("range \"{}\": a size takes A:B:xF or A:B:S, not A..B", item));
+      } else {
+        add(parse_key_value(*k, item), item);
+      }
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      throw UsageError(what.rfind("range \"", 0) == 0 ? fmt::format("--vary \"{}\": {}", shown, what)
+                                                      : fmt::format("--vary \"{}\": \"{}\": {}", shown, item, what));
+    }
+  }
+  return v;
+}
+
+std::vector<GridPoint> expand_grid(const Scenario& base, std::vector<Vary> vary) {
+  std::set<std::string> keys;
+  std::size_t total = 1;
+  for (const Vary& v : vary) {
+    if (!keys.insert(v.key).second) {
+      throw UsageError(fmt::format("--vary {} given twice; list every value in one --vary", v.key));
+    }
+    total *= v.values.size();
+    if (total > kMaxGridPoints) {
+      throw UsageError(
+          fmt::format("sweep: the grid has more than {} points; vary fewer keys or values", kMaxGridPoints));
+    }
+  }
+  if (!keys.count("strategy")) vary.push_back({"strategy", {"dp", "ddp"}, {"dp", "ddp"}});
+  std::vector<GridPoint> points;
+  std::vector<std::size_t> at(vary.size(), 0);
+  for (;;) {
+    GridPoint p;
+    p.index = static_cast<int>(points.size());
+    p.scenario = base;
+    std::string label;
+    for (std::size_t i = 0; i < vary.size(); ++i) {
+      const Vary& v = vary[i];
+      const std::string& text = v.labels[at[i]];
+      if (v.key == "strategy") {
+        p.strategy = *parse_strategy(text);
+        label += (label.empty() ? "" : " ") + text;
+      } else {
+        set_key(p.scenario, scenario_key(v.key), v.values[at[i]]);
+        label += (label.empty() ? "" : " ") + v.key + "=" + text;
+      }
+    }
+    p.label = label;
+    points.push_back(std::move(p));
+    std::size_t i = vary.size();
+    while (i > 0 && ++at[i - 1] == vary[i - 1].values.size()) at[--i] = 0;
+    if (i == 0) break;
+  }
+  return points;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,168 @@
+// reporters.cpp: a sweep's summary.csv, result.json, report.html and stdout table.
+#include "sweep/reporters.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/scenario_keys.hpp"
+#include "core/version.hpp"
+#include "reports/html.hpp"
+#include "reports/table.hpp"
+
+namespace gradsync::sweep {
+
+using json = nlohmann::ordered_json;
+
+SweepCsvReporter::SweepCsvReporter(std::string path) : path_(std::move(path)), header_(reports::summary_header()) {}
+
+void SweepCsvReporter::add(const SweepRecord& r) {
+  rows_[r.point] = r.row;
+  save();
+}
+
+const CsvRow* SweepCsvReporter::row(int point) const {
+  const auto it = rows_.find(point);
+  return it == rows_.end() ? nullptr : &it->second;
+}
+
+void SweepCsvReporter::load(const std::string& path, const std::vector<CsvRow>& keys) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::vector<CsvRow> rows = reports::parse_csv(text.str(), path);
+  if (rows.empty()) return;
+  if (rows.front() != header_) {
+    throw ConfigError(
+        fmt::format("{}: its columns are not those of this gradsync's summary.csv; start over without --resume or "
+                    "with another --out",
+                    path));
+  }
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const CsvRow& row = rows[i];
+    const std::string where = fmt::format("{}:{}", path, i + 1);
+    if (row.size() != header_.size()) {
+      throw ConfigError(fmt::format("{}: {} cells, expected {}", where, row.size(), header_.size()));
+    }
+    int index = -1;
+    const auto [end, ec] = std::from_chars(row[0].data(), row[0].data() + row[0].size(), index);
+    if (ec != std::errc() || end != row[0].data() + row[0].size() || index < 0 ||
+        index >= static_cast<int>(keys.size())) {
+      throw ConfigError(
+          fmt::format("{}: point \"{}\" is not one of this sweep's {} points", where, row[0], keys.size()));
+    }
+    const CsvRow& key = keys[static_cast<std::size_t>(index)];
+    if (!std::equal(key.begin(), key.end(), row.begin())) {
+      throw ConfigError(fmt::format(
+          "{}: point {} was another scenario ({}) than this sweep's ({}); start over without --resume or with "
+          "another --out",
+          where, index, fmt::join(CsvRow(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(key.size())), ","),
+          fmt::join(key, ",")));
+    }
+    rows_[index] = row;
+  }
+}
+
+std::string SweepCsvReporter::text() const {
+  std::vector<CsvRow> rows;
+  for (const auto& [i, row] : rows_) rows.push_back(row);
+  reports::fill_scaling_efficiency(header_, rows);
+  std::string out = reports::csv_line(header_);
+  for (const CsvRow& row : rows) out += reports::csv_line(row);
+  return out;
+}
+
+void SweepCsvReporter::save() const { write_file_atomic(path_, text()); }
+
+std::vector<std::string> sweep_header_lines(const SweepContext& ctx) {
+  std::vector<std::string> lines;
+  lines.push_back(fmt::format("gradsync sweep over {}", fmt::join(ctx.vary_args, " ")));
+  std::vector<std::string> base;
+  const json defaults = scenario_json(Scenario{});
+  for (const auto& [k, v] : ctx.base.items()) {
+    if (std::find(ctx.varied.begin(), ctx.varied.end(), k) != ctx.varied.end()) continue;
+    if (k == "model" || k == "topology" || v != defaults.at(k)) base.push_back(fmt::format("{}={}", k, value_text(v)));
+  }
+  lines.push_back(fmt::format("base scenario: {} (other keys at their defaults, resolved per point in the CSV)",
+                              fmt::join(base, " ")));
+  return lines;
+}
+
+void SweepJsonReporter::finish() {
+  const std::vector<reports::CsvColumn>& columns = reports::summary_columns();
+  json doc;
+  doc["schema_version"] = 2;
+  doc["gradsync_version"] = std::string(kVersion);
+  doc["mode"] = "simulated";
+  doc["command"] = "sweep";
+  doc["base_scenario"] = ctx_.base;
+  auto& jv = doc["vary"] = json::object();
+  for (std::size_t i = 0; i < ctx_.varied.size(); ++i) jv[ctx_.varied[i]] = ctx_.vary_values[i];
+  auto& jp = doc["points"] = json::array();
+  for (const SweepRecord& r : records_) {
+    json o;
+    for (std::size_t c = 0; c < columns.size(); ++c) o[columns[c].name] = reports::typed_cell(columns[c], r.row[c]);
+    o["requested"] = r.requested;
+    jp.push_back(std::move(o));
+  }
+  write_file_atomic(path_, doc.dump(2) + "\n");
+}
+
+void SweepHtmlReporter::finish() {
+  reports::SweepTable t;
+  t.varied = ctx_.varied;
+  t.varied.erase(std::remove(t.varied.begin(), t.varied.end(), "strategy"), t.varied.end());
+  t.columns = reports::summary_header();
+  t.rows = rows_;
+  t.header_lines = sweep_header_lines(ctx_);
+  write_file_atomic(path_, reports::html_sweep_report(t));
+}
+
+void SweepTableReporter::finish() {
+  const CsvRow header = reports::summary_header();
+  std::vector<std::string> varied = ctx_.varied;
+  varied.erase(std::remove(varied.begin(), varied.end(), "strategy"), varied.end());
+  std::vector<reports::Column> cols{{"point", ""}};
+  for (const std::string& v : varied) cols.push_back({v, "", true});
+  // gpus is shown once: among the varied keys, or after the status.
+  const bool gpus_varied = std::find(varied.begin(), varied.end(), "gpus") != varied.end();
+  for (reports::Column c : std::vector<reports::Column>{{"strategy", "", true},
+                                                        {"status", "", true},
+                                                        {"steady", "ms"},
+                                                        {"exposed", "ms"},
+                                                        {"samples/s", "1/s"},
+                                                        {"efficiency", "%"}})
+    cols.push_back(c);
+  if (!gpus_varied) cols.insert(cols.begin() + static_cast<std::ptrdiff_t>(varied.size()) + 3, {"gpus", ""});
+  reports::Table table(cols);
+  auto col = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  auto ms = [](const std::string& s) {
+    return s.empty() ? std::string("-") : fmt::format("{:.3f}", std::stod(s) * 1e3);
+  };
+  for (const CsvRow& row : rows_) {
+    std::vector<std::string> cells{row[0]};
+    for (const std::string& v : varied) cells.push_back(row[col(v)]);
+    const std::string& eff = row[col("scaling_efficiency_frac")];
+    const std::string& sps = row[col("samples_per_s")];
+    cells.push_back(row[col("strategy")]);
+    cells.push_back(row[col("status")]);
+    if (!gpus_varied) cells.push_back(row[col("gpus")]);
+    for (const std::string& c : {ms(row[col("steady_iteration_time_s")]), ms(row[col("exposed_communication_s")]),
+                                 sps.empty() ? std::string("-") : fmt::format("{:.1f}", std::stod(sps)),
+                                 eff.empty() ? std::string("-") : fmt::format("{:.1f}", 100 * std::stod(eff))})
+      cells.push_back(c);
+    table.add_row(cells);
+  }
+  table.print(out_, sweep_header_lines(ctx_));
+  out_ << fmt::format("# wrote {}/summary.csv, result.json, report.html\n", folder_);
+}
+
+}  // namespace gradsync::sweep

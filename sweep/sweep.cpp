@@ -1,0 +1,347 @@
+// sweep.cpp: the grid checked and resolved, equal simulations shared, children run several at
+// once, rows saved as they finish, ranks under mpirun/srun, and the outputs through reporters.
+#include "sweep/sweep.hpp"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/scenario_grid.hpp"
+#include "core/scenario_keys.hpp"
+#include "sim/simulate.hpp"
+#include "sweep/reporters.hpp"
+
+namespace gradsync::sweep {
+namespace {
+
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+// Point: a grid point, resolved, with the cells that identify its summary.csv row.
+struct Point {
+  GridPoint grid;
+  json resolved;   // scenario_json of the resolved scenario
+  json requested;  // requested_json: keys whose request differs from the resolved value
+  std::string identity;
+  CsvRow key;  // point, scenario keys, mode, strategy
+};
+
+// Group: points that share one simulation, in point order.
+struct Group {
+  std::vector<const Point*> members;
+};
+
+// World: this process's place under mpirun (OpenMPI, PMI) or srun; rank 0 of 1 otherwise.
+struct World {
+  int rank = 0;
+  int size = 1;
+};
+
+World world_from_environment() {
+  const std::pair<const char*, const char*> vars[] = {
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMI_RANK", "PMI_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"}};
+  for (const auto& [rank_var, size_var] : vars) {
+    const char* r = std::getenv(rank_var);
+    const char* n = std::getenv(size_var);
+    if (!r || !n) continue;
+    World w;
+    try {
+      w.rank = std::stoi(r);
+      w.size = std::stoi(n);
+    } catch (const std::exception&) {
+      throw UsageError(fmt::format("{}=\"{}\", {}=\"{}\": expected integers", rank_var, r, size_var, n));
+    }
+    if (w.size < 1 || w.rank < 0 || w.rank >= w.size) {
+      throw UsageError(fmt::format("{}={} and {}={}: expected 0 <= rank < size", rank_var, r, size_var, n));
+    }
+    return w;
+  }
+  return {};
+}
+
+// Progress: a bar redrawn in place on a terminal, a plain line per simulation otherwise.
+class Progress {
+ public:
+  Progress(std::ostream& out, int total, int done_before)
+      : out_(out), total_(total), done_(done_before), before_(done_before) {
+    tty_ = &out == &std::cerr && ::isatty(STDERR_FILENO) != 0;
+  }
+  void done(const Group& g, double seconds) {
+    done_ += static_cast<int>(g.members.size());
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    const int ran = done_ - before_;
+    const double eta = ran > 0 ? elapsed / ran * (total_ - done_) : 0.0;
+    const Point& p = *g.members.front();
+    const std::string what = g.members.size() == 1 ? fmt::format("point {}: {}", p.grid.index, p.grid.label)
+                                                   : fmt::format("points {}: {} and {} alike", p.grid.index,
+                                                                 p.grid.label, g.members.size() - 1);
+    if (tty_) {
+      constexpr int kWidth = 30;
+      const int filled = total_ > 0 ? kWidth * done_ / total_ : kWidth;
+      out_ << fmt::format("\r\x1b[K[{}{}] {}/{}  elapsed {}  ETA {}  ({}, {:.1f} s)", std::string(filled, '#'),
+                          std::string(kWidth - filled, '.'), done_, total_, clock(elapsed), clock(eta), what, seconds)
+           << std::flush;
+      if (done_ == total_) out_ << '\n';
+    } else {
+      out_ << fmt::format("sweep: {}/{} done ({}, {:.1f} s); elapsed {}, ETA {}\n", done_, total_, what, seconds,
+                          clock(elapsed), clock(eta));
+    }
+  }
+  void interrupted() {
+    if (tty_ && done_ != total_) out_ << '\n';
+  }
+
+ private:
+  static std::string clock(double s) {
+    const auto t = static_cast<long>(s + 0.5);
+    return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60)
+                     : fmt::format("{}:{:02}", t / 60, t % 60);
+  }
+  std::ostream& out_;
+  int total_, done_, before_;
+  bool tty_ = false;
+  Clock::time_point start_ = Clock::now();
+};
+
+SweepRecord record_of(const Point& p, CsvRow row) {
+  SweepRecord r;
+  r.point = p.grid.index;
+  r.label = p.grid.label;
+  r.requested = p.requested;
+  r.row = std::move(row);
+  return r;
+}
+
+// with_results: the row of `p` with the result cells of `done` (a point of the same simulation).
+CsvRow with_results(const Point& p, const CsvRow& done) {
+  CsvRow row = p.key;
+  row.insert(row.end(), done.begin() + static_cast<std::ptrdiff_t>(p.key.size()), done.end());
+  return row;
+}
+
+// run_groups simulates `todo` with up to `jobs` children at once, saving each finished point.
+void run_groups(const std::vector<const Group*>& todo, int jobs, SweepCsvReporter& csv, Progress& progress) {
+  struct Running {
+    const Group* group;
+    std::unique_ptr<sim::IsolatedSimulation> child;
+    Clock::time_point start;
+  };
+  std::vector<Running> running;
+  std::size_t next = 0;
+  while (next < todo.size() || !running.empty()) {
+    while (static_cast<int>(running.size()) < jobs && next < todo.size()) {
+      const Group* g = todo[next++];
+      const Point& first = *g->members.front();
+      running.push_back({g, std::make_unique<sim::IsolatedSimulation>(first.grid.scenario, first.grid.strategy, false),
+                         Clock::now()});
+    }
+    std::vector<pollfd> fds;
+    for (const Running& r : running) fds.push_back({r.child->fd(), POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
+      throw RuntimeError(fmt::format("sweep: poll: {}", std::strerror(errno)));
+    }
+    for (std::size_t i = running.size(); i-- > 0;) {
+      if (fds[i].revents == 0 || !running[i].child->read_some()) continue;
+      Running r = std::move(running[i]);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      const Point& first = *r.group->members.front();
+      StrategyResult result;
+      try {
+        result = r.child->finish();
+      } catch (const Error& e) {
+        progress.interrupted();
+        throw RuntimeError(fmt::format("sweep: point {} ({}): {}", first.grid.index, first.grid.label, e.what()));
+      }
+      for (const Point* p : r.group->members)
+        csv.add(record_of(*p, reports::summary_row(p->grid.index, "simulated", p->resolved, result)));
+      progress.done(*r.group, std::chrono::duration<double>(Clock::now() - r.start).count());
+    }
+  }
+}
+
+std::string part_path(const fs::path& dir, int rank, int size) {
+  return (dir / "parts" / fmt::format("rank{}-of-{}.csv", rank, size)).string();
+}
+
+// wait_for_parts: rank 0 waits until every other rank's part holds all of its points, or until
+// no part has changed for `timeout_s` (a rank died: an error naming it).
+void wait_for_parts(const fs::path& dir, const World& w, const std::vector<Group>& groups,
+                    const std::vector<CsvRow>& keys, SweepCsvReporter& all, double timeout_s) {
+  auto last_change = Clock::now();
+  std::map<int, fs::file_time_type> seen;
+  for (;;) {
+    std::vector<int> missing;
+    for (int r = 1; r < w.size; ++r) {
+      const std::string path = part_path(dir, r, w.size);
+      std::error_code ec;
+      const auto t = fs::last_write_time(path, ec);
+      if (!ec && (!seen.count(r) || seen[r] != t)) {
+        seen[r] = t;
+        last_change = Clock::now();
+        all.load(path, keys);
+      }
+      bool complete = true;
+      for (std::size_t g = 0; g < groups.size() && complete; ++g) {
+        if (static_cast<int>(g % static_cast<std::size_t>(w.size)) != r) continue;
+        for (const Point* p : groups[g].members) complete = complete && all.has(p->grid.index);
+      }
+      if (!complete) missing.push_back(r);
+    }
+    if (missing.empty()) return;
+    if (std::chrono::duration<double>(Clock::now() - last_change).count() > timeout_s) {
+      throw RuntimeError(
+          fmt::format("sweep: rank{} {} finished no point for {:.0f} s (--timeout); its points are missing from {}; "
+                      "rerun with --resume",
+                      missing.size() > 1 ? "s" : "", fmt::join(missing, ", "), timeout_s, (dir / "parts").string()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+}  // namespace
+
+std::string simulation_identity(const Scenario& resolved, Strategy strategy) {
+  json id;
+  id["strategy"] = std::string(strategy_label(strategy));
+  for (const ScenarioKey& k : scenario_table())
+    if (k.reach == KeyReach::kEvery || strategy == Strategy::kDDP) id[std::string(k.name)] = key_value(resolved, k);
+  return id.dump();
+}
+
+SweepStats run_sweep(const SweepOptions& o) {
+  const World w = world_from_environment();
+  if (o.vary.empty()) {
+    throw UsageError("sweep: give at least one --vary KEY=V1,V2,... (keys: " + vary_key_names() + ")");
+  }
+  std::vector<Vary> vary;
+  for (const std::string& text : o.vary) vary.push_back(parse_vary(text));
+  const std::vector<GridPoint> grid = expand_grid(o.base, vary);
+
+  // Every point checked and resolved before any runs: a typo fails now, not an hour in.
+  std::vector<Point> points;
+  points.reserve(grid.size());
+  for (const GridPoint& g : grid) {
+    Point p;
+    p.grid = g;
+    Scenario resolved;
+    try {
+      resolved = sim::resolve_scenario(g.scenario);
+    } catch (const ConfigError& e) {
+      throw UsageError(fmt::format("sweep: point {} ({}): {}", g.index, g.label, e.what()));
+    }
+    p.resolved = scenario_json(resolved);
+    p.requested = requested_json(g.scenario, resolved);
+    p.identity = simulation_identity(resolved, g.strategy);
+    StrategyResult none;
+    none.strategy = g.strategy;
+    const CsvRow cells = reports::summary_row(g.index, "simulated", p.resolved, none);
+    p.key.assign(cells.begin(), cells.begin() + static_cast<std::ptrdiff_t>(reports::summary_key_columns()));
+    points.push_back(std::move(p));
+  }
+  std::vector<CsvRow> keys;
+  for (const Point& p : points) keys.push_back(p.key);
+  std::vector<Group> groups;
+  {
+    std::map<std::string, std::size_t> by_identity;
+    for (const Point& p : points) {
+      const auto [it, fresh] = by_identity.emplace(p.identity, groups.size());
+      if (fresh) groups.emplace_back();
+      groups[it->second].members.push_back(&p);
+    }
+  }
+
+  const fs::path dir(o.out);
+  std::error_code ec;
+  fs::create_directories(w.size > 1 ? dir / "parts" : dir, ec);
+  if (ec) throw RuntimeError(fmt::format("--out {}: cannot create the folder: {}", o.out, ec.message()));
+  const std::string summary = (dir / "summary.csv").string();
+  SweepCsvReporter csv(w.size > 1 ? part_path(dir, w.rank, w.size) : summary);
+  if (o.resume) {
+    csv.load(summary, keys);
+    if (w.size > 1) csv.load(part_path(dir, w.rank, w.size), keys);
+  }
+
+  SweepStats stats;
+  stats.points = static_cast<int>(points.size());
+  std::vector<const Group*> todo;
+  int mine = 0, done_before = 0;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (static_cast<int>(g % static_cast<std::size_t>(w.size)) != w.rank) continue;
+    const Group& group = groups[g];
+    mine += static_cast<int>(group.members.size());
+    const CsvRow* done = nullptr;
+    for (const Point* p : group.members)
+      if (!done) done = csv.row(p->grid.index);
+    if (!done) {
+      todo.push_back(&group);
+      stats.shared += static_cast<int>(group.members.size()) - 1;
+      continue;
+    }
+    const CsvRow result = *done;  // a copy: add() below replaces rows
+    for (const Point* p : group.members) {
+      ++done_before;
+      if (csv.has(p->grid.index)) {
+        ++stats.resumed;
+      } else {
+        ++stats.shared;
+        csv.insert(p->grid.index, with_results(*p, result));
+      }
+    }
+  }
+  stats.simulations = static_cast<int>(todo.size());
+  if (w.rank == 0) {
+    const int copied = done_before - stats.resumed;
+    *o.progress << fmt::format(
+        "sweep: {} points, {} simulation{}{}{}{}{}, {} job{} per rank, into {}/\n", points.size(), groups.size(),
+        groups.size() == 1 ? "" : "s",
+        groups.size() < points.size() ? " (points that differ only in keys a strategy ignores share one)" : "",
+        stats.resumed > 0 ? fmt::format(", {} already done (--resume)", stats.resumed) : "",
+        copied > 0 ? fmt::format(", {} filled from a finished point of the same simulation", copied) : "",
+        w.size > 1 ? fmt::format(", {} ranks", w.size) : "", o.jobs, o.jobs > 1 ? "s" : "", o.out);
+  }
+  Progress progress(*o.progress, mine, done_before);
+  csv.save();
+  run_groups(todo, o.jobs, csv, progress);
+  if (w.rank != 0) return stats;  // rank 0 writes the outputs
+
+  SweepCsvReporter all(summary);
+  for (const auto& [i, row] : csv.rows()) all.insert(i, row);
+  if (w.size > 1) wait_for_parts(dir, w, groups, keys, all, o.timeout_s);
+  all.save();
+
+  // The other outputs from the final rows (a resumed sweep has no more than those).
+  std::vector<CsvRow> rows = reports::parse_csv(all.text(), summary);
+  rows.erase(rows.begin());
+  SweepContext ctx;
+  ctx.vary_args = o.vary;
+  for (const Vary& v : vary) {
+    ctx.varied.push_back(v.key);
+    ctx.vary_values.push_back(v.values);
+  }
+  ctx.base = scenario_json(o.base);
+  ctx.points = static_cast<int>(points.size());
+  SweepJsonReporter json_out((dir / "result.json").string());
+  SweepHtmlReporter html((dir / "report.html").string());
+  SweepTableReporter table(*o.table, o.out);
+  for (SweepReporter* r : std::initializer_list<SweepReporter*>{&json_out, &html, &table}) {
+    r->begin(ctx);
+    for (const CsvRow& row : rows) r->add(record_of(points[static_cast<std::size_t>(std::stoi(row[0]))], row));
+    r->finish();
+  }
+  return stats;
+}
+
+}  // namespace gradsync::sweep

@@ -1,0 +1,232 @@
+// scenario_keys_test.cpp: the scenario key table: one row per key, every value read as its flag
+// reads it (units, choices, bounds), scenario files through the same rows, resolution.
+#include "core/scenario_keys.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace gradsync {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string error_of(const ScenarioKey& k, std::string_view text) {
+  try {
+    (void)parse_key_value(k, text);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ScenarioKeys, EveryRowIsComplete) {
+  std::set<std::string_view> names;
+  for (const ScenarioKey& k : scenario_table()) {
+    EXPECT_TRUE(names.insert(k.name).second) << k.name;
+    std::string flag = "--" + std::string(k.name);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    EXPECT_EQ(k.flag, flag) << "flags are the key with dashes";
+    EXPECT_FALSE(k.help.empty()) << k.name;
+    EXPECT_FALSE(k.default_text.empty()) << k.name;
+    EXPECT_EQ(find_scenario_key(k.name), &k);
+    EXPECT_EQ(find_scenario_key(k.flag), &k);
+    if (k.kind == KeyKind::kChoice) {
+      EXPECT_FALSE(k.choices.empty()) << k.name;
+    }
+    if (k.kind == KeyKind::kSpec) {
+      EXPECT_NE(k.check, nullptr) << k.name;
+    }
+    if (k.kind == KeyKind::kCount || k.kind == KeyKind::kSizeMiB) {
+      EXPECT_GT(k.max, 0) << k.name;
+    }
+  }
+  EXPECT_EQ(find_scenario_key("bucket-cap-mb"), &scenario_key("bucket_cap_mb"));
+  EXPECT_EQ(find_scenario_key("bucket_size"), nullptr);
+}
+
+TEST(ScenarioKeys, WholeNumbersWithinTheirBounds) {
+  const ScenarioKey& gpus = scenario_key("gpus");
+  EXPECT_EQ(parse_key_value(gpus, "8"), json(8));
+  EXPECT_EQ(parse_key_value(gpus, "+8"), json(8));
+  for (const char* bad : {"0", "-1", "1e3", "8.0", "", "eight", "1048577", "99999999999999999999"}) {
+    EXPECT_EQ(error_of(gpus, bad), "expected an integer from 1 to 1048576") << bad;
+  }
+  EXPECT_EQ(parse_key_value(scenario_key("warmup"), "0"), json(0));
+  EXPECT_EQ(error_of(scenario_key("grad_accum"), "1000000000"), "expected an integer from 1 to 65536");
+  EXPECT_EQ(error_of(scenario_key("iterations"), "1000000000"), "expected an integer from 1 to 1000");
+}
+
+TEST(ScenarioKeys, SizesInMiBTakeUnits) {
+  const ScenarioKey& cap = scenario_key("bucket_cap_mb");
+  EXPECT_EQ(parse_key_value(cap, "25"), json(25.0));
+  EXPECT_EQ(parse_key_value(cap, "25MiB"), json(25.0));
+  EXPECT_EQ(parse_key_value(cap, "512KiB"), json(0.5));
+  EXPECT_EQ(parse_key_value(cap, "1GiB"), json(1024.0));
+  EXPECT_EQ(parse_key_value(cap, "0.5"), json(0.5));
+  EXPECT_DOUBLE_EQ(parse_key_value(cap, "25MB").get<double>(), 25e6 / 1048576.0);
+  for (const char* bad : {"0", "-1", "0MiB", "25 parsecs", "", "1e400", "nan", "inf", "2PiB"}) {
+    EXPECT_NE(error_of(cap, bad).find("expected a size in MiB > 0"), std::string::npos) << bad;
+  }
+}
+
+TEST(ScenarioKeys, ChoicesSwitchesNamesAndHooks) {
+  EXPECT_EQ(parse_key_value(scenario_key("precision"), "BF16"), json("bf16"));
+  EXPECT_EQ(error_of(scenario_key("precision"), "int8"), "expected fp32, tf32, bf16 or fp16");
+  EXPECT_EQ(parse_key_value(scenario_key("algo"), "Ring"), json("ring"));
+  EXPECT_EQ(parse_key_value(scenario_key("static_graph"), "true"), json(true));
+  EXPECT_EQ(parse_key_value(scenario_key("static_graph"), "no"), json(false));
+  EXPECT_EQ(error_of(scenario_key("static_graph"), "maybe"), "expected true or false");
+  EXPECT_EQ(parse_key_value(scenario_key("comm_hook"), "powersgd:rank=4,start_iter=10"),
+            json("powersgd:rank=4,start_iter=10"));
+  EXPECT_EQ(error_of(scenario_key("comm_hook"), "gzip"),
+            "unknown hook; expected none, fp16, bf16, quantize or powersgd[:rank=R,start_iter=S]");
+  EXPECT_EQ(error_of(scenario_key("model"), ""), "expected a name or a file, not an empty text");
+  EXPECT_NE(error_of(scenario_key("model"), "gpt\xff"), "");      // not UTF-8
+  EXPECT_NE(error_of(scenario_key("model"), "gpt\xc0\xaf"), "");  // an overlong form
+  EXPECT_NE(error_of(scenario_key("model"), "a\nb"), "");         // a control character
+  EXPECT_EQ(parse_key_value(scenario_key("model"), "modèle"), json("modèle"));
+}
+
+TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
+  const std::map<std::string, std::string> text = {{"model", "resnet50"},
+                                                   {"topology", "dgx-h100"},
+                                                   {"gpus", "4"},
+                                                   {"batch_per_gpu", "32"},
+                                                   {"seq_len", "512"},
+                                                   {"precision", "fp16"},
+                                                   {"optimizer", "sgd"},
+                                                   {"bucket_cap_mb", "50"},
+                                                   {"first_bucket_mb", "2"},
+                                                   {"grad_accum", "4"},
+                                                   {"comm_hook", "bf16"},
+                                                   {"find_unused_parameters", "true"},
+                                                   {"static_graph", "true"},
+                                                   {"gradient_as_bucket_view", "true"},
+                                                   {"iterations", "7"},
+                                                   {"warmup", "2"},
+                                                   {"algo", "tree"},
+                                                   {"proto", "ll128"},
+                                                   {"fidelity", "step"},
+                                                   {"calibration", "c.yaml"}};
+  Scenario s;
+  for (const ScenarioKey& k : scenario_table()) {
+    ASSERT_TRUE(text.count(std::string(k.name))) << "no test value for " << k.name;
+    const json v = parse_key_value(k, text.at(std::string(k.name)));
+    set_key(s, k, v);
+    EXPECT_EQ(key_value(s, k), v) << k.name;
+    EXPECT_NE(key_value(s, k), key_value(Scenario{}, k)) << k.name << ": the test value is the default";
+  }
+  EXPECT_EQ(s.bucket_cap_mb, 50.0);
+  EXPECT_EQ(s.gpus, 4);
+  EXPECT_TRUE(s.gradient_as_bucket_view);
+  // Engine defaults read as null while unset.
+  for (const char* k :
+       {"gpus", "batch_per_gpu", "seq_len", "precision", "bucket_cap_mb", "first_bucket_mb", "calibration"})
+    EXPECT_TRUE(key_value(Scenario{}, scenario_key(k)).is_null()) << k;
+  EXPECT_EQ(scenario_json(Scenario{}).size(), scenario_table().size());
+}
+
+TEST(ScenarioKeys, ChecksOfAScenarioBuiltInCode) {
+  EXPECT_NO_THROW(check_scenario_keys(Scenario{}));
+  Scenario s;
+  s.warmup = 5;
+  EXPECT_THROW(check_scenario_keys(s), ConfigError);
+  s = {};
+  s.bucket_cap_mb = 0;
+  try {
+    check_scenario_keys(s);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("bucket_cap_mb \"0\": expected a size in MiB > 0", 0), 0u) << e.what();
+  }
+  s = {};
+  s.gpus = -2;
+  EXPECT_THROW(check_scenario_keys(s), ConfigError);
+  s = {};
+  s.model = "";
+  EXPECT_THROW(check_scenario_keys(s), ConfigError);
+  s = {};
+  s.precision = "fp8";
+  EXPECT_THROW(check_scenario_keys(s), ConfigError);
+}
+
+TEST(ScenarioKeys, ResolvedScenarioMakesEveryDefaultExplicit) {
+  Scenario asked;
+  const Scenario r = resolved_scenario(asked, {8, 16, 1024, "bf16"});
+  EXPECT_EQ(r.gpus, 8);
+  EXPECT_EQ(r.batch_per_gpu, 16);
+  EXPECT_EQ(r.seq_len, 1024);
+  EXPECT_EQ(r.precision, "bf16");
+  EXPECT_EQ(r.bucket_cap_mb, 25.0);   // PyTorch's default
+  EXPECT_EQ(r.first_bucket_mb, 1.0);  // _DEFAULT_FIRST_BUCKET_BYTES
+  EXPECT_EQ(requested_json(asked, r), json({{"gpus", "default"},
+                                            {"batch_per_gpu", "default"},
+                                            {"seq_len", "default"},
+                                            {"precision", "default"},
+                                            {"bucket_cap_mb", "default"},
+                                            {"first_bucket_mb", "default"}}));
+  // An explicit cap is the first bucket too (PyTorch >= 2.3); a model without T keeps seq_len unset.
+  asked.bucket_cap_mb = 50;
+  asked.gpus = 4;
+  const Scenario r2 = resolved_scenario(asked, {4, 32, std::nullopt, "fp16"});
+  EXPECT_EQ(r2.first_bucket_mb, 50.0);
+  EXPECT_TRUE(key_value(r2, scenario_key("seq_len")).is_null());
+  EXPECT_EQ(requested_json(asked, r2).count("gpus"), 0u);
+  EXPECT_EQ(requested_json(r2, r2), json::object());
+}
+
+class ScenarioFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("gradsync-scenario-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+              ".yaml"))
+                .string();
+  }
+  std::string write(const std::string& text) {
+    std::ofstream(path_) << text;
+    return path_;
+  }
+  std::string error_of_file(const std::string& text) {
+    try {
+      (void)read_scenario_file(write(text));
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+  std::string path_;
+};
+
+TEST_F(ScenarioFile, ValuesReadAsTheirFlags) {
+  const Scenario s = read_scenario_file(write("model: resnet50\nbucket_cap_mb: 512KiB\nprecision: FP16\n"));
+  EXPECT_EQ(s.model, "resnet50");
+  EXPECT_EQ(s.bucket_cap_mb, 0.5);
+  EXPECT_EQ(s.precision, "fp16");
+}
+
+TEST_F(ScenarioFile, BadFilesNameTheLineAndTheKey) {
+  EXPECT_EQ(error_of_file("gpus: 8\ngpus: 4\n"), path_ + ":2: scenario: key \"gpus\" given twice (first on line 1)");
+  EXPECT_EQ(error_of_file("model: gpt2\ngpus:\n"),
+            path_ +
+                ":2: scenario: gpus: no value; give one or remove the key for the default (every GPU of the "
+                "topology)");
+  EXPECT_EQ(error_of_file("gpus: [1, 2]\n"), path_ + ":1: scenario: gpus is a list; expected a single value");
+  EXPECT_EQ(error_of_file("? [a, b]\n: 1\n"), path_ + ":1: scenario: a key must be a single word (model, gpus, ...)");
+  EXPECT_EQ(error_of_file("bucket_cap_mb: -5\n"),
+            path_ +
+                ":1: scenario: bucket_cap_mb \"-5\": expected a size in MiB > 0 (25, 0.5) or with a unit (25MiB, "
+                "512KiB, 1GiB), at most 1073741824 MiB");
+  EXPECT_NE(error_of_file("bucket-cap-mb: 5\n").find("unknown key \"bucket-cap-mb\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gradsync
