@@ -18,6 +18,7 @@
 #include "topologies/bisection.hpp"
 #include "topologies/channels.hpp"
 #include "topologies/generators.hpp"
+#include "topologies/link_model.hpp"
 #include "topologies/routes.hpp"
 #include "topologies/topology.hpp"
 
@@ -51,7 +52,8 @@ std::string gpu_summary(const Topology& t) {
 struct LinkTypeSummary {
   int count = 0;
   int links = 0;
-  double total_Bps = 0;
+  double total_Bps = 0;          // datasheet
+  double payload_Bps = 0;        // NCCL's rate (topologies/link_model.hpp)
   std::map<double, int> speeds;  // bw per link -> number of links at it
 };
 
@@ -63,6 +65,7 @@ std::map<LinkType, LinkTypeSummary> links_by_type(const Topology& t) {
     ++s.count;
     s.links += l.links;
     s.total_Bps += l.total_bw_Bps();
+    s.payload_Bps += l.payload_bw_Bps;
     s.speeds[l.bw_Bps] += l.links;
   }
   return out;
@@ -111,8 +114,11 @@ void show(const std::string& file, bool json, std::ostream& out) {
     }
     auto& links = j["links_by_type"] = nlohmann::ordered_json::array();
     for (const auto& [type, s] : by_type) {
-      links.push_back(
-          {{"type", to_string(type)}, {"edges", s.count}, {"links", s.links}, {"total_bw_Bps", s.total_Bps}});
+      links.push_back({{"type", to_string(type)},
+                       {"edges", s.count},
+                       {"links", s.links},
+                       {"total_bw_Bps", s.total_Bps},
+                       {"payload_bw_Bps", s.payload_Bps}});
     }
     if (matrix) {
       auto& cls = j["path_class"] = nlohmann::ordered_json::array();
@@ -184,16 +190,23 @@ void show(const std::string& file, bool json, std::ostream& out) {
   out << "#\n";
   hosts.print(out, {"GPUs per host"});
 
-  reports::Table links(
-      {{"type", "", true}, {"edges", ""}, {"links", ""}, {"bw/link", "GB/s", true}, {"total", "GB/s"}});
+  reports::Table links({{"type", "", true},
+                        {"edges", ""},
+                        {"links", ""},
+                        {"bw/link", "GB/s", true},
+                        {"total", "GB/s"},
+                        {"payload", "GB/s"}});
   for (const auto& [type, s] : by_type) {
     std::vector<std::string> speeds;
     for (const auto& [bw, count] : s.speeds) speeds.push_back(fmt::format("{} x{}", gb(bw), count));
     links.add_row({std::string(to_string(type)), std::to_string(s.count), std::to_string(s.links),
-                   fmt::format("{}", fmt::join(speeds, ", ")), gb(s.total_Bps)});
+                   fmt::format("{}", fmt::join(speeds, ", ")), gb(s.total_Bps), gb(s.payload_Bps)});
   }
   out << "#\n";
-  links.print(out, {"Links by type (bandwidth per direction)"});
+  links.print(out, {"Links by type (bandwidth per direction): datasheet total, and the payload NCCL moves over it",
+                    fmt::format("(NVLink 20 of 25 GB/s per link on V100/A100, 20.6 on H100; PCIe x16 12/24/48 GB/s for "
+                                "Gen3/4/5; NIC line rate; {})",
+                                kLinkModelVersion)});
 
   out << "#\n";
   if (matrix) {
@@ -213,7 +226,7 @@ void show(const std::string& file, bool json, std::ostream& out) {
     print_matrix("GPU x GPU path class (NCCL: NVL NVB PIX PXB PHB SYS NET), like nvidia-smi topo -m",
                  [](const Route& r) { return std::string(to_string(r.path_class)); });
     out << "#\n";
-    print_matrix("GPU x GPU bottleneck bandwidth, GB/s per direction",
+    print_matrix("GPU x GPU bottleneck payload bandwidth, GB/s per direction",
                  [](const Route& r) { return gb(r.bottleneck_Bps); });
   } else {
     out << fmt::format("# GPU x GPU matrices: {} GPUs, more than {}; 'gradsync topo show --json' has them up to {}\n",

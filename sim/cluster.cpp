@@ -169,6 +169,16 @@ struct SimCluster::Impl {
       c = std::make_unique<Channels>(build_channels(topo, routes, first_ranks(m)));
       if (opts.max_channels > 0 && c->rings.size() > static_cast<std::size_t>(opts.max_channels))
         c->rings.resize(static_cast<std::size_t>(opts.max_channels));
+      // Each ring hop between machines goes through its channel's NICs, as the search counted it.
+      for (const RingChannel& rc : c->rings)
+        for (std::size_t i = 0; i < rc.hops.size(); ++i)
+          if (rc.hops[i].path_class == PathClass::kNET) {
+            const int from = rc.order[i], to = rc.order[(i + 1) % rc.order.size()];
+            if (platform.pin_route(from, to, rc.hops[i])) {
+              route_links.erase(
+                  {platform.gpus[static_cast<std::size_t>(from)], platform.gpus[static_cast<std::size_t>(to)]});
+            }
+          }
     }
     return *c;
   }

@@ -26,14 +26,23 @@ namespace sgr = simgrid::kernel::routing;
 constexpr double kHostSpeed = 1e12;
 
 // TopologyZone: one flat zone whose routes are the topology's, looked up the first time a flow
-// takes them and kept (a full zone would hold n^2 routes: 16.7 million at 4096 GPUs). Between
-// machines, among equal-latency paths (a fat-tree's spines) the path is chosen by the
-// destination, as InfiniBand's static destination-based routing spreads a fabric's traffic.
+// takes them (or pinned before: a ring channel's hop between machines) and kept (a full zone
+// would hold n^2 routes: 16.7 million at 4096 GPUs). Between machines, among equal-latency paths
+// (a fat-tree's spines) the path is chosen by the destination, as InfiniBand's static
+// destination-based routing spreads a fabric's traffic.
 class TopologyZone final : public sgr::NetZoneImpl {
  public:
   TopologyZone(const Topology& topo, const Routes& routes) : NetZoneImpl("cluster"), topo_(topo), routes_(routes) {}
 
   void place(const sg4::Host* host, VertexId v) { vertex_[host->get_netpoint()->id()] = v; }
+
+  // pin: the route flows between two netpoints take; the first pinned (or looked up) stays.
+  bool pin(const sg4::Host* a, const sg4::Host* b, const Route& r) {
+    const std::uint64_t key = (static_cast<std::uint64_t>(a->get_netpoint()->id()) << 32) | b->get_netpoint()->id();
+    auto [it, fresh] = cache_.try_emplace(key);
+    if (fresh) fill(it->second, r);
+    return fresh;
+  }
   void set_links(std::vector<sg4::SplitDuplexLink*> links) { links_ = std::move(links); }
 
   void get_local_route(const sgr::NetPoint* src, const sgr::NetPoint* dst, sgr::Route* into, double* latency) override {
@@ -43,13 +52,7 @@ class TopologyZone final : public sgr::NetZoneImpl {
     if (fresh) {
       const VertexId a = vertex_.at(src->id());
       const VertexId b = vertex_.at(dst->id());
-      const bool across = topo_.vertex(a).host != topo_.vertex(b).host;
-      const Route r = across ? routes_.route(a, b, static_cast<std::uint64_t>(b) + 1) : routes_.route(a, b);
-      for (const DirectedLink& h : r.hops) {
-        sg4::SplitDuplexLink* l = links_[h.link];
-        c.links.push_back((h.forward ? l->get_link_up() : l->get_link_down())->get_impl());
-        c.latency_s += topo_.link(topo_.links()[h.link]).latency_s;
-      }
+      fill(c, default_route(a, b));
     }
     into->link_list_.insert(into->link_list_.end(), c.links.begin(), c.links.end());
     if (latency) *latency += c.latency_s;
@@ -60,6 +63,22 @@ class TopologyZone final : public sgr::NetZoneImpl {
     std::vector<simgrid::kernel::resource::StandardLinkImpl*> links;
     double latency_s = 0;
   };
+  // default_route: inside a machine the topology's route; between machines a GPU's traffic
+  // leaves and enters by its own NIC (Routes::nic_of), the fabric path picked by the destination.
+  Route default_route(VertexId a, VertexId b) const {
+    const bool across = topo_.vertex(a).host != topo_.vertex(b).host;
+    const bool gpus = topo_.rank_of(a) >= 0 && topo_.rank_of(b) >= 0;
+    return !across ? routes_.route(a, b)
+           : gpus  ? routes_.net_route(topo_.rank_of(a), topo_.rank_of(b), static_cast<std::uint64_t>(b) + 1)
+                   : routes_.route(a, b, static_cast<std::uint64_t>(b) + 1);
+  }
+  void fill(Cached& c, const Route& r) const {
+    for (const DirectedLink& h : r.hops) {
+      sg4::SplitDuplexLink* l = links_[h.link];
+      c.links.push_back((h.forward ? l->get_link_up() : l->get_link_down())->get_impl());
+      c.latency_s += topo_.link(topo_.links()[h.link]).latency_s;
+    }
+  }
   const Topology& topo_;
   const Routes& routes_;
   std::unordered_map<unsigned long, VertexId> vertex_;  // by netpoint id
@@ -112,7 +131,7 @@ Platform build_platform(const Topology& topo, const Routes& routes) {
   for (LinkId e : topo.links()) {
     const TopoLink& l = topo.link(e);
     sg4::SplitDuplexLink* link = zone->create_split_duplex_link(
-        fmt::format("{}--{}", topo.vertex(l.a).name, topo.vertex(l.b).name), {l.total_bw_Bps()});
+        fmt::format("{}--{}", topo.vertex(l.a).name, topo.vertex(l.b).name), {l.payload_bw_Bps});
     link->set_latency(l.latency_s);
     link->seal();
     duplex.push_back(link);
@@ -120,6 +139,9 @@ Platform build_platform(const Topology& topo, const Routes& routes) {
   }
   zone->set_links(std::move(duplex));
   zone->seal();
+  p.pin_route = [zone, gpus = p.gpus](int from, int to, const Route& r) {
+    return zone->pin(gpus.at(static_cast<std::size_t>(from)), gpus.at(static_cast<std::size_t>(to)), r);
+  };
   return p;
 }
 

@@ -7,8 +7,10 @@
 // are not SimGrid objects: routes list the links they join. Routes follow the topology's
 // (topologies/routes.hpp) and are looked up the first time a flow takes them, then kept, so the
 // platform costs O(hosts + links) and what the flows use, not a table of n^2 routes. Between
-// machines the path among equal-latency ones (a fat-tree's spines) is picked by the destination,
-// as InfiniBand's destination-based routing spreads traffic over the spines.
+// machines a GPU's traffic leaves and enters by its own NIC (Routes::nic_of) unless a route is
+// pinned for the pair (a ring channel's NICs); the path among equal-latency ones (a fat-tree's
+// spines) is picked by the destination, as InfiniBand's destination-based routing spreads
+// traffic over the spines.
 //
 //   auto engine = create_engine();
 //   const Platform p = build_platform(topo, routes);
@@ -18,6 +20,7 @@
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
 
+#include <functional>
 #include <vector>
 
 #include "topologies/routes.hpp"
@@ -29,6 +32,11 @@ struct Platform {
   std::vector<simgrid::s4u::Host*> gpus;         // by rank
   std::vector<simgrid::s4u::Host*> host_memory;  // by rank: the CPU socket nearest the GPU
   std::vector<simgrid::s4u::Link*> links;        // by topology link index
+  // pin_route makes flows from GPU `from` to GPU `to` (ranks) take `route` instead of the
+  // default: a ring channel's hop between machines goes through the channel's NICs (NCCL's
+  // search picks one NIC per channel and node, the same in and out). The first route pinned for
+  // a pair stays; returns whether this one did.
+  std::function<bool(int from, int to, const Route& route)> pin_route;
 };
 
 // build_platform creates the platform in the process's engine (create_engine first) and seals it.

@@ -56,7 +56,7 @@ Bisection bisection(const Topology& topo, const std::vector<int>& ranks) {
   std::int64_t unbounded = 1;  // more than all links together: the source and sink arcs
   for (LinkId e : topo.links()) {
     const TopoLink& l = topo.link(e);
-    const auto cap = static_cast<std::int64_t>(std::llround(l.total_bw_Bps()));
+    const auto cap = static_cast<std::int64_t>(std::llround(l.payload_bw_Bps));
     add_arc(g, l.a, l.b, cap);
     add_arc(g, l.b, l.a, cap);
     unbounded += 2 * cap;

@@ -51,7 +51,7 @@ class Search {
       : topo_(topo), routes_(routes), full_(2 * topo.links().size()), core_(topo.links().size()) {
     for (LinkId e : topo.links()) {
       const TopoLink& l = topo.link(e);
-      full_[2 * l.index] = full_[2 * l.index + 1] = l.total_bw_Bps();
+      full_[2 * l.index] = full_[2 * l.index + 1] = l.payload_bw_Bps;
       core_[l.index] = topo.vertex(l.a).kind == VertexKind::kSwitch && topo.vertex(l.b).kind == VertexKind::kSwitch;
     }
     std::vector<int> sorted = ranks;
@@ -99,19 +99,15 @@ class Search {
     return it->second;
   }
   const Route& gpu_route(int a, int b) { return route(topo_.gpu(a), topo_.gpu(b)); }
-  // net_hop: GPU `from` -> its NIC -> the fabric (an ECMP path labelled by the channel, as
-  // switches spread flows) -> the next node's NIC -> GPU `to`; found once per channel speed pass
-  // would cost a fabric-wide search per node and pass, so kept.
+  // net_hop: GPU `from` -> NIC `nic` -> the fabric (an ECMP path labelled by the channel, as
+  // switches spread flows) -> the next node's NIC -> GPU `to` (Routes::net_route); found once per
+  // pair, NICs and channel.
   const Route& net_hop(int from, VertexId nic, VertexId next_nic, int to, int channel) {
     const auto key = std::make_tuple(from, nic, next_nic, to, channel);
     auto it = hops_.find(key);
-    if (it == hops_.end()) {
-      const Route fabric = routes_.route(nic, next_nic, static_cast<std::uint64_t>(channel) + 1);
-      it = hops_
-               .emplace(key,
-                        join(topo_, join(topo_, route(topo_.gpu(from), nic), fabric), route(next_nic, topo_.gpu(to))))
-               .first;
-    }
+    if (it == hops_.end())
+      it =
+          hops_.emplace(key, routes_.net_route(from, to, nic, next_nic, static_cast<std::uint64_t>(channel) + 1)).first;
     return it->second;
   }
 
@@ -124,26 +120,11 @@ class Search {
     const std::vector<double> inter = speed_table(true, sm);
     double cap = intra.front() * 1e9;
     if (multi_node()) cap = std::min(cap, inter.front() * 1e9);
-    std::set<double> bottlenecks;
-    for (const auto& node : nodes_)
-      for (int a : node)
-        for (int b : node)
-          if (a != b) bottlenecks.insert(gpu_route(a, b).bottleneck_Bps);
-    if (multi_node()) {
-      for (std::size_t n = 0; n < nodes_.size(); ++n) {
-        const std::size_t next = (n + 1) % nodes_.size();
-        for (std::size_t i = 0; i < nics_[n].size(); ++i) {
-          bottlenecks.insert(route(nics_[n][i], nics_[next][i % nics_[next].size()]).bottleneck_Bps);
-          for (int r : nodes_[n]) bottlenecks.insert(route(topo_.gpu(r), nics_[n][i]).bottleneck_Bps);
-        }
-      }
-    }
+    // Only NCCL's own speeds (search.cc's arrays): the channel count and speed are NCCL's, and its
+    // model's per-channel caps count them.
     std::set<double, std::greater<>> out;
     for (double s : multi_node() ? inter : intra)
       if (s * 1e9 <= cap) out.insert(s * 1e9);
-    for (double b : bottlenecks)
-      for (int k = 1; k <= kMaxChannels; ++k)
-        if (b / k <= cap) out.insert(b / k);
     // Upper bound on channels x speed: what the weakest GPU (and node's NICs) can move.
     upper_bound = cap * kMaxChannels;
     const auto remember = [&] { upper_ = upper_bound; };
@@ -151,7 +132,7 @@ class Search {
       for (int r : node) {
         double sum = 0;
         for (auto e : boost::make_iterator_range(boost::out_edges(topo_.gpu(r), topo_.graph())))
-          sum += topo_.link(e).total_bw_Bps();
+          sum += topo_.link(e).payload_bw_Bps;
         upper_bound = std::min(upper_bound, sum);
       }
     }
@@ -161,7 +142,7 @@ class Search {
         for (VertexId nic : nics)
           for (auto e : boost::make_iterator_range(boost::out_edges(nic, topo_.graph()))) {
             const LinkType t = topo_.link(e).type;
-            if (t == LinkType::kInfiniband || t == LinkType::kEthernet) sum += topo_.link(e).total_bw_Bps();
+            if (t == LinkType::kInfiniband || t == LinkType::kEthernet) sum += topo_.link(e).payload_bw_Bps;
           }
         upper_bound = std::min(upper_bound, sum);
       }
@@ -479,6 +460,18 @@ Channels build_channels(const Topology& topo, const Routes& routes, const std::v
   if (out.rings.empty()) {
     throw ConfigError(fmt::format("{}: no ring through GPUs {} fits the links", topo.origin(),
                                   fmt::format("{}", fmt::join(out.ranks, ","))));
+  }
+  // NCCL's ncclTopoDupChannels (src/graph/search.cc): fast channels are doubled at half the speed
+  // (more CTAs in flight, the same bandwidth), except below 25 GB/s and, past Ampere, below
+  // 50 GB/s with more than 4 channels. The model's per-channel caps count the doubled channels.
+  int sm = std::numeric_limits<int>::max();
+  for (int r : out.ranks) sm = std::min(sm, topo.vertex(topo.gpu(r)).gpu->sm_version);
+  const double gbps = out.channel_bw_Bps / 1e9;
+  const auto n = out.rings.size();
+  if (gbps >= 25.0 * (1 - kRelEps) && !(sm > 80 && gbps < 50.0 * (1 - kRelEps) && n > 4)) {
+    const std::size_t dup = std::min<std::size_t>(2 * n, kMaxDupChannels);
+    for (std::size_t c = n; c < dup; ++c) out.rings.push_back(out.rings[c - n]);
+    out.channel_bw_Bps /= static_cast<double>((dup + n - 1) / n);
   }
   out.intra_class = PathClass::kNVL;
   for (const RingChannel& ch : out.rings)

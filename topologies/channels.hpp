@@ -2,7 +2,7 @@
 //
 //   Routes routes(topo);
 //   const Channels ch = build_channels(topo, routes, first_ranks(8));
-//   ch.rings.size() * ch.channel_bw_Bps;    // dgx-a100: 8 channels x 37.5 GB/s = 300 GB/s
+//   ch.rings.size() * ch.channel_bw_Bps;    // dgx-a100: 12 channels x 20 GB/s = 240 GB/s
 //   ch.rings[0].order;                       // {0, 1, 2, 3, 4, 5, 6, 7}
 //
 // How channels are found, as NCCL's search does: one channel at a time, each a GPU order whose
@@ -12,8 +12,9 @@
 // that gives the most bandwidth in total (ties: the higher speed, i.e. fewer channels). Speeds
 // are NCCL's speed table plus every route bandwidth divided by 1..16, capped per channel at
 // NCCL's top speed for the GPU generation (40 GB/s before Hopper, 60 on Hopper, 90 on
-// Blackwell; 48 across nodes, 96 on Blackwell). At most 16 channels (NCCL searches
-// MAXCHANNELS/2 and duplicates them later).
+// Blackwell; 48 across nodes, 96 on Blackwell). At most 16 channels, then doubled at half the
+// speed as NCCL's ncclTopoDupChannels does (6 x 40 GB/s on a DGX A100 become 12 x 20). Links
+// count at their payload rate (topologies/link_model.hpp): NVLink 20 of 25 GB/s on A100.
 //
 // Across nodes each channel picks NIC c mod (NICs per node) on every node (rail-aligned), runs
 // a chain through all of the node's GPUs from a GPU next to that NIC to another GPU next to it,
@@ -30,8 +31,11 @@
 
 namespace gradsync {
 
-// kMaxChannels: the most channels the search returns.
+// kMaxChannels: the most channels the search finds; kMaxDupChannels: the most after NCCL
+// doubles fast channels (ncclTopoDupChannels, up to the ring graph's maxChannels, MAXCHANNELS/2
+// = 32 in NCCL 2.25+).
 inline constexpr int kMaxChannels = 16;
+inline constexpr std::size_t kMaxDupChannels = 32;
 
 // RingChannel is one ring: `order` lists the ranks; hops[i] carries order[i] -> order[i+1]
 // (the last hop closes the ring). Across nodes, chains[n] is node n's part of the order (first

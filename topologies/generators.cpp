@@ -81,7 +81,7 @@ struct NodeParts {
 // add_nvswitch_node: GPUs on one NVSwitch vertex; PCIe switch s holds GPUs 2s, 2s+1 and its
 // share of the NICs; switches 0..n/2-1 under cpu0, the rest under cpu1.
 NodeParts add_nvswitch_node(Builder& b, const std::string& prefix, const std::string& host, const GpuSpec& g,
-                            const std::string& gpu_key, int gpus, int nics, double nic_pcie_Bps) {
+                            const std::string& gpu_key, int gpus, int nics) {
   NodeParts parts;
   const std::size_t cpu0 = b.add(prefix + "cpu0", VertexKind::kCpu, host);
   const std::size_t cpu1 = b.add(prefix + "cpu1", VertexKind::kCpu, host);
@@ -101,8 +101,11 @@ NodeParts add_nvswitch_node(Builder& b, const std::string& prefix, const std::st
   }
   for (int j = 0; j < nics; ++j) {
     parts.nics.push_back(b.add(fmt::format("{}nic{}", prefix, j), VertexKind::kNic, host));
-    b.link(sw[static_cast<std::size_t>(j * switches / nics)], parts.nics.back(), LinkType::kPcie,
-           std::min(pcie, nic_pcie_Bps), kPcieLatency_s);
+    // The NIC's own PCIe slot, of the node's generation (ConnectX-6 HDR: Gen4 x16, ConnectX-7
+    // NDR: Gen5 x16); its line rate is the network link's (a 400 Gb/s NIC in a Gen4 slot is
+    // PCIe-bound, as NCCL's topology counts it).
+    b.link(sw[static_cast<std::size_t>(j * switches / nics)], parts.nics.back(), LinkType::kPcie, pcie,
+           kPcieLatency_s);
   }
   return parts;
 }
@@ -208,9 +211,9 @@ Topology generate_nvswitch(const NvswitchOptions& o) {
   const GpuSpec& g = nvlink_gpu(o.gpu, "an NVSwitch fabric");
   need(o.gpus >= 1 && o.gpus <= 72, fmt::format("--gpus {}: expected 1 to 72 GPUs on one NVSwitch fabric", o.gpus));
   need(o.nics >= 0 && o.nics <= 64, fmt::format("--nics {}: expected 0 to 64", o.nics));
-  const double nic_Bps = bandwidth_flag(o.nic_bw, "--nic-bw");
+  (void)bandwidth_flag(o.nic_bw, "--nic-bw");  // checked; one node's NICs carry no traffic between its GPUs
   Builder b;
-  add_nvswitch_node(b, "", "node0", g, o.gpu, o.gpus, o.nics, nic_Bps);
+  add_nvswitch_node(b, "", "node0", g, o.gpu, o.gpus, o.nics);
   const std::string cmd = fmt::format("gradsync topo generate nvswitch --gpu {} --gpus {} --nics {} --nic-bw {}", o.gpu,
                                       o.gpus, o.nics, o.nic_bw);
   return b.build("generated nvswitch",
@@ -320,7 +323,7 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
     const std::string prefix = host + ".";
     node_nics.push_back(std::string(type.key) == "dgx1-v100"
                             ? add_dgx1_node(b, prefix, host, g, type.gpu, nics).nics
-                            : add_nvswitch_node(b, prefix, host, g, type.gpu, 8, nics, nic_Bps).nics);
+                            : add_nvswitch_node(b, prefix, host, g, type.gpu, 8, nics).nics);
   }
   // Leaf of every NIC: in node order, or per rail (NIC i of every node on the rail-i leaves).
   const int per_rail = (o.nodes + down - 1) / down;

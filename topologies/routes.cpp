@@ -9,7 +9,12 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
 
 namespace gradsync {
 namespace {
@@ -236,7 +241,7 @@ Route walk(const Topology& topo, VertexId from, VertexId to, const std::vector<L
     const TopoLink& l = topo.link(e);
     r.hops.push_back(DirectedLink{l.index, l.a == v});
     r.latency_s += l.latency_s;
-    r.bottleneck_Bps = std::min(r.bottleneck_Bps, l.total_bw_Bps());
+    r.bottleneck_Bps = std::min(r.bottleneck_Bps, l.payload_bw_Bps);
     v = topo.other_end(e, v);
     r.vertices.push_back(v);
   }
@@ -310,6 +315,80 @@ Route Routes::route(VertexId from, VertexId to, std::uint64_t flow) const {
     v = a.to;
   }
   return walk(topo_, from, to, links);
+}
+
+}  // namespace gradsync
+
+namespace gradsync {
+
+VertexId Routes::nic_of(int rank) const {
+  if (nic_of_.empty()) nic_of_.assign(static_cast<std::size_t>(topo_.gpu_count()), -1);
+  const std::int64_t known = nic_of_.at(static_cast<std::size_t>(rank));
+  if (known >= 0) return static_cast<VertexId>(known);
+  // Deal the machine's NICs to all of its GPUs at once, in rank order.
+  const int host = topo_.host_of(rank);
+  const std::vector<VertexId> nics = topo_.nics_of_host(host);
+  if (nics.empty()) {
+    throw ConfigError(fmt::format("{}: host {} has GPUs but no nic; GPUs on several hosts talk through NICs",
+                                  topo_.origin(), topo_.hosts()[static_cast<std::size_t>(host)]));
+  }
+  std::map<VertexId, int> used;
+  for (int g = 0; g < topo_.gpu_count(); ++g) {
+    if (topo_.host_of(g) != host) continue;
+    const auto key = [&](VertexId nic) {
+      const Route r = route(topo_.gpu(g), nic);
+      return std::make_pair(r.path_class, r.latency_s);
+    };
+    VertexId best = nics.front();
+    for (VertexId nic : nics) {
+      const auto k = key(nic), b = key(best);
+      if (k < b || (k == b && used[nic] < used[best])) best = nic;
+    }
+    ++used[best];
+    nic_of_[static_cast<std::size_t>(g)] = static_cast<std::int64_t>(best);
+  }
+  return static_cast<VertexId>(nic_of_[static_cast<std::size_t>(rank)]);
+}
+
+Route Routes::net_route(int from_rank, int to_rank, std::uint64_t flow) const {
+  return net_route(from_rank, to_rank, nic_of(from_rank), nic_of(to_rank), flow);
+}
+
+Route Routes::net_route(int from_rank, int to_rank, VertexId nic_a, VertexId nic_b, std::uint64_t flow) const {
+  return join(topo_, join(topo_, route(topo_.gpu(from_rank), nic_a), fabric_route(nic_a, nic_b, flow)),
+              route(nic_b, topo_.gpu(to_rank)));
+}
+
+Route Routes::fabric_route(VertexId nic_a, VertexId nic_b, std::uint64_t flow) const {
+  // port: a NIC's first network link (InfiniBand or Ethernet) and the vertex at its other end.
+  const auto port = [&](VertexId nic) {
+    for (auto e : boost::make_iterator_range(boost::out_edges(nic, topo_.graph()))) {
+      const LinkType t = topo_.link(e).type;
+      if (t == LinkType::kInfiniband || t == LinkType::kEthernet) return std::make_pair(e, topo_.other_end(e, nic));
+    }
+    throw ConfigError(fmt::format("{}: nic {} has no infiniband or ethernet link to the network", topo_.origin(),
+                                  topo_.vertex(nic).name));
+  };
+  const auto single = [&](VertexId from, LinkId e) {
+    Route r;
+    r.from = from;
+    r.to = topo_.other_end(e, from);
+    r.vertices = {from, r.to};
+    const TopoLink& l = topo_.link(e);
+    r.hops = {DirectedLink{l.index, l.a == from}};
+    r.latency_s = l.latency_s;
+    r.bottleneck_Bps = l.payload_bw_Bps;
+    r.path_class = classify(topo_, r.vertices, r.hops);
+    r.p2p = false;
+    return r;
+  };
+  const auto [ea, sa] = port(nic_a);
+  const auto [eb, sb] = port(nic_b);
+  const Route out = single(nic_a, ea);
+  if (sa == nic_b) return out;  // NICs cabled back to back
+  const Route in = single(sb, eb);
+  if (sa == sb) return join(topo_, out, in);
+  return join(topo_, join(topo_, out, route(sa, sb, flow)), in);
 }
 
 }  // namespace gradsync

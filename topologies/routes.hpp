@@ -72,6 +72,22 @@ class Routes {
   Route route(VertexId from, VertexId to, std::uint64_t flow) const;
   Route gpu_route(int from_rank, int to_rank) const { return route(topo_.gpu(from_rank), topo_.gpu(to_rank)); }
 
+  // nic_of: the NIC through which a GPU's traffic leaves and enters its machine: among the
+  // machine's NICs the nearest (path class, then latency), dealt out in rank order so that GPUs
+  // with the same nearest NICs take one each, the least used first (DGX: GPU i and NIC i, two
+  // of each under one PCIe switch). NCCL's search likewise picks a NIC local to the GPU a channel
+  // enters or leaves by, and a rail-optimized cluster wires NIC i to rail i. ConfigError when the
+  // machine has no NIC.
+  VertexId nic_of(int rank) const;
+  // net_route: between GPUs of different machines, GPU from -> NIC a -> the fabric -> NIC b ->
+  // GPU to, with a = nic_of(from) and b = nic_of(to) unless given. The fabric leg leaves NIC a by
+  // its network link and enters NIC b by its own (fabric_route), never through a machine.
+  Route net_route(int from_rank, int to_rank, std::uint64_t flow) const;
+  Route net_route(int from_rank, int to_rank, VertexId nic_a, VertexId nic_b, std::uint64_t flow) const;
+  // fabric_route: NIC a's network link, the switches between (ECMP by `flow` among equal-latency
+  // paths), NIC b's network link. A NIC forwards only between its machine and the network.
+  Route fabric_route(VertexId nic_a, VertexId nic_b, std::uint64_t flow) const;
+
  private:
   struct Tree;
   struct Search;
@@ -96,6 +112,7 @@ class Routes {
   std::vector<std::int32_t> machine_;      // per vertex: its machine (-1: a network switch)
   std::vector<std::size_t> machine_size_;  // vertices per machine
   mutable std::unordered_map<VertexId, std::unique_ptr<Local>> locals_;  // per source, its machine
+  mutable std::vector<std::int64_t> nic_of_;                             // per rank, -1 until asked
 };
 
 }  // namespace gradsync

@@ -17,6 +17,7 @@
 
 #include "core/embedded_file.hpp"
 #include "core/error.hpp"
+#include "topologies/link_model.hpp"
 
 namespace gradsync {
 namespace detail {
@@ -182,6 +183,7 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
     s.link.index = i;
     s.link.a = s.a;
     s.link.b = s.b;
+    s.link.payload_bw_Bps = link_payload_Bps(s.link, a, b);
     t.links_.push_back(boost::add_edge(s.a, s.b, s.link, t.graph_).first);
   }
 

@@ -3,7 +3,8 @@
 //
 //   const Topology topo = load_topology("dgx-a100");       // built-in name or a .dot/.graphml path
 //   topo.gpu_count() == 8;  topo.vertex(topo.gpu(0)).name == "gpu0";
-//   for (auto e : topo.links()) topo.link(e).total_bw_Bps();  // bw x links
+//   for (auto e : topo.links()) topo.link(e).total_bw_Bps();  // bw x links (datasheet)
+//   topo.link(e).payload_bw_Bps;                              // what NCCL moves over it
 //
 // GPU ranks follow the order in which GPUs are declared in the file. Every Topology is valid:
 // construction checks kinds, models, bandwidths, names and that every GPU reaches every other.
@@ -57,8 +58,12 @@ struct TopoLink {
   int line = 0;
   std::size_t index = 0;     // position in Topology::links(), set by Topology
   std::size_t a = 0, b = 0;  // its two ends as written (vertex ids), set by Topology; "forward" is a -> b
+  // payload_bw_Bps: what the link carries of payload per direction, all parallel links together:
+  // the datasheet total times NCCL's link efficiency (topologies/link_model.hpp), set by Topology.
+  // Searches, routes and the simulator use it.
+  double payload_bw_Bps = 0;
 
-  // total_bw_Bps is the link's bandwidth per direction, all parallel links together.
+  // total_bw_Bps is the link's datasheet bandwidth per direction, all parallel links together.
   double total_bw_Bps() const { return bw_Bps * links; }
 };
 

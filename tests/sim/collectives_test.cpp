@@ -1,5 +1,5 @@
 // collectives_test.cpp: simulated NCCL collectives against their closed forms on a uniform star
-// (every GPU one link of bandwidth B and latency a to one NVSwitch), and NCCL's choice of
+// (every GPU one link of payload bandwidth B and latency a to one NVSwitch), and NCCL's choice of
 // algorithm and protocol. One SimGrid engine per process: each test runs in its own process.
 #include <gtest/gtest.h>
 
@@ -11,11 +11,14 @@
 #include "sim/cluster.hpp"
 #include "sim/engine.hpp"
 #include "sim/nccl_model.hpp"
+#include "topologies/link_model.hpp"
 
 namespace gradsync::sim {
 namespace {
 
-constexpr double kLinkBw = 100e9;    // B per direction
+// B: what a 100 GB/s NVLink of an A100 carries of payload per direction, NCCL's 20 of every 25
+// GB/s (topologies/link_model.hpp): flows move payload at this rate.
+constexpr double kLinkBw = 100e9 * 20.0 / 25.0;
 constexpr double kLinkLat = 0.5e-6;  // a per link; a GPU-to-GPU route crosses two links
 constexpr double kRouteLat = 2 * kLinkLat;
 
@@ -54,6 +57,13 @@ CollectiveRecord run_one(int n, Collective c, double bytes_per_channel_unit, Sim
   if (bytes_out) *bytes_out = bytes;
   EXPECT_EQ(cluster.collectives().size(), 1u);
   return cluster.collectives().at(0);
+}
+
+TEST(LinkModel, TheStarsLinkCarriesNcclsPayloadRate) {
+  const Topology topo = read_topology_dot(star(2), "star.dot");
+  EXPECT_DOUBLE_EQ(topo.link(topo.links()[0]).payload_bw_Bps, kLinkBw);            // gpu0 -- sw
+  EXPECT_DOUBLE_EQ(topo.link(topo.links()[1]).payload_bw_Bps, 10e9 * 12 / 15.75);  // gpu0 -- cpu: PCIe
+  EXPECT_DOUBLE_EQ(payload_efficiency(LinkType::kNvlink, 80), 0.8);
 }
 
 SimOptions forced(Protocol p, int max_channels = 0) {
@@ -172,7 +182,7 @@ TEST(NcclModel, TreeAllreduceAcrossNodesCompletes) {
   const CollectiveRecord& rec = cluster.collectives()[0];
   EXPECT_EQ(rec.choice.algorithm, Algorithm::kTree);
   // Every byte crosses the nodes' NICs at least once each way: S / (NIC bandwidth of a node).
-  ring_floor = static_cast<double>(256 << 20) / (8 * 25e9);
+  ring_floor = static_cast<double>(256 << 20) / (8 * 24e9);  // PCIe Gen4 x16 at NCCL's 24 GB/s to each NIC
   EXPECT_GT(rec.end_s - rec.start_s, ring_floor);
   // Every GPU sent and received data.
   for (int r = 0; r < 16; ++r) {

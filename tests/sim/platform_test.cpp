@@ -14,8 +14,9 @@ namespace sg4 = simgrid::s4u;
 namespace gradsync::sim {
 namespace {
 
-// Two hosts of two GPUs each; GPUs reach their NIC over 50 GB/s PCIe (1 us); NICs reach one
-// switch over 25 GB/s InfiniBand (2 us). GPU pairs inside a host talk over 100 GB/s NVLink.
+// Two hosts of two GPUs each; GPUs reach their NIC over 50 GB/s PCIe (1 us; 38 GB/s of payload at
+// NCCL's PCIe efficiency); NICs reach one switch over 25 GB/s InfiniBand (2 us, all payload). GPU
+// pairs inside a host talk over 100 GB/s NVLink (80 GB/s of payload on A100s).
 constexpr const char* kTwoNodes = R"(graph t {
   "a.cpu" [kind="cpu", host="a"];
   "a.gpu0" [kind="gpu", model="a100", host="a"];
@@ -69,7 +70,10 @@ TEST(Platform, HostsAndLinksFollowTheTopology) {
   EXPECT_EQ(f.p.host_memory[0]->get_name(), "mem:a.cpu");
   EXPECT_EQ(f.p.host_memory[3]->get_name(), "mem:b.cpu");
   ASSERT_EQ(f.p.links.size(), f.topo.links().size());
-  EXPECT_DOUBLE_EQ(f.p.links[2]->get_bandwidth(), 100e9);  // 4 NVLinks x 25 GB/s
+  // Links carry their payload rate (topologies/link_model.hpp): 4 NVLinks x NCCL's 20 GB/s.
+  EXPECT_DOUBLE_EQ(f.p.links[2]->get_bandwidth(), 80e9);
+  EXPECT_DOUBLE_EQ(f.p.links[0]->get_bandwidth(), 20e9 * 12 / 15.75);  // PCIe
+  EXPECT_DOUBLE_EQ(f.p.links[10]->get_bandwidth(), 25e9);              // InfiniBand: the line rate
 }
 
 TEST(Platform, ATransferTakesTheRouteLatencyPlusBytesOverTheBottleneck) {
@@ -97,7 +101,7 @@ TEST(Platform, TwoFlowsThroughOneNicEachGetHalfOfIt) {
 TEST(Platform, HostToDeviceCopiesCrossTheGpusPcieLink) {
   Fixture f;
   const auto t = transfer({{f.p.host_memory[1], f.p.gpus[1]}});
-  EXPECT_NEAR(t[0], 1e-6 + kBytes / 20e9, 1e-12);
+  EXPECT_NEAR(t[0], 1e-6 + kBytes / (20e9 * 12 / 15.75), 1e-12);
 }
 
 TEST(Platform, AGatherIntoOneGpuIsSlowerThanTheSameBytesSpreadOut) {

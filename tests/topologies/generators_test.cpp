@@ -32,8 +32,9 @@ TEST(Generators, NvswitchNode) {
   EXPECT_EQ(count(t, VertexKind::kNic), 8);
   EXPECT_EQ(t.link(t.links()[5]).type, LinkType::kNvlink);
   EXPECT_EQ(t.link(t.links()[5]).links, 18);  // H100 SXM5: 18 NVLinks
-  // Half the GPUs under each socket send 4 x 450 GB/s through the NVSwitch.
-  EXPECT_DOUBLE_EQ(bisection(t, first_ranks(8)).bw_Bps, 4 * 450e9 + 2 * 63e9);
+  // Half the GPUs under each socket send 4 x 18 NVLinks x NCCL's 20.6 GB/s through the NVSwitch,
+  // plus two PCIe Gen5 x16 uplinks at NCCL's 48 GB/s (payload rates, topologies/link_model.hpp).
+  EXPECT_DOUBLE_EQ(bisection(t, first_ranks(8)).bw_Bps, 4 * 18 * 20.6e9 + 2 * 48e9);
 }
 
 TEST(Generators, Dgx1MeshHasSixLinksPerGpu) {
@@ -71,7 +72,8 @@ TEST(Generators, FatTreeLeavesSpinesAndOversubscription) {
   EXPECT_EQ(count(over, VertexKind::kSwitch), 7 + 21);
   const double nonblocking = bisection(full, first_ranks(256)).bw_Bps;
   const double oversubscribed = bisection(over, first_ranks(256)).bw_Bps;
-  EXPECT_DOUBLE_EQ(nonblocking, 128 * 50e9);  // every NIC of half the nodes at full speed
+  // Every NIC of half the nodes at full speed: 400 Gb/s NDR behind PCIe Gen5 x16 (NCCL's 48 GB/s).
+  EXPECT_DOUBLE_EQ(nonblocking, 128 * 48e9);
   EXPECT_LT(oversubscribed, 0.6 * nonblocking);
 }
 

@@ -1,6 +1,8 @@
 // routes_test.cpp: shortest paths, bottlenecks, NCCL path classes and peer-to-peer.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <set>
 
 #include "topologies/generators.hpp"
@@ -16,7 +18,7 @@ TEST(Routes, Dgx1DirectNvlinkAndThroughAGpu) {
   const Route direct = routes.gpu_route(0, 3);
   EXPECT_EQ(direct.path_class, PathClass::kNVL);
   EXPECT_EQ(direct.hops.size(), 1u);
-  EXPECT_DOUBLE_EQ(direct.bottleneck_Bps, 50e9);  // the two-link pair
+  EXPECT_DOUBLE_EQ(direct.bottleneck_Bps, 40e9);  // the two-link pair at NCCL's 20 GB/s per NVLink
   EXPECT_TRUE(direct.p2p);
   // 0 and 5 share no NVLink: two NVLink hops through GPU 1 or 4 beat the PCIe/QPI path.
   const Route nvb = routes.gpu_route(0, 5);
@@ -36,9 +38,10 @@ TEST(Routes, PcieSwitchAndCpuClasses) {
   const Route sys = routes.gpu_route(1, 2);
   EXPECT_EQ(sys.path_class, PathClass::kSYS);
   EXPECT_FALSE(sys.p2p);  // staged through host memory, as NCCL's default P2P level (PXB) says
-  // gpu1 - pcie0 - cpu0 - cpu1 - pcie1 - gpu2: 5 links, bottleneck the PCIe x16 Gen4 link.
+  // gpu1 - pcie0 - cpu0 - cpu1 - pcie1 - gpu2: 5 links, bottleneck the PCIe x16 Gen4 link at
+  // NCCL's 24 GB/s.
   EXPECT_EQ(sys.hops.size(), 5u);
-  EXPECT_DOUBLE_EQ(sys.bottleneck_Bps, 31.5e9);
+  EXPECT_DOUBLE_EQ(sys.bottleneck_Bps, 24e9);
   EXPECT_NEAR(sys.latency_s, 4 * 150e-9 + 100e-9, 1e-15);
 }
 
@@ -78,11 +81,11 @@ TEST(Routes, PxbPhbAndNet) {
   EXPECT_EQ(routes.gpu_route(0, 1).path_class, PathClass::kPXB);
   EXPECT_TRUE(routes.gpu_route(0, 1).p2p);
   EXPECT_EQ(routes.gpu_route(0, 2).path_class, PathClass::kPHB);
-  EXPECT_DOUBLE_EQ(routes.gpu_route(0, 2).bottleneck_Bps, 16e9);
+  EXPECT_DOUBLE_EQ(routes.gpu_route(0, 2).bottleneck_Bps, 16e9 * 12 / 15.75);  // PCIe's payload share
   const Route net = routes.gpu_route(2, 3);
   EXPECT_EQ(net.path_class, PathClass::kNET);
   EXPECT_FALSE(net.p2p);
-  EXPECT_DOUBLE_EQ(net.bottleneck_Bps, 16e9);
+  EXPECT_DOUBLE_EQ(net.bottleneck_Bps, 16e9 * 12 / 15.75);
   EXPECT_NEAR(net.latency_s, 2e-6 + 3e-9, 1e-15);
 }
 
@@ -91,12 +94,36 @@ TEST(Routes, NvswitchAndAcrossNodes) {
   Routes routes(t);
   const Route nvl = routes.gpu_route(0, 7);
   EXPECT_EQ(nvl.path_class, PathClass::kNVL);
-  EXPECT_DOUBLE_EQ(nvl.bottleneck_Bps, 300e9);  // 12 NVLinks x 25 GB/s into the NVSwitch
+  EXPECT_DOUBLE_EQ(nvl.bottleneck_Bps, 240e9);  // 12 NVLinks x NCCL's 20 GB/s into the NVSwitch
   const Route net = routes.gpu_route(0, 8);
   EXPECT_EQ(net.path_class, PathClass::kNET);
-  EXPECT_DOUBLE_EQ(net.bottleneck_Bps, 25e9);  // one HDR NIC
+  EXPECT_DOUBLE_EQ(net.bottleneck_Bps, 24e9);  // the PCIe Gen4 x16 to an HDR NIC (25 GB/s)
   // gpu -> pcie switch -> nic -> leaf -> nic -> pcie switch -> gpu
   EXPECT_EQ(net.hops.size(), 6u);
+}
+
+TEST(Routes, EachGpuHasItsOwnNicAndFabricRoutesNeverCrossAMachine) {
+  const Topology t = load_topology("16x-dgx-h100-ndr");
+  Routes routes(t);
+  // Two GPUs and two NICs per PCIe switch: GPU i takes NIC i.
+  for (int g = 0; g < 16; ++g) {
+    EXPECT_EQ(t.vertex(routes.nic_of(g)).name, fmt::format("node{}.nic{}", g / 8, g % 8)) << g;
+  }
+  // Rail 1 to rail 0 goes through the spines, not through a node's PCIe switch and its other NIC.
+  const Route r = routes.net_route(1, 8, 1);
+  for (std::size_t i = 1; i + 1 < r.vertices.size(); ++i) {
+    const TopoVertex& v = t.vertex(r.vertices[i]);
+    if (v.kind == VertexKind::kPcieSwitch) {
+      EXPECT_TRUE(i == 1 || i + 2 == r.vertices.size()) << v.name;
+    }
+  }
+  EXPECT_EQ(t.vertex(r.vertices[2]).name, "node0.nic1");
+  EXPECT_EQ(t.vertex(r.vertices[r.vertices.size() - 3]).name, "node1.nic0");
+  // A channel's hop may name its NICs: NIC 0 at both ends, one rail.
+  const Route c = routes.net_route(1, 8, routes.nic_of(0), routes.nic_of(8), 1);
+  EXPECT_EQ(t.vertex(c.vertices[2]).name, "node0.nic0");
+  EXPECT_EQ(c.path_class, PathClass::kNET);
+  EXPECT_DOUBLE_EQ(c.bottleneck_Bps, 48e9);  // PCIe Gen5 x16 before a 50 GB/s NDR NIC
 }
 
 TEST(Routes, JoinConcatenates) {

@@ -1,0 +1,50 @@
+// link_model.hpp: what a byte costs on each kind of link: the payload rate NCCL plans with and
+// reaches, as a fraction of the datasheet rate a topology file gives. One versioned table, each
+// number with its source in NCCL's code (src/graph/topo.h, topo.cc: NVIDIA/nccl v2.27.7).
+//
+// Topology files keep datasheet rates (NVLink 25 GB/s per link, PCIe Gen4 x16 31.5 GB/s, HDR
+// 25 GB/s); Topology::build sets each link's payload_bw_Bps = datasheet x payload_efficiency.
+// The channel search, the routes' bottlenecks and the simulated links all use the payload rate,
+// so an uncontended collective takes the time NCCL's own model predicts, and contention between
+// flows still comes from SimGrid's sharing of these rates.
+//
+//   payload_efficiency(LinkType::kNvlink, 80)  == 0.8     // A100: 20 of 25 GB/s per link
+//   payload_efficiency(LinkType::kPcie, 0)     == 12/15.75 // Gen3 x16: NCCL's 12 GB/s
+#pragma once
+
+#include <string_view>
+
+#include "topologies/topology.hpp"
+
+namespace gradsync {
+
+// kLinkModelVersion: the NCCL release whose link constants the table holds.
+inline constexpr std::string_view kLinkModelVersion = "NCCL 2.27.7 src/graph/topo.h";
+
+// nccl_nvlink_Bps: NCCL's bandwidth of one NVLink, per direction, for a GPU of compute capability
+// `sm` (x10): SM60_NVLINK_BW 18, SM70/SM80 20, SM86 12, SM90 20.6, SM100 40.1 GB/s
+// (ncclTopoNVLinkBw). About 80% of the datasheet rate: NVLink carries at most 128 B of payload per
+// packet from the SMs ("roughly, the app-level bandwidth is 80% of the peak bandwidth", NCCL's
+// maintainer in NVIDIA/nccl#1054).
+double nccl_nvlink_Bps(int sm);
+// datasheet_nvlink_Bps: the datasheet rate of one NVLink per direction for that generation:
+// NVLink1 20, NVLink2/3/4 25 (NVLink3 on GA10x: 14.0625), NVLink5 50 GB/s.
+double datasheet_nvlink_Bps(int sm);
+
+// payload_efficiency: payload rate over datasheet rate for a link of `type` whose GPU end (or the
+// slower of two GPU ends) has compute capability `sm` (0 when no GPU is at either end):
+//   nvlink      nccl_nvlink_Bps(sm) / datasheet_nvlink_Bps(sm)
+//   pcie        12 / 15.75: NCCL counts a PCIe link as width x speed / 80 GB/s with speed 60, 120,
+//               240 (x100 Mb/s per lane) for Gen3/4/5 (topo.cc kvDictPciGen), i.e. 12, 24, 48 GB/s
+//               per x16 against the datasheet's 15.75, 31.5, 63 (8/16/32 GT/s, 128b/130b): TLP
+//               headers, DLLPs and flow-control credits
+//   infiniband, ethernet   1: NCCL takes a NIC's line rate (speed / 8000, topo.cc) as it is
+//   cpu_link    1: NCCL's inter-socket figures are per CPU family (BDW 6, SKL 10, SRP 22, ERP 40,
+//               AMD 16 GB/s, topo.h); the topology file states its own
+double payload_efficiency(LinkType type, int sm);
+
+// link_payload_Bps: the payload rate of one link (all its parallel links) between `a` and `b`, per
+// direction: its datasheet total times payload_efficiency.
+double link_payload_Bps(const TopoLink& l, const TopoVertex& a, const TopoVertex& b);
+
+}  // namespace gradsync
