@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "apps/cli.hpp"
+#include "apps/published.hpp"
 #include "apps/scenario_args.hpp"
 #include "core/atomic_file.hpp"
 #include "core/calibration.hpp"
@@ -154,9 +155,19 @@ void calibrate_command(const CalibrateArgs& a) {
 
 struct ValidateArgs {
   BenchArgs bench;
+  CLI::Option* published = nullptr;
+  PublishedArgs published_args;
 };
 
 void validate_command(const ValidateArgs& va) {
+  if (va.published->count() > 0) {
+    for (const auto& [key, option] : va.bench.scenario.given)
+      if (option->count() > 0)
+        throw UsageError(fmt::format("--{}: --published validates against published measurements, not a scenario",
+                                     key));
+    run_published(va.published_args, std::cout);
+    return;
+  }
   const BenchArgs& a = va.bench;
   Scenario s = scenario_of(a.scenario);
   if (s.calibration.empty())
@@ -217,6 +228,15 @@ void register_real_commands(CLI::App& app) {
   CLI::App* val = app.add_subcommand(
       "validate", "Run a scenario for real and simulated with --calibration; measured vs simulated per phase");
   add_bench_options(val, va->bench, "gradsync-validate");
+  va->published = val->add_option("--published", va->published_args.file,
+                                   "Simulate every case of a table of published nccl-tests measurements (FILE, or "
+                                   "the one built in: validation/published/nccl_tests.yaml) and compare busbw")
+                      ->expected(0, 1)
+                      ->type_name("[FILE]");
+  val->add_option("--case", va->published_args.only, "With --published: only the case of this id");
+  val->add_option("--csv", va->published_args.csv, "With --published: write every point as CSV to this file");
+  val->add_option("--jobs", va->published_args.jobs, "With --published: cases simulated at once (default 1)")
+      ->check(kPositiveInteger);
   val->callback([va] { validate_command(*va); });
 }
 

@@ -4,23 +4,41 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
+
+#include <fmt/ranges.h>
 
 #include "apps/cli.hpp"
 #include "core/error.hpp"
 #include "core/scenario_keys.hpp"
 #include "sim/nccl_model.hpp"
 
+extern char** environ;
+
 namespace gradsync::apps {
 
 using sim::Scenario;
 
+std::string nccl_knobs_text(const Scenario& s) {
+  std::vector<std::string> set;
+  for (const ScenarioKey& k : scenario_table()) {
+    if (!k.nccl) continue;
+    const nlohmann::ordered_json v = key_value(s, k);
+    if (!v.is_null() && v != false) set.push_back(fmt::format("{}={}", k.name, value_text(v)));
+  }
+  return set.empty() ? ", NCCL's defaults" : fmt::format(", {}", fmt::join(set, " "));
+}
+
 void add_scenario_options(CLI::App* cmd, ScenarioArgs& a, const std::vector<std::string>& only) {
+  const auto wanted = [&](std::string_view name) {
+    return only.empty() || std::find(only.begin(), only.end(), std::string(name)) != only.end();
+  };
   if (only.empty())
     cmd->add_option("scenario", a.file, "YAML scenario file holding the same keys as the flags (flags win)");
   for (const ScenarioKey& k : scenario_table()) {
     const std::string name(k.name);
-    if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
+    if (!wanted(name) || k.flag.empty()) continue;
     if (k.kind == KeyKind::kSwitch) {
       a.given[name] = cmd->add_flag(std::string(k.flag), a.switches[name], key_help(k));
     } else {
@@ -28,10 +46,53 @@ void add_scenario_options(CLI::App* cmd, ScenarioArgs& a, const std::vector<std:
           cmd->add_option(std::string(k.flag), a.text[name], key_help(k))->type_name(std::string(k.value_name));
     }
   }
+  if (!wanted("nccl")) return;
+  std::vector<std::string> knobs;
+  for (const ScenarioKey& k : scenario_table())
+    if (k.nccl) knobs.push_back(std::string(k.name));
+  cmd->add_option("--nccl", a.nccl,
+                  fmt::format("NAME=VALUE: one of NCCL's knobs under its own name, repeatable: {} (README: NCCL "
+                              "knobs). NCCL_* variables of the environment are read only with --nccl-from-env",
+                              fmt::join(knobs, ", ")))
+      ->type_name("NAME=VALUE")
+      ->take_all();
+  cmd->add_flag("--nccl-from-env", a.nccl_from_env,
+                "Read NCCL's knobs from this shell's NCCL_* variables (then the file and the flags win)");
+}
+
+std::vector<std::string> nccl_environment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string_view v(*e);
+    if (v.rfind("NCCL_", 0) == 0) out.emplace_back(v);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 Scenario scenario_of(const ScenarioArgs& a) {
-  Scenario s = a.file.empty() ? Scenario{} : sim::read_scenario_file(a.file);
+  Scenario s;
+  if (a.nccl_from_env) {
+    for (const ScenarioKey& k : scenario_table()) {
+      if (!k.nccl) continue;
+      const char* v = std::getenv(std::string(k.name).c_str());
+      if (v == nullptr || *v == '\0') continue;
+      try {
+        set_key(s, k, parse_key_value(k, v));
+      } catch (const ConfigError& e) {
+        throw UsageError(fmt::format("{}=\"{}\" (the environment, --nccl-from-env): {}", k.name, v, e.what()));
+      }
+    }
+  } else if (!a.quiet) {
+    const std::vector<std::string> env = nccl_environment();
+    if (!env.empty()) {
+      std::cerr << fmt::format(
+          "note: {} {} set in this shell and not applied: gradsync reads NCCL's knobs from flags and files "
+          "(--nccl NAME=VALUE), or from the environment with --nccl-from-env\n",
+          fmt::join(env, " "), env.size() == 1 ? "is" : "are");
+    }
+  }
+  if (!a.file.empty()) s = sim::read_scenario_file(a.file, s);
   for (const ScenarioKey& k : scenario_table()) {
     const std::string name(k.name);
     const auto o = a.given.find(name);
@@ -45,6 +106,25 @@ Scenario scenario_of(const ScenarioArgs& a) {
       set_key(s, k, parse_key_value(k, text));
     } catch (const ConfigError& e) {
       throw UsageError(fmt::format("{} \"{}\": {}", k.flag, text, e.what()));
+    }
+  }
+  for (const std::string& item : a.nccl) {
+    const auto eq = item.find('=');
+    const ScenarioKey* k = eq == std::string::npos ? nullptr : find_scenario_key(item.substr(0, eq));
+    if (eq == std::string::npos || eq == 0) {
+      throw UsageError(fmt::format("--nccl \"{}\": expected NAME=VALUE, as NCCL_P2P_DISABLE=1", item));
+    }
+    if (k == nullptr || !k->nccl) {
+      std::vector<std::string> knobs;
+      for (const ScenarioKey& r : scenario_table())
+        if (r.nccl) knobs.push_back(std::string(r.name));
+      throw UsageError(fmt::format("--nccl \"{}\": unknown knob \"{}\"; gradsync models {}", item, item.substr(0, eq),
+                                   fmt::join(knobs, ", ")));
+    }
+    try {
+      set_key(s, *k, parse_key_value(*k, item.substr(eq + 1)));
+    } catch (const ConfigError& e) {
+      throw UsageError(fmt::format("--nccl {}=\"{}\": {}", k->name, item.substr(eq + 1), e.what()));
     }
   }
   return s;
@@ -86,12 +166,12 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       per_gpu, r.global_batch, s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
       r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, s.optimizer));
   h.push_back(
-      fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}{}{}{}; NCCL model {}, algo {}, proto {}{}",
+      fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}{}{}{}; NCCL model {}{}{}",
                   value_text(key_value(s, scenario_key("bucket_cap_mb"))),
                   value_text(key_value(s, scenario_key("first_bucket_mb"))), s.comm_hook,
                   s.find_unused_parameters ? ", find_unused_parameters" : "", s.static_graph ? ", static_graph" : "",
-                  s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "", sim::kNcclModelVersion, s.algo, s.proto,
-                  r.fidelity.mode.empty() ? "" : fmt::format(", fidelity {}", s.fidelity)));
+                  s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "", sim::kNcclModelVersion,
+                  nccl_knobs_text(s), r.fidelity.mode.empty() ? "" : fmt::format(", fidelity {}", s.fidelity)));
   h.push_back(
       fmt::format("simulated {} iterations; steady = mean of iterations {}..{}; DDP times on rank 0, DP times of "
                   "the whole process (all GPUs on one timeline)",

@@ -26,15 +26,25 @@ struct ScenarioArgs {
   std::map<std::string, std::string> text;  // by key name: a flag's text
   std::map<std::string, bool> switches;     // by key name: a switch flag
   std::map<std::string, CLI::Option*> given;
+  std::vector<std::string> nccl;  // --nccl NAME=VALUE, in order
+  bool nccl_from_env = false;     // --nccl-from-env
+  bool quiet = false;             // no note about NCCL_* variables left unread (a second read)
 };
 
-// add_scenario_options adds the positional scenario file and one flag per scenario key (or only
-// the keys in `only`, for a command that takes a few of them).
+// add_scenario_options adds the positional scenario file, one flag per scenario key that has
+// one, and --nccl NAME=VALUE / --nccl-from-env for NCCL's knobs (or only the keys in `only`, and
+// "nccl" for the NCCL options, for a command that takes a few of them).
 void add_scenario_options(CLI::App* cmd, ScenarioArgs& a, const std::vector<std::string>& only = {});
 
-// scenario_of: defaults, then the file, then every flag given, each read by its key's row (a bad
-// flag value is a UsageError naming the flag, a bad file value a ConfigError naming file:line).
+// scenario_of: defaults, then NCCL_* variables of the environment (with --nccl-from-env; else a
+// note on stderr names those left unread), then the file, then every flag given, each read by its
+// key's row (a bad flag value is a UsageError naming the flag, a bad file value a ConfigError
+// naming file:line).
 sim::Scenario scenario_of(const ScenarioArgs& a);
+
+// nccl_knobs_text: ", NCCL_ALGO=ring NCCL_P2P_DISABLE=true" for the knobs a scenario sets (",
+// NCCL's defaults" when none), for header lines.
+std::string nccl_knobs_text(const sim::Scenario& s);
 
 // resolve_args: the scenario resolved for its model and cluster (sim::resolve_scenario); its
 // ConfigError becomes a UsageError when every value came from flags.

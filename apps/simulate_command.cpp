@@ -60,6 +60,7 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
 
 struct CollectivesArgs {
   sim::CollectiveSweep sweep;
+  ScenarioArgs knobs;  // NCCL's knobs: --algo, --proto, --nccl NAME=VALUE
   std::string op = "allreduce";
   std::string min_bytes = "8";
   std::string max_bytes = "1GiB";
@@ -72,6 +73,8 @@ Collective parse_op(const std::string& op) {
 }
 
 void run_collectives(CollectivesArgs a) {
+  const Scenario knobs = scenario_of(a.knobs);
+  a.sweep.nccl = sim::nccl_settings(knobs);
   a.sweep.op = parse_op(a.op);
   a.sweep.min_bytes = parse_size_flag("--min-bytes", a.min_bytes);
   a.sweep.max_bytes = parse_size_flag("--max-bytes", a.max_bytes);
@@ -124,8 +127,8 @@ void run_collectives(CollectivesArgs a) {
           {fmt::format("gradsync collectives: simulated {} on {}, {} GPUs (nccl-tests definitions: algbw = "
                        "size / time, busbw = algbw x {:.4f})",
                        a.op, a.sweep.topology, n, sim::bus_factor(a.sweep.op, n)),
-           fmt::format("NCCL model {}, algo {}, proto {}; one collective per size, ranks aligned before each",
-                       sim::kNcclModelVersion, a.sweep.algo, a.sweep.proto)});
+           fmt::format("NCCL model {}{}; one collective per size, ranks aligned before each", sim::kNcclModelVersion,
+                       nccl_knobs_text(knobs))});
   std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n",
                            pts.empty() ? 0.0 : sum / static_cast<double>(pts.size()));
 }
@@ -164,13 +167,10 @@ void register_simulate_commands(CLI::App& app) {
             return fmt::format("value \"{}\" must be a number > 1", text);
           },
           "FACTOR"));
-  coll->add_option("--algo", co->sweep.algo, "ring, tree or auto (default auto)");
-  coll->add_option("--proto", co->sweep.proto, "ll, ll128, simple or auto (default auto)");
+  add_scenario_options(coll, co->knobs, {"NCCL_ALGO", "NCCL_PROTO", "nccl"});
   coll->add_option("--fidelity", co->sweep.fidelity,
                    "step (every ring step and chunk a flow; default), aggregate (one flow per rank, channel and "
                    "phase) or auto");
-  coll->add_option("--max-channels", co->sweep.max_channels, "NCCL_MAX_NCHANNELS: use at most N rings (default all)")
-      ->check(CLI::NonNegativeNumber);
   coll->add_flag("--json", co->json, "Print JSON instead of a table");
   coll->callback([co] {
     CollectivesArgs a = *co;

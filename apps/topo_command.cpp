@@ -367,6 +367,10 @@ void register_topo_command(CLI::App& app) {
   pcie->add_option("--gpus-per-switch", pc->gpus_per_switch, "GPUs per PCIe switch (0: on CPU root ports)")
       ->capture_default_str();
   pcie->add_flag("--nvlink-bridge", pc->nvlink_bridge, "NVLink bridges joining GPU pairs");
+  pcie->add_option("--cpu", pc->cpu, "CPU vendor: intel or amd (NCCL treats them apart)")->capture_default_str();
+  pcie->add_option("--p2p", pc->p2p,
+                   "PCIe peer-to-peer: auto (the GPU's: GeForce boards have none), on (a driver that enables it) or off")
+      ->capture_default_str();
   add_out(pcie);
   pcie->callback(
       [pc, out] { emit(write_topology_dot(as_usage([&] { return generate_pcie(*pc); })), *out, std::cout); });
@@ -380,6 +384,7 @@ void register_topo_command(CLI::App& app) {
     f->add_option("--nodes", ft->nodes, "Number of nodes")->required();
     f->add_option("--node", ft->node, fmt::format("Node type: {}", fmt::join(cluster_node_types(), ", ")))->required();
     f->add_option("--nics-per-node", ft->nics_per_node, "Compute NICs per node (default: all of the node type's)");
+    f->add_option("--nic-bw", ft->nic_bw, "Speed of each NIC, e.g. 100Gbps (default: the node type's)");
     f->add_option("--oversubscription", ft->oversubscription, "Leaf down:up bandwidth ratio R (R:1)")
         ->capture_default_str();
     f->add_option("--leaf-ports", ft->leaf_ports, "Ports per leaf switch (default: the node type's switch)");

@@ -38,10 +38,19 @@ struct Scenario {
   bool gradient_as_bucket_view = false;
   int iterations = 5;             // optimizer steps simulated
   int warmup = 3;                 // leading steps left out of the steady-state mean
-  std::string algo = "auto";      // NCCL_ALGO: ring, tree, auto
-  std::string proto = "auto";     // NCCL_PROTO: ll, ll128, simple, auto
   std::string fidelity = "auto";  // step, aggregate, auto (sim/collective_run.hpp)
   std::string calibration;        // calibration.yaml of `gradsync calibrate`; empty: the roofline model
+  // NCCL's knobs under NCCL's names (core/nccl_knobs.hpp); empty, 0 or false: unset, NCCL's default.
+  std::string nccl_algo;           // NCCL_ALGO: ring, tree, nvls, nvlstree as a list, ^ to exclude
+  std::string nccl_proto;          // NCCL_PROTO: ll, ll128, simple as a list, ^ to exclude
+  bool nccl_p2p_disable = false;   // NCCL_P2P_DISABLE
+  std::string nccl_p2p_level;      // NCCL_P2P_LEVEL: LOC NVL NVB PIX PXB PHB SYS
+  bool nccl_shm_disable = false;   // NCCL_SHM_DISABLE
+  std::string nccl_nvls_enable;    // NCCL_NVLS_ENABLE: 0, 1, 2
+  int nccl_min_nchannels = 0;      // NCCL_MIN_NCHANNELS
+  int nccl_max_nchannels = 0;      // NCCL_MAX_NCHANNELS
+  std::string nccl_net_gdr_level;  // NCCL_NET_GDR_LEVEL: LOC NVL NVB PIX PXB PHB SYS
+  bool nccl_ib_disable = false;    // NCCL_IB_DISABLE
 };
 
 // read_scenario_file reads a YAML mapping of scenario keys into `base`. Each value is read as the

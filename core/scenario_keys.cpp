@@ -11,6 +11,7 @@
 #include "core/bucket_plan.hpp"
 #include "core/comm_hook.hpp"
 #include "core/error.hpp"
+#include "core/nccl_knobs.hpp"
 #include "core/units.hpp"
 
 namespace gradsync {
@@ -32,7 +33,7 @@ constexpr std::int64_t kMaxBucketMiB = 1 << 30;  // 1 PiB: far above any model's
 
 // check_comm_hook: parse_comm_hook's rule, its message without the value it quotes (the caller
 // names the key and the value).
-void check_comm_hook(std::string_view text) {
+std::string check_comm_hook(std::string_view text) {
   try {
     (void)parse_comm_hook(text);
   } catch (const ConfigError& e) {
@@ -40,7 +41,14 @@ void check_comm_hook(std::string_view text) {
     const std::string prefix = fmt::format("comm hook \"{}\": ", text);
     throw ConfigError(what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
   }
+  return std::string(text);
 }
+std::string canonical_algos(std::string_view text) { return canonical_nccl_list(text, kNcclAlgorithms); }
+std::string canonical_protos(std::string_view text) { return canonical_nccl_list(text, kNcclProtocols); }
+std::string canonical_level(std::string_view text) { return canonical_nccl_level(text); }
+
+// kMaxNcclChannels: NCCL's MAXCHANNELS (64 since 2.25).
+constexpr std::int64_t kMaxNcclChannels = 64;
 
 std::vector<ScenarioKey> make_table() {
   using S = Scenario;
@@ -140,7 +148,7 @@ std::vector<ScenarioKey> make_table() {
        .kind = KeyKind::kSpec,
        .field = &S::comm_hook,
        .reach = KeyReach::kDdp,
-       .check = check_comm_hook},
+       .canonical = check_comm_hook},
       {.name = "find_unused_parameters",
        .flag = "--find-unused-parameters",
        .help = "DDP(find_unused_parameters=True)",
@@ -179,22 +187,6 @@ std::vector<ScenarioKey> make_table() {
        .field = &S::warmup,
        .min = 0,
        .max = kMaxIterations - 1},
-      {.name = "algo",
-       .flag = "--algo",
-       .value_name = "ALGO",
-       .help = "NCCL_ALGO: ring, tree or auto (NCCL's tuning model picks per call)",
-       .default_text = "auto",
-       .kind = KeyKind::kChoice,
-       .field = &S::algo,
-       .choices = {"ring", "tree", "auto"}},
-      {.name = "proto",
-       .flag = "--proto",
-       .value_name = "PROTO",
-       .help = "NCCL_PROTO: ll, ll128, simple or auto (NCCL's tuning model picks per call)",
-       .default_text = "auto",
-       .kind = KeyKind::kChoice,
-       .field = &S::proto,
-       .choices = {"ll", "ll128", "simple", "auto"}},
       {.name = "fidelity",
        .flag = "--fidelity",
        .value_name = "F",
@@ -213,6 +205,97 @@ std::vector<ScenarioKey> make_table() {
        .kind = KeyKind::kName,
        .field = &S::calibration,
        .engine_default = true},
+      // NCCL's knobs, as NCCL's environment variables (NCCL 2.27 src/init.cc, src/graph/*.cc):
+      // `--nccl NAME=VALUE`, the same names in a scenario file, as CSV columns and with --vary.
+      {.name = "NCCL_ALGO",
+       .flag = "--algo",
+       .value_name = "ALGOS",
+       .help = "NCCL_ALGO: ring, tree, nvls, nvlstree, a comma list of them, or ^list to exclude",
+       .default_text = "unset: NCCL's tuning model picks per call",
+       .kind = KeyKind::kSpec,
+       .field = &S::nccl_algo,
+       .canonical = canonical_algos,
+       .engine_default = true,
+       .nccl = true,
+       .aliases = {"algo"}},
+      {.name = "NCCL_PROTO",
+       .flag = "--proto",
+       .value_name = "PROTOS",
+       .help = "NCCL_PROTO: ll, ll128, simple, a comma list of them, or ^list to exclude",
+       .default_text = "unset: NCCL's tuning model picks per call",
+       .kind = KeyKind::kSpec,
+       .field = &S::nccl_proto,
+       .canonical = canonical_protos,
+       .engine_default = true,
+       .nccl = true,
+       .aliases = {"proto"}},
+      {.name = "NCCL_P2P_DISABLE",
+       .value_name = "0|1",
+       .help = "NCCL_P2P_DISABLE=1: no peer-to-peer between GPUs; one host's GPUs go through host memory (SHM)",
+       .default_text = "0",
+       .kind = KeyKind::kSwitch,
+       .field = &S::nccl_p2p_disable,
+       .nccl = true},
+      {.name = "NCCL_P2P_LEVEL",
+       .value_name = "LEVEL",
+       .help = "NCCL_P2P_LEVEL: the farthest path P2P takes: LOC, NVL, NVB, PIX, PXB, PHB, SYS (or 0-5)",
+       .default_text = "unset: PXB, SYS for 2 GPUs on AMD",
+       .kind = KeyKind::kSpec,
+       .field = &S::nccl_p2p_level,
+       .canonical = canonical_level,
+       .engine_default = true,
+       .nccl = true},
+      {.name = "NCCL_SHM_DISABLE",
+       .value_name = "0|1",
+       .help = "NCCL_SHM_DISABLE=1: no SHM transport; GPUs of one host without P2P go through the network",
+       .default_text = "0",
+       .kind = KeyKind::kSwitch,
+       .field = &S::nccl_shm_disable,
+       .nccl = true},
+      {.name = "NCCL_NVLS_ENABLE",
+       .value_name = "0|1|2",
+       .help = "NCCL_NVLS_ENABLE: NVLink SHARP (the NVSwitch reduces) on H100, H200, B200: 0 off, 1 on, 2 auto",
+       .default_text = "unset: 2",
+       .kind = KeyKind::kSpec,
+       .field = &S::nccl_nvls_enable,
+       .canonical = canonical_nccl_nvls,
+       .engine_default = true,
+       .nccl = true},
+      {.name = "NCCL_MIN_NCHANNELS",
+       .value_name = "N",
+       .help = "NCCL_MIN_NCHANNELS: at least N channels (rings repeated)",
+       .default_text = "unset",
+       .kind = KeyKind::kCount,
+       .field = &S::nccl_min_nchannels,
+       .max = kMaxNcclChannels,
+       .engine_default = true,
+       .nccl = true},
+      {.name = "NCCL_MAX_NCHANNELS",
+       .value_name = "N",
+       .help = "NCCL_MAX_NCHANNELS: at most N channels of those NCCL's search finds",
+       .default_text = "unset",
+       .kind = KeyKind::kCount,
+       .field = &S::nccl_max_nchannels,
+       .max = kMaxNcclChannels,
+       .engine_default = true,
+       .nccl = true},
+      {.name = "NCCL_NET_GDR_LEVEL",
+       .value_name = "LEVEL",
+       .help = "NCCL_NET_GDR_LEVEL: the farthest GPU-NIC path GPUDirect RDMA takes (as NCCL_P2P_LEVEL); farther, "
+               "data goes through host memory",
+       .default_text = "unset: PXB",
+       .kind = KeyKind::kSpec,
+       .field = &S::nccl_net_gdr_level,
+       .canonical = canonical_level,
+       .engine_default = true,
+       .nccl = true},
+      {.name = "NCCL_IB_DISABLE",
+       .value_name = "0|1",
+       .help = "NCCL_IB_DISABLE=1: TCP sockets instead of InfiniBand/RoCE verbs: no GPUDirect RDMA",
+       .default_text = "0",
+       .kind = KeyKind::kSwitch,
+       .field = &S::nccl_ib_disable,
+       .nccl = true},
   };
 }
 
@@ -322,8 +405,14 @@ const ScenarioKey* find_scenario_key(std::string_view name) {
   std::string n(name);
   if (n.rfind("--", 0) == 0) n.erase(0, 2);
   std::replace(n.begin(), n.end(), '-', '_');
-  for (const ScenarioKey& k : scenario_table())
-    if (k.name == n) return &k;
+  const auto same = [&](std::string_view candidate, bool any_case) {
+    return any_case ? lower(candidate) == lower(n) : candidate == n;
+  };
+  for (const ScenarioKey& k : scenario_table()) {
+    if (same(k.name, k.nccl)) return &k;
+    for (std::string_view a : k.aliases)
+      if (same(a, false)) return &k;
+  }
   return nullptr;
 }
 
@@ -357,8 +446,7 @@ json parse_key_value(const ScenarioKey& k, std::string_view text) {
     case KeyKind::kSpec: {
       const std::string t(trim(text));
       if (!valid_utf8(t)) throw ConfigError("expected UTF-8 text (the value has bytes that are not UTF-8)");
-      k.check(t);
-      return t;
+      return k.canonical(t);
     }
     case KeyKind::kCount:
       return parse_count(k, text);

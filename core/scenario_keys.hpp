@@ -51,18 +51,24 @@ struct ScenarioKey {
   KeyKind kind = KeyKind::kName;
   KeyField field = {};
   KeyReach reach = KeyReach::kEvery;
-  std::vector<std::string_view> choices = {};      // kChoice: the accepted words
-  std::int64_t min = 1, max = 0;                   // kCount: bounds; kSizeMiB: max in MiB
-  void (*check)(std::string_view text) = nullptr;  // kSpec: throws ConfigError with what was expected
+  std::vector<std::string_view> choices = {};  // kChoice: the accepted words
+  std::int64_t min = 1, max = 0;               // kCount: bounds; kSizeMiB: max in MiB
+  // kSpec: the value in its one spelling; throws ConfigError with what was expected.
+  std::string (*canonical)(std::string_view text) = nullptr;
   // engine_default: unset (0, empty or none) until an engine resolves it for the model, cluster or
   // machine (ScenarioFacts): the written scenario then holds the resolved value.
   bool engine_default = false;
+  // nccl: one of NCCL's environment knobs (NCCL_*): set by `--nccl NAME=VALUE`, read from the
+  // environment only with --nccl-from-env, and handed to NCCL in real mode.
+  bool nccl = false;
+  std::vector<std::string_view> aliases = {};  // other names the key answers to ("algo" for NCCL_ALGO)
 };
 
 // scenario_table: every key, in the order files, flags, result.json and the CSV list them.
 const std::vector<ScenarioKey>& scenario_table();
 
-// find_scenario_key: the row named "bucket_cap_mb", "bucket-cap-mb" or "--bucket-cap-mb"; null if none.
+// find_scenario_key: the row named "bucket_cap_mb", "bucket-cap-mb" or "--bucket-cap-mb" (NCCL's
+// knobs in any case, and each row's aliases); null if none.
 const ScenarioKey* find_scenario_key(std::string_view name);
 // scenario_key: the same, for a name the code knows (std::logic_error otherwise).
 const ScenarioKey& scenario_key(std::string_view name);

@@ -16,6 +16,7 @@
 #include "core/ddp_step.hpp"
 #include "core/dp_step.hpp"
 #include "core/error.hpp"
+#include "core/scenario_keys.hpp"
 #include "models/memory_cost.hpp"
 #include "models/scenario_basics.hpp"
 #include "models/step_costs.hpp"
@@ -171,11 +172,12 @@ Resolved resolve(const Scenario& s, const Runtime& rt) {
     checked.precision = "fp32";
     const auto [device_name, capacity] = cpu_machine(rt);
     r.spec = cpu_spec(device_name, capacity);
-    for (const auto& [key, value] : {std::pair{"algo", s.algo}, std::pair{"proto", s.proto}}) {
-      if (value != "auto") {
+    for (const ScenarioKey& k : scenario_table()) {
+      const auto v = key_value(s, k);
+      if (k.nccl && !v.is_null() && v != false) {
         throw ConfigError(fmt::format(
-            "{} \"{}\": NCCL_ALGO/NCCL_PROTO apply to the GPU backend's NCCL; the CPU backend's collectives are MPI's",
-            key, value));
+            "{}={}: NCCL's knobs apply to the GPU backend's NCCL; the CPU backend's collectives are MPI's", k.name,
+            value_text(v)));
       }
     }
   } else {
@@ -220,11 +222,12 @@ void inject(const Fault& f, int rank, int iteration) {
 }
 
 void set_nccl_env(const Scenario& s) {
-  // NCCL reads NCCL_ALGO / NCCL_PROTO when the communicator is created.
-  if (s.algo != "auto") ::setenv("NCCL_ALGO", s.algo == "ring" ? "Ring" : "Tree", 1);
-  if (s.proto != "auto") {
-    const char* p = s.proto == "ll" ? "LL" : s.proto == "ll128" ? "LL128" : "Simple";
-    ::setenv("NCCL_PROTO", p, 1);
+  // NCCL reads its knobs from the environment when the communicator is created: every knob the
+  // scenario sets, under NCCL's name and in NCCL's spelling (1 for a switch).
+  for (const ScenarioKey& k : scenario_table()) {
+    const auto v = key_value(s, k);
+    if (!k.nccl || v.is_null() || v == false) continue;
+    ::setenv(std::string(k.name).c_str(), v.is_boolean() ? "1" : value_text(v).c_str(), 1);
   }
 }
 

@@ -123,6 +123,7 @@ struct SimCluster::Impl {
   const Routes& routes;
   int n = 0;
   SimOptions opts;
+  Transports transports;  // NCCL's transports under the scenario's knobs
   Platform platform;
   Trace trace;
   std::vector<CollectiveRecord> records;
@@ -166,18 +167,21 @@ struct SimCluster::Impl {
   const Channels& channels_of(int m) {
     auto& c = channels[m];
     if (!c) {
-      c = std::make_unique<Channels>(build_channels(topo, routes, first_ranks(m)));
+      c = std::make_unique<Channels>(build_channels(topo, routes, first_ranks(m), transports));
       if (opts.max_channels > 0 && c->rings.size() > static_cast<std::size_t>(opts.max_channels))
         c->rings.resize(static_cast<std::size_t>(opts.max_channels));
+      // NCCL_MIN_NCHANNELS: NCCL repeats the channels it has; they share the same bandwidth.
+      if (const auto have = c->rings.size(); have > 0 && opts.min_channels > static_cast<int>(have)) {
+        for (std::size_t i = have; i < static_cast<std::size_t>(opts.min_channels); ++i)
+          c->rings.push_back(c->rings[i % have]);
+        c->channel_bw_Bps *= static_cast<double>(have) / static_cast<double>(c->rings.size());
+      }
       // Each ring hop between machines goes through its channel's NICs, as the search counted it.
       for (const RingChannel& rc : c->rings)
         for (std::size_t i = 0; i < rc.hops.size(); ++i)
-          if (rc.hops[i].path_class == PathClass::kNET) {
+          if (rc.hops[i].kind == TransportKind::kNet) {
             const int from = rc.order[i], to = rc.order[(i + 1) % rc.order.size()];
-            if (platform.pin_route(from, to, rc.hops[i])) {
-              route_links.erase(
-                  {platform.gpus[static_cast<std::size_t>(from)], platform.gpus[static_cast<std::size_t>(to)]});
-            }
+            if (platform.pin_route(from, to, rc.hops[i])) route_links.erase({nccl_host(from), nccl_host(to)});
           }
     }
     return *c;
@@ -229,17 +233,27 @@ struct SimCluster::Impl {
     return sg4::Comm::sendto_async(a, b, flow_bytes(it, name, from, to, a, b, bytes, wire_bytes));
   }
 
-  // put: send's flow between two GPUs as a mailbox communication into `inbox` (to's), flowing
-  // once to's actor has posted a receive there (aggregate fidelity; sim/collective_run.hpp).
+  // NCCL's flows run between the GPUs' NCCL endpoints (sim/platform.hpp), along the transport
+  // NCCL picks for the pair, each payload byte costing the hop's wire factor on top of the
+  // protocol's.
+  sg4::Host* nccl_host(int rank) const { return platform.nccl[static_cast<std::size_t>(rank)]; }
+  double nccl_wire(int from, int to, double wire_bytes) const {
+    return wire_bytes * platform.nccl_wire_factor(from, to);
+  }
+  // send_nccl: a collective's flow between two GPUs (step fidelity).
+  sg4::CommPtr send_nccl(int it, const std::string& name, int from, int to, double bytes, double wire_bytes) {
+    return sg4::Comm::sendto_async(nccl_host(from), nccl_host(to), record(it, name, from, to, bytes, wire_bytes));
+  }
+  // put: send_nccl's flow as a mailbox communication into `inbox` (to's), flowing once to's comm
+  // actor has posted a receive there (aggregate fidelity; sim/collective_run.hpp).
   sg4::CommPtr put(int it, const std::string& name, sg4::Mailbox* inbox, int from, int to, double bytes,
                    double wire_bytes) {
     return inbox->put_async(&payload, record(it, name, from, to, bytes, wire_bytes));
   }
-  // record counts a flow between two GPUs (payload and wire bytes) without starting it: what put
-  // sends, or a hop aggregate fidelity times in closed form.
+  // record counts a collective's flow between two GPUs (payload and wire bytes) without starting
+  // it: what put sends, or a hop aggregate fidelity times in closed form.
   std::uint64_t record(int it, const std::string& name, int from, int to, double bytes, double wire_bytes) {
-    return flow_bytes(it, name, from, to, platform.gpus[static_cast<std::size_t>(from)],
-                      platform.gpus[static_cast<std::size_t>(to)], bytes, wire_bytes);
+    return flow_bytes(it, name, from, to, nccl_host(from), nccl_host(to), bytes, nccl_wire(from, to, wire_bytes));
   }
   int payload = 0;           // what put carries (mailboxes move a pointer; only the size matters)
   void* received = nullptr;  // where receives leave it
@@ -260,10 +274,8 @@ struct SimCluster::Impl {
     }
     return pos->second;
   }
-  // gpu_route: the route between two ranks' GPUs.
-  const PairRoute& gpu_route(int from, int to) {
-    return pair_route(platform.gpus[static_cast<std::size_t>(from)], platform.gpus[static_cast<std::size_t>(to)]);
-  }
+  // nccl_route: the route of NCCL's flows between two ranks' GPUs.
+  const PairRoute& nccl_route(int from, int to) { return pair_route(nccl_host(from), nccl_host(to)); }
 
   // Guard an actor's body: the first exception is kept and every other actor is killed, so the
   // simulation ends and run() rethrows it.
@@ -426,7 +438,11 @@ struct SimCluster::Impl::Dev final : public Device {
   Dev(Impl* i, int r) : impl(i), rank(r) {
     for (std::size_t s = 0; s < streams.size(); ++s) {
       streams[s].impl = i;
-      streams[s].where = i->platform.gpus[static_cast<std::size_t>(r)];
+      // The comm stream runs NCCL: its actor sits on the GPU's NCCL endpoint, so that the flows it
+      // (and the helpers it starts) send take NCCL's transports.
+      streams[s].where = static_cast<gradsync::Stream>(s) == gradsync::Stream::kComm
+                             ? i->platform.nccl[static_cast<std::size_t>(r)]
+                             : i->platform.gpus[static_cast<std::size_t>(r)];
       streams[s].name = fmt::format("gpu{}:{}", r, stream_name(static_cast<gradsync::Stream>(s)));
     }
   }
@@ -551,7 +567,7 @@ struct SimCluster::Impl::Instance {
         return;
       }
     }
-    choice = choose_collective(coll, static_cast<double>(op.bytes), *ch, impl->sm_version, impl->opts.nccl);
+    choice = choose_collective(coll, static_cast<double>(op.bytes), *ch, impl->opts.nccl);
     fidelity = impl->opts.fidelity;
     if (fidelity == Fidelity::kAuto) {
       fidelity =
@@ -563,7 +579,7 @@ struct SimCluster::Impl::Instance {
     links.topo = &impl->topo;
     links.channels = ch;
     links.send = [impl, it, name = op.name](int from, int to, double bytes, double wire) {
-      return impl->send(it, name, from, to, bytes, wire);
+      return impl->send_nccl(it, name, from, to, bytes, wire);
     };
     links.put = [impl, it, name = op.name, inboxes](int from, int to, double bytes, double wire) {
       return impl->put(it, name, (*inboxes)[static_cast<std::size_t>(to)], from, to, bytes, wire);
@@ -572,10 +588,12 @@ struct SimCluster::Impl::Instance {
       return (*inboxes)[static_cast<std::size_t>(me)]->get_async<void>(&impl->received);
     };
     links.guard = [impl](std::function<void()> fn) -> std::function<void()> { return impl->guarded(std::move(fn)); };
-    links.latency = [impl](int from, int to) { return impl->gpu_route(from, to).latency_s; };
-    links.bandwidth = [impl](int from, int to) { return impl->gpu_route(from, to).bottleneck_Bps; };
+    links.latency = [impl](int from, int to) { return impl->nccl_route(from, to).latency_s; };
+    links.bandwidth = [impl](int from, int to) {
+      return impl->nccl_route(from, to).bottleneck_Bps / impl->platform.nccl_wire_factor(from, to);
+    };
     links.route = [impl](int from, int to) -> const std::vector<sg4::Link*>& {
-      return impl->gpu_route(from, to).links;
+      return impl->nccl_route(from, to).links;
     };
     links.record = [impl, it, name = op.name](int from, int to, double bytes, double wire) {
       (void)impl->record(it, name, from, to, bytes, wire);
@@ -691,11 +709,11 @@ struct SimCluster::Impl::LocalGroup final : public CollectiveCalls {
 };
 
 SimCluster::Impl::Impl(const Topology& t, const Routes& r, int gpus, SimOptions o)
-    : topo(t), routes(r), n(gpus), opts(o) {
+    : topo(t), routes(r), n(gpus), opts(o), transports(t, r, o.transport) {
   if (gpus < 1 || gpus > topo.gpu_count()) {
     throw ConfigError(fmt::format("{}: {} GPUs asked for; the topology has {}", topo.origin(), gpus, topo.gpu_count()));
   }
-  platform = build_platform(topo, routes);
+  platform = build_platform(topo, routes, &transports);
   const GpuSpec* spec = topo.vertex(topo.gpu(0)).gpu;
   sm_version = spec ? spec->sm_version : 80;
   for (int i = 0; i < n; ++i) devs.push_back(std::make_unique<Dev>(this, i));

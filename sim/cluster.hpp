@@ -60,11 +60,13 @@
 namespace gradsync::sim {
 
 struct SimOptions {
-  CollectiveRequest nccl;  // NCCL_ALGO / NCCL_PROTO
+  CollectiveRequest nccl;      // NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE
+  TransportOptions transport;  // NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, NCCL_SHM_DISABLE, NCCL_NET_GDR_LEVEL, NCCL_IB_DISABLE
   // fidelity (sim/collective_run.hpp): step, aggregate, or auto (aggregate for calls that would
   // issue more than kAutoAggregateFlows flows at step fidelity).
   Fidelity fidelity = Fidelity::kAuto;
   int max_channels = 0;  // NCCL_MAX_NCHANNELS: use at most this many of the rings found (0: all)
+  int min_channels = 0;  // NCCL_MIN_NCHANNELS: at least this many, the rings repeated (0: as found)
   // fluid: aggregate calls whose members span machines are solved (sim/fluid.hpp) rather than
   // run as one SimGrid flow each; false is for tests that compare the two.
   bool fluid = true;

@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "sim/collectives/nvls.hpp"
 #include "sim/fluid.hpp"
 #include "sim/sync.hpp"
 
@@ -105,11 +106,19 @@ struct CollectiveRun::State {
   }
   double hop_latency(PathClass pc) const { return hop_latency_s(hop_kind(pc), choice.algorithm, choice.protocol); }
   double out_latency(std::size_t c, int r) const {
-    return hop_latency(ring(c).hops[static_cast<std::size_t>(pos(c, r))].path_class);
+    return hop_latency(ring(c).hops[static_cast<std::size_t>(pos(c, r))].route.path_class);
   }
+
+  bool nvls() const { return choice.algorithm == Algorithm::kNvls || choice.algorithm == Algorithm::kNvlsTree; }
 
   void run(int me) {
     if (k <= 1) return;
+    if (nvls()) {
+      // NVLS has no steps: its latency (NCCL's model), then every member's flows at once.
+      sleep_for(choice.latency_s);
+      aggregate(me);
+      return;
+    }
     sleep_for(base_latency_s(choice.algorithm, choice.protocol));
     const auto S = bytes_;
     const auto channels = static_cast<double>(C());
@@ -370,6 +379,12 @@ struct CollectiveRun::State {
   std::vector<Flow> plan(int me) {
     const double S = bytes_;
     const auto channels = static_cast<double>(C());
+    if (nvls()) {
+      std::vector<Flow> flows;
+      for (const NvlsFlow& f : nvls_flows(me, S, *links_.channels, *links_.topo, choice, links_.bandwidth))
+        flows.push_back({f.to, f.payload, f.wire});
+      return flows;
+    }
     switch (coll) {
       case Collective::kAllreduce:
         if (choice.algorithm == Algorithm::kTree) return aggregate_tree(me);
@@ -652,6 +667,7 @@ std::string_view fidelity_name(Fidelity f) {
 double step_flows(Collective c, double bytes, int members, std::size_t channels, const CollectiveChoice& choice) {
   const double k = members, C = static_cast<double>(std::max<std::size_t>(1, channels));
   const double chunks = std::max(1.0, std::ceil(bytes / C / chunk_bytes(choice.protocol)));
+  if (choice.algorithm == Algorithm::kNvls || choice.algorithm == Algorithm::kNvlsTree) return 2 * k;
   switch (c) {
     case Collective::kAllreduce:
       return choice.algorithm == Algorithm::kTree ? 2 * chunks * k * C : 2 * (k - 1) * k * C;

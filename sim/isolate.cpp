@@ -29,7 +29,7 @@ void write_all(int fd, const std::string& text) {
 
 }  // namespace
 
-IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, bool full) : strategy_(strategy) {
+ChildProcess::ChildProcess(const std::function<json()>& body, std::string what) : what_(std::move(what)) {
   int fds[2];
   if (::pipe(fds) != 0) throw RuntimeError(fmt::format("sim: pipe: {}", std::strerror(errno)));
   pid_ = ::fork();
@@ -42,7 +42,7 @@ IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, boo
     ::close(fds[0]);
     json reply;
     try {
-      reply["result"] = result_json(simulate(s, strategy), full);
+      reply["result"] = body();
     } catch (const UsageError& e) {
       reply["error"] = {{"kind", "usage"}, {"message", e.what()}};
     } catch (const ConfigError& e) {
@@ -50,8 +50,9 @@ IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, boo
     } catch (const std::exception& e) {
       reply["error"] = {{"kind", "runtime"}, {"message", e.what()}};
     }
-    // Doubles round-trip exactly through nlohmann's shortest representation.
-    write_all(fds[1], reply.dump());
+    // Doubles round-trip exactly through nlohmann's shortest representation; text that is not
+    // UTF-8 is replaced rather than ending the child.
+    write_all(fds[1], reply.dump(-1, ' ', false, json::error_handler_t::replace));
     ::close(fds[1]);
     ::_exit(0);
   }
@@ -59,7 +60,7 @@ IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, boo
   fd_ = fds[0];
 }
 
-IsolatedSimulation::~IsolatedSimulation() {
+ChildProcess::~ChildProcess() {
   if (fd_ >= 0) ::close(fd_);
   if (pid_ > 0) {
     ::kill(pid_, SIGKILL);
@@ -69,7 +70,7 @@ IsolatedSimulation::~IsolatedSimulation() {
   }
 }
 
-bool IsolatedSimulation::read_some() {
+bool ChildProcess::read_some() {
   if (fd_ < 0) return true;
   char buf[1 << 16];
   for (;;) {
@@ -85,7 +86,7 @@ bool IsolatedSimulation::read_some() {
   }
 }
 
-StrategyResult IsolatedSimulation::finish() {
+json ChildProcess::finish() {
   while (!read_some()) {
   }
   int status = 0;
@@ -93,7 +94,7 @@ StrategyResult IsolatedSimulation::finish() {
   }
   pid_ = -1;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text_.empty()) {
-    throw RuntimeError(fmt::format("sim: the {} simulation process died ({})", strategy_label(strategy_),
+    throw RuntimeError(fmt::format("sim: {} process died ({})", what_,
                                    WIFSIGNALED(status) ? fmt::format("signal {}", WTERMSIG(status))
                                                        : fmt::format("exit {}", WEXITSTATUS(status))));
   }
@@ -105,8 +106,14 @@ StrategyResult IsolatedSimulation::finish() {
     if (kind == "config") throw ConfigError(msg);
     throw RuntimeError(msg);
   }
-  return result_from_json(reply["result"]);
+  return reply["result"];
 }
+
+IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, bool full)
+    : child_([s, strategy, full] { return result_json(simulate(s, strategy), full); },
+             fmt::format("the {} simulation", strategy_label(strategy))) {}
+
+StrategyResult IsolatedSimulation::finish() { return result_from_json(child_.finish()); }
 
 StrategyResult simulate_isolated(const Scenario& s, Strategy strategy) {
   IsolatedSimulation child(s, strategy, true);

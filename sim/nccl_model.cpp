@@ -2,6 +2,7 @@
 #include "sim/nccl_model.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -9,30 +10,44 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
+#include "core/nccl_knobs.hpp"
 
 namespace gradsync::sim {
 namespace {
 
 constexpr std::size_t idx(Protocol p) { return static_cast<std::size_t>(p); }
+constexpr std::size_t algo_index(Algorithm a) { return static_cast<std::size_t>(a); }
 
-// NCCL 2.27 baseLat [Tree, Ring][LL, LL128, Simple], microseconds.
-constexpr std::array<std::array<double, 3>, 2> kBaseLatUs{{{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}}};
-// hwLat [NVLink, PCI, NET][Tree, Ring][LL, LL128, Simple], microseconds.
-constexpr std::array<std::array<std::array<double, 3>, 2>, 3> kHwLatUs{{
-    {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}}},
-    {{{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}}},
-    {{{5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}}},
+// NCCL 2.27.7 tuning.cc, microseconds, [Ring, Tree, NVLS, NVLSTree][LL, LL128, Simple] (NCCL
+// orders Tree before Ring; rows here follow Algorithm).
+constexpr std::array<std::array<double, 3>, 4> kBaseLatUs{
+    {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}}};
+// hwLat [NVLink, PCI, NET][Ring, Tree, NVLS, NVLSTree][LL, LL128, Simple].
+constexpr std::array<std::array<std::array<double, 3>, 4>, 3> kHwLatUs{{
+    {{{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}, {0, 0, 25}, {0, 0, 25}}},
+    {{{1.0, 2.5, 5.7}, {1.0, 1.9, 4.0}, {0, 0, 0}, {0, 0, 0}}},
+    {{{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}, {0, 0, 18}, {0, 0, 14}}},
 }};
-// llMaxBws [Volta, Ampere, Hopper, Blackwell][1 node, 2 nodes, more], GB/s.
+// llMaxBws [Volta, Ampere, Hopper, Blackwell][1 node, 2 nodes, more], GB/s: the LL protocol's
+// total cap (tuning.cc's comment calls it LL128's; the code applies it to LL).
 constexpr std::array<std::array<double, 3>, 4> kLlMaxBw{
     {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}}};
-// perChMaxRingLL128Bws [arch][nodes], GB/s per channel.
+// Per channel, GB/s: perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws [arch][nodes].
 constexpr std::array<std::array<double, 3>, 4> kPerChMaxRingLL128Bw{
     {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {73.4, 73.4, 73.4}}};
-
-constexpr std::size_t algo_index(Algorithm a) { return a == Algorithm::kTree ? 0 : 1; }
+constexpr std::array<std::array<double, 3>, 4> kPerChMaxTreeLL128Bw{
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {73.4, 73.4, 58.0}}};
+constexpr std::array<std::array<double, 3>, 4> kPerChMaxTreeBw{
+    {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {77.4, 82.8, 72.0}}};
+// treeCorrectionFactor [LL, LL128, Simple][log2(bytes / 64)]: the tree's bandwidth by size.
+constexpr std::array<std::array<double, 23>, 3> kTreeCorrection{{
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+}};
 
 std::size_t arch_index(int sm) { return sm >= 100 ? 3 : sm >= 90 ? 2 : sm >= 80 ? 1 : 0; }
 
@@ -42,13 +57,13 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-int log2i(int n) {
+int log2i(double n) {
   int l = 0;
-  while ((1 << (l + 1)) <= n) ++l;
+  while (std::ldexp(1.0, l + 1) <= n) ++l;
   return l;
 }
 
-// Steps per rank of a ring collective (ncclFuncSteps).
+// Steps per rank of a ring collective (tuning.cc nsteps).
 int ring_steps(Collective c, int k) {
   switch (c) {
     case Collective::kAllreduce:
@@ -58,14 +73,112 @@ int ring_steps(Collective c, int k) {
       return k - 1;
     case Collective::kBroadcast:
     case Collective::kReduce:
-      return k - 1;
+      return k;
   }
   return k - 1;
 }
 
+// Model: one (algorithm, protocol)'s algorithm bandwidth (GB/s) and latency (us), as
+// ncclTopoTuneModel computes them; bw 0 when NCCL would not run it.
+struct Model {
+  double bus = 0, alg = 0, lat = 0;
+};
+
+Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch) {
+  Model m;
+  const int n = static_cast<int>(ch.ranks.size());
+  const int nodes = ch.nodes();
+  const int ppn = std::max(1, n / nodes);
+  const std::size_t arch = arch_index(ch.sm_version);
+  const std::size_t scale = nodes == 1 ? 0 : nodes == 2 ? 1 : 2;
+  const bool allreduce = c == Collective::kAllreduce;
+  double channels = static_cast<double>(ch.rings.size());
+  double bw = 0;  // GB/s per channel
+  switch (a) {
+    case Algorithm::kRing:
+      bw = ch.channel_bw_Bps / 1e9;
+      break;
+    case Algorithm::kTree:
+      if (!allreduce || nodes < 2) return m;
+      bw = (nodes <= 2 ? ch.tree_bw_intra_Bps : ch.tree_bw_inter_Bps) / 1e9;
+      break;
+    case Algorithm::kNvls:
+      // NVLS across nodes needs CollNet (SHARP), which NCCL enables only when asked.
+      if (!allreduce || !ch.nvls || nodes > 1 || p != Protocol::kSimple) return m;
+      channels = ch.nvls->channels;
+      bw = std::min(ch.nvls->bw_intra_Bps, ch.nvls->bw_inter_Bps) / 1e9;
+      break;
+    case Algorithm::kNvlsTree:
+      if (!allreduce || !ch.nvls || nodes < 2 || p != Protocol::kSimple) return m;
+      channels = ch.nvls->channels;
+      bw = std::min(ch.nvls->bw_intra_Bps, nodes <= 2 ? ch.nvls->bw_inter_Bps : ch.nvls->bw_inter_Bps / 2) / 1e9;
+      break;
+  }
+  double bus = channels * bw;
+  if (a == Algorithm::kRing && p == Protocol::kLL) bus = std::min(kLlMaxBw[arch][scale], bus * 0.5);
+  if (a == Algorithm::kRing && p == Protocol::kLL128) bus = std::min(bus * 0.92, channels * kPerChMaxRingLL128Bw[arch][scale]);
+  if (a == Algorithm::kTree) bus = std::min(bus * 0.92, channels * kPerChMaxTreeBw[arch][scale]);
+  if (a == Algorithm::kTree && p == Protocol::kLL) bus = std::min(bus / 3.8, kLlMaxBw[arch][scale]);
+  if (a == Algorithm::kTree && p == Protocol::kLL128) {
+    bus = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * kPerChMaxTreeLL128Bw[arch][scale]);
+  }
+  // LL128 by default only on NVLink inside nodes (tuning.cc: typeIntra <= PATH_NVB) and for GPUs of
+  // one kind; never for NVLS.
+  if (p == Protocol::kLL128 && ch.intra_class > PathClass::kNVB) return m;
+  m.bus = bus;
+  const int steps = ring_steps(c, n);
+  const double ratio =
+      a == Algorithm::kRing ? static_cast<double>(n) / steps : a == Algorithm::kTree ? 0.5 : 5.0 / 6.0;
+  m.alg = bus * ratio;
+
+  // Latency (us).
+  const HopKind intra_hw = hop_kind(ch.intra_class);
+  double intra = kHwLatUs[static_cast<std::size_t>(intra_hw)][algo_index(a)][idx(p)];
+  const double inter = kHwLatUs[2][algo_index(a)][idx(p)];
+  m.lat = kBaseLatUs[algo_index(a)][idx(p)];
+  switch (a) {
+    case Algorithm::kRing: {
+      if (nodes > 1) {
+        // getNetOverhead: 1 us on Intel, 2 on AMD; three times for Simple.
+        const double overhead = (ch.amd ? 2.0 : 1.0) * (p == Protocol::kSimple ? 3 : 1);
+        intra = std::max(intra, overhead);
+      }
+      const int inter_steps = nodes == 1 ? 0 : allreduce ? 2 * (nodes - 1) : nodes - 1;
+      if (c == Collective::kBroadcast || c == Collective::kReduce) {
+        m.lat += intra;  // ring broadcast and reduce: one pipelined pass (sameChannels)
+      } else {
+        m.lat += (steps - inter_steps) * intra + inter_steps * inter;
+      }
+      break;
+    }
+    case Algorithm::kTree:
+      m.lat += 2 * ((ppn - 1) * intra + log2i(nodes) * inter);
+      break;
+    case Algorithm::kNvls:
+      m.lat = kHwLatUs[0][algo_index(a)][idx(p)];
+      break;
+    case Algorithm::kNvlsTree:
+      m.lat += kHwLatUs[0][algo_index(a)][idx(p)] + 2 * log2i(nodes) * inter;
+      break;
+  }
+  return m;
+}
+
 }  // namespace
 
-std::string_view algorithm_name(Algorithm a) { return a == Algorithm::kTree ? "tree" : "ring"; }
+std::string_view algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kTree:
+      return "tree";
+    case Algorithm::kNvls:
+      return "nvls";
+    case Algorithm::kNvlsTree:
+      return "nvlstree";
+  }
+  return "ring";
+}
 
 std::string_view protocol_name(Protocol p) {
   switch (p) {
@@ -81,19 +194,26 @@ std::string_view protocol_name(Protocol p) {
 
 std::optional<Algorithm> parse_algorithm(std::string_view text) {
   const std::string t = lower(text);
-  if (t == "auto") return std::nullopt;
-  if (t == "ring") return Algorithm::kRing;
-  if (t == "tree") return Algorithm::kTree;
-  throw ConfigError(fmt::format("algorithm \"{}\": expected ring, tree or auto", text));
+  if (t == "auto" || t.empty()) return std::nullopt;
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kNvlsTree})
+    if (t == algorithm_name(a)) return a;
+  throw ConfigError(fmt::format("algorithm \"{}\": expected ring, tree, nvls, nvlstree or auto", text));
 }
 
 std::optional<Protocol> parse_protocol(std::string_view text) {
   const std::string t = lower(text);
-  if (t == "auto") return std::nullopt;
+  if (t == "auto" || t.empty()) return std::nullopt;
   if (t == "ll") return Protocol::kLL;
   if (t == "ll128") return Protocol::kLL128;
   if (t == "simple") return Protocol::kSimple;
   throw ConfigError(fmt::format("protocol \"{}\": expected ll, ll128, simple or auto", text));
+}
+
+CollectiveRequest CollectiveRequest::only(std::optional<Algorithm> a, std::optional<Protocol> p) {
+  CollectiveRequest r;
+  if (a) r.algorithms = std::string(algorithm_name(*a));
+  if (p) r.protocols = lower(protocol_name(*p));
+  return r;
 }
 
 HopKind hop_kind(PathClass c) {
@@ -138,51 +258,47 @@ double chunk_bytes(Protocol p) {
   return 2.0 * 1024 * 1024;
 }
 
-CollectiveChoice choose_collective(Collective c, double bytes, const Channels& ch, int sm_version,
-                                   const CollectiveRequest& req) {
+CollectiveChoice choose_collective(Collective c, double bytes, const Channels& ch, const CollectiveRequest& req) {
   const int k = static_cast<int>(ch.ranks.size());
-  const int nodes = std::max<int>(1, static_cast<int>(ch.hosts.size()));
-  const bool tree_possible = c == Collective::kAllreduce && nodes > 1;
-  std::optional<Algorithm> forced = req.algorithm;
-  if (forced == Algorithm::kTree && !tree_possible && !req.strict) forced = Algorithm::kRing;
-  if (forced == Algorithm::kTree && !tree_possible) {
-    throw ConfigError(
-        fmt::format("algorithm tree: NCCL's tree serves allreduce across nodes; this is {} over {} node{}",
-                    collective_name(c), nodes, nodes == 1 ? "" : "s"));
-  }
-  const std::size_t arch = arch_index(sm_version);
-  const std::size_t scale = nodes == 1 ? 0 : nodes == 2 ? 1 : 2;
-  const double channels = static_cast<double>(std::max<std::size_t>(1, ch.rings.size()));
-  const HopKind intra = hop_kind(ch.intra_class);
-  const int per_node = k / nodes;
-
+  const int nodes = ch.nodes();
   CollectiveChoice best;
+  if (k <= 1) return best;  // nothing moves
   best.predicted_s = std::numeric_limits<double>::infinity();
-  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree}) {
-    if (a == Algorithm::kTree && !tree_possible) continue;
-    if (forced && *forced != a) continue;
-    for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
-      if (req.protocol && *req.protocol != p) continue;
-      double bus = ch.total_bw_Bps() / 1e9;  // GB/s
-      if (a == Algorithm::kTree) bus *= 0.92;
-      if (p == Protocol::kLL) bus = std::min(kLlMaxBw[arch][scale], 0.5 * bus);
-      if (p == Protocol::kLL128) bus = std::min(bus * 0.92, channels * kPerChMaxRingLL128Bw[arch][scale]);
-      double alg = bus;
-      double lat_us = kBaseLatUs[algo_index(a)][idx(p)];
-      if (a == Algorithm::kRing) {
-        const int steps = ring_steps(c, k);
-        if (c == Collective::kAllreduce) alg = bus * k / (2.0 * (k - 1));
-        if (c == Collective::kAllgather || c == Collective::kReduceScatter) alg = bus * k / (k - 1.0);
-        const int inter_steps = nodes > 1 ? (c == Collective::kAllreduce ? 2 : 1) * (nodes - 1) : 0;
-        lat_us += (steps - inter_steps) * kHwLatUs[static_cast<std::size_t>(intra)][1][idx(p)] +
-                  inter_steps * kHwLatUs[2][1][idx(p)];
-      } else {
-        alg = bus * 0.5;
-        lat_us += 2.0 * ((per_node - 1) * kHwLatUs[static_cast<std::size_t>(intra)][0][idx(p)] +
-                         log2i(nodes) * kHwLatUs[2][0][idx(p)]);
+  for (int pass = 0; pass < 2 && !std::isfinite(best.predicted_s); ++pass) {
+    // Pass 1: what the user allows; pass 2 (not strict): the ring, as a collective NCCL_ALGO
+    // leaves nothing for falls back to.
+    for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kNvlsTree}) {
+      if (pass == 0 && !nccl_list_allows(req.algorithms, algorithm_name(a))) continue;
+      if (pass == 1 && a != Algorithm::kRing) continue;
+      if ((a == Algorithm::kNvls || a == Algorithm::kNvlsTree) && !req.nvls) continue;
+      for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
+        if (!nccl_list_allows(req.protocols, lower(protocol_name(p)))) continue;
+        const Model m = tune(c, a, p, ch);
+        if (!(m.alg > 0)) continue;
+        double alg = m.alg, lat = m.lat;
+        // ncclTopoGetAlgoTime: the tree's bandwidth by size, and the ring's latency plateau across
+        // nodes (x1.4 from Ampere on, 1.9 before).
+        const int log_size = log2i(std::max(1.0, bytes / 64));
+        if (a == Algorithm::kTree && log_size >= 0 && log_size < 23 && bytes >= 64)
+          alg *= kTreeCorrection[idx(p)][static_cast<std::size_t>(log_size)];
+        if (a == Algorithm::kRing && p == Protocol::kSimple && nodes > 1 && c == Collective::kAllreduce &&
+            bytes / (static_cast<double>(ch.rings.size()) * k) >= 64)
+          lat *= ch.sm_version < 80 ? 1.9 : 1.4;
+        const double t = k <= 1 ? 0.0 : lat * 1e-6 + bytes / (alg * 1e9);
+        if (t < best.predicted_s) best = {a, p, t, m.bus * 1e9, alg * 1e9, lat * 1e-6};
       }
-      const double t = k <= 1 ? 0.0 : lat_us * 1e-6 + bytes / (alg * 1e9);
-      if (t < best.predicted_s) best = {a, p, t, bus * 1e9};
+    }
+    if (!std::isfinite(best.predicted_s) && (req.strict || pass == 1)) {
+      std::vector<std::string> set;
+      if (!req.algorithms.empty()) set.push_back(fmt::format("NCCL_ALGO={}", req.algorithms));
+      if (!req.protocols.empty()) set.push_back(fmt::format("NCCL_PROTO={}", req.protocols));
+      if (!req.nvls) set.push_back("NCCL_NVLS_ENABLE=0");
+      const std::string asked = fmt::format("{}", fmt::join(set, " "));
+      throw ConfigError(fmt::format(
+          "{}: {} over {} GPU{} on {} node{} has no algorithm and protocol left (tree serves allreduce across "
+          "nodes; nvls allreduce on one node of 3 or more NVSwitch-connected Hopper or later GPUs, nvlstree across "
+          "such nodes, both Simple only)",
+          asked, collective_name(c), k, k == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s"));
     }
   }
   return best;

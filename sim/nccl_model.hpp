@@ -1,13 +1,15 @@
 // nccl_model.hpp: NCCL's tuning model as one versioned table: which algorithm and protocol NCCL
 // picks for a collective, what it predicts, and the per-protocol facts the simulated collectives
-// use (hop latencies, wire overhead, pipeline chunk). Numbers: SEMANTICS.md §3, NCCL 2.27
-// src/graph/tuning.cc (baseLat, hwLat, llMaxBws, perChMaxRingLL128Bws).
+// use (hop latencies, wire overhead, pipeline chunk). Numbers: NCCL 2.27.7 src/graph/tuning.cc
+// (baseLat, hwLat, llMaxBws, perChMaxRingLL128Bws, perChMaxTreeBws, perChMaxTreeLL128Bws,
+// treeCorrectionFactor, ncclTopoTuneModel, ncclTopoGetAlgoTime), SEMANTICS.md §3.
 //
 //   const CollectiveChoice c = choose_collective(Collective::kAllreduce, 64 << 20, channels, {});
 //   c.algorithm == Algorithm::kRing;  c.protocol == Protocol::kSimple;  c.predicted_s
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/backend.hpp"
@@ -16,12 +18,14 @@
 
 namespace gradsync::sim {
 
-enum class Algorithm { kRing, kTree };
+// Algorithm: NCCL's algorithms gradsync models. NVLS is NVLink SHARP (the NVSwitch reduces) inside
+// a node; NVLSTree is NVLS inside each node and a tree between nodes. CollNet and PAT are not.
+enum class Algorithm { kRing, kTree, kNvls, kNvlsTree };
 enum class Protocol { kLL, kLL128, kSimple };
-std::string_view algorithm_name(Algorithm a);
-std::string_view protocol_name(Protocol p);
-// parse_algorithm / parse_protocol read "ring" / "tree", "ll" / "ll128" / "simple" (case-insensitive);
-// nullopt for "auto"; ConfigError otherwise.
+std::string_view algorithm_name(Algorithm a);  // "ring", "tree", "nvls", "nvlstree"
+std::string_view protocol_name(Protocol p);    // "LL", "LL128", "Simple"
+// parse_algorithm / parse_protocol read one name (any case); nullopt for "auto" or ""; ConfigError
+// otherwise.
 std::optional<Algorithm> parse_algorithm(std::string_view text);
 std::optional<Protocol> parse_protocol(std::string_view text);
 
@@ -43,28 +47,33 @@ double wire_factor(Protocol p);
 // 4 steps per chunk; LL 32 KiB; LL128 576 KiB).
 double chunk_bytes(Protocol p);
 
-// CollectiveRequest: what to choose for, and the user's NCCL_ALGO / NCCL_PROTO if any.
+// CollectiveRequest: what the user allows: NCCL_ALGO and NCCL_PROTO as canonical lists
+// (core/nccl_knobs.hpp; empty: every one), NCCL_NVLS_ENABLE.
 struct CollectiveRequest {
-  std::optional<Algorithm> algorithm;
-  std::optional<Protocol> protocol;
-  // strict: a forced tree where NCCL has none (not an allreduce, or one node) is an error; not
-  // strict, those collectives use the ring (a step's allgathers and broadcasts under --algo tree).
+  std::string algorithms;
+  std::string protocols;
+  bool nvls = true;
+  // strict: an algorithm list that leaves a collective nothing to run with is an error; not
+  // strict, such collectives use the ring (a step's allgathers and broadcasts under NCCL_ALGO=tree).
   bool strict = true;
+  // only: a request allowing one algorithm and/or protocol.
+  static CollectiveRequest only(std::optional<Algorithm> a, std::optional<Protocol> p);
 };
 
-// CollectiveChoice: the pair NCCL would run and the time its model predicts.
+// CollectiveChoice: the pair NCCL would run and what its model says of it.
 struct CollectiveChoice {
   Algorithm algorithm = Algorithm::kRing;
   Protocol protocol = Protocol::kSimple;
   double predicted_s = 0;
-  double bus_bw_Bps = 0;  // the model's bus bandwidth for the pair
+  double bus_bw_Bps = 0;   // the model's bus bandwidth for the pair
+  double alg_bw_Bps = 0;   // the model's algorithm bandwidth: predicted_s = latency + bytes / alg_bw
+  double latency_s = 0;    // the model's latency
 };
 
 // choose_collective: among the allowed (algorithm, protocol) pairs, the one with the smallest
-// predicted time = latency + bytes / algBw. Tree serves allreduce across nodes only; the rest use
-// rings. `sm_version` picks the row of NCCL's per-architecture bandwidth caps (70, 80, 90, 100).
-// ConfigError when the user forces tree where it cannot run.
-CollectiveChoice choose_collective(Collective c, double bytes, const Channels& ch, int sm_version,
-                                   const CollectiveRequest& req);
+// predicted time (ncclTopoGetAlgoTime). Ring serves every collective; tree allreduce across
+// nodes; NVLS allreduce on one node of NVSwitch-connected Hopper or later GPUs (more than two);
+// NVLSTree allreduce across such nodes. ConfigError when the request leaves nothing (strict).
+CollectiveChoice choose_collective(Collective c, double bytes, const Channels& ch, const CollectiveRequest& req);
 
 }  // namespace gradsync::sim

@@ -10,6 +10,7 @@
 
 #include <limits>
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 
@@ -32,28 +33,33 @@ constexpr double kHostSpeed = 1e12;
 // destination-based routing spreads a fabric's traffic.
 class TopologyZone final : public sgr::NetZoneImpl {
  public:
-  TopologyZone(const Topology& topo, const Routes& routes) : NetZoneImpl("cluster"), topo_(topo), routes_(routes) {}
+  TopologyZone(const Topology& topo, const Routes& routes, const Transports* transports)
+      : NetZoneImpl("cluster"), topo_(topo), routes_(routes), transports_(transports) {
+    if (!transports_) {
+      owned_ = std::make_unique<Transports>(topo, routes, TransportOptions{});
+      transports_ = owned_.get();
+    }
+  }
 
   void place(const sg4::Host* host, VertexId v) { vertex_[host->get_netpoint()->id()] = v; }
+  void place_nccl(const sg4::Host* host, int rank) {
+    vertex_[host->get_netpoint()->id()] = topo_.gpu(rank);
+    nccl_rank_[host->get_netpoint()->id()] = rank;
+  }
 
-  // pin: the route flows between two netpoints take; the first pinned (or looked up) stays.
-  bool pin(const sg4::Host* a, const sg4::Host* b, const Route& r) {
+  // pin: the hop NCCL flows between two endpoints take; the first pinned (or looked up) stays.
+  bool pin(const sg4::Host* a, const sg4::Host* b, const Hop& h) {
     const std::uint64_t key = (static_cast<std::uint64_t>(a->get_netpoint()->id()) << 32) | b->get_netpoint()->id();
     auto [it, fresh] = cache_.try_emplace(key);
-    if (fresh) fill(it->second, r);
+    if (fresh) fill(it->second, h.route, h.wire_factor);
     return fresh;
   }
+  // wire_factor: of the NCCL hop between two endpoints (looked up as a route would be).
+  double wire_factor(const sg4::Host* a, const sg4::Host* b) { return cached(a->get_netpoint(), b->get_netpoint()).wire; }
   void set_links(std::vector<sg4::SplitDuplexLink*> links) { links_ = std::move(links); }
 
   void get_local_route(const sgr::NetPoint* src, const sgr::NetPoint* dst, sgr::Route* into, double* latency) override {
-    const std::uint64_t key = (static_cast<std::uint64_t>(src->id()) << 32) | dst->id();
-    auto [it, fresh] = cache_.try_emplace(key);
-    Cached& c = it->second;
-    if (fresh) {
-      const VertexId a = vertex_.at(src->id());
-      const VertexId b = vertex_.at(dst->id());
-      fill(c, default_route(a, b));
-    }
+    const Cached& c = cached(src, dst);
     into->link_list_.insert(into->link_list_.end(), c.links.begin(), c.links.end());
     if (latency) *latency += c.latency_s;
   }
@@ -62,7 +68,24 @@ class TopologyZone final : public sgr::NetZoneImpl {
   struct Cached {
     std::vector<simgrid::kernel::resource::StandardLinkImpl*> links;
     double latency_s = 0;
+    double wire = 1;
   };
+  const Cached& cached(const sgr::NetPoint* src, const sgr::NetPoint* dst) {
+    const std::uint64_t key = (static_cast<std::uint64_t>(src->id()) << 32) | dst->id();
+    auto [it, fresh] = cache_.try_emplace(key);
+    Cached& c = it->second;
+    if (fresh) {
+      const auto ra = nccl_rank_.find(src->id());
+      const auto rb = nccl_rank_.find(dst->id());
+      if (ra != nccl_rank_.end() && rb != nccl_rank_.end()) {
+        const Hop h = transports_->hop(ra->second, rb->second);
+        fill(c, h.route, h.wire_factor);
+      } else {
+        fill(c, default_route(vertex_.at(src->id()), vertex_.at(dst->id())), 1);
+      }
+    }
+    return c;
+  }
   // default_route: inside a machine the topology's route; between machines a GPU's traffic
   // leaves and enters by its own NIC (Routes::nic_of), the fabric path picked by the destination.
   Route default_route(VertexId a, VertexId b) const {
@@ -72,7 +95,8 @@ class TopologyZone final : public sgr::NetZoneImpl {
            : gpus  ? routes_.net_route(topo_.rank_of(a), topo_.rank_of(b), static_cast<std::uint64_t>(b) + 1)
                    : routes_.route(a, b, static_cast<std::uint64_t>(b) + 1);
   }
-  void fill(Cached& c, const Route& r) const {
+  void fill(Cached& c, const Route& r, double wire) const {
+    c.wire = wire;
     for (const DirectedLink& h : r.hops) {
       sg4::SplitDuplexLink* l = links_[h.link];
       c.links.push_back((h.forward ? l->get_link_up() : l->get_link_down())->get_impl());
@@ -81,20 +105,27 @@ class TopologyZone final : public sgr::NetZoneImpl {
   }
   const Topology& topo_;
   const Routes& routes_;
+  const Transports* transports_;
+  std::unique_ptr<Transports> owned_;
   std::unordered_map<unsigned long, VertexId> vertex_;  // by netpoint id
+  std::unordered_map<unsigned long, int> nccl_rank_;    // NCCL endpoints' netpoints: their rank
   std::vector<sg4::SplitDuplexLink*> links_;
   std::unordered_map<std::uint64_t, Cached> cache_;
 };
 
 }  // namespace
 
-Platform build_platform(const Topology& topo, const Routes& routes) {
+Platform build_platform(const Topology& topo, const Routes& routes, const Transports* transports) {
   if (!sg4::Engine::has_instance()) throw RuntimeError("sim: build_platform needs the engine (create_engine) first");
-  auto* zone = new TopologyZone(topo, routes);  // the root zone; the engine owns and deletes it
+  auto* zone = new TopologyZone(topo, routes, transports);  // the root zone; the engine owns and deletes it
   Platform p;
   for (VertexId g : topo.gpus()) {
     p.gpus.push_back(zone->create_host(topo.vertex(g).name, {kHostSpeed}));
     zone->place(p.gpus.back(), g);
+  }
+  for (int r = 0; r < topo.gpu_count(); ++r) {
+    p.nccl.push_back(zone->create_host("nccl:" + topo.vertex(topo.gpu(r)).name, {kHostSpeed}));
+    zone->place_nccl(p.nccl.back(), r);
   }
 
   // Host memory: per GPU the CPU socket of its machine with the fewest-latency route.
@@ -139,8 +170,11 @@ Platform build_platform(const Topology& topo, const Routes& routes) {
   }
   zone->set_links(std::move(duplex));
   zone->seal();
-  p.pin_route = [zone, gpus = p.gpus](int from, int to, const Route& r) {
-    return zone->pin(gpus.at(static_cast<std::size_t>(from)), gpus.at(static_cast<std::size_t>(to)), r);
+  p.pin_route = [zone, nccl = p.nccl](int from, int to, const Hop& h) {
+    return zone->pin(nccl.at(static_cast<std::size_t>(from)), nccl.at(static_cast<std::size_t>(to)), h);
+  };
+  p.nccl_wire_factor = [zone, nccl = p.nccl](int from, int to) {
+    return zone->wire_factor(nccl.at(static_cast<std::size_t>(from)), nccl.at(static_cast<std::size_t>(to)));
   };
   return p;
 }

@@ -25,21 +25,31 @@
 
 #include "topologies/routes.hpp"
 #include "topologies/topology.hpp"
+#include "topologies/transports/transport.hpp"
 
 namespace gradsync::sim {
 
 struct Platform {
-  std::vector<simgrid::s4u::Host*> gpus;         // by rank
+  std::vector<simgrid::s4u::Host*> gpus;         // by rank: kernels, copies
   std::vector<simgrid::s4u::Host*> host_memory;  // by rank: the CPU socket nearest the GPU
-  std::vector<simgrid::s4u::Link*> links;        // by topology link index
-  // pin_route makes flows from GPU `from` to GPU `to` (ranks) take `route` instead of the
-  // default: a ring channel's hop between machines goes through the channel's NICs (NCCL's
-  // search picks one NIC per channel and node, the same in and out). The first route pinned for
-  // a pair stays; returns whether this one did.
-  std::function<bool(int from, int to, const Route& route)> pin_route;
+  // nccl: by rank, the GPU as NCCL's endpoint: flows between two of these take NCCL's transport
+  // for the pair (topologies/transports: P2P, SHM through host memory, NET), while flows between
+  // `gpus` (peer copies) take the topology's route. The two differ where NCCL stages through host
+  // memory (GeForce boards, NCCL_P2P_DISABLE) and between machines.
+  std::vector<simgrid::s4u::Host*> nccl;
+  std::vector<simgrid::s4u::Link*> links;  // by topology link index
+  // pin_route makes NCCL flows from GPU `from` to GPU `to` (ranks) take `hop` instead of the
+  // transports' choice: a ring channel's hop between machines goes through the channel's NICs
+  // (NCCL's search picks one NIC per channel and node, the same in and out). The first hop pinned
+  // (or looked up) for a pair stays; returns whether this one did.
+  std::function<bool(int from, int to, const Hop& hop)> pin_route;
+  // nccl_wire_factor: what a payload byte of an NCCL flow from `from` to `to` costs on its links
+  // (the hop's wire factor: 6/5 through an Intel root complex).
+  std::function<double(int from, int to)> nccl_wire_factor;
 };
 
 // build_platform creates the platform in the process's engine (create_engine first) and seals it.
-Platform build_platform(const Topology& topo, const Routes& routes);
+// NCCL flows take `transports`' hops (NCCL's defaults when null; kept by reference otherwise).
+Platform build_platform(const Topology& topo, const Routes& routes, const Transports* transports = nullptr);
 
 }  // namespace gradsync::sim

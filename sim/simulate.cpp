@@ -22,6 +22,7 @@
 #include "models/scenario_basics.hpp"
 #include "models/step_costs.hpp"
 #include "sim/engine.hpp"
+#include "sim/nccl_options.hpp"
 #include "topologies/routes.hpp"
 
 namespace gradsync::sim {
@@ -39,7 +40,7 @@ struct ResolvedScenario {
   std::int64_t batch = 0;
   std::int64_t seq_len = 1;
   CommHook hook;
-  CollectiveRequest nccl;
+  NcclSettings nccl;
   Fidelity fidelity = Fidelity::kAuto;
   std::set<int> hosts;  // hosts of the GPUs used
   std::optional<Calibration> calibration;
@@ -73,14 +74,15 @@ ResolvedScenario resolve(const Scenario& s) {
   r.batch = basics.batch;
   r.seq_len = basics.seq_len;
   r.hook = basics.hook;
-  // algo, proto and fidelity were checked against the table's choices (check_scenario_keys).
-  r.nccl.algorithm = parse_algorithm(s.algo);
-  r.nccl.protocol = parse_protocol(s.proto);
+  // NCCL's knobs and the fidelity were checked against the table (check_scenario_keys).
+  r.nccl = nccl_settings(s);
   r.fidelity = *parse_fidelity(s.fidelity);
-  if (r.nccl.algorithm == Algorithm::kTree && r.hosts.size() < 2) {
-    throw ConfigError(
-        fmt::format("algo tree: NCCL's tree runs allreduce across nodes; the {} GPU{} used are on one host", r.gpus,
-                    r.gpus == 1 ? "" : "s"));
+  if (r.gpus > 1 && !s.nccl_algo.empty()) {
+    // A request that leaves an allreduce nothing to run with fails now (NCCL_ALGO=tree on one host).
+    const Routes routes(r.topo);
+    const Transports transports(r.topo, routes, r.nccl.transport);
+    const Channels ch = build_channels(r.topo, routes, first_ranks(r.gpus), transports);
+    (void)choose_collective(Collective::kAllreduce, 64 << 20, ch, r.nccl.request);
   }
   if (!s.calibration.empty()) {
     r.calibration = read_calibration(s.calibration);
@@ -155,8 +157,11 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
   auto engine = create_engine();
   const Routes routes(r.topo);
   SimOptions so;
-  so.nccl = r.nccl;
+  so.nccl = r.nccl.request;
   so.nccl.strict = false;
+  so.transport = r.nccl.transport;
+  so.min_channels = r.nccl.min_channels;
+  so.max_channels = r.nccl.max_channels;
   so.fidelity = r.fidelity;
   so.fluid = fluid;
   if (r.calibration) so.calibration = &*r.calibration;
@@ -297,12 +302,12 @@ ClosedForm closed_form_ddp(const Scenario& scenario) {
   double last = 0;
   if (r.gpus > 1) {
     const Routes routes(r.topo);
-    const Channels ch = build_channels(r.topo, routes, first_ranks(r.gpus));
-    CollectiveRequest req = r.nccl;
+    const Transports transports(r.topo, routes, r.nccl.transport);
+    const Channels ch = build_channels(r.topo, routes, first_ranks(r.gpus), transports);
+    CollectiveRequest req = r.nccl.request;
     req.strict = false;
     for (const Bucket& b : steady.buckets) {
-      last = choose_collective(Collective::kAllreduce, static_cast<double>(b.bytes), ch, r.gpu->sm_version, req)
-                 .predicted_s;
+      last = choose_collective(Collective::kAllreduce, static_cast<double>(b.bytes), ch, req).predicted_s;
       out.communication_s += last;
     }
   }
@@ -313,6 +318,10 @@ ClosedForm closed_form_ddp(const Scenario& scenario) {
 
 std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw) {
   const Topology topo = field("topology", sw.topology, [&] { return load_topology(sw.topology); });
+  return simulate_collectives(sw, topo);
+}
+
+std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw, const Topology& topo) {
   const int n = sw.gpus > 0 ? sw.gpus : topo.gpu_count();
   if (n > topo.gpu_count()) {
     throw ConfigError(fmt::format("gpus {}: topology {} has {} GPUs", sw.gpus, sw.topology, topo.gpu_count()));
@@ -322,31 +331,34 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw) {
   }
   if (!(sw.step_factor > 1)) throw ConfigError(fmt::format("step-factor {}: expected a number > 1", sw.step_factor));
   SimOptions so;
-  so.nccl.algorithm = field("algo", sw.algo, [&] { return parse_algorithm(sw.algo); });
-  so.nccl.protocol = field("proto", sw.proto, [&] { return parse_protocol(sw.proto); });
+  so.nccl = sw.nccl.request;
+  so.transport = sw.nccl.transport;
+  so.min_channels = sw.nccl.min_channels;
+  so.max_channels = sw.nccl.max_channels;
   const auto fidelity = parse_fidelity(sw.fidelity);
   if (!fidelity) throw ConfigError(fmt::format("fidelity \"{}\": expected step, aggregate or auto", sw.fidelity));
   so.fidelity = *fidelity;
-  if (sw.max_channels < 0) {
-    throw ConfigError(fmt::format("max-channels {}: expected 0 (every ring) or more", sw.max_channels));
-  }
-  so.max_channels = sw.max_channels;
   so.fluid = sw.fluid;
 
   // nccl-tests' sizes: min, min*f, ... up to max, each a whole number of 4-byte floats (and of
   // n of them for allgather and reduce-scatter, whose size is the whole buffer).
   std::vector<double> sizes;
   const double align = (sw.op == Collective::kAllgather || sw.op == Collective::kReduceScatter) ? 4.0 * n : 4.0;
-  for (double b = sw.min_bytes; b <= sw.max_bytes * (1 + 1e-12); b *= sw.step_factor) {
+  const auto add = [&](double b) {
     const double aligned = std::max(align, std::floor(b / align) * align);
     if (sizes.empty() || aligned != sizes.back()) sizes.push_back(aligned);
+  };
+  if (!sw.sizes.empty()) {
+    for (double b : sw.sizes) add(b);
+  } else {
+    for (double b = sw.min_bytes; b <= sw.max_bytes * (1 + 1e-12); b *= sw.step_factor) add(b);
   }
 
   auto engine = create_engine();
   const Routes routes(topo);
   SimCluster cluster(topo, routes, n, so);
   // Fail early (before the engine runs) when the forced algorithm cannot serve this operation.
-  (void)choose_collective(sw.op, sizes.front(), cluster.channels(n), 0, so.nccl);
+  (void)choose_collective(sw.op, sizes.front(), cluster.channels(n), so.nccl);
   auto barrier = simgrid::s4u::Barrier::create(static_cast<unsigned>(n));
   for (int rank = 0; rank < n; ++rank) {
     ProcessGroup* pg = &cluster.world_group(rank);

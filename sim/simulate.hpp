@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@
 #include "core/trace.hpp"
 #include "models/memory_cost.hpp"
 #include "sim/cluster.hpp"
+#include "sim/nccl_options.hpp"
 
 namespace gradsync::sim {
 
@@ -41,26 +43,40 @@ struct ResolvedScenario;
 // check the scenario first (resolve_scenario) so that bad input fails before any child starts.
 StrategyResult simulate_isolated(const Scenario& s, Strategy strategy);
 
-// IsolatedSimulation: the same, started now and collected later, so that a sweep runs several
-// children at once: poll fd() for reading, call read_some() when it is readable (true once the
-// child is done writing), then finish(). Without `full` the result has no trace, collectives or
-// traffic. Destroying an unfinished one kills and reaps its child.
-class IsolatedSimulation {
+// ChildProcess: `body` run in a forked child (its own SimGrid engine), its JSON result read back
+// through a pipe. Poll fd() for reading, call read_some() when it is readable (true once the child
+// is done writing), then finish(): the result, or the child's ConfigError / UsageError /
+// RuntimeError as the same error. Destroying an unfinished one kills and reaps its child.
+class ChildProcess {
  public:
-  IsolatedSimulation(const Scenario& s, Strategy strategy, bool full);
-  ~IsolatedSimulation();
-  IsolatedSimulation(const IsolatedSimulation&) = delete;
-  IsolatedSimulation& operator=(const IsolatedSimulation&) = delete;
+  ChildProcess(const std::function<nlohmann::ordered_json()>& body, std::string what);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
 
   int fd() const { return fd_; }
   bool read_some();
-  StrategyResult finish();
+  nlohmann::ordered_json finish();
 
  private:
-  Strategy strategy_;
+  std::string what_;  // "the ddp simulation": names the child when it dies
   int pid_ = -1;
   int fd_ = -1;
   std::string text_;
+};
+
+// IsolatedSimulation: simulate_isolated started now and collected later, so that a sweep runs
+// several children at once (ChildProcess's fd / read_some / finish). Without `full` the result has
+// no trace, collectives or traffic.
+class IsolatedSimulation {
+ public:
+  IsolatedSimulation(const Scenario& s, Strategy strategy, bool full);
+  int fd() const { return child_.fd(); }
+  bool read_some() { return child_.read_some(); }
+  StrategyResult finish();
+
+ private:
+  ChildProcess child_;
 };
 
 // simulate runs one strategy of a scenario in this process's SimGrid engine (it creates it, so
@@ -103,17 +119,18 @@ struct CollectiveSweep {
   double min_bytes = 8;
   double max_bytes = 1024.0 * 1024 * 1024;
   double step_factor = 2;
-  std::string algo = "auto";
-  std::string proto = "auto";
+  NcclSettings nccl;              // NCCL's knobs (sim/nccl_options.hpp)
   std::string fidelity = "step";  // step, aggregate or auto
-  int max_channels = 0;           // NCCL_MAX_NCHANNELS (0: every ring found)
   bool fluid = true;              // SimOptions::fluid (false: tests compare with SimGrid's flows)
+  std::vector<double> sizes;      // these sizes (nccl-tests' bytes) instead of min..max by step_factor
 };
 
 // bus_factor (core/backend.hpp): nccl-tests' busbw / algbw.
 using ::gradsync::bus_factor;
 
-// simulate_collectives runs each size once, one after the other, in one engine (created here).
+// simulate_collectives runs each size once, one after the other, in one engine (created here),
+// on sweep.topology or on `topo` (a generated cluster).
 std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sweep);
+std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sweep, const Topology& topo);
 
 }  // namespace gradsync::sim

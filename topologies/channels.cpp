@@ -21,10 +21,10 @@ namespace {
 // sm90/sm100 variants). The first entry is the fastest a channel may go.
 constexpr double kIntraSm80[] = {40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
 constexpr double kIntraSm90[] = {60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
-constexpr double kIntraSm100[] = {90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18};
+constexpr double kIntraSm100[] = {90, 80, 70, 60, 50, 40, 30, 24, 20, 19, 18};
 constexpr double kInterSm80[] = {48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12};
 constexpr double kInterSm90[] = {48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12};
-constexpr double kInterSm100[] = {96, 80, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12};
+constexpr double kInterSm100[] = {96, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12};
 
 // kSearchBudget: DFS steps allowed per channel and node before the search gives up at that
 // speed (NCCL bounds its search by a step budget too).
@@ -44,11 +44,25 @@ std::vector<double> speed_table(bool inter, int sm) {
   return inter ? pick(kInterSm80) : pick(kIntraSm80);
 }
 
+}  // namespace
+
+std::vector<double> nccl_speeds(bool inter, int sm) {
+  std::vector<double> out = speed_table(inter, sm);
+  for (double& v : out) v *= 1e9;
+  return out;
+}
+
+namespace {
+
 // Search holds the residual bandwidth of every link direction while channels are found.
 class Search {
  public:
-  Search(const Topology& topo, const Routes& routes, const std::vector<int>& ranks)
-      : topo_(topo), routes_(routes), full_(2 * topo.links().size()), core_(topo.links().size()) {
+  Search(const Topology& topo, const Routes& routes, const Transports& transports, const std::vector<int>& ranks)
+      : topo_(topo),
+        routes_(routes),
+        transports_(transports),
+        full_(2 * topo.links().size()),
+        core_(topo.links().size()) {
     for (LinkId e : topo.links()) {
       const TopoLink& l = topo.link(e);
       full_[2 * l.index] = full_[2 * l.index + 1] = l.payload_bw_Bps;
@@ -98,16 +112,23 @@ class Search {
     if (it == cache_.end()) it = cache_.emplace(key, routes_.route(a, b)).first;
     return it->second;
   }
-  const Route& gpu_route(int a, int b) { return route(topo_.gpu(a), topo_.gpu(b)); }
+  // gpu_route: how NCCL's transports carry a hop between two GPUs of one machine (P2P, or SHM
+  // through host memory), found once per pair.
+  const Hop& gpu_route(int a, int b) {
+    const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint64_t>(b);
+    auto it = gpu_hops_.find(key);
+    if (it == gpu_hops_.end()) it = gpu_hops_.emplace(key, transports_.hop(a, b)).first;
+    return it->second;
+  }
   // net_hop: GPU `from` -> NIC `nic` -> the fabric (an ECMP path labelled by the channel, as
   // switches spread flows) -> the next node's NIC -> GPU `to` (Routes::net_route); found once per
   // pair, NICs and channel.
-  const Route& net_hop(int from, VertexId nic, VertexId next_nic, int to, int channel) {
+  const Hop& net_hop(int from, VertexId nic, VertexId next_nic, int to, int channel) {
     const auto key = std::make_tuple(from, nic, next_nic, to, channel);
     auto it = hops_.find(key);
     if (it == hops_.end())
-      it =
-          hops_.emplace(key, routes_.net_route(from, to, nic, next_nic, static_cast<std::uint64_t>(channel) + 1)).first;
+      it = hops_.emplace(key, transports_.net_hop(from, to, nic, next_nic, static_cast<std::uint64_t>(channel) + 1))
+               .first;
     return it->second;
   }
 
@@ -202,14 +223,14 @@ class Search {
                  std::vector<std::vector<int>>& rings, long& budget) {
     if (rings.size() >= kMaxRings || --budget < 0) return;  // too many to choose among
     if (path.size() == node.size()) {
-      const Route& close = gpu_route(path.back(), path.front());
-      if (close.path_class <= cls && fits(close, s)) rings.push_back(path);
+      const Hop& close = gpu_route(path.back(), path.front());
+      if (close.route.path_class <= cls && fits(close, s)) rings.push_back(path);
       return;
     }
     for (int v : node) {
       if (std::find(path.begin(), path.end(), v) != path.end()) continue;
-      const Route& r = gpu_route(path.back(), v);
-      if (r.path_class > cls || !fits(r, s)) continue;
+      const Hop& r = gpu_route(path.back(), v);
+      if (r.route.path_class > cls || !fits(r, s)) continue;
       take(r, s, 1);
       path.push_back(v);
       enumerate(node, cls, s, path, rings, budget);
@@ -228,7 +249,7 @@ class Search {
       bool ok = true;
       std::size_t taken = 0;
       for (; taken < ring.size(); ++taken) {
-        const Route& r = gpu_route(ring[taken], ring[(taken + 1) % ring.size()]);
+        const Hop& r = gpu_route(ring[taken], ring[(taken + 1) % ring.size()]);
         if (!fits(r, s)) {
           ok = false;
           break;
@@ -248,27 +269,29 @@ class Search {
  private:
   // fits / take: the search sees the network only through the NICs, as NCCL does; links
   // between network switches (the fabric's core) are left to the simulator's contention.
-  bool fits(const Route& r, double s) const {
-    for (const DirectedLink& h : r.hops)
-      if (!core_[h.link] && residual_[h.slot()] < s * (1 - kRelEps)) return false;
+  // A hop at speed s uses s times its wire factor of every link it crosses (6/5 through an Intel
+  // root complex).
+  bool fits(const Hop& r, double s) const {
+    for (const DirectedLink& h : r.route.hops)
+      if (!core_[h.link] && residual_[h.slot()] < s * r.wire_factor * (1 - kRelEps)) return false;
     return true;
   }
-  void take(const Route& r, double s, double sign) {
-    for (const DirectedLink& h : r.hops)
-      if (!core_[h.link]) residual_[h.slot()] -= sign * s;
+  void take(const Hop& r, double s, double sign) {
+    for (const DirectedLink& h : r.route.hops)
+      if (!core_[h.link]) residual_[h.slot()] -= sign * s * r.wire_factor;
   }
 
   // reuse tries an earlier ring's order on one node: links are full duplex, so a ring and its
   // reverse use opposite directions of the same links (NCCL's rings come in such pairs too).
   bool reuse(const std::vector<int>& order, PathClass cls, double s, RingChannel& ch) {
-    std::vector<Route> hops;
+    std::vector<Hop> hops;
     for (std::size_t i = 0; i < order.size(); ++i) {
-      const Route& r = gpu_route(order[i], order[(i + 1) % order.size()]);
-      if (r.path_class > cls) return false;
+      const Hop& r = gpu_route(order[i], order[(i + 1) % order.size()]);
+      if (r.route.path_class > cls) return false;
       hops.push_back(r);
     }
     std::vector<double> saved = residual_;
-    for (const Route& r : hops) {
+    for (const Hop& r : hops) {
       if (!fits(r, s)) {
         residual_ = std::move(saved);
         return false;
@@ -313,7 +336,7 @@ class Search {
       ch.order.push_back(chain.back());
       const std::size_t next = (n + 1) % nodes_.size();
       // The fabric leg takes an ECMP path labelled by the channel, as switches spread flows.
-      const Route& hop = net_hop(chain.back(), ch.nics[n], ch.nics[next], ch.chains[next].front(), c);
+      const Hop& hop = net_hop(chain.back(), ch.nics[n], ch.nics[next], ch.chains[next].front(), c);
       if (!fits(hop, s)) return false;
       take(hop, s, 1);
       ch.hops.push_back(hop);
@@ -365,8 +388,8 @@ class Search {
     const int cur = path.back();
     if (path.size() == m) {
       if (end >= 0 || m == 1) return true;
-      const Route& close = gpu_route(cur, path.front());
-      if (close.path_class > cls || !fits(close, s)) return false;
+      const Hop& close = gpu_route(cur, path.front());
+      if (close.route.path_class > cls || !fits(close, s)) return false;
       take(close, s, 1);
       return true;
     }
@@ -378,16 +401,16 @@ class Search {
       int rank;
       PathClass cls;
       std::size_t dist;
-      const Route* route;
+      const Hop* route;
     };
     std::vector<Cand> cands;
     const std::size_t here = pos(cur);
     for (int v : node) {
       if (std::find(path.begin(), path.end(), v) != path.end()) continue;
       if (v == end && path.size() + 1 != m) continue;
-      const Route& r = gpu_route(cur, v);
-      if (r.path_class > cls || !fits(r, s)) continue;
-      cands.push_back({v, r.path_class, (pos(v) + m - here) % m, &r});
+      const Hop& r = gpu_route(cur, v);
+      if (r.route.path_class > cls || !fits(r, s)) continue;
+      cands.push_back({v, r.route.path_class, (pos(v) + m - here) % m, &r});
     }
     std::sort(cands.begin(), cands.end(),
               [](const Cand& a, const Cand& b) { return a.cls != b.cls ? a.cls < b.cls : a.dist < b.dist; });
@@ -404,6 +427,7 @@ class Search {
 
   const Topology& topo_;
   const Routes& routes_;
+  const Transports& transports_;
   std::vector<double> full_;
   std::vector<char> core_;  // per link: joins two network switches
   std::vector<double> residual_;
@@ -412,7 +436,8 @@ class Search {
   std::vector<std::vector<int>> nodes_;
   std::vector<std::vector<VertexId>> nics_;
   std::unordered_map<std::uint64_t, Route> cache_;
-  std::map<std::tuple<int, VertexId, VertexId, int, int>, Route> hops_;
+  std::map<std::tuple<int, VertexId, VertexId, int, int>, Hop> hops_;
+  std::unordered_map<std::uint64_t, Hop> gpu_hops_;
 };
 
 }  // namespace
@@ -424,6 +449,12 @@ std::vector<int> first_ranks(int n) {
 }
 
 Channels build_channels(const Topology& topo, const Routes& routes, const std::vector<int>& ranks) {
+  const Transports defaults(topo, routes, {});
+  return build_channels(topo, routes, ranks, defaults);
+}
+
+Channels build_channels(const Topology& topo, const Routes& routes, const std::vector<int>& ranks,
+                        const Transports& transports) {
   if (ranks.empty()) throw ConfigError(fmt::format("{}: no GPUs selected for rings", topo.origin()));
   std::set<int> seen;
   for (int r : ranks) {
@@ -433,7 +464,7 @@ Channels build_channels(const Topology& topo, const Routes& routes, const std::v
     }
     if (!seen.insert(r).second) throw ConfigError(fmt::format("{}: GPU rank {} selected twice", topo.origin(), r));
   }
-  Search search(topo, routes, ranks);
+  Search search(topo, routes, transports, ranks);
   Channels out;
   out.ranks.assign(seen.begin(), seen.end());
   out.hosts = search.hosts();
@@ -473,10 +504,19 @@ Channels build_channels(const Topology& topo, const Routes& routes, const std::v
     for (std::size_t c = n; c < dup; ++c) out.rings.push_back(out.rings[c - n]);
     out.channel_bw_Bps /= static_cast<double>((dup + n - 1) / n);
   }
+  out.sm_version = sm;
+  for (int r : out.ranks) {
+    const VertexId g = topo.gpu(r);
+    for (VertexId c = 0; c < topo.vertex_count(); ++c)
+      if (topo.vertex(c).kind == VertexKind::kCpu && topo.vertex(c).host == topo.vertex(g).host)
+        out.amd = topo.vertex(c).amd();
+    break;
+  }
+  graph_nvls_and_tree(topo, routes, out);
   out.intra_class = PathClass::kNVL;
   for (const RingChannel& ch : out.rings)
-    for (const Route& r : ch.hops)
-      if (r.path_class != PathClass::kNET) out.intra_class = std::max(out.intra_class, r.path_class);
+    for (const Hop& r : ch.hops)
+      if (r.route.path_class != PathClass::kNET) out.intra_class = std::max(out.intra_class, r.route.path_class);
   return out;
 }
 

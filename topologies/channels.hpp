@@ -22,11 +22,14 @@
 // tree over nodes (channel c uses tree c mod 2) with the node's chain inside each node.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "topologies/routes.hpp"
 #include "topologies/topology.hpp"
+#include "topologies/transports/transport.hpp"
 #include "topologies/trees.hpp"
 
 namespace gradsync {
@@ -38,13 +41,23 @@ inline constexpr int kMaxChannels = 16;
 inline constexpr std::size_t kMaxDupChannels = 32;
 
 // RingChannel is one ring: `order` lists the ranks; hops[i] carries order[i] -> order[i+1]
-// (the last hop closes the ring). Across nodes, chains[n] is node n's part of the order (first
+// (the last hop closes the ring): its transport, route and wire factor (topologies/transports). Across nodes, chains[n] is node n's part of the order (first
 // GPU next to the NIC data arrives on) and nics[n] that node's NIC; both empty on one node.
 struct RingChannel {
   std::vector<int> order;
-  std::vector<Route> hops;
+  std::vector<Hop> hops;
   std::vector<std::vector<int>> chains;
   std::vector<VertexId> nics;
+};
+
+// NvlsGraph: NCCL's NVLink SHARP graph (search.cc ncclTopoSearchTryNvls): one channel per GPU of
+// a node (each the head of its share), at `bw_intra_Bps` inside the node (the head's NVSwitch
+// links carry twice a channel, every other GPU's once: (GPUs + 1) x speed within a GPU's NVSwitch
+// bandwidth) and `bw_inter_Bps` through the NICs between nodes.
+struct NvlsGraph {
+  int channels = 0;
+  double bw_intra_Bps = 0;
+  double bw_inter_Bps = 0;
 };
 
 // Channels is the result of the search for one set of ranks.
@@ -55,13 +68,34 @@ struct Channels {
   double channel_bw_Bps = 0;                   // each channel's speed, per direction
   PathClass intra_class = PathClass::kNVL;     // worst path class of a hop inside a node
   std::array<std::vector<TreeNode>, 2> trees;  // over hosts; empty for one host
+  // Across nodes, NCCL's tree graph has the rings' channels at the rings' speed between nodes
+  // (tree_bw_inter_Bps) and up to twice it inside them where the links allow (tree_bw_intra_Bps,
+  // search.cc's second pass); NCCL's model of a tree over two nodes uses the latter.
+  double tree_bw_intra_Bps = 0;
+  double tree_bw_inter_Bps = 0;
+  // nvls: where every node's GPUs (more than two, Hopper or later) sit on one NVSwitch.
+  std::optional<NvlsGraph> nvls;
+  int sm_version = 0;  // the slowest GPU's compute capability x 10 (NCCL's minCompCap)
+  bool amd = false;    // AMD CPUs (NCCL's network overhead: 2 us instead of 1)
 
   double total_bw_Bps() const { return channel_bw_Bps * static_cast<double>(rings.size()); }
+  int nodes() const { return std::max<int>(1, static_cast<int>(hosts.size())); }
 };
 
 // build_channels searches rings and trees for `ranks` (distinct GPU ranks; GPUs on several
-// hosts need NICs with that host). ConfigError when the ranks are invalid or no ring exists.
+// hosts need NICs with that host), with hops carried as `transports` choose (NCCL's defaults when
+// not given). ConfigError when the ranks are invalid or no ring exists.
 Channels build_channels(const Topology& topo, const Routes& routes, const std::vector<int>& ranks);
+Channels build_channels(const Topology& topo, const Routes& routes, const std::vector<int>& ranks,
+                        const Transports& transports);
+
+// nccl_speeds: NCCL's per-channel speed array (search.cc speedArrayIntra/Inter, sm90 and sm100
+// variants), fastest first, bytes/s.
+std::vector<double> nccl_speeds(bool inter, int sm);
+
+// graph_nvls_and_tree fills the tree speeds and the NVLS graph of searched channels
+// (topologies/nccl_graphs.cpp).
+void graph_nvls_and_tree(const Topology& topo, const Routes& routes, Channels& ch);
 
 // first_ranks returns {0, 1, ..., n-1}.
 std::vector<int> first_ranks(int n);

@@ -42,6 +42,8 @@ class Builder {
     vertices_.push_back(std::move(v));
     return vertices_.size() - 1;
   }
+  void set_vendor(std::size_t v, std::string vendor) { vertices_[v].vendor = std::move(vendor); }
+  void set_p2p(std::size_t v, bool p2p) { vertices_[v].pcie_p2p = p2p; }
   void link(std::size_t a, std::size_t b, LinkType type, double bw_Bps, double latency_s, int links = 1) {
     LinkSpec s;
     s.a = a;
@@ -85,6 +87,10 @@ NodeParts add_nvswitch_node(Builder& b, const std::string& prefix, const std::st
   NodeParts parts;
   const std::size_t cpu0 = b.add(prefix + "cpu0", VertexKind::kCpu, host);
   const std::size_t cpu1 = b.add(prefix + "cpu1", VertexKind::kCpu, host);
+  // DGX A100: AMD EPYC 7742; DGX H100, H200 and B200: Intel Xeon (8480C, 8570) (DGX user guides).
+  const std::string vendor = g.sm_version < 90 ? "amd" : "intel";
+  b.set_vendor(cpu0, vendor);
+  b.set_vendor(cpu1, vendor);
   b.link(cpu0, cpu1, LinkType::kCpuLink, parse_bandwidth("32GBps"), kCpuLinkLatency_s, 4);
   const std::size_t nvs = b.add(prefix + "nvswitch", VertexKind::kNvswitch, host);
   const int switches = (gpus + 1) / 2;
@@ -124,6 +130,8 @@ NodeParts add_dgx1_node(Builder& b, const std::string& prefix, const std::string
   NodeParts parts;
   const std::size_t cpu0 = b.add(prefix + "cpu0", VertexKind::kCpu, host);
   const std::size_t cpu1 = b.add(prefix + "cpu1", VertexKind::kCpu, host);
+  b.set_vendor(cpu0, "intel");  // DGX-1: Xeon E5-2698 v4 (Broadwell)
+  b.set_vendor(cpu1, "intel");
   b.link(cpu0, cpu1, LinkType::kCpuLink, parse_bandwidth("19.2GBps"), kCpuLinkLatency_s, 2);
   const double pcie = pcie_Bps(g.pcie_gen, g.pcie_lanes);
   std::vector<std::size_t> sw, gpu;
@@ -170,6 +178,8 @@ constexpr ClusterNode kClusterNodes[] = {
      "NVIDIA DGX H100 User Guide (8 NDR compute NICs); DGX SuperPOD H100 reference architecture"},
     {"dgx-h200", "h200-sxm-141gb", 8, "400Gbps", "NDR InfiniBand (ConnectX-7)", 64, "QM9700 (64 NDR ports)",
      "NVIDIA DGX H200 datasheet (8 NDR compute NICs)"},
+    {"dgx-b200", "b200", 8, "400Gbps", "NDR InfiniBand (ConnectX-7)", 64, "QM9700 (64 NDR ports)",
+     "NVIDIA DGX B200 User Guide (8 single-port ConnectX-7 400 Gb/s compute NICs)"},
     {"dgx1-v100", "v100-sxm2-32gb", 4, "100Gbps", "EDR InfiniBand (ConnectX-4)", 36, "SB7800 (36 EDR ports)",
      "NVIDIA DGX-1 System Architecture whitepaper (4 EDR NICs)"},
 };
@@ -244,6 +254,9 @@ Topology generate_pcie(const PcieOptions& o) {
   need(o.sockets == 1 || o.sockets == 2, fmt::format("--sockets {}: expected 1 or 2", o.sockets));
   need(o.gpus_per_switch >= 0 && o.gpus_per_switch <= 16,
        fmt::format("--gpus-per-switch {}: expected 0 (GPUs on CPU root ports) to 16", o.gpus_per_switch));
+  need(o.cpu == "intel" || o.cpu == "amd", fmt::format("--cpu \"{}\": expected intel or amd", o.cpu));
+  need(o.p2p == "auto" || o.p2p == "on" || o.p2p == "off",
+       fmt::format("--p2p \"{}\": expected auto (the GPU's), on or off", o.p2p));
   if (o.nvlink_bridge) {
     need(g.nvlink_links > 0, fmt::format("--nvlink-bridge: {} has no NVLink", g.name));
     need(o.gpus % 2 == 0, fmt::format("--nvlink-bridge: bridges join GPU pairs; --gpus {} is odd", o.gpus));
@@ -252,7 +265,10 @@ Topology generate_pcie(const PcieOptions& o) {
   const std::string host = "node0";
   const double pcie = pcie_Bps(g.pcie_gen, g.pcie_lanes);
   std::vector<std::size_t> cpus;
-  for (int s = 0; s < o.sockets; ++s) cpus.push_back(b.add(fmt::format("cpu{}", s), VertexKind::kCpu, host));
+  for (int s = 0; s < o.sockets; ++s) {
+    cpus.push_back(b.add(fmt::format("cpu{}", s), VertexKind::kCpu, host));
+    b.set_vendor(cpus.back(), o.cpu);
+  }
   if (o.sockets == 2) b.link(cpus[0], cpus[1], LinkType::kCpuLink, parse_bandwidth("20.8GBps"), kCpuLinkLatency_s, 2);
   // GPUs split evenly over sockets in order; on each socket, groups of gpus_per_switch share a switch.
   std::vector<std::size_t> gpus;
@@ -261,6 +277,7 @@ Topology generate_pcie(const PcieOptions& o) {
   for (int i = 0; i < o.gpus; ++i) {
     const int socket = i * o.sockets / o.gpus;
     const std::size_t gpu = b.add(fmt::format("gpu{}", i), VertexKind::kGpu, host, o.gpu);
+    if (o.p2p != "auto") b.set_p2p(gpu, o.p2p == "on");
     gpus.push_back(gpu);
     if (o.gpus_per_switch == 0) {
       b.link(cpus[static_cast<std::size_t>(socket)], gpu, LinkType::kPcie, pcie, kPcieLatency_s);
@@ -282,8 +299,9 @@ Topology generate_pcie(const PcieOptions& o) {
     }
   }
   const std::string cmd =
-      fmt::format("gradsync topo generate pcie --gpu {} --gpus {} --sockets {} --gpus-per-switch {}{}", o.gpu, o.gpus,
-                  o.sockets, o.gpus_per_switch, o.nvlink_bridge ? " --nvlink-bridge" : "");
+      fmt::format("gradsync topo generate pcie --gpu {} --gpus {} --sockets {} --gpus-per-switch {}{}{}{}", o.gpu,
+                  o.gpus, o.sockets, o.gpus_per_switch, o.nvlink_bridge ? " --nvlink-bridge" : "",
+                  o.cpu != "intel" ? " --cpu " + o.cpu : "", o.p2p != "auto" ? " --p2p " + o.p2p : "");
   return b.build(
       "generated pcie",
       fmt::format(
@@ -314,7 +332,8 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
   need(ports >= 2, fmt::format("--leaf-ports {}: expected at least 2", ports));
   need(spine_ports >= 2, fmt::format("--spine-ports {}: expected at least 2", spine_ports));
   const int down = std::max(1, static_cast<int>(std::floor(ports * o.oversubscription / (o.oversubscription + 1))));
-  const double nic_Bps = parse_bandwidth(type.nic_bw);
+  const std::string nic_bw = o.nic_bw.empty() ? std::string(type.nic_bw) : o.nic_bw;
+  const double nic_Bps = bandwidth_flag(nic_bw, "--nic-bw");
 
   Builder b;
   std::vector<std::vector<std::size_t>> node_nics;
@@ -359,19 +378,20 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
   const std::string kind = o.rail_optimized ? "rail-optimized" : "fat-tree";
   std::string cmd = fmt::format("gradsync topo generate {} --nodes {} --node {}", kind, o.nodes, o.node);
   if (o.nics_per_node != 0) cmd += fmt::format(" --nics-per-node {}", o.nics_per_node);
+  if (!o.nic_bw.empty()) cmd += fmt::format(" --nic-bw {}", o.nic_bw);
   if (o.oversubscription != 1) cmd += fmt::format(" --oversubscription {}", o.oversubscription);
   if (o.leaf_ports != 0) cmd += fmt::format(" --leaf-ports {}", o.leaf_ports);
   if (o.spine_ports != 0) cmd += fmt::format(" --spine-ports {}", o.spine_ports);
   const std::string layout =
       std::string(type.key) == "dgx1-v100"
           ? std::string("Each node: DGX-1 hybrid cube-mesh (see gradsync topo generate nvlink-mesh).")
-          : fmt::format("Each node: {}", nvswitch_comment(g, 8, nics, type.nic_bw));
+          : fmt::format("Each node: {}", nvswitch_comment(g, 8, nics, nic_bw));
   return b.build(
       "generated " + kind,
       fmt::format("Generated by: {}\n"
                   "{} {}s ({} GPUs), {} NICs of {} {} per node; {} leaf switch{} of {} ports ({} down){}{}.\n"
                   "Sources: {}; switch: NVIDIA {}.\n{}",
-                  cmd, o.nodes, o.node, o.nodes * 8, nics, type.nic_bw, type.nic_name, leaves, leaves == 1 ? "" : "es",
+                  cmd, o.nodes, o.node, o.nodes * 8, nics, nic_bw, type.nic_name, leaves, leaves == 1 ? "" : "es",
                   ports, down, o.rail_optimized ? ", rail-optimized (NIC i of every node on rail i)" : "",
                   spines > 0 ? fmt::format(", {} spines, oversubscription {}:1", spines, o.oversubscription) : "",
                   type.source, type.switch_name, layout));

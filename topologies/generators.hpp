@@ -41,9 +41,11 @@ struct PcieOptions {
   int sockets = 2;
   int gpus_per_switch = 2;
   bool nvlink_bridge = false;
+  std::string cpu = "intel";  // the sockets' vendor: intel or amd
+  std::string p2p = "auto";   // PCIe peer-to-peer: auto (the GPU's, gpus.yaml), on (a driver that enables it), off
 };
 
-// FatTreeOptions: `nodes` machines of type `node` (dgx-a100, dgx-h100, dgx-h200, dgx1-v100)
+// FatTreeOptions: `nodes` machines of type `node` (dgx-a100, dgx-h100, dgx-h200, dgx-b200, dgx1-v100)
 // under leaf switches, leaves joined by spines. Leaf ports go half down, half up at
 // oversubscription 1 (down = ports x R / (R + 1) in general). Rail-optimized: NIC i of every
 // node goes to the leaves of rail i.
@@ -51,6 +53,7 @@ struct FatTreeOptions {
   int nodes = 2;
   std::string node = "dgx-a100";
   int nics_per_node = 0;  // 0: all of the node type's NICs
+  std::string nic_bw = {};  // empty: the node type's NIC speed (200Gbps HDR on dgx-a100, 400Gbps NDR on H100/B200)
   double oversubscription = 1;
   int leaf_ports = 0;   // 0: the node type's switch (HDR 40, NDR 64, EDR 36 ports)
   int spine_ports = 0;  // 0: as leaf_ports

@@ -76,7 +76,8 @@ std::vector<GpuSpec> parse_gpu_specs(std::string_view text, const std::string& o
       g.nvlink_bw_Bps = r.bandwidth(r.required(nv, where + ".nvlink", "per_link"), where + ".nvlink", "per_link");
     }
     const YAML::Node pcie = r.required(n, where, "pcie");
-    r.only_keys(pcie, where + ".pcie", {"gen", "lanes"});
+    r.only_keys(pcie, where + ".pcie", {"gen", "lanes", "p2p"});
+    if (pcie["p2p"]) g.pcie_p2p = r.boolean(pcie["p2p"], where + ".pcie", "p2p");
     g.pcie_gen = static_cast<int>(r.positive_int(r.required(pcie, where + ".pcie", "gen"), where + ".pcie", "gen"));
     g.pcie_lanes =
         static_cast<int>(r.positive_int(r.required(pcie, where + ".pcie", "lanes"), where + ".pcie", "lanes"));

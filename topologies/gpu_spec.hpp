@@ -31,6 +31,11 @@ struct GpuSpec {
   double nvlink_bw_Bps = 0;  // per link per direction
   int pcie_gen = 0;
   int pcie_lanes = 0;
+  // pcie_p2p: whether the GPU supports peer-to-peer over PCIe (cudaDeviceCanAccessPeer through a
+  // switch or root complex). NVIDIA's data-center GPUs do; GeForce RTX boards do not (their
+  // drivers report no PCIe P2P; NVLink-bridged pairs still have P2P over NVLink), so NCCL moves
+  // their data through host memory (SHM) instead.
+  bool pcie_p2p = true;
   int sms = 0;
   int sm_version = 0;  // compute capability x 10: 80 for A100, 90 for H100
 

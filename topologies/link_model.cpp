@@ -44,7 +44,15 @@ double payload_efficiency(LinkType type, int sm) {
   return 1.0;
 }
 
+double nccl_inter_socket_Bps(bool amd) {
+  // NCCL v2.27.7 src/graph/topo.h: AMD_BW 16.0; SKL_QPI_BW 10.0 (Skylake and Cascade Lake Xeon
+  // Scalable; BDW_QPI_BW 6, SRP_QPI_BW 22, ERP_QPI_BW 40 for other Intel generations, which NCCL
+  // tells apart by CPU model and a topology file does not say).
+  return amd ? 16.0e9 : 10.0e9;
+}
+
 double link_payload_Bps(const TopoLink& l, const TopoVertex& a, const TopoVertex& b) {
+  if (l.type == LinkType::kCpuLink) return std::min(l.total_bw_Bps(), nccl_inter_socket_Bps(a.amd() && b.amd()));
   int sm = 0;
   for (const TopoVertex* v : {&a, &b})
     if (v->gpu) sm = sm == 0 ? v->gpu->sm_version : std::min(sm, v->gpu->sm_version);

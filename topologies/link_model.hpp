@@ -44,7 +44,8 @@ double datasheet_nvlink_Bps(int sm);
 double payload_efficiency(LinkType type, int sm);
 
 // link_payload_Bps: the payload rate of one link (all its parallel links) between `a` and `b`, per
-// direction: its datasheet total times payload_efficiency.
+// direction: its datasheet total times payload_efficiency; a cpu_link at most NCCL's figure for
+// its sockets' vendor.
 double link_payload_Bps(const TopoLink& l, const TopoVertex& a, const TopoVertex& b);
 
 }  // namespace gradsync

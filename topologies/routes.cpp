@@ -69,6 +69,18 @@ PathClass classify(const Topology& topo, const std::vector<VertexId>& vertices, 
   return PathClass::kPIX;
 }
 
+namespace {
+// peer_capable: what cudaDeviceCanAccessPeer would say of a route between two GPUs: NVLink always,
+// PCIe when both GPUs support it and the route stays below the CPU (NCCL's default P2P level, PXB).
+bool peer_capable(const Topology& topo, const Route& r) {
+  if (r.path_class <= PathClass::kNVB) return true;
+  if (r.path_class > PathClass::kPXB) return false;
+  const TopoVertex& a = topo.vertex(r.from);
+  const TopoVertex& b = topo.vertex(r.to);
+  return a.kind != VertexKind::kGpu || b.kind != VertexKind::kGpu || (a.p2p_capable() && b.p2p_capable());
+}
+}  // namespace
+
 Route join(const Topology& topo, const Route& first, const Route& second) {
   Route r;
   r.from = first.from;
@@ -80,7 +92,7 @@ Route join(const Topology& topo, const Route& first, const Route& second) {
   r.latency_s = first.latency_s + second.latency_s;
   r.bottleneck_Bps = std::min(first.bottleneck_Bps, second.bottleneck_Bps);
   r.path_class = classify(topo, r.vertices, r.hops);
-  r.p2p = r.path_class <= PathClass::kPXB;
+  r.p2p = peer_capable(topo, r);
   return r;
 }
 
@@ -246,7 +258,7 @@ Route walk(const Topology& topo, VertexId from, VertexId to, const std::vector<L
     r.vertices.push_back(v);
   }
   r.path_class = classify(topo, r.vertices, r.hops);
-  r.p2p = r.path_class <= PathClass::kPXB;
+  r.p2p = peer_capable(topo, r);
   return r;
 }
 

@@ -33,9 +33,10 @@ struct DirectedLink {
   std::size_t slot() const { return 2 * link + (forward ? 0 : 1); }
 };
 
-// Route is one path. For GPU pairs `p2p` says whether NCCL would use direct peer-to-peer
-// access (class PXB or better, NCCL's default P2P level); otherwise data is staged through host
-// memory (PHB, SYS) or goes over the network (NET).
+// Route is one path. For GPU pairs `p2p` says whether a peer copy goes directly: over NVLink, or
+// over PCIe below the CPU (class PXB or better) between GPUs that support PCIe peer-to-peer
+// (GeForce boards do not); otherwise a copy is staged through host memory. (NCCL's own choice,
+// with its knobs, is topologies/transports.)
 struct Route {
   VertexId from = 0, to = 0;
   std::vector<VertexId> vertices;  // from, ..., to

@@ -147,6 +147,15 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
     } else if (!v.model.empty()) {
       throw ConfigError(where + fmt::format("attribute \"model\" is for gpus, not a {}", to_string(v.kind)));
     }
+    if (v.pcie_p2p && v.kind != VertexKind::kGpu) {
+      throw ConfigError(where + fmt::format("attribute \"p2p\" is for gpus, not a {}", to_string(v.kind)));
+    }
+    if (!v.vendor.empty() && v.kind != VertexKind::kCpu) {
+      throw ConfigError(where + fmt::format("attribute \"vendor\" is for cpus, not a {}", to_string(v.kind)));
+    }
+    if (!v.vendor.empty() && v.vendor != "intel" && v.vendor != "amd") {
+      throw ConfigError(where + fmt::format("attribute \"vendor\" is \"{}\"; expected intel or amd", v.vendor));
+    }
     if ((v.kind == VertexKind::kGpu || v.kind == VertexKind::kNic) && v.host.empty()) {
       throw ConfigError(where + fmt::format("{} needs attribute \"host\" (the machine it is in)", to_string(v.kind)));
     }

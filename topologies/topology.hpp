@@ -45,7 +45,18 @@ struct TopoVertex {
   std::string host;
   std::string model;  // GPU key as written in the file (a key or alias of gpus.yaml)
   const GpuSpec* gpu = nullptr;
+  // pcie_p2p (a gpu's "p2p" attribute): overrides its GPU's PCIe peer-to-peer support (a driver
+  // that enables it on GeForce boards, or a VM that hides it); unset: the GPU's (gpus.yaml).
+  std::optional<bool> pcie_p2p;
+  // vendor (a cpu's "vendor" attribute): "intel" or "amd". NCCL treats them apart: a peer path
+  // through an Intel root complex costs 6/5 of its PCIe bandwidth, and AMD lets 2 GPUs use P2P
+  // across the CPU. Empty: intel.
+  std::string vendor;
   int line = 0;  // where it is declared in its file; 0 if unknown
+
+  // p2p_capable: a gpu that can do peer-to-peer over PCIe.
+  bool p2p_capable() const { return pcie_p2p ? *pcie_p2p : gpu != nullptr && gpu->pcie_p2p; }
+  bool amd() const { return vendor == "amd"; }
 };
 
 // TopoLink is one undirected link (full duplex): `bw_Bps` per link and per direction, `links`

@@ -45,6 +45,8 @@ boost::dynamic_properties boost_properties(BoostAttrGraph& g, bool with_node_id)
   dp.property("kind", boost::get(&BoostNodeAttrs::kind, g));
   dp.property("model", boost::get(&BoostNodeAttrs::model, g));
   dp.property("host", boost::get(&BoostNodeAttrs::host, g));
+  dp.property("p2p", boost::get(&BoostNodeAttrs::p2p, g));
+  dp.property("vendor", boost::get(&BoostNodeAttrs::vendor, g));
   dp.property("type", boost::get(&BoostLinkAttrs::type, g));
   dp.property("bw", boost::get(&BoostLinkAttrs::bw, g));
   dp.property("latency", boost::get(&BoostLinkAttrs::latency, g));
@@ -53,7 +55,7 @@ boost::dynamic_properties boost_properties(BoostAttrGraph& g, bool with_node_id)
 }
 
 std::map<std::string, std::string> node_attrs(const BoostNodeAttrs& n) {
-  return {{"kind", n.kind}, {"model", n.model}, {"host", n.host}};
+  return {{"kind", n.kind}, {"model", n.model}, {"host", n.host}, {"p2p", n.p2p}, {"vendor", n.vendor}};
 }
 
 std::map<std::string, std::string> link_attrs(const BoostLinkAttrs& l) {
@@ -78,6 +80,12 @@ Topology topology_from_raw(const std::string& origin, std::string comment, const
     v.kind = *k;
     if (const std::string* model = find_attr(n.attrs, "model")) v.model = *model;
     if (const std::string* host = find_attr(n.attrs, "host")) v.host = *host;
+    if (const std::string* p2p = find_attr(n.attrs, "p2p")) {
+      if (*p2p != "true" && *p2p != "false")
+        throw ConfigError(where + fmt::format("attribute \"p2p\" is \"{}\"; expected true or false", *p2p));
+      v.pcie_p2p = *p2p == "true";
+    }
+    if (const std::string* vendor = find_attr(n.attrs, "vendor")) v.vendor = *vendor;
     index.emplace(n.name, vertices.size());
     vertices.push_back(std::move(v));
   }
@@ -131,6 +139,8 @@ void raw_from_topology(const Topology& topo, std::vector<RawNode>& nodes, std::v
     n.attrs["kind"] = std::string(to_string(g[v].kind));
     if (!g[v].model.empty()) n.attrs["model"] = g[v].model;
     if (!g[v].host.empty()) n.attrs["host"] = g[v].host;
+    if (g[v].pcie_p2p) n.attrs["p2p"] = *g[v].pcie_p2p ? "true" : "false";
+    if (!g[v].vendor.empty()) n.attrs["vendor"] = g[v].vendor;
     nodes.push_back(std::move(n));
   }
   for (LinkId e : topo.links()) {

@@ -2,7 +2,7 @@
 // GraphML readers and writers. A reader produces raw elements (names, lines, attribute text);
 // topology_from_raw checks and converts them; raw_from_topology is the way back.
 //
-//   node: kind="gpu" model="a100-sxm4-80gb" host="node0"
+//   node: kind="gpu" model="a100-sxm4-80gb" host="node0" [p2p="true"]; kind="cpu" vendor="amd"
 //   edge: type="nvlink" bw="25GBps" latency="150ns" links="12"
 #pragma once
 
@@ -31,12 +31,12 @@ struct RawLink {
 
 // kNodeAttributes / kLinkAttributes: the attributes gradsync reads; others (label, color, pos)
 // are ignored so that files can carry drawing hints.
-inline const std::vector<std::string> kNodeAttributes{"kind", "model", "host"};
+inline const std::vector<std::string> kNodeAttributes{"kind", "model", "host", "p2p", "vendor"};
 inline const std::vector<std::string> kLinkAttributes{"type", "bw", "latency", "links"};
 
 // BoostAttrGraph is what Boost's readers fill: every attribute gradsync reads, as text.
 struct BoostNodeAttrs {
-  std::string name, kind, model, host;
+  std::string name, kind, model, host, p2p, vendor;
 };
 struct BoostLinkAttrs {
   std::string type, bw, latency, links;

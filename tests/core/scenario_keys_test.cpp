@@ -32,16 +32,22 @@ TEST(ScenarioKeys, EveryRowIsComplete) {
     EXPECT_TRUE(names.insert(k.name).second) << k.name;
     std::string flag = "--" + std::string(k.name);
     std::replace(flag.begin(), flag.end(), '_', '-');
-    EXPECT_EQ(k.flag, flag) << "flags are the key with dashes";
+    if (k.nccl) {
+      // NCCL's knobs go by NCCL's names (--nccl NAME=VALUE); two keep gradsync's short flags.
+      EXPECT_EQ(k.name.rfind("NCCL_", 0), 0u) << k.name;
+      EXPECT_TRUE(k.flag.empty() || k.flag == "--algo" || k.flag == "--proto") << k.name;
+    } else {
+      EXPECT_EQ(k.flag, flag) << "flags are the key with dashes";
+    }
     EXPECT_FALSE(k.help.empty()) << k.name;
     EXPECT_FALSE(k.default_text.empty()) << k.name;
     EXPECT_EQ(find_scenario_key(k.name), &k);
-    EXPECT_EQ(find_scenario_key(k.flag), &k);
+    if (!k.flag.empty()) EXPECT_EQ(find_scenario_key(k.flag), &k);
     if (k.kind == KeyKind::kChoice) {
       EXPECT_FALSE(k.choices.empty()) << k.name;
     }
     if (k.kind == KeyKind::kSpec) {
-      EXPECT_NE(k.check, nullptr) << k.name;
+      EXPECT_NE(k.canonical, nullptr) << k.name;
     }
     if (k.kind == KeyKind::kCount || k.kind == KeyKind::kSizeMiB) {
       EXPECT_GT(k.max, 0) << k.name;
@@ -80,6 +86,20 @@ TEST(ScenarioKeys, ChoicesSwitchesNamesAndHooks) {
   EXPECT_EQ(parse_key_value(scenario_key("precision"), "BF16"), json("bf16"));
   EXPECT_EQ(error_of(scenario_key("precision"), "int8"), "expected fp32, tf32, bf16 or fp16");
   EXPECT_EQ(parse_key_value(scenario_key("algo"), "Ring"), json("ring"));
+  EXPECT_EQ(parse_key_value(scenario_key("NCCL_ALGO"), "Ring,TREE,ring"), json("ring,tree"));
+  EXPECT_EQ(parse_key_value(scenario_key("NCCL_ALGO"), "^NVLS"), json("^nvls"));
+  EXPECT_EQ(parse_key_value(scenario_key("NCCL_ALGO"), "auto"), json(""));
+  EXPECT_NE(error_of(scenario_key("NCCL_ALGO"), "CollNetDirect").find("does not model CollNet"), std::string::npos);
+  EXPECT_NE(error_of(scenario_key("NCCL_ALGO"), "butterfly").find("unknown name \"butterfly\""), std::string::npos);
+  EXPECT_NE(error_of(scenario_key("NCCL_ALGO"), "ring,,tree").find("expected a comma list"), std::string::npos);
+  EXPECT_EQ(parse_key_value(scenario_key("NCCL_PROTO"), "^LL128"), json("^ll128"));
+  EXPECT_EQ(parse_key_value(scenario_key("NCCL_P2P_LEVEL"), "2"), json("PXB"));  // NCCL's old numbering
+  EXPECT_EQ(parse_key_value(scenario_key("NCCL_P2P_LEVEL"), "SYS"), json("SYS"));
+  EXPECT_NE(error_of(scenario_key("NCCL_P2P_LEVEL"), "sys"), "");  // NCCL compares in upper case
+  EXPECT_EQ(parse_key_value(scenario_key("NCCL_P2P_DISABLE"), "1"), json(true));
+  EXPECT_EQ(parse_key_value(scenario_key("nccl_p2p_disable"), "0"), json(false));  // any case
+  EXPECT_EQ(error_of(scenario_key("NCCL_MAX_NCHANNELS"), "65"), "expected an integer from 1 to 64");
+  EXPECT_NE(error_of(scenario_key("NCCL_NVLS_ENABLE"), "3"), "");
   EXPECT_EQ(parse_key_value(scenario_key("static_graph"), "true"), json(true));
   EXPECT_EQ(parse_key_value(scenario_key("static_graph"), "no"), json(false));
   EXPECT_EQ(error_of(scenario_key("static_graph"), "maybe"), "expected true or false");
@@ -111,10 +131,18 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"gradient_as_bucket_view", "true"},
                                                    {"iterations", "7"},
                                                    {"warmup", "2"},
-                                                   {"algo", "tree"},
-                                                   {"proto", "ll128"},
                                                    {"fidelity", "step"},
-                                                   {"calibration", "c.yaml"}};
+                                                   {"calibration", "c.yaml"},
+                                                   {"NCCL_ALGO", "tree"},
+                                                   {"NCCL_PROTO", "ll128"},
+                                                   {"NCCL_P2P_DISABLE", "1"},
+                                                   {"NCCL_P2P_LEVEL", "PHB"},
+                                                   {"NCCL_SHM_DISABLE", "1"},
+                                                   {"NCCL_NVLS_ENABLE", "0"},
+                                                   {"NCCL_MIN_NCHANNELS", "4"},
+                                                   {"NCCL_MAX_NCHANNELS", "8"},
+                                                   {"NCCL_NET_GDR_LEVEL", "SYS"},
+                                                   {"NCCL_IB_DISABLE", "1"}};
   Scenario s;
   for (const ScenarioKey& k : scenario_table()) {
     ASSERT_TRUE(text.count(std::string(k.name))) << "no test value for " << k.name;

@@ -68,8 +68,7 @@ TEST(LinkModel, TheStarsLinkCarriesNcclsPayloadRate) {
 
 SimOptions forced(Protocol p, int max_channels = 0) {
   SimOptions o;
-  o.nccl.algorithm = Algorithm::kRing;
-  o.nccl.protocol = p;
+  o.nccl = CollectiveRequest::only(Algorithm::kRing, p);
   o.max_channels = max_channels;
   return o;
 }
@@ -153,11 +152,12 @@ TEST(NcclModel, PicksLowLatencyForSmallAndSimpleForLargeMessages) {
   const Topology topo = read_topology_dot(star(8), "star.dot");
   const Routes routes(topo);
   const Channels ch = build_channels(topo, routes, first_ranks(8));
-  EXPECT_EQ(choose_collective(Collective::kAllreduce, 1024, ch, 80, {}).protocol, Protocol::kLL);
-  const CollectiveChoice big = choose_collective(Collective::kAllreduce, 1e9, ch, 80, {});
+  EXPECT_EQ(choose_collective(Collective::kAllreduce, 1024, ch, {}).protocol, Protocol::kLL);
+  const CollectiveChoice big = choose_collective(Collective::kAllreduce, 1e9, ch, {});
   EXPECT_EQ(big.protocol, Protocol::kSimple);
   EXPECT_EQ(big.algorithm, Algorithm::kRing);
-  EXPECT_THROW(choose_collective(Collective::kAllreduce, 1e9, ch, 80, {Algorithm::kTree, std::nullopt}), ConfigError);
+  EXPECT_THROW(choose_collective(Collective::kAllreduce, 1e9, ch, CollectiveRequest::only(Algorithm::kTree, std::nullopt)),
+               ConfigError);
 }
 
 TEST(NcclModel, TreeAllreduceAcrossNodesCompletes) {
@@ -165,7 +165,7 @@ TEST(NcclModel, TreeAllreduceAcrossNodesCompletes) {
   const Topology topo = load_topology("2x-dgx-a100-hdr");
   const Routes routes(topo);
   SimOptions o;
-  o.nccl.algorithm = Algorithm::kTree;
+  o.nccl = CollectiveRequest::only(Algorithm::kTree, std::nullopt);
   SimCluster cluster(topo, routes, 16, o);
   double ring_floor = 0;
   for (int r = 0; r < 16; ++r) {

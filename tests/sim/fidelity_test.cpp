@@ -76,12 +76,11 @@ void expect_rings_agree(const std::string& topology, int gpus, Collective op, in
   sw.topology = topology;
   sw.gpus = gpus;
   sw.op = op;
-  sw.algo = "ring";
-  sw.proto = "simple";
+  sw.nccl.request = CollectiveRequest::only(Algorithm::kRing, Protocol::kSimple);
   sw.min_bytes = min_bytes;
   sw.max_bytes = 64 * min_bytes;
   sw.step_factor = 64;
-  sw.max_channels = max_channels;  // the step side issues 2(k-1) k C flows: keep C small at 256 GPUs
+  sw.nccl.max_channels = max_channels;  // the step side issues 2(k-1) k C flows: keep C small at 256 GPUs
   const std::vector<double> step = collective_times(sw, "step");
   const std::vector<double> agg = collective_times(sw, "aggregate");
   ASSERT_EQ(step.size(), 2u);
@@ -134,7 +133,7 @@ void expect_within_bound(const std::string& algo, const std::string& dot = "") {
   s.topology = path.string();
   s.iterations = 2;
   s.warmup = 1;
-  s.algo = algo;
+  s.nccl_algo = algo;
   s.fidelity = "step";
   const StrategyResult step = simulate_isolated(s, Strategy::kDDP);
   s.fidelity = "aggregate";
@@ -194,7 +193,8 @@ std::string pcie_machines_dot() {
     dot += "  " + v("nic0") + " [kind=\"nic\", host=\"" + h + "\"];\n";
     for (int g = 0; g < 2; ++g) {
       const std::string gpu = v("gpu" + std::to_string(g));
-      dot += "  " + gpu + " [kind=\"gpu\", model=\"rtx-4090\", host=\"" + h + "\"];\n";
+      // p2p="true": peer-to-peer over PCIe as a data-center GPU has it (GeForce boards have none).
+      dot += "  " + gpu + " [kind=\"gpu\", model=\"rtx-4090\", p2p=\"true\", host=\"" + h + "\"];\n";
       dot += "  " + v("pcie0") + " -- " + gpu + " [type=\"pcie\", bw=\"36GBps\", latency=\"150ns\"];\n";
     }
     dot += "  " + v("cpu0") + " -- " + v("pcie0") + " [type=\"pcie\", bw=\"36GBps\", latency=\"150ns\"];\n";
@@ -216,7 +216,7 @@ void expect_solved_equals_flows(const std::string& dot, const std::string& algo,
   std::ofstream(path) << dot;
   CollectiveSweep sw;
   sw.topology = path.string();
-  sw.algo = algo;
+  sw.nccl.request.algorithms = algo == "auto" ? "" : algo;
   sw.op = op;
   sw.min_bytes = 64 << 10;
   sw.max_bytes = 256 << 20;
@@ -291,7 +291,7 @@ TEST(Fidelity, AutoPicksAggregateAtScaleAndStepOnOneNode) {
   EXPECT_EQ(small.fidelity.aggregate_calls, 0);
   EXPECT_DOUBLE_EQ(small.fidelity.bound, 0);
   s.topology = "16x-dgx-h100-ndr";
-  s.algo = "ring";
+  s.nccl_algo = "ring";
   const StrategyResult big = simulate_isolated(s, Strategy::kDDP);  // 128 GPUs: 2x127x128x16 flows a call
   EXPECT_GT(big.fidelity.aggregate_calls, 0);
   EXPECT_DOUBLE_EQ(big.fidelity.bound, kAggregateBound);

@@ -13,6 +13,7 @@
 #include "core/ddp_step.hpp"
 #include "core/dp_step.hpp"
 #include "core/error.hpp"
+#include "core/nccl_knobs.hpp"
 #include "core/scenario_keys.hpp"
 #include "models/compute_cost.hpp"
 #include "models/step_costs.hpp"
@@ -203,8 +204,8 @@ TEST(Scenario, EveryChoiceOfTheKeyTableIsOneTheEnginesRead) {
   // The table says what a user may write; the engines turn it into their enums without a second check.
   for (std::string_view c : scenario_key("precision").choices) EXPECT_NO_THROW(parse_precision(c)) << c;
   for (std::string_view c : scenario_key("optimizer").choices) EXPECT_NO_THROW(parse_optimizer(c)) << c;
-  for (std::string_view c : scenario_key("algo").choices) EXPECT_NO_THROW(parse_algorithm(c)) << c;
-  for (std::string_view c : scenario_key("proto").choices) EXPECT_NO_THROW(parse_protocol(c)) << c;
+  for (std::string_view c : kNcclAlgorithms) EXPECT_NO_THROW(parse_algorithm(c)) << c;
+  for (std::string_view c : kNcclProtocols) EXPECT_NO_THROW(parse_protocol(c)) << c;
   for (std::string_view c : scenario_key("fidelity").choices) EXPECT_TRUE(parse_fidelity(c).has_value()) << c;
 }
 

@@ -27,7 +27,7 @@ TEST(SweepIdentity, DataParallelIgnoresDdpKnobsAndDdpDoesNot) {
   c.grad_accum = 2;
   EXPECT_NE(simulation_identity(a, Strategy::kDP), simulation_identity(c, Strategy::kDP));
   c = a;
-  c.proto = "ll";
+  c.nccl_proto = "ll";
   EXPECT_NE(simulation_identity(a, Strategy::kDP), simulation_identity(c, Strategy::kDP));
 }
 

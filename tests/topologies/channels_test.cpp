@@ -24,9 +24,9 @@ void expect_fits(const Topology& t, const Channels& ch) {
     EXPECT_EQ(std::set<int>(r.order.begin(), r.order.end()), std::set<int>(ch.ranks.begin(), ch.ranks.end()));
     ASSERT_EQ(r.hops.size(), r.order.size());
     for (std::size_t i = 0; i < r.hops.size(); ++i) {
-      EXPECT_EQ(r.hops[i].from, t.gpu(r.order[i]));
-      EXPECT_EQ(r.hops[i].to, t.gpu(r.order[(i + 1) % r.order.size()]));
-      for (const DirectedLink& h : r.hops[i].hops) used[h.slot()] += ch.channel_bw_Bps;
+      EXPECT_EQ(r.hops[i].route.from, t.gpu(r.order[i]));
+      EXPECT_EQ(r.hops[i].route.to, t.gpu(r.order[(i + 1) % r.order.size()]));
+      for (const DirectedLink& h : r.hops[i].route.hops) used[h.slot()] += ch.channel_bw_Bps * r.hops[i].wire_factor;
     }
   }
   for (const auto& [slot, bw] : used) {
@@ -42,7 +42,8 @@ TEST(Channels, Dgx1EveryRingHopIsNvlinkAndAllSixLinksAreUsed) {
   const Channels ch = build_channels(t, routes, first_ranks(8));
   expect_fits(t, ch);
   for (const RingChannel& r : ch.rings) {
-    for (const Route& hop : r.hops) {
+    for (const Hop& h : r.hops) {
+      const Route& hop = h.route;
       EXPECT_EQ(hop.path_class, PathClass::kNVL);
       ASSERT_EQ(hop.hops.size(), 1u);  // a direct NVLink, not through another GPU
       EXPECT_EQ(t.link(t.links()[hop.hops[0].link]).type, LinkType::kNvlink);
@@ -78,17 +79,20 @@ TEST(Channels, Pcie4GpuRingCrossesTheCpuLinkOnceEachWay) {
   ASSERT_FALSE(ch.rings.empty());
   for (const RingChannel& r : ch.rings) {
     int forward = 0, backward = 0;
-    for (const Route& hop : r.hops)
-      for (const DirectedLink& h : hop.hops)
+    for (const Hop& hop : r.hops)
+      for (const DirectedLink& h : hop.route.hops)
         if (t.link(t.links()[h.link]).type == LinkType::kCpuLink) ++(h.forward ? forward : backward);
     EXPECT_EQ(forward, 1);
     EXPECT_EQ(backward, 1);
   }
   EXPECT_EQ(ch.intra_class, PathClass::kSYS);
-  // One PCIe Gen4 x16 link per GPU at NCCL's 24 GB/s; 24 is not among NCCL's intra-node speeds,
-  // so two channels of 12.
-  EXPECT_DOUBLE_EQ(ch.total_bw_Bps(), 24e9);
-  EXPECT_EQ(ch.rings.size(), 2u);
+  // RTX 4090s have no PCIe P2P: every hop goes through host memory (NCCL's SHM), up and down the
+  // PCIe switch's uplink, at 6/5 through the Intel root complex; the sockets' link carries NCCL's
+  // 10 GB/s (SKL_QPI_BW). One channel of 10 GB/s, NCCL's model of such a box.
+  for (const RingChannel& r : ch.rings)
+    for (const Hop& h : r.hops) EXPECT_EQ(h.kind, TransportKind::kShm);
+  EXPECT_DOUBLE_EQ(ch.total_bw_Bps(), 10e9);
+  EXPECT_EQ(ch.rings.size(), 1u);
 }
 
 TEST(Channels, TwoDgxA100RingLeavesEachNodeOncePerChannel) {
@@ -100,7 +104,8 @@ TEST(Channels, TwoDgxA100RingLeavesEachNodeOncePerChannel) {
   std::set<VertexId> nics;
   for (const RingChannel& r : ch.rings) {
     int leaving[2] = {0, 0};
-    for (const Route& hop : r.hops) {
+    for (const Hop& h : r.hops) {
+      const Route& hop = h.route;
       const int from = t.host_of(t.rank_of(hop.from));
       const int to = t.host_of(t.rank_of(hop.to));
       if (from != to) {

@@ -33,8 +33,9 @@ TEST(Generators, NvswitchNode) {
   EXPECT_EQ(t.link(t.links()[5]).type, LinkType::kNvlink);
   EXPECT_EQ(t.link(t.links()[5]).links, 18);  // H100 SXM5: 18 NVLinks
   // Half the GPUs under each socket send 4 x 18 NVLinks x NCCL's 20.6 GB/s through the NVSwitch,
-  // plus two PCIe Gen5 x16 uplinks at NCCL's 48 GB/s (payload rates, topologies/link_model.hpp).
-  EXPECT_DOUBLE_EQ(bisection(t, first_ranks(8)).bw_Bps, 4 * 18 * 20.6e9 + 2 * 48e9);
+  // plus what NCCL lets cross the Intel sockets' link, 10 GB/s (payload rates,
+  // topologies/link_model.hpp).
+  EXPECT_DOUBLE_EQ(bisection(t, first_ranks(8)).bw_Bps, 4 * 18 * 20.6e9 + 10e9);
 }
 
 TEST(Generators, Dgx1MeshHasSixLinksPerGpu) {
@@ -109,7 +110,7 @@ TEST(Generators, BadOptions) {
   EXPECT_EQ(error([] { generate_pcie({.gpu = "l4", .nvlink_bridge = true}); }),
             "--nvlink-bridge: NVIDIA L4 has no NVLink");
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-z"}); }),
-            "--node: unknown node type \"dgx-z\"; expected one of dgx-a100, dgx-h100, dgx-h200, dgx1-v100");
+            "--node: unknown node type \"dgx-z\"; expected one of dgx-a100, dgx-h100, dgx-h200, dgx-b200, dgx1-v100");
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-a100", .oversubscription = 0.5}); }),
             "--oversubscription 0.5: expected 1 (non-blocking) to 64");
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx1-v100", .nics_per_node = 8}); }),

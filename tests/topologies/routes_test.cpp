@@ -33,15 +33,15 @@ TEST(Routes, PcieSwitchAndCpuClasses) {
   Routes routes(t);
   const Route pix = routes.gpu_route(0, 1);
   EXPECT_EQ(pix.path_class, PathClass::kPIX);
-  EXPECT_TRUE(pix.p2p);
+  EXPECT_FALSE(pix.p2p);  // RTX 4090: GeForce boards have no PCIe peer-to-peer
   EXPECT_EQ(pix.vertices.size(), 3u);  // gpu0, pcie0, gpu1
   const Route sys = routes.gpu_route(1, 2);
   EXPECT_EQ(sys.path_class, PathClass::kSYS);
   EXPECT_FALSE(sys.p2p);  // staged through host memory, as NCCL's default P2P level (PXB) says
-  // gpu1 - pcie0 - cpu0 - cpu1 - pcie1 - gpu2: 5 links, bottleneck the PCIe x16 Gen4 link at
-  // NCCL's 24 GB/s.
+  // gpu1 - pcie0 - cpu0 - cpu1 - pcie1 - gpu2: 5 links, bottleneck the Intel sockets' link at
+  // NCCL's 10 GB/s (SKL_QPI_BW; its PCIe x16 Gen4 links carry 24).
   EXPECT_EQ(sys.hops.size(), 5u);
-  EXPECT_DOUBLE_EQ(sys.bottleneck_Bps, 24e9);
+  EXPECT_DOUBLE_EQ(sys.bottleneck_Bps, 10e9);
   EXPECT_NEAR(sys.latency_s, 4 * 150e-9 + 100e-9, 1e-15);
 }
 

@@ -1,0 +1,190 @@
+// published_command.cpp: `gradsync validate --published [FILE]`: every case of the published
+// nccl-tests table simulated (each in its own process, --jobs at once) and compared, with a
+// summary per validation class and split (sim/published.hpp).
+#include <poll.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "apps/cli.hpp"
+#include "apps/published.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "reports/csv.hpp"
+#include "reports/table.hpp"
+#include "sim/published.hpp"
+#include "sim/simulate.hpp"
+
+namespace gradsync::apps {
+namespace {
+
+using sim::PublishedCase;
+using sim::PublishedResult;
+
+// kScoredFromBytes: the sizes the summary scores (issue "Fidelity I": busbw from 16 MiB up, where
+// bandwidth, not latency, sets the time).
+constexpr double kScoredFromBytes = 16.0 * 1024 * 1024;
+
+std::string size_text(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  return fmt::format("{:g}{}", b, units[u]);
+}
+
+// Score: |error| of every scored point of a group of cases.
+struct Score {
+  int cases = 0;
+  std::vector<double> errors;
+  void add(const PublishedResult& r) {
+    ++cases;
+    for (const sim::PublishedPoint& p : r.points)
+      if (p.bytes >= kScoredFromBytes) errors.push_back(std::abs(p.error()));
+  }
+  double median() const {
+    if (errors.empty()) return 0;
+    std::vector<double> e = errors;
+    std::sort(e.begin(), e.end());
+    const std::size_t n = e.size();
+    return n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+  }
+  double worst() const { return errors.empty() ? 0 : *std::max_element(errors.begin(), errors.end()); }
+  double within(double bound) const {
+    if (errors.empty()) return 0;
+    return static_cast<double>(std::count_if(errors.begin(), errors.end(), [&](double e) { return e <= bound; })) /
+           static_cast<double>(errors.size());
+  }
+};
+
+}  // namespace
+
+void run_published(const PublishedArgs& a, std::ostream& out) {
+  std::string origin = "validation/published/nccl_tests.yaml (built in)";
+  std::string text(sim::builtin_published_text());
+  if (!a.file.empty()) {
+    std::ifstream in(a.file, std::ios::binary);
+    if (!in) throw ConfigError(fmt::format("{}: cannot read the published table (missing or unreadable)", a.file));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+    origin = a.file;
+  }
+  const std::vector<PublishedCase> cases = sim::read_published(text, a.file.empty() ? std::string(
+                                                                         "validation/published/nccl_tests.yaml")
+                                                                                     : a.file);
+  std::vector<const PublishedCase*> todo;
+  for (const PublishedCase& c : cases)
+    if (c.unsupported.empty() && (a.only.empty() || c.id == a.only)) todo.push_back(&c);
+  if (!a.only.empty() && todo.empty()) {
+    throw UsageError(fmt::format("--case {}: no simulated case of that id in {}", a.only, origin));
+  }
+
+  // Each case in its own process (one SimGrid engine per process), --jobs at once.
+  std::map<const PublishedCase*, PublishedResult> results;
+  struct Running {
+    const PublishedCase* c;
+    std::unique_ptr<sim::ChildProcess> child;
+  };
+  std::vector<Running> running;
+  std::size_t next = 0;
+  while (next < todo.size() || !running.empty()) {
+    while (static_cast<int>(running.size()) < a.jobs && next < todo.size()) {
+      const PublishedCase* c = todo[next++];
+      running.push_back({c, std::make_unique<sim::ChildProcess>(
+                                [c] { return sim::published_json(sim::simulate_published(*c)); },
+                                fmt::format("the simulation of case {}", c->id))});
+    }
+    std::vector<pollfd> fds;
+    for (const Running& r : running) fds.push_back({r.child->fd(), POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
+      throw RuntimeError(fmt::format("validate: poll: {}", std::strerror(errno)));
+    }
+    for (std::size_t i = running.size(); i-- > 0;) {
+      if (fds[i].revents == 0 || !running[i].child->read_some()) continue;
+      Running r = std::move(running[i]);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      try {
+        results[r.c] = sim::published_from_json(r.child->finish());
+      } catch (const Error& e) {
+        throw RuntimeError(fmt::format("{}:{}: case {}: {}", origin, r.c->line, r.c->id, e.what()));
+      }
+    }
+  }
+
+  reports::Table t({{"case", "", true},
+                    {"split", "", true},
+                    {"class", "", true},
+                    {"coll", "", true},
+                    {"size", "", true},
+                    {"published", "GB/s"},
+                    {"simulated", "GB/s"},
+                    {"error", "%"},
+                    {"algo", "", true},
+                    {"proto", "", true}});
+  std::string csv = reports::csv_line({"case", "split", "class", "collective", "bytes", "published_busbw_GBps",
+                                       "simulated_busbw_GBps", "error_frac", "scored", "algorithm", "protocol"});
+  std::map<std::pair<std::string, std::string>, Score> scores;  // (class, split)
+  for (const PublishedCase* c : todo) {
+    const PublishedResult& r = results.at(c);
+    if (c->excluded.empty()) {
+      scores[{r.cls, c->split}].add(r);
+      scores[{"all", c->split}].add(r);
+    }
+    for (const sim::PublishedPoint& p : r.points) {
+      const bool scored = p.bytes >= kScoredFromBytes && c->excluded.empty();
+      t.add_row({c->id, c->split + (c->excluded.empty() ? "" : " (excluded)"), r.cls,
+                 std::string(collective_name(c->collective)), size_text(p.bytes),
+                 fmt::format("{:.2f}", p.published_GBps), fmt::format("{:.2f}", p.simulated_GBps),
+                 fmt::format("{:+.1f}{}", 100 * p.error(), scored ? "" : " *"), p.algorithm, p.protocol});
+      csv += reports::csv_line({c->id, c->split, r.cls, std::string(collective_name(c->collective)),
+                                fmt::format("{:.0f}", p.bytes), reports::number(p.published_GBps),
+                                reports::number(p.simulated_GBps), reports::number(p.error()),
+                                scored ? "true" : "false", p.algorithm, p.protocol});
+    }
+  }
+  t.print(out, {fmt::format("gradsync validate --published: {} cases of {}; busbw as nccl-tests prints it (GB/s); "
+                            "error = simulated / published - 1",
+                            cases.size(), origin),
+                "* not scored: below 16 MiB (latency-bound) or an excluded case"});
+
+  reports::Table s({{"class", "", true},
+                    {"split", "", true},
+                    {"cases", ""},
+                    {"points", ""},
+                    {"median", "|err| %"},
+                    {"worst", "|err| %"},
+                    {"<=10%", "points %"},
+                    {"<=15%", "points %"}});
+  for (const auto& [key, sc] : scores) {
+    s.add_row({key.first, key.second, std::to_string(sc.cases), std::to_string(sc.errors.size()),
+               fmt::format("{:.1f}", 100 * sc.median()), fmt::format("{:.1f}", 100 * sc.worst()),
+               fmt::format("{:.0f}", 100 * sc.within(0.10)), fmt::format("{:.0f}", 100 * sc.within(0.15))});
+  }
+  out << "#\n";
+  s.print(out, {"Summary: every scored point (16 MiB and up) of every case not excluded; the hold-out cases were set "
+                "aside when the table was collected, before any was simulated"});
+  for (const PublishedCase& c : cases) {
+    if (!c.unsupported.empty()) out << fmt::format("# not simulated: {}: {}\n", c.id, c.unsupported);
+    if (!c.excluded.empty()) out << fmt::format("# excluded from the summary: {}: {}\n", c.id, c.excluded);
+  }
+  for (const PublishedCase* c : todo) {
+    const PublishedResult& r = results.at(c);
+    if (!r.ignored_env.empty())
+      out << fmt::format("# {}: not modelled, ignored: {}\n", c->id, fmt::join(r.ignored_env, " "));
+  }
+  if (!a.csv.empty()) {
+    write_file_atomic(a.csv, csv);
+    out << fmt::format("# wrote {}\n", a.csv);
+  }
+}
+
+}  // namespace gradsync::apps

@@ -1,0 +1,93 @@
+// nccl_knobs.cpp: NCCL's knob syntax (see nccl_knobs.hpp).
+#include "core/nccl_knobs.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace gradsync {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+}  // namespace
+
+std::string canonical_nccl_list(std::string_view text, std::span<const std::string_view> names) {
+  std::string t = lower(trimmed(text));
+  if (t == "auto") return "";
+  const std::string expected =
+      fmt::format("expected a comma list of {} (NCCL's names, any case), ^ first to exclude them", fmt::join(names, ", "));
+  bool exclude = false;
+  if (!t.empty() && t.front() == '^') {
+    exclude = true;
+    t.erase(0, 1);
+  }
+  if (t.empty()) throw ConfigError(expected);
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = t.find(',', start);
+    const std::string item = trimmed(std::string_view(t).substr(start, comma == std::string::npos ? comma : comma - start));
+    if (item.empty()) throw ConfigError(expected);
+    if (item == "collnetdirect" || item == "collnetchain" || item == "collnet" || item == "pat") {
+      throw ConfigError(fmt::format("{}: gradsync does not model CollNet (SHARP) or PAT; {}", item, expected));
+    }
+    if (std::find(names.begin(), names.end(), item) == names.end()) {
+      throw ConfigError(fmt::format("unknown name \"{}\"; {}", item, expected));
+    }
+    if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return (exclude ? "^" : "") + fmt::format("{}", fmt::join(out, ","));
+}
+
+bool nccl_list_allows(std::string_view list, std::string_view name) {
+  if (list.empty()) return true;
+  const bool exclude = list.front() == '^';
+  if (exclude) list.remove_prefix(1);
+  bool listed = false;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = list.find(',', start);
+    if (list.substr(start, comma == std::string_view::npos ? comma : comma - start) == name) listed = true;
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return exclude ? !listed : listed;
+}
+
+std::string canonical_nccl_level(std::string_view text) {
+  const std::string t = trimmed(text);
+  static constexpr std::string_view kLevels[] = {"LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS"};
+  for (std::string_view l : kLevels)
+    if (t == l) return t;
+  // NCCL's integers keep their old meaning (paths.cc levelsOldToNew): 0 LOC, 1 PIX, 2 PXB, 3 PHB, 4+ SYS.
+  static constexpr std::string_view kOld[] = {"LOC", "PIX", "PXB", "PHB", "SYS", "SYS"};
+  if (t.size() == 1 && t[0] >= '0' && t[0] <= '5') return std::string(kOld[t[0] - '0']);
+  throw ConfigError(
+      "expected LOC, NVL, NVB, PIX, PXB, PHB or SYS (NCCL compares them in upper case) or NCCL's old integers 0-5");
+}
+
+std::string canonical_nccl_nvls(std::string_view text) {
+  const std::string t = trimmed(text);
+  if (t == "0" || t == "1" || t == "2") return t;
+  throw ConfigError("expected 0 (off), 1 (on where the NVSwitches support it) or 2 (auto, NCCL's default)");
+}
+
+}  // namespace gradsync

@@ -1,0 +1,37 @@
+// nccl_options.cpp: NCCL's knobs from the scenario to the simulator.
+#include "sim/nccl_options.hpp"
+
+namespace gradsync::sim {
+
+std::optional<PathClass> path_level(std::string_view level) {
+  if (level == "NVL") return PathClass::kNVL;
+  if (level == "NVB") return PathClass::kNVB;
+  if (level == "PIX") return PathClass::kPIX;
+  if (level == "PXB") return PathClass::kPXB;
+  if (level == "PHB") return PathClass::kPHB;
+  if (level == "SYS") return PathClass::kSYS;
+  return std::nullopt;  // LOC
+}
+
+NcclSettings nccl_settings(const Scenario& s) {
+  NcclSettings n;
+  n.request.algorithms = s.nccl_algo;
+  n.request.protocols = s.nccl_proto;
+  n.request.nvls = s.nccl_nvls_enable != "0";
+  n.transport.p2p_disable = s.nccl_p2p_disable;
+  if (!s.nccl_p2p_level.empty()) {
+    n.transport.p2p_level = path_level(s.nccl_p2p_level);
+    if (!n.transport.p2p_level) n.transport.p2p_disable = true;  // LOC: P2P only within one GPU
+  }
+  n.transport.shm_disable = s.nccl_shm_disable;
+  if (!s.nccl_net_gdr_level.empty()) {
+    n.transport.net_gdr_level = path_level(s.nccl_net_gdr_level);
+    if (!n.transport.net_gdr_level) n.transport.net_gdr_level = PathClass::kNVL;  // LOC: never reached by a NIC
+  }
+  n.transport.ib_disable = s.nccl_ib_disable;
+  n.min_channels = s.nccl_min_nchannels;
+  n.max_channels = s.nccl_max_nchannels;
+  return n;
+}
+
+}  // namespace gradsync::sim

@@ -1,0 +1,102 @@
+// nccl_graphs.cpp: NCCL's tree and NVLS graphs beside the rings (src/graph/search.cc): the speeds
+// NCCL's tuning model gives a tree between two nodes, and NVLink SHARP's channels.
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "topologies/channels.hpp"
+
+namespace gradsync {
+namespace {
+
+// largest: the fastest speed of NCCL's array no more than `cap` (0 if none).
+double largest(const std::vector<double>& speeds, double cap) {
+  for (double s : speeds)
+    if (s <= cap * (1 + 1e-9)) return s;
+  return 0;
+}
+
+// nvlink_Bps: a GPU's NVLink payload bandwidth, all links (0 without NVLink); nvswitch: the
+// NVSwitch its links reach (all to one), or none.
+double nvlink_Bps(const Topology& topo, VertexId gpu, std::optional<VertexId>& nvswitch, bool& only_switch) {
+  double sum = 0;
+  only_switch = true;
+  for (auto e : boost::make_iterator_range(boost::out_edges(gpu, topo.graph()))) {
+    const TopoLink& l = topo.link(e);
+    if (l.type != LinkType::kNvlink) continue;
+    sum += l.payload_bw_Bps;
+    const VertexId other = topo.other_end(e, gpu);
+    if (topo.vertex(other).kind != VertexKind::kNvswitch) {
+      only_switch = false;
+    } else if (!nvswitch) {
+      nvswitch = other;
+    } else if (*nvswitch != other) {
+      only_switch = false;  // several NVSwitch vertices: gradsync's generators make one (NCCL merges them)
+    }
+  }
+  return sum;
+}
+
+}  // namespace
+
+void graph_nvls_and_tree(const Topology& topo, const Routes& routes, Channels& ch) {
+  if (ch.rings.empty()) return;
+  const int nodes = ch.nodes();
+  const auto channels = static_cast<double>(ch.rings.size());
+  // Every GPU's NVLink bandwidth (its PCIe link where it has none) bounds what a node's chain or
+  // NVLS head moves per channel.
+  std::map<int, std::vector<int>> by_host;
+  for (int r : ch.ranks) by_host[topo.host_of(r)].push_back(r);
+  double intra_cap = std::numeric_limits<double>::infinity();
+  double nvswitch_link = std::numeric_limits<double>::infinity();
+  bool nvls = ch.sm_version >= 90;
+  for (const auto& [host, ranks] : by_host) {
+    std::optional<VertexId> common;
+    nvls = nvls && ranks.size() > 2;  // NCCL's NVLS needs more than two GPUs (nvls.cc)
+    for (int r : ranks) {
+      std::optional<VertexId> sw;
+      bool only_switch = true;
+      const double nv = nvlink_Bps(topo, topo.gpu(r), sw, only_switch);
+      double cap = nv;
+      if (nv == 0) {
+        for (auto e : boost::make_iterator_range(boost::out_edges(topo.gpu(r), topo.graph())))
+          cap = std::max(cap, topo.link(e).payload_bw_Bps);
+      }
+      intra_cap = std::min(intra_cap, cap);
+      nvls = nvls && sw && only_switch && (!common || *common == *sw);
+      if (sw) common = sw;
+      nvswitch_link = std::min(nvswitch_link, nv);
+    }
+  }
+  const std::vector<double> inter = nccl_speeds(true, ch.sm_version);
+  if (nodes > 1) {
+    // search.cc, second pass: "increase bwIntra for trees (2 nodes or collnet)" while below twice
+    // bwInter, where the node's links hold the channels.
+    ch.tree_bw_inter_Bps = ch.channel_bw_Bps;
+    ch.tree_bw_intra_Bps =
+        std::max(ch.channel_bw_Bps, largest(inter, std::min(2 * ch.channel_bw_Bps, intra_cap / channels)));
+  }
+  if (!nvls) return;
+  const int ppn = static_cast<int>(by_host.begin()->second.size());
+  NvlsGraph g;
+  g.channels = std::min(32, ppn);  // NCCL_MAX_NVLS_ARITY
+  // ncclTopoSearchTryNvls charges the head GPU's NVSwitch links twice a channel and every other
+  // GPU's once: with every GPU a head, each link carries (GPUs + 1) channels.
+  g.bw_intra_Bps = largest(nccl_speeds(nodes > 1, ch.sm_version), nvswitch_link / (ppn + 1));
+  g.bw_inter_Bps = g.bw_intra_Bps;
+  if (nodes > 1) {
+    // Between nodes each head goes through a NIC of its node (shared when the node has fewer).
+    double nic_path = std::numeric_limits<double>::infinity();
+    for (const auto& [host, ranks] : by_host) {
+      const auto nics = static_cast<double>(std::max<std::size_t>(1, topo.nics_of_host(host).size()));
+      for (int r : ranks) {
+        const Route path = routes.route(topo.gpu(r), routes.nic_of(r));
+        nic_path = std::min(nic_path, path.bottleneck_Bps / std::max(1.0, std::ceil(ppn / nics)));
+      }
+    }
+    g.bw_inter_Bps = largest(inter, nic_path);
+  }
+  if (g.bw_intra_Bps > 0 && g.bw_inter_Bps > 0) ch.nvls = g;
+}
+
+}  // namespace gradsync

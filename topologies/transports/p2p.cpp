@@ -1,0 +1,38 @@
+// p2p.cpp: NCCL's P2P transport (src/transport/p2p.cc p2pCanConnect, src/graph/paths.cc
+// ncclTopoCheckP2p): a GPU writes straight into its peer's memory over NVLink or PCIe, when the
+// path between them is no farther than the P2P level and both GPUs can do it.
+#include "topologies/transports/transport.hpp"
+
+namespace gradsync {
+namespace {
+
+class P2pTransport final : public Transport {
+ public:
+  std::optional<Hop> connect(const TransportContext& ctx, int from, int to) const override {
+    if (ctx.options.p2p_disable) return std::nullopt;  // NCCL_P2P_DISABLE: the P2P level becomes LOC
+    if (ctx.topo.host_of(from) != ctx.topo.host_of(to)) return std::nullopt;
+    const Route r = ctx.routes.gpu_route(from, to);
+    // NCCL's default level is PXB ("by default don't use P2P across CPU host bridges"), SYS for
+    // pairs of GPUs on AMD (paths.cc, NCCL >= 2.23).
+    PathClass level = PathClass::kPXB;
+    if (ctx.gpus_in_machine(from) <= 2 && ctx.topo.vertex(ctx.cpu_of(ctx.topo.gpu(from))).amd()) level = PathClass::kSYS;
+    if (ctx.options.p2p_level) level = *ctx.options.p2p_level;
+    if (r.path_class > level) return std::nullopt;
+    // Over PCIe both GPUs must do peer-to-peer (NVML's P2P status; GeForce boards report none).
+    if (r.path_class > PathClass::kNVB &&
+        !(ctx.topo.vertex(ctx.topo.gpu(from)).p2p_capable() && ctx.topo.vertex(ctx.topo.gpu(to)).p2p_capable()))
+      return std::nullopt;
+    Hop h;
+    h.kind = TransportKind::kP2P;
+    h.name = "P2P/CUMEM";  // one process per GPU with cuMem (NCCL_CUMEM_ENABLE's default)
+    h.route = r;
+    h.wire_factor = ctx.intel_overhead(r);
+    return h;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_p2p_transport() { return std::make_unique<P2pTransport>(); }
+
+}  // namespace gradsync

@@ -1,0 +1,113 @@
+// transport.hpp: how NCCL moves a channel's data from one GPU to the next: its transports (NVIDIA
+// nccl src/transport/{p2p,shm,net}.cc) on one interface, tried in NCCL's order (P2P, then SHM,
+// then NET: transport.cc selectTransport), each deciding from the topology and NCCL's knobs
+// whether it can connect two GPUs and along which links the bytes then go.
+//
+//   const Transports t(topo, routes, {});                 // NCCL's defaults
+//   const Hop h = t.hop(0, 1);                             // two GeForce GPUs: SHM via host memory
+//   h.kind == TransportKind::kShm;  h.route.path_class == PathClass::kPHB;  h.name == "SHM/direct/direct"
+//
+// A hop's route is what its bytes cross; `wire_factor` is what each payload byte costs on it
+// (6/5 through an Intel root complex, topo.h INTEL_P2P_OVERHEAD). The channel search and the
+// simulator both take hops from here, so that what the search counts is what flows use.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "topologies/routes.hpp"
+#include "topologies/topology.hpp"
+
+namespace gradsync {
+
+// TransportOptions: NCCL's knobs that choose transports (NCCL 2.27 defaults when unset).
+struct TransportOptions {
+  bool p2p_disable = false;                // NCCL_P2P_DISABLE=1: no P2P between GPUs (P2P level LOC)
+  std::optional<PathClass> p2p_level;      // NCCL_P2P_LEVEL; unset: PXB (SYS on AMD with <= 2 GPUs)
+  bool shm_disable = false;                // NCCL_SHM_DISABLE=1: no SHM; GPUs of one host use the network
+  std::optional<PathClass> net_gdr_level;  // NCCL_NET_GDR_LEVEL; unset: PXB
+  bool ib_disable = false;                 // NCCL_IB_DISABLE=1: sockets, host memory, no GPUDirect RDMA
+};
+
+enum class TransportKind { kP2P, kShm, kNet };
+
+// Hop: how one hop of a channel moves: the transport, its name as NCCL's INFO log says it, the
+// links crossed and what a payload byte costs on them.
+struct Hop {
+  TransportKind kind = TransportKind::kP2P;
+  std::string name;  // "P2P/CUMEM", "SHM/direct/direct", "NET/IB/GDRDMA", "NET/IB", "NET/Socket"
+  Route route;
+  double wire_factor = 1;
+};
+
+// MachineIndex: per host, its CPU sockets and its GPU count; per vertex, its CPU (filled on use).
+struct MachineIndex {
+  std::unordered_map<std::string, std::vector<VertexId>> cpus;
+  std::unordered_map<std::string, int> gpus;
+  mutable std::unordered_map<VertexId, VertexId> cpu_of;
+};
+
+// TransportContext: what a transport decides from.
+struct TransportContext {
+  const Topology& topo;
+  const Routes& routes;
+  const TransportOptions& options;
+  const MachineIndex& machines;
+  int gpus_in_machine(int rank) const;
+  // cpu_of: the CPU socket whose root complex a GPU (or NIC) sits under: its host memory.
+  VertexId cpu_of(VertexId v) const;
+  // via_cpu: a -> the CPU socket of a -> b, the path of data staged in a's host memory.
+  Route via_cpu(VertexId a, VertexId b) const;
+  // intel_overhead: 6/5 when a route is of class PHB through an Intel CPU (NCCL counts a GPU's
+  // PCIe traffic through an Intel root complex at 6/5: 64 B TLPs), else 1.
+  double intel_overhead(const Route& r) const;
+};
+
+// Transport: one of NCCL's transports.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // connect: the hop from GPU `from` to GPU `to` (ranks) if this transport can carry it.
+  virtual std::optional<Hop> connect(const TransportContext& ctx, int from, int to) const = 0;
+};
+
+// The three transports, one per file (p2p.cpp, shm.cpp, net.cpp).
+std::unique_ptr<Transport> make_p2p_transport();
+std::unique_ptr<Transport> make_shm_transport();
+std::unique_ptr<Transport> make_net_transport();
+
+// Transports: NCCL's transports for one topology and set of knobs, tried in order.
+class Transports {
+ public:
+  Transports(const Topology& topo, const Routes& routes, TransportOptions options);
+  ~Transports();
+  Transports(const Transports&) = delete;
+  Transports& operator=(const Transports&) = delete;
+
+  const TransportOptions& options() const { return options_; }
+  // hop: how GPU `from` sends to GPU `to`: the first transport that connects them. Between
+  // machines the NET transport goes through each GPU's own NIC (Routes::nic_of).
+  Hop hop(int from, int to) const;
+  // net_hop: between machines through the given NICs (a ring channel's), the fabric leg ECMP by
+  // `flow`.
+  Hop net_hop(int from, int to, VertexId nic_from, VertexId nic_to, std::uint64_t flow) const;
+
+ private:
+  const Topology& topo_;
+  const Routes& routes_;
+  TransportOptions options_;
+  MachineIndex machines_;
+  std::vector<std::unique_ptr<Transport>> order_;  // P2P, SHM, NET
+};
+
+// net_hop_through: the NET transport's hop through given NICs (net.cpp).
+Hop net_hop_through(const TransportContext& ctx, int from, int to, VertexId nic_from, VertexId nic_to,
+                    std::uint64_t flow);
+
+// transport_kind_name: "P2P", "SHM", "NET".
+std::string_view transport_kind_name(TransportKind k);
+
+}  // namespace gradsync

@@ -1,0 +1,89 @@
+// transports.cpp: what every transport asks of the topology, and NCCL's order of trying them.
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "core/error.hpp"
+#include "topologies/transports/transport.hpp"
+
+namespace gradsync {
+
+int TransportContext::gpus_in_machine(int rank) const {
+  return machines.gpus.at(topo.vertex(topo.gpu(rank)).host);
+}
+
+VertexId TransportContext::cpu_of(VertexId v) const {
+  if (const auto known = machines.cpu_of.find(v); known != machines.cpu_of.end()) return known->second;
+  const std::string& host = topo.vertex(v).host;
+  double best = std::numeric_limits<double>::infinity();
+  VertexId chosen = v;
+  if (const auto cpus = machines.cpus.find(host); cpus != machines.cpus.end()) {
+    for (VertexId c : cpus->second) {
+      const double lat = routes.route(v, c).latency_s;
+      if (lat < best) {
+        best = lat;
+        chosen = c;
+      }
+    }
+  }
+  if (chosen == v) {
+    throw ConfigError(fmt::format("{}: {} on host {} has no CPU socket (kind=\"cpu\"): NCCL's SHM transport and a "
+                                  "network without GPUDirect RDMA stage data in host memory",
+                                  topo.origin(), topo.vertex(v).name, host));
+  }
+  machines.cpu_of.emplace(v, chosen);
+  return chosen;
+}
+
+Route TransportContext::via_cpu(VertexId a, VertexId b) const {
+  const VertexId c = cpu_of(a);
+  return join(topo, routes.route(a, c), routes.route(c, b));
+}
+
+double TransportContext::intel_overhead(const Route& r) const {
+  if (r.path_class != PathClass::kPHB) return 1;
+  for (VertexId v : r.vertices)
+    if (topo.vertex(v).kind == VertexKind::kCpu && !topo.vertex(v).amd()) return 6.0 / 5.0;
+  return 1;
+}
+
+std::string_view transport_kind_name(TransportKind k) {
+  switch (k) {
+    case TransportKind::kP2P:
+      return "P2P";
+    case TransportKind::kShm:
+      return "SHM";
+    case TransportKind::kNet:
+      return "NET";
+  }
+  return "?";
+}
+
+Transports::Transports(const Topology& topo, const Routes& routes, TransportOptions options)
+    : topo_(topo), routes_(routes), options_(options) {
+  for (VertexId v = 0; v < topo.vertex_count(); ++v) {
+    const TopoVertex& tv = topo.vertex(v);
+    if (tv.kind == VertexKind::kCpu) machines_.cpus[tv.host].push_back(v);
+    if (tv.kind == VertexKind::kGpu) ++machines_.gpus[tv.host];
+  }
+  order_.push_back(make_p2p_transport());
+  order_.push_back(make_shm_transport());
+  order_.push_back(make_net_transport());
+}
+
+Transports::~Transports() = default;
+
+Hop Transports::hop(int from, int to) const {
+  const TransportContext ctx{topo_, routes_, options_, machines_};
+  for (const auto& t : order_)
+    if (std::optional<Hop> h = t->connect(ctx, from, to)) return *h;
+  throw ConfigError(fmt::format("{}: no NCCL transport connects GPU {} to GPU {} (P2P and SHM are disabled and the "
+                                "host has no NIC)",
+                                topo_.origin(), from, to));
+}
+
+Hop Transports::net_hop(int from, int to, VertexId nic_from, VertexId nic_to, std::uint64_t flow) const {
+  return net_hop_through(TransportContext{topo_, routes_, options_, machines_}, from, to, nic_from, nic_to, flow);
+}
+
+}  // namespace gradsync
