@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <set>
 
 #include <fmt/ranges.h>
 
@@ -108,6 +109,7 @@ Scenario scenario_of(const ScenarioArgs& a) {
       throw UsageError(fmt::format("{} \"{}\": {}", k.flag, text, e.what()));
     }
   }
+  std::set<std::string> named;  // knobs --nccl set, each at most once
   for (const std::string& item : a.nccl) {
     const auto eq = item.find('=');
     const ScenarioKey* k = eq == std::string::npos ? nullptr : find_scenario_key(item.substr(0, eq));
@@ -120,6 +122,17 @@ Scenario scenario_of(const ScenarioArgs& a) {
         if (r.nccl) knobs.push_back(std::string(r.name));
       throw UsageError(fmt::format("--nccl \"{}\": unknown knob \"{}\"; gradsync models {}", item, item.substr(0, eq),
                                    fmt::join(knobs, ", ")));
+    }
+    if (item.substr(0, eq) != k->name) {
+      throw UsageError(fmt::format("--nccl \"{}\": \"{}\" is not NCCL's name; NCCL reads {} (upper case, as the "
+                                   "environment variable)",
+                                   item, item.substr(0, eq), k->name));
+    }
+    if (!named.insert(std::string(k->name)).second) {
+      throw UsageError(fmt::format("--nccl {}: given twice; give each knob once", k->name));
+    }
+    if (const auto o = a.given.find(std::string(k->name)); o != a.given.end() && o->second->count() > 0) {
+      throw UsageError(fmt::format("--nccl {} and {} both set {}; give one of them", item, k->flag, k->name));
     }
     try {
       set_key(s, *k, parse_key_value(*k, item.substr(eq + 1)));

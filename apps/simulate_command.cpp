@@ -21,6 +21,7 @@
 #include "core/version.hpp"
 #include "reports/report.hpp"
 #include "reports/table.hpp"
+#include "sim/nccl_info.hpp"
 #include "sim/simulate.hpp"
 #include "topologies/topology.hpp"
 
@@ -82,8 +83,10 @@ void run_collectives(CollectivesArgs a) {
     throw UsageError(fmt::format("--max-bytes {} is below --min-bytes {}", a.max_bytes, a.min_bytes));
   }
   std::vector<sim::CollectivePoint> pts;
+  sim::NcclInfo info;
   try {
     pts = sim::simulate_collectives(a.sweep);
+    info = sim::nccl_info(load_topology(a.sweep.topology), a.sweep.gpus, a.sweep.nccl);
   } catch (const ConfigError& e) {
     throw UsageError(e.what());
   }
@@ -95,6 +98,7 @@ void run_collectives(CollectivesArgs a) {
     j["gpus"] = n;
     j["op"] = a.op;
     j["nccl_model"] = std::string(sim::kNcclModelVersion);
+    j["nccl"] = sim::nccl_info_json(info);
     auto& rows = j["rows"] = json::array();
     for (const auto& p : pts) {
       rows.push_back({{"bytes", p.bytes},
@@ -123,12 +127,14 @@ void run_collectives(CollectivesArgs a) {
   }
   double sum = 0;
   for (const auto& p : pts) sum += p.busbw_GBps;
-  t.print(std::cout,
-          {fmt::format("gradsync collectives: simulated {} on {}, {} GPUs (nccl-tests definitions: algbw = "
-                       "size / time, busbw = algbw x {:.4f})",
-                       a.op, a.sweep.topology, n, sim::bus_factor(a.sweep.op, n)),
-           fmt::format("NCCL model {}{}; one collective per size, ranks aligned before each", sim::kNcclModelVersion,
-                       nccl_knobs_text(knobs))});
+  std::vector<std::string> header{
+      fmt::format("gradsync collectives: simulated {} on {}, {} GPUs (nccl-tests definitions: algbw = "
+                  "size / time, busbw = algbw x {:.4f})",
+                  a.op, a.sweep.topology, n, sim::bus_factor(a.sweep.op, n)),
+      fmt::format("NCCL model {}{}; one collective per size, ranks aligned before each", sim::kNcclModelVersion,
+                  nccl_knobs_text(knobs))};
+  for (std::string& line : sim::nccl_info_lines(info)) header.push_back(std::move(line));
+  t.print(std::cout, header);
   std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n",
                            pts.empty() ? 0.0 : sum / static_cast<double>(pts.size()));
 }

@@ -387,6 +387,15 @@ json parse_mib(const ScenarioKey& k, std::string_view text) {
   return mib;
 }
 
+// parse_nccl_switch: NCCL reads its switches as integers (0 off, 1 on); "yes" would read as 0 there,
+// so only 0, 1 and a scenario file's true and false are taken.
+json parse_nccl_switch(std::string_view text) {
+  const std::string t = lower(trim(text));
+  if (t == "1" || t == "true") return true;
+  if (t == "0" || t == "false") return false;
+  throw ConfigError("expected 0 or 1 (NCCL reads the variable as an integer; true and false also do)");
+}
+
 json parse_switch(std::string_view text) {
   const std::string t = lower(trim(text));
   if (t == "true" || t == "yes" || t == "on" || t == "1") return true;
@@ -453,7 +462,7 @@ json parse_key_value(const ScenarioKey& k, std::string_view text) {
     case KeyKind::kSizeMiB:
       return parse_mib(k, text);
     case KeyKind::kSwitch:
-      return parse_switch(text);
+      return k.nccl ? parse_nccl_switch(text) : parse_switch(text);
   }
   throw std::logic_error("parse_key_value: unknown kind");
 }

@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "sim/collective_run.hpp"
+#include "sim/nccl_options.hpp"
 #include "sim/sync.hpp"
 
 namespace gradsync::sim {
@@ -168,14 +169,7 @@ struct SimCluster::Impl {
     auto& c = channels[m];
     if (!c) {
       c = std::make_unique<Channels>(build_channels(topo, routes, first_ranks(m), transports));
-      if (opts.max_channels > 0 && c->rings.size() > static_cast<std::size_t>(opts.max_channels))
-        c->rings.resize(static_cast<std::size_t>(opts.max_channels));
-      // NCCL_MIN_NCHANNELS: NCCL repeats the channels it has; they share the same bandwidth.
-      if (const auto have = c->rings.size(); have > 0 && opts.min_channels > static_cast<int>(have)) {
-        for (std::size_t i = have; i < static_cast<std::size_t>(opts.min_channels); ++i)
-          c->rings.push_back(c->rings[i % have]);
-        c->channel_bw_Bps *= static_cast<double>(have) / static_cast<double>(c->rings.size());
-      }
+      limit_channels(*c, opts.min_channels, opts.max_channels);
       // Each ring hop between machines goes through its channel's NICs, as the search counted it.
       for (const RingChannel& rc : c->rings)
         for (std::size_t i = 0; i < rc.hops.size(); ++i)

@@ -13,6 +13,14 @@ std::optional<PathClass> path_level(std::string_view level) {
   return std::nullopt;  // LOC
 }
 
+void limit_channels(Channels& c, int min, int max) {
+  if (max > 0 && c.rings.size() > static_cast<std::size_t>(max)) c.rings.resize(static_cast<std::size_t>(max));
+  if (const auto have = c.rings.size(); have > 0 && min > static_cast<int>(have)) {
+    for (std::size_t i = have; i < static_cast<std::size_t>(min); ++i) c.rings.push_back(c.rings[i % have]);
+    c.channel_bw_Bps *= static_cast<double>(have) / static_cast<double>(c.rings.size());
+  }
+}
+
 NcclSettings nccl_settings(const Scenario& s) {
   NcclSettings n;
   n.request.algorithms = s.nccl_algo;

@@ -8,6 +8,7 @@
 
 #include "core/scenario.hpp"
 #include "sim/nccl_model.hpp"
+#include "topologies/channels.hpp"
 #include "topologies/transports/transport.hpp"
 
 namespace gradsync::sim {
@@ -21,6 +22,10 @@ struct NcclSettings {
 
 // nccl_settings: the scenario's knobs (already checked by the key table).
 NcclSettings nccl_settings(const Scenario& s);
+
+// limit_channels: NCCL_MAX_NCHANNELS keeps the first `max` rings; NCCL_MIN_NCHANNELS repeats the
+// rings found up to `min`, the copies sharing the bandwidth the search found (0: unset).
+void limit_channels(Channels& c, int min, int max);
 
 // path_level: an NCCL level name (LOC, NVL, ... SYS) as a path class; LOC (no path between two
 // GPUs is that near) as nullopt.

@@ -132,6 +132,14 @@ std::vector<PublishedCase> read_published(std::string_view text, const std::stri
     if (const YAML::Node sim = n["simulate"]) {
       if (!sim.IsMap()) r.fail(sim, at, "simulate: expected a mapping ({topology: NAME} or {generate: KIND, ...})");
       c.simulate = json_of(sim);
+      if (const YAML::Node knobs = sim["nccl"]) {
+        if (!knobs.IsMap()) r.fail(knobs, at, "simulate.nccl: expected a mapping of NCCL_* knobs");
+        for (const auto& kv : knobs) c.sim_env[kv.first.as<std::string>()] = r.string(kv.second, at, "simulate.nccl");
+        if (!sim["note"]) r.fail(knobs, at, "simulate.nccl: expected simulate.note saying why the simulation sets them");
+        c.sim_note = r.string(sim["note"], at, "simulate.note");
+        c.simulate.erase("nccl");
+        c.simulate.erase("note");
+      }
     }
     if (c.simulate.is_null() && c.unsupported.empty()) {
       r.fail(n, at, "expected simulate: {topology: ...} or {generate: ...}, or unsupported: the reason");
@@ -212,9 +220,14 @@ PublishedResult simulate_published(const PublishedCase& c) {
   // The case's NCCL_* settings through the scenario key table (core/scenario_keys.hpp), as
   // --nccl NAME=VALUE reads them; the rest (NCCL_IB_HCA, tuner plugins, ...) are listed as ignored.
   Scenario knobs;
-  for (const auto& [key, value] : c.env) {
+  std::map<std::string, std::string> env = c.env;
+  for (const auto& [key, value] : c.sim_env) env[key] = value;
+  for (const auto& [key, value] : env) {
     const ScenarioKey* k = find_scenario_key(key);
     if (k == nullptr || !k->nccl || k->name != key) {
+      if (c.sim_env.count(key)) {
+        throw ConfigError(fmt::format("case {}: simulate.nccl {}: not one of gradsync's NCCL knobs", c.id, key));
+      }
       out.ignored_env.push_back(fmt::format("{}={}", key, value));
       continue;
     }

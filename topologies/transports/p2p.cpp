@@ -24,7 +24,14 @@ class P2pTransport final : public Transport {
       return std::nullopt;
     Hop h;
     h.kind = TransportKind::kP2P;
-    h.name = "P2P/CUMEM";  // one process per GPU with cuMem (NCCL_CUMEM_ENABLE's default)
+    // P2P read for Ampere pairs over NVLink only (paths.cc ncclTopoCheckP2p: "Enable P2P Read for
+    // Ampere/NVLink only", both GPUs sm80; NCCL_P2P_READ_ENABLE is not modelled).
+    const auto sm = [&](int rank) {
+      const GpuSpec* g = ctx.topo.vertex(ctx.topo.gpu(rank)).gpu;
+      return g != nullptr ? g->sm_version : 0;
+    };
+    h.read = r.path_class == PathClass::kNVL && sm(from) == 80 && sm(to) == 80;
+    h.name = h.read ? "P2P/CUMEM/read" : "P2P/CUMEM";  // one process per GPU with cuMem (NCCL_CUMEM_ENABLE)
     h.route = r;
     h.wire_factor = ctx.intel_overhead(r);
     return h;

@@ -38,9 +38,12 @@ enum class TransportKind { kP2P, kShm, kNet };
 // links crossed and what a payload byte costs on them.
 struct Hop {
   TransportKind kind = TransportKind::kP2P;
-  std::string name;  // "P2P/CUMEM", "SHM/direct/direct", "NET/IB/GDRDMA", "NET/IB", "NET/Socket"
+  std::string name;  // "P2P/CUMEM", "P2P/CUMEM/read", "SHM/direct/direct", "NET/IB/GDRDMA", "NET/IB", "NET/Socket"
   Route route;
   double wire_factor = 1;
+  // read: the receiver's SMs load the data from the sender's memory (NCCL's P2P read mode, used
+  // for the Simple protocol between two A100s over NVLink) instead of the sender storing it.
+  bool read = false;
 };
 
 // MachineIndex: per host, its CPU sockets and its GPU count; per vertex, its CPU (filled on use).

@@ -75,8 +75,16 @@ Transports::~Transports() = default;
 
 Hop Transports::hop(int from, int to) const {
   const TransportContext ctx{topo_, routes_, options_, machines_};
-  for (const auto& t : order_)
-    if (std::optional<Hop> h = t->connect(ctx, from, to)) return *h;
+  for (const auto& t : order_) {
+    try {
+      if (std::optional<Hop> h = t->connect(ctx, from, to)) return *h;
+    } catch (const ConfigError& e) {
+      if (topo_.host_of(from) != topo_.host_of(to)) throw;
+      throw ConfigError(fmt::format("GPU {} to GPU {} of one host: P2P does not connect them{} and SHM is off "
+                                    "(NCCL_SHM_DISABLE=1), so NCCL would go through the network, but {}",
+                                    from, to, options_.p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "", e.what()));
+    }
+  }
   throw ConfigError(fmt::format("{}: no NCCL transport connects GPU {} to GPU {} (P2P and SHM are disabled and the "
                                 "host has no NIC)",
                                 topo_.origin(), from, to));

@@ -1,0 +1,90 @@
+// nccl_info.cpp: the channels and hop transports of a communicator, as NCCL_DEBUG=INFO prints them.
+#include "sim/nccl_info.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+
+#include "topologies/routes.hpp"
+#include "topologies/transports/transport.hpp"
+
+namespace gradsync::sim {
+
+NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl) {
+  const Routes routes(topo);
+  const Transports transports(topo, routes, nccl.transport);
+  Channels ch = build_channels(topo, routes, first_ranks(gpus), transports);
+  limit_channels(ch, nccl.min_channels, nccl.max_channels);
+  NcclInfo i;
+  i.gpus = gpus;
+  i.nodes = ch.nodes();
+  i.channels = static_cast<int>(ch.rings.size());
+  i.channel_bw_Bps = ch.channel_bw_Bps;
+  if (i.nodes > 1) {
+    i.tree_bw_intra_Bps = ch.tree_bw_intra_Bps;
+    i.tree_bw_inter_Bps = ch.tree_bw_inter_Bps;
+  }
+  if (ch.nvls && nccl.request.nvls) {
+    i.nvls_channels = ch.nvls->channels;
+    i.nvls_bw_intra_Bps = ch.nvls->bw_intra_Bps;
+    i.nvls_bw_inter_Bps = ch.nvls->bw_inter_Bps;
+  }
+  std::map<std::pair<std::string, std::string>, int> count;
+  for (const RingChannel& rc : ch.rings) {
+    i.rings.push_back(rc.order);
+    for (const Hop& h : rc.hops) ++count[{h.name, std::string(to_string(h.route.path_class))}];
+  }
+  for (const auto& [key, n] : count) i.hops.push_back({key.first, key.second, n});
+  std::stable_sort(i.hops.begin(), i.hops.end(), [](const HopClass& a, const HopClass& b) { return a.count > b.count; });
+  return i;
+}
+
+std::vector<std::string> nccl_info_lines(const NcclInfo& i) {
+  std::vector<std::string> out;
+  std::string graphs = fmt::format("NCCL INFO {} coll channels: ring {} x {:.1f} GB/s", i.channels, i.channels,
+                                   i.channel_bw_Bps / 1e9);
+  if (i.nodes > 1) {
+    graphs += fmt::format(", tree {} x {:.1f}/{:.1f} GB/s (intra/inter)", i.channels, i.tree_bw_intra_Bps / 1e9,
+                          i.tree_bw_inter_Bps / 1e9);
+  }
+  if (i.nvls_channels > 0) {
+    graphs += fmt::format(", NVLS {} x {:.1f}/{:.1f} GB/s (intra/inter)", i.nvls_channels, i.nvls_bw_intra_Bps / 1e9,
+                          i.nvls_bw_inter_Bps / 1e9);
+  } else {
+    graphs += ", no NVLS";
+  }
+  out.push_back(graphs);
+  // NCCL prints every channel; two show the pattern (the rest repeat or rotate them).
+  const std::size_t shown = std::min<std::size_t>(i.rings.size(), 2);
+  for (std::size_t c = 0; c < shown; ++c) {
+    const auto& o = i.rings[c];
+    const std::size_t cut = std::min<std::size_t>(o.size(), 16);
+    out.push_back(fmt::format("NCCL INFO Channel {:02}/{:02} : {}{}", c, i.rings.size(),
+                              fmt::join(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(cut), " "),
+                              cut < o.size() ? fmt::format(" ... ({} GPUs)", o.size()) : ""));
+  }
+  for (const HopClass& h : i.hops) {
+    out.push_back(fmt::format("NCCL INFO ring hops via {} over {}: {}", h.transport, h.path_class, h.count));
+  }
+  return out;
+}
+
+nlohmann::json nccl_info_json(const NcclInfo& i) {
+  nlohmann::json j;
+  j["channels"] = i.channels;
+  j["channel_GBps"] = i.channel_bw_Bps / 1e9;
+  if (i.nodes > 1) j["tree_GBps"] = {{"intra", i.tree_bw_intra_Bps / 1e9}, {"inter", i.tree_bw_inter_Bps / 1e9}};
+  if (i.nvls_channels > 0) {
+    j["nvls"] = {{"channels", i.nvls_channels},
+                 {"intra_GBps", i.nvls_bw_intra_Bps / 1e9},
+                 {"inter_GBps", i.nvls_bw_inter_Bps / 1e9}};
+  }
+  j["rings"] = i.rings;
+  auto& hops = j["hops"] = nlohmann::json::array();
+  for (const HopClass& h : i.hops) hops.push_back({{"transport", h.transport}, {"path_class", h.path_class}, {"count", h.count}});
+  return j;
+}
+
+}  // namespace gradsync::sim

@@ -1,0 +1,47 @@
+// nccl_info.hpp: what NCCL_DEBUG=INFO tells about a communicator: its channels (rings, trees,
+// NVLS) and the transport of every hop, grouped by transport and path class, for `collectives`
+// to print above its table.
+//
+//   const NcclInfo i = nccl_info(load_topology("dgx-a100"), 8, {});
+//   i.hops[0].transport == "P2P/CUMEM/read";  i.hops[0].path_class == "NVL";  i.hops[0].count == 96;
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/nccl_options.hpp"
+#include "topologies/topology.hpp"
+
+namespace gradsync::sim {
+
+// HopClass: the ring hops that one transport carries over one path class.
+struct HopClass {
+  std::string transport;   // NCCL's name: "P2P/CUMEM", "SHM/direct/direct", "NET/IB/GDRDMA", ...
+  std::string path_class;  // NVL, NVB, PIX, PXB, PHB, SYS, NET
+  int count = 0;           // ring hops of all channels
+};
+
+struct NcclInfo {
+  int gpus = 0;
+  int nodes = 0;
+  int channels = 0;          // ring channels (after NCCL_MIN/MAX_NCHANNELS)
+  double channel_bw_Bps = 0;  // each ring channel's speed
+  double tree_bw_intra_Bps = 0, tree_bw_inter_Bps = 0;  // across nodes only
+  int nvls_channels = 0;      // 0: no NVLS graph
+  double nvls_bw_intra_Bps = 0, nvls_bw_inter_Bps = 0;
+  std::vector<std::vector<int>> rings;  // each channel's GPU order
+  std::vector<HopClass> hops;           // most hops first
+};
+
+// nccl_info: the channels NCCL would build over the first `gpus` GPUs of `topo` with `nccl`.
+// ConfigError when no ring exists.
+NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl);
+
+// nccl_info_lines: the info as comment lines (without "# "), NCCL_DEBUG=INFO's words.
+std::vector<std::string> nccl_info_lines(const NcclInfo& info);
+
+nlohmann::json nccl_info_json(const NcclInfo& info);
+
+}  // namespace gradsync::sim
