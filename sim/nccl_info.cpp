@@ -37,14 +37,15 @@ NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl) {
     for (const Hop& h : rc.hops) ++count[{h.name, std::string(to_string(h.route.path_class))}];
   }
   for (const auto& [key, n] : count) i.hops.push_back({key.first, key.second, n});
-  std::stable_sort(i.hops.begin(), i.hops.end(), [](const HopClass& a, const HopClass& b) { return a.count > b.count; });
+  std::stable_sort(i.hops.begin(), i.hops.end(),
+                   [](const HopClass& a, const HopClass& b) { return a.count > b.count; });
   return i;
 }
 
 std::vector<std::string> nccl_info_lines(const NcclInfo& i) {
   std::vector<std::string> out;
-  std::string graphs = fmt::format("NCCL INFO {} coll channels: ring {} x {:.1f} GB/s", i.channels, i.channels,
-                                   i.channel_bw_Bps / 1e9);
+  std::string graphs =
+      fmt::format("NCCL INFO {} coll channels: ring {} x {:.1f} GB/s", i.channels, i.channels, i.channel_bw_Bps / 1e9);
   if (i.nodes > 1) {
     graphs += fmt::format(", tree {} x {:.1f}/{:.1f} GB/s (intra/inter)", i.channels, i.tree_bw_intra_Bps / 1e9,
                           i.tree_bw_inter_Bps / 1e9);
@@ -83,7 +84,8 @@ nlohmann::json nccl_info_json(const NcclInfo& i) {
   }
   j["rings"] = i.rings;
   auto& hops = j["hops"] = nlohmann::json::array();
-  for (const HopClass& h : i.hops) hops.push_back({{"transport", h.transport}, {"path_class", h.path_class}, {"count", h.count}});
+  for (const HopClass& h : i.hops)
+    hops.push_back({{"transport", h.transport}, {"path_class", h.path_class}, {"count", h.count}});
   return j;
 }
 

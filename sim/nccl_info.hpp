@@ -26,10 +26,10 @@ struct HopClass {
 struct NcclInfo {
   int gpus = 0;
   int nodes = 0;
-  int channels = 0;          // ring channels (after NCCL_MIN/MAX_NCHANNELS)
-  double channel_bw_Bps = 0;  // each ring channel's speed
+  int channels = 0;                                     // ring channels (after NCCL_MIN/MAX_NCHANNELS)
+  double channel_bw_Bps = 0;                            // each ring channel's speed
   double tree_bw_intra_Bps = 0, tree_bw_inter_Bps = 0;  // across nodes only
-  int nvls_channels = 0;      // 0: no NVLS graph
+  int nvls_channels = 0;                                // 0: no NVLS graph
   double nvls_bw_intra_Bps = 0, nvls_bw_inter_Bps = 0;
   std::vector<std::vector<int>> rings;  // each channel's GPU order
   std::vector<HopClass> hops;           // most hops first

@@ -14,10 +14,11 @@
 namespace gradsync::sim {
 
 struct NcclSettings {
-  CollectiveRequest request;   // NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE
-  TransportOptions transport;  // NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, NCCL_SHM_DISABLE, NCCL_NET_GDR_LEVEL, NCCL_IB_DISABLE
-  int min_channels = 0;        // NCCL_MIN_NCHANNELS (0: unset)
-  int max_channels = 0;        // NCCL_MAX_NCHANNELS (0: unset)
+  CollectiveRequest request;  // NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE
+  TransportOptions
+      transport;         // NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, NCCL_SHM_DISABLE, NCCL_NET_GDR_LEVEL, NCCL_IB_DISABLE
+  int min_channels = 0;  // NCCL_MIN_NCHANNELS (0: unset)
+  int max_channels = 0;  // NCCL_MAX_NCHANNELS (0: unset)
 };
 
 // nccl_settings: the scenario's knobs (already checked by the key table).

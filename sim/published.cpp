@@ -75,8 +75,7 @@ std::vector<PublishedCase> read_published(std::string_view text, const std::stri
   r.only_keys(root, "published", {"format", "cases"});
   const std::string format = r.string(r.required(root, "published", "format"), "published", "format");
   if (format != "gradsync-published-nccl-tests/1") {
-    r.fail(root["format"], "published",
-           fmt::format("format \"{}\": expected gradsync-published-nccl-tests/1", format));
+    r.fail(root["format"], "published", fmt::format("format \"{}\": expected gradsync-published-nccl-tests/1", format));
   }
   const YAML::Node cases = r.required(root, "published", "cases");
   if (!cases.IsSequence()) r.fail(cases, "published", "cases: expected a list");
@@ -86,10 +85,10 @@ std::vector<PublishedCase> read_published(std::string_view text, const std::stri
     const YAML::Node n = cases[i];
     const std::string where = fmt::format("cases[{}]", i);
     if (!n.IsMap()) r.fail(n, where, "expected a mapping");
-    r.only_keys(n, where,
-                {"id", "split", "source", "source_note", "hardware", "gpu", "nodes", "gpus_per_node", "interconnect",
-                 "nccl_version", "collective", "algo", "proto", "env", "placement", "busbw_GBps", "quote", "simulate",
-                 "unsupported", "excluded"});
+    r.only_keys(n, where, {"id",         "split", "source",        "source_note",  "hardware",
+                           "gpu",        "nodes", "gpus_per_node", "interconnect", "nccl_version",
+                           "collective", "algo",  "proto",         "env",          "placement",
+                           "busbw_GBps", "quote", "simulate",      "unsupported",  "excluded"});
     PublishedCase c;
     c.line = n.Mark().line + 1;
     c.id = r.string(r.required(n, where, "id"), where, "id");
@@ -135,7 +134,8 @@ std::vector<PublishedCase> read_published(std::string_view text, const std::stri
       if (const YAML::Node knobs = sim["nccl"]) {
         if (!knobs.IsMap()) r.fail(knobs, at, "simulate.nccl: expected a mapping of NCCL_* knobs");
         for (const auto& kv : knobs) c.sim_env[kv.first.as<std::string>()] = r.string(kv.second, at, "simulate.nccl");
-        if (!sim["note"]) r.fail(knobs, at, "simulate.nccl: expected simulate.note saying why the simulation sets them");
+        if (!sim["note"])
+          r.fail(knobs, at, "simulate.nccl: expected simulate.note saying why the simulation sets them");
         c.sim_note = r.string(sim["note"], at, "simulate.note");
         c.simulate.erase("nccl");
         c.simulate.erase("note");
@@ -200,9 +200,10 @@ Topology published_topology(const PublishedCase& c) {
     o.rail_optimized = kind == "rail-optimized";
     return generate_fat_tree(o);
   }
-  throw ConfigError(fmt::format("case {}: simulate.generate \"{}\": expected nvswitch, nvlink-mesh, pcie, fat-tree or "
-                                "rail-optimized",
-                                c.id, kind));
+  throw ConfigError(
+      fmt::format("case {}: simulate.generate \"{}\": expected nvswitch, nvlink-mesh, pcie, fat-tree or "
+                  "rail-optimized",
+                  c.id, kind));
 }
 
 PublishedResult simulate_published(const PublishedCase& c) {

@@ -29,14 +29,16 @@ Hop net_hop_through(const TransportContext& ctx, int from, int to, VertexId nic_
     const Route direct = out ? ctx.routes.route(g, n) : ctx.routes.route(n, g);
     if (!ctx.options.ib_disable && direct.path_class <= level) return direct;
     gdr = false;
-    return out ? ctx.via_cpu(g, n) : join(ctx.topo, ctx.routes.route(n, ctx.cpu_of(g)), ctx.routes.route(ctx.cpu_of(g), g));
+    return out ? ctx.via_cpu(g, n)
+               : join(ctx.topo, ctx.routes.route(n, ctx.cpu_of(g)), ctx.routes.route(ctx.cpu_of(g), g));
   };
   const Route out = leg(ctx.topo.gpu(from), nic_from, true);
   const Route in = leg(ctx.topo.gpu(to), nic_to, false);
   Hop h;
   h.kind = TransportKind::kNet;
-  h.route = nic_from == nic_to ? join(ctx.topo, out, in)
-                               : join(ctx.topo, join(ctx.topo, out, ctx.routes.fabric_route(nic_from, nic_to, flow)), in);
+  h.route = nic_from == nic_to
+                ? join(ctx.topo, out, in)
+                : join(ctx.topo, join(ctx.topo, out, ctx.routes.fabric_route(nic_from, nic_to, flow)), in);
   h.route.p2p = false;
   h.name = ctx.options.ib_disable ? "NET/Socket" : gdr ? "NET/IB/GDRDMA" : "NET/IB";
   h.wire_factor = std::max(ctx.intel_overhead(out), ctx.intel_overhead(in));

@@ -8,9 +8,7 @@
 
 namespace gradsync {
 
-int TransportContext::gpus_in_machine(int rank) const {
-  return machines.gpus.at(topo.vertex(topo.gpu(rank)).host);
-}
+int TransportContext::gpus_in_machine(int rank) const { return machines.gpus.at(topo.vertex(topo.gpu(rank)).host); }
 
 VertexId TransportContext::cpu_of(VertexId v) const {
   if (const auto known = machines.cpu_of.find(v); known != machines.cpu_of.end()) return known->second;
@@ -27,9 +25,10 @@ VertexId TransportContext::cpu_of(VertexId v) const {
     }
   }
   if (chosen == v) {
-    throw ConfigError(fmt::format("{}: {} on host {} has no CPU socket (kind=\"cpu\"): NCCL's SHM transport and a "
-                                  "network without GPUDirect RDMA stage data in host memory",
-                                  topo.origin(), topo.vertex(v).name, host));
+    throw ConfigError(
+        fmt::format("{}: {} on host {} has no CPU socket (kind=\"cpu\"): NCCL's SHM transport and a "
+                    "network without GPUDirect RDMA stage data in host memory",
+                    topo.origin(), topo.vertex(v).name, host));
   }
   machines.cpu_of.emplace(v, chosen);
   return chosen;
@@ -80,14 +79,16 @@ Hop Transports::hop(int from, int to) const {
       if (std::optional<Hop> h = t->connect(ctx, from, to)) return *h;
     } catch (const ConfigError& e) {
       if (topo_.host_of(from) != topo_.host_of(to)) throw;
-      throw ConfigError(fmt::format("GPU {} to GPU {} of one host: P2P does not connect them{} and SHM is off "
-                                    "(NCCL_SHM_DISABLE=1), so NCCL would go through the network, but {}",
-                                    from, to, options_.p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "", e.what()));
+      throw ConfigError(
+          fmt::format("GPU {} to GPU {} of one host: P2P does not connect them{} and SHM is off "
+                      "(NCCL_SHM_DISABLE=1), so NCCL would go through the network, but {}",
+                      from, to, options_.p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "", e.what()));
     }
   }
-  throw ConfigError(fmt::format("{}: no NCCL transport connects GPU {} to GPU {} (P2P and SHM are disabled and the "
-                                "host has no NIC)",
-                                topo_.origin(), from, to));
+  throw ConfigError(
+      fmt::format("{}: no NCCL transport connects GPU {} to GPU {} (P2P and SHM are disabled and the "
+                  "host has no NIC)",
+                  topo_.origin(), from, to));
 }
 
 Hop Transports::net_hop(int from, int to, VertexId nic_from, VertexId nic_to, std::uint64_t flow) const {

@@ -1,0 +1,112 @@
+// cluster_devices.cpp: a simulated device's streams: kernels placed on their stream's timeline,
+// copies between GPUs (peer to peer, or staged through host memory) and from the host as flows.
+#include "sim/cluster_impl.hpp"
+
+namespace gradsync::sim {
+
+SimCluster::Impl::Dev::Dev(Impl* i, int r) : impl(i), rank(r) {
+  for (std::size_t s = 0; s < streams.size(); ++s) {
+    streams[s].impl = i;
+    // The comm stream runs NCCL: its actor sits on the GPU's NCCL endpoint, so that the flows it
+    // (and the helpers it starts) send take NCCL's transports.
+    streams[s].where = static_cast<gradsync::Stream>(s) == gradsync::Stream::kComm
+                           ? i->platform.nccl[static_cast<std::size_t>(r)]
+                           : i->platform.gpus[static_cast<std::size_t>(r)];
+    streams[s].name = fmt::format("gpu{}:{}", r, stream_name(static_cast<gradsync::Stream>(s)));
+  }
+}
+
+TraceEvent SimCluster::Impl::Dev::event(gradsync::Stream s, const std::string& name, Bytes bytes, int bucket,
+                                        int peer) const {
+  TraceEvent e;
+  e.rank = rank;
+  e.stream = s;
+  e.name = name;
+  e.bytes = bytes;
+  e.bucket = bucket;
+  e.peer = peer;
+  e.iteration = owner ? owner->iteration : 0;
+  return e;
+}
+
+WorkPtr SimCluster::Impl::Dev::compute(const ComputeOp& op, gradsync::Stream s) {
+  impl->clocks.defer(op.host_s);
+  StreamActor::Task t;
+  t.duration = op.time_s;
+  t.event = event(s, op.name, static_cast<Bytes>(op.bytes), op.bucket, -1);
+  return stream(s).push(std::move(t));
+}
+
+WorkPtr SimCluster::Impl::Dev::copy_to(Device& dst, const CopyOp& op, gradsync::Stream s) {
+  const int to = dst.index();
+  StreamActor::Task t;
+  const auto bytes = static_cast<double>(op.bytes);
+  t.event = event(s, op.name, op.bytes, -1, to);
+  const int it = t.event.iteration;
+  const Calibration* cal = impl->opts.calibration;
+  if (to == rank) {
+    t.duration = 0;  // nothing moves: a kernel of no time
+  } else if (cal && !cal->peer_copy.points.empty()) {
+    t.body = [this, it, name = op.name, to, bytes, cal] {
+      sleep_for(cal->peer_copy.time(bytes));
+      impl->tally(it, name, rank, to, bytes);
+    };
+  } else if (impl->routes.gpu_route(rank, to).p2p) {
+    t.body = [this, it, name = op.name, to, bytes] { impl->send(it, name, rank, to, bytes, bytes)->wait(); };
+  } else {
+    // No peer access: device to host memory, then host memory to the peer.
+    t.body = [this, it, name = op.name, to, bytes] {
+      const auto wire = static_cast<std::uint64_t>(std::llround(bytes));
+      sg4::Host* src = impl->platform.gpus[static_cast<std::size_t>(rank)];
+      sg4::Host* staging = impl->platform.host_memory[static_cast<std::size_t>(rank)];
+      sg4::Host* peer_gpu = impl->platform.gpus[static_cast<std::size_t>(to)];
+      impl->account(it, src, staging, static_cast<double>(wire));
+      sg4::Comm::sendto(src, staging, wire);
+      impl->account(it, staging, peer_gpu, static_cast<double>(wire));
+      sg4::Comm::sendto(staging, peer_gpu, wire);
+      impl->tally(it, name, rank, to, bytes);
+    };
+  }
+  return stream(s).push(std::move(t));
+}
+
+WorkPtr SimCluster::Impl::Dev::copy_from_host(const CopyOp& op, gradsync::Stream s) {
+  StreamActor::Task t;
+  const auto bytes = static_cast<double>(op.bytes);
+  t.event = event(s, op.name, op.bytes, -1, -1);
+  const Calibration* cal = impl->opts.calibration;
+  if (cal && !cal->host_copy.points.empty()) {
+    t.body = [this, it = t.event.iteration, name = op.name, bytes, cal] {
+      sleep_for(cal->host_copy.time(bytes));
+      impl->tally(it, name, -1, rank, bytes);
+    };
+  } else {
+    t.body = [this, it = t.event.iteration, name = op.name, bytes] {
+      impl->send(it, name, -1, rank, bytes, bytes)->wait();
+    };
+  }
+  return stream(s).push(std::move(t));
+}
+
+void SimCluster::Impl::Dev::synchronize() {
+  impl->clocks.flush();
+  for (auto& s : streams)
+    if (s.last) s.last->wait();
+}
+
+void SimCluster::Impl::Proc::end_iteration(int it) {
+  impl->clocks.flush();
+  const double now = sg4::Engine::get_clock();
+  for (int d : devices) {
+    TraceEvent e;
+    e.rank = d;
+    e.stream = gradsync::Stream::kHost;
+    e.name = iteration_event(it);
+    e.start_s = iteration_start;
+    e.end_s = now;
+    e.iteration = it;
+    impl->trace.add(e);
+  }
+}
+
+}  // namespace gradsync::sim
