@@ -109,10 +109,19 @@ struct CollectiveRun::State {
     return hop_latency(ring(c).hops[static_cast<std::size_t>(pos(c, r))].route.path_class);
   }
 
+  // ring_step_latency: a ring step's share of NCCL's latency beyond its base: per step the hop's
+  // hwLat inside a node; across nodes NCCL's weighting of network steps (and its 1.4x plateau),
+  // so that an uncontended ring takes the model's latency plus its routes'.
+  double ring_step_latency(int steps) const {
+    return (choice.latency_s - base_latency_s(choice.algorithm, choice.protocol)) / steps;
+  }
+
   bool nvls() const { return choice.algorithm == Algorithm::kNvls || choice.algorithm == Algorithm::kNvlsTree; }
 
   void run(int me) {
     if (k <= 1) return;
+    // The handshakes NCCL's chunking adds to its model (sim/nccl_model.hpp pipeline_sync_s).
+    sleep_for(choice.sync_s);
     if (nvls()) {
       // NVLS has no steps: its latency (NCCL's model), then every member's flows at once.
       sleep_for(choice.latency_s);
@@ -151,8 +160,7 @@ struct CollectiveRun::State {
   // goes on once its own sends are done and its predecessors' chunks of that step arrived.
   void ring_steps(int me, int steps, double chunk) {
     const double wire = chunk * wire_factor(choice.protocol);
-    double lat = 0;
-    for (std::size_t c = 0; c < C(); ++c) lat = std::max(lat, out_latency(c, me));
+    const double lat = ring_step_latency(steps);
     std::vector<sg4::CommPtr> comms(C());
     std::vector<int> to(C());
     for (std::size_t c = 0; c < C(); ++c) to[c] = next(c, me);
@@ -403,12 +411,10 @@ struct CollectiveRun::State {
   // Ring: `steps` steps of `chunk` per channel become one flow per channel of steps x chunk;
   // the hop latency of every step and the route latency of all but the last are slept first.
   std::vector<Flow> aggregate_ring(int me, int steps, double chunk) {
-    double lat = 0, route = 0;
+    const double lat = ring_step_latency(steps);
+    double route = 0;
     std::vector<Flow> flows;
-    for (std::size_t c = 0; c < C(); ++c) {
-      lat = std::max(lat, out_latency(c, me));
-      route = std::max(route, links_.latency(me, next(c, me)));
-    }
+    for (std::size_t c = 0; c < C(); ++c) route = std::max(route, links_.latency(me, next(c, me)));
     for (std::size_t c : reps_) flows.push_back({next(c, me), mult_ * steps * chunk, mult_ * steps * whole(chunk)});
     for (Flow& f : flows) f.start = steps * lat + (steps - 1) * route;
     return flows;

@@ -23,8 +23,7 @@ constexpr std::size_t algo_index(Algorithm a) { return static_cast<std::size_t>(
 
 // NCCL 2.27.7 tuning.cc, microseconds, [Ring, Tree, NVLS, NVLSTree][LL, LL128, Simple] (NCCL
 // orders Tree before Ring; rows here follow Algorithm).
-constexpr std::array<std::array<double, 3>, 4> kBaseLatUs{
-    {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}}};
+constexpr std::array<std::array<double, 3>, 4> kBaseLatUs{{{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}}};
 // hwLat [NVLink, PCI, NET][Ring, Tree, NVLS, NVLSTree][LL, LL128, Simple].
 constexpr std::array<std::array<std::array<double, 3>, 4>, 3> kHwLatUs{{
     {{{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}, {0, 0, 25}, {0, 0, 25}}},
@@ -116,7 +115,8 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch) {
   }
   double bus = channels * bw;
   if (a == Algorithm::kRing && p == Protocol::kLL) bus = std::min(kLlMaxBw[arch][scale], bus * 0.5);
-  if (a == Algorithm::kRing && p == Protocol::kLL128) bus = std::min(bus * 0.92, channels * kPerChMaxRingLL128Bw[arch][scale]);
+  if (a == Algorithm::kRing && p == Protocol::kLL128)
+    bus = std::min(bus * 0.92, channels * kPerChMaxRingLL128Bw[arch][scale]);
   if (a == Algorithm::kTree) bus = std::min(bus * 0.92, channels * kPerChMaxTreeBw[arch][scale]);
   if (a == Algorithm::kTree && p == Protocol::kLL) bus = std::min(bus / 3.8, kLlMaxBw[arch][scale]);
   if (a == Algorithm::kTree && p == Protocol::kLL128) {
@@ -127,8 +127,7 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch) {
   if (p == Protocol::kLL128 && ch.intra_class > PathClass::kNVB) return m;
   m.bus = bus;
   const int steps = ring_steps(c, n);
-  const double ratio =
-      a == Algorithm::kRing ? static_cast<double>(n) / steps : a == Algorithm::kTree ? 0.5 : 5.0 / 6.0;
+  const double ratio = a == Algorithm::kRing ? static_cast<double>(n) / steps : a == Algorithm::kTree ? 0.5 : 5.0 / 6.0;
   m.alg = bus * ratio;
 
   // Latency (us).
@@ -258,8 +257,72 @@ double chunk_bytes(Protocol p) {
   return 2.0 * 1024 * 1024;
 }
 
-CollectiveChoice choose_collective(Collective c, double bytes, const Channels& ch, const CollectiveRequest& req) {
+double tuning_bytes(Collective c, double bytes, int k) { return c == Collective::kAllgather ? bytes * k : bytes; }
+
+namespace {
+
+// calcCollChunking's NVLS and NVLSTree chunk (enqueue.cc, NCCL 2.27.7): nvlsChunkSize (128 KiB,
+// NCCL_NVLS_CHUNKSIZE) cut for calls that would not fill every channel and head many times.
+double nvls_chunk(Algorithm a, double nbytes, double ops, int nodes, double nvls_bus_GBps) {
+  double chunk = 128.0 * 1024;
+  if (a == Algorithm::kNvls) {
+    if (nodes > 1 && nvls_bus_GBps < 150) chunk = 32768;
+    if (nbytes < 64 * ops * chunk && chunk > 65536) chunk = 65536;
+    if (nbytes < 8 * ops * chunk && chunk > 32768) chunk = 32768;
+    if (nbytes < 2 * ops * chunk && chunk > 16384) chunk = 16384;
+  } else {
+    if (nodes >= 4) chunk = 65536;  // NCCL_NVLSTREE_MAX_CHUNKSIZE's default
+    if (nbytes < 32 * ops * chunk && chunk > 262144) chunk = 262144;
+    if (nbytes < 16 * ops * chunk && chunk > 131072) chunk = 131072;
+    if (nbytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
+    if (nbytes < 1 * ops * chunk && chunk > 32768) chunk = 32768;
+  }
+  return chunk;
+}
+
+}  // namespace
+
+double pipeline_sync_s(Collective c, double nbytes, const Channels& ch, Algorithm a, Protocol p, double alg_Bps) {
   const int k = static_cast<int>(ch.ranks.size());
+  if (k <= 1 || p != Protocol::kSimple || !(nbytes > 0)) return 0;
+  const double handshake = hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kSimple);
+  if (a == Algorithm::kRing && ch.p2p_read &&
+      (c == Collective::kAllreduce || c == Collective::kAllgather || c == Collective::kReduceScatter)) {
+    // Launched channels: the searched ones doubled (connect.cc: nChannels*2, at most MAXCHANNELS).
+    const double launched = std::min(64.0, 2.0 * static_cast<double>(ch.rings.size()));
+    const double piece = nbytes / (launched * k);         // per rank and channel
+    const double chunk = chunk_bytes(Protocol::kSimple);  // 2 MiB: one loop's part
+    const double loops = std::max(1.0, std::ceil(piece / chunk - 1e-12));
+    const double last = piece - (loops - 1) * chunk;
+    // prims_simple.h: a chunk moves in 2 slices of at least 32 KiB (stepSize * StepPerSlice / 32).
+    const double slices = 2 * (loops - 1) + (last > 32768 ? 2 : 1);
+    return slices * ring_steps(c, k) * hop_latency_s(hop_kind(ch.intra_class), Algorithm::kRing, Protocol::kSimple);
+  }
+  if ((a == Algorithm::kNvls || a == Algorithm::kNvlsTree) && ch.nvls) {
+    const int nodes = ch.nodes();
+    // Launched NVLS channels (nvls.cc NVLS_NCHANNELS_SM90 16; SM100 24 in one NVLink domain, 32
+    // across nodes), each a chunk per head (a node's GPU) per round.
+    const double launched = ch.sm_version >= 100 ? (nodes > 1 ? 32.0 : 24.0) : 16.0;
+    const double ops = launched * std::max(1, k / nodes);
+    const double bus = ch.nvls->channels * std::min(ch.nvls->bw_intra_Bps, ch.nvls->bw_inter_Bps) / 1e9;
+    // NCCL's NVLS bandwidth is what its default chunk (128 KiB) achieves; a call cut into smaller
+    // chunks pays one more handshake per extra round.
+    const double chunk = nvls_chunk(a, nbytes, ops, nodes, bus);
+    const double rounds = std::ceil(nbytes / (ops * chunk) - 1e-12);
+    const double full = std::ceil(nbytes / (ops * 128.0 * 1024) - 1e-12);
+    // A round of NVLSTree also crosses the network: NCCL's per-step network latency for it.
+    const double round_sync = a == Algorithm::kNvls ? handshake : hop_latency_s(HopKind::kNet, a, p);
+    // Fill: the first round is scattered before the switch reduces it, the last gathered after:
+    // one round's bytes at NCCL's NVLS algorithm bandwidth and its handshake.
+    const double fill = std::min(nbytes, ops * chunk) / alg_Bps + round_sync;
+    return std::max(0.0, rounds - full) * round_sync + fill;
+  }
+  return 0;
+}
+
+CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels& ch, const CollectiveRequest& req) {
+  const int k = static_cast<int>(ch.ranks.size());
+  const double bytes = tuning_bytes(c, op_bytes, k);
   const int nodes = ch.nodes();
   CollectiveChoice best;
   if (k <= 1) return best;  // nothing moves
@@ -285,7 +348,7 @@ CollectiveChoice choose_collective(Collective c, double bytes, const Channels& c
             bytes / (static_cast<double>(ch.rings.size()) * k) >= 64)
           lat *= ch.sm_version < 80 ? 1.9 : 1.4;
         const double t = k <= 1 ? 0.0 : lat * 1e-6 + bytes / (alg * 1e9);
-        if (t < best.predicted_s) best = {a, p, t, m.bus * 1e9, alg * 1e9, lat * 1e-6};
+        if (t < best.predicted_s) best = {a, p, t, m.bus * 1e9, alg * 1e9, lat * 1e-6, 0};
       }
     }
     if (!std::isfinite(best.predicted_s) && (req.strict || pass == 1)) {
@@ -301,6 +364,7 @@ CollectiveChoice choose_collective(Collective c, double bytes, const Channels& c
           asked, collective_name(c), k, k == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s"));
     }
   }
+  best.sync_s = pipeline_sync_s(c, bytes, ch, best.algorithm, best.protocol, best.alg_bw_Bps);
   return best;
 }
 

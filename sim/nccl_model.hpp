@@ -65,15 +65,39 @@ struct CollectiveChoice {
   Algorithm algorithm = Algorithm::kRing;
   Protocol protocol = Protocol::kSimple;
   double predicted_s = 0;
-  double bus_bw_Bps = 0;   // the model's bus bandwidth for the pair
-  double alg_bw_Bps = 0;   // the model's algorithm bandwidth: predicted_s = latency + bytes / alg_bw
-  double latency_s = 0;    // the model's latency
+  double bus_bw_Bps = 0;  // the model's bus bandwidth for the pair
+  double alg_bw_Bps = 0;  // the model's algorithm bandwidth: predicted_s = latency + bytes / alg_bw
+  double latency_s = 0;   // the model's latency
+  // sync_s: what the run costs beyond NCCL's model: the handshakes NCCL's chunking puts on the
+  // critical path that its tuning model leaves out (pipeline_sync_s). A simulated collective takes
+  // latency_s + sync_s + its bytes at the links' shared rates.
+  double sync_s = 0;
 };
 
 // choose_collective: among the allowed (algorithm, protocol) pairs, the one with the smallest
 // predicted time (ncclTopoGetAlgoTime). Ring serves every collective; tree allreduce across
 // nodes; NVLS allreduce on one node of NVSwitch-connected Hopper or later GPUs (more than two);
 // NVLSTree allreduce across such nodes. ConfigError when the request leaves nothing (strict).
+// `bytes` is CollectiveOp::bytes (an allgather's per-rank part; NCCL tunes on the whole output).
 CollectiveChoice choose_collective(Collective c, double bytes, const Channels& ch, const CollectiveRequest& req);
+
+// tuning_bytes: NCCL's nBytes for a call of CollectiveOp::bytes `bytes` over k ranks
+// (enqueue.cc: elementSize * ncclFuncMaxSendRecvCount): an allgather's whole output, else `bytes`.
+double tuning_bytes(Collective c, double bytes, int k);
+
+// pipeline_sync_s: the handshakes of a run that NCCL's tuning model does not count, from how
+// NCCL cuts the bytes (enqueue.cc calcCollChunking, prims_simple.h) and NCCL's own per-step
+// latency for the hop (hwLat, ring, Simple):
+//  - P2P read (Simple over NVLink between A100s, p2p.cc): the receiver pulls each slice from the
+//    sender's buffer and must hand the buffer back before the sender refills it: one more
+//    handshake per slice (2 per chunk step; loops of 2 MiB per rank and channel, 2x the searched
+//    channels launched, connect.cc).
+//  - NVLS and NVLSTree: every chunk round (16 launched NVLS channels x the node's GPUs, each a
+//    chunk) synchronises the ranks' scatter, switch-reduce and gather; NCCL's NVLS bandwidth is
+//    that of its default 128 KiB chunk, and a call NCCL cuts into 64, 32 or 16 KiB chunks pays one
+//    handshake per extra round (over NVLink; NVLSTree's cross the network: NCCL's network step
+//    latency). The pipeline's fill costs one round: its bytes at `alg_Bps` and its handshake.
+// nbytes is tuning_bytes; alg_Bps the model's algorithm bandwidth.
+double pipeline_sync_s(Collective c, double nbytes, const Channels& ch, Algorithm a, Protocol p, double alg_Bps);
 
 }  // namespace gradsync::sim

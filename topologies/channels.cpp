@@ -516,7 +516,10 @@ Channels build_channels(const Topology& topo, const Routes& routes, const std::v
   out.intra_class = PathClass::kNVL;
   for (const RingChannel& ch : out.rings)
     for (const Hop& r : ch.hops)
-      if (r.route.path_class != PathClass::kNET) out.intra_class = std::max(out.intra_class, r.route.path_class);
+      if (r.route.path_class != PathClass::kNET) {
+        out.intra_class = std::max(out.intra_class, r.route.path_class);
+        out.p2p_read = out.p2p_read || r.read;
+      }
   return out;
 }
 

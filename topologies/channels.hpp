@@ -41,8 +41,9 @@ inline constexpr int kMaxChannels = 16;
 inline constexpr std::size_t kMaxDupChannels = 32;
 
 // RingChannel is one ring: `order` lists the ranks; hops[i] carries order[i] -> order[i+1]
-// (the last hop closes the ring): its transport, route and wire factor (topologies/transports). Across nodes, chains[n] is node n's part of the order (first
-// GPU next to the NIC data arrives on) and nics[n] that node's NIC; both empty on one node.
+// (the last hop closes the ring): its transport, route and wire factor (topologies/transports). Across nodes, chains[n]
+// is node n's part of the order (first GPU next to the NIC data arrives on) and nics[n] that node's NIC; both empty on
+// one node.
 struct RingChannel {
   std::vector<int> order;
   std::vector<Hop> hops;
@@ -75,8 +76,9 @@ struct Channels {
   double tree_bw_inter_Bps = 0;
   // nvls: where every node's GPUs (more than two, Hopper or later) sit on one NVSwitch.
   std::optional<NvlsGraph> nvls;
-  int sm_version = 0;  // the slowest GPU's compute capability x 10 (NCCL's minCompCap)
-  bool amd = false;    // AMD CPUs (NCCL's network overhead: 2 us instead of 1)
+  int sm_version = 0;     // the slowest GPU's compute capability x 10 (NCCL's minCompCap)
+  bool amd = false;       // AMD CPUs (NCCL's network overhead: 2 us instead of 1)
+  bool p2p_read = false;  // a hop inside a node in P2P read mode (A100 pairs over NVLink)
 
   double total_bw_Bps() const { return channel_bw_Bps * static_cast<double>(rings.size()); }
   int nodes() const { return std::max<int>(1, static_cast<int>(hosts.size())); }

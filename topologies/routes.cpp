@@ -302,6 +302,23 @@ Route Routes::route(VertexId from, VertexId to) const {
 
 Route Routes::route(VertexId from, VertexId to, std::uint64_t flow) const {
   if (flow == 0 || from == to) return route(from, to);
+  return route_choosing(from, to, [&](VertexId v, std::size_t options) {
+    return static_cast<std::size_t>(mix(flow ^ (static_cast<std::uint64_t>(v) << 20)) % options);
+  });
+}
+
+Route Routes::route_by_destination(VertexId from, VertexId to, std::uint64_t ordinal) const {
+  if (from == to) return route(from, to);
+  std::uint64_t d = ordinal;
+  return route_choosing(from, to, [&](VertexId, std::size_t options) {
+    const std::size_t pick = static_cast<std::size_t>(d % options);
+    d /= options;
+    return pick;
+  });
+}
+
+Route Routes::route_choosing(VertexId from, VertexId to,
+                             const std::function<std::size_t(VertexId, std::size_t)>& choose) const {
   // Distances to `to` (links are symmetric) tell which links lie on a shortest path: those with
   // dist(w) + weight == dist(v). They are needed only for vertices nearer to `to` than `from`
   // is: the destination's kept tree, or a search from it that stops at `from` (all of those have
@@ -322,7 +339,7 @@ Route Routes::route(VertexId from, VertexId to, std::uint64_t flow) const {
       const double via = weight_[adj_[i].link] + dist(adj_[i].to);
       if (std::abs(via - here) <= 1e-9 * here + 1e-15) next.push_back(i);
     }
-    const Adjacent& a = adj_[next[mix(flow ^ (static_cast<std::uint64_t>(v) << 20)) % next.size()]];
+    const Adjacent& a = adj_[next.size() == 1 ? next.front() : next[choose(v, next.size())]];
     links.push_back(topo_.links()[a.link]);
     v = a.to;
   }
@@ -360,6 +377,16 @@ VertexId Routes::nic_of(int rank) const {
     nic_of_[static_cast<std::size_t>(g)] = static_cast<std::int64_t>(best);
   }
   return static_cast<VertexId>(nic_of_[static_cast<std::size_t>(rank)]);
+}
+
+std::uint64_t Routes::nic_ordinal(VertexId nic) const {
+  if (nic_ordinals_.empty()) {
+    nic_ordinals_.assign(topo_.vertex_count(), 0);
+    std::uint64_t n = 0;
+    for (VertexId v = 0; v < topo_.vertex_count(); ++v)
+      if (topo_.vertex(v).kind == VertexKind::kNic) nic_ordinals_[v] = n++;
+  }
+  return nic_ordinals_[nic];
 }
 
 Route Routes::net_route(int from_rank, int to_rank, std::uint64_t flow) const {
@@ -400,6 +427,9 @@ Route Routes::fabric_route(VertexId nic_a, VertexId nic_b, std::uint64_t flow) c
   if (sa == nic_b) return out;  // NICs cabled back to back
   const Route in = single(sb, eb);
   if (sa == sb) return join(topo_, out, in);
+  if (topo_.link(ea).type == LinkType::kInfiniband) {
+    return join(topo_, join(topo_, out, route_by_destination(sa, sb, nic_ordinal(nic_b))), in);
+  }
   return join(topo_, join(topo_, out, route(sa, sb, flow)), in);
 }
 

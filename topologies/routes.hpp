@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <string_view>
@@ -85,9 +86,15 @@ class Routes {
   // its network link and enters NIC b by its own (fabric_route), never through a machine.
   Route net_route(int from_rank, int to_rank, std::uint64_t flow) const;
   Route net_route(int from_rank, int to_rank, VertexId nic_a, VertexId nic_b, std::uint64_t flow) const;
-  // fabric_route: NIC a's network link, the switches between (ECMP by `flow` among equal-latency
-  // paths), NIC b's network link. A NIC forwards only between its machine and the network.
+  // fabric_route: NIC a's network link, the switches between, NIC b's network link. A NIC
+  // forwards only between its machine and the network. Among equal-latency paths an InfiniBand
+  // fabric routes by destination (the subnet manager's fat-tree routing, OpenSM "ftree"/D-mod-K:
+  // the i-th choice on the way up is (d / k_1 / ... / k_(i-1)) mod k_i for the destination NIC's
+  // ordinal d), so a shift of NICs, as a ring's hops between nodes, shares no link; an Ethernet
+  // fabric spreads flows by hashing `flow` (ECMP), and flows may collide.
   Route fabric_route(VertexId nic_a, VertexId nic_b, std::uint64_t flow) const;
+  // route_by_destination: route() choosing among equal-latency next hops by D-mod-K on `ordinal`.
+  Route route_by_destination(VertexId from, VertexId to, std::uint64_t ordinal) const;
 
  private:
   struct Tree;
@@ -98,6 +105,12 @@ class Routes {
     std::uint32_t link;
   };
   bool dijkstra(VertexId source, long target, std::size_t budget, bool machine) const;
+  // route_choosing: a shortest route, `choose(v, options)` picking among equal next hops at v.
+  Route route_choosing(VertexId from, VertexId to,
+                       const std::function<std::size_t(VertexId, std::size_t)>& choose) const;
+  // nic_ordinal: a NIC's place among the topology's NICs in vertex order (D-mod-K's destination).
+  std::uint64_t nic_ordinal(VertexId nic) const;
+  mutable std::vector<std::uint64_t> nic_ordinals_;
   std::shared_ptr<const Tree> tree(VertexId source) const;
   std::shared_ptr<const Tree> keep(VertexId source) const;
   std::shared_ptr<const Tree> kept(VertexId source) const;

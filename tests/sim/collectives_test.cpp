@@ -66,6 +66,19 @@ TEST(LinkModel, TheStarsLinkCarriesNcclsPayloadRate) {
   EXPECT_DOUBLE_EQ(payload_efficiency(LinkType::kNvlink, 80), 0.8);
 }
 
+// read_handshakes: A100s over NVLink use P2P read for Simple, one more handshake per slice:
+// a ring step moves each rank's part per launched channel (twice the ring channels) in loops of
+// 2 MiB, each in 2 slices (1 when the last part is at most 32 KiB). `part` is the bytes of one
+// rank per step, all channels together.
+double read_handshakes(double part, int steps, int channels) {
+  const double launched = 2.0 * channels;
+  const double piece = part / launched;
+  const double loops = std::ceil(piece / (2.0 * 1024 * 1024));
+  const double last = piece - (loops - 1) * 2.0 * 1024 * 1024;
+  const double slices = 2 * (loops - 1) + (last > 32768 ? 2 : 1);
+  return slices * steps * hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kSimple);
+}
+
 SimOptions forced(Protocol p, int max_channels = 0) {
   SimOptions o;
   o.nccl = CollectiveRequest::only(Algorithm::kRing, p);
@@ -84,8 +97,8 @@ TEST_P(RingAllreduce, MatchesTheClosedForm) {
   const CollectiveRecord rec =
       run_one(n, Collective::kAllreduce, 64.0 * 1024 * 1024 * n, forced(Protocol::kSimple), &channels, &S);
   const double alpha = kRouteLat + hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kSimple);
-  const double expected =
-      base_latency_s(Algorithm::kRing, Protocol::kSimple) + 2.0 * (n - 1) / n * S / kLinkBw + 2.0 * (n - 1) * alpha;
+  const double expected = base_latency_s(Algorithm::kRing, Protocol::kSimple) + 2.0 * (n - 1) / n * S / kLinkBw +
+                          2.0 * (n - 1) * alpha + read_handshakes(S / n, 2 * (n - 1), channels);
   EXPECT_GE(channels, 1);
   EXPECT_NEAR(rec.end_s - rec.start_s, expected, 1e-6 * expected) << "n=" << n << " channels=" << channels;
 }
@@ -127,10 +140,12 @@ INSTANTIATE_TEST_SUITE_P(Sizes, Pipelined,
 TEST(RingAllgather, MatchesTheClosedForm) {
   const int n = 8;
   double S = 0;
+  int channels = 0;
   const CollectiveRecord rec =
-      run_one(n, Collective::kAllgather, 8.0 * 1024 * 1024, forced(Protocol::kSimple), nullptr, &S);
+      run_one(n, Collective::kAllgather, 8.0 * 1024 * 1024, forced(Protocol::kSimple), &channels, &S);
   const double alpha = kRouteLat + hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kSimple);
-  const double expected = base_latency_s(Algorithm::kRing, Protocol::kSimple) + (n - 1) * (alpha + S / kLinkBw);
+  const double expected = base_latency_s(Algorithm::kRing, Protocol::kSimple) + (n - 1) * (alpha + S / kLinkBw) +
+                          read_handshakes(S, n - 1, channels);
   EXPECT_NEAR(rec.end_s - rec.start_s, expected, 1e-6 * expected);
 }
 
@@ -138,10 +153,12 @@ TEST(RingAllgather, MatchesTheClosedForm) {
 TEST(RingReduceScatter, MatchesTheClosedForm) {
   const int n = 8;
   double S = 0;
+  int channels = 0;
   const CollectiveRecord rec =
-      run_one(n, Collective::kReduceScatter, 8.0 * 1024 * 1024 * n, forced(Protocol::kSimple), nullptr, &S);
+      run_one(n, Collective::kReduceScatter, 8.0 * 1024 * 1024 * n, forced(Protocol::kSimple), &channels, &S);
   const double alpha = kRouteLat + hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kSimple);
-  const double expected = base_latency_s(Algorithm::kRing, Protocol::kSimple) + (n - 1) * (alpha + S / n / kLinkBw);
+  const double expected = base_latency_s(Algorithm::kRing, Protocol::kSimple) + (n - 1) * (alpha + S / n / kLinkBw) +
+                          read_handshakes(S / n, n - 1, channels);
   EXPECT_NEAR(rec.end_s - rec.start_s, expected, 1e-6 * expected);
 }
 
@@ -156,8 +173,9 @@ TEST(NcclModel, PicksLowLatencyForSmallAndSimpleForLargeMessages) {
   const CollectiveChoice big = choose_collective(Collective::kAllreduce, 1e9, ch, {});
   EXPECT_EQ(big.protocol, Protocol::kSimple);
   EXPECT_EQ(big.algorithm, Algorithm::kRing);
-  EXPECT_THROW(choose_collective(Collective::kAllreduce, 1e9, ch, CollectiveRequest::only(Algorithm::kTree, std::nullopt)),
-               ConfigError);
+  EXPECT_THROW(
+      choose_collective(Collective::kAllreduce, 1e9, ch, CollectiveRequest::only(Algorithm::kTree, std::nullopt)),
+      ConfigError);
 }
 
 TEST(NcclModel, TreeAllreduceAcrossNodesCompletes) {

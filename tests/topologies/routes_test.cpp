@@ -33,7 +33,7 @@ TEST(Routes, PcieSwitchAndCpuClasses) {
   Routes routes(t);
   const Route pix = routes.gpu_route(0, 1);
   EXPECT_EQ(pix.path_class, PathClass::kPIX);
-  EXPECT_FALSE(pix.p2p);  // RTX 4090: GeForce boards have no PCIe peer-to-peer
+  EXPECT_FALSE(pix.p2p);               // RTX 4090: GeForce boards have no PCIe peer-to-peer
   EXPECT_EQ(pix.vertices.size(), 3u);  // gpu0, pcie0, gpu1
   const Route sys = routes.gpu_route(1, 2);
   EXPECT_EQ(sys.path_class, PathClass::kSYS);
@@ -162,6 +162,30 @@ TEST(Routes, EcmpSpreadsFlowsOverSpinesAtEqualLatency) {
     EXPECT_EQ(routes.route(a, b, flow).vertices, r.vertices);  // deterministic
   }
   EXPECT_GE(spines.size(), 16u);
+}
+
+}  // namespace
+}  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+// InfiniBand fat-trees route by destination (D-mod-K): the eight NICs of node 4, reached from
+// the eight NICs of node 3 under the other leaf (a ring's hops between nodes), each take their
+// own spine, so no two of those flows share a link, whatever their flow labels.
+TEST(Routes, InfinibandRoutesByDestinationSoARingsHopsShareNoSpine) {
+  const Topology t = generate_fat_tree({.nodes = 8, .node = "dgx-h100"});
+  const Routes routes(t);
+  std::set<VertexId> spines;
+  for (int i = 0; i < 8; ++i) {
+    const VertexId a = *t.find(fmt::format("node3.nic{}", i));
+    const VertexId b = *t.find(fmt::format("node4.nic{}", i));
+    const Route r = routes.fabric_route(a, b, static_cast<std::uint64_t>(i) + 1);
+    ASSERT_EQ(r.vertices.size(), 5u);  // nic, leaf, spine, leaf, nic
+    spines.insert(r.vertices[2]);
+    EXPECT_EQ(routes.fabric_route(a, b, 99).vertices, r.vertices);  // the flow label does not matter
+  }
+  EXPECT_EQ(spines.size(), 8u);
 }
 
 }  // namespace

@@ -1,0 +1,169 @@
+// nccl_paths_test.cpp: NCCL's paths as simulated against their closed forms: NVLS on an H100
+// NVSwitch node, a ring over two nodes' NICs, SHM through host memory; NCCL's chunking of a
+// call (pipeline_sync_s) and its choice of algorithm. One SimGrid engine per process.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/engine.hpp"
+#include "sim/nccl_model.hpp"
+#include "sim/simulate.hpp"
+#include "topologies/generators.hpp"
+#include "topologies/routes.hpp"
+
+namespace gradsync::sim {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024;
+constexpr double kGiB = 1024 * kMiB;
+
+// simulate: one collective per size, one after the other, in this process's engine.
+std::vector<CollectivePoint> simulate(const Topology& topo, int gpus, Collective c, std::vector<double> sizes,
+                                      NcclSettings nccl = {}) {
+  CollectiveSweep sw;
+  sw.gpus = gpus;
+  sw.op = c;
+  sw.sizes = std::move(sizes);
+  sw.nccl = nccl;
+  sw.fidelity = "aggregate";
+  return simulate_collectives(sw, topo);
+}
+
+const double kNvlinkHandshake = 3.4e-6;  // NCCL 2.27 tuning.cc hwLat[NVLINK][RING][SIMPLE]
+
+// NVLS on 8 H100s: NCCL's graph has 8 channels of 40 GB/s inside the node, an algorithm bandwidth
+// of 8 x 40 x 5/6 GB/s; its latency is 25 us (hwLat NVLS). NCCL cuts a call into rounds of 16
+// launched channels x 8 heads x a chunk: 128 KiB from 1 GiB up, 32 KiB below 64 MiB. A round
+// cut smaller than 128 KiB pays a handshake; the pipeline's fill one round and its handshake.
+TEST(Nvls, UncontendedAllreduceTakesTheModelsTime) {
+  const Topology topo = load_topology("dgx-h100");
+  const Routes routes(topo);
+  const double route = routes.gpu_route(0, 1).latency_s;
+  const double alg = 8 * 40e9 * 5.0 / 6.0;
+  const double ops = 16.0 * 8;
+  struct Case {
+    double bytes, chunk;
+  };
+  const std::vector<Case> cases{{32 * kMiB, 32 * 1024.0}, {kGiB, 128 * 1024.0}};
+  const std::vector<CollectivePoint> points = simulate(topo, 8, Collective::kAllreduce, {32 * kMiB, kGiB});
+  ASSERT_EQ(points.size(), 2u);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& k = cases[i];
+    const CollectivePoint& p = points[i];
+    EXPECT_EQ(p.choice.algorithm, Algorithm::kNvls);
+    const double extra_rounds = k.bytes / (ops * k.chunk) - k.bytes / (ops * 128 * 1024);
+    const double fill = std::min(k.bytes, ops * k.chunk) / alg + kNvlinkHandshake;
+    const double expected = 25e-6 + extra_rounds * kNvlinkHandshake + fill + k.bytes / alg + route;
+    EXPECT_NEAR(p.time_s, expected, 1e-6 * expected) << k.bytes;
+  }
+}
+
+// Two DGX A100s, 8 HDR NICs each: a ring's eight channels leave each node by their own NIC, so
+// its bus bandwidth is bounded by 8 NICs x the rate of the NIC's path: the 25 GB/s line rate
+// behind PCIe Gen4 x16, which carries 24 GB/s of payload (NCCL's ring graph: 8 x 24 GB/s). Its
+// time is NCCL's model (latency, then S at 8 x 24 GB/s x 16/30) plus the P2P read handshakes of
+// its hops inside the nodes (16 launched channels: 1 GiB is 4 MiB per rank and channel, 2 loops
+// of 2 slices in each of 30 steps) plus the route latency of every step (the network hop's, which the ring waits for).
+TEST(TwoNodes, RingReachesNicsTimesTheirPathsRate) {
+  const Topology topo = load_topology("2x-dgx-a100-hdr");
+  NcclSettings ring;
+  ring.request = CollectiveRequest::only(Algorithm::kRing, Protocol::kSimple);
+  const std::vector<CollectivePoint> points = simulate(topo, 16, Collective::kAllreduce, {kGiB, 16 * kGiB}, ring);
+  const double bound = 8 * 24e9;
+  const double alg = bound * 16 / 30;
+  const Routes routes(topo);
+  const Channels ch = build_channels(topo, routes, first_ranks(16));
+  double route = 0;
+  for (const RingChannel& rc : ch.rings)
+    for (const Hop& h : rc.hops) route = std::max(route, h.route.latency_s);
+  for (const CollectivePoint& p : points) {
+    const double loops = p.bytes / (16.0 * 16) / (2 * kMiB);
+    const double handshakes = loops * 2 * 30 * kNvlinkHandshake;
+    EXPECT_NEAR(p.choice.alg_bw_Bps, alg, 1e-3);
+    const double expected = p.choice.latency_s + handshakes + p.bytes / alg + 30 * route;
+    EXPECT_NEAR(p.time_s, expected, 1e-6 * expected) << p.bytes;
+    EXPECT_LE(p.busbw_GBps * 1e9, bound);
+  }
+  EXPECT_GE(points.back().busbw_GBps * 1e9, 0.96 * bound);  // 16 GiB: latency and handshakes cost 4%
+}
+
+// Two GeForce GPUs on CPU root ports: no P2P, so NCCL's SHM: each byte leaves one GPU into host
+// memory and enters the other, through an Intel root complex that counts 6/5 per payload byte,
+// on PCIe Gen3 x16 (12 GB/s of payload): 10 GB/s. A ring of two allreduces S in 2 steps of S/2 on
+// one channel: T = base + 2 (hwLat PCI + route) + S / 10 GB/s.
+TEST(Shm, TwoGeforceGpusMoveAtTheHostPathRate) {
+  const Topology topo = generate_pcie({.gpu = "rtx-2080-ti", .gpus = 2, .sockets = 1, .gpus_per_switch = 0});
+  const Routes routes(topo);
+  const CollectivePoint p = simulate(topo, 2, Collective::kAllreduce, {kGiB}).at(0);
+  EXPECT_EQ(p.choice.algorithm, Algorithm::kRing);
+  EXPECT_EQ(p.choice.protocol, Protocol::kSimple);
+  const double rate = 12e9 / (6.0 / 5.0);
+  // SHM's route: GPU 0 -> CPU -> GPU 1, latency of both PCIe legs.
+  const double route = routes.gpu_route(0, 1).latency_s;
+  const double expected = 8.4e-6 + 2 * (5.7e-6 + route) + kGiB / rate;
+  EXPECT_NEAR(p.time_s, expected, 1e-6 * expected);
+  EXPECT_NEAR(p.busbw_GBps, 10.0, 0.01);
+}
+
+TEST(PipelineSync, P2pReadCostsAHandshakePerSliceOfEveryLoop) {
+  auto engine = create_engine();
+  const Topology topo = load_topology("dgx-a100");
+  const Routes routes(topo);
+  const Channels ch = build_channels(topo, routes, first_ranks(8));
+  ASSERT_TRUE(ch.p2p_read);
+  ASSERT_EQ(ch.rings.size(), 12u);  // 24 launched: 2 MiB per rank and channel is a loop of 384 MiB
+  const auto sync = [&](double bytes) {
+    return pipeline_sync_s(Collective::kAllreduce, bytes, ch, Algorithm::kRing, Protocol::kSimple, 1);
+  };
+  EXPECT_NEAR(sync(16 * kMiB), 2 * 14 * kNvlinkHandshake, 1e-12);     // one loop, 2 slices a step
+  EXPECT_NEAR(sync(384 * kMiB), 2 * 14 * kNvlinkHandshake, 1e-12);    // exactly one loop
+  EXPECT_NEAR(sync(1 * kGiB), 3 * 2 * 14 * kNvlinkHandshake, 1e-12);  // three loops
+  EXPECT_NEAR(sync(4 * kMiB), 1 * 14 * kNvlinkHandshake, 1e-12);      // 21 KiB parts: one slice
+  EXPECT_EQ(pipeline_sync_s(Collective::kAllreduce, kGiB, ch, Algorithm::kRing, Protocol::kLL128, 1), 0);
+  // H100s write into their peers: no handshake beyond NCCL's model.
+  const Topology h = load_topology("dgx-h100");
+  const Routes hr(h);
+  const Channels hc = build_channels(h, hr, first_ranks(8));
+  EXPECT_FALSE(hc.p2p_read);
+  EXPECT_EQ(pipeline_sync_s(Collective::kAllreduce, kGiB, hc, Algorithm::kRing, Protocol::kSimple, 1), 0);
+}
+
+TEST(NcclModel, ChoosesNvlsOnH100sForLargeCallsAndRingWhenItIsOff) {
+  auto engine = create_engine();
+  const Topology topo = load_topology("dgx-h100");
+  const Routes routes(topo);
+  const Channels ch = build_channels(topo, routes, first_ranks(8));
+  ASSERT_TRUE(ch.nvls);
+  EXPECT_EQ(choose_collective(Collective::kAllreduce, kGiB, ch, {}).algorithm, Algorithm::kNvls);
+  CollectiveRequest off;
+  off.nvls = false;
+  EXPECT_EQ(choose_collective(Collective::kAllreduce, kGiB, ch, off).algorithm, Algorithm::kRing);
+  // NCCL tunes an allgather on its whole output (count x ranks): 2 MiB per rank is a 16 MiB call,
+  // past LL's range.
+  EXPECT_NE(choose_collective(Collective::kAllgather, 2 * kMiB, ch, off).protocol, Protocol::kLL);
+  EXPECT_DOUBLE_EQ(tuning_bytes(Collective::kAllgather, 2 * kMiB, 8), 16 * kMiB);
+  EXPECT_DOUBLE_EQ(tuning_bytes(Collective::kReduceScatter, 16 * kMiB, 8), 16 * kMiB);
+}
+
+TEST(NcclModel, AcrossTwoNodesTreeOnA100sAndNvlsTreeOnH100s) {
+  auto engine = create_engine();
+  {
+    const Topology topo = load_topology("2x-dgx-a100-hdr");
+    const Routes routes(topo);
+    const Channels ch = build_channels(topo, routes, first_ranks(16));
+    EXPECT_FALSE(ch.nvls);
+    // NCCL's tree between the nodes for mid-size calls (its latency grows with log2 nodes), the
+    // ring for large ones (the tree's bandwidth is 0.92 of the ring's at most).
+    EXPECT_EQ(choose_collective(Collective::kAllreduce, 4 * kMiB, ch, {}).algorithm, Algorithm::kTree);
+    EXPECT_EQ(choose_collective(Collective::kAllreduce, kGiB, ch, {}).algorithm, Algorithm::kRing);
+  }
+  {
+    const Topology topo = generate_fat_tree({.nodes = 2, .node = "dgx-h100"});
+    const Routes routes(topo);
+    const Channels ch = build_channels(topo, routes, first_ranks(16));
+    EXPECT_EQ(choose_collective(Collective::kAllreduce, kGiB, ch, {}).algorithm, Algorithm::kNvlsTree);
+  }
+}
+
+}  // namespace
+}  // namespace gradsync::sim

@@ -1,0 +1,83 @@
+// transports_test.cpp: NCCL's transport for a pair of GPUs, as NCCL 2.27 picks it (P2P, then SHM,
+// then NET) under its defaults and knobs.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "topologies/generators.hpp"
+#include "topologies/routes.hpp"
+#include "topologies/topology.hpp"
+#include "topologies/transports/transport.hpp"
+
+namespace gradsync {
+namespace {
+
+Hop hop_of(const Topology& t, int from, int to, TransportOptions o = {}) {
+  const Routes routes(t);
+  const Transports tr(t, routes, o);
+  return tr.hop(from, to);
+}
+
+TEST(Transports, A100sOverNvlinkReadTheirPeersMemoryH100sWrite) {
+  const Hop a = hop_of(load_topology("dgx-a100"), 0, 1);
+  EXPECT_EQ(a.kind, TransportKind::kP2P);
+  EXPECT_EQ(a.name, "P2P/CUMEM/read");
+  EXPECT_TRUE(a.read);
+  EXPECT_EQ(a.route.path_class, PathClass::kNVL);
+  const Hop h = hop_of(load_topology("dgx-h100"), 0, 1);
+  EXPECT_EQ(h.name, "P2P/CUMEM");
+  EXPECT_FALSE(h.read);
+}
+
+TEST(Transports, GeforceBoardsHaveNoPcieP2pAndGoThroughHostMemory) {
+  const Topology t = generate_pcie({.gpu = "rtx-2080-ti", .gpus = 2, .sockets = 1, .gpus_per_switch = 0});
+  const Hop h = hop_of(t, 0, 1);
+  EXPECT_EQ(h.kind, TransportKind::kShm);
+  EXPECT_EQ(h.name, "SHM/direct/direct");
+  EXPECT_EQ(h.route.path_class, PathClass::kPHB);
+  EXPECT_DOUBLE_EQ(h.wire_factor, 6.0 / 5.0);  // through an Intel root complex (topo.h INTEL_P2P_OVERHEAD)
+  // A driver that enables P2P on them (tinygrad's): the same pair goes peer to peer, if the P2P
+  // level allows PHB.
+  const Topology on = generate_pcie({.gpu = "rtx-2080-ti", .gpus = 2, .sockets = 1, .gpus_per_switch = 0, .p2p = "on"});
+  EXPECT_EQ(hop_of(on, 0, 1).kind, TransportKind::kShm);  // PHB is beyond NCCL's default level PXB
+  EXPECT_EQ(hop_of(on, 0, 1, {.p2p_level = PathClass::kPHB}).kind, TransportKind::kP2P);
+}
+
+TEST(Transports, GpusBehindOnePcieSwitchUseP2pUnlessDisabled) {
+  const Topology t = generate_pcie({.gpu = "a40", .gpus = 2, .sockets = 1, .gpus_per_switch = 2});
+  EXPECT_EQ(hop_of(t, 0, 1).kind, TransportKind::kP2P);
+  EXPECT_EQ(hop_of(t, 0, 1).route.path_class, PathClass::kPIX);
+  EXPECT_EQ(hop_of(t, 0, 1, {.p2p_disable = true}).kind, TransportKind::kShm);
+  EXPECT_EQ(hop_of(t, 0, 1, {.p2p_level = PathClass::kNVL}).kind, TransportKind::kShm);  // PIX is farther
+}
+
+TEST(Transports, TwoGpusOnAmdTakeP2pAcrossTheHostBridge) {
+  // paths.cc: on AMD CPUs with at most two GPUs NCCL's default P2P level is SYS.
+  const Topology amd = generate_pcie({.gpu = "a40", .gpus = 2, .sockets = 1, .gpus_per_switch = 0, .cpu = "amd"});
+  EXPECT_EQ(hop_of(amd, 0, 1).kind, TransportKind::kP2P);
+  EXPECT_EQ(hop_of(amd, 0, 1).route.path_class, PathClass::kPHB);
+  const Topology intel = generate_pcie({.gpu = "a40", .gpus = 2, .sockets = 1, .gpus_per_switch = 0});
+  EXPECT_EQ(hop_of(intel, 0, 1).kind, TransportKind::kShm);
+}
+
+TEST(Transports, ShmDisabledLeavesTheNetworkOrNothing) {
+  const Topology t = generate_pcie({.gpu = "rtx-2080-ti", .gpus = 2, .sockets = 1, .gpus_per_switch = 0});
+  // This machine has no NIC: nothing connects the pair, a clear error.
+  EXPECT_THROW(hop_of(t, 0, 1, {.shm_disable = true}), ConfigError);
+}
+
+TEST(Transports, NetworkWithGpuDirectRdmaUnlessTooFarOrSockets) {
+  const Topology t = load_topology("2x-dgx-a100-hdr");
+  const Hop gdr = hop_of(t, 0, 8);
+  EXPECT_EQ(gdr.kind, TransportKind::kNet);
+  EXPECT_EQ(gdr.name, "NET/IB/GDRDMA");
+  EXPECT_EQ(gdr.route.path_class, PathClass::kNET);
+  // GPU and NIC share a PCIe switch (PXB at most): NCCL_NET_GDR_LEVEL=PIX is nearer than that on a
+  // DGX A100, where they sit under two levels of switches.
+  const Hop host = hop_of(t, 0, 8, {.net_gdr_level = PathClass::kNVL});
+  EXPECT_EQ(host.name, "NET/IB");
+  EXPECT_GT(host.route.hops.size(), gdr.route.hops.size());  // staged through host memory
+  EXPECT_EQ(hop_of(t, 0, 8, {.ib_disable = true}).name, "NET/Socket");
+}
+
+}  // namespace
+}  // namespace gradsync
