@@ -48,6 +48,7 @@ json result_json(const StrategyResult& r, bool full) {
                      {"calls", r.fidelity.calls},
                      {"bound", r.fidelity.bound}};
   }
+  if (!r.transports.empty()) j["transports"] = r.transports;
   auto& its = j["iterations"] = json::array();
   for (const IterationMetrics& m : r.iterations) {
     its.push_back({{"iteration", m.iteration},
@@ -123,6 +124,7 @@ StrategyResult read_result(const json& j) {
     r.fidelity.calls = f.at("calls").get<int>();
     r.fidelity.bound = f.at("bound").get<double>();
   }
+  if (j.contains("transports")) r.transports = j.at("transports").get<std::string>();
   for (const auto& m : j.at("iterations")) {
     IterationMetrics im;
     im.iteration = m.at("iteration").get<int>();

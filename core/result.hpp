@@ -99,6 +99,9 @@ struct StrategyResult {
   std::vector<LinkLoad> links;  // the busiest link directions first (at most kMaxLinks)
   std::vector<CollectiveCall> collectives;
   FidelityInfo fidelity;
+  // transports: how NCCL's ring hops move, by transport and path class ("P2P/CUMEM/read over NVL",
+  // "SHM/direct/direct over PHB", joined by ", "); empty for a real run.
+  std::string transports;
   std::map<std::string, Traffic> traffic;  // the last iteration's bytes by event name
   Trace trace;
 

@@ -2,6 +2,7 @@
 #include "reports/report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -33,21 +34,36 @@ std::string phase_of(const std::string& n) {
   return "other";
 }
 
-std::string where_of(Strategy s, const std::string& phase, int gpus, int replicas) {
+// algorithms_of: the algorithms NCCL ran for one phase's calls, as "ring" or "ring/tree".
+std::string algorithms_of(const StrategyResult& r, const std::string& phase) {
+  std::vector<std::string> seen;
+  for (const CollectiveCall& c : r.collectives)
+    if (phase_of(c.name) == phase && !c.algorithm.empty() &&
+        std::find(seen.begin(), seen.end(), c.algorithm) == seen.end())
+      seen.push_back(c.algorithm);
+  return seen.empty() ? "ring/tree" : fmt::format("{}", fmt::join(seen, "/"));
+}
+
+std::string where_of(const StrategyResult& r, const std::string& phase) {
+  const Strategy s = r.strategy;
+  const int gpus = r.gpus, replicas = r.replicas;
+  const std::string via = r.transports.empty() ? "" : " via " + r.transports;
   const std::string others = replicas > 2 ? fmt::format("GPUs 1-{}", replicas - 1) : "GPU 1";
   if (s == Strategy::kDP) {
     if (phase == "h2d:input") return "host -> GPU0";
     if (phase == "dp:scatter") return "GPU0 -> " + others + " (peer copies)";
-    if (phase == "dp:replicate") return "GPU0 -> " + others + " (broadcast)";
+    if (phase == "dp:replicate") return "GPU0 -> " + others + " (broadcast" + via + ")";
     if (phase == "dp:gather") return others + " -> GPU0 (peer copies)";
     if (phase == "dp:scatter_grad") return "GPU0 -> " + others + " (peer copies)";
-    if (phase == "dp:reduce") return others + " -> GPU0 (reduce)";
+    if (phase == "dp:reduce") return others + " -> GPU0 (reduce" + via + ")";
     if (phase == "optimizer" || phase == "loss" || phase == "dp:gather_local" || phase == "dp:loss_mean")
       return "GPU0 only";
     return fmt::format("GPUs 0-{}", replicas - 1);
   }
   if (phase == "h2d:input") return "host -> every GPU";
-  if (phase == "allreduce buckets") return fmt::format("ring/tree over {} GPUs, overlapping backward", gpus);
+  if (phase == "allreduce buckets") {
+    return fmt::format("{} over {} GPUs{}, overlapping backward", algorithms_of(r, phase), gpus, via);
+  }
   if (phase.rfind("broadcast", 0) == 0) return fmt::format("rank 0 -> all {} GPUs", gpus);
   return fmt::format("every GPU (0-{})", gpus - 1);
 }
@@ -136,7 +152,7 @@ std::vector<ExplainRow> explain(const StrategyResult& r, int iteration) {
     ExplainRow row;
     row.strategy = std::string(strategy_label(r.strategy));
     row.phase = p;
-    row.where = where_of(r.strategy, p, r.gpus, r.replicas);
+    row.where = where_of(r, p);
     for (const auto& [name, tr] : r.traffic) {
       if (phase_of(name) != p) continue;
       row.gpu0_in += tr.in[0];

@@ -4,10 +4,12 @@
 #include <simgrid/s4u.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <set>
@@ -227,6 +229,14 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
     out.collectives.push_back(std::move(call));
   }
   out.fidelity.bound = out.fidelity.aggregate_calls > 0 ? kAggregateBound : 0.0;
+  if (r.gpus > 1 && !r.calibration) {
+    std::map<std::string, int> hops;
+    for (const RingChannel& rc : cluster.channels(r.gpus).rings)
+      for (const Hop& h : rc.hops) ++hops[fmt::format("{} over {}", h.name, to_string(h.route.path_class))];
+    std::vector<std::string> names;
+    for (const auto& [name, count] : hops) names.push_back(name);
+    out.transports = fmt::format("{}", fmt::join(names, ", "));
+  }
   out.traffic = cluster.traffic(s.iterations);
   summarize(out, s.warmup);
 

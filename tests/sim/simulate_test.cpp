@@ -10,6 +10,8 @@
 #include <fstream>
 #include <map>
 
+#include <unistd.h>
+
 #include "core/ddp_step.hpp"
 #include "core/dp_step.hpp"
 #include "core/error.hpp"
@@ -19,6 +21,7 @@
 #include "models/step_costs.hpp"
 #include "sim/engine.hpp"
 #include "tests/support/recording_backend.hpp"
+#include "topologies/generators.hpp"
 
 namespace gradsync::sim {
 namespace {
@@ -221,6 +224,53 @@ TEST(Scenario, ResolvedForItsModelAndCluster) {
   EXPECT_EQ(r.first_bucket_mb, 1.0);
   s.topology = "dgx1-v100";
   EXPECT_EQ(resolve_scenario(s).precision, "fp16");  // V100 has no bf16
+}
+
+}  // namespace
+}  // namespace gradsync::sim
+
+namespace gradsync::sim {
+namespace {
+
+// pair_of_geforce: two RTX 3090s behind one PCIe switch, written to a temporary file; p2p "on"
+// is a driver that enables peer-to-peer (tinygrad's), "auto" GeForce's own: none.
+std::string pair_of_geforce(const std::string& p2p) {
+  const auto path =
+      std::filesystem::temp_directory_path() / ("gradsync-geforce-" + p2p + "-" + std::to_string(::getpid()) + ".dot");
+  std::ofstream(path) << write_topology_dot(
+      generate_pcie({.gpu = "rtx-3090", .gpus = 2, .sockets = 1, .gpus_per_switch = 2, .p2p = p2p}));
+  return path.string();
+}
+
+StrategyResult ddp_in_child(Scenario s) {
+  IsolatedSimulation child(s, Strategy::kDDP, false);
+  return child.finish();
+}
+
+// NCCL_P2P_DISABLE=1 on two GeForce GPUs whose driver allows P2P: the buckets' allreduces leave
+// the PCIe switch (P2P, PIX) for host memory (SHM through the CPU, PHB), whose rate is the
+// switch's uplink shared by both directions of the ring: DDP's exposed communication grows. On
+// GeForce's own driver (no P2P) NCCL already uses SHM: the knob changes nothing.
+TEST(Simulate, P2pDisableMovesDdpsBucketsToHostMemory) {
+  Scenario s = small("gpt2", pair_of_geforce("on"), 2);
+  s.batch_per_gpu = 4;
+  const StrategyResult p2p = ddp_in_child(s);
+  s.nccl_p2p_disable = true;
+  const StrategyResult shm = ddp_in_child(s);
+  EXPECT_EQ(p2p.transports, "P2P/CUMEM over PIX");
+  EXPECT_EQ(shm.transports, "SHM/direct/direct over PHB");
+  EXPECT_GT(shm.communication_s, 2 * p2p.communication_s);
+  EXPECT_GT(shm.exposed_communication_s, p2p.exposed_communication_s);
+  EXPECT_GT(shm.steady_iteration_time_s, p2p.steady_iteration_time_s);
+
+  Scenario g = small("gpt2", pair_of_geforce("auto"), 2);
+  g.batch_per_gpu = 4;
+  const StrategyResult plain = ddp_in_child(g);
+  g.nccl_p2p_disable = true;
+  const StrategyResult disabled = ddp_in_child(g);
+  EXPECT_EQ(plain.transports, "SHM/direct/direct over PHB");
+  EXPECT_DOUBLE_EQ(plain.steady_iteration_time_s, disabled.steady_iteration_time_s);
+  EXPECT_DOUBLE_EQ(plain.exposed_communication_s, disabled.exposed_communication_s);
 }
 
 }  // namespace
