@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# published_check.sh BIN: `gradsync validate --published` on the built-in table, then per
+# validation class and split, over the scored points (16 MiB and up, cases not excluded), the
+# median |error| and the share within 10% checked against the bounds README.md reports. A model
+# change that makes gradsync worse on public measurements fails here.
+set -uo pipefail
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$bin" validate --published --csv "$tmp/published.csv" >"$tmp/table.txt" 2>&1 || { cat "$tmp/table.txt"; exit 1; }
+# class,split -> median |error| (%), share within 10% (%), points
+awk -F, 'NR > 1 && $9 == "true" {
+  key = $3 "," $2; e = $8 < 0 ? -$8 : $8; n[key]++; v[key, n[key]] = e * 100; if (e <= 0.10) w[key]++
+}
+END {
+  for (k in n) {
+    m = n[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]
+    for (i = 2; i <= m; i++) { x = a[i]; j = i - 1; while (j > 0 && a[j] > x) { a[j + 1] = a[j]; j-- } a[j + 1] = x }
+    med = m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+    printf "%s,%.2f,%.1f,%d\n", k, med, 100 * w[k] / m, m
+  }
+}' "$tmp/published.csv" | sort >"$tmp/summary.csv"
+cat "$tmp/summary.csv"
+status=0
+# check CLASS SPLIT MAX_MEDIAN MIN_WITHIN10 MIN_POINTS
+check() {
+  local line
+  line=$(grep "^$1,$2," "$tmp/summary.csv") || { echo "FAIL: no scored points for $1 $2"; status=1; return; }
+  IFS=, read -r _ _ med within points <<<"$line"
+  if awk -v m="$med" -v w="$within" -v p="$points" -v M="$3" -v W="$4" -v P="$5" 'BEGIN { exit !(m <= M && w >= W && p >= P) }'; then
+    echo "ok: $1 $2: median $med% <= $3%, $within% within 10% >= $4%, $points points >= $5"
+  else
+    echo "FAIL: $1 $2: median $med% (at most $3%), $within% within 10% (at least $4%), $points points (at least $5)"
+    status=1
+  fi
+}
+check "NVLink node" train 4 85 120
+check "NVLink node" holdout 6 85 35
+check "multi-node" train 12 50 60
+check "multi-node" holdout 15 40 12
+check "PCIe" train 25 10 25
+check "PCIe" holdout 30 0 15
+exit $status
