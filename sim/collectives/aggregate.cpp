@@ -1,0 +1,304 @@
+// aggregate.cpp: aggregate fidelity of a collective call (sim/collective_run.hpp): each phase one
+// flow per member and channel, a pipeline's hops started when their first chunk would, a tree's
+// hops inside a machine in closed form, a call across machines solved (sim/fluid.hpp) and kept
+// for calls alike (SolvedCalls).
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "sim/collective_run_state.hpp"
+#include "sim/collectives/nvls.hpp"
+#include "sim/fluid.hpp"
+
+namespace gradsync::sim {
+
+double CollectiveRun::State::chunk_wire(double per_channel_bytes) const {
+  const double cb = chunk_bytes(choice.protocol);
+  const long n = chunk_count(per_channel_bytes);
+  const double last = per_channel_bytes - static_cast<double>(n - 1) * cb;
+  return static_cast<double>(n - 1) * whole(cb) + whole(last);
+}
+
+double CollectiveRun::State::chunk_time(int a, int b, double per_channel_bytes) const {
+  const bool net = !same_machine(a, b);
+  const double cb = std::min(chunk_bytes(choice.protocol), per_channel_bytes);
+  const double sharing =
+      net ? std::max(1.0, static_cast<double>(C()) / static_cast<double>(nics_per_node())) : static_cast<double>(C());
+  const double bw = links_.bandwidth(a, b) / sharing;
+  return hop_latency(net ? PathClass::kNET : links_.channels->intra_class) + links_.latency(a, b) + whole(cb) / bw;
+}
+
+std::size_t CollectiveRun::State::nics_per_node() const {
+  std::vector<VertexId> nics;
+  for (const RingChannel& rc : links_.channels->rings)
+    if (!rc.nics.empty() && std::find(nics.begin(), nics.end(), rc.nics.front()) == nics.end())
+      nics.push_back(rc.nics.front());
+  return std::max<std::size_t>(1, nics.size());
+}
+
+void CollectiveRun::State::phase(int me, std::vector<Flow> flows) {
+  std::stable_sort(flows.begin(), flows.end(), [](const Flow& a, const Flow& b) { return a.start < b.start; });
+  const double t0 = sg4::Engine::get_clock();
+  std::vector<sg4::CommPtr> comms;
+  const int in = incoming_[static_cast<std::size_t>(me)];
+  comms.reserve(flows.size() + static_cast<std::size_t>(in));
+  for (int i = 0; i < in; ++i) comms.push_back(links_.receive(me));
+  double hops_end = 0;  // when the last of me's closed-form hops ends
+  for (const Flow& f : flows) {
+    if (f.local) {
+      links_.record(me, f.to, f.payload, f.wire);
+      hops_end = std::max(hops_end, f.start + f.duration);
+      continue;
+    }
+    sleep_for(t0 + f.start - sg4::Engine::get_clock());
+    comms.push_back(links_.put(me, f.to, f.payload, f.wire));
+  }
+  for (auto& cm : comms) cm->wait();
+  sleep_for(t0 + hops_end - sg4::Engine::get_clock());
+  finished.add(1);
+  finished.wait_at_least(k);
+}
+
+void CollectiveRun::State::aggregate(int me) {
+  if (solved_) {
+    joined_at_[static_cast<std::size_t>(me)] = sg4::Engine::get_clock();
+    if (++joined_ == k) end_ = solve_call();
+    all_joined_.add(1);
+    all_joined_.wait_at_least(k);
+    sleep_for(end_ - sg4::Engine::get_clock());
+    return;
+  }
+  if (plans_.empty()) {
+    plans_.resize(static_cast<std::size_t>(k));
+    incoming_.assign(static_cast<std::size_t>(k), 0);
+    for (int r = 0; r < k; ++r) plans_[static_cast<std::size_t>(r)] = plan(r);
+    local_hops();
+    for (const auto& flows : plans_)
+      for (const Flow& f : flows)
+        if (!f.local) ++incoming_[static_cast<std::size_t>(f.to)];
+  }
+  phase(me, std::move(plans_[static_cast<std::size_t>(me)]));
+}
+
+double CollectiveRun::State::solve_call() {
+  const double first = *std::min_element(joined_at_.begin(), joined_at_.end());
+  SolvedCalls::Key key{coll, bytes_, root, choice.algorithm, choice.protocol, {}};
+  key.joined.reserve(static_cast<std::size_t>(k));
+  for (double t : joined_at_) key.joined.push_back(t - first);
+  if (links_.solved) {
+    if (const SolvedCalls::Result* same = links_.solved->find(key)) {
+      links_.record_totals(*same);
+      return first + same->span;
+    }
+  }
+  // The call's bytes add up in `result` (per member, per link direction) and are counted once,
+  // as a later call alike counts them.
+  SolvedCalls::Result result;
+  result.out.assign(static_cast<std::size_t>(k), 0.0);
+  result.in.assign(static_cast<std::size_t>(k), 0.0);
+  std::unordered_map<const sg4::Link*, double> wire_on;
+  plans_.resize(static_cast<std::size_t>(k));
+  for (int r = 0; r < k; ++r) plans_[static_cast<std::size_t>(r)] = plan(r);
+  local_hops();
+  double end = *std::max_element(joined_at_.begin(), joined_at_.end());
+  std::unordered_map<const sg4::Link*, int> index;
+  std::vector<FluidLink> fluid_links;
+  std::vector<FluidFlow> flows;
+  for (int r = 0; r < k; ++r) {
+    const double t0 = joined_at_[static_cast<std::size_t>(r)];
+    for (const Flow& f : plans_[static_cast<std::size_t>(r)]) {
+      const auto& route = links_.route(r, f.to);
+      result.out[static_cast<std::size_t>(r)] += f.payload;
+      result.in[static_cast<std::size_t>(f.to)] += f.payload;
+      for (const sg4::Link* l : route) wire_on[l] += whole_wire(f.wire);
+      if (f.local) {
+        end = std::max(end, t0 + f.start + f.duration);
+        continue;
+      }
+      FluidFlow x;
+      const double latency = links_.latency(r, f.to);
+      x.start = std::max(t0 + f.start, joined_at_[static_cast<std::size_t>(f.to)]) + latency;
+      x.bytes = whole_wire(f.wire);
+      x.weight = latency > 0 ? 1 / latency : 1.0;  // SimGrid's sharing penalty: the latency, else 1
+      for (const sg4::Link* l : route) {
+        const auto [it, fresh] = index.try_emplace(l, static_cast<int>(fluid_links.size()));
+        if (fresh) {
+          fluid_links.push_back({l->get_bandwidth(), l->get_sharing_policy() == sg4::Link::SharingPolicy::FATPIPE});
+        }
+        x.links.push_back(it->second);
+      }
+      flows.push_back(std::move(x));
+    }
+  }
+  for (double e : fluid_ends(fluid_links, flows)) end = std::max(end, e);
+  plans_.clear();
+  result.span = end - first;
+  result.wire.assign(wire_on.begin(), wire_on.end());
+  links_.record_totals(result);
+  if (links_.solved) links_.solved->add(std::move(key), std::move(result));
+  return end;
+}
+
+void CollectiveRun::State::local_hops() {
+  using Link = const sg4::Link*;
+  std::unordered_set<Link> flowing;
+  for (int r = 0; r < k; ++r)
+    for (const Flow& f : plans_[static_cast<std::size_t>(r)])
+      if (!f.local) {
+        const auto& route = links_.route(r, f.to);
+        flowing.insert(route.begin(), route.end());
+      }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int r = 0; r < k; ++r) {
+      for (Flow& f : plans_[static_cast<std::size_t>(r)]) {
+        const auto& route = links_.route(r, f.to);
+        if (!f.local || std::none_of(route.begin(), route.end(), [&](Link l) { return flowing.count(l) > 0; }))
+          continue;
+        f.local = false;
+        flowing.insert(route.begin(), route.end());
+        changed = true;
+      }
+    }
+  }
+  std::unordered_map<Link, double> sharing;
+  for (int r = 0; r < k; ++r)
+    for (const Flow& f : plans_[static_cast<std::size_t>(r)])
+      if (f.local)
+        for (Link l : links_.route(r, f.to)) sharing[l] += 1;
+  for (int r = 0; r < k; ++r) {
+    for (Flow& f : plans_[static_cast<std::size_t>(r)]) {
+      if (!f.local) continue;
+      double rate = std::numeric_limits<double>::infinity();
+      for (Link l : links_.route(r, f.to)) {
+        const bool shared = l->get_sharing_policy() != sg4::Link::SharingPolicy::FATPIPE;
+        rate = std::min(rate, l->get_bandwidth() / (shared ? sharing[l] : 1.0));
+      }
+      f.duration = links_.latency(r, f.to) + whole_wire(f.wire) / rate;
+    }
+  }
+}
+
+auto CollectiveRun::State::plan(int me) -> std::vector<Flow> {
+  const double S = bytes_;
+  const auto channels = static_cast<double>(C());
+  if (nvls()) {
+    std::vector<Flow> flows;
+    for (const NvlsFlow& f : nvls_flows(me, S, *links_.channels, *links_.topo, choice, links_.bandwidth))
+      flows.push_back({f.to, f.payload, f.wire});
+    return flows;
+  }
+  switch (coll) {
+    case Collective::kAllreduce:
+      if (choice.algorithm == Algorithm::kTree) return aggregate_tree(me);
+      return aggregate_ring(me, 2 * (k - 1), S / (k * channels));
+    case Collective::kReduceScatter:
+      return aggregate_ring(me, k - 1, S / (k * channels));
+    case Collective::kAllgather:
+      return aggregate_ring(me, k - 1, S / channels);
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+      return aggregate_chain(me);
+  }
+  return {};
+}
+
+auto CollectiveRun::State::aggregate_ring(int me, int steps, double chunk) -> std::vector<Flow> {
+  const double lat = ring_step_latency(steps);
+  double route = 0;
+  std::vector<Flow> flows;
+  for (std::size_t c = 0; c < C(); ++c) route = std::max(route, links_.latency(me, next(c, me)));
+  for (std::size_t c : reps_) flows.push_back({next(c, me), mult_ * steps * chunk, mult_ * steps * whole(chunk)});
+  for (Flow& f : flows) f.start = steps * lat + (steps - 1) * route;
+  return flows;
+}
+
+auto CollectiveRun::State::aggregate_chain(int me) -> std::vector<Flow> {
+  const bool bcast = coll == Collective::kBroadcast;
+  const double per_channel = bytes_ / static_cast<double>(C());
+  const auto J = static_cast<double>(chunk_count(per_channel));
+  chain_offsets(per_channel);
+  std::vector<Flow> flows;
+  for (std::size_t c : reps_) {
+    const int to = next(c, me);
+    if (!(bcast ? to != root : me != root)) continue;
+    const double route = links_.latency(me, to);
+    flows.push_back({to, mult_ * per_channel, mult_ * chunk_wire(per_channel),
+                     offset_[c][static_cast<std::size_t>(me)] + pipeline_pause(J, out_latency(c, me), route)});
+  }
+  return flows;
+}
+
+void CollectiveRun::State::chain_offsets(double per_channel) {
+  if (!offset_.empty()) return;
+  const bool bcast = coll == Collective::kBroadcast;
+  offset_.resize(C());
+  for (std::size_t c : reps_) {
+    std::vector<double> at(static_cast<std::size_t>(k), 0.0);
+    int r = bcast ? root : next(c, root);
+    double t = 0;
+    for (int i = 0; i + 1 < k; ++i) {
+      at[static_cast<std::size_t>(r)] = t;
+      const int nr = next(c, r);
+      t += chunk_time(r, nr, per_channel);
+      r = nr;
+    }
+    offset_[c] = std::move(at);
+  }
+}
+
+auto CollectiveRun::State::aggregate_tree(int me) -> std::vector<Flow> {
+  const double per_channel = bytes_ / static_cast<double>(C());
+  const auto J = static_cast<double>(chunk_count(per_channel));
+  const double wire = chunk_wire(per_channel);
+  tree_offsets(per_channel);
+  const TreeLinks& t = trees_[static_cast<std::size_t>(me)];
+  std::vector<Flow> flows;
+  const auto m = static_cast<std::size_t>(me);
+  for (std::size_t c : reps_) {
+    if (const int p = t.parent[c]; p >= 0) {
+      flows.push_back({p, mult_ * per_channel, mult_ * wire,
+                       offset_[c][m] + pipeline_pause(J, link_latency(me, p), links_.latency(me, p)),
+                       same_machine(me, p)});
+    }
+    for (int kid : t.children[c]) {
+      flows.push_back({kid, mult_ * per_channel, mult_ * wire,
+                       down_[c][m] + pipeline_pause(J, link_latency(me, kid), links_.latency(me, kid)),
+                       same_machine(me, kid)});
+    }
+  }
+  return flows;
+}
+
+void CollectiveRun::State::tree_offsets(double per_channel) {
+  if (!offset_.empty()) return;
+  trees_.reserve(static_cast<std::size_t>(k));
+  for (int r = 0; r < k; ++r) trees_.push_back(tree_links(r));
+  const std::vector<TreeLinks>& all = trees_;
+  const auto edge = [&](int a, int b) { return chunk_time(a, b, per_channel); };
+  offset_.resize(C());
+  down_.resize(C());
+  for (std::size_t c : reps_) {
+    std::vector<int> order;  // breadth first from the root
+    for (int r = 0; r < k; ++r)
+      if (all[static_cast<std::size_t>(r)].parent[c] < 0) order.push_back(r);
+    for (std::size_t i = 0; i < order.size(); ++i)
+      for (int kid : all[static_cast<std::size_t>(order[i])].children[c]) order.push_back(kid);
+    std::vector<double> up(static_cast<std::size_t>(k), 0.0), dn(static_cast<std::size_t>(k), 0.0);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      for (int kid : all[static_cast<std::size_t>(*it)].children[c]) {
+        up[static_cast<std::size_t>(*it)] =
+            std::max(up[static_cast<std::size_t>(*it)], up[static_cast<std::size_t>(kid)] + edge(kid, *it));
+      }
+    }
+    for (int r : order) {
+      const int p = all[static_cast<std::size_t>(r)].parent[c];
+      dn[static_cast<std::size_t>(r)] =
+          p < 0 ? up[static_cast<std::size_t>(r)] : dn[static_cast<std::size_t>(p)] + edge(p, r);
+    }
+    offset_[c] = std::move(up);
+    down_[c] = std::move(dn);
+  }
+}
+
+}  // namespace gradsync::sim
