@@ -17,15 +17,6 @@
 namespace gradsync {
 namespace {
 
-// NCCL's per-channel speed tables, GB/s (src/graph/search.cc: speedArrayIntra/Inter and the
-// sm90/sm100 variants). The first entry is the fastest a channel may go.
-constexpr double kIntraSm80[] = {40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
-constexpr double kIntraSm90[] = {60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
-constexpr double kIntraSm100[] = {90, 80, 70, 60, 50, 40, 30, 24, 20, 19, 18};
-constexpr double kInterSm80[] = {48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12};
-constexpr double kInterSm90[] = {48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12};
-constexpr double kInterSm100[] = {96, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12};
-
 // kSearchBudget: DFS steps allowed per channel and node before the search gives up at that
 // speed (NCCL bounds its search by a step budget too).
 constexpr long kSearchBudget = 20000;
@@ -36,23 +27,6 @@ constexpr std::size_t kExhaustiveMaxGpus = 8;
 // Rich fabrics (NVSwitch) have thousands of rings and need no choosing: the greedy search fills
 // them; sparse meshes (DGX-1) have a few dozen.
 constexpr std::size_t kMaxRings = 64;
-
-std::vector<double> speed_table(bool inter, int sm) {
-  const auto pick = [](auto& a) { return std::vector<double>(std::begin(a), std::end(a)); };
-  if (sm >= 100) return inter ? pick(kInterSm100) : pick(kIntraSm100);
-  if (sm >= 90) return inter ? pick(kInterSm90) : pick(kIntraSm90);
-  return inter ? pick(kInterSm80) : pick(kIntraSm80);
-}
-
-}  // namespace
-
-std::vector<double> nccl_speeds(bool inter, int sm) {
-  std::vector<double> out = speed_table(inter, sm);
-  for (double& v : out) v *= 1e9;
-  return out;
-}
-
-namespace {
 
 // Search holds the residual bandwidth of every link direction while channels are found.
 class Search {
@@ -137,15 +111,15 @@ class Search {
     int sm = std::numeric_limits<int>::max();
     for (const auto& node : nodes_)
       for (int r : node) sm = std::min(sm, topo_.vertex(topo_.gpu(r)).gpu->sm_version);
-    const std::vector<double> intra = speed_table(false, sm);
-    const std::vector<double> inter = speed_table(true, sm);
-    double cap = intra.front() * 1e9;
-    if (multi_node()) cap = std::min(cap, inter.front() * 1e9);
+    const std::vector<double> intra = nccl_speeds(false, sm);
+    const std::vector<double> inter = nccl_speeds(true, sm);
+    double cap = intra.front();
+    if (multi_node()) cap = std::min(cap, inter.front());
     // Only NCCL's own speeds (search.cc's arrays): the channel count and speed are NCCL's, and its
     // model's per-channel caps count them.
     std::set<double, std::greater<>> out;
     for (double s : multi_node() ? inter : intra)
-      if (s * 1e9 <= cap) out.insert(s * 1e9);
+      if (s <= cap) out.insert(s);
     // Upper bound on channels x speed: what the weakest GPU (and node's NICs) can move.
     upper_bound = cap * kMaxChannels;
     const auto remember = [&] { upper_ = upper_bound; };

@@ -1,5 +1,6 @@
-// nccl_graphs.cpp: NCCL's tree and NVLS graphs beside the rings (src/graph/search.cc): the speeds
-// NCCL's tuning model gives a tree between two nodes, and NVLink SHARP's channels.
+// nccl_graphs.cpp: NCCL's channel speeds (the arrays its search tries), and the tree and NVLS
+// graphs beside the rings (src/graph/search.cc): the speeds NCCL's tuning model gives a tree
+// between two nodes, and NVLink SHARP's channels.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -7,6 +8,32 @@
 #include "topologies/channels.hpp"
 
 namespace gradsync {
+namespace {
+
+// NCCL's per-channel speed tables, GB/s (src/graph/search.cc: speedArrayIntra/Inter and the
+// sm90/sm100 variants). The first entry is the fastest a channel may go.
+constexpr double kIntraSm80[] = {40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
+constexpr double kIntraSm90[] = {60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
+constexpr double kIntraSm100[] = {90, 80, 70, 60, 50, 40, 30, 24, 20, 19, 18};
+constexpr double kInterSm80[] = {48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12};
+constexpr double kInterSm90[] = {48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12};
+constexpr double kInterSm100[] = {96, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12};
+
+std::vector<double> speed_table(bool inter, int sm) {
+  const auto pick = [](auto& a) { return std::vector<double>(std::begin(a), std::end(a)); };
+  if (sm >= 100) return inter ? pick(kInterSm100) : pick(kIntraSm100);
+  if (sm >= 90) return inter ? pick(kInterSm90) : pick(kIntraSm90);
+  return inter ? pick(kInterSm80) : pick(kIntraSm80);
+}
+
+}  // namespace
+
+std::vector<double> nccl_speeds(bool inter, int sm) {
+  std::vector<double> out = speed_table(inter, sm);
+  for (double& v : out) v *= 1e9;
+  return out;
+}
+
 namespace {
 
 // largest: the fastest speed of NCCL's array no more than `cap` (0 if none).
