@@ -54,7 +54,7 @@ std::string canonical_nccl_list(std::string_view text, std::span<const std::stri
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  return (exclude ? "^" : "") + fmt::format("{}", fmt::join(out, ","));
+  return fmt::format("{}{}", exclude ? "^" : "", fmt::join(out, ","));
 }
 
 bool nccl_list_allows(std::string_view list, std::string_view name) {

@@ -42,7 +42,9 @@ TEST(ScenarioKeys, EveryRowIsComplete) {
     EXPECT_FALSE(k.help.empty()) << k.name;
     EXPECT_FALSE(k.default_text.empty()) << k.name;
     EXPECT_EQ(find_scenario_key(k.name), &k);
-    if (!k.flag.empty()) EXPECT_EQ(find_scenario_key(k.flag), &k);
+    if (!k.flag.empty()) {
+      EXPECT_EQ(find_scenario_key(k.flag), &k);
+    }
     if (k.kind == KeyKind::kChoice) {
       EXPECT_FALSE(k.choices.empty()) << k.name;
     }

@@ -25,11 +25,11 @@ namespace gradsync {
 
 // TransportOptions: NCCL's knobs that choose transports (NCCL 2.27 defaults when unset).
 struct TransportOptions {
-  bool p2p_disable = false;                // NCCL_P2P_DISABLE=1: no P2P between GPUs (P2P level LOC)
-  std::optional<PathClass> p2p_level;      // NCCL_P2P_LEVEL; unset: PXB (SYS on AMD with <= 2 GPUs)
-  bool shm_disable = false;                // NCCL_SHM_DISABLE=1: no SHM; GPUs of one host use the network
-  std::optional<PathClass> net_gdr_level;  // NCCL_NET_GDR_LEVEL; unset: PXB
-  bool ib_disable = false;                 // NCCL_IB_DISABLE=1: sockets, host memory, no GPUDirect RDMA
+  bool p2p_disable = false;                  // NCCL_P2P_DISABLE=1: no P2P between GPUs (P2P level LOC)
+  std::optional<PathClass> p2p_level{};      // NCCL_P2P_LEVEL; unset: PXB (SYS on AMD with <= 2 GPUs)
+  bool shm_disable = false;                  // NCCL_SHM_DISABLE=1: no SHM; GPUs of one host use the network
+  std::optional<PathClass> net_gdr_level{};  // NCCL_NET_GDR_LEVEL; unset: PXB
+  bool ib_disable = false;                   // NCCL_IB_DISABLE=1: sockets, host memory, no GPUDirect RDMA
 };
 
 enum class TransportKind { kP2P, kShm, kNet };
