@@ -12,6 +12,7 @@
 #include "models/compute_cost.hpp"
 #include "models/memory_cost.hpp"
 #include "models/model.hpp"
+#include "models/op_cost.hpp"
 #include "reports/table.hpp"
 #include "topologies/gpu_spec.hpp"
 
@@ -25,6 +26,9 @@ struct ShowOptions {
   std::string gpu = "a100-sxm4-80gb";
   std::string precision;  // empty: bf16 where the GPU has it, else fp16
   std::string optimizer = "adamw";
+  bool compile = false;
+  std::string attention = "math";
+  bool channels_last = false;
   bool json = false;
 };
 
@@ -77,6 +81,8 @@ void show_model(const ShowOptions& o, std::ostream& out) {
       throw UsageError(fmt::format("--seq-len {}: {}", o.seq_len, e.what()));
     }
   }
+  ctx.mode = flag_value("--attention", [&] { return execution_mode(o.compile, o.attention); });
+  ctx.mode.channels_last = o.channels_last;
   ctx.batch = o.batch > 0 ? o.batch : m.default_batch;
   ctx.seq_len = m.seq_len(o.seq_len > 0 ? std::optional<std::int64_t>(o.seq_len) : std::nullopt);
   const ModelCost cost = model_cost(m, ctx);
@@ -100,6 +106,8 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     j["gpu"] = ctx.gpu->key;
     j["precision"] = precision_name(ctx.precision);
     j["optimizer"] = optimizer_name(opt);
+    j["compile"] = ctx.mode.compile;
+    j["attention"] = std::string(attention_impl_name(ctx.mode.attention));
     j["forward_flops"] = cost.forward_flops;
     j["backward_flops"] = cost.backward_flops;
     j["forward_s"] = cost.forward_s;
@@ -138,9 +146,10 @@ void show_model(const ShowOptions& o, std::ostream& out) {
 
   out << fmt::format("# gradsync models show {}: {}\n", m.name, m.description);
   out << fmt::format("# from {}; {}\n", m.origin, m.source);
-  out << fmt::format("# on one {} ({}), {}, batch {}{}, optimizer {}\n#\n", ctx.gpu->key, ctx.gpu->name,
+  out << fmt::format("# on one {} ({}), {}, batch {}{}, optimizer {}; {}\n#\n", ctx.gpu->key, ctx.gpu->name,
                      precision_name(ctx.precision), ctx.batch,
-                     m.default_seq_len ? fmt::format(", seq_len {}", ctx.seq_len) : "", optimizer_name(opt));
+                     m.default_seq_len ? fmt::format(", seq_len {}", ctx.seq_len) : "", optimizer_name(opt),
+                     execution_mode_text(ctx.mode, has_attention(m)));
   reports::Table t({{"quantity", "", true}, {"value", "", true}});
   t.add_row({"parameters", fmt::format("{} ({} tensors, {} fp32)", with_commas(m.total_params()), m.parameters.size(),
                                        human_bytes(static_cast<double>(m.parameter_bytes())))});
@@ -152,8 +161,20 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   t.add_row({"output/sample",
              fmt::format("{} elements ({})", with_commas(m.output_elements.eval(ctx.seq_len)), m.output_what)});
   t.add_row({"forward FLOPs", fmt::format("{:.4g} per sample", cost.forward_flops / static_cast<double>(ctx.batch))});
-  t.add_row({"forward", human_duration(cost.forward_s)});
-  t.add_row({"backward", human_duration(cost.backward_s)});
+  int fwd_kernels = 0, bwd_kernels = 0;
+  double fwd_host = 0, bwd_host = 0, fwd_bytes = 0, bwd_bytes = 0;
+  for (const LayerCost& c : cost.layers) {
+    fwd_kernels += c.forward.kernels;
+    bwd_kernels += c.backward.kernels;
+    fwd_host += c.forward.host_s;
+    bwd_host += c.backward.host_s;
+    fwd_bytes += c.forward.bytes;
+    bwd_bytes += c.backward.bytes;
+  }
+  t.add_row({"forward", fmt::format("{} ({} kernels, {} moved, host {})", human_duration(cost.forward_s), fwd_kernels,
+                                    human_bytes(fwd_bytes), human_duration(fwd_host))});
+  t.add_row({"backward", fmt::format("{} ({} kernels, {} moved, host {})", human_duration(cost.backward_s), bwd_kernels,
+                                     human_bytes(bwd_bytes), human_duration(bwd_host))});
   t.add_row({"optimizer", human_duration(step.time_s)});
   t.add_row({"step (1 GPU)",
              fmt::format("{}, {:.4g} samples/s{}", human_duration(step_s), static_cast<double>(ctx.batch) / step_s,
@@ -188,6 +209,13 @@ void register_models_command(CLI::App& app) {
   show->add_option("--precision", o->precision,
                    "fp32, tf32, bf16 or fp16 (autocast); default bf16, or fp16 on GPUs without bf16");
   show->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam or adamw")->capture_default_str();
+  show->add_flag("--compile", o->compile,
+                 "torch.compile(model): pointwise ops and reductions fused between matrix products (default: eager)");
+  show->add_option("--attention", o->attention,
+                   "math (T x T scores materialised), flash or mem-efficient (SDPA's fused kernels)")
+      ->capture_default_str();
+  show->add_flag("--channels-last", o->channels_last,
+                 "model.to(memory_format=torch.channels_last): NHWC convolutions (default: NCHW)");
   show->add_flag("--json", o->json, "Write JSON instead of the table");
   show->callback([o] { show_model(*o, std::cout); });
 }

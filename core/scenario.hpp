@@ -29,6 +29,9 @@ struct Scenario {
   std::int64_t seq_len = 0;        // 0: the model's default
   std::string precision;           // empty: bf16 where the GPU has it, else fp16
   std::string optimizer = "adamw";
+  bool compile = false;                   // torch.compile(model)
+  std::string attention = "math";         // math, flash, mem-efficient
+  bool channels_last = false;             // model.to(memory_format=torch.channels_last)
   std::optional<double> bucket_cap_mb;    // unset: 25 MiB
   std::optional<double> first_bucket_mb;  // unset: 1 MiB without bucket_cap_mb, else bucket_cap_mb
   int grad_accum = 1;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "models/op_cost.hpp"
 
 namespace gradsync {
 namespace {
@@ -23,6 +24,10 @@ KernelCost finish(KernelCost k, double peak_flops, double flops_eff, const Compu
 
 LayerCost layer_cost(const Model& model, const Layer& layer, const ComputeContext& ctx) {
   if (ctx.gpu == nullptr) throw std::invalid_argument("layer_cost: ComputeContext has no GPU");
+  if (!model.ops.empty()) {
+    const auto index = static_cast<std::size_t>(&layer - model.layers.data());
+    return op_model_cost(model, ctx).layers.at(index);
+  }
   const auto d = [&](std::string_view name) {
     return static_cast<double>(layer.dim(name, model.seq_len(ctx.seq_len)));
   };
@@ -134,6 +139,9 @@ LayerCost layer_cost(const Model& model, const Layer& layer, const ComputeContex
       saved = 4.0 * n;
       break;
     }
+    case LayerKind::kOps:
+      // A functional segment has no closed form: its ops are costed one by one (op_cost.hpp).
+      throw std::invalid_argument("layer_cost: an ops segment is costed from its ops (op_model_cost)");
   }
   LayerCost c;
   c.forward = finish(f, peak, flops_eff, ctx);
@@ -143,6 +151,7 @@ LayerCost layer_cost(const Model& model, const Layer& layer, const ComputeContex
 }
 
 ModelCost model_cost(const Model& model, const ComputeContext& ctx) {
+  if (!model.ops.empty()) return op_model_cost(model, ctx);
   ModelCost m;
   for (const auto& layer : model.layers) {
     LayerCost c = layer_cost(model, layer, ctx);

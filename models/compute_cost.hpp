@@ -40,6 +40,19 @@ struct Efficiency {
   double launch_s = 4e-6;
 };
 
+// AttentionImpl: how attention runs: math (the T x T scores materialised, as eager code and
+// F.scaled_dot_product_attention's math backend do), flash or mem-efficient (SDPA's fused kernels).
+enum class AttentionImpl { kMath, kFlash, kMemEfficient };
+
+// ExecutionMode: how PyTorch runs the model: eager or torch.compile'd, and attention.
+struct ExecutionMode {
+  bool compile = false;
+  AttentionImpl attention = AttentionImpl::kMath;
+  // channels_last: model.to(memory_format=torch.channels_last); otherwise (NCHW) cuDNN's tensor-core
+  // convolutions transpose their input and output to NHWC and back.
+  bool channels_last = false;
+};
+
 // ComputeContext: where and how a step computes.
 struct ComputeContext {
   const GpuSpec* gpu = nullptr;
@@ -47,6 +60,7 @@ struct ComputeContext {
   std::int64_t batch = 1;    // samples on this GPU
   std::int64_t seq_len = 1;  // T; ignored by models without one
   Efficiency efficiency;
+  ExecutionMode mode{};
 };
 
 // KernelCost: work and time of one piece (a layer's forward, a copy, an optimizer step).
@@ -55,6 +69,8 @@ struct KernelCost {
   double bytes = 0;
   int kernels = 0;
   double time_s = 0;
+  // host_s: the host's time issuing the kernels (negative: kernels x Efficiency::launch_s).
+  double host_s = -1;
 };
 
 // LayerCost: one layer's forward and backward (backward = input gradient + weight gradient).

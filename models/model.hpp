@@ -16,6 +16,7 @@
 
 #include "core/dtype.hpp"
 #include "core/units.hpp"
+#include "models/ops.hpp"
 #include "models/seq_expr.hpp"
 
 namespace gradsync {
@@ -57,7 +58,8 @@ enum class LayerKind {
   kDropout,      // elements
   kPooling,      // in_elements, out_elements
   kElementwise,  // elements; op
-  kLoss,         // elements (the logits)
+  kLoss,         // elements (the logits); format 2: a run of ops that computes a loss
+  kOps,          // format 2: a run of functional ops (no module of its own); costed by its ops
 };
 
 // layer_kind_name is the file spelling: "linear", "conv2d", ...
@@ -73,6 +75,11 @@ struct Layer {
   std::map<std::string, SeqExpr, std::less<>> dims;
   std::string op;  // activation/elementwise operation ("gelu", "add"); may be empty
   bool causal = false;
+  // Format 2: the layer's ops are Model::ops[first_op, first_op + op_count), and the tensors
+  // autograd keeps for its backward. A layer without ops is costed by its kind's rule.
+  std::size_t first_op = 0;
+  std::size_t op_count = 0;
+  std::vector<SavedTensor> saved;
 
   // dim evaluates one dim for sequence length t; std::out_of_range if the kind has no such dim.
   std::int64_t dim(std::string_view name, std::int64_t t) const;
@@ -98,6 +105,10 @@ struct Model {
   std::vector<Buffer> buffers;
   std::vector<Layer> layers;
   std::vector<std::size_t> unused_parameters;  // indexes into parameters
+  // Format 2: every op of one forward, in order (layers index into it), and the model inputs'
+  // dtypes (the forward's tensor arguments: token ids int64, images float32).
+  std::vector<Op> ops;
+  std::vector<DType> input_dtypes;
 
   std::int64_t total_params() const;
   Bytes parameter_bytes() const;

@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/yaml_reader.hpp"
 #include "models/model.hpp"
+#include "models/op_loader.hpp"
 
 namespace gradsync {
 namespace detail {
@@ -53,6 +54,7 @@ const std::vector<KindSchema>& schemas() {
       {LayerKind::kPooling, "pooling", {"in_elements", "out_elements"}, {}},
       {LayerKind::kElementwise, "elementwise", {"elements"}, {}},
       {LayerKind::kLoss, "loss", {"elements"}, {}},
+      {LayerKind::kOps, "ops", {}, {}},
   };
   return kSchemas;
 }
@@ -149,9 +151,14 @@ Model parse_model(std::string_view text, const std::string& origin) {
               {"format", "name", "description", "source", "defaults", "input", "output", "parameters", "buffers",
                "unused_parameters", "layers"});
   const YAML::Node format = r.required(root, "model file", "format");
-  if (r.string(format, "model file", "format") != "gradsync-model/1") {
+  const std::string format_text = r.string(format, "model file", "format");
+  if (format_text == "gradsync-model/1") {
     r.fail(format, "model file",
-           fmt::format("format \"{}\" is not supported; expected gradsync-model/1", format.as<std::string>()));
+           "format gradsync-model/1 (layers only) is no longer read; gradsync reads gradsync-model/2, whose layers "
+           "list the aten ops of one forward: export the model again with tools/export_model.py (models/README.md)");
+  }
+  if (format_text != "gradsync-model/2") {
+    r.fail(format, "model file", fmt::format("format \"{}\" is not supported; expected gradsync-model/2", format_text));
   }
 
   Model m;
@@ -166,8 +173,12 @@ Model parse_model(std::string_view text, const std::string& origin) {
   if (defaults["seq_len"]) m.default_seq_len = r.positive_int(defaults["seq_len"], "defaults", "seq_len");
 
   const YAML::Node input = r.required(root, "model file", "input");
-  r.only_keys(input, "input", {"what", "bytes"});
+  r.only_keys(input, "input", {"what", "bytes", "dtypes"});
   if (input["what"]) m.input_what = r.string(input["what"], "input", "what");
+  if (const YAML::Node dt = input["dtypes"]) {
+    if (!dt.IsSequence()) r.fail(dt, "input", "dtypes: expected a list of PyTorch dtype names, one per input");
+    for (const auto& d : dt) m.input_dtypes.push_back(r.dtype(d, "input dtypes"));
+  }
   m.input_bytes = read_expr(r, r.required(input, "input", "bytes"), "input", "bytes");
   const YAML::Node output = r.required(root, "model file", "output");
   r.only_keys(output, "output", {"what", "elements", "loss"});
@@ -250,6 +261,7 @@ Model parse_model(std::string_view text, const std::string& origin) {
   const YAML::Node layers = r.required(root, "model file", "layers");
   if (!layers.IsSequence() || layers.size() == 0) r.fail(layers, "layers", "expected a non-empty list of layers");
   std::set<std::string> layer_names;
+  const OpFileReader op_reader(r, m);
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const YAML::Node l = layers[i];
     std::string where = entry("layers", i, "");
@@ -271,9 +283,17 @@ Model parse_model(std::string_view text, const std::string& origin) {
       if (!ps.IsSequence()) r.fail(ps, where, "params must be a list of parameter names");
       for (const auto& p : ps) layer.params.push_back(lookup_param(p, where));
     }
+    if (l["ops"]) {
+      op_reader.read_layer(l, where, layer);
+    } else if (l["saved"]) {
+      r.fail(l["saved"], where, "saved: only a layer with ops lists saved tensors");
+    }
+    if (layer.kind == LayerKind::kOps && layer.op_count == 0) {
+      r.fail(l, where, "a layer of kind ops needs its ops: [...]");
+    }
     for (const auto& kv : l) {
       const std::string key = kv.first.as<std::string>();
-      if (key == "name" || key == "kind" || key == "params") continue;
+      if (key == "name" || key == "kind" || key == "params" || key == "ops" || key == "saved") continue;
       if (key == "op") {
         layer.op = r.string(kv.second, where, "op");
         continue;
@@ -295,11 +315,15 @@ Model parse_model(std::string_view text, const std::string& origin) {
       check_t(e, kv.second, where);
       layer.dims.emplace(key, std::move(e));
     }
+    // With ops the kind's fields are a summary (the ops are costed); without, they are required.
+    const bool costed_by_ops = layer.op_count > 0;
     for (const auto& req : schema->required) {
-      if (!layer.dims.contains(req)) r.fail(l, where, fmt::format("missing field \"{}\" (kind {})", req, kind_text));
+      if (!layer.dims.contains(req) && !costed_by_ops) {
+        r.fail(l, where, fmt::format("missing field \"{}\" (kind {})", req, kind_text));
+      }
     }
     for (const auto& [opt, def] : schema->optional) {
-      if (layer.dims.contains(opt)) continue;
+      if (layer.dims.contains(opt) || costed_by_ops) continue;
       // -1 defaults copy another dim: kv_len = q_len, kv_heads = heads.
       if (def >= 0)
         layer.dims.emplace(std::string(opt), SeqExpr(def));

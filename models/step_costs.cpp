@@ -80,7 +80,7 @@ ComputeOp RooflineCostModel::op(std::string name, OpKind kind, const KernelCost&
   o.bytes = k.bytes;
   o.kernels = k.kernels;
   o.time_s = k.time_s;
-  o.host_s = k.kernels * ctx_.efficiency.launch_s;
+  o.host_s = k.host_s >= 0 ? k.host_s : k.kernels * ctx_.efficiency.launch_s;
   return o;
 }
 

@@ -30,11 +30,14 @@ TraceEvent SimCluster::Impl::Dev::event(gradsync::Stream s, const std::string& n
 }
 
 WorkPtr SimCluster::Impl::Dev::compute(const ComputeOp& op, gradsync::Stream s) {
-  impl->clocks.defer(op.host_s);
+  // The op's first kernel is issued now; the host goes on issuing the rest while the GPU runs
+  // them (op.time_s covers both: the longer of the GPU's time and the host's).
   StreamActor::Task t;
   t.duration = op.time_s;
   t.event = event(s, op.name, static_cast<Bytes>(op.bytes), op.bucket, -1);
-  return stream(s).push(std::move(t));
+  WorkPtr w = stream(s).push(std::move(t));
+  impl->clocks.defer(op.host_s);
+  return w;
 }
 
 WorkPtr SimCluster::Impl::Dev::copy_to(Device& dst, const CopyOp& op, gradsync::Stream s) {

@@ -21,6 +21,7 @@
 #include "core/dp_step.hpp"
 #include "core/error.hpp"
 #include "core/yaml_reader.hpp"
+#include "models/op_cost.hpp"
 #include "models/scenario_basics.hpp"
 #include "models/step_costs.hpp"
 #include "sim/engine.hpp"
@@ -108,6 +109,8 @@ ComputeContext context_of(const ResolvedScenario& r) {
   ctx.precision = r.precision;
   ctx.batch = r.batch;
   ctx.seq_len = r.seq_len;
+  ctx.mode = execution_mode(r.s.compile, r.s.attention);
+  ctx.mode.channels_last = r.s.channels_last;
   return ctx;
 }
 

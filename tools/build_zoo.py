@@ -28,79 +28,59 @@ def _numel(t):
     return math.prod(t.shape)
 
 
-class Add(nn.Module):
-    """A residual addition, visible to the exporter as an elementwise layer."""
-
-    def forward(self, a, b):
-        return a + b
-
-    def gradsync_layers(self, inputs, output):
-        return [{"kind": "elementwise", "op": "add", "elements": _numel(output)}]
-
-
-class SDPA(nn.Module):
-    """Scaled dot-product attention core (FlashAttention in PyTorch 2.x: is_causal=True)."""
-
-    def __init__(self, heads, head_dim, causal, kv_heads=None):
-        super().__init__()
-        self.heads, self.head_dim, self.causal = heads, head_dim, causal
-        self.kv_heads = kv_heads or heads
-
-    def forward(self, q, k, v):  # (B, H, T, D)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))
-        att = F.softmax(att, dim=-1)
-        return att @ v
-
-    def gradsync_layers(self, inputs, output):
-        q = inputs[0]
-        d = {"kind": "attention", "heads": self.heads, "head_dim": self.head_dim, "q_len": int(q.shape[-2])}
-        if self.causal:
-            d["causal"] = True
-        if self.kv_heads != self.heads:
-            d["kv_heads"] = self.kv_heads
-        return [d]
-
-
-# ---- GPT-2 (build-nanogpt train_gpt2.py layout) --------------------------------------------------
-class GPTAttention(nn.Module):
+# ---- GPT-2 (nanoGPT model.py, GPT-2 124M training: dropout 0.0, bias, tied wte/lm_head) ------------
+# PyTorch 1.13 has no F.scaled_dot_product_attention: nanoGPT's own fallback ("slow attention")
+# runs, the math every eager script without SDPA runs: the T x T scores scaled, masked with the
+# causal tril buffer, softmax, attn_dropout, then the product with v.
+class CausalSelfAttention(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.c_attn = nn.Linear(c["n_embd"], 3 * c["n_embd"], device=META)
-        self.c_proj = nn.Linear(c["n_embd"], c["n_embd"], device=META)
-        self.n_head, self.n_embd = c["n_head"], c["n_embd"]
-        self.sdpa = SDPA(self.n_head, self.n_embd // self.n_head, causal=True)
+        C, self.n_head, self.n_embd = c["n_embd"], c["n_head"], c["n_embd"]
+        self.c_attn = nn.Linear(C, 3 * C, device=META)
+        self.c_proj = nn.Linear(C, C, device=META)
+        self.attn_dropout = nn.Dropout(c["dropout"])
+        self.resid_dropout = nn.Dropout(c["dropout"])
+        self.register_buffer("bias", torch.tril(torch.ones(c["block"], c["block"], device=META))
+                             .view(1, 1, c["block"], c["block"]))
 
     def forward(self, x):
         B, T, C = x.size()
         q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        y = self.sdpa(q, k, v).transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        att = self.attn_dropout(att)
+        y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
 
 
-class GPTMLP(nn.Module):
+class MLP(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.c_fc = nn.Linear(c["n_embd"], 4 * c["n_embd"], device=META)
         self.gelu = nn.GELU(approximate="tanh")
         self.c_proj = nn.Linear(4 * c["n_embd"], c["n_embd"], device=META)
+        self.dropout = nn.Dropout(c["dropout"])
 
     def forward(self, x):
-        return self.c_proj(self.gelu(self.c_fc(x)))
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
 
 
-class GPTBlock(nn.Module):
+class Block(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.ln_1 = nn.LayerNorm(c["n_embd"], device=META)
-        self.attn = GPTAttention(c)
+        self.attn = CausalSelfAttention(c)
         self.ln_2 = nn.LayerNorm(c["n_embd"], device=META)
-        self.mlp = GPTMLP(c)
-        self.add_1, self.add_2 = Add(), Add()
+        self.mlp = MLP(c)
 
     def forward(self, x):
-        x = self.add_1(x, self.attn(self.ln_1(x)))
-        return self.add_2(x, self.mlp(self.ln_2(x)))
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
 
 
 class GPT(nn.Module):
@@ -109,53 +89,42 @@ class GPT(nn.Module):
         self.transformer = nn.ModuleDict(dict(
             wte=nn.Embedding(c["vocab"], c["n_embd"], device=META),
             wpe=nn.Embedding(c["block"], c["n_embd"], device=META),
-            h=nn.ModuleList([GPTBlock(c) for _ in range(c["n_layer"])]),
+            drop=nn.Dropout(c["dropout"]),
+            h=nn.ModuleList([Block(c) for _ in range(c["n_layer"])]),
             ln_f=nn.LayerNorm(c["n_embd"], device=META)))
         self.lm_head = nn.Linear(c["n_embd"], c["vocab"], bias=False, device=META)
-        self.transformer.wte.weight = self.lm_head.weight  # weight tying, as build-nanogpt does
-        self.add = Add()
-        self.loss = CrossEntropy(c["vocab"])
+        self.transformer.wte.weight = self.lm_head.weight  # weight tying, as nanoGPT does
 
-    def forward(self, idx):
-        T = idx.size(1)
-        pos = torch.arange(0, T, dtype=torch.long, device=idx.device)
-        x = self.add(self.transformer.wpe(pos).unsqueeze(0), self.transformer.wte(idx))
+    def forward(self, idx, targets):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
         for block in self.transformer.h:
             x = block(x)
-        logits = self.lm_head(self.transformer.ln_f(x))
-        self.loss(logits)
-        return logits
-
-
-class CrossEntropy(nn.Module):
-    """The loss computed inside forward (nanoGPT's F.cross_entropy(logits, targets))."""
-
-    def __init__(self, vocab):
-        super().__init__()
-        self.vocab = vocab
-
-    def forward(self, logits):
-        return logits.sum()
-
-    def gradsync_layers(self, inputs, output):
-        return [{"kind": "loss", "elements": _numel(inputs[0])}]
+        x = self.transformer.ln_f(x)
+        logits = self.lm_head(x)
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        return logits, loss
 
 
 GPT2 = {"gpt2": (12, 12, 768), "gpt2-medium": (24, 16, 1024), "gpt2-large": (36, 20, 1280), "gpt2-xl": (48, 25, 1600)}
 
 
+def _tokens(T):
+    return (torch.zeros(1, T, dtype=torch.long, device=META), torch.zeros(1, T, dtype=torch.long, device=META))
+
+
 def build_gpt2(name):
     n_layer, n_head, n_embd = GPT2[name]
-    c = dict(vocab=50257, block=1024, n_layer=n_layer, n_head=n_head, n_embd=n_embd)
-    model = GPT(c)
-    export(model, lambda T: (torch.zeros(1, T, dtype=torch.long, device=META),), name, _out(name), batch=16,
-           seq_len=1024, description=f"GPT-2 ({n_layer} layers, {n_head} heads, d_model {n_embd}), tied wte/lm_head",
-           source="build-nanogpt train_gpt2.py (GPT class), nanoGPT model.py",
-           input_what="token ids, int64", output_what="logits (B, T, 50257); loss computed inside forward",
-           loss_inside=True)
+    c = dict(vocab=50257, block=1024, n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=0.0)
+    export(GPT(c), _tokens, name, _out(name), batch=16, seq_len=1024,
+           description=f"GPT-2 ({n_layer} layers, {n_head} heads, d_model {n_embd}), tied wte/lm_head",
+           source="nanoGPT model.py (GPT; attention without SDPA), dropout 0.0 as its GPT-2 training configs",
+           input_what="token ids and targets, int64",
+           output_what="logits (B, T, 50257) and the loss, computed inside forward", loss_inside=True)
 
 
-# ---- BERT (Hugging Face BertModel layout) ---------------------------------------------------------
+# ---- BERT (Hugging Face transformers BertModel, eager attention) -----------------------------------
 class BertEmbeddings(nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -167,13 +136,12 @@ class BertEmbeddings(nn.Module):
         self.dropout = nn.Dropout(0.1)
         self.register_buffer("position_ids", torch.arange(512, device=META).expand((1, -1)), persistent=False)
         self.register_buffer("token_type_ids", torch.zeros((1, 512), dtype=torch.long, device=META), persistent=False)
-        self.add_1, self.add_2 = Add(), Add()
 
     def forward(self, input_ids):
-        T = input_ids.size(1)
-        x = self.word_embeddings(input_ids)
-        x = self.add_1(x, self.token_type_embeddings(self.token_type_ids[:, :T].expand(input_ids.size(0), T)))
-        x = self.add_2(x, self.position_embeddings(self.position_ids[:, :T]))
+        B, T = input_ids.shape
+        token_type_ids = self.token_type_ids[:, :T].expand(B, T)
+        x = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+        x = x + self.position_embeddings(self.position_ids[:, :T])
         return self.dropout(self.LayerNorm(x))
 
 
@@ -181,16 +149,24 @@ class BertSelfAttention(nn.Module):
     def __init__(self, c):
         super().__init__()
         H, self.h = c["hidden"], c["heads"]
+        self.d = H // self.h
         self.query = nn.Linear(H, H, device=META)
         self.key = nn.Linear(H, H, device=META)
         self.value = nn.Linear(H, H, device=META)
-        self.sdpa = SDPA(self.h, H // self.h, causal=False)
         self.dropout = nn.Dropout(0.1)
 
-    def forward(self, x):
-        B, T, H = x.shape
-        q, k, v = (m(x).view(B, T, self.h, H // self.h).transpose(1, 2) for m in (self.query, self.key, self.value))
-        return self.sdpa(q, k, v).transpose(1, 2).reshape(B, T, H)
+    def split(self, x):
+        B, T, _ = x.shape
+        return x.view(B, T, self.h, self.d).permute(0, 2, 1, 3)
+
+    def forward(self, x, mask):
+        q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.d)
+        scores = scores + mask
+        probs = self.dropout(F.softmax(scores, dim=-1))
+        ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
+        B, T = ctx.shape[0], ctx.shape[1]
+        return ctx.view(B, T, self.h * self.d)
 
 
 class BertSelfOutput(nn.Module):
@@ -199,10 +175,9 @@ class BertSelfOutput(nn.Module):
         self.dense = nn.Linear(inner, c["hidden"], device=META)
         self.LayerNorm = nn.LayerNorm(c["hidden"], eps=1e-12, device=META)
         self.dropout = nn.Dropout(0.1)
-        self.add = Add()
 
     def forward(self, h, residual):
-        return self.LayerNorm(self.add(self.dropout(self.dense(h)), residual))
+        return self.LayerNorm(self.dropout(self.dense(h)) + residual)
 
 
 class BertAttention(nn.Module):
@@ -211,8 +186,8 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(c)
         self.output = BertSelfOutput(c, c["hidden"])
 
-    def forward(self, x):
-        return self.output(self.self(x), x)
+    def forward(self, x, mask):
+        return self.output(self.self(x, mask), x)
 
 
 class BertIntermediate(nn.Module):
@@ -232,8 +207,8 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(c)
         self.output = BertSelfOutput(c, 4 * c["hidden"])
 
-    def forward(self, x):
-        a = self.attention(x)
+    def forward(self, x, mask):
+        a = self.attention(x, mask)
         return self.output(self.intermediate(a), a)
 
 
@@ -242,9 +217,9 @@ class BertEncoder(nn.Module):
         super().__init__()
         self.layer = nn.ModuleList([BertLayer(c) for _ in range(c["layers"])])
 
-    def forward(self, x):
+    def forward(self, x, mask):
         for l in self.layer:
-            x = l(x)
+            x = l(x, mask)
         return x
 
 
@@ -266,7 +241,11 @@ class BertModel(nn.Module):
         self.pooler = BertPooler(c)
 
     def forward(self, input_ids):
-        seq = self.encoder(self.embeddings(input_ids))
+        B, T = input_ids.shape
+        # get_extended_attention_mask: no padding mask given, so ones, made additive.
+        mask = torch.ones(B, T, device=input_ids.device)
+        mask = (1.0 - mask[:, None, None, :]) * -10000.0
+        seq = self.encoder(self.embeddings(input_ids), mask)
         return seq, self.pooler(seq)
 
 
@@ -278,53 +257,66 @@ def build_bert(name):
     model = BertModel(dict(layers=layers, heads=heads, hidden=hidden))
     export(model, lambda T: (torch.zeros(1, T, dtype=torch.long, device=META),), name, _out(name), batch=32,
            seq_len=512, description=f"BERT ({layers} layers, {heads} heads, hidden {hidden}), no task head",
-           source="Hugging Face transformers BertModel (bert-base-uncased / bert-large-uncased config)",
+           source="Hugging Face transformers BertModel (bert-base-uncased / bert-large-uncased config), eager attention",
            input_what="token ids, int64",
            output_what="last_hidden_state (B, T, hidden) and pooler_output (B, hidden); loss outside",
            loss_inside=False)
 
 
-# ---- Llama 2 7B (Hugging Face LlamaForCausalLM layout) --------------------------------------------
-class RMSNorm(nn.Module):
+# ---- Llama 2 7B (Hugging Face transformers LlamaForCausalLM, eager attention) ----------------------
+class LlamaRMSNorm(nn.Module):
     def __init__(self, dim):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(dim, device=META))
 
     def forward(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * self.weight
-
-    def gradsync_layers(self, inputs, output):
-        return [{"kind": "rmsnorm", "elements": _numel(inputs[0])}]
+        var = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(var + 1e-5)).to(x.dtype)
 
 
-class Rotary(nn.Module):
-    def __init__(self, head_dim):
+def _rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaRotaryEmbedding(nn.Module):
+    def __init__(self, dim, max_pos=4096):
         super().__init__()
-        self.register_buffer("inv_freq", torch.empty(head_dim // 2, device=META), persistent=False)
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, dim, 2, device=META).float() / dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        t = torch.arange(max_pos, device=META, dtype=torch.float32)
+        emb = torch.cat((torch.outer(t, inv_freq),) * 2, dim=-1)
+        self.register_buffer("cos_cached", emb.cos()[None, None], persistent=False)
+        self.register_buffer("sin_cached", emb.sin()[None, None], persistent=False)
 
-    def forward(self, q, k):
-        return q, k
-
-    def gradsync_layers(self, inputs, output):
-        return [{"kind": "elementwise", "op": "rotary", "elements": _numel(inputs[0]) + _numel(inputs[1])}]
+    def forward(self, T):
+        return self.cos_cached[:, :, :T], self.sin_cached[:, :, :T]
 
 
 class LlamaAttention(nn.Module):
     def __init__(self, c):
         super().__init__()
         H, self.h = c["hidden"], c["heads"]
+        self.d = H // self.h
         self.q_proj = nn.Linear(H, H, bias=False, device=META)
         self.k_proj = nn.Linear(H, H, bias=False, device=META)
         self.v_proj = nn.Linear(H, H, bias=False, device=META)
         self.o_proj = nn.Linear(H, H, bias=False, device=META)
-        self.rotary_emb = Rotary(H // self.h)
-        self.sdpa = SDPA(self.h, H // self.h, causal=True)
+        self.rotary_emb = LlamaRotaryEmbedding(self.d)
 
-    def forward(self, x):
+    def forward(self, x, mask):
         B, T, H = x.shape
-        q, k, v = (m(x).view(B, T, self.h, H // self.h).transpose(1, 2) for m in (self.q_proj, self.k_proj, self.v_proj))
-        q, k = self.rotary_emb(q, k)
-        return self.o_proj(self.sdpa(q, k, v).transpose(1, 2).reshape(B, T, H))
+        q = self.q_proj(x).view(B, T, self.h, self.d).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.h, self.d).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.h, self.d).transpose(1, 2)
+        cos, sin = self.rotary_emb(T)
+        q = q * cos + _rotate_half(q) * sin
+        k = k * cos + _rotate_half(k) * sin
+        w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.d)
+        w = w + mask
+        w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        out = torch.matmul(w, v).transpose(1, 2).contiguous().reshape(B, T, H)
+        return self.o_proj(out)
 
 
 class LlamaMLP(nn.Module):
@@ -335,18 +327,9 @@ class LlamaMLP(nn.Module):
         self.up_proj = nn.Linear(H, I, bias=False, device=META)
         self.down_proj = nn.Linear(I, H, bias=False, device=META)
         self.act_fn = nn.SiLU()
-        self.mul = Mul()
 
     def forward(self, x):
-        return self.down_proj(self.mul(self.act_fn(self.gate_proj(x)), self.up_proj(x)))
-
-
-class Mul(nn.Module):
-    def forward(self, a, b):
-        return a * b
-
-    def gradsync_layers(self, inputs, output):
-        return [{"kind": "elementwise", "op": "mul", "elements": _numel(output)}]
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 
 
 class LlamaDecoderLayer(nn.Module):
@@ -354,13 +337,12 @@ class LlamaDecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = LlamaAttention(c)
         self.mlp = LlamaMLP(c)
-        self.input_layernorm = RMSNorm(c["hidden"])
-        self.post_attention_layernorm = RMSNorm(c["hidden"])
-        self.add_1, self.add_2 = Add(), Add()
+        self.input_layernorm = LlamaRMSNorm(c["hidden"])
+        self.post_attention_layernorm = LlamaRMSNorm(c["hidden"])
 
-    def forward(self, x):
-        x = self.add_1(x, self.self_attn(self.input_layernorm(x)))
-        return self.add_2(x, self.mlp(self.post_attention_layernorm(x)))
+    def forward(self, x, mask):
+        x = x + self.self_attn(self.input_layernorm(x), mask)
+        return x + self.mlp(self.post_attention_layernorm(x))
 
 
 class LlamaModel(nn.Module):
@@ -368,12 +350,15 @@ class LlamaModel(nn.Module):
         super().__init__()
         self.embed_tokens = nn.Embedding(c["vocab"], c["hidden"], device=META)
         self.layers = nn.ModuleList([LlamaDecoderLayer(c) for _ in range(c["layers"])])
-        self.norm = RMSNorm(c["hidden"])
+        self.norm = LlamaRMSNorm(c["hidden"])
 
     def forward(self, ids):
+        B, T = ids.shape
+        # _make_causal_mask: an additive (T, T) mask, broadcast over batch and heads.
+        mask = torch.full((T, T), float("-inf"), device=ids.device).triu(1)[None, None]
         x = self.embed_tokens(ids)
         for l in self.layers:
-            x = l(x)
+            x = l(x, mask)
         return self.norm(x)
 
 
@@ -382,21 +367,22 @@ class LlamaForCausalLM(nn.Module):
         super().__init__()
         self.model = LlamaModel(c)
         self.lm_head = nn.Linear(c["hidden"], c["vocab"], bias=False, device=META)
-        self.loss = CrossEntropy(c["vocab"])
 
-    def forward(self, ids):
-        logits = self.lm_head(self.model(ids))
-        self.loss(logits)
-        return logits
+    def forward(self, ids, labels):
+        logits = self.lm_head(self.model(ids)).float()
+        shift_logits = logits[..., :-1, :].contiguous()
+        shift_labels = labels[..., 1:].contiguous()
+        loss = F.cross_entropy(shift_logits.view(-1, shift_logits.size(-1)), shift_labels.view(-1))
+        return logits, loss
 
 
 def build_llama(name):
     c = dict(vocab=32000, hidden=4096, intermediate=11008, layers=32, heads=32)
-    export(LlamaForCausalLM(c), lambda T: (torch.zeros(1, T, dtype=torch.long, device=META),), name, _out(name),
+    export(LlamaForCausalLM(c), _tokens, name, _out(name),
            batch=1, seq_len=4096, description="Llama 2 7B (32 layers, 32 heads, hidden 4096), untied lm_head",
-           source="Hugging Face transformers LlamaForCausalLM, meta-llama/Llama-2-7b-hf config",
-           input_what="token ids, int64", output_what="logits (B, T, 32000); loss computed inside forward",
-           loss_inside=True)
+           source="Hugging Face transformers LlamaForCausalLM (eager attention), meta-llama/Llama-2-7b-hf config",
+           input_what="token ids and labels, int64",
+           output_what="logits (B, T, 32000) and the loss, computed inside forward", loss_inside=True)
 
 
 # ---- torchvision ------------------------------------------------------------------------------------

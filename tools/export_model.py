@@ -128,69 +128,85 @@ def _is_leaf(mod):
             or hasattr(mod, "gradsync_layers"))
 
 
+GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "convolution", "_convolution"}
+LOSS_OPS = {"nll_loss_forward", "nll_loss2d_forward", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+            "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div"}
+
+
+def _batch2(args):
+    """The forward's arguments for two samples: every tensor doubled along its first dimension."""
+    return tuple(torch.cat([a, a]) if isinstance(a, torch.Tensor) and a.dim() > 0 else a for a in args)
+
+
+def _describe_leaves(model):
+    """Forward hooks on leaf modules that describe each call (kind and dims, per sample)."""
+    descriptions, handles, calls = {}, [], {}
+    names = {}
+    for mname, mod in model.named_modules():
+        if _is_leaf(mod) and mname:
+            names[id(mod)] = mname
+
+    def hook(mod, inputs, output):
+        n = names.get(id(mod))
+        if n is None:
+            return
+        calls[n] = calls.get(n, 0) + 1
+        try:
+            d = describe_module(mod, inputs, output)
+        except ValueError:
+            d = []
+        descriptions[(n, calls[n])] = d[0] if len(d) == 1 and "params" not in d[0] else None
+    handles.append(nn.modules.module.register_module_forward_hook(hook))
+    return descriptions, handles
+
+
 def trace(model, example_input):
-    """Run one forward of batch 1 and return (layers, output tensors)."""
+    """One forward of batch `example_input`: its layers (with their ops) and output tensors."""
+    from op_trace import trace_forward
     canonical = {}
     for pname, p in model.named_parameters():
         canonical.setdefault(id(p), pname)
-    leaves = {}
-    skip = set()
-    for mname, mod in model.named_modules():
-        if any(mname.startswith(s + ".") for s in skip):
+    pnames = [n for n, _ in model.named_parameters()]
+    descriptions, handles = _describe_leaves(model)
+    try:
+        run = trace_forward(model, example_input)
+    finally:
+        for h in handles:
+            h.remove()
+    modules = dict(model.named_modules())
+    layers, fn_count = [], {}
+    index_of = {}  # run layer index -> output layer index
+    for j, rl in enumerate(run.layers):
+        ops = [o for o in run.ops if o["layer"] == j]
+        if not ops:
             continue
-        if _is_leaf(mod):
-            leaves[mname] = mod
-            skip.add(mname)
-    layers, calls, handles = [], {}, []
-
-    def make_hook(mname, mod):
-        def hook(m, inputs, output):
-            calls[mname] = calls.get(mname, 0) + 1
-            base = mname if calls[mname] == 1 else f"{mname}:{calls[mname]}"
-            described = describe_module(m, inputs, output)
-            own = [(n, p) for n, p in m.named_parameters()]
-            for i, d in enumerate(described):
-                d = dict(d)
-                if "params" in d:
-                    names = d.pop("params")
-                    params = [canonical[id(dict(own)[n])] for n in names]
-                elif i == 0:
-                    params = [canonical[id(p)] for _, p in own]
-                else:
-                    params = []
-                sub = d.pop("suffix", None)
-                name = base if len(described) == 1 and sub is None else f"{base}.{sub or d['kind']}"
-                layers.append({"name": name, "kind": d.pop("kind"), "params": params, **d})
-        return hook
-
-    for mname, mod in leaves.items():
-        handles.append(mod.register_forward_hook(make_hook(mname, mod)))
-
-    # Parameters no leaf module owns (ViT's class_token, pos_embedding) are used by plain torch
-    # functions; record each such use where it happens, as an elementwise layer.
-    leaf_params = {id(p) for m in leaves.values() for p in m.parameters()}
-    orphans = {id(p): canonical[id(p)] for p in model.parameters() if id(p) not in leaf_params}
-
-    from torch.overrides import TorchFunctionMode
-
-    class OrphanUses(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            out = func(*args, **kwargs)
-            used = [orphans[id(a)] for a in _flat(args) + _flat(list(kwargs.values())) if id(a) in orphans]
-            if used:
-                y = _first_tensor(out)
-                op = getattr(func, "__name__", "op")
-                for pname in used:
-                    layers.append({"name": f"{pname}.{op}", "kind": "elementwise", "params": [pname], "op": op,
-                                   "elements": _numel(y.shape) if y is not None else 1})
-            return out
-
-    with torch.no_grad(), OrphanUses():
-        out = model(*example_input)
-    for h in handles:
-        h.remove()
-    # Disambiguate names produced twice in one call (e.g. two linears of an MHA).
+        m, call = rl["module"], rl["call"]
+        base = m if call == 1 else f"{m}:{call}"
+        desc = descriptions.get((m, call)) if rl["leaf"] else None
+        if rl["leaf"]:
+            name = base
+            own = [canonical[id(p)] for p in modules[m].parameters()] if m in modules else []
+            params = list(dict.fromkeys(own))
+        else:
+            fn_count[base] = fn_count.get(base, 0) + 1
+            k = fn_count[base]
+            suffix = "fn" if k == 1 else f"fn{k}"
+            name = f"{base}.{suffix}" if base else suffix
+            params = []
+        read = [pnames[int(r[1:])] for o in ops for r, _, _ in o["in"] if r.startswith("p")]
+        for pn in read:
+            if pn not in params:
+                params.append(pn)
+        if desc is not None:
+            kind = desc.pop("kind")
+            dims = desc
+        else:
+            kind = "loss" if any(o["op"] in LOSS_OPS for o in ops) else "ops"
+            dims = {}
+        index_of[j] = len(layers)
+        layers.append({"name": name, "kind": kind, "params": params, "dims": dims, "ops": ops,
+                       "saved": [s for s in run.saved if s[0] == j]})
+    # Names produced twice (a leaf called by two parents) get :2, :3.
     seen = {}
     for l in layers:
         if l["name"] in seen:
@@ -198,7 +214,87 @@ def trace(model, example_input):
             l["name"] = f"{l['name']}:{seen[l['name']]}"
         else:
             seen[l["name"]] = 1
-    return layers, _all_tensors(out)
+    _attention_groups(run.ops)
+    return layers, run, _all_tensors(run.output)
+
+
+def _attention_groups(ops):
+    """Mark the ops of each attention core: a bmm of queries and keys (scores q x kv), the ops on
+    the scores (scale, mask, softmax, dropout), the bmm of probabilities and values, and the copies
+    that made q, k or v contiguous for the products. flash and mem-efficient attention replace them
+    with one kernel (the file marks them `attn: g`; the first bmm carries `attention:` [heads, q,
+    kv, head_dim, causal])."""
+    group = 0
+    for a, op in enumerate(ops):
+        if op["op"] not in ("bmm", "baddbmm") or "attn" in op:
+            continue
+        scores = {f"o{a}"}
+        size = op["out"][0][0]
+        chain = []
+        end = None
+        for b in range(a + 1, min(len(ops), a + 40)):
+            refs = [r for r, _, _ in ops[b]["in"]]
+            if ops[b]["op"] in ("bmm", "baddbmm") and refs and scores.intersection(refs):
+                end = b
+                break
+            if any(r in scores for r in refs) and ops[b]["out"] and ops[b]["out"][0][0] == size:
+                chain.append(b)
+                scores.update(f"o{b}" if i == 0 else f"o{b}.{i}" for i in range(len(ops[b]["out"])))
+        if end is None:
+            continue
+        members = [a] + chain + [end]
+        # Copies feeding only the two products (q, k, v made contiguous for the math path) and masks
+        # made for the scores alone (nanoGPT's tril buffer compared with 0): the fused kernels need
+        # neither.
+        for c in range(max(0, a - 8), end):
+            if c in members or ops[c]["op"] in GEMM_OPS:
+                continue
+            outs = {f"o{c}" if i == 0 else f"o{c}.{i}" for i in range(len(ops[c]["out"]))}
+            readers = [m for m in range(c + 1, len(ops)) if any(r in outs for r, _, _ in ops[m]["in"])]
+            if readers and all(m in members for m in readers) and \
+                    (ops[c]["op"] == "clone" or all(r.startswith("b") for r, _, _ in ops[c]["in"])):
+                members.append(c)
+        for m in members:
+            ops[m]["attn"] = group
+        batch, q, kv, d = op["gemm"]
+        causal = any(ops[c]["op"] == "masked_fill" for c in chain)
+        op["attention"] = [batch, q, kv, d, causal]
+        group += 1
+
+
+def _numbers(record, path=()):
+    """Every number of a record, with its path, in a fixed order."""
+    if isinstance(record, bool):
+        return []
+    if isinstance(record, (int, float)):
+        return [(path, record)]
+    if isinstance(record, dict):
+        out = []
+        for k in sorted(record):
+            out += _numbers(record[k], path + (k,))
+        return out
+    if isinstance(record, (list, tuple)):
+        out = []
+        for i, v in enumerate(record):
+            out += _numbers(v, path + (i,))
+        return out
+    return []
+
+
+def _set(record, path, value):
+    for p in path[:-1]:
+        record = record[p]
+    if isinstance(record, tuple):
+        raise TypeError("tuples are converted to lists first")
+    record[path[-1]] = value
+
+
+def _lists(x):
+    if isinstance(x, (list, tuple)):
+        return [_lists(y) for y in x]
+    if isinstance(x, dict):
+        return {k: _lists(v) for k, v in x.items()}
+    return x
 
 
 def _symbolic(vals, ts):
@@ -226,40 +322,104 @@ def _symbolic(vals, ts):
     return "+".join(terms).replace("+-", "-")
 
 
+def _get(record, path):
+    for p in path:
+        record = record[p]
+    return record
+
+
+def _records(layers):
+    """The traced layers as plain lists and dicts (op inputs [ref, elements, bytes per element])."""
+    out = []
+    for l in layers:
+        ops = []
+        for o in l["ops"]:
+            r = {"op": o["op"], "in": [[ref, n, b or 0] for ref, n, b in o["in"]],
+                 "out": [[n, b or 0] for n, b in o["out"]]}
+            for k in ("flops", "gemm", "conv", "attn", "attention"):
+                if k in o:
+                    r[k] = list(o[k]) if isinstance(o[k], (list, tuple)) else o[k]
+            ops.append(r)
+        out.append({"name": l["name"], "kind": l["kind"], "params": list(l["params"]), "dims": dict(l["dims"]),
+                    "ops": ops, "saved": [[ref, n, b or 0, saver] for _, ref, n, b, saver in l["saved"]]})
+    return out
+
+
+def _generalise_layers(traces, ts, batch2):
+    """Numbers of the traces at batch 2 (sequence lengths `ts`) and of the batch-4 trace become
+    expressions in T and B: "768*T" for a size one sample has, "B*768*T" for one that grows with the
+    batch (an activation), a plain number for one that does not (a weight)."""
+    base = traces[0]
+    for path, v1 in _numbers(base):
+        leaf = path[-1]
+        if "params" in path or "attn" in path:
+            continue
+        if len(path) >= 3 and path[-3] in ("in", "saved") and leaf != 1:
+            continue  # a reference's bytes per element, or the saver's index
+        if len(path) >= 3 and path[-3] == "out" and leaf != 0:
+            continue
+        if "attention" in path and leaf == 4:
+            continue
+        dims = "dims" in path  # the layer's kind fields: one sample's (the cost rules scale them)
+        vals = [v1] + [_get(t, path) for t in traces[1:]]
+        v4 = _get(batch2, path)
+        if v4 == 2 * v1 and v1 != 0:
+            if any(v % 2 for v in vals):
+                raise ValueError(f"export_model: layer {base[path[0]]['name']} {'/'.join(map(str, path[1:]))} is "
+                                 f"{vals} for two samples: not a whole number per sample")
+            half = [v // 2 for v in vals]
+            text = str(_symbolic(half, ts) if ts else half[0])
+            expr = _symbolic(half, ts) if dims and ts else half[0] if dims else \
+                f"B*{text}" if all(ch not in text[1:] for ch in "+-") else f"B*({text})"
+        elif v4 == v1:
+            expr = _symbolic(vals, ts) if ts else v1
+        else:
+            raise ValueError(f"export_model: layer {base[path[0]]['name']} {'/'.join(map(str, path[1:]))} is {v1} "
+                             f"for two samples and {v4} for four: neither per sample nor fixed")
+        _set(base, path, expr)
+    return base
+
+
 def export(model, example_input_fn, name, path, batch, seq_len=None, description="", source="",
            output_what="", input_what="", loss_inside=False, unused=()):
-    """Trace `model` and write its gradsync model file to `path`.
+    """Trace `model` and write its gradsync model file (format 2: layers and their aten ops) to
+    `path`.
 
     example_input_fn(T) returns the forward's positional arguments for batch 1 (T is None for
-    models without a sequence length). The output's elements are recorded; their bytes follow the
-    run's precision, so outputs are written as elements, inputs as bytes.
+    models without a sequence length); batches 2 and 4, which are traced, double them. The output's elements
+    are recorded; their bytes follow the run's precision, so outputs are written as elements,
+    inputs as bytes.
     """
-    if seq_len is None:
-        args = example_input_fn(None)
-        layers, outs = trace(model, args)
-        in_bytes = sum(_numel(a.shape) * a.element_size() for a in args if isinstance(a, torch.Tensor))
-        out_elems = sum(_numel(o.shape) for o in outs)
-    else:
-        ts = (8, 16, 32)
-        args = [example_input_fn(t) for t in ts]
-        traced = [trace(model, a) for a in args]
-        names = [[l["name"] for l in ls] for ls, _ in traced]
-        assert names[0] == names[1] == names[2], "the layer sequence must not depend on T"
-        layers = []
-        for per_t in zip(*(ls for ls, _ in traced)):
-            x = per_t[0]
-            layers.append({k: (_symbolic([l[k] for l in per_t], ts) if isinstance(v, int) and not isinstance(v, bool)
-                               else v) for k, v in x.items()})
+    ts = (8, 16, 32) if seq_len is not None else ()
+    configs = [example_input_fn(t) for t in ts] if ts else [example_input_fn(None)]
+    # Traced at batch 2 and 4: matmul copies non-contiguous operands only when the batch is above 1
+    # (a dimension of one sample reshapes as a view), and training batches are.
+    traced = [trace(model, _batch2(a)) for a in configs]
+    traced2 = trace(model, _batch2(_batch2(configs[0])))
+    records = [_records(layers) for layers, _, _ in traced]
+    record2 = _records(traced2[0])
+    shapes = [[(l["name"], [o["op"] for o in l["ops"]]) for l in r] for r in records + [record2]]
+    for other in shapes[1:]:
+        if other != shapes[0]:
+            raise ValueError("export_model: the layers or their ops depend on the sequence length or the batch; "
+                             "the model file describes one sequence of ops")
+    layers = _generalise_layers(records, ts, record2)
+    outs = [o for _, _, o in traced]
+    if ts:
         in_bytes = _symbolic([sum(_numel(t.shape) * t.element_size() for t in a if isinstance(t, torch.Tensor))
-                              for a in args], ts)
-        out_elems = _symbolic([sum(_numel(o.shape) for o in outs) for _, outs in traced], ts)
+                              for a in configs], ts)
+        out_elems = _symbolic([sum(_numel(o.shape) for o in os_) // 2 for os_ in outs], ts)
+    else:
+        in_bytes = sum(_numel(a.shape) * a.element_size() for a in configs[0] if isinstance(a, torch.Tensor))
+        out_elems = sum(_numel(o.shape) for o in outs[0]) // 2
+    input_dtypes = [DTYPE_NAMES[a.dtype] for a in configs[0] if isinstance(a, torch.Tensor)]
 
     sparse = set()
     for mname, mod in model.named_modules():
         if isinstance(mod, nn.Embedding) and mod.sparse:
             sparse.add(id(mod.weight))
     lines = [f"# {name}: gradsync model file (models/README.md), written by tools/export_model.py.",
-             "format: gradsync-model/1", f"name: {name}"]
+             "format: gradsync-model/2", f"name: {name}"]
     if description:
         lines.append(f"description: {_q(description)}")
     if source:
@@ -271,6 +431,7 @@ def export(model, example_input_fn, name, path, batch, seq_len=None, description
     lines.append("input:")
     lines.append(f"  what: {_q(input_what or 'input')}")
     lines.append(f"  bytes: {_v(in_bytes)}")
+    lines.append(f"  dtypes: [{', '.join(input_dtypes)}]")
     lines.append("output:")
     lines.append(f"  what: {_q(output_what or 'output')}")
     lines.append(f"  elements: {_v(out_elems)}")
@@ -295,11 +456,29 @@ def export(model, example_input_fn, name, path, batch, seq_len=None, description
         lines.append("unused_parameters: [" + ", ".join(unused) + "]")
     lines.append("layers:")
     for l in layers:
-        fields = ", ".join(f"{k}: {_v(v)}" for k, v in l.items() if k not in ("name", "kind", "params"))
-        params = ", ".join(l["params"])
-        lines.append(f"  - {{name: {l['name']}, kind: {l['kind']}, params: [{params}]" + (f", {fields}" if fields else "") + "}")
+        fields = "".join(f", {k}: {_v(v)}" for k, v in l["dims"].items())
+        lines.append(f"  - {{name: {l['name']}, kind: {l['kind']}, params: [{', '.join(l['params'])}]{fields},")
+        lines.append("     ops: [")
+        for o in l["ops"]:
+            lines.append(f"       {_op_text(o)},")
+        saved = ", ".join(_flow(s) for s in l["saved"])
+        lines.append(f"     ], saved: [{saved}]}}")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
+
+
+def _flow(x):
+    if isinstance(x, (list, tuple)):
+        return "[" + ", ".join(_flow(y) for y in x) + "]"
+    return _v(x)
+
+
+def _op_text(o):
+    parts = [f"op: {o['op']}", f"in: {_flow(o['in'])}", f"out: {_flow(o['out'])}"]
+    for k in ("flops", "gemm", "conv", "attn", "attention"):
+        if k in o:
+            parts.append(f"{k}: {_flow(o[k])}")
+    return "{" + ", ".join(parts) + "}"
 
 
 def _q(s):
@@ -309,7 +488,7 @@ def _q(s):
 def _v(v):
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, str) and not all(ch in "0123456789T*+-" for ch in v):
+    if isinstance(v, str) and not all(ch in "0123456789TB*+-()" for ch in v):
         return _q(v)
     return str(v)
 

@@ -107,12 +107,13 @@ TEST(BucketPlan, ReadyOrderInsideALayer) {
   EXPECT_EQ(name(3), "transformer.h.11.mlp.c_proj.weight");
 }
 
-TEST(BucketPlan, Gpt2TiedEmbeddingIsReadyLastOfTheBlocksAndLandsInTheLastFullBucket) {
+TEST(BucketPlan, Gpt2TiedEmbeddingIsTheLastGradientAndClosesTheLastBucket) {
   const StepModel m = zoo("gpt2");
   const BucketSchedule s = bucket_schedule(m, {});
   const BucketPlan& p = s.at(2);
   const int wte = p.bucket_of[0];
   ASSERT_EQ(m.params[0].name, "transformer.wte.weight");
+  ASSERT_EQ(m.params[1].name, "transformer.wpe.weight");
   // lm_head uses wte last, but the gradient is complete only after the embedding's backward:
   // it is behind every transformer block's gradients.
   for (std::size_t i = 0; i < m.params.size(); ++i) {
@@ -120,22 +121,33 @@ TEST(BucketPlan, Gpt2TiedEmbeddingIsReadyLastOfTheBlocksAndLandsInTheLastFullBuc
       EXPECT_LE(p.bucket_of[i], wte) << m.params[i].name;
     }
   }
-  // build-nanogpt computes wpe(pos) before wte(idx), so wpe's gradient comes after wte's and
+  // nanoGPT's model.py embeds tokens (wte) before positions (wpe): autograd runs the later
+  // embedding's backward first, so wpe is ready before wte, and wte is the very last gradient.
+  EXPECT_EQ(wte, static_cast<int>(p.buckets.size()) - 1);
+  EXPECT_EQ(p.buckets.back().params.back(), 0u);
+  EXPECT_EQ(ready_order(m).back(), 0u);
+  const auto& last = p.buckets.back().params;
+  EXPECT_EQ(last[last.size() - 2], 1u);
+}
+
+TEST(BucketPlan, TiedEmbeddingLeavesPositionsTrailingWhenPositionsAreEmbeddedFirst) {
+  // build-nanogpt computes wpe(pos) before wte(idx): then wpe's gradient comes after wte's and
   // trails as the leftover bucket; wte closes the last bucket that reached the cap.
+  StepModel m = zoo("gpt2");
+  std::size_t wte_layer = m.layers.size(), wpe_layer = m.layers.size();
+  for (std::size_t i = 0; i < m.layers.size(); ++i) {
+    if (m.layers[i].name == "transformer.wte") wte_layer = i;
+    if (m.layers[i].name == "transformer.wpe") wpe_layer = i;
+  }
+  ASSERT_LT(wte_layer, wpe_layer);
+  ASSERT_LT(wpe_layer, m.layers.size());
+  std::swap(m.layers[wte_layer], m.layers[wpe_layer]);
+  const BucketSchedule s = bucket_schedule(m, {});
+  const BucketPlan& p = s.at(2);
+  const int wte = p.bucket_of[0];
   EXPECT_EQ(wte, static_cast<int>(p.buckets.size()) - 2);
   EXPECT_EQ(p.buckets.back().params, (std::vector<std::size_t>{1}));
   EXPECT_EQ(p.buckets[static_cast<std::size_t>(wte)].params.back(), 0u);
-}
-
-TEST(BucketPlan, TiedEmbeddingIsTheVeryLastBucketWhenTokensAreEmbeddedFirst) {
-  // Hugging Face's GPT2Model embeds tokens before positions: then wte is the last gradient.
-  StepModel m = zoo("gpt2");
-  std::swap(m.layers[0], m.layers[1]);
-  ASSERT_EQ(m.layers[0].name, "transformer.wte");
-  const BucketSchedule s = bucket_schedule(m, {});
-  const BucketPlan& p = s.at(2);
-  EXPECT_EQ(p.bucket_of[0], static_cast<int>(p.buckets.size()) - 1);
-  EXPECT_EQ(ready_order(m).back(), 0u);
 }
 
 // Expected sizes below were computed by tests/core/bucket_plan_by_hand.py, an independent plain
@@ -178,12 +190,12 @@ INSTANTIATE_TEST_SUITE_P(
                  true,
                  {4000, 12406784, 9441280, 8409088, 13651968, 12603392, 9441280, 6574080, 5519360, 6830080, 5525504,
                   6308864, 5512448}},
-        HandCase{"gpt2", 50.0, false, {56702976, 56702976, 56702976, 56702976, 56702976, 56702976, 154395648, 3145728}},
+        HandCase{"gpt2", 50.0, false, {56702976, 56702976, 56702976, 56702976, 56702976, 56702976, 157541376}},
         HandCase{"gpt2",
                  std::nullopt,
                  false,
                  {9446400, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488, 28351488,
-                  28351488, 28351488, 173300736, 3145728}},
+                  28351488, 28351488, 176446464}},
         HandCase{"gpt2", 50.0, true, {9216, 56702976, 56702976, 56702976, 56702976, 56702976, 59845632, 154389504}},
         HandCase{"gpt2",
                  std::nullopt,
@@ -206,12 +218,12 @@ TEST(BucketPlan, Gpt2WithCap5HasTheHandComputedBuckets) {
   BucketOptions o;
   o.bucket_cap_mb = 5.0;
   const std::vector<Bytes> got = sizes(bucket_schedule(zoo("gpt2"), o).at(2));
-  // 12 blocks x 3 buckets of 9446400, 9449472, 9455616 bytes, then wte, then wpe.
-  ASSERT_EQ(got.size(), 38u);
+  // 12 blocks x 3 buckets of 9446400, 9449472, 9455616 bytes, then wpe (3145728) with wte
+  // (154395648): wpe alone stays under the cap.
+  ASSERT_EQ(got.size(), 37u);
   const std::vector<Bytes> block = {9446400, 9449472, 9455616};
   for (std::size_t i = 0; i < 36; ++i) EXPECT_EQ(got[i], block[i % 3]) << i;
-  EXPECT_EQ(got[36], 154395648u);
-  EXPECT_EQ(got[37], 3145728u);
+  EXPECT_EQ(got[36], 157541376u);
 }
 
 TEST(BucketPlan, ExplicitCapDropsTheOneMibFirstBucketUnlessAsked) {

@@ -392,10 +392,15 @@ TEST(DdpStep, Gpt2WithRooflineCostsOverlapsOnceBucketsAreRebuilt) {
   for (int it = 1; it <= 3; ++it) step.run_iteration(it);
   const auto mt = iteration_metrics(e.trace(), 0);
   ASSERT_EQ(mt.size(), 3u);
-  EXPECT_DOUBLE_EQ(mt[0].overlap_s, 0);
+  // Iteration 1's one bucket is reduced after backward: only the input's copy to the GPU may
+  // overlap compute (the flattening of nanoGPT's causal-mask buffer before its broadcast).
+  double h2d = 0;
+  for (const TraceEvent& ev : e.trace().events)
+    if (ev.rank == 0 && ev.iteration == 1 && ev.name == "h2d:input") h2d += ev.end_s - ev.start_s;
+  EXPECT_LE(mt[0].overlap_s, h2d + 1e-12);
   EXPECT_GT(mt[2].overlap, 0.5);
   EXPECT_LT(mt[2].time_s, mt[0].time_s);
-  EXPECT_EQ(step.reducer().plan().buckets.size(), 14u);
+  EXPECT_EQ(step.reducer().plan().buckets.size(), 13u);  // tests/core/bucket_plan_by_hand.py
 }
 
 }  // namespace

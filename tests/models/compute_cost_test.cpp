@@ -22,7 +22,7 @@ GpuSpec round_gpu() {
   return g;
 }
 
-const char* kModel = R"(format: gradsync-model/1
+const char* kModel = R"(format: gradsync-model/2
 name: small
 defaults: {batch: 8, seq_len: 128}
 input: {bytes: 8*T}

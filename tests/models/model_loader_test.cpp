@@ -10,7 +10,7 @@ namespace gradsync {
 namespace {
 
 // A small valid model; each test breaks one line of it.
-const std::string kGood = R"(format: gradsync-model/1
+const std::string kGood = R"(format: gradsync-model/2
 name: tiny
 defaults: {batch: 4, seq_len: 8}
 input: {bytes: 8*T}
@@ -52,7 +52,7 @@ TEST(ModelLoader, UnknownKind) {
   EXPECT_EQ(
       error_of(replace(kGood, "kind: linear", "kind: lienar")),
       "bad.yaml:12: layers[1] \"fc\": unknown kind \"lienar\"; expected one of linear, conv2d, embedding, layernorm, "
-      "rmsnorm, batchnorm, attention, activation, softmax, dropout, pooling, elementwise, loss");
+      "rmsnorm, batchnorm, attention, activation, softmax, dropout, pooling, elementwise, loss, ops");
 }
 
 TEST(ModelLoader, UndeclaredParameter) {
@@ -138,8 +138,69 @@ TEST(ModelLoader, BadExpression) {
 }
 
 TEST(ModelLoader, WrongFormatVersion) {
-  EXPECT_EQ(error_of(replace(kGood, "gradsync-model/1", "gradsync-model/9")),
-            "bad.yaml:1: model file: format \"gradsync-model/9\" is not supported; expected gradsync-model/1");
+  EXPECT_EQ(error_of(replace(kGood, "gradsync-model/2", "gradsync-model/9")),
+            "bad.yaml:1: model file: format \"gradsync-model/9\" is not supported; expected gradsync-model/2");
+  EXPECT_EQ(error_of(replace(kGood, "gradsync-model/2", "gradsync-model/1")),
+            "bad.yaml:1: model file: format gradsync-model/1 (layers only) is no longer read; gradsync reads "
+            "gradsync-model/2, whose layers list the aten ops of one forward: export the model again with "
+            "tools/export_model.py (models/README.md)");
+}
+
+// A format 2 file with ops: the embedding's gather and the linear's product, in batch B.
+const std::string kOps = R"(format: gradsync-model/2
+name: tiny
+defaults: {batch: 4, seq_len: 8}
+input: {bytes: 8*T, dtypes: [int64]}
+output: {elements: 10*T, loss: outside}
+parameters:
+  - {name: emb.weight, shape: [10, 4]}
+  - {name: fc.weight, shape: [10, 4]}
+  - {name: fc.bias, shape: [10]}
+layers:
+  - {name: emb, kind: embedding, params: [emb.weight], num: 10, dim: 4, tokens: T,
+     ops: [{op: embedding, in: [[p0, 40, 0], [x0, B*T, 8]], out: [[B*4*T, 0]]}], saved: [[x0, B*T, 8, 0]]}
+  - {name: fc, kind: linear, params: [fc.weight, fc.bias], in: 4, out: 10, tokens: T,
+     ops: [{op: addmm, in: [[p2, 10, 0], [o0, B*4*T, 0], [p1, 40, 0]], out: [[B*10*T, 0]], flops: B*80*T,
+            gemm: [1, B*T, 10, 4]}], saved: [[o0, B*4*T, 0, 1]]}
+)";
+
+TEST(ModelLoader, OpsLoadWithTheirReferencesAndSizes) {
+  const Model m = parse_model(kOps, "ops.yaml");
+  ASSERT_EQ(m.ops.size(), 2u);
+  EXPECT_EQ(m.layers[1].first_op, 1u);
+  EXPECT_EQ(m.layers[1].op_count, 1u);
+  const Op& mm = m.ops[1];
+  EXPECT_EQ(mm.in[1].ref, (OpRef{OpRef::Kind::kOp, 0, 0}));
+  EXPECT_EQ(mm.in[2].ref, (OpRef{OpRef::Kind::kParameter, 1, 0}));
+  EXPECT_EQ(mm.flops.eval(3, 8), 3 * 80 * 8);
+  EXPECT_EQ((*mm.gemm)[1].eval(3, 8), 24);
+  EXPECT_EQ((*mm.gemm)[2].eval(3, 8), 10);  // a weight's size does not grow with the batch
+  EXPECT_EQ(m.layers[0].saved.at(0).bytes, 8);
+  EXPECT_EQ(m.input_dtypes, (std::vector<DType>{DType::kInt64}));
+}
+
+TEST(ModelLoader, BadOpsNameTheLayerOpAndValue) {
+  EXPECT_EQ(error_of(replace(kOps, "[o0, B*4*T, 0], [p1", "[o5, B*4*T, 0], [p1")),
+            "bad.yaml:14: layers[1] \"fc\" ops[0] addmm: reference \"o5\": op 5 is not an earlier op (this is op 1)");
+  EXPECT_EQ(error_of(replace(kOps, "[p0, 40, 0]", "[q0, 40, 0]")),
+            "bad.yaml:12: layers[0] \"emb\" ops[0] embedding: reference \"q0\": expected o<op>[.<output>], "
+            "p<parameter>, b<buffer>, x<input> or c");
+  EXPECT_EQ(error_of(replace(kOps, "[p0, 40, 0]", "[p9, 40, 0]")),
+            "bad.yaml:12: layers[0] \"emb\" ops[0] embedding: reference \"p9\": the model has 3 parameters");
+  EXPECT_EQ(error_of(replace(kOps, "out: [[B*4*T, 0]]", "out: [[4*B*T, 0]]")),
+            "bad.yaml:12: layers[0] \"emb\" ops[0] embedding: elements: expression \"4*B*T\": B may only open it, as "
+            "B*768*T (per sample, times the batch)");
+  EXPECT_EQ(error_of(replace(kOps, ",\n            gemm: [1, B*T, 10, 4]", "")),
+            "bad.yaml:14: layers[1] \"fc\" ops[0] addmm: a matrix product needs gemm: [batch, m, n, k]");
+  EXPECT_EQ(error_of(replace(kOps, "[x0, B*T, 8]]", "[x0, B*T, 3]]")),
+            "bad.yaml:12: layers[0] \"emb\" ops[0] embedding: bytes per element 3: expected 0 (floating point) or 1, "
+            "2, 4, 8");
+  EXPECT_EQ(error_of(replace(kOps, "kind: embedding, params: [emb.weight], num: 10, dim: 4, tokens: T,",
+                             "kind: ops, params: [emb.weight],")),
+            "no error");  // a run of functional ops: costed by its ops alone
+  EXPECT_EQ(error_of(replace(kGood, "kind: linear, params: [fc.weight, fc.bias], in: 4, out: 10, tokens: T",
+                             "kind: ops, params: [fc.weight, fc.bias]")),
+            "bad.yaml:12: layers[1] \"fc\": a layer of kind ops needs its ops: [...]");
 }
 
 TEST(ModelLoader, MissingFileAndUnknownName) {
@@ -153,7 +214,7 @@ TEST(ModelLoader, MissingFileAndUnknownName) {
 }
 
 TEST(ModelLoader, JsonIsAccepted) {
-  const std::string json = R"({"format": "gradsync-model/1", "name": "j", "defaults": {"batch": 2},
+  const std::string json = R"({"format": "gradsync-model/2", "name": "j", "defaults": {"batch": 2},
     "input": {"bytes": 16}, "output": {"elements": 4},
     "parameters": [{"name": "w", "shape": [4, 4]}],
     "layers": [{"name": "fc", "kind": "linear", "params": ["w"], "in": 4, "out": 4}]})";

@@ -58,7 +58,7 @@ TEST(Zoo, Gpt2RegistrationOrderAndTiedEmbedding) {
   EXPECT_EQ(m.default_seq_len, 1024);
   EXPECT_TRUE(m.loss_inside);
   EXPECT_EQ(m.output_elements.eval(1024), 1024 * 50257);
-  EXPECT_EQ(m.input_bytes.eval(1024), 8 * 1024);
+  EXPECT_EQ(m.input_bytes.eval(1024), 2 * 8 * 1024);  // token ids and targets (nanoGPT's forward(idx, targets))
 }
 
 TEST(Zoo, TorchvisionNamesAndBuffers) {
@@ -100,7 +100,10 @@ TEST(Zoo, HuggingFaceNames) {
                                 "model.layers.0.post_attention_layernorm.weight"}));
   EXPECT_EQ(n.back(), "lm_head.weight");
   // Forward order puts the norm before attention, although it is registered after the MLP.
-  EXPECT_EQ(l.layers[1].name, "model.layers.0.input_layernorm");
+  const auto emb =
+      std::find_if(l.layers.begin(), l.layers.end(), [](const Layer& x) { return x.name == "model.embed_tokens"; });
+  ASSERT_NE(emb, l.layers.end());
+  EXPECT_EQ((emb + 1)->name, "model.layers.0.input_layernorm");
 }
 
 TEST(Zoo, ModelFileByPath) {

@@ -128,12 +128,32 @@ TEST(Simulate, AComputeBoundDdpStepOverlaps) {
   EXPECT_LT(r.exposed_communication_s, 0.5 * r.communication_s);
   EXPECT_GT(r.overlap, 0.5);
   EXPECT_GT(r.compute_s, r.communication_s);
-  // Iteration 1 reduces everything in one bucket after backward: nothing to overlap.
-  EXPECT_DOUBLE_EQ(r.iterations.at(0).overlap_s, 0.0);
+  // Iteration 1 reduces everything in one bucket after backward: no gradient communication
+  // overlaps compute. (The input's host-to-device copy may overlap the flattening of nanoGPT's
+  // causal-mask buffer before its broadcast; that is all the overlap there is.)
+  double h2d = 0;
+  for (const TraceEvent& e : r.trace.events)
+    if (e.rank == 0 && e.iteration == 1 && e.name == "h2d:input") h2d += e.end_s - e.start_s;
+  EXPECT_LE(r.iterations.at(0).overlap_s, h2d + 1e-12);
+  for (const TraceEvent& a : r.trace.events) {
+    if (a.rank != 0 || a.iteration != 1 || a.name.rfind("allreduce:", 0) != 0) continue;
+    for (const TraceEvent& c : r.trace.events)
+      if (c.rank == 0 && c.stream == Stream::kCompute && c.end_s > a.start_s + 1e-12 && c.start_s < a.end_s - 1e-12)
+        ADD_FAILURE() << c.name << " overlaps " << a.name;
+  }
   EXPECT_GT(r.iteration_1_time_s, r.steady_iteration_time_s);
-  // Each rank sends and receives 2(n-1)/n of the gradients per step (ring allreduce).
-  const auto grads = static_cast<double>(to_step_model(load_model("gpt2"), Precision::kBF16, 1024).gradient_bytes());
-  for (const GpuResult& g : r.per_gpu) EXPECT_NEAR(g.bytes_out, 2.0 * 7 / 8 * grads, 1e-9 * grads) << g.rank;
+  // Each rank sends and receives 2(n-1)/n of the gradients per step (ring allreduce), and at most
+  // the buffers once more: DDP broadcasts nanoGPT's twelve causal-mask buffers (broadcast_buffers)
+  // before each forward, down a chain where every rank but the last forwards them.
+  const StepModel sm = to_step_model(load_model("gpt2"), Precision::kBF16, 1024);
+  const auto grads = static_cast<double>(sm.gradient_bytes());
+  const auto buffers = static_cast<double>(sm.buffer_bytes());
+  ASSERT_EQ(buffers, 12.0 * 1024 * 1024 * 4);
+  for (const GpuResult& g : r.per_gpu) {
+    EXPECT_GE(g.bytes_out, 2.0 * 7 / 8 * grads - 1e-9 * grads) << g.rank;
+    EXPECT_LE(g.bytes_out, 2.0 * 7 / 8 * grads + buffers + 1e-9 * grads) << g.rank;
+  }
+  EXPECT_NEAR(r.per_gpu.front().bytes_out, 2.0 * 7 / 8 * grads + buffers, 1e-9 * grads);  // the root sends all
 }
 
 // GPT-2 with tiny batches over PCIe: communication dwarfs compute and cannot hide.

@@ -64,8 +64,10 @@ with tempfile.TemporaryDirectory() as tmp:
         check(j["total_params"] == sum(p.numel() for p in model.parameters()), "total_params")
         check([b["name"] for b in j["buffers"]] == [n for n, _ in model.named_buffers()], "buffers")
         kinds = [l["kind"] for l in j["layers"]]
-        check(kinds == ["embedding", "layernorm", "linear", "activation", "batchnorm", "linear", "linear"],
+        check(kinds == ["embedding", "layernorm", "linear", "activation", "batchnorm", "linear", "linear", "ops"],
               f"layers in forward order: {kinds}")
+        # The functional residual add (no module) is its own segment, named after its parent.
+        check(j["layers"][-1]["name"] == "fn", f"functional segment: {j['layers'][-1]['name']}")
         # fc: 2 * T * 16 * 32 FLOPs per sample, batch 4, T 32.
         check(j["layers"][2]["forward_flops"] == 4 * 2 * 32 * 16 * 32, "linear FLOPs")
 

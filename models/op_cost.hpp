@@ -1,0 +1,57 @@
+// op_cost.hpp: a training step's compute from the aten ops of a format 2 model file, as PyTorch
+// runs them: eager (one kernel per op, each reading and writing whole tensors) or compiled
+// (torch.compile: pointwise and reduction ops between matrix products fused), attention as
+// recorded (math: the T x T scores materialised) or as F.scaled_dot_product_attention's fused
+// kernels (flash, mem-efficient), autocast's dtypes and casts, each kernel class at its own
+// achievable rate, and the host's cost of issuing every kernel.
+//
+//   ComputeContext ctx{&gpu_spec("a100"), Precision::kBF16, 16, 1024};
+//   ctx.mode = {.compile = true, .attention = AttentionImpl::kFlash};
+//   const ModelCost c = op_model_cost(load_model("gpt2"), ctx);
+//
+// Forward: every recorded op is a kernel (casts added where autocast inserts them); backward:
+// each op's gradient kernels by rule (op_backward in op_cost.cpp, from PyTorch's derivatives.yaml:
+// a product's two gradient products, an elementwise op's one kernel reading the gradient and what
+// it saved, a layer norm's backward and its weight reduction, ...).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "models/compute_cost.hpp"
+
+namespace gradsync {
+
+// KernelRates: what each kernel class reaches of the GPU's datasheet peaks, per architecture
+// (rates_for), and what issuing a kernel costs the host.
+struct KernelRates {
+  double gemm_tensor = 0.80;  // tensor-core GEMMs (bf16, fp16, tf32) of a full wave
+  double gemm_fp32 = 0.85;    // FP32 (SIMT) SGEMM
+  double conv = 0.60;         // cuDNN convolutions, of the same peak as the GEMMs
+  double flash = 0.50;        // FlashAttention-2 (forward; backward does 2.5x the FLOPs)
+  double mem_efficient = 0.35;
+  double memory = 0.80;               // memory-bound kernels, of DRAM bandwidth
+  int tile = 128;                     // output tile of a GEMM (CUTLASS/cuBLAS 128x128), for wave quantisation
+  double min_kernel_s = 2e-6;         // a kernel's GPU time at least (launch to completion)
+  double eager_forward_op_s = 10e-6;  // host: Python + dispatcher + launch of one eager forward op
+  double eager_backward_op_s = 5e-6;  // host: autograd engine (C++) + launch of one backward op
+  double compiled_kernel_s = 4e-6;    // host: torch.compile's generated wrapper launching a kernel
+};
+
+// rates_for: the rates of a GPU's architecture (sources in op_cost.cpp).
+KernelRates rates_for(const GpuSpec& gpu);
+
+// op_model_cost: every layer's forward and backward of a format 2 model (model.ops non-empty).
+ModelCost op_model_cost(const Model& model, const ComputeContext& ctx);
+
+std::string_view attention_impl_name(AttentionImpl a);
+// execution_mode: the scenario keys compile and attention ("math", "flash", "mem-efficient") as a
+// mode; ConfigError for another attention name.
+ExecutionMode execution_mode(bool compile, std::string_view attention);
+// execution_mode_text: "eager, math attention", "torch.compile, flash attention", "eager,
+// channels_last"; without `attention` (a model with no attention core) the attention is left out.
+std::string execution_mode_text(const ExecutionMode& m, bool attention = true);
+// has_attention: whether a model records an attention core (what --attention changes).
+bool has_attention(const Model& m);
+
+}  // namespace gradsync

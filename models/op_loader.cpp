@@ -1,0 +1,238 @@
+// op_loader.cpp: the op-level parts of format 2 model files: sizes in T and B, references, and
+// a layer's `ops` and `saved` lists (see ops.hpp).
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "core/error.hpp"
+#include "models/model.hpp"
+#include "models/op_loader.hpp"
+
+namespace gradsync {
+namespace {
+
+std::optional<std::size_t> number(std::string_view s) {
+  std::size_t v = 0;
+  if (s.empty()) return std::nullopt;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::int64_t BatchExpr::eval(std::int64_t batch, std::int64_t t) const {
+  const std::int64_t v = e.eval(t);
+  if (!per_sample) return v;
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(v, batch, &r)) throw ConfigError("expression: value overflows 64 bits");
+  return r;
+}
+
+std::string BatchExpr::to_string() const {
+  const std::string inner = e.to_string();
+  if (!per_sample) return inner;
+  const bool compound = inner.find_first_of("+-", 1) != std::string::npos;
+  return compound ? fmt::format("B*({})", inner) : "B*" + inner;
+}
+
+BatchExpr BatchExpr::parse(std::string_view text) {
+  BatchExpr b;
+  if (text.size() >= 2 && text[0] == 'B' && text[1] == '*') {
+    b.per_sample = true;
+    text.remove_prefix(2);
+  } else if (text.find('B') != std::string_view::npos) {
+    throw ConfigError(
+        fmt::format("expression \"{}\": B may only open it, as B*768*T (per sample, times the batch)", text));
+  }
+  b.e = SeqExpr::parse(text);
+  return b;
+}
+
+std::optional<OpRef> OpRef::parse(std::string_view text) {
+  OpRef r;
+  if (text == "c") return r;
+  if (text.size() < 2) return std::nullopt;
+  std::string_view rest = text.substr(1);
+  switch (text[0]) {
+    case 'o': {
+      r.kind = Kind::kOp;
+      const auto dot = rest.find('.');
+      const auto i = number(rest.substr(0, dot));
+      if (!i) return std::nullopt;
+      r.index = *i;
+      if (dot != std::string_view::npos) {
+        const auto k = number(rest.substr(dot + 1));
+        if (!k || *k == 0 || *k > 16) return std::nullopt;
+        r.output = static_cast<int>(*k);
+      }
+      return r;
+    }
+    case 'p':
+      r.kind = Kind::kParameter;
+      break;
+    case 'b':
+      r.kind = Kind::kBuffer;
+      break;
+    case 'x':
+      r.kind = Kind::kInput;
+      break;
+    default:
+      return std::nullopt;
+  }
+  const auto i = number(rest);
+  if (!i) return std::nullopt;
+  r.index = *i;
+  return r;
+}
+
+std::string OpRef::to_string() const {
+  switch (kind) {
+    case Kind::kOp:
+      return output == 0 ? fmt::format("o{}", index) : fmt::format("o{}.{}", index, output);
+    case Kind::kParameter:
+      return fmt::format("p{}", index);
+    case Kind::kBuffer:
+      return fmt::format("b{}", index);
+    case Kind::kInput:
+      return fmt::format("x{}", index);
+    case Kind::kConstant:
+      return "c";
+  }
+  return "c";
+}
+
+OpFileReader::OpFileReader(const YamlReader& r, Model& m) : r_(r), m_(m) {}
+
+BatchExpr OpFileReader::size(const YAML::Node& n, const std::string& where, const char* key) const {
+  if (!n || !n.IsScalar()) r_.fail(n, where, fmt::format("{}: expected a size such as 768*T or B*768*T", key));
+  try {
+    BatchExpr b = BatchExpr::parse(n.as<std::string>());
+    if (b.e.depends_on_t() && !m_.default_seq_len) {
+      r_.fail(n, where, fmt::format("{} \"{}\" uses T but defaults has no seq_len", key, b.to_string()));
+    }
+    return b;
+  } catch (const ConfigError& e) {
+    r_.fail(n, where, fmt::format("{}: {}", key, e.what()));
+  }
+}
+
+OpRef OpFileReader::ref(const YAML::Node& n, const std::string& where, std::size_t op_index) const {
+  const std::string text = r_.string(n, where, "reference");
+  const auto ref = OpRef::parse(text);
+  if (!ref) {
+    r_.fail(n, where,
+            fmt::format("reference \"{}\": expected o<op>[.<output>], p<parameter>, b<buffer>, x<input> or c", text));
+  }
+  const auto bad = [&](const std::string& what) { r_.fail(n, where, fmt::format("reference \"{}\": {}", text, what)); };
+  switch (ref->kind) {
+    case OpRef::Kind::kOp:
+      if (ref->index >= op_index) bad(fmt::format("op {} is not an earlier op (this is op {})", ref->index, op_index));
+      if (static_cast<std::size_t>(ref->output) >= m_.ops[ref->index].out.size()) {
+        bad(fmt::format("op {} ({}) has {} output(s)", ref->index, m_.ops[ref->index].name,
+                        m_.ops[ref->index].out.size()));
+      }
+      break;
+    case OpRef::Kind::kParameter:
+      if (ref->index >= m_.parameters.size()) bad(fmt::format("the model has {} parameters", m_.parameters.size()));
+      break;
+    case OpRef::Kind::kBuffer:
+      if (ref->index >= m_.buffers.size()) bad(fmt::format("the model has {} buffers", m_.buffers.size()));
+      break;
+    case OpRef::Kind::kInput:
+      if (ref->index >= m_.input_dtypes.size()) {
+        bad(fmt::format("the model has {} inputs (input.dtypes)", m_.input_dtypes.size()));
+      }
+      break;
+    case OpRef::Kind::kConstant:
+      break;
+  }
+  return *ref;
+}
+
+int OpFileReader::bytes(const YAML::Node& n, const std::string& where) const {
+  const std::int64_t b = r_.non_negative_int(n, where, "bytes per element");
+  if (b != 0 && b != 1 && b != 2 && b != 4 && b != 8) {
+    r_.fail(n, where, fmt::format("bytes per element {}: expected 0 (floating point) or 1, 2, 4, 8", b));
+  }
+  return static_cast<int>(b);
+}
+
+void OpFileReader::read_layer(const YAML::Node& l, const std::string& where, Layer& layer) const {
+  layer.first_op = m_.ops.size();
+  const YAML::Node ops = l["ops"];
+  if (!ops.IsSequence()) r_.fail(ops, where, "ops: expected a list of {op, in, out, ...}");
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const YAML::Node o = ops[i];
+    const std::size_t index = m_.ops.size();
+    std::string at = fmt::format("{} ops[{}]", where, i);
+    if (!o.IsMap()) r_.fail(o, at, "expected a mapping {op, in, out, ...}");
+    r_.only_keys(o, at, {"op", "in", "out", "flops", "gemm", "conv", "attn", "attention"});
+    Op op;
+    op.name = r_.string(r_.required(o, at, "op"), at, "op");
+    at = fmt::format("{} ops[{}] {}", where, i, op.name);
+    const YAML::Node in = r_.required(o, at, "in");
+    if (!in.IsSequence()) r_.fail(in, at, "in: expected a list of [reference, elements, bytes per element]");
+    for (const auto& x : in) {
+      if (!x.IsSequence() || x.size() != 3)
+        r_.fail(x, at, "in: each input is [reference, elements, bytes per element]");
+      op.in.push_back({ref(x[0], at, index), size(x[1], at, "elements"), bytes(x[2], at)});
+    }
+    const YAML::Node out = r_.required(o, at, "out");
+    if (!out.IsSequence() || out.size() == 0) r_.fail(out, at, "out: expected a list of [elements, bytes per element]");
+    for (const auto& x : out) {
+      if (!x.IsSequence() || x.size() != 2) r_.fail(x, at, "out: each output is [elements, bytes per element]");
+      op.out.push_back({size(x[0], at, "elements"), bytes(x[1], at)});
+    }
+    if (o["flops"]) op.flops = size(o["flops"], at, "flops");
+    if (const YAML::Node g = o["gemm"]) {
+      if (!g.IsSequence() || g.size() != 4) r_.fail(g, at, "gemm: expected [batch, m, n, k]");
+      op.gemm = std::array<BatchExpr, 4>{size(g[0], at, "gemm"), size(g[1], at, "gemm"), size(g[2], at, "gemm"),
+                                         size(g[3], at, "gemm")};
+    }
+    if (const YAML::Node c = o["conv"]) {
+      if (!c.IsSequence() || c.size() != 9) {
+        r_.fail(c, at, "conv: expected [in, height, width, out, kernel h, kernel w, stride, padding, groups]");
+      }
+      std::array<std::int64_t, 9> v{};
+      for (std::size_t k = 0; k < 9; ++k) v[k] = r_.non_negative_int(c[k], at, "conv");
+      if (v[0] == 0 || v[3] == 0 || v[4] == 0 || v[5] == 0 || v[6] == 0 || v[8] == 0) {
+        r_.fail(c, at, "conv: channels, kernel, stride and groups must be > 0");
+      }
+      op.conv = v;
+    }
+    if (o["attn"]) op.attn = static_cast<int>(r_.non_negative_int(o["attn"], at, "attn"));
+    if (const YAML::Node a = o["attention"]) {
+      if (!a.IsSequence() || a.size() != 5)
+        r_.fail(a, at, "attention: expected [heads, q_len, kv_len, head_dim, causal]");
+      AttentionCore core;
+      core.heads = size(a[0], at, "attention heads");
+      core.q_len = size(a[1], at, "attention q_len").e;
+      core.kv_len = size(a[2], at, "attention kv_len").e;
+      core.head_dim = size(a[3], at, "attention head_dim").e;
+      core.causal = r_.boolean(a[4], at, "causal");
+      if (op.attn < 0) r_.fail(a, at, "attention: the op must belong to a core (attn: N)");
+      op.attention = core;
+    }
+    if ((op.name == "mm" || op.name == "addmm" || op.name == "bmm" || op.name == "baddbmm") && !op.gemm) {
+      r_.fail(o, at, "a matrix product needs gemm: [batch, m, n, k]");
+    }
+    m_.ops.push_back(std::move(op));
+  }
+  layer.op_count = m_.ops.size() - layer.first_op;
+  if (const YAML::Node saved = l["saved"]) {
+    if (!saved.IsSequence()) r_.fail(saved, where, "saved: expected a list of [reference, elements, bytes, saver op]");
+    for (const auto& s : saved) {
+      if (!s.IsSequence() || s.size() != 4) r_.fail(s, where, "saved: each is [reference, elements, bytes, saver op]");
+      SavedTensor t;
+      t.ref = ref(s[0], where, m_.ops.size());
+      t.elements = size(s[1], where, "saved elements");
+      t.bytes = bytes(s[2], where);
+      t.saver = static_cast<std::size_t>(r_.non_negative_int(s[3], where, "saver op"));
+      if (t.saver >= m_.ops.size()) r_.fail(s[3], where, fmt::format("saver op {} does not exist", t.saver));
+      layer.saved.push_back(t);
+    }
+  }
+}
+
+}  // namespace gradsync

@@ -1,0 +1,29 @@
+// op_loader.hpp: reading the op-level fields of a format 2 model file (ops.hpp) into a Model
+// being loaded (model_loader.cpp). Errors name the file, line, layer and op.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+#include "core/yaml_reader.hpp"
+#include "models/model.hpp"
+
+namespace gradsync {
+
+class OpFileReader {
+ public:
+  OpFileReader(const YamlReader& r, Model& m);
+  // read_layer appends the layer's `ops` to the model's and reads its `saved` list.
+  void read_layer(const YAML::Node& layer_node, const std::string& where, Layer& layer) const;
+
+ private:
+  BatchExpr size(const YAML::Node& n, const std::string& where, const char* key) const;
+  OpRef ref(const YAML::Node& n, const std::string& where, std::size_t op_index) const;
+  int bytes(const YAML::Node& n, const std::string& where) const;
+
+  const YamlReader& r_;
+  Model& m_;
+};
+
+}  // namespace gradsync
