@@ -22,6 +22,7 @@
 #include "reports/csv.hpp"
 #include "reports/table.hpp"
 #include "sim/published.hpp"
+#include "sim/published_training.hpp"
 #include "sim/simulate.hpp"
 
 namespace gradsync::apps {
@@ -67,6 +68,64 @@ struct Score {
 
 }  // namespace
 
+// run_training: the published single-GPU training cases, predicted from their models' ops.
+void run_training(const PublishedArgs& a, std::ostream& out, std::string& csv) {
+  const std::string origin = "validation/published/training_steps.yaml";
+  const std::vector<sim::TrainingCase> cases = sim::read_training_cases(sim::builtin_training_text(), origin);
+  reports::Table t({{"case", "", true},
+                    {"split", "", true},
+                    {"class", "", true},
+                    {"mode", "", true},
+                    {"precision", "", true},
+                    {"metric", "", true},
+                    {"published", ""},
+                    {"predicted", ""},
+                    {"error", "%"}});
+  std::map<std::pair<std::string, std::string>, std::vector<double>> errors;  // (class, split)
+  int shown = 0;
+  for (const sim::TrainingCase& c : cases) {
+    if (!a.only.empty() && c.id != a.only) continue;
+    if (!c.unsupported.empty()) continue;
+    sim::TrainingPrediction p;
+    try {
+      p = sim::predict_training(c);
+    } catch (const Error& e) {
+      throw RuntimeError(fmt::format("{}:{}: case {}: {}", origin, c.line, c.id, e.what()));
+    }
+    ++shown;
+    const std::string mode =
+        fmt::format("{}, {}{}", c.compile ? "compile" : "eager", c.attention, c.channels_last ? ", channels_last" : "");
+    t.add_row({c.id, c.split, p.cls, mode, c.precision, c.metric, fmt::format("{:.4g}", p.published),
+               fmt::format("{:.4g}", p.predicted), fmt::format("{:+.1f}", 100 * p.error())});
+    errors[{p.cls, c.split}].push_back(std::abs(p.error()));
+    errors[{"all", c.split}].push_back(std::abs(p.error()));
+    csv += reports::csv_line({"training", c.id, c.split, p.cls, c.model, c.metric, reports::number(p.published),
+                              reports::number(p.predicted), reports::number(p.error()), "true", mode, c.precision});
+  }
+  if (shown == 0) return;
+  out << "#\n";
+  t.print(out, {fmt::format("published single-GPU training ({}): predicted from the model's ops for the run's GPU, "
+                            "batch, precision and execution mode; error = predicted / published - 1",
+                            origin)});
+  reports::Table s({{"class", "", true},
+                    {"split", "", true},
+                    {"cases", ""},
+                    {"median", "|err| %"},
+                    {"worst", "|err| %"},
+                    {"<=15%", "cases %"}});
+  for (auto& [key, e] : errors) {
+    std::sort(e.begin(), e.end());
+    const std::size_t n = e.size();
+    const double median = n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+    const double within =
+        static_cast<double>(std::count_if(e.begin(), e.end(), [](double x) { return x <= 0.15; })) / n;
+    s.add_row({key.first, key.second, std::to_string(n), fmt::format("{:.1f}", 100 * median),
+               fmt::format("{:.1f}", 100 * e.back()), fmt::format("{:.0f}", 100 * within)});
+  }
+  out << "#\n";
+  s.print(out, {"Summary of the training cases; hold-out cases were set aside when collected"});
+}
+
 void run_published(const PublishedArgs& a, std::ostream& out) {
   std::string origin = "validation/published/nccl_tests.yaml (built in)";
   std::string text(sim::builtin_published_text());
@@ -78,14 +137,19 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
     text = ss.str();
     origin = a.file;
   }
-  const std::vector<PublishedCase> cases = sim::read_published(text, a.file.empty() ? std::string(
-                                                                         "validation/published/nccl_tests.yaml")
-                                                                                     : a.file);
+  const std::vector<PublishedCase> cases =
+      sim::read_published(text, a.file.empty() ? std::string("validation/published/nccl_tests.yaml") : a.file);
   std::vector<const PublishedCase*> todo;
   for (const PublishedCase& c : cases)
     if (c.unsupported.empty() && (a.only.empty() || c.id == a.only)) todo.push_back(&c);
   if (!a.only.empty() && todo.empty()) {
-    throw UsageError(fmt::format("--case {}: no simulated case of that id in {}", a.only, origin));
+    bool training = false;
+    for (const sim::TrainingCase& c : sim::read_training_cases(sim::builtin_training_text(), "training_steps.yaml"))
+      training = training || c.id == a.only;
+    if (!training) {
+      throw UsageError(
+          fmt::format("--case {}: no simulated case of that id in {} or the training table", a.only, origin));
+    }
   }
 
   // Each case in its own process (one SimGrid engine per process), --jobs at once.
@@ -99,9 +163,9 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
   while (next < todo.size() || !running.empty()) {
     while (static_cast<int>(running.size()) < a.jobs && next < todo.size()) {
       const PublishedCase* c = todo[next++];
-      running.push_back({c, std::make_unique<sim::ChildProcess>(
-                                [c] { return sim::published_json(sim::simulate_published(*c)); },
-                                fmt::format("the simulation of case {}", c->id))});
+      running.push_back(
+          {c, std::make_unique<sim::ChildProcess>([c] { return sim::published_json(sim::simulate_published(*c)); },
+                                                  fmt::format("the simulation of case {}", c->id))});
     }
     std::vector<pollfd> fds;
     for (const Running& r : running) fds.push_back({r.child->fd(), POLLIN, 0});
@@ -130,8 +194,11 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
                     {"error", "%"},
                     {"algo", "", true},
                     {"proto", "", true}});
-  std::string csv = reports::csv_line({"case", "split", "class", "collective", "bytes", "published_busbw_GBps",
-                                       "simulated_busbw_GBps", "error_frac", "scored", "algorithm", "protocol"});
+  // One CSV for both tables: nccl-tests rows (quantity: the size in bytes, values: busbw GB/s,
+  // details: algorithm and protocol) and training rows (quantity: the metric, details: execution mode
+  // and precision).
+  std::string csv = reports::csv_line({"table", "case", "split", "class", "what", "quantity", "published", "simulated",
+                                       "error_frac", "scored", "detail", "detail2"});
   std::map<std::pair<std::string, std::string>, Score> scores;  // (class, split)
   for (const PublishedCase* c : todo) {
     const PublishedResult& r = results.at(c);
@@ -145,7 +212,7 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
                  std::string(collective_name(c->collective)), size_text(p.bytes),
                  fmt::format("{:.2f}", p.published_GBps), fmt::format("{:.2f}", p.simulated_GBps),
                  fmt::format("{:+.1f}{}", 100 * p.error(), scored ? "" : " *"), p.algorithm, p.protocol});
-      csv += reports::csv_line({c->id, c->split, r.cls, std::string(collective_name(c->collective)),
+      csv += reports::csv_line({"nccl-tests", c->id, c->split, r.cls, std::string(collective_name(c->collective)),
                                 fmt::format("{:.0f}", p.bytes), reports::number(p.published_GBps),
                                 reports::number(p.simulated_GBps), reports::number(p.error()),
                                 scored ? "true" : "false", p.algorithm, p.protocol});
@@ -181,6 +248,7 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
     if (!r.ignored_env.empty())
       out << fmt::format("# {}: not modelled, ignored: {}\n", c->id, fmt::join(r.ignored_env, " "));
   }
+  run_training(a, out, csv);
   if (!a.csv.empty()) {
     write_file_atomic(a.csv, csv);
     out << fmt::format("# wrote {}\n", a.csv);

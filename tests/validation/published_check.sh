@@ -9,8 +9,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$bin" validate --published --csv "$tmp/published.csv" >"$tmp/table.txt" 2>&1 || { cat "$tmp/table.txt"; exit 1; }
 # class,split -> median |error| (%), share within 10% (%), points
-awk -F, 'NR > 1 && $9 == "true" {
-  key = $3 "," $2; e = $8 < 0 ? -$8 : $8; n[key]++; v[key, n[key]] = e * 100; if (e <= 0.10) w[key]++
+awk -F, 'NR > 1 && $1 == "nccl-tests" && $10 == "true" {
+  key = $4 "," $3; e = $9 < 0 ? -$9 : $9; n[key]++; v[key, n[key]] = e * 100; if (e <= 0.10) w[key]++
 }
 END {
   for (k in n) {

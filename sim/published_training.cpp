@@ -1,0 +1,122 @@
+// published_training.cpp: reading the published single-GPU training table and predicting its
+// cases (see published_training.hpp).
+#include "sim/published_training.hpp"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <span>
+
+#include "core/embedded_file.hpp"
+#include "core/error.hpp"
+#include "core/yaml_reader.hpp"
+#include "models/compute_cost.hpp"
+#include "models/model.hpp"
+#include "models/op_cost.hpp"
+#include "models/scenario_basics.hpp"
+#include "topologies/gpu_spec.hpp"
+
+namespace gradsync::detail {
+std::span<const EmbeddedFile> published_files();  // generated (cmake/GradsyncEmbed.cmake)
+}  // namespace gradsync::detail
+
+namespace gradsync::sim {
+
+std::string_view builtin_training_text() {
+  for (const EmbeddedFile& f : detail::published_files())
+    if (f.path == "validation/published/training_steps.yaml") return f.text;
+  throw std::logic_error("published: training_steps.yaml is not compiled in");
+}
+
+std::vector<TrainingCase> read_training_cases(std::string_view text, const std::string& origin) {
+  const YamlReader r(origin);
+  const YAML::Node root = r.load(text);
+  if (!root.IsMap()) r.fail(root, "published training", "expected a mapping with format and cases");
+  r.only_keys(root, "published training", {"format", "cases"});
+  const std::string format = r.string(r.required(root, "published training", "format"), "published", "format");
+  if (format != "gradsync-published-training/1") {
+    r.fail(root["format"], "published training",
+           fmt::format("format \"{}\": expected gradsync-published-training/1", format));
+  }
+  const YAML::Node cases = r.required(root, "published training", "cases");
+  if (!cases.IsSequence()) r.fail(cases, "published training", "cases: expected a list");
+  std::vector<TrainingCase> out;
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const YAML::Node n = cases[i];
+    const std::string where = fmt::format("cases[{}]", i);
+    if (!n.IsMap()) r.fail(n, where, "expected a mapping");
+    r.only_keys(n, where,
+                {"id", "split", "source", "source_note", "model", "gpu", "batch", "seq_len", "precision", "mode",
+                 "attention", "optimizer", "channels_last", "metric", "quote", "grad_accum", "unsupported"});
+    TrainingCase c;
+    c.line = n.Mark().line + 1;
+    c.id = r.string(r.required(n, where, "id"), where, "id");
+    const std::string at = fmt::format("case {}", c.id);
+    if (!ids.insert(c.id).second) r.fail(n["id"], at, "id given twice");
+    c.split = r.string(r.required(n, at, "split"), at, "split");
+    if (c.split != "train" && c.split != "holdout") {
+      r.fail(n["split"], at, fmt::format("split \"{}\": expected train or holdout", c.split));
+    }
+    c.source = r.string(r.required(n, at, "source"), at, "source");
+    c.model = r.string(r.required(n, at, "model"), at, "model");
+    c.gpu = r.string(r.required(n, at, "gpu"), at, "gpu");
+    c.batch = static_cast<long>(r.positive_int(r.required(n, at, "batch"), at, "batch"));
+    if (n["seq_len"] && !n["seq_len"].IsNull())
+      c.seq_len = static_cast<long>(r.positive_int(n["seq_len"], at, "seq_len"));
+    if (n["grad_accum"]) c.grad_accum = static_cast<long>(r.positive_int(n["grad_accum"], at, "grad_accum"));
+    c.precision = r.string(r.required(n, at, "precision"), at, "precision");
+    const std::string mode = r.string(r.required(n, at, "mode"), at, "mode");
+    if (mode != "eager" && mode != "compile")
+      r.fail(n["mode"], at, fmt::format("mode \"{}\": expected eager or compile", mode));
+    c.compile = mode == "compile";
+    c.attention = r.string(r.required(n, at, "attention"), at, "attention");
+    if (c.attention == "n/a" || c.attention == "unknown") c.attention = "math";
+    c.optimizer = r.string(r.required(n, at, "optimizer"), at, "optimizer");
+    if (c.optimizer == "unknown") c.optimizer = "adamw";
+    if (n["channels_last"] && n["channels_last"].Scalar() != "unknown") {
+      c.channels_last = r.boolean(n["channels_last"], at, "channels_last");
+    }
+    const YAML::Node metric = r.required(n, at, "metric");
+    if (!metric.IsMap() || metric.size() != 1) r.fail(metric, at, "metric: expected one {name: value}");
+    c.metric = metric.begin()->first.as<std::string>();
+    static const std::set<std::string> kMetrics = {"samples_per_s", "tokens_per_s", "step_s", "ms_per_3_iterations"};
+    if (!kMetrics.count(c.metric)) {
+      r.fail(metric, at,
+             fmt::format("metric \"{}\": expected samples_per_s, tokens_per_s, step_s or "
+                         "ms_per_3_iterations",
+                         c.metric));
+    }
+    c.published = r.positive_number(metric.begin()->second, at, "metric");
+    if (n["unsupported"]) c.unsupported = r.string(n["unsupported"], at, "unsupported");
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+TrainingPrediction predict_training(const TrainingCase& c) {
+  const Model m = load_model(c.model);
+  ComputeContext ctx;
+  ctx.gpu = &gpu_spec(c.gpu);
+  ctx.precision = parse_precision(c.precision);
+  ctx.batch = c.batch;
+  ctx.seq_len = m.seq_len(c.seq_len > 0 ? std::optional<std::int64_t>(c.seq_len) : std::nullopt);
+  ctx.mode = execution_mode(c.compile, c.attention);
+  ctx.mode.channels_last = c.channels_last;
+  const ModelCost cost = model_cost(m, ctx);
+  const KernelCost opt = optimizer_cost(m, parse_optimizer(c.optimizer), false, ctx);
+  TrainingPrediction p;
+  p.step_s = static_cast<double>(c.grad_accum) * (cost.forward_s + cost.backward_s) + opt.time_s;
+  const double samples = static_cast<double>(c.batch * c.grad_accum);
+  if (c.metric == "samples_per_s") p.predicted = samples / p.step_s;
+  if (c.metric == "tokens_per_s") p.predicted = samples * static_cast<double>(ctx.seq_len) / p.step_s;
+  if (c.metric == "step_s") p.predicted = p.step_s;
+  if (c.metric == "ms_per_3_iterations") p.predicted = 3e3 * p.step_s;
+  p.published = c.published;
+  bool conv = false;
+  for (const Layer& l : m.layers) conv = conv || l.kind == LayerKind::kConv2d;
+  p.cls = conv ? "conv net" : "transformer";
+  return p;
+}
+
+}  // namespace gradsync::sim

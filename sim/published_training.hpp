@@ -1,0 +1,48 @@
+// published_training.hpp: gradsync against published single-GPU training throughput
+// (validation/published/training_steps.yaml, compiled in): each case's model, GPU, batch,
+// precision and execution mode predicted from the model's ops (models/op_cost.hpp), in this
+// process (no SimGrid: one GPU, no communication).
+//
+//   for (const TrainingCase& c : read_training_cases(builtin_training_text(), "training_steps.yaml"))
+//     predict_training(c).error()     // predicted / published - 1
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gradsync::sim {
+
+struct TrainingCase {
+  std::string id, split, source;
+  std::string model, gpu, precision, optimizer, attention;
+  bool compile = false;
+  bool channels_last = false;
+  long batch = 1;
+  long seq_len = 0;  // 0: not a sequence model (or the model's)
+  long grad_accum = 1;
+  std::string metric;  // samples_per_s, tokens_per_s, step_s, ms_per_3_iterations
+  double published = 0;
+  std::string unsupported;  // why gradsync cannot predict it (then listed, not scored)
+  int line = 0;
+};
+
+// read_training_cases: the cases of a table; ConfigError naming origin:line and the field.
+std::vector<TrainingCase> read_training_cases(std::string_view text, const std::string& origin);
+
+// builtin_training_text: validation/published/training_steps.yaml as compiled in.
+std::string_view builtin_training_text();
+
+struct TrainingPrediction {
+  double published = 0;
+  double predicted = 0;
+  double step_s = 0;  // one optimizer step, predicted
+  std::string cls;    // "conv net" or "transformer"
+  double error() const { return predicted / published - 1; }
+};
+
+// predict_training: one case, in its metric. ConfigError for a model, GPU or precision gradsync
+// does not know.
+TrainingPrediction predict_training(const TrainingCase& c);
+
+}  // namespace gradsync::sim
