@@ -233,6 +233,45 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const C
   return finish(k, 1.0, 1.0, ctx);
 }
 
+KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl, const ComputeContext& ctx) {
+  if (impl != OptimizerImpl::kSingleTensor) return optimizer_cost(model, opt, impl == OptimizerImpl::kFused, ctx);
+  KernelCost k = optimizer_cost(model, opt, false, ctx);
+  int tensors = 0;
+  double elements = 0;
+  for (const auto& p : model.parameters) {
+    if (!p.requires_grad) continue;
+    ++tensors;
+    elements += static_cast<double>(p.numel());
+  }
+  // Kernels per parameter of torch.optim's _single_tensor_* loops (PyTorch 1.11-1.13
+  // torch/optim/{sgd,adam,adamw}.py): SGD param.add_ (1); with momentum buf.mul_().add_() and
+  // param.add_ (3); Adam exp_avg.mul_().add_(), exp_avg_sq.mul_().addcmul_(), sqrt, div, add_(eps),
+  // param.addcdiv_ (8); AdamW first param.mul_(1 - lr * wd) (9). zero_grad's fill_(0) adds one.
+  int per_param = 1;
+  switch (opt) {
+    case Optimizer::kSGD:
+      per_param = 1;
+      break;
+    case Optimizer::kSGDMomentum:
+      per_param = 3;
+      break;
+    case Optimizer::kAdam:
+      per_param = 8;
+      break;
+    case Optimizer::kAdamW:
+      per_param = 9;
+      break;
+  }
+  k.kernels = tensors * (per_param + 1);
+  k.bytes += 4 * elements;  // the zero fill
+  const KernelRates r = rates_for(*ctx.gpu);
+  k.host_s = k.kernels * r.eager_forward_op_s;
+  const double gpu = std::max(k.bytes / (ctx.gpu->memory_bandwidth_Bps * r.memory), k.kernels * r.min_kernel_s);
+  k.gpu_s = gpu;
+  k.time_s = std::max(gpu, k.host_s);
+  return k;
+}
+
 KernelCost copy_cost(double bytes, int tensors, const ComputeContext& ctx) {
   return finish(KernelCost{0, 2 * bytes, tensors, 0}, 1.0, 1.0, ctx);
 }

@@ -71,6 +71,10 @@ struct KernelCost {
   double time_s = 0;
   // host_s: the host's time issuing the kernels (negative: kernels x Efficiency::launch_s).
   double host_s = -1;
+  // gpu_s: the GPU's time alone (negative: time_s); time_s = max(gpu_s, host_s) when the host
+  // issues the kernels one by one as they run.
+  double gpu_s = -1;
+  double gpu_time() const { return gpu_s >= 0 ? gpu_s : time_s; }
 };
 
 // LayerCost: one layer's forward and backward (backward = input gradient + weight gradient).
@@ -105,6 +109,14 @@ int optimizer_state_bytes_per_param(Optimizer o);
 
 // optimizer_cost: one optimizer step over every trainable parameter (memory-bound).
 KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const ComputeContext& ctx);
+// OptimizerImpl: torch.optim's implementations: foreach (multi-tensor, the CUDA default since
+// PyTorch 2.0), fused (fused=True), single-tensor (a Python loop over the parameters: the default
+// before 2.0, or foreach=False), with zero_grad filling gradients with zeros (set_to_none=False,
+// the default before 2.0).
+enum class OptimizerImpl { kForEach, kFused, kSingleTensor };
+// optimizer_cost with the implementation: single-tensor issues each parameter's ops from Python,
+// so its host time (KernelCost::host_s) often exceeds the GPU's.
+KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl, const ComputeContext& ctx);
 
 // copy_cost: `tensors` copy kernels moving `bytes` in total (read + write each byte): DDP's
 // per-parameter copy into the bucket (with the 1/n scaling in the same kernel), its copy back out,

@@ -254,6 +254,16 @@ class OpCoster {
     }
   }
 
+  // read_elements: what op i reads of input k: a gather reads only the rows it indexes (an
+  // embedding's output rows); a loss reads one entry per target.
+  double read_elements(std::size_t i, std::size_t k) const {
+    const Op& op = m_.ops[i];
+    if (!kIndexed.count(op.name) || op.in[k].bytes != 0) return sizes_[i].in[k];
+    if (op.name == "nll_loss_forward" || op.name == "nll_loss2d_forward")
+      return sizes_[i].in.size() > 1 ? sizes_[i].in[1] : sizes_[i].out.front();
+    return sizes_[i].out.front();
+  }
+
   double dram(double bytes) const { return bytes / (ctx_.gpu->memory_bandwidth_Bps * r_.memory); }
 
   // gemm_peak: the matrix peak and efficiency of a product in this run's precision.
@@ -335,10 +345,7 @@ class OpCoster {
       return;
     }
     double bytes = 0;
-    for (std::size_t k = 0; k < op.in.size(); ++k) {
-      const double n = kIndexed.count(op.name) && op.in[k].bytes == 0 ? s.out.front() : s.in[k];
-      bytes += n * p.in_bytes[k];
-    }
+    for (std::size_t k = 0; k < op.in.size(); ++k) bytes += read_elements(i, k) * p.in_bytes[k];
     for (std::size_t k = 0; k < op.out.size(); ++k) bytes += s.out[k] * p.out_bytes[k];
     if (is_gemm(op)) {
       out.push_back(gemm(s.flops, bytes, s.gemm[0], s.gemm[1], s.gemm[2]));
@@ -437,7 +444,7 @@ class OpCoster {
         const OpRef& r = op.in[k].ref;
         if (r.kind == OpRef::Kind::kOp && plans_[r.index].region == region) continue;
         if (r.kind == OpRef::Kind::kConstant) continue;
-        const double n = kIndexed.count(op.name) && op.in[k].bytes == 0 ? sizes_[i].out.front() : sizes_[i].in[k];
+        const double n = read_elements(i, k);
         if (read.insert({static_cast<int>(r.kind) * 1000 + r.output, r.index}).second)
           bytes += n * plans_[i].in_bytes[k];
       }
@@ -529,6 +536,7 @@ class OpCoster {
       k.host_s = kernels * host_per;
       // The host issues the layer's kernels one by one while the GPU runs them: the layer keeps
       // its stream busy for the longer of the two.
+      k.gpu_s = kernels == 0 ? 0.0 : gpu;
       k.time_s = kernels == 0 ? 0.0 : std::max(gpu, k.host_s);
       return k;
     };
@@ -590,56 +598,6 @@ class OpCoster {
 };
 
 }  // namespace
-
-std::string_view attention_impl_name(AttentionImpl a) {
-  switch (a) {
-    case AttentionImpl::kMath:
-      return "math";
-    case AttentionImpl::kFlash:
-      return "flash";
-    case AttentionImpl::kMemEfficient:
-      return "mem-efficient";
-  }
-  return "math";
-}
-
-ExecutionMode execution_mode(bool compile, std::string_view attention) {
-  ExecutionMode m;
-  m.compile = compile;
-  for (AttentionImpl a : {AttentionImpl::kMath, AttentionImpl::kFlash, AttentionImpl::kMemEfficient})
-    if (attention == attention_impl_name(a)) {
-      m.attention = a;
-      return m;
-    }
-  throw ConfigError(fmt::format("attention \"{}\": expected math, flash or mem-efficient", attention));
-}
-
-std::string execution_mode_text(const ExecutionMode& m, bool attention) {
-  std::string text = m.compile ? "torch.compile" : "eager";
-  if (attention) text += fmt::format(", {} attention", attention_impl_name(m.attention));
-  if (m.channels_last) text += ", channels_last";
-  return text;
-}
-
-bool has_attention(const Model& m) {
-  return std::any_of(m.ops.begin(), m.ops.end(), [](const Op& op) { return op.attention.has_value(); });
-}
-
-KernelRates rates_for(const GpuSpec& gpu) {
-  KernelRates r;
-  const int sm = gpu.sm_version;
-  if (sm == 86 || sm == 89) {
-    // GA102/AD102 count two FP32 operations per clock and lane in their datasheet peak; one of
-    // the two datapaths is shared with integer work, and cuBLAS SGEMM reaches about half of it.
-    r.gemm_fp32 = 0.50;
-  }
-  if (sm >= 90) {
-    // Hopper's dense tensor peak (989 TFLOP/s bf16 on H100 SXM) is reached less closely by
-    // cuBLAS at model sizes than Ampere's 312.
-    r.gemm_tensor = 0.70;
-  }
-  return r;
-}
 
 ModelCost op_model_cost(const Model& model, const ComputeContext& ctx) {
   if (ctx.gpu == nullptr) throw std::invalid_argument("op_model_cost: ComputeContext has no GPU");

@@ -46,9 +46,10 @@ std::vector<TrainingCase> read_training_cases(std::string_view text, const std::
     const YAML::Node n = cases[i];
     const std::string where = fmt::format("cases[{}]", i);
     if (!n.IsMap()) r.fail(n, where, "expected a mapping");
-    r.only_keys(n, where,
-                {"id", "split", "source", "source_note", "model", "gpu", "batch", "seq_len", "precision", "mode",
-                 "attention", "optimizer", "channels_last", "metric", "quote", "grad_accum", "unsupported"});
+    r.only_keys(
+        n, where,
+        {"id", "split", "source", "source_note", "model", "gpu", "batch", "seq_len", "precision", "mode", "attention",
+         "optimizer", "optimizer_impl", "channels_last", "metric", "quote", "grad_accum", "unsupported"});
     TrainingCase c;
     c.line = n.Mark().line + 1;
     c.id = r.string(r.required(n, where, "id"), where, "id");
@@ -88,6 +89,16 @@ std::vector<TrainingCase> read_training_cases(std::string_view text, const std::
                          c.metric));
     }
     c.published = r.positive_number(metric.begin()->second, at, "metric");
+    if (n["optimizer_impl"]) {
+      const std::string impl = r.string(n["optimizer_impl"], at, "optimizer_impl");
+      if (impl != "single-tensor" && impl != "foreach" && impl != "fused") {
+        r.fail(n["optimizer_impl"], at,
+               fmt::format("optimizer_impl \"{}\": expected single-tensor, foreach or fused", impl));
+      }
+      c.optimizer_impl = impl == "single-tensor" ? OptimizerImpl::kSingleTensor
+                         : impl == "fused"       ? OptimizerImpl::kFused
+                                                 : OptimizerImpl::kForEach;
+    }
     if (n["unsupported"]) c.unsupported = r.string(n["unsupported"], at, "unsupported");
     out.push_back(std::move(c));
   }
@@ -104,9 +115,17 @@ TrainingPrediction predict_training(const TrainingCase& c) {
   ctx.mode = execution_mode(c.compile, c.attention);
   ctx.mode.channels_last = c.channels_last;
   const ModelCost cost = model_cost(m, ctx);
-  const KernelCost opt = optimizer_cost(m, parse_optimizer(c.optimizer), false, ctx);
+  const KernelCost opt = optimizer_cost(m, parse_optimizer(c.optimizer), c.optimizer_impl, ctx);
   TrainingPrediction p;
-  p.step_s = static_cast<double>(c.grad_accum) * (cost.forward_s + cost.backward_s) + opt.time_s;
+  // CUDA launches are asynchronous: the host runs ahead of the GPU (up to the launch queue), so
+  // a step takes the longer of the GPU's work and the host's issuing of it, not their per-layer sum.
+  double gpu = 0, host = 0;
+  for (const LayerCost& l : cost.layers) {
+    gpu += l.forward.gpu_time() + l.backward.gpu_time();
+    host += std::max(0.0, l.forward.host_s) + std::max(0.0, l.backward.host_s);
+  }
+  const double accum = static_cast<double>(c.grad_accum);
+  p.step_s = std::max(accum * gpu + opt.gpu_time(), accum * host + std::max(0.0, opt.host_s));
   const double samples = static_cast<double>(c.batch * c.grad_accum);
   if (c.metric == "samples_per_s") p.predicted = samples / p.step_s;
   if (c.metric == "tokens_per_s") p.predicted = samples * static_cast<double>(ctx.seq_len) / p.step_s;

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <string>
+
 #include <string_view>
 #include <vector>
+#include "models/compute_cost.hpp"
 
 namespace gradsync::sim {
 
@@ -18,6 +20,9 @@ struct TrainingCase {
   std::string model, gpu, precision, optimizer, attention;
   bool compile = false;
   bool channels_last = false;
+  // optimizer_impl: single-tensor (PyTorch before 2.0, or foreach=False: a Python loop over the
+  // parameters, zero_grad filling zeros), fused, or foreach (the default; unset).
+  OptimizerImpl optimizer_impl = OptimizerImpl::kForEach;
   long batch = 1;
   long seq_len = 0;  // 0: not a sequence model (or the model's)
   long grad_accum = 1;

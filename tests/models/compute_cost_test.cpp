@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "models/memory_cost.hpp"
+#include "models/op_cost.hpp"
 
 namespace gradsync {
 namespace {
@@ -99,6 +100,14 @@ TEST(ComputeCost, OptimizerAndCopies) {
   EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kAdamW, false, ctx).bytes, 44 * elems);
   EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kSGD, false, ctx).bytes, 12 * elems);
   EXPECT_EQ(optimizer_cost(m, Optimizer::kAdam, true, ctx).kernels, 1);
+  // Single-tensor (torch.optim before 2.0): AdamW's 9 kernels per parameter and zero_grad's fill,
+  // each issued from Python, so the host's time sets the step.
+  const KernelCost loop = optimizer_cost(m, Optimizer::kAdamW, OptimizerImpl::kSingleTensor, ctx);
+  EXPECT_EQ(loop.kernels, 3 * 10);
+  EXPECT_DOUBLE_EQ(loop.bytes, 48 * elems);
+  EXPECT_DOUBLE_EQ(loop.host_s, 30 * rates_for(gpu).eager_forward_op_s);
+  EXPECT_DOUBLE_EQ(loop.time_s, std::max(loop.host_s, loop.gpu_s));
+  EXPECT_EQ(optimizer_cost(m, Optimizer::kSGDMomentum, OptimizerImpl::kSingleTensor, ctx).kernels, 3 * 4);
   const KernelCost copy = copy_cost(4e6, 1, ctx);             // memory-bound: 10 us > one 4 us launch
   EXPECT_DOUBLE_EQ(copy_cost(4e6, 3, ctx).time_s, 3 * 4e-6);  // three launches floor it at 12 us
   EXPECT_DOUBLE_EQ(copy.bytes, 8e6);
