@@ -9,599 +9,128 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "models/op_coster.hpp"
 
 namespace gradsync {
-namespace {
+namespace op_detail {
 
-// PyTorch's CUDA autocast lists (torch/csrc/autograd/autocast_mode.cpp, PyTorch 1.13-2.x; the
-// recorded aten names of the ops it casts): products and convolutions run in the lower precision,
-// these in float32 (softmax, log_softmax, layer_norm, the losses, sum, exp, pow, ...).
-const std::set<std::string_view> kLowerPrecision = {"mm",          "addmm",        "bmm",    "baddbmm", "addbmm",
-                                                    "convolution", "_convolution", "matmul", "linear"};
-const std::set<std::string_view> kFloat32 = {"_softmax",
-                                             "_log_softmax",
-                                             "native_layer_norm",
-                                             "native_group_norm",
-                                             "nll_loss_forward",
-                                             "nll_loss2d_forward",
-                                             "exp",
-                                             "expm1",
-                                             "log",
-                                             "log1p",
-                                             "log2",
-                                             "log10",
-                                             "pow",
-                                             "rsqrt",
-                                             "reciprocal",
-                                             "sum",
-                                             "prod",
-                                             "cumsum",
-                                             "cumprod",
-                                             "logsumexp",
-                                             "mse_loss",
-                                             "l1_loss",
-                                             "smooth_l1_loss",
-                                             "huber_loss",
-                                             "binary_cross_entropy_with_logits",
-                                             "kl_div",
-                                             "softplus",
-                                             "acos",
-                                             "asin",
-                                             "cosh",
-                                             "sinh",
-                                             "tan",
-                                             "erfinv",
-                                             "norm",
-                                             "linalg_vector_norm"};
-// Ops without a gradient (comparisons, factories, random fills, buffer updates).
-const std::set<std::string_view> kNoGrad = {
-    "eq",     "ne",        "lt",         "le",        "gt",          "ge",         "argmax",  "argmin",
-    "arange", "zeros",     "ones",       "full",      "fill_",       "zero_",      "randint", "rand",
-    "randn",  "ones_like", "zeros_like", "full_like", "logical_not", "bitwise_not"};
-// Ops that read only the rows they index: a gather from a table, a loss's target entries.
-const std::set<std::string_view> kIndexed = {"embedding", "index_select", "gather", "nll_loss_forward",
-                                             "nll_loss2d_forward"};
-// Reductions: a fused region needs a kernel pass for each.
-const std::set<std::string_view> kReductions = {"_softmax",
-                                                "_log_softmax",
-                                                "native_layer_norm",
-                                                "native_group_norm",
-                                                "native_batch_norm",
-                                                "sum",
-                                                "mean",
-                                                "nll_loss_forward",
-                                                "amax",
-                                                "max",
-                                                "logsumexp",
-                                                "var_mean",
-                                                "var",
-                                                "cumsum"};
-// Unary elementwise ops whose backward reads the gradient and the input (or output).
-const std::set<std::string_view> kPassThrough = {"clone", "alias", "contiguous"};
-
-bool is_gemm(const Op& op) { return op.gemm.has_value(); }
-bool is_conv(const Op& op) { return op.conv.has_value() || op.name == "convolution" || op.name == "_convolution"; }
-
-struct Sizes {
-  std::vector<double> in, out;
-  double flops = 0;
-  std::array<double, 4> gemm{};  // batch, m, n, k
-};
-
-// Plan: one op's dtypes under autocast, what it needs in grad, its fusion region (compile).
-struct Plan {
-  std::vector<int> out_bytes;  // bytes per element of each output
-  std::vector<int> in_bytes;   // what the op reads each input as (after autocast's casts)
-  std::vector<bool> in_grad;   // whether each input requires grad
-  bool grad = false;           // whether the output requires grad
-  std::vector<std::pair<double, std::pair<int, int>>> casts;  // activation casts: elements, from -> to
-  std::vector<std::size_t> weight_casts;                      // parameters cast for this op (first use)
-  int region = -1;                                            // compile: the fused region
-  bool skipped = false;                                       // part of an attention core that a fused kernel replaces
-  bool flash = false;                                         // the fused attention kernel is charged here
-};
-
-struct Kernel {
-  double flops = 0, bytes = 0;
-  double time = 0;
-};
-
-class OpCoster {
- public:
-  OpCoster(const Model& m, const ComputeContext& ctx)
-      : m_(m), ctx_(ctx), r_(rates_for(*ctx.gpu)), t_(m.seq_len(ctx.seq_len)), b_(ctx.batch) {
-    low_ = static_cast<int>(activation_bytes(ctx.precision));
-    autocast_ = low_ == 2;
-    sizes_.resize(m.ops.size());
-    plans_.resize(m.ops.size());
-    consumers_.resize(m.ops.size());
-    for (std::size_t i = 0; i < m.ops.size(); ++i) size_op(i);
-    for (std::size_t i = 0; i < m.ops.size(); ++i) plan_op(i);
-    if (ctx.mode.attention != AttentionImpl::kMath) plan_attention();
-    if (ctx.mode.compile) plan_regions();
-    for (const Layer& l : m.layers)
-      for (const SavedTensor& st : l.saved) saved_refs_.insert(st.ref.to_string());
-  }
-
-  ModelCost run() {
-    ModelCost mc;
-    for (std::size_t l = 0; l < m_.layers.size(); ++l) {
-      const LayerCost c = layer(m_.layers[l]);
-      mc.forward_s += c.forward.time_s;
-      mc.backward_s += c.backward.time_s;
-      mc.forward_flops += c.forward.flops;
-      mc.backward_flops += c.backward.flops;
-      mc.saved_activation_bytes += c.saved_bytes;
-      mc.layers.push_back(c);
-    }
-    return mc;
-  }
-
- private:
-  double ev(const BatchExpr& e) const { return static_cast<double>(e.eval(b_, t_)); }
-
-  void size_op(std::size_t i) {
-    const Op& op = m_.ops[i];
-    Sizes& s = sizes_[i];
-    for (const OpInput& in : op.in) {
-      s.in.push_back(ev(in.elements));
-      if (in.ref.kind == OpRef::Kind::kOp) consumers_[in.ref.index].push_back(i);
-    }
-    for (const OpOutput& o : op.out) s.out.push_back(ev(o.elements));
-    s.flops = ev(op.flops);
-    if (op.gemm) {
-      for (std::size_t k = 0; k < 4; ++k) s.gemm[k] = ev((*op.gemm)[k]);
-    }
-  }
-
-  int ref_bytes(const OpRef& r) const {
-    switch (r.kind) {
-      case OpRef::Kind::kOp:
-        return plans_[r.index].out_bytes[static_cast<std::size_t>(r.output)];
-      case OpRef::Kind::kParameter:
-        return static_cast<int>(dtype_bytes(m_.parameters[r.index].dtype));
-      case OpRef::Kind::kBuffer:
-        return static_cast<int>(dtype_bytes(m_.buffers[r.index].dtype));
-      case OpRef::Kind::kInput:
-        return r.index < m_.input_dtypes.size() ? static_cast<int>(dtype_bytes(m_.input_dtypes[r.index])) : 4;
-      case OpRef::Kind::kConstant:
-        return 4;
-    }
-    return 4;
-  }
-  bool ref_grad(const OpRef& r) const {
-    if (r.kind == OpRef::Kind::kOp) return plans_[r.index].grad;
-    if (r.kind == OpRef::Kind::kParameter) return m_.parameters[r.index].requires_grad;
-    return false;
-  }
-
-  // plan_op: autocast's dtypes and casts (eager: every cast a kernel; a weight is cast once per
-  // forward, autocast's cache), and what requires grad.
-  void plan_op(std::size_t i) {
-    const Op& op = m_.ops[i];
-    Plan& p = plans_[i];
-    const bool lp = kLowerPrecision.count(op.name) > 0;
-    const bool f32 = kFloat32.count(op.name) > 0;
-    int widest = 0;
-    bool any_grad = false;
-    for (std::size_t k = 0; k < op.in.size(); ++k) {
-      const OpInput& in = op.in[k];
-      const bool is_float = in.bytes == 0;
-      int b = is_float ? ref_bytes(in.ref) : in.bytes;
-      if (is_float && autocast_ && lp && b == 4) {
-        if (in.ref.kind == OpRef::Kind::kParameter) {
-          if (cast_params_.insert(in.ref.index).second) p.weight_casts.push_back(in.ref.index);
-        } else {
-          p.casts.push_back({sizes_[i].in[k], {4, 2}});
-        }
-        b = 2;
-      } else if (is_float && autocast_ && f32 && b == 2) {
-        p.casts.push_back({sizes_[i].in[k], {2, 4}});
-        b = 4;
-      }
-      p.in_bytes.push_back(b);
-      const bool g = is_float && ref_grad(in.ref);
-      p.in_grad.push_back(g);
-      any_grad = any_grad || g;
-      if (is_float && in.ref.kind != OpRef::Kind::kConstant) widest = std::max(widest, b);
-    }
-    // Batch norm keeps its input's dtype (cuDNN's mixed-precision batch norm takes float32 weights
-    // and statistics beside half activations); other ops promote to their widest float input.
-    const bool norm_keeps =
-        op.name == "native_batch_norm" || op.name == "cudnn_batch_norm" || op.name == "_native_batch_norm_legit";
-    const int first_float = !op.in.empty() && op.in[0].bytes == 0 ? p.in_bytes[0] : 4;
-    const int out_float = lp ? (autocast_ ? 2 : 4) : f32 ? 4 : norm_keeps ? first_float : widest > 0 ? widest : 4;
-    for (const OpOutput& o : op.out) p.out_bytes.push_back(o.bytes == 0 ? out_float : o.bytes);
-    p.grad = any_grad && kNoGrad.count(op.name) == 0 && op.out.front().bytes == 0;
-  }
-
-  // plan_attention: the cores SDPA's fused kernels replace: the first product carries the kernel,
-  // the other members (copies, scale, mask, softmax, dropout, the second product) vanish.
-  void plan_attention() {
-    for (std::size_t i = 0; i < m_.ops.size(); ++i) {
-      const Op& op = m_.ops[i];
-      if (op.attn < 0) continue;
-      plans_[i].skipped = !op.attention.has_value();
-      plans_[i].flash = op.attention.has_value();
-    }
-  }
-
-  bool fusible(std::size_t i) const {
-    const Op& op = m_.ops[i];
-    return !is_gemm(op) && !is_conv(op) && !plans_[i].flash && !plans_[i].skipped;
-  }
-
-  // plan_regions (torch.compile): each run of fusible ops between two matrix products or
-  // convolutions is one generated kernel (TorchInductor fuses pointwise ops and reductions between
-  // its extern GEMM/convolution calls, across module boundaries: a residual add with the next
-  // layer norm). A region is charged to the layer of its last op, where its backward also runs.
-  void plan_regions() {
-    int region = -1;
-    bool open = false;
-    for (std::size_t i = 0; i < m_.ops.size(); ++i) {
-      if (!fusible(i)) {
-        open = false;
+LayerCost OpCoster::layer(const Layer& l) const {
+  LayerCost c;
+  std::vector<Kernel> fwd, bwd;
+  int fwd_kernels = 0, bwd_kernels = 0;
+  const std::size_t end = l.first_op + l.op_count;
+  for (std::size_t i = l.first_op; i < end;) {
+    if (ctx_.mode.compile && plans_[i].region >= 0) {
+      const auto region = static_cast<std::size_t>(plans_[i].region);
+      const std::size_t first = region_first_[region], last = region_last_[region];
+      if (i != last) {
+        ++i;  // charged with its region's last op
         continue;
       }
-      if (!open) {
-        ++region;
-        region_first_.push_back(i);
-        region_last_.push_back(i);
-        open = true;
+      int k = 0;
+      fwd.push_back(region_forward(first, last, saved_refs_, &k));
+      fwd_kernels += k;
+      // Backward of the region: gradients in and out, saved inputs read, weight reductions.
+      int reductions = 0;
+      bool any_grad = false;
+      for (std::size_t x = first; x <= last; ++x) {
+        if (!plans_[x].grad) continue;
+        any_grad = true;
+        const Op& op = m_.ops[x];
+        if (kReductions.count(op.name)) ++reductions;
+        if (op.name == "native_layer_norm" || op.name == "native_group_norm" || op.name == "native_batch_norm")
+          ++reductions;
       }
-      plans_[i].region = region;
-      region_last_.back() = i;
+      if (any_grad) {
+        const int kernels = std::max(1, reductions);
+        Kernel kk = memory(2 * fwd.back().bytes);
+        kk.time = std::max(kk.time, kernels * r_.min_kernel_s);
+        bwd.push_back(kk);
+        bwd_kernels += kernels;
+      }
+      for (std::size_t x = first; x <= last; ++x)
+        for (std::size_t w : plans_[x].weight_casts) {
+          fwd.push_back(memory(6.0 * static_cast<double>(m_.parameters[w].numel())));
+          bwd.push_back(memory(6.0 * static_cast<double>(m_.parameters[w].numel())));
+          ++fwd_kernels;
+          ++bwd_kernels;
+        }
+      ++i;
+      continue;
     }
+    // Compiled, a product or convolution between regions is its own kernel; casts fold into
+    // the regions around it.
+    const std::size_t before_f = fwd.size(), before_b = bwd.size();
+    forward_kernels(i, fwd, !ctx_.mode.compile);
+    backward_kernels(i, bwd, !ctx_.mode.compile);
+    fwd_kernels += static_cast<int>(fwd.size() - before_f);
+    bwd_kernels += static_cast<int>(bwd.size() - before_b);
+    ++i;
   }
-
-  // read_elements: what op i reads of input k: a gather reads only the rows it indexes (an
-  // embedding's output rows); a loss reads one entry per target.
-  double read_elements(std::size_t i, std::size_t k) const {
-    const Op& op = m_.ops[i];
-    if (!kIndexed.count(op.name) || op.in[k].bytes != 0) return sizes_[i].in[k];
-    if (op.name == "nll_loss_forward" || op.name == "nll_loss2d_forward")
-      return sizes_[i].in.size() > 1 ? sizes_[i].in[1] : sizes_[i].out.front();
-    return sizes_[i].out.front();
-  }
-
-  double dram(double bytes) const { return bytes / (ctx_.gpu->memory_bandwidth_Bps * r_.memory); }
-
-  // gemm_peak: the matrix peak and efficiency of a product in this run's precision.
-  std::pair<double, double> gemm_peak() const {
-    const GpuSpec& g = *ctx_.gpu;
-    switch (ctx_.precision) {
-      case Precision::kFP32:
-        return {g.fp32_flops, r_.gemm_fp32};
-      case Precision::kTF32:
-        return g.tf32_flops > g.fp32_flops ? std::make_pair(g.tf32_flops, r_.gemm_tensor)
-                                           : std::make_pair(g.fp32_flops, r_.gemm_fp32);
-      default:
-        return {g.peak_flops(ctx_.precision), r_.gemm_tensor};
+  const auto total = [](const std::vector<Kernel>& ks, int kernels, double host_per) {
+    KernelCost k;
+    double gpu = 0;
+    for (const Kernel& x : ks) {
+      k.flops += x.flops;
+      k.bytes += x.bytes;
+      gpu += x.time;
     }
-  }
+    k.kernels = kernels;
+    k.host_s = kernels * host_per;
+    // The host issues the layer's kernels one by one while the GPU runs them: the layer keeps
+    // its stream busy for the longer of the two.
+    k.gpu_s = kernels == 0 ? 0.0 : gpu;
+    k.time_s = kernels == 0 ? 0.0 : std::max(gpu, k.host_s);
+    return k;
+  };
+  const double host_f = ctx_.mode.compile ? r_.compiled_kernel_s : r_.eager_forward_op_s;
+  const double host_b = ctx_.mode.compile ? r_.compiled_kernel_s : r_.eager_backward_op_s;
+  c.forward = total(fwd, fwd_kernels, host_f);
+  c.backward = total(bwd, bwd_kernels, host_b);
+  c.saved_bytes = saved_bytes(l);
+  return c;
+}
 
-  // gemm_time: FLOPs at the peak, in whole waves of 128 x 128 output tiles over the SMs
-  // (NVIDIA's "Matrix Multiplication Background" guide: wave quantisation), or the bytes.
-  Kernel gemm(double flops, double bytes, double batch, double m, double n) const {
-    const auto [peak, eff] = gemm_peak();
-    const double tile = r_.tile;
-    const double tiles = std::ceil(m / tile) * std::ceil(n / tile) * std::max(1.0, batch);
-    const double sms = std::max(1, ctx_.gpu->sms);
-    const double waves = std::ceil(tiles / sms);
-    const double wave_eff = tiles / (waves * sms);
-    Kernel k{flops, bytes, 0};
-    k.time = std::max({flops / (peak * eff * wave_eff), dram(bytes), r_.min_kernel_s});
-    return k;
-  }
-  // conv: cuDNN at the conv rate of the tensor peak; fp32 convolutions on Ampere and later run as
-  // TF32 (torch.backends.cudnn.allow_tf32 defaults to True, unlike matmuls), at the SIMT rate before.
-  Kernel conv(double flops, double bytes) const {
-    const GpuSpec& g = *ctx_.gpu;
-    double peak = 0, eff = r_.conv;
-    if (ctx_.precision == Precision::kFP32 || ctx_.precision == Precision::kTF32) {
-      const bool tf32 = g.tf32_flops > g.fp32_flops;
-      peak = tf32 ? g.tf32_flops : g.fp32_flops;
-      if (!tf32) eff = r_.conv * r_.gemm_fp32 / r_.gemm_tensor;
-    } else {
-      peak = g.peak_flops(ctx_.precision);
+double OpCoster::saved_bytes(const Layer& l) const {
+  double bytes = 0;
+  for (const SavedTensor& st : l.saved) {
+    const std::size_t saver = st.saver;
+    if (saver < plans_.size() && (plans_[saver].skipped || plans_[saver].flash)) continue;
+    if (st.ref.kind == OpRef::Kind::kOp) {
+      const Plan& prod = plans_[st.ref.index];
+      if (prod.skipped) continue;  // a score tensor a fused attention kernel never makes
+      // Compiled: a tensor made and used inside one fused region is recomputed, not kept.
+      if (ctx_.mode.compile && prod.region >= 0) {
+        bool internal = true;
+        for (std::size_t c : consumers_[st.ref.index])
+          if (plans_[c].region != prod.region) internal = false;
+        if (internal) continue;
+      }
     }
-    Kernel k{flops, bytes, 0};
-    k.time = std::max({flops / (peak * eff), dram(bytes), r_.min_kernel_s});
-    return k;
+    int b = st.bytes > 0 ? st.bytes : ref_bytes(st.ref);
+    // A lower-precision op keeps its cast input (autocast saves the cast copy).
+    if (st.bytes == 0 && autocast_ && saver < m_.ops.size() && kLowerPrecision.count(m_.ops[saver].name)) b = 2;
+    bytes += ev(st.elements) * b;
   }
-  // layout: NCHW tensors under fp16/bf16: cuDNN's tensor-core kernels work in NHWC, so each
-  // convolution transposes its input and output (a read and a write of each; NVIDIA Deep Learning
-  // Performance Guide, "Tensor Layouts In Memory: NCHW vs NHWC").
-  bool transposes() const { return autocast_ && !ctx_.mode.channels_last; }
-  Kernel memory(double bytes) const {
-    Kernel k{0, bytes, 0};
-    k.time = std::max(dram(bytes), r_.min_kernel_s);
-    return k;
-  }
-  Kernel attention(const AttentionCore& a, bool backward) const {
+  // Fused attention keeps q, k, v, the output and the row log-sum-exp (fp32).
+  for (std::size_t i = l.first_op; i < l.first_op + l.op_count; ++i) {
+    if (!plans_[i].flash) continue;
+    const AttentionCore& a = *m_.ops[i].attention;
     const double heads = ev(a.heads), q = static_cast<double>(a.q_len.eval(t_)),
                  kv = static_cast<double>(a.kv_len.eval(t_)), d = static_cast<double>(a.head_dim.eval(t_));
-    const double flops = 4 * heads * q * kv * d * (a.causal ? 0.5 : 1.0) * (backward ? 2.5 : 1.0);
-    const double io = heads * d * (2 * q + 2 * kv) * low_ * (backward ? 2.0 : 1.0) + 4 * heads * q;
-    const double eff = ctx_.mode.attention == AttentionImpl::kFlash ? r_.flash : r_.mem_efficient;
-    const double peak = ctx_.gpu->peak_flops(autocast_ ? ctx_.precision : Precision::kTF32);
-    Kernel k{flops, io, 0};
-    k.time = std::max({flops / (peak * eff), dram(io), r_.min_kernel_s});
-    return k;
+    bytes += heads * d * (2 * q + 2 * kv) * low_ + 4 * heads * q;
   }
+  // Autocast's weight copies are kept for backward.
+  for (std::size_t i = l.first_op; i < l.first_op + l.op_count; ++i)
+    for (std::size_t w : plans_[i].weight_casts) bytes += 2.0 * static_cast<double>(m_.parameters[w].numel());
+  return bytes;
+}
 
-  // forward_kernels: op i's kernels in eager mode (its casts, then the op).
-  // (compiled: an activation's cast is folded into the region that makes it).
-  void forward_kernels(std::size_t i, std::vector<Kernel>& out, bool casts) const {
-    const Op& op = m_.ops[i];
-    const Plan& p = plans_[i];
-    const Sizes& s = sizes_[i];
-    if (p.skipped) return;
-    for (std::size_t w : p.weight_casts) out.push_back(memory(6.0 * static_cast<double>(m_.parameters[w].numel())));
-    if (casts)
-      for (const auto& [n, ft] : p.casts) out.push_back(memory(n * (ft.first + ft.second)));
-    if (p.flash) {
-      out.push_back(attention(*op.attention, false));
-      return;
-    }
-    double bytes = 0;
-    for (std::size_t k = 0; k < op.in.size(); ++k) bytes += read_elements(i, k) * p.in_bytes[k];
-    for (std::size_t k = 0; k < op.out.size(); ++k) bytes += s.out[k] * p.out_bytes[k];
-    if (is_gemm(op)) {
-      out.push_back(gemm(s.flops, bytes, s.gemm[0], s.gemm[1], s.gemm[2]));
-    } else if (is_conv(op)) {
-      out.push_back(conv(s.flops, bytes));
-      if (transposes()) {
-        out.push_back(memory(2.0 * s.in[0] * p.in_bytes[0]));
-        out.push_back(memory(2.0 * s.out[0] * p.out_bytes[0]));
-      }
-    } else {
-      out.push_back(memory(bytes));
-    }
-  }
-
-  // backward_kernels: op i's gradient kernels (PyTorch's derivatives.yaml), in its dtypes.
-  void backward_kernels(std::size_t i, std::vector<Kernel>& out, bool casts) const {
-    const Op& op = m_.ops[i];
-    const Plan& p = plans_[i];
-    const Sizes& s = sizes_[i];
-    if (!p.grad || p.skipped) return;
-    if (p.flash) {
-      out.push_back(attention(*op.attention, true));
-      return;
-    }
-    const double n = s.out.front();
-    const double ob = p.out_bytes.front();
-    const auto in_b = [&](std::size_t k) { return static_cast<double>(p.in_bytes[k]); };
-    if (is_gemm(op)) {
-      // addmm(bias, A, B), baddbmm(C, A, B): the products' operands are the last two inputs.
-      const std::size_t a = op.in.size() >= 3 ? op.in.size() - 2 : 0;
-      const std::size_t bm = a + 1;
-      const double batch = s.gemm[0], mm = s.gemm[1], nn = s.gemm[2], kk = s.gemm[3];
-      if (p.in_grad[a]) out.push_back(gemm(s.flops, (mm * nn + kk * nn) * ob + mm * kk * in_b(a), batch, mm, kk));
-      if (p.in_grad[bm]) out.push_back(gemm(s.flops, (mm * nn + mm * kk) * ob + kk * nn * in_b(bm), batch, kk, nn));
-      if (op.in.size() >= 3 && p.in_grad[0]) out.push_back(memory(n * ob + s.in[0] * in_b(0)));
-    } else if (is_conv(op)) {
-      const double w = s.in.size() > 1 ? s.in[1] : 0;
-      if (p.in_grad[0]) out.push_back(conv(s.flops, n * ob + w * in_b(1) + s.in[0] * in_b(0)));
-      if (op.in.size() > 1 && p.in_grad[1]) out.push_back(conv(s.flops, n * ob + s.in[0] * in_b(0) + w * 4));
-      if (op.in.size() > 2 && p.in_grad[2]) out.push_back(memory(n * ob + s.in[2] * 4));
-      if (transposes()) {  // the gradient in, the input's gradient out
-        out.push_back(memory(2.0 * n * ob));
-        if (p.in_grad[0]) out.push_back(memory(2.0 * s.in[0] * in_b(0)));
-      }
-    } else if (op.name == "native_layer_norm" || op.name == "native_group_norm" || op.name == "native_batch_norm") {
-      // The input's gradient (reading the gradient, the input and its statistics), then the
-      // weight's and bias's (a reduction over the rows).
-      out.push_back(memory(3 * n * ob));
-      const bool affine = std::any_of(p.in_grad.begin() + 1, p.in_grad.end(), [](bool g) { return g; });
-      if (affine) out.push_back(memory(2 * n * ob));
-    } else if (op.name == "embedding" || op.name == "index_select") {
-      // embedding_dense_backward: the table's gradient zeroed (fp32), the rows scattered into it.
-      const double table = op.in.empty() ? 0 : s.in[0];
-      out.push_back(memory(table * 4));
-      out.push_back(memory(2 * n * ob));
-    } else if (op.name == "nll_loss_forward" || op.name == "nll_loss2d_forward") {
-      out.push_back(memory(s.in[0] * in_b(0)));  // zeros, the targets' entries set
-    } else if (op.name == "_to_copy") {
-      out.push_back(memory(n * ob + s.in[0] * in_b(0)));
-    } else if (kPassThrough.count(op.name)) {
-      // The gradient passes through unchanged.
-    } else if (op.name == "add" || op.name == "sub" || op.name == "add_" || op.name == "cat" || op.name == "stack") {
-      // Addition and concatenation pass gradients through; an input broadcast to the output's
-      // shape (a bias, a position embedding) gets the gradient summed over the broadcast.
-      for (std::size_t k = 0; k < op.in.size(); ++k)
-        if (p.in_grad[k] && s.in[k] < n && op.name != "cat" && op.name != "stack") out.push_back(memory(n * ob));
-    } else {
-      // One kernel per input needing a gradient: it reads the output's gradient and what the op
-      // saved (the input or output, a mask) and writes the input's gradient.
-      for (std::size_t k = 0; k < op.in.size(); ++k) {
-        if (!p.in_grad[k]) continue;
-        double extra = 0;
-        for (std::size_t j = 0; j < op.in.size(); ++j)
-          if (j != k) extra += s.in[j] * (op.in[j].bytes == 0 ? in_b(j) : op.in[j].bytes);
-        out.push_back(memory(n * ob + s.in[k] * in_b(k) + std::min(extra, n * 8)));
-      }
-    }
-    // Autocast's casts differentiate into casts of the gradient back.
-    if (casts)
-      for (const auto& [cn, ft] : p.casts) out.push_back(memory(cn * (ft.first + ft.second)));
-    for (std::size_t w : p.weight_casts) out.push_back(memory(6.0 * static_cast<double>(m_.parameters[w].numel())));
-  }
-
-  // Compiled: a fused region reads what comes from outside it and writes what leaves it (read
-  // by another region or op, or saved for backward); its backward reads the gradients of what
-  // left and the saved inputs, and writes the gradients of what came in.
-  Kernel region_forward(std::size_t first, std::size_t last, const std::set<std::string>& saved, int* kernels) const {
-    const int region = plans_[first].region;
-    std::set<std::pair<int, std::size_t>> read;
-    double bytes = 0;
-    int reductions = 0;
-    for (std::size_t i = first; i <= last; ++i) {
-      const Op& op = m_.ops[i];
-      if (kReductions.count(op.name)) ++reductions;
-      for (std::size_t k = 0; k < op.in.size(); ++k) {
-        const OpRef& r = op.in[k].ref;
-        if (r.kind == OpRef::Kind::kOp && plans_[r.index].region == region) continue;
-        if (r.kind == OpRef::Kind::kConstant) continue;
-        const double n = read_elements(i, k);
-        if (read.insert({static_cast<int>(r.kind) * 1000 + r.output, r.index}).second)
-          bytes += n * plans_[i].in_bytes[k];
-      }
-      for (std::size_t k = 0; k < op.out.size(); ++k) {
-        if (leaves_region(i, k, region, saved)) bytes += sizes_[i].out[k] * plans_[i].out_bytes[k];
-      }
-    }
-    *kernels = std::max(1, reductions);
-    Kernel kk = memory(bytes);
-    kk.time = std::max(kk.time, *kernels * r_.min_kernel_s);
-    return kk;
-  }
-  bool leaves_region(std::size_t i, std::size_t k, int region, const std::set<std::string>& saved) const {
-    const OpRef me{OpRef::Kind::kOp, i, static_cast<int>(k)};
-    if (saved.count(me.to_string())) return true;
-    const auto& cs = consumers_[i];
-    if (cs.empty()) return k == 0;  // an output nothing reads: the layer's or the model's
-    for (std::size_t c : cs) {
-      if (plans_[c].region != region) {
-        for (const OpInput& in : m_.ops[c].in)
-          if (in.ref == me) return true;
-      }
-    }
-    return false;
-  }
-
-  LayerCost layer(const Layer& l) const {
-    LayerCost c;
-    std::vector<Kernel> fwd, bwd;
-    int fwd_kernels = 0, bwd_kernels = 0;
-    const std::size_t end = l.first_op + l.op_count;
-    for (std::size_t i = l.first_op; i < end;) {
-      if (ctx_.mode.compile && plans_[i].region >= 0) {
-        const auto region = static_cast<std::size_t>(plans_[i].region);
-        const std::size_t first = region_first_[region], last = region_last_[region];
-        if (i != last) {
-          ++i;  // charged with its region's last op
-          continue;
-        }
-        int k = 0;
-        fwd.push_back(region_forward(first, last, saved_refs_, &k));
-        fwd_kernels += k;
-        // Backward of the region: gradients in and out, saved inputs read, weight reductions.
-        int reductions = 0;
-        bool any_grad = false;
-        for (std::size_t x = first; x <= last; ++x) {
-          if (!plans_[x].grad) continue;
-          any_grad = true;
-          const Op& op = m_.ops[x];
-          if (kReductions.count(op.name)) ++reductions;
-          if (op.name == "native_layer_norm" || op.name == "native_group_norm" || op.name == "native_batch_norm")
-            ++reductions;
-        }
-        if (any_grad) {
-          const int kernels = std::max(1, reductions);
-          Kernel kk = memory(2 * fwd.back().bytes);
-          kk.time = std::max(kk.time, kernels * r_.min_kernel_s);
-          bwd.push_back(kk);
-          bwd_kernels += kernels;
-        }
-        for (std::size_t x = first; x <= last; ++x)
-          for (std::size_t w : plans_[x].weight_casts) {
-            fwd.push_back(memory(6.0 * static_cast<double>(m_.parameters[w].numel())));
-            bwd.push_back(memory(6.0 * static_cast<double>(m_.parameters[w].numel())));
-            ++fwd_kernels;
-            ++bwd_kernels;
-          }
-        ++i;
-        continue;
-      }
-      // Compiled, a product or convolution between regions is its own kernel; casts fold into
-      // the regions around it.
-      const std::size_t before_f = fwd.size(), before_b = bwd.size();
-      forward_kernels(i, fwd, !ctx_.mode.compile);
-      backward_kernels(i, bwd, !ctx_.mode.compile);
-      fwd_kernels += static_cast<int>(fwd.size() - before_f);
-      bwd_kernels += static_cast<int>(bwd.size() - before_b);
-      ++i;
-    }
-    const auto total = [](const std::vector<Kernel>& ks, int kernels, double host_per) {
-      KernelCost k;
-      double gpu = 0;
-      for (const Kernel& x : ks) {
-        k.flops += x.flops;
-        k.bytes += x.bytes;
-        gpu += x.time;
-      }
-      k.kernels = kernels;
-      k.host_s = kernels * host_per;
-      // The host issues the layer's kernels one by one while the GPU runs them: the layer keeps
-      // its stream busy for the longer of the two.
-      k.gpu_s = kernels == 0 ? 0.0 : gpu;
-      k.time_s = kernels == 0 ? 0.0 : std::max(gpu, k.host_s);
-      return k;
-    };
-    const double host_f = ctx_.mode.compile ? r_.compiled_kernel_s : r_.eager_forward_op_s;
-    const double host_b = ctx_.mode.compile ? r_.compiled_kernel_s : r_.eager_backward_op_s;
-    c.forward = total(fwd, fwd_kernels, host_f);
-    c.backward = total(bwd, bwd_kernels, host_b);
-    c.saved_bytes = saved_bytes(l);
-    return c;
-  }
-
-  double saved_bytes(const Layer& l) const {
-    double bytes = 0;
-    for (const SavedTensor& st : l.saved) {
-      const std::size_t saver = st.saver;
-      if (saver < plans_.size() && (plans_[saver].skipped || plans_[saver].flash)) continue;
-      if (st.ref.kind == OpRef::Kind::kOp) {
-        const Plan& prod = plans_[st.ref.index];
-        if (prod.skipped) continue;  // a score tensor a fused attention kernel never makes
-        // Compiled: a tensor made and used inside one fused region is recomputed, not kept.
-        if (ctx_.mode.compile && prod.region >= 0) {
-          bool internal = true;
-          for (std::size_t c : consumers_[st.ref.index])
-            if (plans_[c].region != prod.region) internal = false;
-          if (internal) continue;
-        }
-      }
-      int b = st.bytes > 0 ? st.bytes : ref_bytes(st.ref);
-      // A lower-precision op keeps its cast input (autocast saves the cast copy).
-      if (st.bytes == 0 && autocast_ && saver < m_.ops.size() && kLowerPrecision.count(m_.ops[saver].name)) b = 2;
-      bytes += ev(st.elements) * b;
-    }
-    // Fused attention keeps q, k, v, the output and the row log-sum-exp (fp32).
-    for (std::size_t i = l.first_op; i < l.first_op + l.op_count; ++i) {
-      if (!plans_[i].flash) continue;
-      const AttentionCore& a = *m_.ops[i].attention;
-      const double heads = ev(a.heads), q = static_cast<double>(a.q_len.eval(t_)),
-                   kv = static_cast<double>(a.kv_len.eval(t_)), d = static_cast<double>(a.head_dim.eval(t_));
-      bytes += heads * d * (2 * q + 2 * kv) * low_ + 4 * heads * q;
-    }
-    // Autocast's weight copies are kept for backward.
-    for (std::size_t i = l.first_op; i < l.first_op + l.op_count; ++i)
-      for (std::size_t w : plans_[i].weight_casts) bytes += 2.0 * static_cast<double>(m_.parameters[w].numel());
-    return bytes;
-  }
-
-  const Model& m_;
-  const ComputeContext& ctx_;
-  KernelRates r_;
-  std::int64_t t_, b_;
-  int low_ = 4;
-  bool autocast_ = false;
-  std::vector<Sizes> sizes_;
-  std::vector<Plan> plans_;
-  std::vector<std::vector<std::size_t>> consumers_;
-  std::set<std::size_t> cast_params_;
-  std::vector<std::size_t> region_first_, region_last_;  // compile: each region's first and last op
-  std::set<std::string> saved_refs_;                     // every tensor some layer saves
-};
-
-}  // namespace
+}  // namespace op_detail
 
 ModelCost op_model_cost(const Model& model, const ComputeContext& ctx) {
   if (ctx.gpu == nullptr) throw std::invalid_argument("op_model_cost: ComputeContext has no GPU");
-  return OpCoster(model, ctx).run();
+  return op_detail::OpCoster(model, ctx).run();
 }
 
 }  // namespace gradsync
