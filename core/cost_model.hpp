@@ -27,6 +27,12 @@ struct HostCosts {
   // coalesce_s 10 us: Python work per coalesced group (flatten, unflatten bookkeeping) in
   // DataParallel's broadcast_coalesced and reduce_add_coalesced.
   double coalesce_s = 10e-6;
+  // python_share 0.5: the part of an eager op's host time spent in Python (the module's
+  // forward, argument parsing) and so under the GIL; PyTorch's generated bindings release the GIL
+  // around the C++ dispatch and launch (gil_scoped_release in tools/autograd/templates/
+  // python_torch_functions.cpp and python_variable_methods.cpp). DataParallel's replica threads
+  // launch their forwards concurrently and take turns for that share.
+  double python_share = 0.5;
 };
 
 // CostModel: durations and sizes of the work a step issues on one device.

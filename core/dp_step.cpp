@@ -97,8 +97,17 @@ void DpStep::micro_step() {
   // 3. Parallel apply: one Python thread per replica.
   host_.parallel(m, [&](int i) {
     if (m > 1) host_.run({"dp:thread", costs_.host().thread_start_s, true});
-    for (std::size_t l = 0; l < model_.layers.size(); ++l)
-      if (replica_layer(l)) compute(i, costs_.forward(l, chunks_[i]));
+    for (std::size_t l = 0; l < model_.layers.size(); ++l) {
+      if (!replica_layer(l)) continue;
+      ComputeOp op = costs_.forward(l, chunks_[i]);
+      if (m > 1 && op.host_s > 0) {
+        // The Python share of the launches holds the GIL: the replicas' threads take turns.
+        const double python = op.host_s * costs_.host().python_share;
+        host_.run({"dp:python", python, true});
+        op.host_s -= python;
+      }
+      compute(i, op);
+    }
   });
 
   // 4. Gather the outputs (and the per-replica losses) into one tensor on GPU0.

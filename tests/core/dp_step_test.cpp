@@ -169,6 +169,22 @@ TEST(DpStep, HostCopiesEveryModuleForEveryReplica) {
   EXPECT_GT(r.model.modules, 150);  // resnet50 has 151 nn.Modules with the root
 }
 
+TEST(DpStep, ReplicaThreadsTakeTurnsForThePythonShareOfTheirLaunches) {
+  DpRun r("resnet50", 4, 4);
+  r.costs.launch_s = 8e-6;
+  r.step.run_iteration(1);
+  // Every replica's forward of every layer spends half its launch time in Python, under the GIL.
+  const auto py = r.calls(Kind::kHost, "dp:python");
+  const double share = r.costs.host().python_share;
+  ASSERT_EQ(py.size(), 4 * r.model.layers.size());
+  for (const RecordedCall& c : py) EXPECT_NEAR(c.end_s - c.start_s, share * 8e-6, 1e-15);
+  // One replica alone has no threads to contend with: no GIL turns.
+  DpRun one("resnet50", 1, 4);
+  one.costs.launch_s = 8e-6;
+  one.step.run_iteration(1);
+  EXPECT_TRUE(one.calls(Kind::kHost, "dp:python").empty());
+}
+
 TEST(DpStep, GradientAccumulationReducesEveryMicroStepAndStepsOnce) {
   DpStepOptions o;
   o.grad_accum = 3;
