@@ -13,18 +13,18 @@
 namespace gradsync {
 namespace {
 
-constexpr double T = 1024;  // sequence length
-constexpr double D = 768;   // d_model
-constexpr double H = 12;    // heads
-constexpr double V = 50257; // vocabulary
-constexpr double n = T * D; // one activation of the residual stream (batch 1)
+constexpr double T = 1024;   // sequence length
+constexpr double D = 768;    // d_model
+constexpr double H = 12;     // heads
+constexpr double V = 50257;  // vocabulary
+constexpr double n = T * D;  // one activation of the residual stream (batch 1)
 
 struct OpRun {
   Model model = load_model("gpt2");
   ModelCost cost;
-  OpRun(Precision p, bool compile, AttentionImpl attention) {
+  OpRun(Precision p, bool compile, AttentionImpl attention, const char* gpu = "a100") {
     ComputeContext ctx;
-    ctx.gpu = &gpu_spec("a100");
+    ctx.gpu = &gpu_spec(gpu);
     ctx.precision = p;
     ctx.batch = 1;
     ctx.seq_len = static_cast<std::int64_t>(T);
@@ -72,17 +72,17 @@ TEST(OpCost, EagerAttentionAtT1024ByHand) {
   const LayerCost& b = r.layer("transformer.h.0.attn.fn2");
   const double s = H * T * T;  // one score tensor
   EXPECT_DOUBLE_EQ(a.forward.flops + b.forward.flops, 2 * (2 * H * T * T * (D / H)));
-  const double fn = 4 * (2 * n) * 2      // two copies (read + write)
-                    + 4 * (2 * n + s)    // q @ k^T
-                    + 4 * (2 * s)        // * scale
-                    + 4 * T * T + T * T  // bias == 0 (fp32 buffer in, bool out)
+  const double fn = 4 * (2 * n) * 2        // two copies (read + write)
+                    + 4 * (2 * n + s)      // q @ k^T
+                    + 4 * (2 * s)          // * scale
+                    + 4 * T * T + T * T    // bias == 0 (fp32 buffer in, bool out)
                     + 4 * (2 * s) + T * T  // masked_fill
-                    + 4 * (2 * s);       // softmax
+                    + 4 * (2 * s);         // softmax
   EXPECT_DOUBLE_EQ(a.forward.bytes, fn);
   EXPECT_EQ(a.forward.kernels, 7);
-  const double fn2 = 4 * (2 * n)         // v copy
-                     + 4 * (s + n + n)   // att @ v
-                     + 4 * (2 * n);      // transpose back
+  const double fn2 = 4 * (2 * n)        // v copy
+                     + 4 * (s + n + n)  // att @ v
+                     + 4 * (2 * n);     // transpose back
   EXPECT_DOUBLE_EQ(b.forward.bytes, fn2);
 }
 
@@ -132,8 +132,8 @@ TEST(OpCost, CompileFusesTheResidualAddIntoTheNextLayerNorm) {
   const OpRun eager = eager_fp32();
   const OpRun compiled(Precision::kFP32, true, AttentionImpl::kMath);
   // Eager: add reads two and writes one; layer norm reads it again.
-  const double eager_bytes = eager.layer("transformer.h.0.fn").forward.bytes +
-                             eager.layer("transformer.h.0.ln_2").forward.bytes;
+  const double eager_bytes =
+      eager.layer("transformer.h.0.fn").forward.bytes + eager.layer("transformer.h.0.ln_2").forward.bytes;
   EXPECT_DOUBLE_EQ(eager_bytes, 4 * (3 * n) + 4 * (n + 2 * D + n + 2 * T));
   // Compiled: one kernel, charged to the layer norm, reads both summands once and writes the sum
   // (the next residual add reads it, the norm's backward keeps it) and the norm's outputs.
@@ -162,6 +162,18 @@ TEST(OpCost, CompileFusesTheMaskedSoftmaxIntoOneKernel) {
   EXPECT_DOUBLE_EQ(fn2, region + 4 * (s + n + n) + 4 * (2 * n));
   EXPECT_LT(fn + fn2, eager.layer("transformer.h.0.attn.fn").forward.bytes +
                           eager.layer("transformer.h.0.attn.fn2").forward.bytes);
+}
+
+TEST(OpCost, GeForceTf32RunsOnTheTensorCores) {
+  // GA102's TF32 tensor peak equals its datasheet FP32 figure (35.6 TFLOP/s), but TF32 GEMMs run
+  // on the tensor cores at the tensor rate, FP32 ones on the SIMT datapath at its lower rate.
+  const OpRun fp32(Precision::kFP32, false, AttentionImpl::kMath, "rtx-3090");
+  const OpRun tf32(Precision::kTF32, false, AttentionImpl::kMath, "rtx-3090");
+  const KernelRates r = rates_for(gpu_spec("rtx-3090"));
+  ASSERT_LT(r.gemm_fp32, r.gemm_tensor);
+  // lm_head's 1024 x 50257 x 768 product is compute-bound either way.
+  EXPECT_NEAR(tf32.layer("lm_head").forward.time_s / fp32.layer("lm_head").forward.time_s, r.gemm_fp32 / r.gemm_tensor,
+              1e-12);
 }
 
 }  // namespace

@@ -56,5 +56,5 @@ END {
 cat "$tmp/summary.csv" | grep '^training'
 # check training SPLIT MAX_MEDIAN MIN_WITHIN15 MIN_CASES
 check training train 17 40 16 15
-check training holdout 22 20 8 15
+check training holdout 13 40 8 15
 exit $status
