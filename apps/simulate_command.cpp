@@ -2,6 +2,7 @@
 // `gradsync collectives`: scenarios and collectives on the SimGrid engine, as tables and
 // result.json.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -46,8 +47,31 @@ void add_command_options(CLI::App* cmd, ScenarioCommand& c) {
   cmd->add_flag("--explain", c.explain, "Also print DP against DDP phase by phase: where, what moves, bytes, time");
 }
 
+// ddp_only_settings: the DistributedDataParallel settings a scenario gives (not at their
+// defaults), as flags: DataParallel has no buckets, comm hooks, unused-parameter search or static
+// graph.
+std::vector<std::string> ddp_only_settings(const Scenario& s) {
+  std::vector<std::string> given;
+  for (const char* name : {"bucket_cap_mb", "first_bucket_mb", "comm_hook", "find_unused_parameters", "static_graph",
+                           "gradient_as_bucket_view"}) {
+    const ScenarioKey& k = scenario_key(name);
+    const auto v = key_value(s, k);
+    if (v == key_value(Scenario{}, k)) continue;
+    given.push_back(k.kind == KeyKind::kSwitch ? std::string(k.flag) : fmt::format("{} {}", k.flag, value_text(v)));
+  }
+  return given;
+}
+
 void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, const std::string& what) {
   const Scenario asked = scenario_of(a.scenario);
+  const std::vector<std::string> ddp_only = ddp_only_settings(asked);
+  const bool dp_only = strategies.size() == 1 && strategies.front() == Strategy::kDP;
+  if (dp_only && !ddp_only.empty()) {
+    throw UsageError(
+        fmt::format("{}: DistributedDataParallel settings; DataParallel (--strategy dp) has no "
+                    "buckets, comm hooks, unused-parameter search or static graph",
+                    fmt::join(ddp_only, ", ")));
+  }
   const Scenario s = resolve_args(a.scenario, asked);
   reports::Report rep;
   rep.command = what;
@@ -55,7 +79,15 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
   rep.scenario = sim::scenario_json(s);
   rep.requested = requested_json(asked, s);
   for (Strategy st : strategies) rep.strategies.push_back(sim::simulate_isolated(asked, st));
+  if (dp_only && !rep.strategies.front().skipped.empty()) {
+    throw RuntimeError(fmt::format("--strategy dp: {}", rep.strategies.front().skipped));
+  }
   rep.header = scenario_header(s, rep.strategies, what);
+  if (!dp_only && !ddp_only.empty() &&
+      std::find(strategies.begin(), strategies.end(), Strategy::kDP) != strategies.end()) {
+    rep.header.push_back(
+        fmt::format("{} apply to DDP only (DataParallel has no buckets or hooks)", fmt::join(ddp_only, ", ")));
+  }
   print_report(rep, a.out, reports::write_outputs(a.out, rep), a.explain);
 }
 

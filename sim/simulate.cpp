@@ -143,9 +143,12 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
   if (strategy == Strategy::kDP && r.hosts.size() > 1) {
     int first_host = 0;
     while (first_host < r.topo.gpu_count() && r.topo.host_of(first_host) == r.topo.host_of(0)) ++first_host;
+    std::vector<std::string> names;
+    for (int h : r.hosts) names.push_back(r.topo.hosts().at(static_cast<std::size_t>(h)));
     out.skipped = fmt::format(
-        "DataParallel runs in one process on one machine; GPUs 0..{} of {} span {} hosts (use --gpus {} or fewer)",
-        r.gpus - 1, s.topology, r.hosts.size(), first_host);
+        "DataParallel runs in one process on one machine; GPUs 0..{} of {} span {} hosts ({}) (use --gpus {} or "
+        "fewer)",
+        r.gpus - 1, s.topology, r.hosts.size(), fmt::join(names, ", "), first_host);
     return out;
   }
 

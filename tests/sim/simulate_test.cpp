@@ -180,7 +180,7 @@ TEST(Simulate, DataParallelMakesGpu0AHotspot) {
 
 TEST(Simulate, DataParallelAcrossHostsIsSkippedWithTheReason) {
   const StrategyResult r = simulate(small("gpt2", "2x-dgx-a100-hdr", 16), Strategy::kDP);
-  EXPECT_NE(r.skipped.find("span 2 hosts (use --gpus 8 or fewer)"), std::string::npos) << r.skipped;
+  EXPECT_NE(r.skipped.find("span 2 hosts (node0, node1) (use --gpus 8 or fewer)"), std::string::npos) << r.skipped;
 }
 
 TEST(Scenario, AFileSetsKeysAndRejectsUnknownOnesWithTheLine) {
