@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""ddp_oracle_test.py GRADSYNC [MODEL ...]: real PyTorch as the oracle of DDP's bucket plans.
+
+For each zoo model built from the same reference code as the zoo (tools/build_zoo.py; torchvision
+for the vision models), it wraps the module in real torch.nn.parallel.DistributedDataParallel on
+the CPU (gloo, world size 1: the plan is rank 0's, so one rank gives the same plan as two), runs
+iterations 1-3 at batch 1 with a short sequence, and records every bucket a communication hook
+sees (index, parameter names from bucket.parameters(), bytes). `gradsync buckets --json` with the
+same settings, under the rules of the PyTorch imported here (before 2.3 an explicit bucket cap
+keeps the 1 MiB first bucket: --first-bucket-mb 1), must give the same buckets in the same order
+with the same parameters. Every difference is reported with the model, the setting, the
+iteration and the first differing bucket. Exits 77 (ctest: skipped) when torch cannot be imported.
+"""
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+except ImportError as e:
+    print(f"SKIP: torch is not importable here ({e}); install Debian's python3-torch to run this test")
+    sys.exit(77)
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import build_zoo  # noqa: E402
+
+gradsync = sys.argv[1]
+# Every zoo model that a 24 GiB machine trains on the CPU in seconds; gpt2-large, gpt2-xl and
+# llama2-7b (3-27 GB of fp32 parameters, as much again of gradients and bucket copies) are left out.
+MODELS = sys.argv[2:] or ["gpt2", "gpt2-medium", "bert-base", "bert-large", "resnet18", "resnet50", "resnet101",
+                          "vgg16", "vit-b-16"]
+CAPS = [1, 5, 25, 50]
+MODES = [("default", {}), ("find_unused_parameters", {"find_unused_parameters": True}),
+         ("static_graph", {"static_graph": True})]
+T = 16
+
+
+def build(name):
+    """The module and a function giving (inputs, loss) for one iteration, on the CPU."""
+    torch.manual_seed(0)
+    if name in build_zoo.GPT2:
+        n_layer, n_head, n_embd = build_zoo.GPT2[name]
+        m = build_zoo.GPT(dict(vocab=50257, block=1024, n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=0.0))
+        idx = torch.randint(0, 50257, (1, T))
+        run = lambda d: d(idx, idx)[1]  # noqa: E731
+    elif name in build_zoo.BERT:
+        layers, heads, hidden = build_zoo.BERT[name]
+        m = build_zoo.BertModel(dict(layers=layers, heads=heads, hidden=hidden))
+        idx = torch.randint(0, 30522, (1, T))
+
+        def run(d):
+            seq, pooled = d(idx)
+            return seq.sum() + pooled.sum()
+    else:
+        import torchvision
+        m = getattr(torchvision.models, build_zoo.VISION[name])()
+        x = torch.randn(1, 3, 224, 224)
+        run = lambda d: d(x).sum()  # noqa: E731
+    if any(p.is_meta for p in m.parameters()) or any(b.is_meta for b in m.buffers()):
+        m = m.to_empty(device="cpu")
+        if hasattr(m, "lm_head"):
+            m.transformer.wte.weight = m.lm_head.weight  # to_empty makes each module its own tensor: tie again
+        with torch.no_grad():
+            for p in m.parameters():
+                p.normal_(0, 0.02)
+            for n, b in m.named_buffers():
+                if n.endswith("position_ids"):
+                    b.copy_(torch.arange(b.shape[-1]).expand_as(b))
+                elif n.endswith("attn.bias"):
+                    b.copy_(torch.tril(torch.ones_like(b)))
+                else:
+                    b.zero_()
+    m.train()
+    return m, run
+
+
+def pytorch_plans(model, run, cap, kwargs):
+    names = {id(p): n for n, p in model.named_parameters()}
+    seen = {}
+    it = [0]
+
+    def hook(state, bucket):
+        params = [names[id(p)] for p in bucket.parameters()]
+        seen.setdefault(it[0], {})[bucket.index()] = (params, bucket.buffer().numel() * bucket.buffer().element_size())
+        fut = torch.futures.Future()
+        fut.set_result(bucket.buffer())
+        return fut
+
+    ddp = DDP(model, bucket_cap_mb=cap, **kwargs)
+    ddp.register_comm_hook(None, hook)
+    for i in (1, 2, 3):
+        it[0] = i
+        model.zero_grad(set_to_none=True)
+        run(ddp).backward()
+    del ddp
+    gc.collect()
+    return {i: [seen[i][b] for b in sorted(seen[i])] for i in sorted(seen)}
+
+
+def gradsync_plans(name, cap, kwargs):
+    cmd = [gradsync, "buckets", "--model", name, "--json", "--bucket-cap-mb", str(cap)]
+    if tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 3):
+        cmd += ["--first-bucket-mb", "1"]  # an explicit cap kept the 1 MiB first bucket before 2.3
+    if kwargs.get("find_unused_parameters"):
+        cmd.append("--find-unused-parameters")
+    if kwargs.get("static_graph"):
+        cmd.append("--static-graph")
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {out.stderr}")
+    j = json.loads(out.stdout)
+    plans = {}
+    for it in j["iterations"]:
+        plans[it["iteration"]] = [(b["params"], b["bytes"]) for b in it["buckets"]]
+    return plans, j
+
+
+def first_difference(want, got):
+    for k in range(max(len(want), len(got))):
+        if k >= len(want) or k >= len(got) or want[k] != got[k]:
+            w = want[k] if k < len(want) else None
+            g = got[k] if k < len(got) else None
+            return k, w, g
+    return None
+
+
+failures = []
+with tempfile.TemporaryDirectory() as tmp:
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    dist.init_process_group("gloo", init_method=f"file://{tmp}/store", rank=0, world_size=1)
+    for name in MODELS:
+        start = time.time()
+        model, run = build(name)
+        compared = 0
+        for cap in CAPS:
+            for mode, kwargs in MODES:
+                want = pytorch_plans(model, run, cap, kwargs)
+                got, j = gradsync_plans(name, cap, kwargs)
+                for i in (1, 2, 3):
+                    g = got.get(i, got[max(got)])  # gradsync lists iterations until the plan is steady
+                    d = first_difference(want[i], g)
+                    compared += 1
+                    if d:
+                        k, w, gg = d
+                        msg = (f"{name}, bucket_cap_mb {cap}, {mode}, iteration {i}: bucket {k} differs: PyTorch "
+                               f"{(w[1], w[0][:4], len(w[0])) if w else None} (bytes, first params, count), gradsync "
+                               f"{(gg[1], gg[0][:4], len(gg[0])) if gg else None}; PyTorch {len(want[i])} buckets, "
+                               f"gradsync {len(g)}")
+                        failures.append(msg)
+                        print("FAIL:", msg)
+        del model
+        gc.collect()
+        print(f"{name}: {compared} plans compared in {time.time() - start:.1f} s")
+    dist.destroy_process_group()
+
+if failures:
+    sys.exit(1)
+print(f"OK (torch {torch.__version__})")
