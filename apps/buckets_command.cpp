@@ -11,6 +11,7 @@
 #include "apps/scenario_args.hpp"
 #include "core/bucket_plan.hpp"
 #include "core/error.hpp"
+#include "core/pytorch_version.hpp"
 #include "core/scenario_keys.hpp"
 #include "models/step_costs.hpp"
 
@@ -47,7 +48,7 @@ std::string what_happens(const BucketOptions& b) {
 
 void print_text(const StepModel& m, const BucketOptions& b, const BucketSchedule& s, std::ostream& out) {
   const std::size_t trainable = m.trainable().size();
-  out << fmt::format("# gradsync buckets: DDP's bucket plan for {} (PyTorch >= 2.4 Reducer)\n", m.name);
+  out << fmt::format("# gradsync buckets: DDP's bucket plan for {} (PyTorch {} rules)\n", m.name, b.pytorch.text());
   out << fmt::format("# {} parameters with gradients, {} ({} bytes)\n", trainable,
                      human_bytes(static_cast<double>(m.gradient_bytes())), m.gradient_bytes());
   out << fmt::format("# bucket_cap_mb {}{}, first bucket {}{}, find_unused_parameters {}, static_graph {}\n",
@@ -89,11 +90,9 @@ void print_text(const StepModel& m, const BucketOptions& b, const BucketSchedule
 void print_json(const StepModel& m, const BucketOptions& b, const BucketSchedule& s, std::ostream& out) {
   nlohmann::ordered_json j;
   j["model"] = m.name;
-  j["options"] = {{"bucket_cap_bytes", b.bucket_cap_bytes()},
-                  {"first_bucket_bytes", b.first_bucket_bytes()},
-                  {"last_bucket_cap", b.last_bucket_cap},
-                  {"find_unused_parameters", b.find_unused_parameters},
-                  {"static_graph", b.static_graph}};
+  j["options"] = {{"bucket_cap_bytes", b.bucket_cap_bytes()}, {"first_bucket_bytes", b.first_bucket_bytes()},
+                  {"last_bucket_cap", b.last_bucket_cap},     {"find_unused_parameters", b.find_unused_parameters},
+                  {"static_graph", b.static_graph},           {"pytorch_version", b.pytorch.text()}};
   j["gradient_bytes"] = m.gradient_bytes();
   auto& its = j["iterations"] = nlohmann::ordered_json::array();
   for (const IterationPlan& it : iterations_of(s)) {
@@ -122,6 +121,11 @@ void run_buckets(const BucketsOptions& o) {
   b.last_bucket_cap = o.last_bucket_cap;
   b.find_unused_parameters = sc.find_unused_parameters;
   b.static_graph = sc.static_graph;
+  b.pytorch = parse_pytorch_version(sc.pytorch_version);
+  if (b.static_graph && !has_static_graph(b.pytorch)) {
+    throw UsageError(
+        fmt::format("--static-graph: DDP(static_graph=True) exists from PyTorch 1.9, not {}", b.pytorch.text()));
+  }
   const BucketSchedule s = bucket_schedule(m, b);
   if (o.json) {
     print_json(m, b, s, std::cout);
@@ -135,8 +139,9 @@ void run_buckets(const BucketsOptions& o) {
 void register_buckets_command(CLI::App& app) {
   auto o = std::make_shared<BucketsOptions>();
   CLI::App* cmd = app.add_subcommand("buckets", "DDP's bucket plan per iteration, as PyTorch's Reducer builds it");
-  add_scenario_options(cmd, o->keys,
-                       {"model", "bucket_cap_mb", "first_bucket_mb", "find_unused_parameters", "static_graph"});
+  add_scenario_options(
+      cmd, o->keys,
+      {"model", "bucket_cap_mb", "first_bucket_mb", "find_unused_parameters", "static_graph", "pytorch_version"});
   o->keys.given.at("model")->required()->description(std::string(scenario_key("model").help));
   cmd->add_flag("--last-bucket-cap", o->last_bucket_cap, "Put the small bucket last (DDP_SET_LAST_BUCKET_CAP=1)");
   cmd->add_flag("--json", o->json, "Print JSON instead of a table");

@@ -49,7 +49,7 @@ Bytes BucketOptions::bucket_cap_bytes() const {
 
 Bytes BucketOptions::first_bucket_bytes() const {
   if (first_bucket_mb) return mb_to_bytes(*first_bucket_mb);
-  return bucket_cap_mb ? bucket_cap_bytes() : kDefaultFirstBucketBytes;
+  return bucket_cap_mb && first_bucket_follows_cap(pytorch) ? bucket_cap_bytes() : kDefaultFirstBucketBytes;
 }
 
 std::vector<AssignedBucket> compute_bucket_assignment_by_size(const std::vector<BucketTensor>& tensors,
@@ -103,7 +103,7 @@ std::vector<AssignedBucket> compute_bucket_assignment_by_size(const std::vector<
 BucketPlan initial_buckets(const StepModel& model, const BucketOptions& opts) {
   const std::vector<std::size_t> params = model.trainable();
   std::vector<Bytes> limits;
-  if (opts.static_graph || !opts.find_unused_parameters) {
+  if ((opts.static_graph || !opts.find_unused_parameters) && single_initial_bucket(opts.pytorch)) {
     limits = {kInfiniteLimit};
   } else {
     // [1 MiB, cap] by default; [cap, cap], which is [cap], when bucket_cap_mb is given.

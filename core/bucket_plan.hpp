@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "core/pytorch_version.hpp"
 #include "core/step_model.hpp"
 #include "core/units.hpp"
 
@@ -46,6 +47,8 @@ struct BucketOptions {
   bool last_bucket_cap = false;
   bool find_unused_parameters = false;
   bool static_graph = false;
+  // pytorch: the release whose rules apply (first bucket, first iteration's plan).
+  PytorchVersion pytorch = kNewestPytorch;
 
   Bytes bucket_cap_bytes() const;
   Bytes first_bucket_bytes() const;

@@ -30,8 +30,8 @@ std::string trimmed(std::string_view s) {
 std::string canonical_nccl_list(std::string_view text, std::span<const std::string_view> names) {
   std::string t = lower(trimmed(text));
   if (t == "auto") return "";
-  const std::string expected =
-      fmt::format("expected a comma list of {} (NCCL's names, any case), ^ first to exclude them", fmt::join(names, ", "));
+  const std::string expected = fmt::format(
+      "expected a comma list of {} (NCCL's names, any case), ^ first to exclude them", fmt::join(names, ", "));
   bool exclude = false;
   if (!t.empty() && t.front() == '^') {
     exclude = true;
@@ -42,7 +42,8 @@ std::string canonical_nccl_list(std::string_view text, std::span<const std::stri
   std::size_t start = 0;
   for (;;) {
     const std::size_t comma = t.find(',', start);
-    const std::string item = trimmed(std::string_view(t).substr(start, comma == std::string::npos ? comma : comma - start));
+    const std::string item =
+        trimmed(std::string_view(t).substr(start, comma == std::string::npos ? comma : comma - start));
     if (item.empty()) throw ConfigError(expected);
     if (item == "collnetdirect" || item == "collnetchain" || item == "collnet" || item == "pat") {
       throw ConfigError(fmt::format("{}: gradsync does not model CollNet (SHARP) or PAT; {}", item, expected));

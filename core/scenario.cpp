@@ -29,7 +29,8 @@ Scenario read_scenario_file(const std::string& path, Scenario s) {
     if (!kv.first.IsScalar()) r.fail(kv.first, "scenario", "a key must be a single word (model, gpus, ...)");
     const std::string name = kv.first.as<std::string>();
     const ScenarioKey* k = find_scenario_key(name);
-    if (k == nullptr || (k->name != name && std::find(k->aliases.begin(), k->aliases.end(), name) == k->aliases.end())) {
+    if (k == nullptr ||
+        (k->name != name && std::find(k->aliases.begin(), k->aliases.end(), name) == k->aliases.end())) {
       r.fail(kv.first, "scenario", fmt::format("unknown key \"{}\"; expected one of {}", name, scenario_key_names()));
     }
     const int line = kv.first.Mark().line + 1;

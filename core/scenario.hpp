@@ -32,6 +32,7 @@ struct Scenario {
   bool compile = false;                   // torch.compile(model)
   std::string attention = "math";         // math, flash, mem-efficient
   bool channels_last = false;             // model.to(memory_format=torch.channels_last)
+  std::string pytorch_version = "2.11";   // the release whose rules apply (core/pytorch_version.hpp)
   std::optional<double> bucket_cap_mb;    // unset: 25 MiB
   std::optional<double> first_bucket_mb;  // unset: 1 MiB without bucket_cap_mb, else bucket_cap_mb
   int grad_accum = 1;

@@ -12,6 +12,7 @@
 #include "core/comm_hook.hpp"
 #include "core/error.hpp"
 #include "core/nccl_knobs.hpp"
+#include "core/pytorch_version.hpp"
 #include "core/units.hpp"
 
 namespace gradsync {
@@ -127,6 +128,17 @@ std::vector<ScenarioKey> make_table() {
        .default_text = "false: NCHW, as an unmodified script",
        .kind = KeyKind::kSwitch,
        .field = &S::channels_last},
+      {.name = "pytorch_version",
+       .flag = "--pytorch-version",
+       .value_name = "M.N",
+       .help = "The PyTorch release whose rules apply: DDP's first iteration (one bucket from 1.12), its first "
+               "rebuilt bucket under an explicit bucket_cap_mb (the cap from 2.3, 1 MiB before), static_graph "
+               "(from 1.9), torch.optim's foreach default (2.0; a Python loop over the parameters before); "
+               "torch.__version__ is accepted",
+       .default_text = "2.11",
+       .kind = KeyKind::kSpec,
+       .field = &S::pytorch_version,
+       .canonical = canonical_pytorch_version},
       {.name = "optimizer",
        .flag = "--optimizer",
        .value_name = "OPT",
@@ -555,6 +567,10 @@ void check_scenario_keys(const Scenario& s) {
                                                       : std::pair{"seq_len", s.seq_len};
     throw ConfigError(fmt::format("{} \"{}\": expected an integer >= 1", name, value));
   }
+  if (s.static_graph && !has_static_graph(parse_pytorch_version(s.pytorch_version))) {
+    throw ConfigError(fmt::format("static_graph: DDP(static_graph=True) exists from PyTorch 1.9; pytorch_version is {}",
+                                  s.pytorch_version));
+  }
   if (s.warmup >= s.iterations) {
     throw ConfigError(
         fmt::format("warmup \"{}\": expected 0..{} (fewer than iterations {}, so that a steady iteration is left)",
@@ -571,6 +587,7 @@ Scenario resolved_scenario(const Scenario& requested, const ScenarioFacts& f) {
   BucketOptions b;
   b.bucket_cap_mb = requested.bucket_cap_mb;
   b.first_bucket_mb = requested.first_bucket_mb;
+  b.pytorch = parse_pytorch_version(requested.pytorch_version);
   const auto mib = [](Bytes bytes) { return static_cast<double>(bytes) / static_cast<double>(kMiB); };
   if (!r.bucket_cap_mb) r.bucket_cap_mb = mib(b.bucket_cap_bytes());
   if (!r.first_bucket_mb) r.first_bucket_mb = mib(b.first_bucket_bytes());

@@ -53,6 +53,12 @@ struct ExecutionMode {
   bool channels_last = false;
 };
 
+// OptimizerImpl: torch.optim's implementations: foreach (multi-tensor, the CUDA default since
+// PyTorch 2.0), fused (fused=True), single-tensor (a Python loop over the parameters: the default
+// before 2.0, or foreach=False), with zero_grad filling gradients with zeros (set_to_none=False,
+// the default before 2.0).
+enum class OptimizerImpl { kForEach, kFused, kSingleTensor };
+
 // ComputeContext: where and how a step computes.
 struct ComputeContext {
   const GpuSpec* gpu = nullptr;
@@ -61,6 +67,8 @@ struct ComputeContext {
   std::int64_t seq_len = 1;  // T; ignored by models without one
   Efficiency efficiency;
   ExecutionMode mode{};
+  // optimizer_impl: how torch.optim runs when the step is not fused (foreach from PyTorch 2.0).
+  OptimizerImpl optimizer_impl = OptimizerImpl::kForEach;
 };
 
 // KernelCost: work and time of one piece (a layer's forward, a copy, an optimizer step).
@@ -109,11 +117,6 @@ int optimizer_state_bytes_per_param(Optimizer o);
 
 // optimizer_cost: one optimizer step over every trainable parameter (memory-bound).
 KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const ComputeContext& ctx);
-// OptimizerImpl: torch.optim's implementations: foreach (multi-tensor, the CUDA default since
-// PyTorch 2.0), fused (fused=True), single-tensor (a Python loop over the parameters: the default
-// before 2.0, or foreach=False), with zero_grad filling gradients with zeros (set_to_none=False,
-// the default before 2.0).
-enum class OptimizerImpl { kForEach, kFused, kSingleTensor };
 // optimizer_cost with the implementation: single-tensor issues each parameter's ops from Python,
 // so its host time (KernelCost::host_s) often exceeds the GPU's.
 KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl, const ComputeContext& ctx);

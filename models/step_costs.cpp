@@ -95,7 +95,8 @@ ComputeOp RooflineCostModel::backward(std::size_t layer, std::int64_t batch) con
 }
 
 ComputeOp RooflineCostModel::optimizer() const {
-  return op("optimizer", OpKind::kMemory, optimizer_cost(model_, optimizer_, fused_, ctx_));
+  return op("optimizer", OpKind::kMemory,
+            optimizer_cost(model_, optimizer_, fused_ ? OptimizerImpl::kFused : ctx_.optimizer_impl, ctx_));
 }
 
 ComputeOp RooflineCostModel::memory(const std::string& name, double bytes, int kernels) const {

@@ -20,6 +20,7 @@
 #include "core/ddp_step.hpp"
 #include "core/dp_step.hpp"
 #include "core/error.hpp"
+#include "core/pytorch_version.hpp"
 #include "core/yaml_reader.hpp"
 #include "models/op_cost.hpp"
 #include "models/scenario_basics.hpp"
@@ -111,6 +112,8 @@ ComputeContext context_of(const ResolvedScenario& r) {
   ctx.seq_len = r.seq_len;
   ctx.mode = execution_mode(r.s.compile, r.s.attention);
   ctx.mode.channels_last = r.s.channels_last;
+  ctx.optimizer_impl = foreach_optimizers(parse_pytorch_version(r.s.pytorch_version)) ? OptimizerImpl::kForEach
+                                                                                      : OptimizerImpl::kSingleTensor;
   return ctx;
 }
 
@@ -121,6 +124,7 @@ BucketOptions buckets_of(const Scenario& s) {
   b.first_bucket_mb = s.first_bucket_mb;
   b.find_unused_parameters = s.find_unused_parameters;
   b.static_graph = s.static_graph;
+  b.pytorch = parse_pytorch_version(s.pytorch_version);
   return b;
 }
 

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.hpp"
 #include "models/model.hpp"
 #include "models/step_costs.hpp"
 
@@ -306,6 +307,39 @@ TEST(BucketPlan, EveryZooModelAndOptionPlansEveryGradientOnce) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+TEST(BucketPlan, PytorchVersionRules) {
+  const StepModel m = zoo("resnet50");
+  BucketOptions o;
+  o.bucket_cap_mb = 5.0;
+  // An explicit cap caps the first rebuilt bucket from 2.3; before, it stays 1 MiB.
+  o.pytorch = {2, 3};
+  EXPECT_EQ(o.first_bucket_bytes(), 5 * kMiB);
+  o.pytorch = {2, 2};
+  EXPECT_EQ(o.first_bucket_bytes(), kMiB);
+  // Iteration 1 is one bucket of everything from 1.12 (pytorch/pytorch#72843); before, the
+  // constructed plan is [1 MiB, cap] as with find_unused_parameters.
+  o.pytorch = {1, 12};
+  EXPECT_EQ(bucket_schedule(m, o).at(1).buckets.size(), 1u);
+  o.pytorch = {1, 11};
+  BucketOptions unused = o;
+  unused.find_unused_parameters = true;
+  unused.pytorch = kNewestPytorch;
+  unused.first_bucket_mb = 1.0;
+  EXPECT_EQ(sizes(bucket_schedule(m, o).at(1)), sizes(bucket_schedule(m, unused).at(1)));
+  EXPECT_GT(bucket_schedule(m, o).at(1).buckets.size(), 1u);
+  EXPECT_EQ(parse_pytorch_version("1.13.0a0").text(), "1.13");
+  EXPECT_EQ(parse_pytorch_version("2.4.1+cu121").text(), "2.4");
+  EXPECT_THROW(parse_pytorch_version("1.3"), ConfigError);
+  EXPECT_THROW(parse_pytorch_version("2"), ConfigError);
+  EXPECT_THROW(parse_pytorch_version("2.x"), ConfigError);
 }
 
 }  // namespace

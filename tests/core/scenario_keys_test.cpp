@@ -136,6 +136,7 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"compile", "true"},
                                                    {"attention", "flash"},
                                                    {"channels_last", "true"},
+                                                   {"pytorch_version", "1.13"},
                                                    {"fidelity", "step"},
                                                    {"calibration", "c.yaml"},
                                                    {"NCCL_ALGO", "tree"},

@@ -6,8 +6,8 @@ for the vision models), it wraps the module in real torch.nn.parallel.Distribute
 the CPU (gloo, world size 1: the plan is rank 0's, so one rank gives the same plan as two), runs
 iterations 1-3 at batch 1 with a short sequence, and records every bucket a communication hook
 sees (index, parameter names from bucket.parameters(), bytes). `gradsync buckets --json` with the
-same settings, under the rules of the PyTorch imported here (before 2.3 an explicit bucket cap
-keeps the 1 MiB first bucket: --first-bucket-mb 1), must give the same buckets in the same order
+same settings and --pytorch-version torch.__version__ (the rules of the PyTorch imported here)
+must give the same buckets in the same order
 with the same parameters. Every difference is reported with the model, the setting, the
 iteration and the first differing bucket. Exits 77 (ctest: skipped) when torch cannot be imported.
 """
@@ -106,9 +106,8 @@ def pytorch_plans(model, run, cap, kwargs):
 
 
 def gradsync_plans(name, cap, kwargs):
-    cmd = [gradsync, "buckets", "--model", name, "--json", "--bucket-cap-mb", str(cap)]
-    if tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 3):
-        cmd += ["--first-bucket-mb", "1"]  # an explicit cap kept the 1 MiB first bucket before 2.3
+    cmd = [gradsync, "buckets", "--model", name, "--json", "--bucket-cap-mb", str(cap), "--pytorch-version",
+           torch.__version__]
     if kwargs.get("find_unused_parameters"):
         cmd.append("--find-unused-parameters")
     if kwargs.get("static_graph"):

@@ -1,0 +1,47 @@
+// pytorch_version.hpp: the PyTorch release whose rules a run follows (scenario key
+// pytorch_version), and the rules that changed across releases.
+//
+//   const PytorchVersion v = parse_pytorch_version("1.13.0a0");   // {1, 13}
+//   first_bucket_follows_cap(v)                                    // false: 1 MiB first bucket
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace gradsync {
+
+struct PytorchVersion {
+  int major = 2;
+  int minor = 11;
+  bool operator<(const PytorchVersion& o) const { return major != o.major ? major < o.major : minor < o.minor; }
+  bool at_least(int ma, int mi) const { return !(*this < PytorchVersion{ma, mi}); }
+  std::string text() const;  // "2.11"
+};
+
+// kNewestPytorch: the default, the newest release whose rules gradsync models (2.11).
+inline constexpr PytorchVersion kNewestPytorch{2, 11};
+// kOldestPytorch: the oldest modelled (1.4: DDP's buckets rebuilt from the gradient-ready order).
+inline constexpr PytorchVersion kOldestPytorch{1, 4};
+
+// parse_pytorch_version reads "2.3", "1.13.0a0", "2.4.1+cu121" (torch.__version__); ConfigError
+// naming the text otherwise, or for a release before 1.4.
+PytorchVersion parse_pytorch_version(std::string_view text);
+// canonical_pytorch_version: "M.N" of a parsed version (the scenario key's canonical form).
+std::string canonical_pytorch_version(std::string_view text);
+
+// The rules (each with the change that introduced it):
+// first_bucket_follows_cap: an explicit bucket_cap_mb also caps the first rebuilt bucket
+// (2.3; before, the first bucket kept torch.distributed._DEFAULT_FIRST_BUCKET_BYTES, 1 MiB).
+inline bool first_bucket_follows_cap(PytorchVersion v) { return v.at_least(2, 3); }
+// single_initial_bucket: without find_unused_parameters (or with static_graph) the first
+// iteration's plan is one bucket of every gradient (pytorch/pytorch#72843, 1.12; before,
+// [1 MiB, cap] as with find_unused_parameters).
+inline bool single_initial_bucket(PytorchVersion v) { return v.at_least(1, 12); }
+// has_static_graph: DDP(static_graph=True) (pytorch/pytorch#55248, 1.9).
+inline bool has_static_graph(PytorchVersion v) { return v.at_least(1, 9); }
+// foreach_optimizers: torch.optim uses its multi-tensor (foreach) implementations on CUDA by
+// default and zero_grad sets gradients to None (2.0; before, a Python loop over the parameters and
+// zero_grad filling zeros).
+inline bool foreach_optimizers(PytorchVersion v) { return v.at_least(2, 0); }
+
+}  // namespace gradsync
