@@ -24,9 +24,30 @@ OpKind op_kind(LayerKind k) {
 
 }  // namespace
 
-std::vector<std::size_t> grad_order_of(const Layer& layer) {
+std::vector<std::size_t> grad_order_of(const Model& model, const Layer& layer) {
   std::vector<std::size_t> order = layer.params;
-  if (layer.kind == LayerKind::kLinear) std::reverse(order.begin(), order.end());
+  if (layer.op_count == 0) {
+    if (layer.kind == LayerKind::kLinear) std::reverse(order.begin(), order.end());
+    return order;
+  }
+  // From the recorded ops: autograd runs the layer's ops backward in reverse, so a parameter whose
+  // first use comes later is ready sooner; within one op, AccumulateGrad (the highest priority node)
+  // takes a directly used input at once and one behind a transpose (the weight of addmm(bias, x, W^T))
+  // after its view's backward: by input position. MultiheadAttention's out_proj before its in_proj.
+  const auto first_use = [&](std::size_t p) {
+    for (std::size_t i = layer.first_op; i < layer.first_op + layer.op_count; ++i) {
+      const Op& op = model.ops[i];
+      for (std::size_t k = 0; k < op.in.size(); ++k)
+        if (op.in[k].ref.kind == OpRef::Kind::kParameter && op.in[k].ref.index == p) return std::pair{i, k};
+    }
+    return std::pair{layer.first_op + layer.op_count, std::size_t{0}};  // unused here: last
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto [ia, ka] = first_use(a);
+    const auto [ib, kb] = first_use(b);
+    if (ia != ib) return ia > ib;
+    return ka < kb;
+  });
   return order;
 }
 
@@ -48,7 +69,7 @@ StepModel to_step_model(const Model& model, Precision precision, std::optional<s
     s.params.push_back({p.name, p.shape, p.dtype, p.requires_grad, p.sparse_grad, false});
   for (std::size_t u : model.unused_parameters) s.params[u].unused = true;
   for (const Buffer& b : model.buffers) s.buffers.push_back({b.name, b.numel(), b.dtype});
-  for (const Layer& l : model.layers) s.layers.push_back({l.name, grad_order_of(l), l.kind == LayerKind::kLoss});
+  for (const Layer& l : model.layers) s.layers.push_back({l.name, grad_order_of(model, l), l.kind == LayerKind::kLoss});
   s.input_bytes_per_sample = static_cast<double>(model.input_bytes.eval(t));
   s.output_bytes_per_sample =
       static_cast<double>(model.output_elements.eval(t)) * static_cast<double>(activation_bytes(precision));

@@ -21,9 +21,11 @@
 namespace gradsync {
 
 // grad_order_of: the order in which a layer's backward produces its parameters' gradients
-// (SEMANTICS.md §2): Linear (addmm) bias before weight; every other kind in registration order
-// (LayerNorm, BatchNorm, Conv: weight before bias; Embedding: weight).
-std::vector<std::size_t> grad_order_of(const Layer& layer);
+// (SEMANTICS.md §2). From the layer's recorded ops: the parameter first used by a later op first,
+// and within an op by input position (addmm(bias, x, W^T): bias before weight; convolution,
+// layer and batch norm: weight before bias; MultiheadAttention: out_proj before in_proj). Without
+// ops: Linear bias before weight, every other kind in registration order.
+std::vector<std::size_t> grad_order_of(const Model& model, const Layer& layer);
 
 // module_count: nn.Modules a DataParallel replica copies: the root and every dotted prefix of a
 // layer's name ("transformer", "transformer.h", "transformer.h.0", ...).
