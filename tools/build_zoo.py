@@ -376,9 +376,11 @@ class LlamaForCausalLM(nn.Module):
         return logits, loss
 
 
+LLAMA2_7B = dict(vocab=32000, hidden=4096, intermediate=11008, layers=32, heads=32)
+
+
 def build_llama(name):
-    c = dict(vocab=32000, hidden=4096, intermediate=11008, layers=32, heads=32)
-    export(LlamaForCausalLM(c), _tokens, name, _out(name),
+    export(LlamaForCausalLM(LLAMA2_7B), _tokens, name, _out(name),
            batch=1, seq_len=4096, description="Llama 2 7B (32 layers, 32 heads, hidden 4096), untied lm_head",
            source="Hugging Face transformers LlamaForCausalLM (eager attention), meta-llama/Llama-2-7b-hf config",
            input_what="token ids and labels, int64",
