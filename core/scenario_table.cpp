@@ -1,0 +1,335 @@
+// scenario_table.cpp: the rows of the scenario key table (scenario_keys.hpp): every key's name,
+// flag, help, default, kind, bounds and canonical form.
+#include "core/scenario_table.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/comm_hook.hpp"
+#include "core/error.hpp"
+#include "core/nccl_knobs.hpp"
+#include "core/pytorch_version.hpp"
+#include "core/scenario.hpp"
+
+namespace gradsync {
+namespace {
+
+// Bounds that keep every product of keys inside 64 bits (global batch = batch x GPUs x
+// grad_accum < 2^60) and every run inside memory: beyond them a value is a typo, not a cluster.
+constexpr std::int64_t kMaxGpus = 1 << 20;       // 1,048,576 GPUs
+constexpr std::int64_t kMaxBatch = 1 << 24;      // samples per GPU
+constexpr std::int64_t kMaxSeqLen = 1 << 24;     // tokens per sample
+constexpr std::int64_t kMaxGradAccum = 1 << 16;  // micro-steps per optimizer step, each simulated
+// Iterations: a simulated steady iteration repeats exactly (the simulator is deterministic), so a
+// mean over more than a thousand says nothing more, and their trace would not fit in memory.
+constexpr std::int64_t kMaxIterations = 1000;
+constexpr std::int64_t kMaxBucketMiB = 1 << 30;  // 1 PiB: far above any model's gradients
+
+// check_comm_hook: parse_comm_hook's rule, its message without the value it quotes (the caller
+// names the key and the value).
+std::string check_comm_hook(std::string_view text) {
+  try {
+    (void)parse_comm_hook(text);
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    const std::string prefix = fmt::format("comm hook \"{}\": ", text);
+    throw ConfigError(what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
+  }
+  return std::string(text);
+}
+std::string canonical_algos(std::string_view text) { return canonical_nccl_list(text, kNcclAlgorithms); }
+std::string canonical_protos(std::string_view text) { return canonical_nccl_list(text, kNcclProtocols); }
+std::string canonical_level(std::string_view text) { return canonical_nccl_level(text); }
+
+// kMaxNcclChannels: NCCL's MAXCHANNELS (64 since 2.25).
+constexpr std::int64_t kMaxNcclChannels = 64;
+
+}  // namespace
+
+std::vector<ScenarioKey> make_scenario_table() {
+  using S = Scenario;
+  return {
+      {.name = "model",
+       .flag = "--model",
+       .value_name = "NAME|FILE",
+       .help = "Model: a zoo name (gradsync models list) or a model file",
+       .default_text = "gpt2",
+       .kind = KeyKind::kName,
+       .field = &S::model},
+      {.name = "topology",
+       .flag = "--topology",
+       .value_name = "NAME|FILE",
+       .help = "Cluster: a built-in (dgx-a100, dgx-h100, dgx1-v100, 2x-dgx-a100-hdr, 16x-dgx-h100-ndr, pcie-4gpu, "
+               "pcie-2gpu-nvlink-bridge) or a topology file (DOT, GraphML)",
+       .default_text = "dgx-a100",
+       .kind = KeyKind::kName,
+       .field = &S::topology},
+      {.name = "gpus",
+       .flag = "--gpus",
+       .value_name = "N",
+       .help = "GPUs used: the first N of the topology (torchrun's world size)",
+       .default_text = "every GPU of the topology",
+       .kind = KeyKind::kCount,
+       .field = &S::gpus,
+       .max = kMaxGpus,
+       .engine_default = true},
+      {.name = "batch_per_gpu",
+       .flag = "--batch-per-gpu",
+       .value_name = "B",
+       .help = "Samples per GPU per micro-step; DP scatters the same global batch B x N",
+       .default_text = "the model's",
+       .kind = KeyKind::kCount,
+       .field = &S::batch_per_gpu,
+       .max = kMaxBatch,
+       .engine_default = true},
+      {.name = "seq_len",
+       .flag = "--seq-len",
+       .value_name = "T",
+       .help = "Sequence length T of a sequence model",
+       .default_text = "the model's",
+       .kind = KeyKind::kCount,
+       .field = &S::seq_len,
+       .max = kMaxSeqLen,
+       .engine_default = true},
+      {.name = "precision",
+       .flag = "--precision",
+       .value_name = "P",
+       .help = "fp32, tf32 (torch.backends.cuda.matmul.allow_tf32), or bf16 / fp16 autocast",
+       .default_text = "bf16 where the GPU has it, else fp16",
+       .kind = KeyKind::kChoice,
+       .field = &S::precision,
+       .choices = {"fp32", "tf32", "bf16", "fp16"},
+       .engine_default = true},
+      {.name = "compile",
+       .flag = "--compile",
+       .help = "torch.compile(model): pointwise ops and reductions between matrix products fused into generated "
+               "kernels (memory traffic only at fusion boundaries, one launch per fused region)",
+       .default_text = "false: eager, one kernel per op",
+       .kind = KeyKind::kSwitch,
+       .field = &S::compile},
+      {.name = "attention",
+       .flag = "--attention",
+       .value_name = "IMPL",
+       .help = "math (the T x T scores materialised: eager attention, SDPA's math backend), flash or mem-efficient "
+               "(F.scaled_dot_product_attention's fused kernels)",
+       .default_text = "math",
+       .kind = KeyKind::kChoice,
+       .field = &S::attention,
+       .choices = {"math", "flash", "mem-efficient"}},
+      {.name = "channels_last",
+       .flag = "--channels-last",
+       .help = "model.to(memory_format=torch.channels_last): convolutions run NHWC without cuDNN's transposes "
+               "(fp16/bf16 tensor cores)",
+       .default_text = "false: NCHW, as an unmodified script",
+       .kind = KeyKind::kSwitch,
+       .field = &S::channels_last},
+      {.name = "pytorch_version",
+       .flag = "--pytorch-version",
+       .value_name = "M.N",
+       .help = "The PyTorch release whose rules apply: DDP's first iteration (one bucket from 1.12), its first "
+               "rebuilt bucket under an explicit bucket_cap_mb (the cap from 2.3, 1 MiB before), static_graph "
+               "(from 1.9), torch.optim's foreach default (2.0; a Python loop over the parameters before); "
+               "torch.__version__ is accepted",
+       .default_text = "2.11",
+       .kind = KeyKind::kSpec,
+       .field = &S::pytorch_version,
+       .canonical = canonical_pytorch_version},
+      {.name = "optimizer",
+       .flag = "--optimizer",
+       .value_name = "OPT",
+       .help = "sgd, sgd-momentum, adam or adamw",
+       .default_text = "adamw",
+       .kind = KeyKind::kChoice,
+       .field = &S::optimizer,
+       .choices = {"sgd", "sgd-momentum", "adam", "adamw"}},
+      {.name = "bucket_cap_mb",
+       .flag = "--bucket-cap-mb",
+       .value_name = "MiB",
+       .help = "DDP(bucket_cap_mb=...): gradient bucket size in MiB, or with a unit (25MiB, 512KiB)",
+       .default_text = "25",
+       .kind = KeyKind::kSizeMiB,
+       .field = &S::bucket_cap_mb,
+       .reach = KeyReach::kDdp,
+       .max = kMaxBucketMiB,
+       .engine_default = true},
+      {.name = "first_bucket_mb",
+       .flag = "--first-bucket-mb",
+       .value_name = "MiB",
+       .help = "The first rebuilt bucket's cap (torch.distributed._DEFAULT_FIRST_BUCKET_BYTES)",
+       .default_text = "1 without bucket_cap_mb, else bucket_cap_mb (PyTorch >= 2.3)",
+       .kind = KeyKind::kSizeMiB,
+       .field = &S::first_bucket_mb,
+       .reach = KeyReach::kDdp,
+       .max = kMaxBucketMiB,
+       .engine_default = true},
+      {.name = "grad_accum",
+       .flag = "--grad-accum",
+       .value_name = "N",
+       .help = "Micro-steps per optimizer step, all but the last under DDP's no_sync()",
+       .default_text = "1",
+       .kind = KeyKind::kCount,
+       .field = &S::grad_accum,
+       .max = kMaxGradAccum},
+      {.name = "comm_hook",
+       .flag = "--comm-hook",
+       .value_name = "HOOK",
+       .help = "DDP comm hook: none, fp16, bf16, quantize, powersgd[:rank=R,start_iter=S]",
+       .default_text = "none",
+       .kind = KeyKind::kSpec,
+       .field = &S::comm_hook,
+       .reach = KeyReach::kDdp,
+       .canonical = check_comm_hook},
+      {.name = "find_unused_parameters",
+       .flag = "--find-unused-parameters",
+       .help = "DDP(find_unused_parameters=True)",
+       .default_text = "false",
+       .kind = KeyKind::kSwitch,
+       .field = &S::find_unused_parameters,
+       .reach = KeyReach::kDdp},
+      {.name = "static_graph",
+       .flag = "--static-graph",
+       .help = "DDP(static_graph=True)",
+       .default_text = "false",
+       .kind = KeyKind::kSwitch,
+       .field = &S::static_graph,
+       .reach = KeyReach::kDdp},
+      {.name = "gradient_as_bucket_view",
+       .flag = "--gradient-as-bucket-view",
+       .help = "DDP(gradient_as_bucket_view=True)",
+       .default_text = "false",
+       .kind = KeyKind::kSwitch,
+       .field = &S::gradient_as_bucket_view,
+       .reach = KeyReach::kDdp},
+      {.name = "iterations",
+       .flag = "--iterations",
+       .value_name = "N",
+       .help = "Optimizer steps simulated",
+       .default_text = "5",
+       .kind = KeyKind::kCount,
+       .field = &S::iterations,
+       .max = kMaxIterations},
+      {.name = "warmup",
+       .flag = "--warmup",
+       .value_name = "N",
+       .help = "Leading steps left out of the steady-state mean (fewer than iterations)",
+       .default_text = "3",
+       .kind = KeyKind::kCount,
+       .field = &S::warmup,
+       .min = 0,
+       .max = kMaxIterations - 1},
+      {.name = "fidelity",
+       .flag = "--fidelity",
+       .value_name = "F",
+       .help = "Collectives as flows: step (every ring step and chunk), aggregate (one flow per rank, channel and "
+               "phase) or auto (aggregate where step would issue more than 4000 flows)",
+       .default_text = "auto",
+       .kind = KeyKind::kChoice,
+       .field = &S::fidelity,
+       .choices = {"step", "aggregate", "auto"}},
+      {.name = "calibration",
+       .flag = "--calibration",
+       .value_name = "FILE",
+       .help = "calibration.yaml of `gradsync calibrate`: measured compute, copy and collective times replace the "
+               "roofline and network models",
+       .default_text = "none: the roofline and network models",
+       .kind = KeyKind::kName,
+       .field = &S::calibration,
+       .engine_default = true},
+      // NCCL's knobs, as NCCL's environment variables (NCCL 2.27 src/init.cc, src/graph/*.cc):
+      // `--nccl NAME=VALUE`, the same names in a scenario file, as CSV columns and with --vary.
+      {.name = "NCCL_ALGO",
+       .flag = "--algo",
+       .value_name = "ALGOS",
+       .help = "NCCL_ALGO: ring, tree, nvls, nvlstree, a comma list of them, or ^list to exclude",
+       .default_text = "unset: NCCL's tuning model picks per call",
+       .kind = KeyKind::kSpec,
+       .field = &S::nccl_algo,
+       .canonical = canonical_algos,
+       .engine_default = true,
+       .nccl = true,
+       .aliases = {"algo"}},
+      {.name = "NCCL_PROTO",
+       .flag = "--proto",
+       .value_name = "PROTOS",
+       .help = "NCCL_PROTO: ll, ll128, simple, a comma list of them, or ^list to exclude",
+       .default_text = "unset: NCCL's tuning model picks per call",
+       .kind = KeyKind::kSpec,
+       .field = &S::nccl_proto,
+       .canonical = canonical_protos,
+       .engine_default = true,
+       .nccl = true,
+       .aliases = {"proto"}},
+      {.name = "NCCL_P2P_DISABLE",
+       .value_name = "0|1",
+       .help = "NCCL_P2P_DISABLE=1: no peer-to-peer between GPUs; one host's GPUs go through host memory (SHM)",
+       .default_text = "0",
+       .kind = KeyKind::kSwitch,
+       .field = &S::nccl_p2p_disable,
+       .nccl = true},
+      {.name = "NCCL_P2P_LEVEL",
+       .value_name = "LEVEL",
+       .help = "NCCL_P2P_LEVEL: the farthest path P2P takes: LOC, NVL, NVB, PIX, PXB, PHB, SYS (or 0-5)",
+       .default_text = "unset: PXB, SYS for 2 GPUs on AMD",
+       .kind = KeyKind::kSpec,
+       .field = &S::nccl_p2p_level,
+       .canonical = canonical_level,
+       .engine_default = true,
+       .nccl = true},
+      {.name = "NCCL_SHM_DISABLE",
+       .value_name = "0|1",
+       .help = "NCCL_SHM_DISABLE=1: no SHM transport; GPUs of one host without P2P go through the network",
+       .default_text = "0",
+       .kind = KeyKind::kSwitch,
+       .field = &S::nccl_shm_disable,
+       .nccl = true},
+      {.name = "NCCL_NVLS_ENABLE",
+       .value_name = "0|1|2",
+       .help = "NCCL_NVLS_ENABLE: NVLink SHARP (the NVSwitch reduces) on H100, H200, B200: 0 off, 1 on, 2 auto",
+       .default_text = "unset: 2",
+       .kind = KeyKind::kSpec,
+       .field = &S::nccl_nvls_enable,
+       .canonical = canonical_nccl_nvls,
+       .engine_default = true,
+       .nccl = true},
+      {.name = "NCCL_MIN_NCHANNELS",
+       .value_name = "N",
+       .help = "NCCL_MIN_NCHANNELS: at least N channels (rings repeated)",
+       .default_text = "unset",
+       .kind = KeyKind::kCount,
+       .field = &S::nccl_min_nchannels,
+       .max = kMaxNcclChannels,
+       .engine_default = true,
+       .nccl = true},
+      {.name = "NCCL_MAX_NCHANNELS",
+       .value_name = "N",
+       .help = "NCCL_MAX_NCHANNELS: at most N channels of those NCCL's search finds",
+       .default_text = "unset",
+       .kind = KeyKind::kCount,
+       .field = &S::nccl_max_nchannels,
+       .max = kMaxNcclChannels,
+       .engine_default = true,
+       .nccl = true},
+      {.name = "NCCL_NET_GDR_LEVEL",
+       .value_name = "LEVEL",
+       .help = "NCCL_NET_GDR_LEVEL: the farthest GPU-NIC path GPUDirect RDMA takes (as NCCL_P2P_LEVEL); farther, "
+               "data goes through host memory",
+       .default_text = "unset: PXB",
+       .kind = KeyKind::kSpec,
+       .field = &S::nccl_net_gdr_level,
+       .canonical = canonical_level,
+       .engine_default = true,
+       .nccl = true},
+      {.name = "NCCL_IB_DISABLE",
+       .value_name = "0|1",
+       .help = "NCCL_IB_DISABLE=1: TCP sockets instead of InfiniBand/RoCE verbs: no GPUDirect RDMA",
+       .default_text = "0",
+       .kind = KeyKind::kSwitch,
+       .field = &S::nccl_ib_disable,
+       .nccl = true},
+  };
+}
+
+}  // namespace gradsync
