@@ -8,22 +8,13 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace gradsync {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-std::string trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return std::string(s);
-}
+std::string lower(std::string_view s) { return ascii_lower(s); }
+std::string trimmed(std::string_view s) { return std::string(trim_blanks(s)); }
 
 }  // namespace
 

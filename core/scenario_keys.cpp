@@ -14,6 +14,7 @@
 #include "core/nccl_knobs.hpp"
 #include "core/pytorch_version.hpp"
 #include "core/scenario_table.hpp"
+#include "core/text.hpp"
 #include "core/units.hpp"
 
 namespace gradsync {
@@ -22,18 +23,8 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+std::string lower(std::string_view s) { return ascii_lower(s); }
+std::string_view trim(std::string_view s) { return trim_blanks(s); }
 
 // valid_utf8: well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
 bool valid_utf8(std::string_view s) {

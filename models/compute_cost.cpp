@@ -154,13 +154,7 @@ ModelCost model_cost(const Model& model, const ComputeContext& ctx) {
   if (!model.ops.empty()) return op_model_cost(model, ctx);
   ModelCost m;
   for (const auto& layer : model.layers) {
-    LayerCost c = layer_cost(model, layer, ctx);
-    m.forward_s += c.forward.time_s;
-    m.backward_s += c.backward.time_s;
-    m.forward_flops += c.forward.flops;
-    m.backward_flops += c.backward.flops;
-    m.saved_activation_bytes += c.saved_bytes;
-    m.layers.push_back(c);
+    m.add(layer_cost(model, layer, ctx));
   }
   return m;
 }

@@ -104,6 +104,15 @@ struct ModelCost {
   double forward_flops = 0;
   double backward_flops = 0;
   double saved_activation_bytes = 0;
+  // add appends a layer's cost and adds it to the totals.
+  void add(const LayerCost& c) {
+    forward_s += c.forward.time_s;
+    backward_s += c.backward.time_s;
+    forward_flops += c.forward.flops;
+    backward_flops += c.backward.flops;
+    saved_activation_bytes += c.saved_bytes;
+    layers.push_back(c);
+  }
 };
 ModelCost model_cost(const Model& model, const ComputeContext& ctx);
 

@@ -131,15 +131,7 @@ class OpCoster {
 
   ModelCost run() {
     ModelCost mc;
-    for (std::size_t l = 0; l < m_.layers.size(); ++l) {
-      const LayerCost c = layer(m_.layers[l]);
-      mc.forward_s += c.forward.time_s;
-      mc.backward_s += c.backward.time_s;
-      mc.forward_flops += c.forward.flops;
-      mc.backward_flops += c.backward.flops;
-      mc.saved_activation_bytes += c.saved_bytes;
-      mc.layers.push_back(c);
-    }
+    for (const Layer& l : m_.layers) mc.add(layer(l));
     return mc;
   }
 

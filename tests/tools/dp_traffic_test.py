@@ -16,14 +16,9 @@ import subprocess
 import sys
 import tempfile
 
-try:
-    import torch
-except ImportError as e:
-    print(f"SKIP: torch is not importable here ({e}); install Debian's python3-torch to run this test")
-    sys.exit(77)
-
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_support  # noqa: E402,F401  (exits 77 without torch; tools/ on sys.path)
+import torch  # noqa: E402
 import build_zoo  # noqa: E402
 
 gradsync = sys.argv[1]

@@ -8,15 +8,10 @@ import subprocess
 import sys
 import tempfile
 
-try:
-    import torch
-    import torch.nn as nn
-except ImportError as e:
-    print(f"SKIP: torch is not importable here ({e}); install Debian's python3-torch to run this test")
-    sys.exit(77)
-
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_support import ROOT  # noqa: E402  (exits 77 without torch)
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
 from export_model import export  # noqa: E402
 
 gradsync = sys.argv[1]
