@@ -85,6 +85,10 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   ctx.mode.channels_last = o.channels_last;
   ctx.batch = o.batch > 0 ? o.batch : m.default_batch;
   ctx.seq_len = m.seq_len(o.seq_len > 0 ? std::optional<std::int64_t>(o.seq_len) : std::nullopt);
+  flag_value(o.seq_len > 0 ? "--seq-len" : "--batch", [&] {
+    m.check_sizes(ctx.seq_len, ctx.batch);
+    return 0;
+  });
   const ModelCost cost = model_cost(m, ctx);
   const KernelCost step = optimizer_cost(m, opt, false, ctx);
   MemoryOptions mo;

@@ -19,6 +19,7 @@
 #include "apps/published.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "reports/csv.hpp"
 #include "reports/table.hpp"
 #include "sim/published.hpp"
@@ -130,11 +131,7 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
   std::string origin = "validation/published/nccl_tests.yaml (built in)";
   std::string text(sim::builtin_published_text());
   if (!a.file.empty()) {
-    std::ifstream in(a.file, std::ios::binary);
-    if (!in) throw ConfigError(fmt::format("{}: cannot read the published table (missing or unreadable)", a.file));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+    text = read_input_file(a.file, "published table");
     origin = a.file;
   }
   const std::vector<PublishedCase> cases =

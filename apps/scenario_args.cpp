@@ -150,8 +150,10 @@ Scenario resolve_args(const ScenarioArgs& a, const Scenario& requested) {
   if (!a.file.empty()) return sim::resolve_scenario(requested);  // errors name the file's keys (ConfigError)
   try {
     return sim::resolve_scenario(requested);
+  } catch (const DataError&) {
+    throw;  // a model, topology or calibration file the flags named: its content is at fault
   } catch (const ConfigError& e) {
-    throw UsageError(e.what());  // every value came from a flag
+    throw UsageError(e.what());  // every other value came from a flag
   }
 }
 

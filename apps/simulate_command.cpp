@@ -119,6 +119,8 @@ void run_collectives(CollectivesArgs a) {
   try {
     pts = sim::simulate_collectives(a.sweep);
     info = sim::nccl_info(load_topology(a.sweep.topology), a.sweep.gpus, a.sweep.nccl);
+  } catch (const DataError&) {
+    throw;
   } catch (const ConfigError& e) {
     throw UsageError(e.what());
   }
@@ -215,6 +217,8 @@ void register_simulate_commands(CLI::App& app) {
     if (a.sweep.gpus == 0) {
       try {
         a.sweep.gpus = load_topology(a.sweep.topology).gpu_count();
+      } catch (const DataError&) {
+        throw;
       } catch (const ConfigError& e) {
         throw UsageError(e.what());
       }

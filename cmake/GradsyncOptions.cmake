@@ -9,6 +9,15 @@ if(GRADSYNC_WERROR)
   target_compile_options(gradsync_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
 endif()
 
+if(GRADSYNC_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "GRADSYNC_FUZZ needs clang (libFuzzer); configure with the fuzz preset "
+                        "or -DCMAKE_CXX_COMPILER=clang++ (Debian: apt install clang)")
+  endif()
+  # Every library the harnesses link is instrumented for coverage; the harnesses link libFuzzer.
+  list(APPEND GRADSYNC_SANITIZE fuzzer-no-link)
+endif()
+
 if(GRADSYNC_SANITIZE)
   list(JOIN GRADSYNC_SANITIZE "," gradsync_sanitizers)
   message(STATUS "gradsync: building with -fsanitize=${gradsync_sanitizers}")

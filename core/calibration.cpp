@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/yaml_reader.hpp"
 
 namespace gradsync {
@@ -153,12 +154,19 @@ std::string calibration_yaml(const Calibration& c) {
 }
 
 Calibration read_calibration(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(fmt::format("{}: cannot read the calibration file (missing or unreadable)", path));
-  std::stringstream text;
-  text << in.rdbuf();
+  return parse_calibration(read_input_file(path, "calibration file"), path);
+}
+
+static Calibration parse_calibration_unchecked(std::string_view text, const std::string& path);
+
+// Every error of the file's content is a DataError (exit 1), whoever named the file.
+Calibration parse_calibration(std::string_view text, const std::string& path) {
+  return as_data_error([&] { return parse_calibration_unchecked(text, path); });
+}
+
+static Calibration parse_calibration_unchecked(std::string_view text, const std::string& path) {
   const YamlReader r(path);
-  const YAML::Node root = r.load(text.str());
+  const YAML::Node root = r.load(text);
   if (!root.IsMap()) r.fail(root, "calibration", "expected a mapping (the file `gradsync calibrate` writes)");
   r.only_keys(root, "calibration", {"schema_version", "hardware", "launch_s", "compute", "copies", "collectives"});
   const YAML::Node version = r.required(root, "calibration", "schema_version");

@@ -71,5 +71,7 @@ std::string calibration_yaml(const Calibration& c);
 // read_calibration: ConfigError naming file:line and the field for anything malformed (missing
 // file, unknown kind or collective, sizes not increasing, a negative time).
 Calibration read_calibration(const std::string& path);
+// parse_calibration: the same from a file's text; `origin` names it in errors.
+Calibration parse_calibration(std::string_view text, const std::string& origin);
 
 }  // namespace gradsync

@@ -27,6 +27,14 @@ class ConfigError : public Error {
   using Error::Error;
 };
 
+// DataError: a bad input file: a model, topology, scenario, calibration or published table that
+// cannot be read or holds something malformed. It stays an exit-1 error even where the file was
+// named by a flag, where other ConfigErrors of a flag's value become UsageErrors (exit 2).
+class DataError : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
+
 // UsageError: a bad command line (unknown flag, bad flag value, missing argument); exit 2.
 class UsageError : public Error {
  public:
@@ -40,6 +48,18 @@ class RuntimeError : public Error {
  public:
   using Error::Error;
 };
+
+// as_data_error runs `read` (a loader of `origin`'s text) and rethrows its ConfigErrors as DataError.
+template <typename Read>
+auto as_data_error(Read read) {
+  try {
+    return read();
+  } catch (const DataError&) {
+    throw;
+  } catch (const ConfigError& e) {
+    throw DataError(e.what());
+  }
+}
 
 // kExitSuccess, kExitRuntime, kExitUsage: the three exit statuses of the gradsync command.
 inline constexpr int kExitSuccess = 0;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/scenario_keys.hpp"
 #include "core/yaml_reader.hpp"
 
@@ -17,12 +18,19 @@ namespace gradsync {
 using json = nlohmann::ordered_json;
 
 Scenario read_scenario_file(const std::string& path, Scenario s) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(fmt::format("{}: cannot read the scenario file (missing or unreadable)", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  const YamlReader r(path);
-  const YAML::Node root = r.load(text.str());
+  return parse_scenario(read_input_file(path, "scenario file"), path, std::move(s));
+}
+
+static Scenario parse_scenario_unchecked(std::string_view text, const std::string& origin, Scenario s);
+
+// Every error of the file's content is a DataError (exit 1), whoever named the file.
+Scenario parse_scenario(std::string_view text, const std::string& origin, Scenario s) {
+  return as_data_error([&] { return parse_scenario_unchecked(text, origin, std::move(s)); });
+}
+
+static Scenario parse_scenario_unchecked(std::string_view text, const std::string& origin, Scenario s) {
+  const YamlReader r(origin);
+  const YAML::Node root = r.load(text);
   if (!root.IsMap()) r.fail(root, "scenario", "expected a mapping of scenario keys (model: gpt2, gpus: 8, ...)");
   std::map<std::string, int> seen;  // key -> line (1-based)
   for (const auto& kv : root) {
@@ -33,9 +41,10 @@ Scenario read_scenario_file(const std::string& path, Scenario s) {
         (k->name != name && std::find(k->aliases.begin(), k->aliases.end(), name) == k->aliases.end())) {
       r.fail(kv.first, "scenario", fmt::format("unknown key \"{}\"; expected one of {}", name, scenario_key_names()));
     }
-    const int line = kv.first.Mark().line + 1;
-    if (const auto [it, fresh] = seen.emplace(name, line); !fresh) {
-      r.fail(kv.first, "scenario", fmt::format("key \"{}\" given twice (first on line {})", name, it->second));
+    // One key under two of its names (nccl_algo and algo): the mapping's own check cannot see it.
+    if (const auto [it, fresh] = seen.emplace(std::string(k->name), kv.first.Mark().line + 1); !fresh) {
+      r.fail(kv.first, "scenario",
+             fmt::format("\"{}\" sets {} again (already set on line {})", name, k->name, it->second));
     }
     const YAML::Node& v = kv.second;
     if (v.IsNull()) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gradsync {
@@ -61,6 +62,8 @@ struct Scenario {
 // key's flag reads it (units, choices, bounds). ConfigError at file:line naming the key for an
 // unknown key, a key given twice, a value that is empty (null), a list or a mapping, or a bad value.
 Scenario read_scenario_file(const std::string& path, Scenario base = {});
+// parse_scenario: the same from a file's text; `origin` names it in errors.
+Scenario parse_scenario(std::string_view text, const std::string& origin, Scenario base = {});
 
 // scenario_json: every key and its value, in the table's order (null for an engine default left
 // unset).

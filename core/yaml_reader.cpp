@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 
 #include "core/error.hpp"
 
@@ -22,20 +23,64 @@ bool parse_int(const YAML::Node& n, std::int64_t& v) {
   return ec == std::errc() && ptr == s.data() + s.size();
 }
 
+// kMaxYamlNodes: the most nodes a data file may hold once its aliases are expanded. The largest
+// built-in (a 250 KB model file) has about 60,000; anchors and aliases can make a few hundred bytes
+// expand to billions ("billion laughs"), which every reader would then walk.
+constexpr std::size_t kMaxYamlNodes = 5'000'000;
+
+// StructureCheck: what every gradsync data file must be beyond YAML's syntax: keys are single
+// values (no lists or mappings as keys), no key appears twice in one mapping (YAML says keys are
+// unique; yaml-cpp would keep both and return one), and aliases expand to a bounded tree.
+struct StructureCheck {
+  const YamlReader& r;
+  std::size_t nodes = 0;
+
+  void walk(const YAML::Node& n) {
+    if (++nodes > kMaxYamlNodes) {
+      r.fail(n, "document",
+             fmt::format("more than {} values once its aliases (*name) are expanded; gradsync's "
+                         "files hold far fewer (is an alias nested in itself?)",
+                         kMaxYamlNodes));
+    }
+    if (n.IsSequence()) {
+      for (const auto& item : n) walk(item);
+    } else if (n.IsMap()) {
+      std::map<std::string, int> lines;  // key -> line (1-based)
+      for (const auto& kv : n) {
+        if (kv.first.IsMap() || kv.first.IsSequence()) {
+          r.fail(kv.first, "document",
+                 fmt::format("a key is {}; keys must be single words or numbers", YamlReader::scalar_text(kv.first)));
+        }
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "null";
+        const int line = kv.first.Mark().line + 1;
+        if (const auto [it, fresh] = lines.emplace(key, line); !fresh) {
+          r.fail(kv.first, "document",
+                 fmt::format("key \"{}\" appears twice in one mapping (lines {} and {}); keep one", key, it->second,
+                             line));
+        }
+        walk(kv.second);
+      }
+    }
+  }
+};
+
 }  // namespace
 
 YAML::Node YamlReader::load(std::string_view text) const {
+  YAML::Node root;
   try {
-    return YAML::Load(std::string(text));
+    root = YAML::Load(std::string(text));
   } catch (const YAML::ParserException& e) {
-    throw ConfigError(fmt::format("{}:{}: syntax error: {}", origin_, e.mark.line + 1, e.msg));
+    throw DataError(fmt::format("{}:{}: syntax error: {}", origin_, e.mark.line + 1, e.msg));
   }
+  StructureCheck{*this}.walk(root);
+  return root;
 }
 
 void YamlReader::fail(const YAML::Node& at, const std::string& where, const std::string& what) const {
   const int line = at.IsDefined() && at.Mark().line >= 0 ? at.Mark().line + 1 : 0;
-  if (line > 0) throw ConfigError(fmt::format("{}:{}: {}: {}", origin_, line, where, what));
-  throw ConfigError(fmt::format("{}: {}: {}", origin_, where, what));
+  if (line > 0) throw DataError(fmt::format("{}:{}: {}: {}", origin_, line, where, what));
+  throw DataError(fmt::format("{}: {}: {}", origin_, where, what));
 }
 
 void YamlReader::only_keys(const YAML::Node& map, const std::string& where,

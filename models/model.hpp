@@ -30,8 +30,9 @@ struct Parameter {
   // sparse_grad: expects a sparse gradient (nn.Embedding(sparse=True)); DDP buckets it alone.
   bool sparse_grad = false;
 
+  // numel and bytes: ConfigError when they do not fit in 64 bits (the loader checks every one).
   std::int64_t numel() const;
-  Bytes bytes() const { return static_cast<Bytes>(numel()) * dtype_bytes(dtype); }
+  Bytes bytes() const;
 };
 
 // Buffer is one entry of model.named_buffers() (BatchNorm statistics, position ids, ...).
@@ -41,7 +42,7 @@ struct Buffer {
   DType dtype = DType::kFloat32;
 
   std::int64_t numel() const;
-  Bytes bytes() const { return static_cast<Bytes>(numel()) * dtype_bytes(dtype); }
+  Bytes bytes() const;
 };
 
 // LayerKind is what a layer computes; it decides which dims it has and how it is costed.
@@ -118,6 +119,10 @@ struct Model {
   // check_seq_len throws ConfigError when `t` cannot run: the model has no sequence length, or
   // t exceeds the learned position embeddings (GPT-2 1024, BERT 512).
   void check_seq_len(std::int64_t t) const;
+  // check_sizes throws ConfigError when a size of the file (input bytes, output elements, a
+  // layer's dims, an op's tensors, FLOPs and GEMM shape, a saved tensor) is negative or does not
+  // fit in 64 bits at sequence length t and batch `batch`: "4*T-60000" is fine at T=1024 only.
+  void check_sizes(std::int64_t t, std::int64_t batch) const;
 };
 
 // parse_model reads a model file's text (YAML; JSON is YAML too). `origin` names it in errors.

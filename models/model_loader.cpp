@@ -15,8 +15,10 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/checked.hpp"
 #include "core/embedded_file.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/yaml_reader.hpp"
 #include "models/model.hpp"
 #include "models/op_loader.hpp"
@@ -88,16 +90,18 @@ std::string_view layer_kind_name(LayerKind k) {
   return "?";
 }
 
-std::int64_t Parameter::numel() const {
-  std::int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
+std::int64_t Parameter::numel() const { return checked_product(shape, fmt::format("parameter {} elements", name)); }
+
+std::int64_t Buffer::numel() const { return checked_product(shape, fmt::format("buffer {} elements", name)); }
+
+Bytes Parameter::bytes() const {
+  return static_cast<Bytes>(
+      checked_mul(numel(), static_cast<std::int64_t>(dtype_bytes(dtype)), fmt::format("parameter {} bytes", name)));
 }
 
-std::int64_t Buffer::numel() const {
-  std::int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
+Bytes Buffer::bytes() const {
+  return static_cast<Bytes>(
+      checked_mul(numel(), static_cast<std::int64_t>(dtype_bytes(dtype)), fmt::format("buffer {} bytes", name)));
 }
 
 std::int64_t Layer::dim(std::string_view dim_name, std::int64_t t) const {
@@ -110,20 +114,20 @@ std::int64_t Layer::dim(std::string_view dim_name, std::int64_t t) const {
 
 std::int64_t Model::total_params() const {
   std::int64_t n = 0;
-  for (const auto& p : parameters) n += p.numel();
+  for (const auto& p : parameters) n = checked_add(n, p.numel(), "the model's parameter count");
   return n;
 }
 
 Bytes Model::parameter_bytes() const {
-  Bytes n = 0;
-  for (const auto& p : parameters) n += p.bytes();
-  return n;
+  std::int64_t n = 0;
+  for (const auto& p : parameters) n = checked_add(n, static_cast<std::int64_t>(p.bytes()), "the parameters' bytes");
+  return static_cast<Bytes>(n);
 }
 
 Bytes Model::buffer_bytes() const {
-  Bytes n = 0;
-  for (const auto& b : buffers) n += b.bytes();
-  return n;
+  std::int64_t n = 0;
+  for (const auto& b : buffers) n = checked_add(n, static_cast<std::int64_t>(b.bytes()), "the buffers' bytes");
+  return static_cast<Bytes>(n);
 }
 
 std::int64_t Model::seq_len(std::optional<std::int64_t> t) const {
@@ -143,7 +147,48 @@ void Model::check_seq_len(std::int64_t t) const {
   }
 }
 
+void Model::check_sizes(std::int64_t t, std::int64_t batch) const {
+  const auto at = [&](const std::string& what, const SeqExpr& e, std::int64_t v) {
+    if (v < 0) {
+      throw ConfigError(fmt::format("model {} at T={}: {} \"{}\" is {}; every size must be >= 0 (from {})", name, t,
+                                    what, e.to_string(), v, origin));
+    }
+  };
+  const auto seq = [&](const std::string& what, const SeqExpr& e) { at(what, e, e.eval(t)); };
+  const auto per_batch = [&](const std::string& what, const BatchExpr& e) { at(what, e.e, e.eval(batch, t)); };
+  seq("input bytes", input_bytes);
+  seq("output elements", output_elements);
+  for (const Layer& l : layers) {
+    for (const auto& [dim, e] : l.dims) seq(fmt::format("layer {} {}", l.name, dim), e);
+    for (const SavedTensor& s : l.saved)
+      per_batch(fmt::format("layer {} saved {}", l.name, s.ref.to_string()), s.elements);
+  }
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    const std::string name_i = fmt::format("op {} {}", i, op.name);
+    for (const OpInput& in : op.in) per_batch(name_i + " input " + in.ref.to_string(), in.elements);
+    for (const OpOutput& out : op.out) per_batch(name_i + " output", out.elements);
+    per_batch(name_i + " flops", op.flops);
+    if (op.gemm) {
+      for (const BatchExpr& g : *op.gemm) per_batch(name_i + " gemm", g);
+    }
+    if (op.attention) {
+      per_batch(name_i + " heads", op.attention->heads);
+      seq(name_i + " q_len", op.attention->q_len);
+      seq(name_i + " kv_len", op.attention->kv_len);
+      seq(name_i + " head_dim", op.attention->head_dim);
+    }
+  }
+}
+
+static Model parse_model_unchecked(std::string_view text, const std::string& origin);
+
+// Every error of the file's content is a DataError (exit 1), whoever named the file.
 Model parse_model(std::string_view text, const std::string& origin) {
+  return as_data_error([&] { return parse_model_unchecked(text, origin); });
+}
+
+static Model parse_model_unchecked(std::string_view text, const std::string& origin) {
   const YamlReader r(origin);
   const YAML::Node root = r.load(text);
   if (!root.IsMap()) r.fail(root, "model file", "expected a mapping with name, parameters, layers, ...");
@@ -164,6 +209,12 @@ Model parse_model(std::string_view text, const std::string& origin) {
   Model m;
   m.origin = origin;
   m.name = r.string(r.required(root, "model file", "name"), "model file", "name");
+  // The name is printed in every table and file; it must be something a person can read.
+  if (m.name.empty() || m.name.size() > 200 ||
+      std::any_of(m.name.begin(), m.name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+    r.fail(root["name"], "model file",
+           fmt::format("name \"{}\" must be 1 to 200 printable characters (gpt2, my-resnet)", m.name));
+  }
   if (root["description"]) m.description = r.string(root["description"], "model file", "description");
   if (root["source"]) m.source = r.string(root["source"], "model file", "source");
 
@@ -221,7 +272,18 @@ Model parse_model(std::string_view text, const std::string& origin) {
              fmt::format("duplicate parameter name \"{}\" (first at parameters[{}])", param.name,
                          param_index[param.name]));
     }
+    try {
+      (void)param.bytes();  // elements and bytes fit in 64 bits
+    } catch (const ConfigError& e) {
+      r.fail(p["shape"], where, e.what());
+    }
     m.parameters.push_back(std::move(param));
+  }
+  try {
+    (void)m.total_params();
+    (void)m.parameter_bytes();
+  } catch (const ConfigError& e) {
+    r.fail(params, "parameters", e.what());
   }
 
   if (const YAML::Node bufs = root["buffers"]) {
@@ -239,7 +301,17 @@ Model parse_model(std::string_view text, const std::string& origin) {
       if (b["dtype"]) buf.dtype = r.dtype(b["dtype"], where);
       if (!seen.insert(buf.name).second)
         r.fail(b["name"], where, fmt::format("duplicate buffer name \"{}\"", buf.name));
+      try {
+        (void)buf.bytes();
+      } catch (const ConfigError& e) {
+        r.fail(b["shape"], where, e.what());
+      }
       m.buffers.push_back(std::move(buf));
+    }
+    try {
+      (void)m.buffer_bytes();
+    } catch (const ConfigError& e) {
+      r.fail(bufs, "buffers", e.what());
     }
   }
 
@@ -355,6 +427,11 @@ Model parse_model(std::string_view text, const std::string& origin) {
              "no layer uses this parameter; list it under unused_parameters if forward never uses it");
     }
   }
+  try {
+    m.check_sizes(m.seq_len(std::nullopt), m.default_batch);  // the defaults must run
+  } catch (const ConfigError& e) {
+    r.fail(root, "model file", e.what());
+  }
   return m;
 }
 
@@ -375,11 +452,7 @@ Model load_model(std::string_view name_or_path) {
     throw ConfigError(fmt::format("model \"{}\" is neither a zoo model ({}) nor a file path", name_or_path,
                                   fmt::join(zoo_model_names(), ", ")));
   }
-  std::ifstream in(path);
-  if (!in) throw ConfigError(fmt::format("model file \"{}\" cannot be opened: {}", name_or_path, std::strerror(errno)));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_model(text.str(), path.string());
+  return parse_model(read_input_file(path.string(), "model file"), path.string());
 }
 
 }  // namespace gradsync

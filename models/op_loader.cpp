@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "models/model.hpp"
 #include "models/op_loader.hpp"
@@ -24,9 +25,7 @@ std::optional<std::size_t> number(std::string_view s) {
 std::int64_t BatchExpr::eval(std::int64_t batch, std::int64_t t) const {
   const std::int64_t v = e.eval(t);
   if (!per_sample) return v;
-  std::int64_t r = 0;
-  if (__builtin_mul_overflow(v, batch, &r)) throw ConfigError("expression: value overflows 64 bits");
-  return r;
+  return checked_mul(v, batch, fmt::format("expression {} at B={}, T={}", to_string(), batch, t));
 }
 
 std::string BatchExpr::to_string() const {

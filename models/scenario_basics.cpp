@@ -31,6 +31,7 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
       return 0;
     });
   r.seq_len = model.seq_len(s.seq_len > 0 ? std::optional<std::int64_t>(s.seq_len) : std::nullopt);
+  model.check_sizes(r.seq_len, r.batch);
   r.hook = parse_comm_hook(s.comm_hook);
   return r;
 }

@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 
 namespace gradsync {
@@ -88,16 +89,8 @@ class Parser {
   std::size_t pos_ = 0;
 };
 
-std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) throw ConfigError("expression: value overflows 64 bits");
-  return r;
-}
-std::int64_t checked_add(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) throw ConfigError("expression: value overflows 64 bits");
-  return r;
-}
+std::int64_t checked_mul(std::int64_t a, std::int64_t b) { return gradsync::checked_mul(a, b, "expression"); }
+std::int64_t checked_add(std::int64_t a, std::int64_t b) { return gradsync::checked_add(a, b, "expression"); }
 
 }  // namespace
 

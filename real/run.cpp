@@ -17,6 +17,7 @@
 #include "core/dp_step.hpp"
 #include "core/error.hpp"
 #include "core/scenario_keys.hpp"
+#include "core/units.hpp"
 #include "models/memory_cost.hpp"
 #include "models/scenario_basics.hpp"
 #include "models/step_costs.hpp"
@@ -175,9 +176,9 @@ Resolved resolve(const Scenario& s, const Runtime& rt) {
     for (const ScenarioKey& k : scenario_table()) {
       const auto v = key_value(s, k);
       if (k.nccl && !v.is_null() && v != false) {
-        throw ConfigError(fmt::format(
-            "{}={}: NCCL's knobs apply to the GPU backend's NCCL; the CPU backend's collectives are MPI's", k.name,
-            value_text(v)));
+        throw ConfigError(
+            fmt::format("{}={}: NCCL's knobs apply to the GPU backend's NCCL; the CPU backend's collectives are MPI's",
+                        k.name, value_text(v)));
       }
     }
   } else {
@@ -514,6 +515,32 @@ std::vector<double> sizes_between(double lo, double hi, double factor, double al
   return out;
 }
 
+// check_calibration_fits: the largest size must fit where calibrate puts it: a collective's input
+// and output buffers on each rank (host memory for the CPU ranks of this process, device memory
+// for a GPU), with the host copy's staging. UsageError naming what was asked and the limit.
+void check_calibration_fits(const CalibrateOptions& o, Runtime& rt) {
+  constexpr double kBuffers = 2;  // input and output of the largest collective
+  const auto gib = [](double b) { return human_bytes(b); };
+  if (rt.backend() == "gpu") {
+    const double capacity = gpu_props(rt.rig_options(0, 0).gpu_offset).memory_bytes;
+    if (kBuffers * o.max_bytes > capacity) {
+      throw UsageError(
+          fmt::format("--max-bytes {}: calibrating needs {} buffers of that size on each GPU ({}); "
+                      "the GPU has {}; lower --max-bytes",
+                      human_bytes(o.max_bytes), kBuffers, gib(kBuffers * o.max_bytes), gib(capacity)));
+    }
+    return;
+  }
+  const double capacity = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  const double need = kBuffers * o.max_bytes * rt.local();
+  if (capacity > 0 && need > capacity) {
+    throw UsageError(fmt::format(
+        "--max-bytes {}: calibrating needs {} buffers of that size for each of this "
+        "process's {} CPU rank{} ({}); this machine has {} of memory; lower --max-bytes",
+        human_bytes(o.max_bytes), kBuffers, rt.local(), rt.local() == 1 ? "" : "s", gib(need), gib(capacity)));
+  }
+}
+
 }  // namespace
 
 CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
@@ -522,6 +549,7 @@ CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
   if (!(o.step_factor > 1)) throw UsageError(fmt::format("--step-factor {}: expected a number > 1", o.step_factor));
   if (o.repeats < 1) throw UsageError(fmt::format("--repeats {}: expected an integer >= 1", o.repeats));
   const double max_flops = o.max_flops > 0 ? o.max_flops : (rt.backend() == "gpu" ? 1e12 : 2e10);
+  check_calibration_fits(o, rt);
 
   CalibrationRun run;
   Calibration& cal = run.calibration;

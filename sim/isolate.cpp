@@ -45,6 +45,8 @@ ChildProcess::ChildProcess(const std::function<json()>& body, std::string what) 
       reply["result"] = body();
     } catch (const UsageError& e) {
       reply["error"] = {{"kind", "usage"}, {"message", e.what()}};
+    } catch (const DataError& e) {
+      reply["error"] = {{"kind", "data"}, {"message", e.what()}};
     } catch (const ConfigError& e) {
       reply["error"] = {{"kind", "config"}, {"message", e.what()}};
     } catch (const std::exception& e) {
@@ -103,6 +105,7 @@ json ChildProcess::finish() {
     const std::string kind = reply["error"]["kind"].get<std::string>();
     const std::string msg = reply["error"]["message"].get<std::string>();
     if (kind == "usage") throw UsageError(msg);
+    if (kind == "data") throw DataError(msg);
     if (kind == "config") throw ConfigError(msg);
     throw RuntimeError(msg);
   }

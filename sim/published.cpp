@@ -68,7 +68,14 @@ std::string_view builtin_published_text() {
   throw std::logic_error("published: nccl_tests.yaml is not compiled in");
 }
 
+static std::vector<PublishedCase> read_published_unchecked(std::string_view text, const std::string& origin);
+
+// Every error of the file's content is a DataError (exit 1), whoever named the file.
 std::vector<PublishedCase> read_published(std::string_view text, const std::string& origin) {
+  return as_data_error([&] { return read_published_unchecked(text, origin); });
+}
+
+static std::vector<PublishedCase> read_published_unchecked(std::string_view text, const std::string& origin) {
   const YamlReader r(origin);
   const YAML::Node root = r.load(text);
   if (!root.IsMap()) r.fail(root, "published", "expected a mapping with format and cases");

@@ -197,6 +197,8 @@ class Scanner {
 // records node statements, edges and the attribute text gradsync reads, with their lines.
 class Parser {
  public:
+  static constexpr int kMaxSubgraphDepth = 100;
+
   Parser(std::vector<Token> toks, const std::string& origin) : t_(std::move(toks)), origin_(origin) {}
 
   void run() {
@@ -252,7 +254,13 @@ class Parser {
         if (is_id(peek())) ++p_;
       }
       expect(Tok::kLBrace, "'{' opening the subgraph");
+      // Both this parser and Boost's recurse per subgraph: bound the nesting before the stack is.
+      if (++depth_ > kMaxSubgraphDepth) {
+        fail(t, fmt::format("subgraphs nested more than {} deep; a cluster needs a few levels (host, switch)",
+                            kMaxSubgraphDepth));
+      }
       statements();
+      --depth_;
       expect(Tok::kRBrace, "'}' closing the subgraph");
       if (peek().kind == Tok::kEdge || peek().kind == Tok::kArrow) {
         fail(peek(), "edges to or from a subgraph are not supported; list each link");
@@ -349,6 +357,7 @@ class Parser {
 
   std::vector<Token> t_;
   std::size_t p_ = 0;
+  int depth_ = 0;  // subgraphs open
   const std::string& origin_;
   std::unordered_map<std::string, std::size_t> index_;
   std::unordered_map<std::string, int> declared_;

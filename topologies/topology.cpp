@@ -17,6 +17,7 @@
 
 #include "core/embedded_file.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "topologies/link_model.hpp"
 
 namespace gradsync {
@@ -273,17 +274,8 @@ Topology load_topology(const std::string& name_or_path) {
     throw ConfigError(fmt::format("{}: unknown topology file extension \"{}\"; expected .dot, .gv, .graphml or .xml",
                                   name_or_path, ext));
   }
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    throw ConfigError(fmt::format("{}: is a directory, not a topology file", name_or_path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ConfigError(fmt::format("{}: cannot open topology file: {}", name_or_path,
-                                  fs::exists(path, ec) ? "permission denied" : "no such file"));
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return dot ? read_topology_dot(ss.str(), name_or_path) : read_topology_graphml(ss.str(), name_or_path);
+  const std::string text = read_input_file(name_or_path, "topology file");
+  return dot ? read_topology_dot(text, name_or_path) : read_topology_graphml(text, name_or_path);
 }
 
 }  // namespace gradsync

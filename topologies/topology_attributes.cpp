@@ -13,6 +13,13 @@
 #include "core/units.hpp"
 
 namespace gradsync::detail {
+// Bounds on one link's attributes: 1 kB/s to 1 PB/s per direction, a one-way latency of at most
+// 1 s, at most 1,024 parallel links in one edge (an H100 has 18 NVLinks).
+constexpr double kMinLinkBps = 1e3;
+constexpr double kMaxLinkBps = 1e15;
+constexpr double kMaxLinkLatencyS = 1;
+constexpr int kMaxParallelLinks = 1024;
+
 namespace {
 
 std::string at(const std::string& origin, int line) {
@@ -116,13 +123,25 @@ Topology topology_from_raw(const std::string& origin, std::string comment, const
     };
     const std::string& bw = required("bw", "a bandwidth per link and direction such as \"25GBps\" or \"200Gbps\"");
     s.link.bw_Bps = parsed("bw", [&] { return parse_bandwidth(bw); });
+    // Physical bounds: the simulator's rates and times stay finite and meaningful within them.
+    if (s.link.bw_Bps < kMinLinkBps || s.link.bw_Bps > kMaxLinkBps) {
+      throw ConfigError(where + fmt::format("attribute \"bw\" is \"{}\"; expected 1kBps to 1PBps per link and "
+                                            "direction (NVLink 4 is 25GBps, NDR InfiniBand 400Gbps)",
+                                            bw));
+    }
     const std::string& latency = required("latency", "a one-way latency such as \"150ns\" or \"1us\"");
     s.link.latency_s = parsed("latency", [&] { return parse_duration(latency); });
+    if (s.link.latency_s > kMaxLinkLatencyS) {
+      throw ConfigError(where + fmt::format("attribute \"latency\" is \"{}\"; expected at most 1s (a link's "
+                                            "one-way latency is ns to us)",
+                                            latency));
+    }
     if (const std::string* count = find_attr(l.attrs, "links")) {
       int n = 0;
       const auto [end, ec] = std::from_chars(count->data(), count->data() + count->size(), n);
-      if (ec != std::errc() || end != count->data() + count->size() || n < 1) {
-        throw ConfigError(where + fmt::format("attribute \"links\" is \"{}\"; expected an integer >= 1", *count));
+      if (ec != std::errc() || end != count->data() + count->size() || n < 1 || n > kMaxParallelLinks) {
+        throw ConfigError(where + fmt::format("attribute \"links\" is \"{}\"; expected an integer from 1 to {}", *count,
+                                              kMaxParallelLinks));
       }
       s.link.links = n;
     }

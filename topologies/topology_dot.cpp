@@ -31,7 +31,14 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
+static Topology read_topology_dot_unchecked(std::string_view text, const std::string& origin);
+
+// Every error of the file's content is a DataError (exit 1), whoever named the file.
 Topology read_topology_dot(std::string_view text, const std::string& origin) {
+  return as_data_error([&] { return read_topology_dot_unchecked(text, origin); });
+}
+
+static Topology read_topology_dot_unchecked(std::string_view text, const std::string& origin) {
   detail::DotParse parsed = detail::parse_dot(text, origin);
 
   detail::BoostAttrGraph g;

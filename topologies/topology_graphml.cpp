@@ -27,11 +27,78 @@ std::string xml_message(const boost::property_tree::xml_parser_error& e, const s
   return fmt::format("{}:{}: syntax error: {}", origin, e.line(), e.message());
 }
 
+// kMaxElementDepth: GraphML nests graphml > graph > node > data (4 levels); property_tree's XML
+// parser recurses per level, so a hostile file could exhaust the stack long before memory.
+constexpr int kMaxElementDepth = 100;
+
+// check_element_depth scans the tags (skipping comments, CDATA, declarations and quoted attribute
+// values) and fails past kMaxElementDepth, before the recursive parser sees the text.
+void check_element_depth(std::string_view text, const std::string& origin) {
+  int depth = 0;
+  int line = 1;
+  std::size_t i = 0;
+  const auto skip_past = [&](std::string_view end) {
+    const std::size_t at = text.find(end, i);
+    const std::size_t stop = at == std::string_view::npos ? text.size() : at + end.size();
+    for (; i < stop; ++i) line += text[i] == '\n';
+  };
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (c != '<') {
+      ++i;
+      continue;
+    }
+    const std::string_view rest = text.substr(i);
+    if (rest.starts_with("<!--")) {
+      skip_past("-->");
+    } else if (rest.starts_with("<![CDATA[")) {
+      skip_past("]]>");
+    } else if (rest.starts_with("<?") || rest.starts_with("<!")) {
+      skip_past(">");
+    } else if (rest.starts_with("</")) {
+      --depth;
+      skip_past(">");
+    } else {
+      // An opening tag: find its end outside quoted attribute values.
+      char quote = 0;
+      std::size_t j = i + 1;
+      for (; j < text.size(); ++j) {
+        const char d = text[j];
+        if (d == '\n') ++line;
+        if (quote != 0) {
+          if (d == quote) quote = 0;
+        } else if (d == '"' || d == '\'') {
+          quote = d;
+        } else if (d == '>') {
+          break;
+        }
+      }
+      const bool self_closing = j < text.size() && j > i + 1 && text[j - 1] == '/';
+      if (!self_closing && ++depth > kMaxElementDepth) {
+        throw ConfigError(
+            fmt::format("{}:{}: elements nested more than {} deep; GraphML needs 4 levels "
+                        "(graphml, graph, node, data)",
+                        origin, line, kMaxElementDepth));
+      }
+      i = j + 1;
+    }
+  }
+}
+
 }  // namespace
 
+static Topology read_topology_graphml_unchecked(std::string_view text, const std::string& origin);
+
+// Every error of the file's content is a DataError (exit 1), whoever named the file.
 Topology read_topology_graphml(std::string_view text, const std::string& origin) {
+  return as_data_error([&] { return read_topology_graphml_unchecked(text, origin); });
+}
+
+static Topology read_topology_graphml_unchecked(std::string_view text, const std::string& origin) {
   namespace pt = boost::property_tree;
   pt::ptree tree;
+  check_element_depth(text, origin);
   {
     std::istringstream in{std::string(text)};
     try {

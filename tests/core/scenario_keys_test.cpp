@@ -2,6 +2,7 @@
 // reads it (units, choices, bounds), scenario files through the same rows, resolution.
 #include "core/scenario_keys.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -248,13 +249,28 @@ TEST_F(ScenarioFile, ValuesReadAsTheirFlags) {
 }
 
 TEST_F(ScenarioFile, BadFilesNameTheLineAndTheKey) {
-  EXPECT_EQ(error_of_file("gpus: 8\ngpus: 4\n"), path_ + ":2: scenario: key \"gpus\" given twice (first on line 1)");
+  EXPECT_EQ(error_of_file("gpus: 8\ngpus: 4\n"),
+            path_ + ":2: document: key \"gpus\" appears twice in one mapping (lines 1 and 2); keep one");
+  EXPECT_EQ(error_of_file("NCCL_ALGO: ring\nalgo: tree\n"),
+            path_ + ":2: scenario: \"algo\" sets NCCL_ALGO again (already set on line 1)");
   EXPECT_EQ(error_of_file("model: gpt2\ngpus:\n"),
             path_ +
                 ":2: scenario: gpus: no value; give one or remove the key for the default (every GPU of the "
                 "topology)");
   EXPECT_EQ(error_of_file("gpus: [1, 2]\n"), path_ + ":1: scenario: gpus is a list; expected a single value");
-  EXPECT_EQ(error_of_file("? [a, b]\n: 1\n"), path_ + ":1: scenario: a key must be a single word (model, gpus, ...)");
+  EXPECT_EQ(error_of_file("? [a, b]\n: 1\n"),
+            path_ + ":1: document: a key is a list; keys must be single words or numbers");
+  // Aliases that expand without bound ("billion laughs") are refused before anything walks them.
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'h'; ++c) {
+    laughs +=
+        fmt::format("{}: &{} [*{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}]\n", c, c, static_cast<char>(c - 1),
+                    static_cast<char>(c - 1), static_cast<char>(c - 1), static_cast<char>(c - 1),
+                    static_cast<char>(c - 1), static_cast<char>(c - 1), static_cast<char>(c - 1),
+                    static_cast<char>(c - 1), static_cast<char>(c - 1), static_cast<char>(c - 1));
+  }
+  EXPECT_NE(error_of_file(laughs).find("more than 5000000 values once its aliases (*name) are expanded"),
+            std::string::npos);
   EXPECT_EQ(error_of_file("bucket_cap_mb: -5\n"),
             path_ +
                 ":1: scenario: bucket_cap_mb \"-5\": expected a size in MiB > 0 (25, 0.5) or with a unit (25MiB, "

@@ -48,6 +48,29 @@ TEST(ModelLoader, GoodFileLoads) {
   EXPECT_EQ(m.layers[0].dim("tokens", 16), 16);
 }
 
+TEST(ModelLoader, SizesThatDoNotFitOrGoNegative) {
+  // Element counts and byte totals are checked, never wrapped.
+  EXPECT_EQ(error_of(replace(kGood, "shape: [10, 4]}", "shape: [4294967296, 4294967296]}")),
+            "bad.yaml:7: parameters[0] \"emb.weight\": parameter emb.weight elements: 4294967296 x 4294967296 does "
+            "not fit in 64 bits");
+  EXPECT_EQ(error_of(replace(kGood, "shape: [10, 4]}", "shape: [9223372036854775807]}")),
+            "bad.yaml:7: parameters[0] \"emb.weight\": parameter emb.weight bytes: 9223372036854775807 x 4 does not "
+            "fit in 64 bits");
+  EXPECT_NE(error_of(replace(replace(kGood, "shape: [10, 4]}", "shape: [1152921504606846976]}"), "shape: [10]}",
+                             "shape: [1152921504606846976]}"))
+                .find("the parameters' bytes"),
+            std::string::npos);
+  EXPECT_EQ(error_of(replace(kGood, "name: tiny", "name: \"\"")),
+            "bad.yaml:2: model file: name \"\" must be 1 to 200 printable characters (gpt2, my-resnet)");
+  // A size negative at the default T is refused at load; at another T, when that T is asked for.
+  EXPECT_EQ(error_of(replace(kGood, "elements: 10*T,", "elements: 10*T-100,")),
+            "bad.yaml:1: model file: model tiny at T=8: output elements \"10*T-100\" is -20; every size must be >= 0 "
+            "(from bad.yaml)");
+  const Model m = parse_model(replace(kGood, "elements: 10*T,", "elements: 10*T-50,"), "t.yaml");
+  EXPECT_NO_THROW(m.check_sizes(8, 4));
+  EXPECT_THROW(m.check_sizes(4, 4), ConfigError);
+}
+
 TEST(ModelLoader, UnknownKind) {
   EXPECT_EQ(
       error_of(replace(kGood, "kind: linear", "kind: lienar")),
@@ -208,7 +231,22 @@ TEST(ModelLoader, MissingFileAndUnknownName) {
     load_model("no/such/model.yaml");
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), "model file \"no/such/model.yaml\" cannot be opened: No such file or directory");
+    EXPECT_EQ(std::string(e.what()), "no/such/model.yaml: cannot read the model file: no such file");
+  }
+  // A device or a wrong file: one bounded read, one error, never bad_alloc.
+  try {
+    load_model("/dev/zero");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "/dev/zero: cannot read the model file: it is larger than 256 MiB, the most any "
+              "input file may hold (is it the right file?)");
+  }
+  try {
+    load_model("models/zoo");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), "models/zoo: cannot read the model file: it is a directory");
   }
   EXPECT_THROW(load_model("gtp2"), ConfigError);
 }

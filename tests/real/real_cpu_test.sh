@@ -67,7 +67,16 @@ case "$case_" in
     grep -q '^  ddp       iteration 3  step ' "$tmp/val.out" || fail "no per-iteration row"
     head -1 "$tmp/v/validation.csv" | grep -q '^strategy,scope,phase,measured_s,simulated_s,error$' || fail "validation.csv"
     grep -q '"validation"' "$tmp/v/result.json" || fail "validation in result.json"
-    echo "calibrate wrote a file the simulator loads; validate printed measured against simulated"
+    # A size that cannot fit in this machine's memory is refused before anything is allocated.
+    set +e
+    "$bin" calibrate --backend cpu --launch local --world-size 2 --max-bytes 1TiB --out "$tmp/big.yaml" >"$tmp/big.out" 2>&1
+    rc=$?
+    set -e
+    [[ $rc == 2 ]] || { cat "$tmp/big.out"; fail "calibrate --max-bytes 1TiB exited $rc, expected 2"; }
+    grep -q "^error: --max-bytes 1.00 TiB: calibrating needs 2 buffers of that size for each of this process's 2 CPU ranks (4.00 TiB); this machine has .* of memory; lower --max-bytes$" "$tmp/big.out" \
+      || { cat "$tmp/big.out"; fail "calibrate --max-bytes 1TiB message"; }
+    [[ ! -e $tmp/big.yaml ]] || fail "calibrate --max-bytes 1TiB wrote a file"
+    echo "calibrate wrote a file the simulator loads; validate printed measured against simulated; 1TiB refused"
     ;;
   stall)
     start=$(date +%s)

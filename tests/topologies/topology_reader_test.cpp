@@ -154,7 +154,36 @@ TEST(TopologyReaderErrors, UnparsableAttribute) {
             "t.dot:6: edge gpu0--nvs: attribute \"bw\": bandwidth \"fast\" does not start with a number; expected e.g. "
             "1.5 followed by a unit");
   EXPECT_EQ(dot_error(replace(kGood, "links=\"12\"", "links=\"twelve\"")),
-            "t.dot:6: edge gpu0--nvs: attribute \"links\" is \"twelve\"; expected an integer >= 1");
+            "t.dot:6: edge gpu0--nvs: attribute \"links\" is \"twelve\"; expected an integer from 1 to 1024");
+}
+
+TEST(TopologyReaderErrors, ImplausibleLinksAndDeepNesting) {
+  EXPECT_EQ(
+      dot_error(replace(kGood, "bw=\"25GBps\"", "bw=\"1e-300Bps\"")),
+      "t.dot:6: edge gpu0--nvs: attribute \"bw\" is \"1e-300Bps\"; expected 1kBps to 1PBps per link and direction "
+      "(NVLink 4 is 25GBps, NDR InfiniBand 400Gbps)");
+  EXPECT_NE(dot_error(replace(kGood, "bw=\"25GBps\"", "bw=\"2PBps\"")).find("expected 1kBps to 1PBps"),
+            std::string::npos);
+  EXPECT_NE(dot_error(replace(kGood, "links=\"12\"", "links=\"100000\"")).find("an integer from 1 to 1024"),
+            std::string::npos);
+  // 100,000 nested subgraphs: one error, not a stack overflow (ours and Boost's parsers recurse).
+  std::string deep = "graph g {";
+  for (int i = 0; i < 100000; ++i) deep += "subgraph {";
+  for (int i = 0; i < 100000; ++i) deep += "}";
+  deep += "}";
+  EXPECT_EQ(dot_error(deep),
+            "t.dot:1: syntax error: subgraphs nested more than 100 deep; a cluster needs a few "
+            "levels (host, switch)");
+  std::string xml = "<?xml version=\"1.0\"?>\n<graphml>";
+  for (int i = 0; i < 200000; ++i) xml += "<a x=\">\">";
+  try {
+    read_topology_graphml(xml, "t.graphml");
+    ADD_FAILURE() << "deep GraphML accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "t.graphml:2: elements nested more than 100 deep; GraphML needs 4 levels "
+              "(graphml, graph, node, data)");
+  }
 }
 
 TEST(TopologyReaderErrors, ZeroOrNegativeBandwidth) {
@@ -309,7 +338,8 @@ TEST(TopologyLoad, NamesFilesAndErrors) {
   EXPECT_EQ(error("dgx-a1000"),
             "unknown topology \"dgx-a1000\"; expected a .dot or .graphml file or a built-in: 16x-dgx-h100-ndr, "
             "2x-dgx-a100-hdr, dgx-a100, dgx-h100, dgx1-v100, pcie-2gpu-nvlink-bridge, pcie-4gpu");
-  EXPECT_EQ(error("missing/x.dot"), "missing/x.dot: cannot open topology file: no such file");
+  EXPECT_EQ(error("missing/x.dot"), "missing/x.dot: cannot read the topology file: no such file");
+  EXPECT_EQ(error("/dev/zero.dot"), "/dev/zero.dot: cannot read the topology file: no such file");
   EXPECT_EQ(error("topologies/README.md"),
             "topologies/README.md: unknown topology file extension \".md\"; expected .dot, .gv, .graphml or .xml");
   const auto path = std::filesystem::temp_directory_path() / "gradsync-reader-test.graphml";

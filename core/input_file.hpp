@@ -1,0 +1,21 @@
+// input_file.hpp: reading a user's input file (model, topology, scenario, calibration, published
+// table) whole, with one error for every way it can fail: missing, unreadable, a directory, or
+// larger than any input gradsync reads (a device such as /dev/zero, a wrong file).
+//
+//   const std::string text = read_input_file("run.yaml", "scenario file");
+//   // ConfigError: run.yaml: cannot read the scenario file: no such file
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gradsync {
+
+// kMaxInputFileBytes: the largest input file read (256 MiB). The largest built-in is a 250 KB
+// model file and a generated 16,384-GPU topology is about 10 MB.
+inline constexpr std::uint64_t kMaxInputFileBytes = std::uint64_t{256} << 20;
+
+// read_input_file: the file's bytes; ConfigError "<path>: cannot read the <what>: <why>".
+std::string read_input_file(const std::string& path, const std::string& what);
+
+}  // namespace gradsync

@@ -1,0 +1,10 @@
+// graphml_fuzz.cpp: libFuzzer harness for the GraphML topology reader (topologies/topology_graphml.cpp).
+#include "tests/fuzz/fuzz_target.hpp"
+#include "topologies/topology.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  return gradsync::fuzz::expect_clean(data, size, [](std::string_view text) {
+    const gradsync::Topology t = gradsync::read_topology_graphml(text, "fuzz.graphml");
+    (void)gradsync::write_topology_graphml(t);
+  });
+}
