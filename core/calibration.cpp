@@ -105,7 +105,8 @@ CalibrationTable read_table(const YamlReader& r, const YAML::Node& n, const std:
       r.fail(p, at, fmt::format("\"{}\" is not two numbers; expected [size, seconds]", YamlReader::scalar_text(p)));
     }
     if (!(size > 0) || !std::isfinite(size)) r.fail(p, at, fmt::format("size {} must be > 0", size));
-    if (!(sec >= 0) || !std::isfinite(sec)) r.fail(p, at, fmt::format("time {} s must be >= 0", sec));
+    if (!(sec > 0) || !std::isfinite(sec))
+      r.fail(p, at, fmt::format("time {} s must be > 0 (a measured time; nothing runs in no time)", sec));
     if (!t.points.empty() && size <= t.points.back().first) {
       r.fail(p, at,
              fmt::format("size {} is not larger than the previous {}; expected increasing sizes", size,
@@ -226,6 +227,13 @@ static Calibration parse_calibration_unchecked(std::string_view text, const std:
     YAML::Node table;
     table["points"] = r.required(e, where, "points");
     t.table = read_table(r, table, where);
+    for (std::size_t j = 0; j < c.collectives.size(); ++j) {
+      if (c.collectives[j].collective == t.collective && c.collectives[j].ranks == t.ranks) {
+        r.fail(e, where,
+               fmt::format("a second table for {} over {} ranks (the first is collectives[{}]); keep one", op, t.ranks,
+                           j));
+      }
+    }
     c.collectives.push_back(std::move(t));
   }
   return c;

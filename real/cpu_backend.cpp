@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "real/mpi.hpp"
 #include "real/rig.hpp"
 
@@ -33,8 +34,15 @@ struct Buffer {
   std::size_t size = 0;
   char* get(std::size_t n, double& allocated) {
     if (n > size) {
+      try {
+        data = std::make_unique<char[]>(n);  // zero-filled: every page is touched now, not mid-step
+      } catch (const std::bad_alloc&) {
+        throw RuntimeError(fmt::format("out of host memory: a CPU rank could not allocate {} more (it already "
+                                       "holds {}); use fewer ranks per process "
+                                       "(--world-size, or --launch mpi across machines) or a smaller model or size",
+                                       human_bytes(static_cast<double>(n)), human_bytes(allocated)));
+      }
       allocated += static_cast<double>(n) - static_cast<double>(size);
-      data = std::make_unique<char[]>(n);  // zero-filled: every page is touched now, not mid-step
       size = n;
     }
     return data.get();

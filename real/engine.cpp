@@ -3,6 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <condition_variable>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include "core/error.hpp"
+
 namespace gradsync::real {
 
 StreamWorker::StreamWorker(Recorder& rec) : rec_(rec), thread_([this] { loop(); }) {}
@@ -115,17 +122,43 @@ void RealHost::run(const HostOp& op) {
 }
 
 void RealHost::parallel(int n, const std::function<void(int)>& fn) {
+  // Every thread is started before any runs `fn`: ranks wait for each other in collectives, so a
+  // thread the system refuses (too many for its limits) must stop the others before they wait.
   std::vector<std::thread> threads;
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        fn(i);
-      } catch (...) {
-        errors[static_cast<std::size_t>(i)] = std::current_exception();
-      }
-    });
+  std::mutex m;
+  std::condition_variable cv;
+  enum class Go { kWait, kRun, kAbort } go = Go::kWait;
+  const auto set_go = [&](Go g) {
+    {
+      const std::lock_guard<std::mutex> lock(m);
+      go = g;
+    }
+    cv.notify_all();
+  };
+  try {
+    for (int i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        {
+          std::unique_lock<std::mutex> lock(m);
+          cv.wait(lock, [&] { return go != Go::kWait; });
+          if (go == Go::kAbort) return;
+        }
+        try {
+          fn(i);
+        } catch (...) {
+          errors[static_cast<std::size_t>(i)] = std::current_exception();
+        }
+      });
+    }
+  } catch (const std::system_error& e) {
+    set_go(Go::kAbort);
+    for (auto& t : threads) t.join();
+    throw RuntimeError(fmt::format("cannot start {} rank threads in one process: the system refused thread {} ({}); "
+                                   "use fewer (--world-size) or one process per rank (--launch mpi)",
+                                   n, threads.size() + 1, e.what()));
   }
+  set_go(Go::kRun);
   for (auto& t : threads) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);

@@ -94,6 +94,24 @@ TEST(Calibration, ErrorsNameTheFileLineAndField) {
   EXPECT_THROW(read_calibration(write("schema_version: 1\nhardware: {backend: tpu, host: h, device: d, ranks: 1}\n")),
                ConfigError);
   EXPECT_THROW(read_calibration(testing::TempDir() + "/no-such-calibration.yaml"), ConfigError);
+  // A zero time and a second table for the same collective and ranks are refused, located.
+  const auto error = [](const std::string& text) {
+    try {
+      parse_calibration(text, "cal.yaml");
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(head + "collectives:\n  - {op: allreduce, ranks: 2, points: [[8, 0]]}\n"),
+            "cal.yaml:6: collectives[0].points[0]: time 0 s must be > 0 (a measured time; nothing runs in no time)");
+  EXPECT_EQ(error(head + "collectives:\n  - {op: allreduce, ranks: 2, points: [[8, 1e-5]]}\n"
+                         "  - {op: allreduce, ranks: 2, points: [[8, 2e-5]]}\n"),
+            "cal.yaml:7: collectives[1]: a second table for allreduce over 2 ranks (the first is collectives[0]); "
+            "keep one");
+  EXPECT_EQ(error(head + "collectives:\n  - {op: allreduce, ranks: 2, points: [[8, 1e-5]]}\n"
+                         "  - {op: allreduce, ranks: 4, points: [[8, 2e-5]]}\n"),
+            "no error");
 }
 
 }  // namespace
