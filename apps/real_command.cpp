@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "apps/cli.hpp"
 #include "apps/published.hpp"
@@ -117,9 +118,11 @@ void bench_command(const BenchArgs& a) {
   const Scenario s = real_scenario(a.scenario, "bench");
   if (!s.calibration.empty()) throw UsageError("--calibration: bench measures; a calibration is for simulate");
   real::Runtime rt(a.launch);
+  std::optional<OutputFolder> out;  // the root writes the outputs
+  if (rt.root()) out.emplace(a.out);
   const reports::Report rep = run_bench(s, strategies_for(a.strategy, rt), rt, "bench");
   if (!rt.root()) return;
-  print_report(rep, a.out, reports::write_outputs(a.out, rep), a.explain);
+  finish_run(rep, *out, a.explain);
 }
 
 struct CalibrateArgs {
@@ -163,8 +166,8 @@ void validate_command(const ValidateArgs& va) {
   if (va.published->count() > 0) {
     for (const auto& [key, option] : va.bench.scenario.given)
       if (option->count() > 0)
-        throw UsageError(fmt::format("--{}: --published validates against published measurements, not a scenario",
-                                     key));
+        throw UsageError(
+            fmt::format("--{}: --published validates against published measurements, not a scenario", key));
     run_published(va.published_args, std::cout);
     return;
   }
@@ -177,6 +180,8 @@ void validate_command(const ValidateArgs& va) {
   const std::vector<Strategy> strategies = strategies_for(a.strategy, rt);
   Scenario measured = s;
   measured.calibration.clear();
+  std::optional<OutputFolder> out;
+  if (rt.root()) out.emplace(a.out);
   reports::Report rep = run_bench(measured, strategies, rt, "validate");
   if (!rt.root()) return;
   Scenario simulated = s;
@@ -187,7 +192,7 @@ void validate_command(const ValidateArgs& va) {
     rep.validation.insert(rep.validation.end(), rows.begin(), rows.end());
   }
   rep.header.push_back(fmt::format("simulated on {} with calibration {}", simulated.topology, s.calibration));
-  print_report(rep, a.out, reports::write_outputs(a.out, rep), false);
+  finish_run(rep, *out, false);
 }
 
 void add_bench_options(CLI::App* cmd, BenchArgs& a, const char* default_out) {
@@ -229,8 +234,8 @@ void register_real_commands(CLI::App& app) {
       "validate", "Run a scenario for real and simulated with --calibration; measured vs simulated per phase");
   add_bench_options(val, va->bench, "gradsync-validate");
   va->published = val->add_option("--published", va->published_args.file,
-                                   "Simulate every case of a table of published nccl-tests measurements (FILE, or "
-                                   "the one built in: validation/published/nccl_tests.yaml) and compare busbw")
+                                  "Simulate every case of a table of published nccl-tests measurements (FILE, or "
+                                  "the one built in: validation/published/nccl_tests.yaml) and compare busbw")
                       ->expected(0, 1)
                       ->type_name("[FILE]");
   val->add_option("--case", va->published_args.only, "With --published: only the case of this id");

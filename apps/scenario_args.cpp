@@ -157,8 +157,11 @@ Scenario resolve_args(const ScenarioArgs& a, const Scenario& requested) {
   }
 }
 
-void print_report(const reports::Report& rep, const std::string& out, const std::vector<std::string>& written,
-                  bool explain) {
+void finish_run(const reports::Report& rep, OutputFolder& out, bool explain) {
+  for (const std::string& p : out.removed())
+    std::cerr << fmt::format("note: removed {}, left by a run into {} that was killed\n", p, out.final_path());
+  const std::vector<std::string> written = reports::write_outputs(out.path(), rep);
+  out.commit();
   reports::print_summary(rep, std::cout);
   if (explain) {
     std::cout << "#\n";
@@ -171,7 +174,7 @@ void print_report(const reports::Report& rep, const std::string& out, const std:
   std::cout << fmt::format(
       "# wrote {} files to {}/: summary.csv, iterations.csv, events.csv, result.json, "
       "trace-<strategy>.json (open in ui.perfetto.dev), report.html{}\n",
-      written.size(), out, rep.validation.empty() ? "" : ", validation.csv");
+      written.size(), out.final_path(), rep.validation.empty() ? "" : ", validation.csv");
 }
 
 std::vector<std::string> scenario_header(const Scenario& s, const std::vector<StrategyResult>& rs,

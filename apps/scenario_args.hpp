@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/output_folder.hpp"
 #include "core/result.hpp"
 #include "reports/report.hpp"
 #include "sim/simulate.hpp"
@@ -50,10 +51,9 @@ std::string nccl_knobs_text(const sim::Scenario& s);
 // ConfigError becomes a UsageError when every value came from flags.
 sim::Scenario resolve_args(const ScenarioArgs& a, const sim::Scenario& requested);
 
-// print_report: what a scenario command prints after writing `written` into `out`: the table,
-// --explain's phases when asked, validate's rows when the report has them, and the files.
-void print_report(const reports::Report& rep, const std::string& out, const std::vector<std::string>& written,
-                  bool explain);
+// finish_run: writes every output of `rep` into --out, whole or not at all (the folder's staging
+// copy is swapped into place), then prints the table, --explain and where the files went.
+void finish_run(const reports::Report& rep, OutputFolder& out, bool explain);
 
 // scenario_header: the `#` lines that describe a resolved scenario and how it was run, above every
 // table and at the top of the HTML report.

@@ -73,6 +73,7 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
                     fmt::join(ddp_only, ", ")));
   }
   const Scenario s = resolve_args(a.scenario, asked);
+  OutputFolder out(a.out);  // before the simulation: a folder that cannot be replaced fails now
   reports::Report rep;
   rep.command = what;
   rep.mode = "simulated";
@@ -88,7 +89,7 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
     rep.header.push_back(
         fmt::format("{} apply to DDP only (DataParallel has no buckets or hooks)", fmt::join(ddp_only, ", ")));
   }
-  print_report(rep, a.out, reports::write_outputs(a.out, rep), a.explain);
+  finish_run(rep, out, a.explain);
 }
 
 struct CollectivesArgs {

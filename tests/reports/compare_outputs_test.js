@@ -16,7 +16,7 @@ try {
   assert.match(stdout, /# wrote 7 files to /);
   const dir = path.join(tmp, 'a');
   const files = fs.readdirSync(dir).sort();
-  assert.deepStrictEqual(files, ['events.csv', 'iterations.csv', 'report.html', 'result.json', 'summary.csv', 'trace-ddp.json', 'trace-dp.json']);
+  assert.deepStrictEqual(files, ['.gradsync-run', 'events.csv', 'iterations.csv', 'report.html', 'result.json', 'summary.csv', 'trace-ddp.json', 'trace-dp.json']);
 
   const events = fs.readFileSync(path.join(dir, 'events.csv'), 'utf8').trim().split('\n').slice(1);
   const result = JSON.parse(fs.readFileSync(path.join(dir, 'result.json'), 'utf8'));

@@ -1,0 +1,140 @@
+// output_folder.cpp: whole-or-untouched output folders (see output_folder.hpp).
+#include "core/output_folder.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "core/version.hpp"
+
+namespace gradsync {
+namespace {
+
+namespace fs = std::filesystem;
+
+// known_output: a file name some version of gradsync writes into --out.
+bool known_output(const std::string& name) {
+  static const char* const kNames[] = {"summary.csv", "iterations.csv", "events.csv", "result.json",
+                                       "report.html", "validation.csv", kOutputMarker};
+  for (const char* n : kNames)
+    if (name == n) return true;
+  if (name.starts_with("trace-") && name.ends_with(".json")) return true;
+  return name.starts_with(".") && name.find(".tmp-") != std::string::npos;  // write_file_atomic's temporaries
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "host";
+  std::string h(buf);
+  for (char& c : h)
+    if (c == '/' || c == '.') c = '_';
+  return h.empty() ? "host" : h;
+}
+
+// process_gone: no process `pid` exists on this host.
+bool process_gone(long pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+
+}  // namespace
+
+OutputFolder::OutputFolder(std::string final_path) {
+  while (final_path.size() > 1 && final_path.back() == '/') final_path.pop_back();
+  if (final_path.empty()) throw UsageError("--out \"\": expected a folder name");
+  final_ = final_path;
+  const fs::path target(final_);
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(target, ec);
+  if (fs::exists(st)) {
+    if (!fs::is_directory(st)) {
+      throw UsageError(fmt::format("--out {}: exists and is not a folder; give a new or empty folder", final_));
+    }
+    const bool marked = fs::exists(target / kOutputMarker, ec);
+    for (const auto& e : fs::directory_iterator(target, ec)) {
+      const std::string name = e.path().filename().string();
+      if (!marked && !known_output(name)) {
+        throw UsageError(
+            fmt::format("--out {}: the folder holds \"{}\", which gradsync did not write; the run "
+                        "replaces the whole folder, so give a new or empty one",
+                        final_, name));
+      }
+    }
+  }
+  fs::path parent = target.parent_path();
+  if (parent.empty()) parent = ".";
+  fs::create_directories(parent, ec);
+  if (ec) throw RuntimeError(fmt::format("--out {}: cannot create {}: {}", final_, parent.string(), ec.message()));
+
+  // Staging folders of runs into the same place that were killed: this host's, whose process is gone.
+  const std::string name = target.filename().string();
+  const std::string host = host_name();
+  const std::string prefix = fmt::format(".{}.gradsync-", name);
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string entry = e.path().filename().string();
+    if (!entry.starts_with(prefix)) continue;
+    const std::string rest = entry.substr(prefix.size());  // "tmp-HOST-PID" or "old-HOST-PID"
+    const std::string mine = fmt::format("-{}-", host);
+    const auto at = rest.find(mine);
+    if (at != 3 || !(rest.starts_with("tmp") || rest.starts_with("old"))) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(rest.c_str() + at + mine.size(), &end, 10);
+    if (end == nullptr || *end != '\0' || !process_gone(pid)) continue;
+    std::error_code rm;
+    fs::remove_all(e.path(), rm);
+    if (!rm) removed_.push_back(e.path().string());
+  }
+
+  staging_ = (parent / fmt::format("{}tmp-{}-{}", prefix, host, ::getpid())).string();
+  fs::remove_all(staging_, ec);  // a pid reused from a killed run
+  fs::create_directory(staging_, ec);
+  if (ec)
+    throw RuntimeError(
+        fmt::format("--out {}: cannot create the staging folder {}: {}", final_, staging_, ec.message()));
+}
+
+OutputFolder::~OutputFolder() {
+  if (committed_) return;
+  std::error_code ec;
+  fs::remove_all(staging_, ec);
+}
+
+void OutputFolder::commit() {
+  {
+    std::ofstream marker(fs::path(staging_) / kOutputMarker);
+    marker << fmt::format("written by gradsync {}; this folder is replaced whole by the next run into it\n", kVersion);
+    if (!marker) throw RuntimeError(fmt::format("--out {}: cannot write {}", final_, kOutputMarker));
+  }
+  std::error_code ec;
+  const bool exists = fs::exists(fs::symlink_status(final_, ec));
+  if (!exists) {
+    if (::rename(staging_.c_str(), final_.c_str()) != 0) {
+      throw RuntimeError(
+          fmt::format("--out {}: cannot move {} into place: {}", final_, staging_, std::strerror(errno)));
+    }
+    committed_ = true;
+    return;
+  }
+  // One atomic swap: --out is the old folder or the new one at every instant.
+  if (::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, final_.c_str(), RENAME_EXCHANGE) == 0) {
+    committed_ = true;
+    fs::remove_all(staging_, ec);  // now the old folder
+    return;
+  }
+  // A file system without RENAME_EXCHANGE: move the old folder aside, then the new one in.
+  const std::string old =
+      staging_.substr(0, staging_.rfind("tmp-")) + staging_.substr(staging_.rfind("tmp-")).replace(0, 3, "old");
+  if (::rename(final_.c_str(), old.c_str()) != 0 || ::rename(staging_.c_str(), final_.c_str()) != 0) {
+    throw RuntimeError(fmt::format("--out {}: cannot replace it with {}: {}", final_, staging_, std::strerror(errno)));
+  }
+  committed_ = true;
+  fs::remove_all(old, ec);
+}
+
+}  // namespace gradsync

@@ -1,0 +1,46 @@
+// output_folder.hpp: a run's --out folder is whole or untouched. The run writes into a fresh
+// staging folder beside it and, at the end, swaps it into place in one rename (Linux
+// renameat2 RENAME_EXCHANGE), then removes what it replaced. A run killed at any moment leaves
+// --out as it was or complete; the staging folder it leaves behind is removed by the next run
+// into the same place (its process is gone), and that run says so.
+//
+//   OutputFolder out("gradsync-out");            // refuses a folder of someone else's files
+//   write_file_atomic(out.path() + "/result.json", text);
+//   out.commit();                                 // gradsync-out/ now holds exactly this run's files
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gradsync {
+
+class OutputFolder {
+ public:
+  // OutputFolder prepares a staging folder for `final_path`. UsageError when final_path is a file,
+  // or a folder holding files gradsync did not write (it would be replaced whole); RuntimeError
+  // when the staging folder cannot be made.
+  explicit OutputFolder(std::string final_path);
+  ~OutputFolder();  // not committed: the staging folder is removed, --out is untouched
+  OutputFolder(const OutputFolder&) = delete;
+  OutputFolder& operator=(const OutputFolder&) = delete;
+
+  // path: where to write now (the staging folder).
+  const std::string& path() const { return staging_; }
+  const std::string& final_path() const { return final_; }
+  // commit puts the staging folder in place of final_path. RuntimeError naming the paths on failure.
+  void commit();
+  // removed: staging folders of killed runs that the constructor removed (for a note to the user).
+  const std::vector<std::string>& removed() const { return removed_; }
+
+ private:
+  std::string final_;
+  std::string staging_;
+  std::vector<std::string> removed_;
+  bool committed_ = false;
+};
+
+// kOutputMarker: the file every committed output folder holds (what wrote it), so that a later
+// run knows it may replace the folder.
+inline constexpr const char* kOutputMarker = ".gradsync-run";
+
+}  // namespace gradsync

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# output_kill_test.sh BIN: SIGKILL `gradsync compare` at many moments of its run; --out must then
+# hold the previous run's files, byte for byte, or the whole new run, and nothing else; the next
+# run removes what the killed one left beside --out.
+set -euo pipefail
+bin=$1
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+snapshot() { (cd "$d/out" && find . -type f | sort | xargs sha256sum); }
+complete() {  # complete GPUS: --out holds exactly one whole run of `compare --gpus GPUS`
+  local want=".gradsync-run events.csv iterations.csv report.html result.json summary.csv trace-ddp.json trace-dp.json"
+  [[ "$(cd "$d/out" && ls -A | sort | tr '\n' ' ' | sed 's/ $//')" == "$want" ]] || return 1
+  python3 - "$d/out/result.json" "$1" <<'PY' || return 1
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["scenario"]["gpus"] == int(sys.argv[2]), r["scenario"]["gpus"]
+for s in r["strategies"]:
+    assert s["gpus_used"] == int(sys.argv[2])
+PY
+  for t in "$d"/out/trace-*.json; do python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$t" || return 1; done
+}
+
+"$bin" compare --gpus 2 --out "$d/out" >/dev/null
+complete 2 || fail "the first run is not complete"
+start=$(date +%s.%N)
+"$bin" compare --gpus 4 --out "$d/timing" >/dev/null
+run_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
+rm -rf "$d/timing"
+
+kept=0 replaced=0 gpus=2
+for i in $(seq 1 16); do
+  next=$(( gpus == 2 ? 4 : 2 ))
+  before=$(snapshot)
+  "$bin" compare --gpus "$next" --out "$d/out" >/dev/null 2>&1 &
+  pid=$!
+  sleep "$(awk -v t="$run_s" -v i="$i" 'BEGIN { printf "%.3f", t * i / 14 }')"
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  sleep 0.2  # the simulation children see their parent gone
+  if [[ "$(snapshot)" == "$before" ]]; then
+    kept=$((kept + 1))
+  elif complete "$next"; then
+    replaced=$((replaced + 1))
+    gpus=$next
+  else
+    ls -la "$d/out" >&2
+    fail "after SIGKILL $i, --out is neither the previous run nor a whole new one"
+  fi
+  for e in "$d"/* "$d"/.[!.]*; do
+    [[ -e $e ]] || continue
+    case "$(basename "$e")" in out|.out.gradsync-tmp-*) ;; *) fail "unexpected $(basename "$e") beside --out" ;; esac
+  done
+done
+echo "16 kills over a ${run_s}s run: --out kept the previous run $kept times, held the whole new run $replaced times"
+[[ $kept -gt 0 ]] || fail "no kill landed before the swap"
+
+# The next run removes what killed runs left beside --out, and says so when it does.
+"$bin" compare --gpus 2 --out "$d/out" >/dev/null 2>"$d.err" || fail "the run after the kills failed"
+complete 2 || fail "the run after the kills is not complete"
+left=$(cd "$d" && ls -A | grep -v '^out$' || true)
+[[ -z $left ]] || fail "left beside --out after a clean run: $left"
+rm -f "$d.err"
+echo "the next run left only --out"

@@ -1,0 +1,102 @@
+// output_folder_test.cpp: --out is replaced whole or left untouched (core/output_folder.hpp).
+#include "core/output_folder.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace gradsync {
+namespace {
+
+namespace fs = std::filesystem;
+
+class OutputFolderTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::path(testing::TempDir()) / ("gradsync-outfolder-" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  static void put(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+  std::set<std::string> entries(const fs::path& dir) const {
+    std::set<std::string> s;
+    for (const auto& e : fs::directory_iterator(dir)) s.insert(e.path().filename().string());
+    return s;
+  }
+  fs::path root_;
+};
+
+TEST_F(OutputFolderTest, NothingAppearsUntilCommitThenExactlyThisRun) {
+  const fs::path out = root_ / "out";
+  {
+    OutputFolder f(out.string());
+    put(fs::path(f.path()) / "result.json", "{}");
+    EXPECT_FALSE(fs::exists(out));  // written beside, not in place
+  }                                 // not committed: nothing is left
+  EXPECT_EQ(entries(root_), std::set<std::string>{});
+
+  {
+    OutputFolder f(out.string());
+    put(fs::path(f.path()) / "result.json", "1");
+    put(fs::path(f.path()) / "events.csv", "1");
+    f.commit();
+  }
+  EXPECT_EQ(entries(out), (std::set<std::string>{".gradsync-run", "events.csv", "result.json"}));
+  {
+    OutputFolder f(out.string());  // a second run with other files replaces the whole folder
+    put(fs::path(f.path()) / "summary.csv", "2");
+    f.commit();
+  }
+  EXPECT_EQ(entries(out), (std::set<std::string>{".gradsync-run", "summary.csv"}));
+  EXPECT_EQ(entries(root_), std::set<std::string>{"out"});
+}
+
+TEST_F(OutputFolderTest, RefusesAFileOrAFolderOfOtherFiles) {
+  put(root_ / "file", "x");
+  EXPECT_THROW(OutputFolder((root_ / "file").string()), UsageError);
+  fs::create_directories(root_ / "mine");
+  put(root_ / "mine" / "thesis.tex", "x");
+  try {
+    OutputFolder f((root_ / "mine").string());
+    FAIL() << "a folder of the user's files would be replaced";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("the folder holds \"thesis.tex\", which gradsync did not write"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(fs::exists(root_ / "mine" / "thesis.tex"));
+  // An empty folder, or one of gradsync's own files from before the marker existed, is fine.
+  fs::create_directories(root_ / "old");
+  put(root_ / "old" / "summary.csv", "x");
+  put(root_ / "old" / "trace-dp.json", "x");
+  EXPECT_NO_THROW(OutputFolder((root_ / "old").string()));
+}
+
+TEST_F(OutputFolderTest, StagingOfAKilledRunIsRemovedByTheNext) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string h(host);
+  for (char& c : h)
+    if (c == '/' || c == '.') c = '_';
+  // A pid that cannot be alive (above pid_max), and this process's own (alive): only the first goes.
+  const fs::path dead = root_ / (".out.gradsync-tmp-" + h + "-99999999");
+  const fs::path alive = root_ / (".out.gradsync-tmp-" + h + "-1");
+  fs::create_directories(dead);
+  fs::create_directories(alive);
+  put(dead / "events.csv", "half");
+  OutputFolder f((root_ / "out").string());
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(alive));  // pid 1 is alive
+  ASSERT_EQ(f.removed().size(), 1u);
+  EXPECT_EQ(fs::path(f.removed().front()).filename(), dead.filename());
+}
+
+}  // namespace
+}  // namespace gradsync
