@@ -11,6 +11,7 @@
 #include "apps/scenario_args.hpp"
 #include "core/bucket_plan.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/pytorch_version.hpp"
 #include "core/scenario_keys.hpp"
 #include "models/step_costs.hpp"
@@ -108,7 +109,7 @@ void print_json(const StepModel& m, const BucketOptions& b, const BucketSchedule
     }
     its.push_back(std::move(e));
   }
-  out << j.dump(2) << '\n';
+  out << json_text(j, 2) << '\n';
 }
 
 void run_buckets(const BucketsOptions& o) {

@@ -9,6 +9,7 @@
 
 #include "apps/cli.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "models/compute_cost.hpp"
 #include "models/memory_cost.hpp"
 #include "models/model.hpp"
@@ -144,7 +145,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
                         {"forward_s", c.forward.time_s},
                         {"backward_s", c.backward.time_s}});
     }
-    out << j.dump(2) << '\n';
+    out << json_text(j, 2) << '\n';
     return;
   }
 

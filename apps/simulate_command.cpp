@@ -16,6 +16,7 @@
 #include "apps/scenario_args.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/metrics.hpp"
 #include "core/scenario_keys.hpp"
 #include "core/units.hpp"
@@ -143,7 +144,7 @@ void run_collectives(CollectivesArgs a) {
                       {"algorithm", sim::algorithm_name(p.choice.algorithm)},
                       {"protocol", sim::protocol_name(p.choice.protocol)}});
     }
-    std::cout << j.dump(2) << '\n';
+    std::cout << json_text(j, 2) << '\n';
     return;
   }
   reports::Table t({{"size", "(B)"},

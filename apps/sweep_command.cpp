@@ -5,6 +5,7 @@
 
 #include "apps/cli.hpp"
 #include "apps/scenario_args.hpp"
+#include "core/error.hpp"
 #include "core/scenario_grid.hpp"
 #include "sweep/sweep.hpp"
 
@@ -33,7 +34,9 @@ void register_sweep_command(CLI::App& app) {
                               vary_key_names()))
       ->required();
   cmd->add_option("--jobs", o.jobs, "Simulations at once (default 1)")->check(kPositiveInteger);
-  cmd->add_flag("--resume", o.resume, "Keep the points already in OUT/summary.csv and run only the others");
+  cmd->add_flag("--resume", o.resume,
+                "Keep the points already in OUT/summary.csv (failed ones too) and run only the others");
+  cmd->add_flag("--retry-failed", o.retry_failed, "With --resume: run the points recorded as failed again");
   cmd->add_option("--out", o.out, "Output folder: summary.csv, result.json, report.html (default gradsync-sweep)");
   cmd->add_option("--timeout", o.timeout_s,
                   "Under mpirun/srun: seconds rank 0 waits for a rank that finishes no point (default 600)")
@@ -41,7 +44,14 @@ void register_sweep_command(CLI::App& app) {
   cmd->callback([a] {
     sweep::SweepOptions run = a->options;
     run.base = scenario_of(a->scenario);
-    sweep::run_sweep(run);
+    if (run.retry_failed && !run.resume) throw UsageError("--retry-failed: give it with --resume");
+    const sweep::SweepStats st = sweep::run_sweep(run);
+    if (st.failed > 0) {
+      throw RuntimeError(
+          fmt::format("sweep: {} of {} points failed (status failed in {}/summary.csv, the others "
+                      "ran); first: {}; fix it and rerun with --resume --retry-failed",
+                      st.failed, st.points, run.out, st.first_failure));
+    }
   });
 }
 

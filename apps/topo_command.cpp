@@ -13,6 +13,7 @@
 #include "apps/cli.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/units.hpp"
 #include "reports/table.hpp"
 #include "topologies/bisection.hpp"
@@ -169,7 +170,7 @@ void show(const std::string& file, bool json, std::ostream& out) {
     } else {
       j["bisection"] = nullptr;
     }
-    out << j.dump(2) << '\n';
+    out << json_text(j, 2) << '\n';
     return;
   }
 
@@ -368,8 +369,9 @@ void register_topo_command(CLI::App& app) {
       ->capture_default_str();
   pcie->add_flag("--nvlink-bridge", pc->nvlink_bridge, "NVLink bridges joining GPU pairs");
   pcie->add_option("--cpu", pc->cpu, "CPU vendor: intel or amd (NCCL treats them apart)")->capture_default_str();
-  pcie->add_option("--p2p", pc->p2p,
-                   "PCIe peer-to-peer: auto (the GPU's: GeForce boards have none), on (a driver that enables it) or off")
+  pcie->add_option(
+          "--p2p", pc->p2p,
+          "PCIe peer-to-peer: auto (the GPU's: GeForce boards have none), on (a driver that enables it) or off")
       ->capture_default_str();
   add_out(pcie);
   pcie->callback(

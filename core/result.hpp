@@ -77,6 +77,8 @@ struct FidelityInfo {
 struct StrategyResult {
   Strategy strategy = Strategy::kDDP;
   std::string skipped;
+  // failed: the error that stopped this point (a sweep records it and runs the other points).
+  std::string failed;
   int gpus = 0;
   int replicas = 0;               // GPUs that compute (DP with a small batch uses fewer)
   std::int64_t global_batch = 0;  // samples per optimizer step

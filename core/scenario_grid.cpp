@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/scenario_keys.hpp"
 
 namespace gradsync {
@@ -137,7 +138,7 @@ Vary parse_vary(std::string_view text) {
   std::set<std::string> seen;
   auto add = [&](json value, const std::string& item) {
     const std::string label = value_text(value);
-    if (!seen.insert(value.dump()).second) {
+    if (!seen.insert(json_text(value)).second) {
       throw UsageError(fmt::format("--vary \"{}\": \"{}\" given twice (as {})", shown, item, label));
     }
     if (v.values.size() >= kMaxVaryValues)

@@ -16,6 +16,7 @@
 #include "core/ddp_step.hpp"
 #include "core/dp_step.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/scenario_keys.hpp"
 #include "core/units.hpp"
 #include "models/memory_cost.hpp"
@@ -101,7 +102,7 @@ std::string pack(Rig& rig, int local, int first_rank) {
   json kinds = json::object();
   for (const auto& [name, c] : rig.kinds()) kinds[name] = std::string(collective_name(c));
   j["kinds"] = std::move(kinds);
-  return j.dump();
+  return json_text(j);
 }
 
 struct Unpacked {

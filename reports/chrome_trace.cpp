@@ -1,5 +1,6 @@
 // chrome_trace.cpp: the Chrome trace event format.
 #include "reports/chrome_trace.hpp"
+#include "core/json_text.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -48,7 +49,7 @@ std::string chrome_trace(const StrategyResult& r, const std::string& title) {
   doc["displayTimeUnit"] = "ms";
   doc["otherData"] = {{"title", title}, {"strategy", std::string(strategy_label(r.strategy))}};
   doc["traceEvents"] = std::move(events);
-  return doc.dump() + "\n";
+  return json_text(doc) + "\n";
 }
 
 }  // namespace gradsync::reports

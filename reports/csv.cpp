@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/scenario_keys.hpp"
 
 namespace gradsync::reports {
@@ -25,6 +26,7 @@ const std::vector<CsvColumn> kResultColumns = {{"mode", T::kText},
                                                {"strategy", T::kText},
                                                {"status", T::kText},
                                                {"skipped_reason", T::kText},
+                                               {"error", T::kText},
                                                {"replicas", T::kInteger},
                                                {"gpu", T::kText},
                                                {"global_batch", T::kInteger},
@@ -159,7 +161,7 @@ std::string cell_of(const json& v) {
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number_integer()) return fmt::format("{}", v.get<std::int64_t>());
   if (v.is_number()) return number(v.get<double>());
-  return v.dump();
+  return json_text(v);
 }
 
 int column(const CsvRow& header, const std::string& name) {
@@ -177,7 +179,7 @@ CsvRow summary_row(int point, const std::string& mode, const json& scenario, con
     if (v == scenario.end()) throw std::logic_error(fmt::format("summary_row: the scenario has no key {}", k.name));
     row.push_back(cell_of(*v));
   }
-  const bool ran = r.skipped.empty();
+  const bool ran = r.skipped.empty() && r.failed.empty();
   double max_in = 0, max_out = 0, peak = 0, capacity = 0;
   bool oom = false;
   for (const GpuResult& g : r.per_gpu) {
@@ -196,8 +198,11 @@ CsvRow summary_row(int point, const std::string& mode, const json& scenario, con
   const LinkLoad busiest = r.links.empty() ? LinkLoad{} : r.links.front();
   const CsvRow rest{mode,
                     std::string(strategy_label(r.strategy)),
-                    ran ? (oom ? "oom" : "ok") : "skipped",
+                    !r.failed.empty() ? "failed"
+                    : ran             ? (oom ? "oom" : "ok")
+                                      : "skipped",
                     r.skipped,
+                    r.failed,
                     fmt::format("{}", r.replicas),
                     r.gpu,
                     fmt::format("{}", r.global_batch),
@@ -268,7 +273,8 @@ void fill_scaling_efficiency(const CsvRow& header, std::vector<CsvRow>& rows) {
   std::map<CsvRow, std::vector<CsvRow*>> groups;
   for (CsvRow& row : rows) {
     row[static_cast<std::size_t>(eff)].clear();
-    if (row[static_cast<std::size_t>(status)] == "skipped") continue;
+    const std::string& st = row[static_cast<std::size_t>(status)];
+    if (st == "skipped" || st == "failed") continue;
     groups[key_of(row)].push_back(&row);
   }
   auto at = [](const CsvRow* row, int c) { return std::stod((*row)[static_cast<std::size_t>(c)]); };

@@ -8,6 +8,7 @@
 
 #include "core/embedded_file.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/markup.hpp"
 #include "core/version.hpp"
 
@@ -161,7 +162,7 @@ std::string page(const std::string& title, const json& data) {
 std::string html_escape(std::string_view text) { return markup_escape(text); }
 
 std::string script_json(const json& j) {
-  const std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  const std::string text = json_text(j);
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {

@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/version.hpp"
 #include "reports/chrome_trace.hpp"
 #include "reports/csv.hpp"
@@ -237,7 +238,7 @@ std::vector<std::string> write_outputs(const std::string& dir, const Report& rep
   put("summary.csv", summary);
   put("iterations.csv", iterations_csv(rep.strategies));
   put("events.csv", events_csv(rep.strategies));
-  put("result.json", result_document(rep).dump(2) + "\n");
+  put("result.json", json_text(result_document(rep), 2) + "\n");
   const std::string title = rep.header.empty() ? rep.command : rep.header.front();
   for (const StrategyResult& r : rep.strategies) {
     if (!r.skipped.empty()) continue;

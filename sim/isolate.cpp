@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "sim/simulate.hpp"
 
 namespace gradsync::sim {
@@ -54,7 +55,7 @@ ChildProcess::ChildProcess(const std::function<json()>& body, std::string what) 
     }
     // Doubles round-trip exactly through nlohmann's shortest representation; text that is not
     // UTF-8 is replaced rather than ending the child.
-    write_all(fds[1], reply.dump(-1, ' ', false, json::error_handler_t::replace));
+    write_all(fds[1], json_text(reply));
     ::close(fds[1]);
     ::_exit(0);
   }

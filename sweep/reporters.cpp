@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/scenario_keys.hpp"
 #include "core/version.hpp"
 #include "reports/html.hpp"
@@ -24,6 +25,21 @@ SweepCsvReporter::SweepCsvReporter(std::string path) : path_(std::move(path)), h
 void SweepCsvReporter::add(const SweepRecord& r) {
   rows_[r.point] = r.row;
   save();
+}
+
+int SweepCsvReporter::drop_failed() {
+  const CsvRow header = reports::summary_header();
+  const auto status = static_cast<std::size_t>(std::find(header.begin(), header.end(), "status") - header.begin());
+  int dropped = 0;
+  for (auto it = rows_.begin(); it != rows_.end();) {
+    if (it->second.size() > status && it->second[status] == "failed") {
+      it = rows_.erase(it);
+      ++dropped;
+    } else {
+      ++it;
+    }
+  }
+  return dropped;
 }
 
 const CsvRow* SweepCsvReporter::row(int point) const {
@@ -111,7 +127,7 @@ void SweepJsonReporter::finish() {
     o["requested"] = r.requested;
     jp.push_back(std::move(o));
   }
-  write_file_atomic(path_, doc.dump(2) + "\n");
+  write_file_atomic(path_, json_text(doc, 2) + "\n");
 }
 
 void SweepHtmlReporter::finish() {

@@ -64,6 +64,8 @@ class SweepCsvReporter : public SweepReporter {
   // cells that identify a point (summary_key_columns()); a row of another sweep is a ConfigError.
   void load(const std::string& path, const std::vector<CsvRow>& keys);
   bool has(int point) const { return rows_.count(point) > 0; }
+  // drop_failed forgets the rows of failed points (--retry-failed) and returns how many.
+  int drop_failed();
   const CsvRow* row(int point) const;
   const std::map<int, CsvRow>& rows() const { return rows_; }
   std::string text() const;

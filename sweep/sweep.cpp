@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/scenario_grid.hpp"
 #include "core/scenario_keys.hpp"
 #include "sim/simulate.hpp"
@@ -36,8 +37,17 @@ struct Point {
   json resolved;   // scenario_json of the resolved scenario
   json requested;  // requested_json: keys whose request differs from the resolved value
   std::string identity;
-  CsvRow key;  // point, scenario keys, mode, strategy
+  CsvRow key;         // point, scenario keys, mode, strategy
+  std::string error;  // why the point cannot run (its scenario does not resolve); recorded as failed
 };
+
+// failed_row: the summary.csv row of a point that failed with `error`.
+CsvRow failed_row(const Point& p, const std::string& error) {
+  StrategyResult r;
+  r.strategy = p.grid.strategy;
+  r.failed = error;
+  return reports::summary_row(p.grid.index, "simulated", p.resolved, r);
+}
 
 // Group: points that share one simulation, in point order.
 struct Group {
@@ -162,8 +172,9 @@ void run_groups(const std::vector<const Group*>& todo, int jobs, SweepCsvReporte
       try {
         result = r.child->finish();
       } catch (const Error& e) {
-        progress.interrupted();
-        throw RuntimeError(fmt::format("sweep: point {} ({}): {}", first.grid.index, first.grid.label, e.what()));
+        // One failing point does not stop the sweep: it is recorded, the others run.
+        result.strategy = first.grid.strategy;
+        result.failed = e.what();
       }
       for (const Point* p : r.group->members)
         csv.add(record_of(*p, reports::summary_row(p->grid.index, "simulated", p->resolved, result)));
@@ -218,7 +229,7 @@ std::string simulation_identity(const Scenario& resolved, Strategy strategy) {
   id["strategy"] = std::string(strategy_label(strategy));
   for (const ScenarioKey& k : scenario_table())
     if (k.reach == KeyReach::kEvery || strategy == Strategy::kDDP) id[std::string(k.name)] = key_value(resolved, k);
-  return id.dump();
+  return json_text(id);
 }
 
 SweepStats run_sweep(const SweepOptions& o) {
@@ -230,26 +241,41 @@ SweepStats run_sweep(const SweepOptions& o) {
   for (const std::string& text : o.vary) vary.push_back(parse_vary(text));
   const std::vector<GridPoint> grid = expand_grid(o.base, vary);
 
-  // Every point checked and resolved before any runs: a typo fails now, not an hour in.
+  // Every point checked and resolved before any runs: a point that cannot run (16 GPUs on an
+  // 8-GPU topology in a grid of both) is said now and recorded as failed; the others run. When no
+  // point can run, the sweep is a usage error.
   std::vector<Point> points;
   points.reserve(grid.size());
+  int invalid = 0;
   for (const GridPoint& g : grid) {
     Point p;
     p.grid = g;
-    Scenario resolved;
     try {
-      resolved = sim::resolve_scenario(g.scenario);
+      const Scenario resolved = sim::resolve_scenario(g.scenario);
+      p.resolved = scenario_json(resolved);
+      p.requested = requested_json(g.scenario, resolved);
+      p.identity = simulation_identity(resolved, g.strategy);
     } catch (const ConfigError& e) {
-      throw UsageError(fmt::format("sweep: point {} ({}): {}", g.index, g.label, e.what()));
+      ++invalid;
+      p.error = e.what();
+      p.resolved = scenario_json(g.scenario);
+      p.requested = json::object();
+      p.identity = fmt::format("failed point {}", g.index);  // its own group, never run
     }
-    p.resolved = scenario_json(resolved);
-    p.requested = requested_json(g.scenario, resolved);
-    p.identity = simulation_identity(resolved, g.strategy);
     StrategyResult none;
     none.strategy = g.strategy;
     const CsvRow cells = reports::summary_row(g.index, "simulated", p.resolved, none);
     p.key.assign(cells.begin(), cells.begin() + static_cast<std::ptrdiff_t>(reports::summary_key_columns()));
     points.push_back(std::move(p));
+  }
+  if (invalid == static_cast<int>(points.size())) {
+    const Point& p = points.front();
+    throw UsageError(fmt::format("sweep: no point can run; point {} ({}): {}", p.grid.index, p.grid.label, p.error));
+  }
+  if (w.rank == 0) {
+    for (const Point& p : points)
+      if (!p.error.empty())
+        *o.progress << fmt::format("sweep: point {} ({}) cannot run: {}\n", p.grid.index, p.grid.label, p.error);
   }
   std::vector<CsvRow> keys;
   for (const Point& p : points) keys.push_back(p.key);
@@ -272,12 +298,13 @@ SweepStats run_sweep(const SweepOptions& o) {
   if (o.resume) {
     csv.load(summary, keys);
     if (w.size > 1) csv.load(part_path(dir, w.rank, w.size), keys);
+    if (o.retry_failed) csv.drop_failed();  // failed points run again only when asked
   }
 
   SweepStats stats;
   stats.points = static_cast<int>(points.size());
   std::vector<const Group*> todo;
-  int mine = 0, done_before = 0;
+  int mine = 0, done_before = 0, cannot_run = 0;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     if (static_cast<int>(g % static_cast<std::size_t>(w.size)) != w.rank) continue;
     const Group& group = groups[g];
@@ -285,6 +312,13 @@ SweepStats run_sweep(const SweepOptions& o) {
     const CsvRow* done = nullptr;
     for (const Point* p : group.members)
       if (!done) done = csv.row(p->grid.index);
+    if (!done && !group.members.front()->error.empty()) {
+      const Point& p = *group.members.front();
+      csv.insert(p.grid.index, failed_row(p, p.error));  // cannot run: recorded, never simulated
+      ++done_before;
+      ++cannot_run;
+      continue;
+    }
     if (!done) {
       todo.push_back(&group);
       stats.shared += static_cast<int>(group.members.size()) - 1;
@@ -303,11 +337,14 @@ SweepStats run_sweep(const SweepOptions& o) {
   }
   stats.simulations = static_cast<int>(todo.size());
   if (w.rank == 0) {
-    const int copied = done_before - stats.resumed;
+    const int copied = done_before - stats.resumed - cannot_run;
+    const std::size_t sims = groups.size() - static_cast<std::size_t>(invalid);
     *o.progress << fmt::format(
-        "sweep: {} points, {} simulation{}{}{}{}{}, {} job{} per rank, into {}/\n", points.size(), groups.size(),
-        groups.size() == 1 ? "" : "s",
-        groups.size() < points.size() ? " (points that differ only in keys a strategy ignores share one)" : "",
+        "sweep: {} points{}, {} simulation{}{}{}{}{}, {} job{} per rank, into {}/\n", points.size(),
+        invalid > 0 ? fmt::format(" ({} cannot run)", invalid) : "", sims, sims == 1 ? "" : "s",
+        sims + static_cast<std::size_t>(invalid) < points.size()
+            ? " (points that differ only in keys a strategy ignores share one)"
+            : "",
         stats.resumed > 0 ? fmt::format(", {} already done (--resume)", stats.resumed) : "",
         copied > 0 ? fmt::format(", {} filled from a finished point of the same simulation", copied) : "",
         w.size > 1 ? fmt::format(", {} ranks", w.size) : "", o.jobs, o.jobs > 1 ? "s" : "", o.out);
@@ -325,6 +362,19 @@ SweepStats run_sweep(const SweepOptions& o) {
   // The other outputs from the final rows (a resumed sweep has no more than those).
   std::vector<CsvRow> rows = reports::parse_csv(all.text(), summary);
   rows.erase(rows.begin());
+  {
+    const CsvRow header = reports::summary_header();
+    const auto col = [&](const char* name) {
+      return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+    };
+    for (const CsvRow& row : rows) {
+      if (row[col("status")] != "failed") continue;
+      if (stats.failed++ == 0) {
+        const Point& p = points[static_cast<std::size_t>(std::stoi(row[0]))];
+        stats.first_failure = fmt::format("point {} ({}): {}", p.grid.index, p.grid.label, row[col("error")]);
+      }
+    }
+  }
   SweepContext ctx;
   ctx.vary_args = o.vary;
   for (const Vary& v : vary) {

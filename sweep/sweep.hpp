@@ -26,6 +26,7 @@ struct SweepOptions {
   std::vector<std::string> vary;  // the --vary arguments
   int jobs = 1;                   // simulations at once (per rank)
   bool resume = false;            // keep the points already in out/summary.csv
+  bool retry_failed = false;      // with resume: run the points that failed again
   std::string out = "gradsync-sweep";
   double timeout_s = 600;               // under mpirun/srun: how long rank 0 waits for a silent rank
   std::ostream* table = &std::cout;     // the table (rank 0)
@@ -34,10 +35,12 @@ struct SweepOptions {
 
 // SweepStats: what a run did (this rank's share under mpirun).
 struct SweepStats {
-  int points = 0;       // points of the grid
-  int simulations = 0;  // simulations run now
-  int shared = 0;       // points that took another point's simulation (run now or resumed)
-  int resumed = 0;      // points already in summary.csv (--resume)
+  int points = 0;             // points of the grid
+  int simulations = 0;        // simulations run now
+  int shared = 0;             // points that took another point's simulation (run now or resumed)
+  int resumed = 0;            // points already in summary.csv (--resume)
+  int failed = 0;             // points recorded as failed (rank 0: of the whole sweep)
+  std::string first_failure;  // "point 3 (gpus=16): ..." of the first failed point
 };
 
 // simulation_identity: what a point's simulation depends on: its strategy and the resolved keys

@@ -258,12 +258,13 @@
       r.steady_ms = r.steady_iteration_time_s === null ? null : 1e3 * r.steady_iteration_time_s;
       r.label = data.varied.map(k => k + '=' + r[k]).join(' ');
     });
-    const ok = rows.filter(r => r.status !== 'skipped');
+    const ok = rows.filter(r => r.status !== 'skipped' && r.status !== 'failed');
     const seriesOf = x => r => [r.strategy.toUpperCase()].concat(data.varied.filter(k => k !== x && k !== 'strategy').map(k => k + '=' + r[k])).join(' ');
 
     const sc = section('Sweep', rows.length + ' points; varied: ' + data.varied.join(', ') + '.');
     headerLines(sc);
     rows.filter(r => r.status === 'skipped').forEach(r => sc.appendChild(el('p', 'point ' + r.point + ' (' + r.label + ', ' + r.strategy + ') not run: ' + r.skipped_reason, 'note')));
+    rows.filter(r => r.status === 'failed').forEach(r => sc.appendChild(el('p', 'point ' + r.point + ' (' + r.label + ', ' + r.strategy + ') failed: ' + r.error, 'note')));
 
     if (data.varied.indexOf('gpus') >= 0) {
       const s = section('Scaling with GPU count', 'Throughput, and scaling efficiency: samples/s per GPU against the fewest GPUs of the same series.');

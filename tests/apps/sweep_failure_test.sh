@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# sweep_failure_test.sh GRADSYNC: a sweep contains its failures. Points that cannot run (16 GPUs
+# on an 8-GPU node, NCCL_ALGO=tree on one node) and a point whose simulation process is killed
+# are recorded as failed, with their error, in summary.csv, result.json and report.html; the
+# other points run; the exit status is 1. --resume keeps failed points; --resume --retry-failed
+# runs them again.
+set -euo pipefail
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+status_of() { python3 -c "
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])): print(r['point'], r['status'], r['error'])" "$1"; }
+
+# 1. Points that cannot run, among points that can.
+args=(sweep --model resnet18 --iterations 2 --warmup 1 --nccl NCCL_ALGO=tree --vary topology=dgx-a100,2x-dgx-a100-hdr
+      --vary strategy=ddp --vary gpus=16,8)
+set +e
+"$bin" "${args[@]}" --out "$tmp/a" >"$tmp/a.out" 2>"$tmp/a.err"
+rc=$?
+set -e
+[[ $rc == 1 ]] || { cat "$tmp/a.err" >&2; fail "a sweep with failed points exited $rc, expected 1"; }
+status_of "$tmp/a/summary.csv" >"$tmp/a.status"
+grep -q "^0 failed gpus 16: topology dgx-a100 has 8 GPUs; expected 1..8$" "$tmp/a.status" || { cat "$tmp/a.status"; fail "point 0"; }
+grep -q "^1 failed NCCL_ALGO=tree: allreduce over 8 GPUs on 1 node has no algorithm and protocol left" "$tmp/a.status" || fail "point 1"
+grep -q "^2 ok $" "$tmp/a.status" || fail "point 2 did not run"
+grep -q "^error: sweep: 3 of 4 points failed (status failed in $tmp/a/summary.csv, the others ran); first: point 0" "$tmp/a.err" \
+  || { cat "$tmp/a.err"; fail "the error line"; }
+grep -q '"status": "failed"' "$tmp/a/result.json" || fail "result.json has no failed point"
+grep -q "gpus 16: topology dgx-a100 has 8 GPUs" "$tmp/a/result.json" || fail "result.json has no error text"
+grep -Eq '^ +0 +dgx-a100 +16 +ddp +failed ' "$tmp/a.out" || { cat "$tmp/a.out"; fail "the table"; }
+echo "points that cannot run are recorded as failed; the others ran; exit 1"
+
+# 2. A simulation process killed mid-sweep: that point fails, the later ones run.
+args=(sweep --model gpt2 --iterations 2 --warmup 1 --vary strategy=ddp --vary gpus=2,4,8 --vary bucket_cap_mb=5,25 --jobs 1)
+"$bin" "${args[@]}" --out "$tmp/b" >/dev/null 2>"$tmp/b.err" &
+pid=$!
+victim=""
+for _ in $(seq 1 400); do
+  victim=$(pgrep -P "$pid" | head -1 || true)
+  [[ -n $victim ]] && break
+  sleep 0.01
+done
+[[ -n $victim ]] || fail "no simulation process appeared"
+kill -KILL "$victim"
+set +e
+wait "$pid"
+rc=$?
+set -e
+[[ $rc == 1 ]] || { cat "$tmp/b.err" >&2; fail "a sweep with a killed simulation exited $rc, expected 1"; }
+status_of "$tmp/b/summary.csv" >"$tmp/b.status"
+[[ $(grep -c " failed sim: .* process died (signal 9)$" "$tmp/b.status") == 1 ]] || { cat "$tmp/b.status"; fail "the killed point"; }
+[[ $(grep -c " ok $" "$tmp/b.status") == 5 ]] || { cat "$tmp/b.status"; fail "the other 5 points did not all run"; }
+echo "a killed simulation fails its point only"
+
+# 3. --resume keeps the failed point; --resume --retry-failed runs it again.
+set +e
+"$bin" "${args[@]}" --out "$tmp/b" --resume >/dev/null 2>"$tmp/r.err"
+rc=$?
+set -e
+[[ $rc == 1 ]] || fail "--resume with a failed point exited $rc, expected 1"
+grep -q ", 6 already done (--resume)" "$tmp/r.err" || { cat "$tmp/r.err"; fail "--resume ran points again"; }
+"$bin" "${args[@]}" --out "$tmp/b" --resume --retry-failed >/dev/null 2>"$tmp/rf.err" || { cat "$tmp/rf.err"; fail "--retry-failed"; }
+grep -q ", 5 already done (--resume)" "$tmp/rf.err" || { cat "$tmp/rf.err"; fail "--retry-failed did not run just the failed point"; }
+[[ $(status_of "$tmp/b/summary.csv" | grep -c " ok $") == 6 ]] || fail "after --retry-failed not every point is ok"
+echo "--resume keeps failed points; --retry-failed runs them again"
