@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 // known_output: a file name some version of gradsync writes into --out.
 bool known_output(const std::string& name) {
   static const char* const kNames[] = {"summary.csv", "iterations.csv", "events.csv", "result.json",
-                                       "report.html", "validation.csv", kOutputMarker};
+                                       "report.html", "validation.csv", "parts",      kOutputMarker};
   for (const char* n : kNames)
     if (name == n) return true;
   if (name.starts_with("trace-") && name.ends_with(".json")) return true;
@@ -40,10 +40,52 @@ std::string host_name() {
   return h.empty() ? "host" : h;
 }
 
-// process_gone: no process `pid` exists on this host.
-bool process_gone(long pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+// process_gone: no process `pid` runs on this host: none exists, or it is a zombie (it died and
+// nobody reaped it: a container whose init does not reap keeps killed processes so).
+bool process_gone(long pid) {
+  if (pid <= 0) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  std::getline(stat, line);
+  const auto close = line.rfind(')');  // "pid (comm) S ...": the state follows the command name
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+}
+
+// refuse_foreign_files: UsageError when `dir` holds a file gradsync did not write (and no marker
+// says it wrote the folder): the run will replace or empty the folder.
+void refuse_foreign_files(const fs::path& dir, const std::string& shown) {
+  std::error_code ec;
+  if (fs::exists(dir / kOutputMarker, ec)) return;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!known_output(name)) {
+      throw UsageError(
+          fmt::format("--out {}: the folder holds \"{}\", which gradsync did not write; the run "
+                      "replaces the whole folder, so give a new or empty one",
+                      shown, name));
+    }
+  }
+}
 
 }  // namespace
+
+void start_fresh_folder(const std::string& path) {
+  std::error_code ec;
+  const fs::path dir(path);
+  const fs::file_status st = fs::symlink_status(dir, ec);
+  if (fs::exists(st)) {
+    if (!fs::is_directory(st))
+      throw UsageError(fmt::format("--out {}: exists and is not a folder; give a new or empty folder", path));
+    refuse_foreign_files(dir, path);
+    for (const auto& e : fs::directory_iterator(dir, ec)) fs::remove_all(e.path(), ec);
+  }
+  fs::create_directories(dir, ec);
+  if (ec) throw RuntimeError(fmt::format("--out {}: cannot create the folder: {}", path, ec.message()));
+  std::ofstream marker(dir / kOutputMarker);
+  marker << fmt::format("written by gradsync {}; a new run into this folder replaces what it holds\n", kVersion);
+  if (!marker) throw RuntimeError(fmt::format("--out {}: cannot write {}", path, kOutputMarker));
+}
 
 OutputFolder::OutputFolder(std::string final_path) {
   while (final_path.size() > 1 && final_path.back() == '/') final_path.pop_back();
@@ -56,16 +98,7 @@ OutputFolder::OutputFolder(std::string final_path) {
     if (!fs::is_directory(st)) {
       throw UsageError(fmt::format("--out {}: exists and is not a folder; give a new or empty folder", final_));
     }
-    const bool marked = fs::exists(target / kOutputMarker, ec);
-    for (const auto& e : fs::directory_iterator(target, ec)) {
-      const std::string name = e.path().filename().string();
-      if (!marked && !known_output(name)) {
-        throw UsageError(
-            fmt::format("--out {}: the folder holds \"{}\", which gradsync did not write; the run "
-                        "replaces the whole folder, so give a new or empty one",
-                        final_, name));
-      }
-    }
+    refuse_foreign_files(target, final_);
   }
   fs::path parent = target.parent_path();
   if (parent.empty()) parent = ".";

@@ -39,6 +39,11 @@ class OutputFolder {
   bool committed_ = false;
 };
 
+// start_fresh_folder: an incremental output folder (a sweep's, saved point by point so that it can
+// resume): the files of any earlier gradsync run in it are removed and the marker written.
+// UsageError for a file, or a folder of files gradsync did not write.
+void start_fresh_folder(const std::string& path);
+
 // kOutputMarker: the file every committed output folder holds (what wrote it), so that a later
 // run knows it may replace the folder.
 inline constexpr const char* kOutputMarker = ".gradsync-run";

@@ -19,6 +19,7 @@
 
 #include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "core/output_folder.hpp"
 #include "core/scenario_grid.hpp"
 #include "core/scenario_keys.hpp"
 #include "sim/simulate.hpp"
@@ -291,6 +292,9 @@ SweepStats run_sweep(const SweepOptions& o) {
 
   const fs::path dir(o.out);
   std::error_code ec;
+  // A new sweep starts from an empty folder (earlier runs' files removed, a folder of other files
+  // refused). Under mpirun the ranks share the folder without talking, so they do not clear it.
+  if (!o.resume && w.size == 1) start_fresh_folder(o.out);
   fs::create_directories(w.size > 1 ? dir / "parts" : dir, ec);
   if (ec) throw RuntimeError(fmt::format("--out {}: cannot create the folder: {}", o.out, ec.message()));
   const std::string summary = (dir / "summary.csv").string();

@@ -99,6 +99,37 @@ case "$case_" in
     [[ ! -e "$tmp/b/summary.csv" ]] || fail "a failed run wrote outputs"
     echo "a rank that exits early: the run ends with exit $rc, no hang, no outputs"
     ;;
+  kill)
+    # SIGKILL one rank mid-run: the run ends within --timeout with the lost rank named (mpirun's own
+    # report: the survivors' MPI calls fail), --out untouched, and the next run clears the staging
+    # folder the killed run left.
+    start=$(date +%s)
+    rc=0
+    timeout 120 mpirun -np 2 "$bin" bench --model resnet18 --batch-per-gpu 1 --iterations 60 --warmup 1 --timeout 20 \
+      --out "$tmp/k" >"$tmp/out" 2>&1 &
+    mp=$!
+    victim=""
+    for _ in $(seq 1 600); do  # the process whose environment says it is rank 1
+      for p in $(pgrep -f -- "bench .*--out $tmp/k" || true); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$p
+      done
+      [[ -n $victim ]] && break
+      sleep 0.05
+    done
+    [[ -n $victim ]] || { cat "$tmp/out"; fail "rank 1 never started"; }
+    sleep 1
+    kill -KILL "$victim"
+    wait "$mp" || rc=$?
+    took=$(( $(date +%s) - start ))
+    [[ $rc != 0 && $rc != 124 ]] || { cat "$tmp/out"; fail "a killed rank gave exit $rc"; }
+    [[ $took -lt 25 ]] || fail "a killed rank took $took s to notice (--timeout 20)"
+    grep -Eq 'rank 1 .*(signal 9|Killed)' "$tmp/out" || { cat "$tmp/out"; fail "the lost rank is not named"; }
+    [[ ! -e "$tmp/k" ]] || fail "a killed run wrote --out"
+    for _ in $(seq 1 100); do pgrep -f -- "--out $tmp/k" >/dev/null || break; sleep 0.1; done  # rank 0 gone too
+    mpirun -np 2 "$bin" bench "${small[@]}" --out "$tmp/k" >"$tmp/out2" 2>&1 || { cat "$tmp/out2"; fail "the next run"; }
+    ls -A "$tmp" | grep -q '^\.k\.gradsync-tmp-' && fail "the killed run's staging folder is still there"
+    echo "a rank killed with SIGKILL: the run ended in $took s naming rank 1; --out untouched; the next run cleaned up"
+    ;;
   errors)
     rc=0; mpirun -np 2 "$bin" bench "${small[@]}" --strategy dp --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
     [[ $rc == 2 ]] && grep -q 'DataParallel runs in one process' "$tmp/out" || { cat "$tmp/out"; fail "dp under mpirun: $rc"; }
