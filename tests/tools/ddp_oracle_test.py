@@ -24,7 +24,7 @@ import torch_support  # noqa: E402,F401  (exits 77 without torch; tools/ on sys.
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
-import build_zoo  # noqa: E402
+import zoo_modules  # noqa: E402
 
 gradsync = sys.argv[1]
 # Every zoo model that a 24 GiB machine trains on the CPU (gpt2-large peaks at 12.3 GB); gpt2-xl and
@@ -36,45 +36,6 @@ CAPS = [1, 5, 25, 50]
 MODES = [("default", {}), ("find_unused_parameters", {"find_unused_parameters": True}),
          ("static_graph", {"static_graph": True})]
 T = 16
-
-
-def build(name):
-    """The module and a function giving (inputs, loss) for one iteration, on the CPU."""
-    torch.manual_seed(0)
-    if name in build_zoo.GPT2:
-        n_layer, n_head, n_embd = build_zoo.GPT2[name]
-        m = build_zoo.GPT(dict(vocab=50257, block=1024, n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=0.0))
-        idx = torch.randint(0, 50257, (1, T))
-        run = lambda d: d(idx, idx)[1]  # noqa: E731
-    elif name in build_zoo.BERT:
-        layers, heads, hidden = build_zoo.BERT[name]
-        m = build_zoo.BertModel(dict(layers=layers, heads=heads, hidden=hidden))
-        idx = torch.randint(0, 30522, (1, T))
-
-        def run(d):
-            seq, pooled = d(idx)
-            return seq.sum() + pooled.sum()
-    else:
-        import torchvision
-        m = getattr(torchvision.models, build_zoo.VISION[name])()
-        x = torch.randn(1, 3, 224, 224)
-        run = lambda d: d(x).sum()  # noqa: E731
-    if any(p.is_meta for p in m.parameters()) or any(b.is_meta for b in m.buffers()):
-        m = m.to_empty(device="cpu")
-        if hasattr(m, "lm_head"):
-            m.transformer.wte.weight = m.lm_head.weight  # to_empty makes each module its own tensor: tie again
-        with torch.no_grad():
-            for p in m.parameters():
-                p.normal_(0, 0.02)
-            for n, b in m.named_buffers():
-                if n.endswith("position_ids"):
-                    b.copy_(torch.arange(b.shape[-1]).expand_as(b))
-                elif n.endswith("attn.bias"):
-                    b.copy_(torch.tril(torch.ones_like(b)))
-                else:
-                    b.zero_()
-    m.train()
-    return m, run
 
 
 def pytorch_plans(model, run, cap, kwargs):
@@ -132,7 +93,7 @@ with tempfile.TemporaryDirectory() as tmp:
     dist.init_process_group("gloo", init_method=f"file://{tmp}/store", rank=0, world_size=1)
     for name in MODELS:
         start = time.time()
-        model, run = build(name)
+        model, run = zoo_modules.build(name, 1, T)
         compared = 0
         for cap in CAPS:
             for mode, kwargs in MODES:
