@@ -189,13 +189,14 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       r.gpus, r.gpu, per_gpu, r.global_batch, s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
       r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, s.optimizer,
       execution_mode_text(mode, has_attention(load_model(s.model))), s.pytorch_version));
-  h.push_back(fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}{}{}{}; NCCL model {}{}{}",
-                          value_text(key_value(s, scenario_key("bucket_cap_mb"))),
-                          value_text(key_value(s, scenario_key("first_bucket_mb"))), s.comm_hook,
-                          s.find_unused_parameters ? ", find_unused_parameters" : "",
-                          s.static_graph ? ", static_graph" : "",
-                          s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "", sim::kNcclModelVersion,
-                          nccl_knobs_text(s), r.fidelity.mode.empty() ? "" : fmt::format(", fidelity {}", s.fidelity)));
+  h.push_back(
+      fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}; NCCL "
+                  "model {}{}{}",
+                  value_text(key_value(s, scenario_key("bucket_cap_mb"))),
+                  value_text(key_value(s, scenario_key("first_bucket_mb"))), s.comm_hook, s.broadcast_buffers,
+                  s.find_unused_parameters ? ", find_unused_parameters" : "", s.static_graph ? ", static_graph" : "",
+                  s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "", sim::kNcclModelVersion,
+                  nccl_knobs_text(s), r.fidelity.mode.empty() ? "" : fmt::format(", fidelity {}", s.fidelity)));
   h.push_back(
       fmt::format("simulated {} iterations; steady = mean of iterations {}..{}; DDP times on rank 0, DP times of "
                   "the whole process (all GPUs on one timeline)",

@@ -49,16 +49,16 @@ void add_command_options(CLI::App* cmd, ScenarioCommand& c) {
 }
 
 // ddp_only_settings: the DistributedDataParallel settings a scenario gives (not at their
-// defaults), as flags: DataParallel has no buckets, comm hooks, unused-parameter search or static
-// graph.
+// defaults), as flags: the keys that reach DDP only (DataParallel has no buckets, comm hooks,
+// unused-parameter search, static graph or buffer broadcast).
 std::vector<std::string> ddp_only_settings(const Scenario& s) {
   std::vector<std::string> given;
-  for (const char* name : {"bucket_cap_mb", "first_bucket_mb", "comm_hook", "find_unused_parameters", "static_graph",
-                           "gradient_as_bucket_view"}) {
-    const ScenarioKey& k = scenario_key(name);
+  for (const ScenarioKey& k : scenario_table()) {
+    if (k.reach != KeyReach::kDdp) continue;
     const auto v = key_value(s, k);
     if (v == key_value(Scenario{}, k)) continue;
-    given.push_back(k.kind == KeyKind::kSwitch ? std::string(k.flag) : fmt::format("{} {}", k.flag, value_text(v)));
+    const bool flag_alone = k.kind == KeyKind::kSwitch && v == true;
+    given.push_back(flag_alone ? std::string(k.flag) : fmt::format("{}={}", k.flag, value_text(v)));
   }
   return given;
 }
@@ -70,7 +70,7 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
   if (dp_only && !ddp_only.empty()) {
     throw UsageError(
         fmt::format("{}: DistributedDataParallel settings; DataParallel (--strategy dp) has no "
-                    "buckets, comm hooks, unused-parameter search or static graph",
+                    "buckets, comm hooks, unused-parameter search, static graph or buffer broadcast",
                     fmt::join(ddp_only, ", ")));
   }
   const Scenario s = resolve_args(a.scenario, asked);

@@ -398,6 +398,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
     o.ddp.buckets.find_unused_parameters = s.find_unused_parameters;
     o.ddp.buckets.static_graph = s.static_graph;
     o.ddp.gradient_as_bucket_view = s.gradient_as_bucket_view;
+    o.ddp.broadcast_buffers = s.broadcast_buffers;
     o.ddp.hook = b.hook;
     o.grad_accum = s.grad_accum;
     out.replicas = rt.world();

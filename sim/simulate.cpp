@@ -183,6 +183,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
     DdpStepOptions o;
     o.ddp.buckets = buckets_of(s);
     o.ddp.gradient_as_bucket_view = s.gradient_as_bucket_view;
+    o.ddp.broadcast_buffers = s.broadcast_buffers;
     o.ddp.hook = r.hook;
     o.grad_accum = s.grad_accum;
     out.replicas = r.gpus;

@@ -132,6 +132,7 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"find_unused_parameters", "true"},
                                                    {"static_graph", "true"},
                                                    {"gradient_as_bucket_view", "true"},
+                                                   {"broadcast_buffers", "false"},
                                                    {"iterations", "7"},
                                                    {"warmup", "2"},
                                                    {"compile", "true"},
@@ -161,6 +162,7 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
   EXPECT_EQ(s.bucket_cap_mb, 50.0);
   EXPECT_EQ(s.gpus, 4);
   EXPECT_TRUE(s.gradient_as_bucket_view);
+  EXPECT_FALSE(s.broadcast_buffers);
   // Engine defaults read as null while unset.
   for (const char* k :
        {"gpus", "batch_per_gpu", "seq_len", "precision", "bucket_cap_mb", "first_bucket_mb", "calibration"})
