@@ -44,6 +44,8 @@ class CostModel {
   virtual ComputeOp backward(std::size_t layer, std::int64_t batch) const = 0;
   // optimizer is one optimizer step over every trainable parameter.
   virtual ComputeOp optimizer() const = 0;
+  // clip_grad_norm is torch.nn.utils.clip_grad_norm_ over every trainable gradient.
+  virtual ComputeOp clip_grad_norm() const = 0;
   // memory is `kernels` memory-bound kernels touching `bytes` (read plus written).
   virtual ComputeOp memory(const std::string& name, double bytes, int kernels) const = 0;
   // matmul is `kernels` fp32 matrix products doing `flops` in all and touching `bytes`

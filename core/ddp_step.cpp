@@ -80,6 +80,7 @@ void DdpStep::run_iteration(int iteration) {
     forward(sync);
     backward();
   }
+  if (opts_.clip_grad_norm) dev_.compute(costs_.clip_grad_norm());  // on the reduced gradients
   dev_.compute(costs_.optimizer());
   dev_.synchronize();
   host_.end_iteration(iteration);

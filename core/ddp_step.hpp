@@ -26,7 +26,8 @@ namespace gradsync {
 // DdpStepOptions: the DDP arguments plus how the training loop drives it.
 struct DdpStepOptions {
   DdpOptions ddp;
-  int grad_accum = 1;  // micro-steps per optimizer step; the first grad_accum - 1 in no_sync
+  int grad_accum = 1;           // micro-steps per optimizer step; the first grad_accum - 1 in no_sync
+  bool clip_grad_norm = false;  // clip_grad_norm_ between backward and the optimizer
 };
 
 class DdpStep {

@@ -41,7 +41,9 @@ struct Scenario {
   bool find_unused_parameters = false;
   bool static_graph = false;
   bool gradient_as_bucket_view = false;
-  bool broadcast_buffers = true;  // DDP(broadcast_buffers=...): rank 0's buffers to all before each forward
+  bool broadcast_buffers = true;
+  bool clip_grad_norm = false;    // torch.nn.utils.clip_grad_norm_ before every optimizer step  //
+                                  // DDP(broadcast_buffers=...): rank 0's buffers to all before each forward
   int iterations = 5;             // optimizer steps simulated
   int warmup = 3;                 // leading steps left out of the steady-state mean
   std::string fidelity = "auto";  // step, aggregate, auto (sim/collective_run.hpp)

@@ -212,6 +212,13 @@ std::vector<ScenarioKey> make_scenario_table() {
        .kind = KeyKind::kSwitch,
        .field = &S::broadcast_buffers,
        .reach = KeyReach::kDdp},
+      {.name = "clip_grad_norm",
+       .flag = "--clip-grad-norm",
+       .help = "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm) before every optimizer step, as "
+               "nanoGPT does: a norm over every gradient, then every gradient scaled",
+       .default_text = "false",
+       .kind = KeyKind::kSwitch,
+       .field = &S::clip_grad_norm},
       {.name = "iterations",
        .flag = "--iterations",
        .value_name = "N",

@@ -266,6 +266,33 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl,
   return k;
 }
 
+KernelCost clip_grad_norm_cost(const Model& model, const ComputeContext& ctx) {
+  double bytes = 0;
+  int tensors = 0;
+  for (const auto& p : model.parameters) {
+    if (!p.requires_grad) continue;
+    bytes += static_cast<double>(p.bytes());  // a gradient has its parameter's dtype
+    ++tensors;
+  }
+  // torch/nn/utils/clip_grad.py: the norm of every gradient, the norm of those norms (stack,
+  // vector_norm), clip_coef = max_norm / (total + 1e-6) clamped to 1 (add, div, clamp), then every
+  // gradient multiplied by it: the gradients are read twice and written once. With foreach (PyTorch
+  // 2.x) the per-gradient norms and products are _foreach_norm and _foreach_mul_, one launch per
+  // 110 tensors (depth 1: ATen/native/cuda/MultiTensorApply.cuh depth_to_max_tensors[0]); before,
+  // one norm and one mul_ kernel per gradient, each issued from Python.
+  const bool foreach = ctx.optimizer_impl != OptimizerImpl::kSingleTensor;
+  const int per_list = foreach ? (tensors + 109) / 110 : tensors;
+  KernelCost k{0, 3 * bytes, 2 * per_list + 5, 0};
+  k = finish(k, 1.0, 1.0, ctx);
+  if (!foreach) {
+    const KernelRates r = rates_for(*ctx.gpu);
+    k.host_s = k.kernels * r.eager_forward_op_s;
+    k.gpu_s = k.time_s;
+    k.time_s = std::max(k.gpu_s, k.host_s);
+  }
+  return k;
+}
+
 KernelCost copy_cost(double bytes, int tensors, const ComputeContext& ctx) {
   return finish(KernelCost{0, 2 * bytes, tensors, 0}, 1.0, 1.0, ctx);
 }

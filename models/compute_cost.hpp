@@ -133,6 +133,9 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl,
 // copy_cost: `tensors` copy kernels moving `bytes` in total (read + write each byte): DDP's
 // per-parameter copy into the bucket (with the 1/n scaling in the same kernel), its copy back out,
 // DP's flattening of a coalesced group.
+// clip_grad_norm_cost: torch.nn.utils.clip_grad_norm_ over the trainable gradients.
+KernelCost clip_grad_norm_cost(const Model& model, const ComputeContext& ctx);
+
 KernelCost copy_cost(double bytes, int tensors, const ComputeContext& ctx);
 
 // memory_kernel_cost: `kernels` memory-bound kernels touching `bytes` (read plus written).

@@ -120,6 +120,10 @@ ComputeOp RooflineCostModel::optimizer() const {
             optimizer_cost(model_, optimizer_, fused_ ? OptimizerImpl::kFused : ctx_.optimizer_impl, ctx_));
 }
 
+ComputeOp RooflineCostModel::clip_grad_norm() const {
+  return op("clip_grad_norm", OpKind::kMemory, clip_grad_norm_cost(model_, ctx_));
+}
+
 ComputeOp RooflineCostModel::memory(const std::string& name, double bytes, int kernels) const {
   return op(name, OpKind::kMemory, memory_kernel_cost(bytes, kernels, ctx_));
 }

@@ -45,6 +45,7 @@ class RooflineCostModel final : public CostModel {
   ComputeOp forward(std::size_t layer, std::int64_t batch) const override;
   ComputeOp backward(std::size_t layer, std::int64_t batch) const override;
   ComputeOp optimizer() const override;
+  ComputeOp clip_grad_norm() const override;
   ComputeOp memory(const std::string& name, double bytes, int kernels) const override;
   ComputeOp matmul(const std::string& name, double flops, double bytes, int kernels) const override;
   const HostCosts& host() const override { return host_; }
@@ -74,6 +75,7 @@ class CalibratedCostModel final : public CostModel {
     return timed(base_.backward(layer, batch));
   }
   ComputeOp optimizer() const override { return timed(base_.optimizer()); }
+  ComputeOp clip_grad_norm() const override { return timed(base_.clip_grad_norm()); }
   ComputeOp memory(const std::string& name, double bytes, int kernels) const override {
     return timed(base_.memory(name, bytes, kernels));
   }

@@ -401,6 +401,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
     o.ddp.broadcast_buffers = s.broadcast_buffers;
     o.ddp.hook = b.hook;
     o.grad_accum = s.grad_accum;
+    o.clip_grad_norm = s.clip_grad_norm;
     out.replicas = rt.world();
     std::vector<std::unique_ptr<RealHost>> hosts;
     for (int i = 0; i < rt.local(); ++i) {
@@ -436,6 +437,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
     }
     DpStepOptions o;
     o.grad_accum = s.grad_accum;
+    o.clip_grad_norm = s.clip_grad_norm;
     DpStep step(model, costs, o, global, host, devices, rig->local_group(m));
     for (int it = 1; it <= s.iterations; ++it) step.run_iteration(it);
     for (Device* d : devices) d->synchronize();

@@ -186,6 +186,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
     o.ddp.broadcast_buffers = s.broadcast_buffers;
     o.ddp.hook = r.hook;
     o.grad_accum = s.grad_accum;
+    o.clip_grad_norm = s.clip_grad_norm;
     out.replicas = r.gpus;
     for (int rank = 0; rank < r.gpus; ++rank) {
       Host* host = &cluster.host({rank});
@@ -208,6 +209,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
     ProcessGroup* group = &cluster.local_group(m);
     DpStepOptions o;
     o.grad_accum = s.grad_accum;
+    o.clip_grad_norm = s.clip_grad_norm;
     cluster.spawn(0, [&, o, host, devices, group] {
       DpStep step(model, costs, o, global, *host, devices, *group);
       for (int it = 1; it <= s.iterations; ++it) {
@@ -317,7 +319,8 @@ ClosedForm closed_form_ddp(const Scenario& scenario) {
     backward += costs.backward(l, r.batch).time_s;
   }
   ClosedForm out;
-  out.compute_s = forward + backward + costs.optimizer().time_s;
+  const double step_end = costs.optimizer().time_s + (r.s.clip_grad_norm ? costs.clip_grad_norm().time_s : 0.0);
+  out.compute_s = forward + backward + step_end;
   const BucketSchedule plan = bucket_schedule(model, buckets_of(r.s));
   const BucketPlan& steady = plan.at(r.s.iterations);
   double last = 0;
@@ -333,7 +336,7 @@ ClosedForm closed_form_ddp(const Scenario& scenario) {
     }
   }
   out.buckets = static_cast<int>(steady.buckets.size());
-  out.step_s = forward + std::max(backward + last, out.communication_s) + costs.optimizer().time_s;
+  out.step_s = forward + std::max(backward + last, out.communication_s) + step_end;
   return out;
 }
 

@@ -173,6 +173,27 @@ TEST(DdpStep, BufferBroadcastOnlyInForwardsThatFollowASyncedOne) {
   EXPECT_TRUE(quiet.collectives(1, "broadcast:buffers").empty());
 }
 
+TEST(DdpStep, ClipGradNormRunsOnceAfterTheReductionAndBeforeTheOptimizer) {
+  DdpStepOptions o;
+  o.clip_grad_norm = true;
+  DdpRun r(linear_stack(3), o);
+  r.go(2);
+  for (int it = 1; it <= 2; ++it) {
+    const auto clip = r.calls(it, "clip_grad_norm");
+    ASSERT_EQ(clip.size(), 1u) << it;
+    const auto opt = r.calls(it, "optimizer");
+    ASSERT_EQ(opt.size(), 1u);
+    EXPECT_DOUBLE_EQ(clip[0].end_s, opt[0].start_s);
+    EXPECT_DOUBLE_EQ(clip[0].end_s - clip[0].start_s, 0.5e-3);
+    const auto buckets = r.calls(it, "allreduce:bucket");
+    ASSERT_FALSE(buckets.empty());
+    for (const RecordedCall& c : buckets) EXPECT_LE(c.end_s, clip[0].start_s);
+  }
+  DdpRun plain(linear_stack(3), DdpStepOptions{});
+  plain.go(1);
+  EXPECT_TRUE(plain.calls(1, "clip_grad_norm").empty());
+}
+
 TEST(DdpStep, ConstructionVerifiesShapesAndBroadcastsModuleStates) {
   StepModel m = linear_stack(2);
   m.buffers.push_back({"bn.running_mean", 1024, DType::kFloat32});

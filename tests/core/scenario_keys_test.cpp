@@ -133,6 +133,7 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"static_graph", "true"},
                                                    {"gradient_as_bucket_view", "true"},
                                                    {"broadcast_buffers", "false"},
+                                                   {"clip_grad_norm", "true"},
                                                    {"iterations", "7"},
                                                    {"warmup", "2"},
                                                    {"compile", "true"},

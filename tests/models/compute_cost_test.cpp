@@ -112,6 +112,17 @@ TEST(ComputeCost, OptimizerAndCopies) {
   EXPECT_DOUBLE_EQ(copy_cost(4e6, 3, ctx).time_s, 3 * 4e-6);  // three launches floor it at 12 us
   EXPECT_DOUBLE_EQ(copy.bytes, 8e6);
   EXPECT_DOUBLE_EQ(copy.time_s, 8e6 / 0.8e12);
+  // clip_grad_norm_: gradients read twice (norms, product) and written once; foreach: one
+  // _foreach_norm and one _foreach_mul_ launch for these 3 tensors, and 5 scalar kernels.
+  const KernelCost clip = clip_grad_norm_cost(m, ctx);
+  EXPECT_DOUBLE_EQ(clip.bytes, 3 * 4 * elems);
+  EXPECT_EQ(clip.kernels, 2 * 1 + 5);
+  EXPECT_DOUBLE_EQ(clip.time_s, std::max(clip.bytes / 0.8e12, 7 * 4e-6));
+  ComputeContext old = ctx;  // torch 1.x: a norm and a mul_ per gradient, from Python
+  old.optimizer_impl = OptimizerImpl::kSingleTensor;
+  const KernelCost clip_loop = clip_grad_norm_cost(m, old);
+  EXPECT_EQ(clip_loop.kernels, 2 * 3 + 5);
+  EXPECT_DOUBLE_EQ(clip_loop.host_s, 11 * rates_for(gpu).eager_forward_op_s);
   EXPECT_EQ(parse_optimizer("adamw"), Optimizer::kAdamW);
   EXPECT_THROW(parse_optimizer("lion"), ConfigError);
 }

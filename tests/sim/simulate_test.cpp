@@ -167,6 +167,22 @@ TEST(Simulate, ACommunicationBoundDdpStepDoesNotOverlap) {
   EXPECT_LT(r.overlap, 0.5);
 }
 
+// clip_grad_norm_ runs between the reduced gradients and the optimizer: every steady step takes
+// exactly its kernels' time longer (the closed form's difference), for DDP and DP alike.
+TEST(Simulate, ClipGradNormLengthensEveryStepByItsKernels) {
+  Scenario s = small("gpt2", "dgx-a100", 4);
+  const StrategyResult ddp0 = simulate_isolated(s, Strategy::kDDP);
+  const StrategyResult dp0 = simulate_isolated(s, Strategy::kDP);
+  const double plain = closed_form_ddp(s).step_s;
+  s.clip_grad_norm = true;
+  const StrategyResult ddp1 = simulate_isolated(s, Strategy::kDDP);
+  const StrategyResult dp1 = simulate_isolated(s, Strategy::kDP);
+  const double clip = closed_form_ddp(s).step_s - plain;
+  EXPECT_GT(clip, 0);
+  EXPECT_NEAR(ddp1.steady_iteration_time_s - ddp0.steady_iteration_time_s, clip, 1e-9);
+  EXPECT_NEAR(dp1.steady_iteration_time_s - dp0.steady_iteration_time_s, clip, 1e-9);
+}
+
 // DataParallel funnels outputs and gradients through GPU0.
 TEST(Simulate, DataParallelMakesGpu0AHotspot) {
   const StrategyResult r = simulate(small("gpt2", "dgx-a100", 4), Strategy::kDP);

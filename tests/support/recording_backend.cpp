@@ -281,6 +281,14 @@ ComputeOp FixedCostModel::backward(std::size_t layer, std::int64_t batch) const 
   return op;
 }
 
+ComputeOp FixedCostModel::clip_grad_norm() const {
+  ComputeOp op;
+  op.name = "clip_grad_norm";
+  op.time_s = 0.5e-3;
+  op.host_s = launch_s;
+  return op;
+}
+
 ComputeOp FixedCostModel::optimizer() const {
   ComputeOp op;
   op.name = "optimizer";
