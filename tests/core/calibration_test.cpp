@@ -103,6 +103,8 @@ TEST(Calibration, ErrorsNameTheFileLineAndField) {
     }
     return std::string("no error");
   };
+  EXPECT_EQ(error(head + "launch_s: 2e-6\ncollectives: []\n"),
+            "cal.yaml:5: document: key \"launch_s\" appears twice in one mapping (lines 3 and 5); keep one");
   EXPECT_EQ(error(head + "collectives:\n  - {op: allreduce, ranks: 2, points: [[8, 0]]}\n"),
             "cal.yaml:6: collectives[0].points[0]: time 0 s must be > 0 (a measured time; nothing runs in no time)");
   EXPECT_EQ(error(head + "collectives:\n  - {op: allreduce, ranks: 2, points: [[8, 1e-5]]}\n"

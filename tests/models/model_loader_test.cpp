@@ -60,6 +60,9 @@ TEST(ModelLoader, SizesThatDoNotFitOrGoNegative) {
                              "shape: [1152921504606846976]}"))
                 .find("the parameters' bytes"),
             std::string::npos);
+  // A key twice in one mapping: both lines named, never the later one silently.
+  EXPECT_EQ(error_of(replace(kGood, "name: tiny", "name: tiny\nname: other")),
+            "bad.yaml:3: document: key \"name\" appears twice in one mapping (lines 2 and 3); keep one");
   EXPECT_EQ(error_of(replace(kGood, "name: tiny", "name: \"\"")),
             "bad.yaml:2: model file: name \"\" must be 1 to 200 printable characters (gpt2, my-resnet)");
   // A size negative at the default T is refused at load; at another T, when that T is asked for.

@@ -164,6 +164,9 @@ TEST(TopologyReaderErrors, ImplausibleLinksAndDeepNesting) {
       "(NVLink 4 is 25GBps, NDR InfiniBand 400Gbps)");
   EXPECT_NE(dot_error(replace(kGood, "bw=\"25GBps\"", "bw=\"2PBps\"")).find("expected 1kBps to 1PBps"),
             std::string::npos);
+  EXPECT_EQ(dot_error(replace(kGood, "latency=\"100ns\"", "latency=\"1e300s\"")),
+            "t.dot:6: edge gpu0--nvs: attribute \"latency\" is \"1e300s\"; expected at most 1s (a link's one-way "
+            "latency is ns to us)");
   EXPECT_NE(dot_error(replace(kGood, "links=\"12\"", "links=\"100000\"")).find("an integer from 1 to 1024"),
             std::string::npos);
   // 100,000 nested subgraphs: one error, not a stack overflow (ours and Boost's parsers recurse).
