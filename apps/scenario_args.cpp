@@ -15,6 +15,7 @@
 #include "core/scenario_keys.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
+#include "models/scenario_basics.hpp"
 #include "sim/nccl_model.hpp"
 
 extern char** environ;
@@ -184,12 +185,11 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   const std::int64_t per_gpu = r.gpus > 0 ? r.global_batch / s.grad_accum / r.gpus : 0;
   ExecutionMode mode = execution_mode(s.compile, s.attention);
   mode.channels_last = s.channels_last;
-  h.push_back(fmt::format("gradsync {}: {} on {}, {} x {}, batch {}/GPU (global {}{}){}, {}, {}, {}; PyTorch {}", what,
-                          s.model, s.topology, r.gpus, r.gpu, per_gpu, r.global_batch,
-                          s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
-                          r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision,
-                          s.clip_grad_norm ? s.optimizer + " after clip_grad_norm_" : s.optimizer,
-                          execution_mode_text(mode, has_attention(load_model(s.model))), s.pytorch_version));
+  h.push_back(fmt::format(
+      "gradsync {}: {} on {}, {} x {}, batch {}/GPU (global {}{}){}, {}, {}, {}; PyTorch {}", what, s.model, s.topology,
+      r.gpus, r.gpu, per_gpu, r.global_batch, s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
+      r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, optimizer_text(s),
+      execution_mode_text(mode, has_attention(load_model(s.model))), s.pytorch_version));
   h.push_back(
       fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}; NCCL "
                   "model {}{}{}",

@@ -30,6 +30,7 @@ struct Scenario {
   std::int64_t seq_len = 0;        // 0: the model's default
   std::string precision;           // empty: bf16 where the GPU has it, else fp16
   std::string optimizer = "adamw";
+  std::string optimizer_impl = "auto";    // auto (the release's default), foreach, fused, for-loop
   bool compile = false;                   // torch.compile(model)
   std::string attention = "math";         // math, flash, mem-efficient
   bool channels_last = false;             // model.to(memory_format=torch.channels_last)

@@ -145,6 +145,16 @@ std::vector<ScenarioKey> make_scenario_table() {
        .kind = KeyKind::kChoice,
        .field = &S::optimizer,
        .choices = {"sgd", "sgd-momentum", "adam", "adamw"}},
+      {.name = "optimizer_impl",
+       .flag = "--optimizer-impl",
+       .value_name = "IMPL",
+       .help = "torch.optim's implementation: foreach (multi-tensor kernels: the default from PyTorch 2.0), fused "
+               "(fused=True: one kernel per tensor list), for-loop (foreach=False: a Python loop over the "
+               "parameters, the default before 2.0), or auto: the default of --pytorch-version",
+       .default_text = "auto",
+       .kind = KeyKind::kChoice,
+       .field = &S::optimizer_impl,
+       .choices = {"auto", "foreach", "fused", "for-loop"}},
       {.name = "bucket_cap_mb",
        .flag = "--bucket-cap-mb",
        .value_name = "MiB",

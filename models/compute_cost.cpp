@@ -280,7 +280,7 @@ KernelCost clip_grad_norm_cost(const Model& model, const ComputeContext& ctx) {
   // 2.x) the per-gradient norms and products are _foreach_norm and _foreach_mul_, one launch per
   // 110 tensors (depth 1: ATen/native/cuda/MultiTensorApply.cuh depth_to_max_tensors[0]); before,
   // one norm and one mul_ kernel per gradient, each issued from Python.
-  const bool foreach = ctx.optimizer_impl != OptimizerImpl::kSingleTensor;
+  const bool foreach = ctx.foreach;
   const int per_list = foreach ? (tensors + 109) / 110 : tensors;
   KernelCost k{0, 3 * bytes, 2 * per_list + 5, 0};
   k = finish(k, 1.0, 1.0, ctx);

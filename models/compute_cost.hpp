@@ -69,6 +69,9 @@ struct ComputeContext {
   ExecutionMode mode{};
   // optimizer_impl: how torch.optim runs when the step is not fused (foreach from PyTorch 2.0).
   OptimizerImpl optimizer_impl = OptimizerImpl::kForEach;
+  // foreach: the release runs torch's multi-tensor kernels by default (PyTorch 2.x): they serve
+  // clip_grad_norm_ whatever the optimizer's implementation.
+  bool foreach = true;
 };
 
 // KernelCost: work and time of one piece (a layer's forward, a copy, an optimizer step).

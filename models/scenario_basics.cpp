@@ -5,7 +5,9 @@
 
 #include <optional>
 
+#include "core/pytorch_version.hpp"
 #include "core/scenario_keys.hpp"
+#include "models/op_cost.hpp"
 
 namespace gradsync {
 
@@ -34,6 +36,27 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
   model.check_sizes(r.seq_len, r.batch);
   r.hook = parse_comm_hook(s.comm_hook);
   return r;
+}
+
+void apply_framework(ComputeContext& ctx, const Scenario& s) {
+  ctx.mode = execution_mode(s.compile, s.attention);
+  ctx.mode.channels_last = s.channels_last;
+  ctx.foreach = foreach_optimizers(parse_pytorch_version(s.pytorch_version));
+  const std::string& impl = s.optimizer_impl;
+  ctx.optimizer_impl = impl == "fused"      ? OptimizerImpl::kFused
+                       : impl == "foreach"  ? OptimizerImpl::kForEach
+                       : impl == "for-loop" ? OptimizerImpl::kSingleTensor
+                       : ctx.foreach        ? OptimizerImpl::kForEach
+                                            : OptimizerImpl::kSingleTensor;
+}
+
+std::string optimizer_text(const Scenario& s) {
+  ComputeContext ctx;
+  apply_framework(ctx, s);
+  const char* impl = ctx.optimizer_impl == OptimizerImpl::kFused     ? "fused"
+                     : ctx.optimizer_impl == OptimizerImpl::kForEach ? "foreach"
+                                                                     : "for-loop";
+  return fmt::format("{} ({}){}", s.optimizer, impl, s.clip_grad_norm ? " after clip_grad_norm_" : "");
 }
 
 ScenarioFacts scenario_facts(const ScenarioBasics& b, const Model& model, int gpus) {

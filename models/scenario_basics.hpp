@@ -46,6 +46,16 @@ Model scenario_model(const Scenario& s);
 // seq_len and hook, after check_scenario_keys (every key's rule, warmup < iterations).
 ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gpu);
 
+// apply_framework: how PyTorch runs the scenario's compute: the execution mode (compile,
+// attention, channels_last), whether the release's default is foreach (PyTorch >= 2.0), and
+// torch.optim's implementation (optimizer_impl; auto: the release's default). Simulation and real
+// mode cost the same ops so.
+void apply_framework(ComputeContext& ctx, const Scenario& s);
+
+// optimizer_text: the optimizer as it runs, for the headers of compare, simulate and bench:
+// "adamw (foreach)", "sgd (for-loop) after clip_grad_norm_".
+std::string optimizer_text(const Scenario& s);
+
 // scenario_facts: what resolve_basics found, for resolved_scenario (core/scenario_keys.hpp).
 ScenarioFacts scenario_facts(const ScenarioBasics& b, const Model& model, int gpus);
 

@@ -374,6 +374,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
   ctx.precision = b.precision;
   ctx.batch = b.batch;
   ctx.seq_len = b.seq_len;
+  apply_framework(ctx, s);
   const RooflineCostModel costs(r.model, ctx, b.optimizer);
 
   StrategyResult out;

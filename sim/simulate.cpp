@@ -110,10 +110,7 @@ ComputeContext context_of(const ResolvedScenario& r) {
   ctx.precision = r.precision;
   ctx.batch = r.batch;
   ctx.seq_len = r.seq_len;
-  ctx.mode = execution_mode(r.s.compile, r.s.attention);
-  ctx.mode.channels_last = r.s.channels_last;
-  ctx.optimizer_impl = foreach_optimizers(parse_pytorch_version(r.s.pytorch_version)) ? OptimizerImpl::kForEach
-                                                                                      : OptimizerImpl::kSingleTensor;
+  apply_framework(ctx, r.s);
   return ctx;
 }
 

@@ -125,6 +125,7 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"seq_len", "512"},
                                                    {"precision", "fp16"},
                                                    {"optimizer", "sgd"},
+                                                   {"optimizer_impl", "fused"},
                                                    {"bucket_cap_mb", "50"},
                                                    {"first_bucket_mb", "2"},
                                                    {"grad_accum", "4"},

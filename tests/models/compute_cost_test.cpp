@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "models/memory_cost.hpp"
 #include "models/op_cost.hpp"
+#include "models/scenario_basics.hpp"
 
 namespace gradsync {
 namespace {
@@ -119,10 +120,30 @@ TEST(ComputeCost, OptimizerAndCopies) {
   EXPECT_EQ(clip.kernels, 2 * 1 + 5);
   EXPECT_DOUBLE_EQ(clip.time_s, std::max(clip.bytes / 0.8e12, 7 * 4e-6));
   ComputeContext old = ctx;  // torch 1.x: a norm and a mul_ per gradient, from Python
-  old.optimizer_impl = OptimizerImpl::kSingleTensor;
+  old.foreach = false;
   const KernelCost clip_loop = clip_grad_norm_cost(m, old);
   EXPECT_EQ(clip_loop.kernels, 2 * 3 + 5);
   EXPECT_DOUBLE_EQ(clip_loop.host_s, 11 * rates_for(gpu).eager_forward_op_s);
+  // optimizer_impl: auto follows the release (foreach from PyTorch 2.0); the others as asked.
+  Scenario sc;
+  ComputeContext c2;
+  apply_framework(c2, sc);
+  EXPECT_EQ(c2.optimizer_impl, OptimizerImpl::kForEach);
+  EXPECT_TRUE(c2.foreach);
+  sc.pytorch_version = "1.13";
+  apply_framework(c2, sc);
+  EXPECT_EQ(c2.optimizer_impl, OptimizerImpl::kSingleTensor);
+  EXPECT_FALSE(c2.foreach);
+  sc.optimizer_impl = "fused";
+  apply_framework(c2, sc);
+  EXPECT_EQ(c2.optimizer_impl, OptimizerImpl::kFused);
+  sc.pytorch_version = "2.11";
+  sc.optimizer_impl = "for-loop";
+  sc.clip_grad_norm = true;
+  apply_framework(c2, sc);
+  EXPECT_EQ(c2.optimizer_impl, OptimizerImpl::kSingleTensor);
+  EXPECT_TRUE(c2.foreach);  // clip_grad_norm_ stays foreach
+  EXPECT_EQ(optimizer_text(sc), "adamw (for-loop) after clip_grad_norm_");
   EXPECT_EQ(parse_optimizer("adamw"), Optimizer::kAdamW);
   EXPECT_THROW(parse_optimizer("lion"), ConfigError);
 }
