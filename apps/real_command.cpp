@@ -87,12 +87,13 @@ std::vector<std::string> real_header(const Scenario& s, const StrategyResult& r,
       r.gpu, per_gpu, r.global_batch, s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
       r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, optimizer_text(s)));
   h.push_back(fmt::format(
-      "DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}; backend {}, launched "
+      "DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}{}; backend {}, launched "
       "by {} ({} process{})",
       value_text(key_value(s, scenario_key("bucket_cap_mb"))),
       value_text(key_value(s, scenario_key("first_bucket_mb"))), s.comm_hook, s.broadcast_buffers,
       s.find_unused_parameters ? ", find_unused_parameters" : "", s.static_graph ? ", static_graph" : "",
-      s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "", rt.backend(), rt.launcher(), rt.processes(),
+      s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "",
+      s.allreduce_after_backward ? ", allreduce_after_backward" : "", rt.backend(), rt.launcher(), rt.processes(),
       rt.processes() == 1 ? "" : "es"));
   h.push_back(fmt::format(
       "measured {} iterations; steady = mean of iterations {}..{}; DDP times on rank 0, DP times of the whole "

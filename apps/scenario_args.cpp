@@ -191,12 +191,13 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, optimizer_text(s),
       execution_mode_text(mode, has_attention(load_model(s.model))), s.pytorch_version));
   h.push_back(
-      fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}; NCCL "
+      fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}{}; NCCL "
                   "model {}{}{}",
                   value_text(key_value(s, scenario_key("bucket_cap_mb"))),
                   value_text(key_value(s, scenario_key("first_bucket_mb"))), s.comm_hook, s.broadcast_buffers,
                   s.find_unused_parameters ? ", find_unused_parameters" : "", s.static_graph ? ", static_graph" : "",
-                  s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "", sim::kNcclModelVersion,
+                  s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "",
+                  s.allreduce_after_backward ? ", allreduce_after_backward" : "", sim::kNcclModelVersion,
                   nccl_knobs_text(s), r.fidelity.mode.empty() ? "" : fmt::format(", fidelity {}", s.fidelity)));
   h.push_back(
       fmt::format("simulated {} iterations; steady = mean of iterations {}..{}; DDP times on rank 0, DP times of "

@@ -117,7 +117,7 @@ void Reducer::mark_variable_ready(std::size_t p) {
     dev_.compute(op);
   }
   if (--pending_[static_cast<std::size_t>(b)] == 0) mark_bucket_ready(static_cast<std::size_t>(b));
-  if (next_bucket_ == plan_.buckets.size() && !finalize_queued_) {
+  if (!opts_.allreduce_after_backward && next_bucket_ == plan_.buckets.size() && !finalize_queued_) {
     if (opts_.buckets.find_unused_parameters && !opts_.buckets.static_graph) {
       used_map_work_ = pg_.allreduce({"allreduce:used_map", 4 * model_.trainable().size(), DType::kInt32, -1});
     }
@@ -126,7 +126,9 @@ void Reducer::mark_variable_ready(std::size_t p) {
 }
 
 void Reducer::mark_bucket_ready(std::size_t b) {
-  // Buckets are reduced in sequence: a ready bucket waits for every lower one.
+  // Buckets are reduced in sequence: a ready bucket waits for every lower one; after backward
+  // when the reduction is delayed (backward_done launches them).
+  if (opts_.allreduce_after_backward && !backward_finished_) return;
   if (b > next_bucket_) return;
   while (next_bucket_ < plan_.buckets.size() && pending_[next_bucket_] == 0) launch(next_bucket_++);
 }
@@ -165,6 +167,18 @@ void Reducer::backward_done() {
     used_map_work_ = pg_.allreduce({"allreduce:used_map", 4 * model_.trainable().size(), DType::kInt32, -1});
     std::fill(ready_.begin(), ready_.end(), false);
     for (std::size_t p : model_.trainable()) mark_variable_ready(p);
+  }
+  if (opts_.allreduce_after_backward) {
+    // Every bucket is ready (its gradients copied in); reduce them in order now.
+    backward_finished_ = true;
+    mark_bucket_ready(next_bucket_);
+    backward_finished_ = false;
+    if (next_bucket_ == plan_.buckets.size() && !finalize_queued_) {
+      if (opts_.buckets.find_unused_parameters && !opts_.buckets.static_graph) {
+        used_map_work_ = pg_.allreduce({"allreduce:used_map", 4 * model_.trainable().size(), DType::kInt32, -1});
+      }
+      finalize_queued_ = true;
+    }
   }
   if (finalize_queued_) {
     finalize();

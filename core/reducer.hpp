@@ -36,6 +36,9 @@ struct DdpOptions {
   BucketOptions buckets;
   bool gradient_as_bucket_view = false;
   bool broadcast_buffers = true;
+  // allreduce_after_backward: the buckets are reduced only once backward has finished (apex's
+  // DDP(delay_allreduce=True); DDP under no_sync() followed by a manual allreduce), in order.
+  bool allreduce_after_backward = false;
   CommHook hook;
 };
 
@@ -92,6 +95,7 @@ class Reducer {
   bool armed_ = false;
   bool marked_unused_ = false;
   bool finalize_queued_ = false;
+  bool backward_finished_ = false;  // allreduce_after_backward: backward_done is launching the buckets
   bool require_finalize_ = false;
   bool has_rebuilt_ = false;
 };

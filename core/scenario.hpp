@@ -42,13 +42,13 @@ struct Scenario {
   bool find_unused_parameters = false;
   bool static_graph = false;
   bool gradient_as_bucket_view = false;
-  bool broadcast_buffers = true;
-  bool clip_grad_norm = false;    // torch.nn.utils.clip_grad_norm_ before every optimizer step  //
-                                  // DDP(broadcast_buffers=...): rank 0's buffers to all before each forward
-  int iterations = 5;             // optimizer steps simulated
-  int warmup = 3;                 // leading steps left out of the steady-state mean
-  std::string fidelity = "auto";  // step, aggregate, auto (sim/collective_run.hpp)
-  std::string calibration;        // calibration.yaml of `gradsync calibrate`; empty: the roofline model
+  bool broadcast_buffers = true;          // DDP(broadcast_buffers=...): rank 0's buffers before each forward
+  bool allreduce_after_backward = false;  // the buckets reduced after backward (apex delay_allreduce)
+  bool clip_grad_norm = false;            // torch.nn.utils.clip_grad_norm_ before every optimizer step
+  int iterations = 5;                     // optimizer steps simulated
+  int warmup = 3;                         // leading steps left out of the steady-state mean
+  std::string fidelity = "auto";          // step, aggregate, auto (sim/collective_run.hpp)
+  std::string calibration;                // calibration.yaml of `gradsync calibrate`; empty: the roofline model
   // NCCL's knobs under NCCL's names (core/nccl_knobs.hpp); empty, 0 or false: unset, NCCL's default.
   std::string nccl_algo;           // NCCL_ALGO: ring, tree, nvls, nvlstree as a list, ^ to exclude
   std::string nccl_proto;          // NCCL_PROTO: ll, ll128, simple as a list, ^ to exclude

@@ -222,6 +222,14 @@ std::vector<ScenarioKey> make_scenario_table() {
        .kind = KeyKind::kSwitch,
        .field = &S::broadcast_buffers,
        .reach = KeyReach::kDdp},
+      {.name = "allreduce_after_backward",
+       .flag = "--allreduce-after-backward",
+       .help = "reduce the gradients only after the whole backward, bucket by bucket in order: apex's "
+               "DDP(delay_allreduce=True), or DDP's no_sync() with a manual allreduce; nothing overlaps backward",
+       .default_text = "false",
+       .kind = KeyKind::kSwitch,
+       .field = &S::allreduce_after_backward,
+       .reach = KeyReach::kDdp},
       {.name = "clip_grad_norm",
        .flag = "--clip-grad-norm",
        .help = "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm) before every optimizer step, as "

@@ -400,6 +400,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
     o.ddp.buckets.static_graph = s.static_graph;
     o.ddp.gradient_as_bucket_view = s.gradient_as_bucket_view;
     o.ddp.broadcast_buffers = s.broadcast_buffers;
+    o.ddp.allreduce_after_backward = s.allreduce_after_backward;
     o.ddp.hook = b.hook;
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;

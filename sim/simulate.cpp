@@ -181,6 +181,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
     o.ddp.buckets = buckets_of(s);
     o.ddp.gradient_as_bucket_view = s.gradient_as_bucket_view;
     o.ddp.broadcast_buffers = s.broadcast_buffers;
+    o.ddp.allreduce_after_backward = s.allreduce_after_backward;
     o.ddp.hook = r.hook;
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;

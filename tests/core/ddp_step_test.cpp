@@ -194,6 +194,29 @@ TEST(DdpStep, ClipGradNormRunsOnceAfterTheReductionAndBeforeTheOptimizer) {
   EXPECT_TRUE(plain.calls(1, "clip_grad_norm").empty());
 }
 
+TEST(DdpStep, AllreduceAfterBackwardLaunchesEveryBucketOnceBackwardEnds) {
+  DdpStepOptions o = cap_mb(0.001);  // a bucket per layer
+  o.ddp.allreduce_after_backward = true;
+  DdpRun r(linear_stack(4), o);
+  r.go(3);
+  const auto buckets = r.calls(3, "allreduce:bucket");
+  ASSERT_GE(buckets.size(), 3u);
+  double backward_end = 0;
+  for (const RecordedCall& c : r.calls(3, "bwd:")) backward_end = std::max(backward_end, c.end_s);
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    EXPECT_GE(buckets[i].start_s, backward_end) << i;  // nothing overlaps backward
+    if (i > 0) {
+      EXPECT_GE(buckets[i].start_s, buckets[i - 1].start_s) << i;
+    }
+  }
+  // Without it, the first bucket starts while backward still runs.
+  DdpRun overlapped(linear_stack(4), cap_mb(0.001));
+  overlapped.go(3);
+  double end2 = 0;
+  for (const RecordedCall& c : overlapped.calls(3, "bwd:")) end2 = std::max(end2, c.end_s);
+  EXPECT_LT(overlapped.calls(3, "allreduce:bucket").front().start_s, end2);
+}
+
 TEST(DdpStep, ConstructionVerifiesShapesAndBroadcastsModuleStates) {
   StepModel m = linear_stack(2);
   m.buffers.push_back({"bn.running_mean", 1024, DType::kFloat32});

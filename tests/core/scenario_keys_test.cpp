@@ -135,6 +135,7 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"gradient_as_bucket_view", "true"},
                                                    {"broadcast_buffers", "false"},
                                                    {"clip_grad_norm", "true"},
+                                                   {"allreduce_after_backward", "true"},
                                                    {"iterations", "7"},
                                                    {"warmup", "2"},
                                                    {"compile", "true"},
