@@ -31,6 +31,7 @@ struct Scenario {
   std::string precision;           // empty: bf16 where the GPU has it, else fp16
   std::string optimizer = "adamw";
   std::string optimizer_impl = "auto";    // auto (the release's default), foreach, fused, for-loop
+  std::string set_to_none = "auto";       // optimizer.zero_grad(set_to_none=...): auto (True from 2.0)
   bool compile = false;                   // torch.compile(model)
   std::string attention = "math";         // math, flash, mem-efficient
   bool channels_last = false;             // model.to(memory_format=torch.channels_last)

@@ -155,6 +155,16 @@ std::vector<ScenarioKey> make_scenario_table() {
        .kind = KeyKind::kChoice,
        .field = &S::optimizer_impl,
        .choices = {"auto", "foreach", "fused", "for-loop"}},
+      {.name = "set_to_none",
+       .flag = "--set-to-none",
+       .value_name = "auto|true|false",
+       .help = "optimizer.zero_grad(set_to_none=...): false writes zeros into every gradient each step "
+               "(_foreach_zero_, or a fill_ per parameter with the for-loop optimizer); auto: the default of "
+               "--pytorch-version (True from 2.0)",
+       .default_text = "auto",
+       .kind = KeyKind::kChoice,
+       .field = &S::set_to_none,
+       .choices = {"auto", "true", "false"}},
       {.name = "bucket_cap_mb",
        .flag = "--bucket-cap-mb",
        .value_name = "MiB",

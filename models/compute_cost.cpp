@@ -224,12 +224,20 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const C
   // multi_tensor_apply handles up to ~36 tensors per launch at depth 4 (ATen MultiTensorApply.cuh).
   const int chunks = (tensors + 35) / 36;
   KernelCost k{0, per_elem * elements, fused ? chunks : ops * chunks, 0};
+  if (ctx.zero_grad_fill) {
+    // zero_grad(set_to_none=False): torch._foreach_zero_ of the gradients (Optimizer.zero_grad,
+    // grouped by device and dtype): written once, one launch per 110 tensors at depth 1.
+    k.bytes += 4 * elements;
+    k.kernels += (tensors + 109) / 110;
+  }
   return finish(k, 1.0, 1.0, ctx);
 }
 
 KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl, const ComputeContext& ctx) {
   if (impl != OptimizerImpl::kSingleTensor) return optimizer_cost(model, opt, impl == OptimizerImpl::kFused, ctx);
-  KernelCost k = optimizer_cost(model, opt, false, ctx);
+  ComputeContext no_fill = ctx;  // the loop's own fill below, not _foreach_zero_
+  no_fill.zero_grad_fill = false;
+  KernelCost k = optimizer_cost(model, opt, false, no_fill);
   int tensors = 0;
   double elements = 0;
   for (const auto& p : model.parameters) {
@@ -240,7 +248,8 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl,
   // Kernels per parameter of torch.optim's _single_tensor_* loops (PyTorch 1.11-1.13
   // torch/optim/{sgd,adam,adamw}.py): SGD param.add_ (1); with momentum buf.mul_().add_() and
   // param.add_ (3); Adam exp_avg.mul_().add_(), exp_avg_sq.mul_().addcmul_(), sqrt, div, add_(eps),
-  // param.addcdiv_ (8); AdamW first param.mul_(1 - lr * wd) (9). zero_grad's fill_(0) adds one.
+  // param.addcdiv_ (8); AdamW first param.mul_(1 - lr * wd) (9). zero_grad(set_to_none=False), the
+  // default before 2.0, adds a fill_(0) per parameter.
   int per_param = 1;
   switch (opt) {
     case Optimizer::kSGD:
@@ -256,8 +265,9 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl,
       per_param = 9;
       break;
   }
-  k.kernels = tensors * (per_param + 1);
-  k.bytes += 4 * elements;  // the zero fill
+  const int fill = ctx.zero_grad_fill ? 1 : 0;
+  k.kernels = tensors * (per_param + fill);
+  if (ctx.zero_grad_fill) k.bytes += 4 * elements;  // the zero fill
   const KernelRates r = rates_for(*ctx.gpu);
   k.host_s = k.kernels * r.eager_forward_op_s;
   const double gpu = std::max(k.bytes / (ctx.gpu->memory_bandwidth_Bps * r.memory), k.kernels * r.min_kernel_s);

@@ -72,6 +72,9 @@ struct ComputeContext {
   // foreach: the release runs torch's multi-tensor kernels by default (PyTorch 2.x): they serve
   // clip_grad_norm_ whatever the optimizer's implementation.
   bool foreach = true;
+  // zero_grad_fill: optimizer.zero_grad(set_to_none=False) writes zeros into every gradient before
+  // the next backward (the default before PyTorch 2.0); costed with the optimizer step.
+  bool zero_grad_fill = false;
 };
 
 // KernelCost: work and time of one piece (a layer's forward, a copy, an optimizer step).

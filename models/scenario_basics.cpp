@@ -48,6 +48,8 @@ void apply_framework(ComputeContext& ctx, const Scenario& s) {
                        : impl == "for-loop" ? OptimizerImpl::kSingleTensor
                        : ctx.foreach        ? OptimizerImpl::kForEach
                                             : OptimizerImpl::kSingleTensor;
+  // zero_grad's default became set_to_none=True in PyTorch 2.0, with the foreach optimizers.
+  ctx.zero_grad_fill = s.set_to_none == "false" || (s.set_to_none == "auto" && !ctx.foreach);
 }
 
 std::string optimizer_text(const Scenario& s) {
@@ -56,7 +58,8 @@ std::string optimizer_text(const Scenario& s) {
   const char* impl = ctx.optimizer_impl == OptimizerImpl::kFused     ? "fused"
                      : ctx.optimizer_impl == OptimizerImpl::kForEach ? "foreach"
                                                                      : "for-loop";
-  return fmt::format("{} ({}){}", s.optimizer, impl, s.clip_grad_norm ? " after clip_grad_norm_" : "");
+  return fmt::format("{} ({}{}){}", s.optimizer, impl, ctx.zero_grad_fill ? ", zero_grad fills zeros" : "",
+                     s.clip_grad_norm ? " after clip_grad_norm_" : "");
 }
 
 ScenarioFacts scenario_facts(const ScenarioBasics& b, const Model& model, int gpus) {

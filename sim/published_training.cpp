@@ -115,6 +115,8 @@ TrainingPrediction predict_training(const TrainingCase& c) {
   ctx.mode = execution_mode(c.compile, c.attention);
   ctx.mode.channels_last = c.channels_last;
   const ModelCost cost = model_cost(m, ctx);
+  // A single-tensor run is a PyTorch before 2.0, whose zero_grad fills zeros.
+  ctx.zero_grad_fill = c.optimizer_impl == OptimizerImpl::kSingleTensor;
   const KernelCost opt = optimizer_cost(m, parse_optimizer(c.optimizer), c.optimizer_impl, ctx);
   TrainingPrediction p;
   // CUDA launches are asynchronous: the host runs ahead of the GPU (up to the launch queue), so

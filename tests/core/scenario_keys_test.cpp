@@ -126,6 +126,7 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"precision", "fp16"},
                                                    {"optimizer", "sgd"},
                                                    {"optimizer_impl", "fused"},
+                                                   {"set_to_none", "false"},
                                                    {"bucket_cap_mb", "50"},
                                                    {"first_bucket_mb", "2"},
                                                    {"grad_accum", "4"},

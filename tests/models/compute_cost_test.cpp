@@ -103,12 +103,20 @@ TEST(ComputeCost, OptimizerAndCopies) {
   EXPECT_EQ(optimizer_cost(m, Optimizer::kAdam, true, ctx).kernels, 1);
   // Single-tensor (torch.optim before 2.0): AdamW's 9 kernels per parameter and zero_grad's fill,
   // each issued from Python, so the host's time sets the step.
-  const KernelCost loop = optimizer_cost(m, Optimizer::kAdamW, OptimizerImpl::kSingleTensor, ctx);
+  ComputeContext fill = ctx;
+  fill.zero_grad_fill = true;  // zero_grad(set_to_none=False), the default before 2.0
+  const KernelCost loop = optimizer_cost(m, Optimizer::kAdamW, OptimizerImpl::kSingleTensor, fill);
   EXPECT_EQ(loop.kernels, 3 * 10);
   EXPECT_DOUBLE_EQ(loop.bytes, 48 * elems);
   EXPECT_DOUBLE_EQ(loop.host_s, 30 * rates_for(gpu).eager_forward_op_s);
   EXPECT_DOUBLE_EQ(loop.time_s, std::max(loop.host_s, loop.gpu_s));
-  EXPECT_EQ(optimizer_cost(m, Optimizer::kSGDMomentum, OptimizerImpl::kSingleTensor, ctx).kernels, 3 * 4);
+  EXPECT_EQ(optimizer_cost(m, Optimizer::kSGDMomentum, OptimizerImpl::kSingleTensor, fill).kernels, 3 * 4);
+  EXPECT_EQ(optimizer_cost(m, Optimizer::kSGDMomentum, OptimizerImpl::kSingleTensor, ctx).kernels, 3 * 3);
+  // foreach with set_to_none=False: one _foreach_zero_ launch writes every gradient once more.
+  const KernelCost zf = optimizer_cost(m, Optimizer::kAdamW, false, fill);
+  const KernelCost z0 = optimizer_cost(m, Optimizer::kAdamW, false, ctx);
+  EXPECT_EQ(zf.kernels, z0.kernels + 1);
+  EXPECT_DOUBLE_EQ(zf.bytes, z0.bytes + 4 * elems);
   const KernelCost copy = copy_cost(4e6, 1, ctx);             // memory-bound: 10 us > one 4 us launch
   EXPECT_DOUBLE_EQ(copy_cost(4e6, 3, ctx).time_s, 3 * 4e-6);  // three launches floor it at 12 us
   EXPECT_DOUBLE_EQ(copy.bytes, 8e6);
@@ -144,6 +152,15 @@ TEST(ComputeCost, OptimizerAndCopies) {
   EXPECT_EQ(c2.optimizer_impl, OptimizerImpl::kSingleTensor);
   EXPECT_TRUE(c2.foreach);  // clip_grad_norm_ stays foreach
   EXPECT_EQ(optimizer_text(sc), "adamw (for-loop) after clip_grad_norm_");
+  EXPECT_FALSE(c2.zero_grad_fill);  // set_to_none: auto is True from 2.0
+  sc.set_to_none = "false";
+  apply_framework(c2, sc);
+  EXPECT_TRUE(c2.zero_grad_fill);
+  EXPECT_EQ(optimizer_text(sc), "adamw (for-loop, zero_grad fills zeros) after clip_grad_norm_");
+  sc.set_to_none = "auto";
+  sc.pytorch_version = "1.13";
+  apply_framework(c2, sc);
+  EXPECT_TRUE(c2.zero_grad_fill);
   EXPECT_EQ(parse_optimizer("adamw"), Optimizer::kAdamW);
   EXPECT_THROW(parse_optimizer("lion"), ConfigError);
 }
