@@ -147,12 +147,15 @@ void OutputFolder::commit() {
   std::error_code ec;
   const bool exists = fs::exists(fs::symlink_status(final_, ec));
   if (!exists) {
-    if (::rename(staging_.c_str(), final_.c_str()) != 0) {
+    if (::rename(staging_.c_str(), final_.c_str()) == 0) {
+      committed_ = true;
+      return;
+    }
+    // Another run into the same place put its folder there first: replace it as below.
+    if (errno != ENOTEMPTY && errno != EEXIST) {
       throw RuntimeError(
           fmt::format("--out {}: cannot move {} into place: {}", final_, staging_, std::strerror(errno)));
     }
-    committed_ = true;
-    return;
   }
   // One atomic swap: --out is the old folder or the new one at every instant.
   if (::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, final_.c_str(), RENAME_EXCHANGE) == 0) {

@@ -63,3 +63,13 @@ left=$(cd "$d" && ls -A | grep -v '^out$' || true)
 [[ -z $left ]] || fail "left beside --out after a clean run: $left"
 rm -f "$d.err"
 echo "the next run left only --out"
+
+# Four runs into the same --out at once: each succeeds, --out ends whole, nothing is left beside it.
+pids=()
+for g in 2 4 2 4; do "$bin" compare --gpus "$g" --out "$d/out" >/dev/null 2>"$d/race-$g.err" & pids+=($!); done
+for p in "${pids[@]}"; do wait "$p" || { cat "$d"/race-*.err >&2; fail "a run racing three others into one --out failed"; }; done
+rm -f "$d"/race-*.err
+complete 2 || complete 4 || fail "after four racing runs --out is not one whole run"
+left=$(cd "$d" && ls -A | grep -v '^out$' || true)
+[[ -z $left ]] || fail "left beside --out after racing runs: $left"
+echo "four runs racing into one --out: each succeeded, --out holds one whole run"
