@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -28,14 +29,35 @@ bool parse_int(const YAML::Node& n, std::int64_t& v) {
 // expand to billions ("billion laughs"), which every reader would then walk.
 constexpr std::size_t kMaxYamlNodes = 5'000'000;
 
+// kMaxYamlDepth: how deeply mappings and lists may nest. gradsync's files nest at most 6 deep; the
+// bound keeps the walk's recursion (and every reader after it) far from the end of the stack, as
+// for DOT subgraphs and GraphML elements.
+constexpr int kMaxYamlDepth = 100;
+
 // StructureCheck: what every gradsync data file must be beyond YAML's syntax: keys are single
 // values (no lists or mappings as keys), no key appears twice in one mapping (YAML says keys are
-// unique; yaml-cpp would keep both and return one), and aliases expand to a bounded tree.
+// unique; yaml-cpp would keep both and return one), and aliases expand to a bounded tree: no alias
+// inside the value it names (yaml-cpp builds `&x [*x]` as a cycle), bounded depth and size.
 struct StructureCheck {
   const YamlReader& r;
   std::size_t nodes = 0;
+  std::vector<YAML::Node> path;  // the mappings and lists that hold the node being walked
 
   void walk(const YAML::Node& n) {
+    if (n.IsSequence() || n.IsMap()) {
+      for (const auto& outer : path) {
+        if (outer.is(n)) {
+          r.fail(n, "document",
+                 "an alias (*name) stands inside the value it names, which would nest it in itself "
+                 "for ever; give the value in full instead");
+        }
+      }
+      if (static_cast<int>(path.size()) >= kMaxYamlDepth) {
+        r.fail(n, "document",
+               fmt::format("mappings and lists nest more than {} levels deep; gradsync's files nest a few",
+                           kMaxYamlDepth));
+      }
+    }
     if (++nodes > kMaxYamlNodes) {
       r.fail(n, "document",
              fmt::format("more than {} values once its aliases (*name) are expanded; gradsync's "
@@ -43,8 +65,11 @@ struct StructureCheck {
                          kMaxYamlNodes));
     }
     if (n.IsSequence()) {
+      path.push_back(n);
       for (const auto& item : n) walk(item);
+      path.pop_back();
     } else if (n.IsMap()) {
+      path.push_back(n);
       std::map<std::string, int> lines;  // key -> line (1-based)
       for (const auto& kv : n) {
         if (kv.first.IsMap() || kv.first.IsSequence()) {
@@ -60,6 +85,7 @@ struct StructureCheck {
         }
         walk(kv.second);
       }
+      path.pop_back();
     }
   }
 };
@@ -73,7 +99,7 @@ YAML::Node YamlReader::load(std::string_view text) const {
   } catch (const YAML::ParserException& e) {
     throw DataError(fmt::format("{}:{}: syntax error: {}", origin_, e.mark.line + 1, e.msg));
   }
-  StructureCheck{*this}.walk(root);
+  StructureCheck{*this, 0, {}}.walk(root);
   return root;
 }
 

@@ -277,6 +277,18 @@ TEST_F(ScenarioFile, BadFilesNameTheLineAndTheKey) {
   }
   EXPECT_NE(error_of_file(laughs).find("more than 5000000 values once its aliases (*name) are expanded"),
             std::string::npos);
+  // An alias inside the value it names is a cycle in yaml-cpp's tree (found by the fuzzer: a stack
+  // overflow); nesting is bounded before any reader recurses into it.
+  const std::string cycle_error =
+      ": document: an alias (*name) stands inside the value it names, which would nest it in itself for ever; "
+      "give the value in full instead";
+  EXPECT_EQ(error_of_file("a: &x [*x]\n"), path_ + ":1" + cycle_error);
+  EXPECT_EQ(error_of_file("a:\n  &x {b: [1, *x]}\n"), path_ + ":2" + cycle_error);
+  // The file's top mapping is the first level.
+  EXPECT_EQ(error_of_file("a: " + std::string(100, '[') + std::string(100, ']') + "\n"),
+            path_ + ":1: document: mappings and lists nest more than 100 levels deep; gradsync's files nest a few");
+  EXPECT_NE(error_of_file("a: " + std::string(99, '[') + std::string(99, ']') + "\n").find("unknown key \"a\""),
+            std::string::npos);
   EXPECT_EQ(error_of_file("bucket_cap_mb: -5\n"),
             path_ +
                 ":1: scenario: bucket_cap_mb \"-5\": expected a size in MiB > 0 (25, 0.5) or with a unit (25MiB, "
