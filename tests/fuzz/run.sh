@@ -8,9 +8,15 @@
 # makes a loader use more than 2 GiB fails the run; the input is left as
 # build/fuzz/artifacts/<target>-crash-* (or timeout-*, oom-*, leak-*): copy it into
 # tests/fuzz/regressions/<target>/ with the fix, so that ctest replays it for ever.
+#
+# GRADSYNC_FUZZ_SEED (default 1) fixes libFuzzer's random seed, so that a run repeats the same
+# sequence of inputs: a run here of N seconds covers what CI's shorter run on a machine of the same
+# speed tries, and a CI failure can be replayed. GRADSYNC_FUZZ_SEED=0 explores with a new seed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-60}
+seed=${GRADSYNC_FUZZ_SEED:-1}
+[[ $seed =~ ^[0-9]+$ ]] || { echo "fuzz: GRADSYNC_FUZZ_SEED \"$seed\": expected a whole number (0: random)" >&2; exit 2; }
 shift || true
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=(dot graphml model scenario calibration)
@@ -37,10 +43,10 @@ run_one() {
   corpus=$(mktemp -d)
   # shellcheck disable=SC2046
   if "$bin/${t}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-      -print_final_stats=1 -artifact_prefix="$art/$t-" "$corpus" \
+      -print_final_stats=1 -seed="$seed" -artifact_prefix="$art/$t-" "$corpus" \
       $(for s in $(seeds "$t") tests/fuzz/regressions/"$t"; do [[ -d $s ]] && echo "$s"; done) \
       > "$art/$t.log" 2>&1; then
-    echo "fuzz: $t: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$art/$t.log" | grep -o '[0-9]*$') inputs in ${seconds} s, no crash"
+    echo "fuzz: $t: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$art/$t.log" | grep -o '[0-9]*$') inputs in ${seconds} s (seed $seed), no crash"
   else
     echo "fuzz: $t: FAILED; see $art/$t.log and $art/$t-*" >&2
     tail -30 "$art/$t.log" >&2
