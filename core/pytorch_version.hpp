@@ -37,6 +37,13 @@ inline bool first_bucket_follows_cap(PytorchVersion v) { return v.at_least(2, 3)
 // iteration's plan is one bucket of every gradient (pytorch/pytorch#72843, 1.12; before,
 // [1 MiB, cap] as with find_unused_parameters).
 inline bool single_initial_bucket(PytorchVersion v) { return v.at_least(1, 12); }
+// divides_per_parameter: the Reducer divides each gradient by the world size as it copies it into
+// its bucket (at::native::mul_out, one kernel per parameter; pytorch/pytorch#40358, commit 8066fba,
+// 1.6); before, it copied each gradient (bucket_view.copy_) and divided the whole bucket once its
+// last gradient was in (replica.contents.div_(process_group_->getSize()) in
+// Reducer::mark_variable_ready, torch/csrc/distributed/c10d/reducer.cpp:322 at v1.4.0): one more
+// kernel per bucket.
+inline bool divides_per_parameter(PytorchVersion v) { return v.at_least(1, 6); }
 // has_static_graph: DDP(static_graph=True) (pytorch/pytorch#55248, 1.9).
 inline bool has_static_graph(PytorchVersion v) { return v.at_least(1, 9); }
 // foreach_optimizers: torch.optim uses its multi-tensor (foreach) implementations on CUDA by

@@ -111,12 +111,22 @@ void Reducer::mark_variable_ready(std::size_t p) {
       dev_.compute(op);
     }
   } else {
-    // One kernel per parameter: copy into the bucket and multiply by 1/n (mul_out).
+    // One kernel per parameter: copy into the bucket and multiply by 1/n (mul_out; before PyTorch
+    // 1.6 a plain copy, the bucket divided once full).
     ComputeOp op = costs_.memory("copy_in:" + param.name, bytes, 1);
     op.bucket = b;
     dev_.compute(op);
   }
-  if (--pending_[static_cast<std::size_t>(b)] == 0) mark_bucket_ready(static_cast<std::size_t>(b));
+  if (--pending_[static_cast<std::size_t>(b)] == 0) {
+    if (!divides_per_parameter(opts_.buckets.pytorch) && !hook_divides(opts_.hook)) {
+      // Before PyTorch 1.6: the bucket is divided by the world size once it is full.
+      const Bucket& bucket = plan_.buckets[static_cast<std::size_t>(b)];
+      ComputeOp op = costs_.memory(bucket_event("div", b), 2.0 * static_cast<double>(bucket.bytes), 1);
+      op.bucket = b;
+      dev_.compute(op);
+    }
+    mark_bucket_ready(static_cast<std::size_t>(b));
+  }
   if (!opts_.allreduce_after_backward && next_bucket_ == plan_.buckets.size() && !finalize_queued_) {
     if (opts_.buckets.find_unused_parameters && !opts_.buckets.static_graph) {
       used_map_work_ = pg_.allreduce({"allreduce:used_map", 4 * model_.trainable().size(), DType::kInt32, -1});

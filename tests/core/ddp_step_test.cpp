@@ -332,6 +332,34 @@ TEST(DdpStep, GradientAsBucketViewDividesInPlaceAndCopiesNothingOut) {
   EXPECT_EQ(plain.calls(2, "copy_out:").size(), 8u);
 }
 
+// Before PyTorch 1.6 the Reducer copied each gradient as it was and divided the whole bucket once
+// its last gradient was in (replica.contents.div_ at v1.4.0): one kernel per bucket, over its
+// bytes, before the bucket's allreduce; from 1.6 the division is in each gradient's copy.
+TEST(DdpStep, BeforePytorch16EachFullBucketIsDividedOnceBeforeItsAllreduce) {
+  for (const char* version : {"1.4", "1.5", "1.6"}) {
+    DdpStepOptions o = cap_mb(1);
+    o.ddp.buckets.pytorch = parse_pytorch_version(version);
+    DdpRun r(linear_stack(4), o);
+    r.go(3);
+    for (int it = 1; it <= 3; ++it) {
+      const auto divs = r.calls(it, "div:bucket");
+      const auto reductions = r.collectives(it, "allreduce:bucket");
+      EXPECT_EQ(r.calls(it, "copy_in:").size(), 8u) << version;
+      if (parse_pytorch_version(version).at_least(1, 6)) {
+        EXPECT_TRUE(divs.empty()) << version;
+        continue;
+      }
+      EXPECT_FALSE(divs.empty()) << version;
+      ASSERT_EQ(divs.size(), reductions.size()) << version << " iteration " << it;
+      for (std::size_t b = 0; b < divs.size(); ++b) {
+        EXPECT_EQ(divs[b].bucket, reductions[b].bucket);
+        EXPECT_EQ(divs[b].bytes, 2 * reductions[b].bytes);  // read and written
+        EXPECT_LE(divs[b].end_s, reductions[b].start_s);    // the allreduce waits for it
+      }
+    }
+  }
+}
+
 TEST(DdpStep, CompressionHooksHalveTheAllreducedBytes) {
   for (const char* hook : {"fp16", "bf16"}) {
     DdpStepOptions o = cap_mb(1);
