@@ -91,5 +91,6 @@ std::string forward_event(std::string_view layer) { return fmt::format("fwd:{}",
 std::string backward_event(std::string_view layer) { return fmt::format("bwd:{}", layer); }
 std::string bucket_event(std::string_view what, int bucket) { return fmt::format("{}:bucket{}", what, bucket); }
 std::string iteration_event(int iteration) { return fmt::format("iteration:{}", iteration); }
+std::string slowdown_event(std::string_view collective) { return fmt::format("slowdown:{}", collective); }
 
 }  // namespace gradsync

@@ -37,6 +37,17 @@ std::string_view stream_name(Stream s);
 enum class OpKind { kMatmul, kConv, kAttention, kMemory };
 std::string_view op_kind_name(OpKind k);
 
+// ComputeLoad: how a compute op's GPU time divides for contention with an NCCL kernel running
+// beside it (models/contention.hpp). All zero: the op does not slow (a calibration's measured
+// time without a breakdown is taken as SM-bound by its owner).
+struct ComputeLoad {
+  double gpu_s = 0;       // the GPU's time alone (the op's time_s may be longer: host-bound)
+  double sm_s = 0;        // of gpu_s, kernels bound by the SMs' throughput (GEMMs, convolutions)
+  double sm_held_s = 0;   // those kernels' time with NCCL's blocks holding their SMs (waves)
+  double hbm_s = 0;       // of gpu_s, kernels bound by DRAM bandwidth
+  double hbm_demand = 0;  // the fraction of DRAM peak those kernels stream at
+};
+
 // ComputeOp is one piece of device work: a layer's forward or backward, an optimizer step, a
 // bucket copy, a hook's cast. time_s is the cost model's prediction (the SimGrid engine runs for
 // that long); flops and bytes let a real engine issue work of the same size.
@@ -46,9 +57,10 @@ struct ComputeOp {
   double flops = 0;
   double bytes = 0;  // bytes read plus written
   int kernels = 1;
-  double time_s = 0;  // device time
-  double host_s = 0;  // host time to issue it (kernel launches); the op cannot start before
-  int bucket = -1;    // the DDP bucket it belongs to, -1 for none
+  double time_s = 0;   // device time
+  double host_s = 0;   // host time to issue it (kernel launches); the op cannot start before
+  int bucket = -1;     // the DDP bucket it belongs to, -1 for none
+  ComputeLoad load{};  // for contention with NCCL's kernels (engines that model it)
 };
 
 // CopyOp is a copy between memories (host to device, device to device).

@@ -44,5 +44,8 @@ std::string forward_event(std::string_view layer);            // "fwd:<layer>"
 std::string backward_event(std::string_view layer);           // "bwd:<layer>"
 std::string bucket_event(std::string_view what, int bucket);  // "allreduce:bucket3"
 std::string iteration_event(int iteration);                   // "iteration:3"
+// slowdown_event: the compute stream's extra time from running beside collective `collective`
+// (its SMs and DRAM shared with NCCL's kernel): "slowdown:allreduce:bucket3".
+std::string slowdown_event(std::string_view collective);
 
 }  // namespace gradsync

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/backend.hpp"
 #include "core/dtype.hpp"
 #include "core/units.hpp"
 #include "models/model.hpp"
@@ -75,6 +76,9 @@ struct ComputeContext {
   // zero_grad_fill: optimizer.zero_grad(set_to_none=False) writes zeros into every gradient before
   // the next backward (the default before PyTorch 2.0); costed with the optimizer step.
   bool zero_grad_fill = false;
+  // nccl_blocks: the blocks (one per channel) of the NCCL kernels that run beside compute while
+  // DDP overlaps; each holds an SM (models/contention.hpp). 0: nothing runs beside compute.
+  int nccl_blocks = 0;
 };
 
 // KernelCost: work and time of one piece (a layer's forward, a copy, an optimizer step).
@@ -89,6 +93,8 @@ struct KernelCost {
   // issues the kernels one by one as they run.
   double gpu_s = -1;
   double gpu_time() const { return gpu_s >= 0 ? gpu_s : time_s; }
+  // load: how the GPU time divides for contention with NCCL (zero: filled by kind, step_costs.cpp).
+  ComputeLoad load{};
 };
 
 // LayerCost: one layer's forward and backward (backward = input gradient + weight gradient).

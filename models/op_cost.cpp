@@ -67,14 +67,19 @@ LayerCost OpCoster::layer(const Layer& l) const {
     bwd_kernels += static_cast<int>(bwd.size() - before_b);
     ++i;
   }
-  const auto total = [](const std::vector<Kernel>& ks, int kernels, double host_per) {
+  const auto total = [r = r_](const std::vector<Kernel>& ks, int kernels, double host_per) {
     KernelCost k;
     double gpu = 0;
     for (const Kernel& x : ks) {
       k.flops += x.flops;
       k.bytes += x.bytes;
       gpu += x.time;
+      k.load.sm_s += x.sm;
+      k.load.sm_held_s += x.sm_held;
+      k.load.hbm_s += x.hbm;
     }
+    k.load.gpu_s = kernels == 0 ? 0.0 : gpu;
+    k.load.hbm_demand = r.memory;
     k.kernels = kernels;
     k.host_s = kernels * host_per;
     // The host issues the layer's kernels one by one while the GPU runs them: the layer keeps

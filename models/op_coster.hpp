@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "models/compute_cost.hpp"
+#include "models/contention.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
 
@@ -110,12 +111,18 @@ struct Plan {
 struct Kernel {
   double flops = 0, bytes = 0;
   double time = 0;
+  // For contention with NCCL beside it (models/contention.hpp): the time if bound by the SMs'
+  // throughput (sm; sm_held with NCCL's blocks holding SMs) or by DRAM (hbm); neither when the
+  // launch floor decides.
+  double sm = 0, sm_held = 0, hbm = 0;
 };
 
 class OpCoster {
  public:
   OpCoster(const Model& m, const ComputeContext& ctx)
       : m_(m), ctx_(ctx), r_(rates_for(*ctx.gpu)), t_(m.seq_len(ctx.seq_len)), b_(ctx.batch) {
+    sharing_ = sm_sharing(*ctx.gpu);
+    held_ = held_sms(sharing_, ctx.nccl_blocks);
     low_ = static_cast<int>(activation_bytes(ctx.precision));
     autocast_ = low_ == 2;
     sizes_.resize(m.ops.size());
@@ -293,7 +300,19 @@ class OpCoster {
     const double waves = std::ceil(tiles / sms);
     const double wave_eff = tiles / (waves * sms);
     Kernel k{flops, bytes, 0};
-    k.time = std::max({flops / (peak * eff * wave_eff), dram(bytes), r_.min_kernel_s});
+    const double compute = flops / (peak * eff * wave_eff);
+    k.time = std::max({compute, dram(bytes), r_.min_kernel_s});
+    return bound(k, compute, dram(bytes), compute * gemm_stretch(tiles, sharing_.sms, held_));
+  }
+  // bound records what limits kernel k (time already set): its compute term, its DRAM term, or
+  // neither (the launch floor); `held` is the compute term with NCCL's blocks holding SMs.
+  Kernel bound(Kernel k, double compute, double memory, double held) const {
+    if (compute >= memory && compute >= k.time) {
+      k.sm = k.time;
+      k.sm_held = held;
+    } else if (memory > compute && memory >= k.time) {
+      k.hbm = k.time;
+    }
     return k;
   }
   // conv: cuDNN at the conv rate of the tensor peak; fp32 convolutions on Ampere and later run as
@@ -309,8 +328,10 @@ class OpCoster {
       peak = g.peak_flops(ctx_.precision);
     }
     Kernel k{flops, bytes, 0};
-    k.time = std::max({flops / (peak * eff), dram(bytes), r_.min_kernel_s});
-    return k;
+    const double compute = flops / (peak * eff);
+    k.time = std::max({compute, dram(bytes), r_.min_kernel_s});
+    // Convolutions run many waves of implicit-GEMM tiles: they slow in proportion to the SMs lost.
+    return bound(k, compute, dram(bytes), compute * linear_stretch(sharing_.sms, held_));
   }
   // layout: NCHW tensors under fp16/bf16: cuDNN's tensor-core kernels work in NHWC, so each
   // convolution transposes its input and output (a read and a write of each; NVIDIA Deep Learning
@@ -319,7 +340,7 @@ class OpCoster {
   Kernel memory(double bytes) const {
     Kernel k{0, bytes, 0};
     k.time = std::max(dram(bytes), r_.min_kernel_s);
-    return k;
+    return bound(k, 0, dram(bytes), 0);
   }
   Kernel attention(const AttentionCore& a, bool backward) const {
     const double heads = ev(a.heads), q = static_cast<double>(a.q_len.eval(t_)),
@@ -329,8 +350,9 @@ class OpCoster {
     const double eff = ctx_.mode.attention == AttentionImpl::kFlash ? r_.flash : r_.mem_efficient;
     const double peak = ctx_.gpu->peak_flops(autocast_ ? ctx_.precision : Precision::kTF32);
     Kernel k{flops, io, 0};
-    k.time = std::max({flops / (peak * eff), dram(io), r_.min_kernel_s});
-    return k;
+    const double compute = flops / (peak * eff);
+    k.time = std::max({compute, dram(io), r_.min_kernel_s});
+    return bound(k, compute, dram(io), compute * linear_stretch(sharing_.sms, held_));
   }
 
   // forward_kernels: op i's kernels in eager mode (its casts, then the op).
@@ -379,6 +401,8 @@ class OpCoster {
   const Model& m_;
   const ComputeContext& ctx_;
   KernelRates r_;
+  SmSharing sharing_;
+  int held_ = 0;  // SMs NCCL's blocks hold while a collective overlaps (ComputeContext::nccl_blocks)
   std::int64_t t_, b_;
   int low_ = 4;
   bool autocast_ = false;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/trace.hpp"
+#include "models/contention.hpp"
 
 namespace gradsync {
 namespace {
@@ -102,6 +103,21 @@ ComputeOp RooflineCostModel::op(std::string name, OpKind kind, const KernelCost&
   o.kernels = k.kernels;
   o.time_s = k.time_s;
   o.host_s = k.host_s >= 0 ? k.host_s : k.kernels * ctx_.efficiency.launch_s;
+  o.load = k.load;
+  if (o.load.gpu_s <= 0 && o.time_s > 0) {
+    // A cost without a per-kernel breakdown: memory-bound kernels stream at the memory
+    // efficiency; the others are SM-bound and slow with the SMs lost.
+    const double gpu = k.gpu_time();
+    o.load.gpu_s = gpu;
+    o.load.hbm_demand = ctx_.efficiency.memory;
+    if (kind == OpKind::kMemory) {
+      o.load.hbm_s = gpu;
+    } else if (ctx_.gpu != nullptr) {
+      const SmSharing sharing = sm_sharing(*ctx_.gpu);
+      o.load.sm_s = gpu;
+      o.load.sm_held_s = gpu * linear_stretch(sharing.sms, held_sms(sharing, ctx_.nccl_blocks));
+    }
+  }
   return o;
 }
 
@@ -136,8 +152,14 @@ ComputeOp CalibratedCostModel::timed(ComputeOp op) const {
   const int k = std::max(1, op.kernels);
   const auto one = cal_.compute_time(op.kind, op.flops / k, op.bytes / k);
   if (!one) return op;
+  // The measured time keeps the model's breakdown for contention, scaled to it.
+  const double scale = op.time_s > 0 ? *one * k / op.time_s : 0.0;
   op.time_s = *one * k;
   op.host_s = cal_.launch_s * k;
+  op.load.gpu_s *= scale;
+  op.load.sm_s *= scale;
+  op.load.sm_held_s *= scale;
+  op.load.hbm_s *= scale;
   return op;
 }
 

@@ -29,7 +29,9 @@ std::string phase_of(const std::string& n) {
   if (n.rfind("fwd:", 0) == 0) return "forward";
   if (n.rfind("bwd:", 0) == 0) return "backward";
   if (n.rfind("allreduce:bucket", 0) == 0) return "allreduce buckets";
-  if (n.rfind("copy_in:", 0) == 0 || n.rfind("copy_out:", 0) == 0) return "bucket copies";
+  if (n.rfind("copy_in:", 0) == 0 || n.rfind("copy_out:", 0) == 0 || n.rfind("div:bucket", 0) == 0)
+    return "bucket copies";
+  if (n.rfind("slowdown:", 0) == 0) return "overlap slowdown";
   if (n.rfind("dp:", 0) == 0 || n.rfind("h2d:", 0) == 0 || n == "optimizer" || n.rfind("broadcast:", 0) == 0) return n;
   if (n.rfind("loss", 0) == 0) return "loss";
   return "other";
@@ -66,6 +68,7 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
     return fmt::format("{} over {} GPUs{}, overlapping backward", algorithms_of(r, phase), gpus, via);
   }
   if (phase.rfind("broadcast", 0) == 0) return fmt::format("rank 0 -> all {} GPUs", gpus);
+  if (phase == "overlap slowdown") return "every GPU: compute beside NCCL's kernels (SMs and DRAM shared)";
   return fmt::format("every GPU (0-{})", gpus - 1);
 }
 

@@ -2,6 +2,9 @@
 // copies between GPUs (peer to peer, or staged through host memory) and from the host as flows.
 #include "sim/cluster_impl.hpp"
 
+#include "core/trace.hpp"
+#include "models/contention.hpp"
+
 namespace gradsync::sim {
 
 SimCluster::Impl::Dev::Dev(Impl* i, int r) : impl(i), rank(r) {
@@ -14,6 +17,34 @@ SimCluster::Impl::Dev::Dev(Impl* i, int r) : impl(i), rank(r) {
                            : i->platform.gpus[static_cast<std::size_t>(r)];
     streams[s].name = fmt::format("gpu{}:{}", r, stream_name(static_cast<gradsync::Stream>(s)));
   }
+  stream(gradsync::Stream::kCompute).placed = &placed;
+  const GpuSpec* spec = i->topo.vertex(i->topo.gpu(r)).gpu;
+  dram_Bps = spec ? spec->memory_bandwidth_Bps : 0.0;
+}
+
+void SimCluster::Impl::Dev::contend(double start, double end, double dram_bytes, const std::string& name,
+                                    int iteration) {
+  // NCCL's kernels on this device run in order: nothing ending before this one started can be
+  // overlapped by a later one.
+  while (!placed.empty() && placed.front().end <= start) placed.pop_front();
+  if (!(end > start)) return;
+  const double share = dram_Bps > 0 ? dram_bytes / ((end - start) * dram_Bps) : 0.0;
+  double extra = 0;
+  for (const StreamActor::Placed& k : placed) {
+    if (k.start >= end) break;
+    const double overlap = std::min(end, k.end) - std::max(start, k.start);
+    if (!(overlap > 0) || !(k.time > 0)) continue;
+    // The part of the kernel that ran beside NCCL takes contended / alone times as long.
+    extra += overlap * (contended_time(k.time, k.load, share) / k.time - 1.0);
+  }
+  if (!(extra > 0)) return;
+  StreamActor& c = stream(gradsync::Stream::kCompute);
+  TraceEvent e = event(gradsync::Stream::kCompute, slowdown_event(name), 0, -1, -1);
+  e.iteration = iteration;
+  e.start_s = c.free_at;
+  e.end_s = c.free_at + extra;
+  impl->trace.add(e);
+  c.free_at += extra;
 }
 
 TraceEvent SimCluster::Impl::Dev::event(gradsync::Stream s, const std::string& name, Bytes bytes, int bucket,
@@ -35,6 +66,7 @@ WorkPtr SimCluster::Impl::Dev::compute(const ComputeOp& op, gradsync::Stream s) 
   StreamActor::Task t;
   t.duration = op.time_s;
   t.event = event(s, op.name, static_cast<Bytes>(op.bytes), op.bucket, -1);
+  t.load = op.load;
   WorkPtr w = stream(s).push(std::move(t));
   impl->clocks.defer(op.host_s);
   return w;

@@ -3,6 +3,8 @@
 // streams, or for the time a calibration measured.
 #include "sim/cluster_impl.hpp"
 
+#include "models/contention.hpp"
+
 namespace gradsync::sim {
 
 // One collective call, shared by its members: its algorithm's run and when it ran.
@@ -127,7 +129,24 @@ struct SimCluster::Impl::GroupState {
     for (const auto& p : compute.pending) t.deps.push_back(p);
     t.body = [inst, me] { inst->run(me); };
     t.event = d.event(gradsync::Stream::kComm, inst->op.name, inst->op.bytes, inst->op.bucket, -1);
-    t.done = [this, inst, seq](double start, double end) {
+    t.done = [this, inst, seq, me](double start, double end) {
+      if (size > 1) {
+        // The NCCL kernel held SMs and DRAM bandwidth beside this device's compute.
+        const Traffic* moved = nullptr;
+        if (auto it = impl->traffic.find(inst->iteration); it != impl->traffic.end())
+          if (auto n = it->second.find(inst->op.name); n != it->second.end()) moved = &n->second;
+        const auto m = static_cast<std::size_t>(me);
+        const bool reduces = inst->coll == Collective::kAllreduce || inst->coll == Collective::kReduce ||
+                             inst->coll == Collective::kReduceScatter;
+        const double dram = moved && m < moved->in.size() ? nccl_dram_bytes(moved->in[m], moved->out[m], reduces) : 0.0;
+        // Its working time: NCCL's own time for the call, ending with it. Time spent waiting for a
+        // late peer also holds SMs, but this engine would put that slowdown into the rank's next
+        // iteration (Dev::contend) and ranks would take turns being late; a run whose ranks are
+        // alike never waits.
+        const double works = inst->choice.predicted_s + inst->choice.sync_s;
+        const double from = works > 0 ? std::max(start, end - works) : start;
+        impl->devs[m]->contend(from, end, dram, inst->op.name, inst->iteration);
+      }
       inst->start = std::min(inst->start, start);
       inst->end = std::max(inst->end, end);
       if (++inst->finished == size) {

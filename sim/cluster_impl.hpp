@@ -309,6 +309,7 @@ struct SimCluster::Impl {
 // (a collective's) it waits in the queue of the stream's actor, which places it once that work
 // is resolved. Other tasks (copies, collectives: flows) run on the actor at their start time.
 struct SimCluster::Impl::StreamActor {
+  static constexpr std::size_t kMaxPlaced = 1 << 16;
   struct Task {
     std::vector<WorkPtr> deps;
     std::function<void()> body;  // empty: a kernel of `duration`
@@ -317,6 +318,12 @@ struct SimCluster::Impl::StreamActor {
     std::shared_ptr<TaskWork> work;
     TraceEvent event;
     std::function<void(double, double)> done;  // told the start and end, after the trace
+    ComputeLoad load{};                        // a compute kernel's, for contention with NCCL
+  };
+  // Placed: a compute kernel on the timeline, kept while an NCCL kernel may still overlap it.
+  struct Placed {
+    double start = 0, end = 0, time = 0;
+    ComputeLoad load;
   };
   Impl* impl = nullptr;
   sg4::Host* where = nullptr;
@@ -326,8 +333,9 @@ struct SimCluster::Impl::StreamActor {
   long popped = 0;
   sg4::ActorPtr actor;
   std::shared_ptr<TaskWork> last;
-  std::vector<WorkPtr> pending;  // stream_wait targets for the next task
-  double free_at = 0;            // when the stream's last placed task ends
+  std::vector<WorkPtr> pending;          // stream_wait targets for the next task
+  double free_at = 0;                    // when the stream's last placed task ends
+  std::deque<Placed>* placed = nullptr;  // the compute stream's: where its kernels are kept
 
   std::shared_ptr<TaskWork> push(Task t) {
     t.work = std::make_shared<TaskWork>(&impl->clocks);
@@ -366,6 +374,11 @@ struct SimCluster::Impl::StreamActor {
     t.event.start_s = start;
     t.event.end_s = end;
     impl->trace.add(t.event);
+    if (placed && t.load.gpu_s > 0) {
+      // Bounded: an NCCL kernel ending later pops what ends before it starts (Dev::contend).
+      if (placed->size() >= kMaxPlaced) placed->pop_front();
+      placed->push_back({start, end, end - start, t.load});
+    }
     if (t.done) t.done(start, end);
     free_at = std::max(free_at, end);
     t.work->finish(end);
@@ -442,8 +455,15 @@ struct SimCluster::Impl::Dev final : public Device {
   int rank;
   Proc* owner = nullptr;
   std::array<StreamActor, 4> streams;
+  std::deque<StreamActor::Placed> placed;  // compute kernels an NCCL kernel may overlap
+  double dram_Bps = 0;                     // the GPU's DRAM bandwidth (gpus.yaml)
 
   Dev(Impl* i, int r);
+  // contend: an NCCL kernel of this device ran from `start` to `end`, moving `dram_bytes` through
+  // its DRAM: the compute kernels it overlapped lose SMs and DRAM bandwidth
+  // (models/contention.hpp). Their extra time is put on the compute stream after its placed
+  // work, as an event "slowdown:<name>" (the kernels themselves keep their places).
+  void contend(double start, double end, double dram_bytes, const std::string& name, int iteration);
   StreamActor& stream(gradsync::Stream s) { return streams[static_cast<std::size_t>(s)]; }
   TraceEvent event(gradsync::Stream s, const std::string& name, Bytes bytes, int bucket, int peer) const;
 

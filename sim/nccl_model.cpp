@@ -282,6 +282,13 @@ double nvls_chunk(Algorithm a, double nbytes, double ops, int nodes, double nvls
 
 }  // namespace
 
+int launched_blocks(Algorithm a, const Channels& ch) {
+  if (ch.ranks.size() <= 1) return 0;
+  if ((a == Algorithm::kNvls || a == Algorithm::kNvlsTree) && ch.nvls)
+    return ch.sm_version >= 100 ? (ch.nodes() > 1 ? 32 : 24) : 16;
+  return std::min(64, 2 * static_cast<int>(ch.rings.size()));
+}
+
 double pipeline_sync_s(Collective c, double nbytes, const Channels& ch, Algorithm a, Protocol p, double alg_Bps) {
   const int k = static_cast<int>(ch.ranks.size());
   if (k <= 1 || p != Protocol::kSimple || !(nbytes > 0)) return 0;

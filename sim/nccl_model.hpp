@@ -81,6 +81,12 @@ struct CollectiveChoice {
 // `bytes` is CollectiveOp::bytes (an allgather's per-rank part; NCCL tunes on the whole output).
 CollectiveChoice choose_collective(Collective c, double bytes, const Channels& ch, const CollectiveRequest& req);
 
+// launched_blocks: the thread blocks of one NCCL kernel of algorithm `a` on `ch`: one per
+// launched channel: the searched rings doubled for ring and tree (connect.cc: nChannels*2, at most
+// MAXCHANNELS 64), NVLS's own counts (nvls.cc NVLS_NCHANNELS_SM90 16; SM100 24 in one NVLink
+// domain, 32 across nodes). 0 for a single rank (NCCL launches no kernel).
+int launched_blocks(Algorithm a, const Channels& ch);
+
 // tuning_bytes: NCCL's nBytes for a call of CollectiveOp::bytes `bytes` over k ranks
 // (enqueue.cc: elementSize * ncclFuncMaxSendRecvCount): an allgather's whole output, else `bytes`.
 double tuning_bytes(Collective c, double bytes, int k);

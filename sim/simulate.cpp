@@ -154,15 +154,6 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
   }
 
   const StepModel model = to_step_model(r.model, r.precision, r.seq_len);
-  const ComputeContext ctx = context_of(r);
-  const RooflineCostModel roofline(r.model, ctx, r.optimizer);
-  std::optional<CalibratedCostModel> calibrated;
-  if (r.calibration) {
-    calibrated.emplace(roofline, *r.calibration);
-    out.gpu = fmt::format("{} (calibrated)", r.calibration->device);
-  }
-  const CostModel& costs = calibrated ? static_cast<const CostModel&>(*calibrated) : roofline;
-
   auto engine = create_engine();
   const Routes routes(r.topo);
   SimOptions so;
@@ -175,6 +166,21 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
   so.fluid = fluid;
   if (r.calibration) so.calibration = &*r.calibration;
   SimCluster cluster(r.topo, routes, r.gpus, so);
+
+  ComputeContext ctx = context_of(r);
+  if (r.gpus > 1) {
+    // The NCCL kernel beside backward: a bucket's allreduce as NCCL would run it over every rank.
+    const Channels& ch = cluster.channels(r.gpus);
+    const double bucket = static_cast<double>(buckets_of(s).bucket_cap_bytes());
+    ctx.nccl_blocks = launched_blocks(choose_collective(Collective::kAllreduce, bucket, ch, so.nccl).algorithm, ch);
+  }
+  const RooflineCostModel roofline(r.model, ctx, r.optimizer);
+  std::optional<CalibratedCostModel> calibrated;
+  if (r.calibration) {
+    calibrated.emplace(roofline, *r.calibration);
+    out.gpu = fmt::format("{} (calibrated)", r.calibration->device);
+  }
+  const CostModel& costs = calibrated ? static_cast<const CostModel&>(*calibrated) : roofline;
 
   if (strategy == Strategy::kDDP) {
     DdpStepOptions o;

@@ -1,0 +1,113 @@
+// overlap_test.cpp: a compute kernel beside an NCCL kernel in the SimGrid engine: its stream ends
+// later by exactly what models/contention.hpp says the overlapped part loses.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/trace.hpp"
+#include "models/contention.hpp"
+#include "sim/cluster.hpp"
+#include "sim/engine.hpp"
+#include "topologies/dot_parser.hpp"
+
+namespace gradsync::sim {
+namespace {
+
+// Two A100s on one NVSwitch (and a CPU for host memory).
+constexpr const char* kPair = R"(graph pair {
+  "cpu" [kind="cpu", host="h"];
+  "sw" [kind="nvswitch", host="h"];
+  "gpu0" [kind="gpu", model="a100-sxm4-80gb", host="h"];
+  "gpu1" [kind="gpu", model="a100-sxm4-80gb", host="h"];
+  "gpu0" -- "sw" [type="nvlink", bw="100GBps", latency="500ns"];
+  "gpu1" -- "sw" [type="nvlink", bw="100GBps", latency="500ns"];
+  "gpu0" -- "cpu" [type="pcie", bw="32GBps", latency="1us"];
+  "gpu1" -- "cpu" [type="pcie", bw="32GBps", latency="1us"];
+}
+)";
+
+struct Outcome {
+  double kernel_end = 0;  // when the compute stream is free after the long kernel (the next op starts)
+  double coll_start = 0, coll_end = 0;
+  double works = 0;     // the part of the call that counts: NCCL's own time for it, ending with it
+  double slowdown = 0;  // the slowdown events' time on rank 0
+  double in = 0, out = 0;
+};
+
+// Each rank issues a 64 MiB allreduce, then a 10 ms kernel of `load` that overlaps it, then a
+// kernel of no time that waits for the stream.
+Outcome run(const ComputeLoad& load) {
+  auto engine = create_engine();
+  const Topology topo = read_topology_dot(kPair, "pair.dot");
+  const Routes routes(topo);
+  SimCluster cluster(topo, routes, 2, {});
+  Outcome out;
+  for (int r = 0; r < 2; ++r) {
+    ProcessGroup* pg = &cluster.world_group(r);
+    Device* dev = &cluster.device(r);
+    cluster.spawn(r, [pg, dev, load] {
+      WorkPtr ar = pg->allreduce({"allreduce:bucket0", 64 << 20, DType::kFloat32, 0});
+      ComputeOp big{"bwd:layer", OpKind::kConv, 0, 0, 1, 10e-3, 0, -1, load};
+      dev->compute(big);
+      // Issued once the allreduce is done (a kernel issued before keeps the place it was given).
+      ar->wait();
+      ComputeOp probe{"probe", OpKind::kMemory, 0, 0, 1, 0, 0, -1, {}};
+      dev->compute(probe);
+      dev->synchronize();
+    });
+  }
+  cluster.run();
+  for (const TraceEvent& e : cluster.trace().events) {
+    if (e.rank != 0) continue;
+    if (e.name == "probe") out.kernel_end = e.start_s;
+    if (e.name == "allreduce:bucket0") {
+      out.coll_start = e.start_s;
+      out.coll_end = e.end_s;
+    }
+    if (e.name == slowdown_event("allreduce:bucket0")) out.slowdown += e.duration_s();
+  }
+  const CollectiveRecord& rec = cluster.collectives().at(0);
+  out.works = std::min(out.coll_end - out.coll_start, rec.choice.predicted_s + rec.choice.sync_s);
+  out.in = cluster.bytes_in(0, 0);
+  out.out = cluster.bytes_out(0, 0);
+  return out;
+}
+
+TEST(Overlap, SmBoundComputeBesideAllreduceLosesTheHeldSms) {
+  ComputeLoad load;
+  load.gpu_s = 10e-3;
+  load.sm_s = 10e-3;
+  load.sm_held_s = 12e-3;  // 1.2x with NCCL's blocks holding SMs
+  const Outcome r = run(load);
+  ASSERT_GT(r.coll_end - r.coll_start, 0);
+  ASSERT_LT(r.coll_end, 10e-3);  // the whole allreduce runs beside the kernel
+  EXPECT_GT(r.works, 0.95 * (r.coll_end - r.coll_start));
+  const double expected = 0.2 * r.works;
+  EXPECT_NEAR(r.slowdown, expected, 1e-9);
+  EXPECT_NEAR(r.kernel_end, 10e-3 + expected, 1e-9);
+}
+
+TEST(Overlap, MemoryBoundComputeSharesDramWithNcclsCopies) {
+  ComputeLoad load;
+  load.gpu_s = 10e-3;
+  load.hbm_s = 10e-3;
+  load.hbm_demand = 0.99;
+  const Outcome r = run(load);
+  const double d = r.works;
+  const double share = nccl_dram_bytes(r.in, r.out, true) / (d * gpu_spec("a100-sxm4-80gb").memory_bandwidth_Bps);
+  ASSERT_GT(share, 0.02);
+  const double expected = d * (memory_stretch(0.99, share) - 1);
+  EXPECT_GT(expected, 0);
+  EXPECT_NEAR(r.slowdown, expected, 1e-9);
+  EXPECT_NEAR(r.kernel_end, 10e-3 + expected, 1e-9);
+}
+
+TEST(Overlap, ComputeWithoutALoadDoesNotSlow) {
+  const Outcome r = run(ComputeLoad{});
+  EXPECT_EQ(r.slowdown, 0);
+  EXPECT_NEAR(r.kernel_end, 10e-3, 1e-12);
+}
+
+}  // namespace
+}  // namespace gradsync::sim
