@@ -1,6 +1,7 @@
 // published_command.cpp: `gradsync validate --published [FILE]`: every case of the published
 // nccl-tests table simulated (each in its own process, --jobs at once) and compared, with a
-// summary per validation class and split (sim/published.hpp).
+// summary per validation class and split (sim/published.hpp); then the single-GPU training table
+// (sim/published_training.hpp) and the multi-GPU DDP table (sim/published_ddp.hpp).
 #include <poll.h>
 
 #include <fmt/format.h>
@@ -23,6 +24,7 @@
 #include "reports/csv.hpp"
 #include "reports/table.hpp"
 #include "sim/published.hpp"
+#include "sim/published_ddp.hpp"
 #include "sim/published_training.hpp"
 #include "sim/simulate.hpp"
 
@@ -127,6 +129,58 @@ void run_training(const PublishedArgs& a, std::ostream& out, std::string& csv) {
   s.print(out, {"Summary of the training cases; hold-out cases were set aside when collected"});
 }
 
+// run_ddp: the published multi-GPU DDP cases, each scenario simulated with DDP.
+void run_ddp(const PublishedArgs& a, std::ostream& out, std::string& csv) {
+  const std::string origin = "validation/published/ddp_steps.yaml";
+  std::vector<sim::DdpCase> cases = sim::read_ddp_cases(sim::builtin_ddp_text(), origin);
+  if (!a.only.empty()) {
+    // One case, and the case it is relative to.
+    std::vector<sim::DdpCase> kept;
+    for (const sim::DdpCase& c : cases) {
+      bool base = false;
+      for (const sim::DdpCase& o : cases) base = base || (o.id == a.only && o.relative_to == c.id);
+      if (c.id == a.only || base) kept.push_back(c);
+    }
+    cases = std::move(kept);
+  }
+  if (cases.empty()) return;
+  const std::vector<sim::DdpPrediction> ps = sim::predict_ddp_cases(cases, origin);
+  reports::Table t({{"case", "", true},
+                    {"split", "", true},
+                    {"gpus", ""},
+                    {"metric", "", true},
+                    {"published", ""},
+                    {"predicted", ""},
+                    {"error", "% or pts"}});
+  std::map<std::pair<std::string, std::string>, std::vector<double>> errors;  // (kind, split)
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const sim::DdpCase& c = cases[i];
+    const sim::DdpPrediction& p = ps[i];
+    const std::string err = p.points ? fmt::format("{:+.2f} pts", p.error()) : fmt::format("{:+.1f}", 100 * p.error());
+    t.add_row({c.id, c.split, c.scenario.gpus > 0 ? std::to_string(c.scenario.gpus) : "all", c.metric,
+               fmt::format("{:.4g}", p.published), fmt::format("{:.4g}", p.predicted), err});
+    errors[{p.points ? "change (pts)" : "time (%)", c.split}].push_back(
+        std::abs(p.points ? p.error() : 100 * p.error()));
+    csv += reports::csv_line({"ddp", c.id, c.split, p.points ? "change" : "time", c.scenario.model, c.metric,
+                              reports::number(p.published), reports::number(p.predicted), reports::number(p.error()),
+                              "true", c.scenario.topology, reports::number(p.step_s)});
+  }
+  out << "#\n";
+  t.print(out, {fmt::format("published multi-GPU DDP ({}): each scenario simulated with DDP; error = predicted / "
+                            "published - 1, or predicted - published in percentage points for a change in %",
+                            origin)});
+  reports::Table s({{"kind", "", true}, {"split", "", true}, {"cases", ""}, {"median", "|err|"}, {"worst", "|err|"}});
+  for (auto& [key, e] : errors) {
+    std::sort(e.begin(), e.end());
+    const std::size_t n = e.size();
+    const double median = n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+    s.add_row(
+        {key.first, key.second, std::to_string(n), fmt::format("{:.2f}", median), fmt::format("{:.2f}", e.back())});
+  }
+  out << "#\n";
+  s.print(out, {"Summary of the DDP cases (time: |error| in %; change: |error| in percentage points)"});
+}
+
 void run_published(const PublishedArgs& a, std::ostream& out) {
   std::string origin = "validation/published/nccl_tests.yaml (built in)";
   std::string text(sim::builtin_published_text());
@@ -143,9 +197,11 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
     bool training = false;
     for (const sim::TrainingCase& c : sim::read_training_cases(sim::builtin_training_text(), "training_steps.yaml"))
       training = training || c.id == a.only;
+    for (const sim::DdpCase& c : sim::read_ddp_cases(sim::builtin_ddp_text(), "ddp_steps.yaml"))
+      training = training || c.id == a.only;
     if (!training) {
-      throw UsageError(
-          fmt::format("--case {}: no simulated case of that id in {} or the training table", a.only, origin));
+      throw UsageError(fmt::format("--case {}: no simulated case of that id in {}, the training table or the DDP table",
+                                   a.only, origin));
     }
   }
 
@@ -246,6 +302,7 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
       out << fmt::format("# {}: not modelled, ignored: {}\n", c->id, fmt::join(r.ignored_env, " "));
   }
   run_training(a, out, csv);
+  run_ddp(a, out, csv);
   if (!a.csv.empty()) {
     write_file_atomic(a.csv, csv);
     out << fmt::format("# wrote {}\n", a.csv);

@@ -238,7 +238,8 @@ void register_real_commands(CLI::App& app) {
   add_bench_options(val, va->bench, "gradsync-validate");
   va->published = val->add_option("--published", va->published_args.file,
                                   "Simulate every case of a table of published nccl-tests measurements (FILE, or "
-                                  "the one built in: validation/published/nccl_tests.yaml) and compare busbw")
+                                  "the one built in: validation/published/nccl_tests.yaml) and compare busbw; then the built-in "
+                                  "single-GPU training and multi-GPU DDP tables (validation/published/)")
                       ->expected(0, 1)
                       ->type_name("[FILE]");
   val->add_option("--case", va->published_args.only, "With --published: only the case of this id");

@@ -30,7 +30,10 @@ Scenario parse_scenario(std::string_view text, const std::string& origin, Scenar
 
 static Scenario parse_scenario_unchecked(std::string_view text, const std::string& origin, Scenario s) {
   const YamlReader r(origin);
-  const YAML::Node root = r.load(text);
+  return scenario_from_node(r, r.load(text), std::move(s));
+}
+
+Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenario s) {
   if (!root.IsMap()) r.fail(root, "scenario", "expected a mapping of scenario keys (model: gpt2, gpus: 8, ...)");
   std::map<std::string, int> seen;  // key -> line (1-based)
   for (const auto& kv : root) {

@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/yaml_reader.hpp"
+
 namespace gradsync {
 
 // Scenario: what a run asks for: every key of `simulate`, `compare`, `sweep` and `bench`, from
@@ -69,6 +71,10 @@ struct Scenario {
 Scenario read_scenario_file(const std::string& path, Scenario base = {});
 // parse_scenario: the same from a file's text; `origin` names it in errors.
 Scenario parse_scenario(std::string_view text, const std::string& origin, Scenario base = {});
+
+// scenario_from_node: parse_scenario's reading of a mapping already loaded by `r` (a scenario
+// inside another file: validation/published/ddp_steps.yaml); ConfigError at its lines.
+Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenario base = {});
 
 // scenario_json: every key and its value, in the table's order (null for an engine default left
 // unset).

@@ -57,4 +57,34 @@ cat "$tmp/summary.csv" | grep '^training'
 # check training SPLIT MAX_MEDIAN MIN_WITHIN15 MIN_CASES
 check training train 17 40 16 15
 check training holdout 13 40 8 15
+# The multi-GPU DDP table (issue "Fidelity III"): per kind and split, the median |error| (time: %,
+# a change between two cases: percentage points) against the bounds README.md reports.
+awk -F, 'NR > 1 && $1 == "ddp" {
+  key = $4 "," $3; e = $9 < 0 ? -$9 : $9; if ($4 == "time") e *= 100; n[key]++; v[key, n[key]] = e
+}
+END {
+  for (k in n) {
+    m = n[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]
+    for (i = 2; i <= m; i++) { x = a[i]; j = i - 1; while (j > 0 && a[j] > x) { a[j + 1] = a[j]; j-- } a[j + 1] = x }
+    med = m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+    printf "ddp,%s,%.2f,%d\n", k, med, m
+  }
+}' "$tmp/published.csv" | sort >"$tmp/ddp.csv"
+cat "$tmp/ddp.csv"
+# check_ddp KIND SPLIT MAX_MEDIAN MIN_CASES
+check_ddp() {
+  local line med cases
+  line=$(grep "^ddp,$1,$2," "$tmp/ddp.csv") || { echo "FAIL: no DDP cases for $1 $2"; status=1; return; }
+  IFS=, read -r _ _ _ med cases <<<"$line"
+  if awk -v m="$med" -v c="$cases" -v M="$3" -v C="$4" 'BEGIN { exit !(m <= M && c >= C) }'; then
+    echo "ok: ddp $1 $2: median $med <= $3, $cases cases >= $4"
+  else
+    echo "FAIL: ddp $1 $2: median $med (at most $3), $cases cases (at least $4)"
+    status=1
+  fi
+}
+check_ddp time train 13 8
+check_ddp time holdout 15 2
+check_ddp change train 2.0 4
+check_ddp change holdout 2.6 4
 exit $status

@@ -1,0 +1,65 @@
+// published_ddp_test.cpp: reading validation/published/ddp_steps.yaml and its errors.
+#include "sim/published_ddp.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.hpp"
+
+namespace gradsync::sim {
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    read_ddp_cases(text, "t.yaml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PublishedDdp, TheBuiltInTableReadsWithBothSplitsAndRelativeCases) {
+  const auto cases = read_ddp_cases(builtin_ddp_text(), "ddp_steps.yaml");
+  ASSERT_GE(cases.size(), 18u);
+  int holdout = 0, relative = 0;
+  for (const DdpCase& c : cases) {
+    holdout += c.split == "holdout";
+    relative += !c.relative_to.empty();
+    EXPECT_FALSE(c.source.empty()) << c.id;
+    EXPECT_FALSE(c.scenario.model.empty()) << c.id;
+  }
+  EXPECT_GE(holdout, 6);
+  EXPECT_EQ(relative, 8);
+  EXPECT_EQ(cases[12].id, "ddpbench-resnet101-dgx1-1gpu-bucket1mb");
+  EXPECT_EQ(cases[12].relative_to, "ddpbench-resnet101-dgx1-1gpu");
+  EXPECT_EQ(cases[12].scenario.bucket_cap_mb, 1.0);
+  EXPECT_DOUBLE_EQ(cases[12].published, -1.2);
+}
+
+TEST(PublishedDdp, BadTablesNameTheLineAndTheField) {
+  const std::string head = "format: gradsync-published-ddp/1\ncases:\n";
+  const std::string base =
+      "  - id: a\n    split: train\n    source: s\n    scenario: {model: resnet50, gpus: 2}\n    metric: {step_s: "
+      "0.1}\n";
+  EXPECT_EQ(error_of(head + base), "");
+  EXPECT_EQ(error_of(head + base +
+                     "  - id: b\n    split: train\n    source: s\n    scenario: {model: resnet50}\n"
+                     "    metric: {throughput_change_pct: -1}\n    relative_to: c\n"),
+            "t.yaml:13: case b: relative_to \"c\": expected the id of an earlier case that is not itself relative");
+  EXPECT_EQ(error_of(head + base +
+                     "  - id: b\n    split: train\n    source: s\n    scenario: {model: resnet50}\n"
+                     "    metric: {throughput_change_pct: -1}\n"),
+            "t.yaml:12: case b: relative_to goes with metric throughput_change_pct, and only with it");
+  EXPECT_EQ(error_of(head + "  - id: a\n    split: train\n    source: s\n    scenario: {modle: resnet50}\n"
+                            "    metric: {step_s: 0.1}\n")
+                .rfind("t.yaml:6: scenario: unknown key \"modle\"", 0),
+            0u);
+  EXPECT_EQ(error_of(head + "  - id: a\n    split: test\n    source: s\n    scenario: {}\n    metric: {step_s: 1}\n"),
+            "t.yaml:4: case a: split \"test\": expected train or holdout");
+  EXPECT_EQ(error_of(head + "  - id: a\n    split: train\n    source: s\n    scenario: {}\n    metric: {fps: 1}\n"),
+            "t.yaml:7: case a: metric \"fps\": expected step_s, samples_per_s or throughput_change_pct");
+}
+
+}  // namespace
+}  // namespace gradsync::sim
