@@ -186,10 +186,11 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   ExecutionMode mode = execution_mode(s.compile, s.attention);
   mode.channels_last = s.channels_last;
   h.push_back(fmt::format(
-      "gradsync {}: {} on {}, {} x {}, batch {}/GPU (global {}{}){}, {}, {}, {}; PyTorch {}", what, s.model, s.topology,
-      r.gpus, r.gpu, per_gpu, r.global_batch, s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
+      "gradsync {}: {} on {}, {} x {}, batch {}/GPU (global {}{}){}, {}, {}, {}, input {}; PyTorch {}", what, s.model,
+      s.topology, r.gpus, r.gpu, per_gpu, r.global_batch,
+      s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
       r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, optimizer_text(s),
-      execution_mode_text(mode, has_attention(load_model(s.model))), s.pytorch_version));
+      execution_mode_text(mode, has_attention(load_model(s.model))), s.input, s.pytorch_version));
   h.push_back(
       fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}{}; NCCL "
                   "model {}{}{}",

@@ -93,4 +93,6 @@ std::string bucket_event(std::string_view what, int bucket) { return fmt::format
 std::string iteration_event(int iteration) { return fmt::format("iteration:{}", iteration); }
 std::string slowdown_event(std::string_view collective) { return fmt::format("slowdown:{}", collective); }
 
+bool is_host_copy_event(std::string_view name) { return name.rfind("h2d:", 0) == 0; }
+
 }  // namespace gradsync

@@ -69,6 +69,15 @@ struct CopyOp {
   Bytes bytes = 0;
 };
 
+// InputLocation: where each batch is when the step starts, as the training script puts it there.
+// kPageable: a DataLoader's default (pin_memory=False) and x.to(device): cudaMemcpyAsync from
+// pageable memory on the current stream, then cudaStreamSynchronize, because non_blocking=False
+// (ATen's copy_kernel_cuda), so the host waits for the stream and the copy before it launches the
+// forward. kPinned: pin_memory=True and x.to(device, non_blocking=True): the copy is queued on the
+// current stream and the host goes on. kDevice: the batch already lives on the GPU (synthetic
+// data, as PyTorch's DDP benchmark): no copy.
+enum class InputLocation { kPageable, kPinned, kDevice };
+
 // Collective is what a process group call does; the names are the trace's.
 enum class Collective { kAllreduce, kBroadcast, kReduce, kAllgather, kReduceScatter };
 inline constexpr Collective kCollectives[] = {Collective::kAllreduce, Collective::kBroadcast, Collective::kReduce,

@@ -45,11 +45,12 @@ void DdpStep::forward(bool sync) {
     for (const BufferInfo& b : model_.buffers) buffers.push_back({b.bytes(), b.dtype});
     broadcast_coalesced(buffers, kDdpBroadcastBucketBytes, "broadcast:buffers", dev_, pg_, costs_);
   }
-  // The local batch arrives from the host (x.to(device)) before the first layer reads it.
+  // The local batch arrives from the host (x.to(device)) on the current stream before the first
+  // layer reads it; from pageable memory the host waits for it (InputLocation).
   const auto input = static_cast<Bytes>(model_.input_bytes_per_sample * static_cast<double>(batch_));
-  if (input > 0) {
-    WorkPtr h2d = dev_.copy_from_host({"h2d:input", input});
-    dev_.stream_wait(Stream::kCompute, *h2d);
+  if (input > 0 && opts_.input != InputLocation::kDevice) {
+    WorkPtr h2d = dev_.copy_from_host({"h2d:input", input}, Stream::kCompute);
+    if (opts_.input == InputLocation::kPageable) h2d->wait();
   }
   for (std::size_t l = 0; l < model_.layers.size(); ++l) dev_.compute(costs_.forward(l, batch_));
   if (!model_.has_loss_layer())

@@ -28,6 +28,7 @@ struct DdpStepOptions {
   DdpOptions ddp;
   int grad_accum = 1;           // micro-steps per optimizer step; the first grad_accum - 1 in no_sync
   bool clip_grad_norm = false;  // clip_grad_norm_ between backward and the optimizer
+  InputLocation input = InputLocation::kPageable;  // where each local batch starts
 };
 
 class DdpStep {

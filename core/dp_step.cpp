@@ -57,8 +57,12 @@ void DpStep::micro_step() {
 
   // 1. Scatter the inputs.
   if (opts_.input == DpInput::kGpu0) {
-    WorkPtr h2d = gpu0.copy_from_host({"h2d:input", scaled(model_.input_bytes_per_sample, global_batch_)});
-    gpu0.stream_wait(Stream::kCompute, *h2d);
+    // x.to(gpu0) on the current stream; from pageable memory the host waits for it (InputLocation).
+    const Bytes input = scaled(model_.input_bytes_per_sample, global_batch_);
+    if (input > 0 && opts_.location != InputLocation::kDevice) {
+      WorkPtr h2d = gpu0.copy_from_host({"h2d:input", input}, Stream::kCompute);
+      if (opts_.location == InputLocation::kPageable) h2d->wait();
+    }
     for (int i = 1; i < m; ++i) {
       // A peer copy runs on the source device's current stream and both sides wait for it
       // (ATen copy_device_to_device): GPU0 computes only after its copies out.

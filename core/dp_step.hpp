@@ -38,6 +38,7 @@ enum class DpInput { kGpu0, kCpu };
 
 struct DpStepOptions {
   DpInput input = DpInput::kGpu0;
+  InputLocation location = InputLocation::kPageable;  // where the global batch starts (kGpu0)
   int grad_accum = 1;
   bool clip_grad_norm = false;  // clip_grad_norm_ on GPU0 before the optimizer
 };

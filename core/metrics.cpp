@@ -74,9 +74,9 @@ std::vector<IterationMetrics> iteration_metrics(const Trace& trace, int rank) {
       m.start_s = e.start_s;
       m.end_s = e.end_s;
       m.time_s = e.end_s - e.start_s;
-    } else if (e.stream == Stream::kCompute) {
+    } else if (e.stream == Stream::kCompute && !is_host_copy_event(e.name)) {
       compute.emplace_back(e.start_s, e.end_s);
-    } else if (e.stream == Stream::kComm || e.stream == Stream::kCopy) {
+    } else if (e.stream == Stream::kComm || e.stream == Stream::kCopy || e.stream == Stream::kCompute) {
       comm.emplace_back(e.start_s, e.end_s);
     }
   }

@@ -24,6 +24,12 @@ Scenario read_scenario_file(const std::string& path, Scenario s) {
 static Scenario parse_scenario_unchecked(std::string_view text, const std::string& origin, Scenario s);
 
 // Every error of the file's content is a DataError (exit 1), whoever named the file.
+InputLocation input_location(const Scenario& s) {
+  if (s.input == "device") return InputLocation::kDevice;
+  if (s.input == "pinned") return InputLocation::kPinned;
+  return InputLocation::kPageable;
+}
+
 Scenario parse_scenario(std::string_view text, const std::string& origin, Scenario s) {
   return as_data_error([&] { return parse_scenario_unchecked(text, origin, std::move(s)); });
 }

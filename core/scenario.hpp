@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/backend.hpp"
 #include "core/yaml_reader.hpp"
 
 namespace gradsync {
@@ -37,6 +38,7 @@ struct Scenario {
   bool compile = false;                   // torch.compile(model)
   std::string attention = "math";         // math, flash, mem-efficient
   bool channels_last = false;             // model.to(memory_format=torch.channels_last)
+  std::string input = "pageable";         // where each batch starts: pageable, pinned, device
   std::string pytorch_version = "2.11";   // the release whose rules apply (core/pytorch_version.hpp)
   std::optional<double> bucket_cap_mb;    // unset: 25 MiB
   std::optional<double> first_bucket_mb;  // unset: 1 MiB without bucket_cap_mb, else bucket_cap_mb
@@ -64,6 +66,9 @@ struct Scenario {
   std::string nccl_net_gdr_level;  // NCCL_NET_GDR_LEVEL: LOC NVL NVB PIX PXB PHB SYS
   bool nccl_ib_disable = false;    // NCCL_IB_DISABLE
 };
+
+// input_location: the `input` key as the steps take it (a checked choice of the key table).
+InputLocation input_location(const Scenario& s);
 
 // read_scenario_file reads a YAML mapping of scenario keys into `base`. Each value is read as the
 // key's flag reads it (units, choices, bounds). ConfigError at file:line naming the key for an

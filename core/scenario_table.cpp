@@ -167,6 +167,17 @@ std::vector<ScenarioKey> make_scenario_table() {
        .kind = KeyKind::kChoice,
        .field = &S::set_to_none,
        .choices = {"auto", "true", "false"}},
+      {.name = "input",
+       .flag = "--input",
+       .value_name = "WHERE",
+       .help = "where each batch starts: pageable (a DataLoader's default pin_memory=False, then x.to(device): "
+               "the host waits for the copy), pinned (pin_memory=True and x.to(device, non_blocking=True): the "
+               "copy is queued and the host goes on) or device (already on the GPU: synthetic data, as PyTorch's "
+               "DDP benchmark); the copy runs on the current stream either way",
+       .default_text = "pageable",
+       .kind = KeyKind::kChoice,
+       .field = &S::input,
+       .choices = {"pageable", "pinned", "device"}},
       {.name = "bucket_cap_mb",
        .flag = "--bucket-cap-mb",
        .value_name = "MiB",

@@ -47,5 +47,8 @@ std::string iteration_event(int iteration);                   // "iteration:3"
 // slowdown_event: the compute stream's extra time from running beside collective `collective`
 // (its SMs and DRAM shared with NCCL's kernel): "slowdown:allreduce:bucket3".
 std::string slowdown_event(std::string_view collective);
+// is_host_copy_event: a copy from host memory ("h2d:input"). x.to(device) runs it on the current
+// stream, so it sits in the compute lane, but it moves bytes and counts as communication.
+bool is_host_copy_event(std::string_view name);
 
 }  // namespace gradsync

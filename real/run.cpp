@@ -400,6 +400,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
     o.ddp.buckets.static_graph = s.static_graph;
     o.ddp.gradient_as_bucket_view = s.gradient_as_bucket_view;
     o.ddp.broadcast_buffers = s.broadcast_buffers;
+    o.input = input_location(s);
     o.ddp.allreduce_after_backward = s.allreduce_after_backward;
     o.ddp.hook = b.hook;
     o.grad_accum = s.grad_accum;
@@ -438,6 +439,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
       rig->attach(g, &host.iteration());
     }
     DpStepOptions o;
+    o.location = input_location(s);
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
     DpStep step(model, costs, o, global, host, devices, rig->local_group(m));

@@ -187,6 +187,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
     o.ddp.buckets = buckets_of(s);
     o.ddp.gradient_as_bucket_view = s.gradient_as_bucket_view;
     o.ddp.broadcast_buffers = s.broadcast_buffers;
+    o.input = input_location(s);
     o.ddp.allreduce_after_backward = s.allreduce_after_backward;
     o.ddp.hook = r.hook;
     o.grad_accum = s.grad_accum;
@@ -212,6 +213,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
     for (int g = 0; g < r.gpus; ++g) devices.push_back(&cluster.device(g));
     ProcessGroup* group = &cluster.local_group(m);
     DpStepOptions o;
+    o.location = input_location(s);
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
     cluster.spawn(0, [&, o, host, devices, group] {

@@ -450,6 +450,36 @@ TEST(DdpStep, TraceHasTheDesignsEventNames) {
 namespace gradsync {
 namespace {
 
+// x.to(device) on the current stream: no copy for a batch already on the GPU; from pinned memory
+// the host queues it and launches on (the first layer starts the moment the copy ends); from
+// pageable memory the host waits for it, then launches the first layer.
+TEST(DdpStep, InputLocationDecidesTheCopyAndWhetherTheHostWaitsForIt) {
+  std::map<InputLocation, double> first_layer_after_copy;
+  for (InputLocation where : {InputLocation::kDevice, InputLocation::kPinned, InputLocation::kPageable}) {
+    DdpStepOptions o;
+    o.input = where;
+    StepModel m = linear_stack(4);
+    m.input_bytes_per_sample = 4 << 20;  // a 16 MiB batch: 671 us at 25 GB/s, far longer than a launch
+    DdpRun r(m, o);
+    r.costs.launch_s = 20e-6;
+    r.go(2);
+    const auto h2d = r.calls(2, "h2d:input");
+    if (where == InputLocation::kDevice) {
+      EXPECT_TRUE(h2d.empty());
+      continue;
+    }
+    ASSERT_EQ(h2d.size(), 1u);
+    EXPECT_EQ(h2d[0].kind, RecordedCall::Kind::kHostToDevice);
+    EXPECT_EQ(h2d[0].stream, Stream::kCompute);
+    EXPECT_EQ(h2d[0].bytes, Bytes{16} << 20);
+    const auto fwd = r.calls(2, "fwd:l0");
+    ASSERT_EQ(fwd.size(), 1u);
+    first_layer_after_copy[where] = fwd[0].start_s - h2d[0].end_s;
+  }
+  EXPECT_DOUBLE_EQ(first_layer_after_copy[InputLocation::kPinned], 0.0);
+  EXPECT_NEAR(first_layer_after_copy[InputLocation::kPageable], 20e-6, 1e-12);
+}
+
 TEST(DdpStep, Gpt2WithRooflineCostsOverlapsOnceBucketsAreRebuilt) {
   const Model model = load_model("gpt2");
   const StepModel m = to_step_model(model, Precision::kBF16, 1024);

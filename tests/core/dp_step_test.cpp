@@ -206,6 +206,32 @@ TEST(DpStep, InputsOnTheCpuAreScatteredStraightFromTheHost) {
   for (const auto& c : h2d) EXPECT_EQ(c.bytes, static_cast<Bytes>(r.model.input_bytes_per_sample * 8));
 }
 
+// The global batch goes to GPU0 first (x.to(gpu0)) unless it is already there; from pageable
+// memory the process's one host thread waits for the copy before it replicates the module.
+TEST(DpStep, InputLocationDecidesTheCopyToGpu0AndWhetherTheHostWaits) {
+  for (InputLocation where : {InputLocation::kDevice, InputLocation::kPinned, InputLocation::kPageable}) {
+    DpStepOptions o;
+    o.location = where;
+    DpRun r("resnet18", 4, 32, o);
+    r.step.run_iteration(1);
+    const auto h2d = r.calls(Kind::kHostToDevice, "h2d:input");
+    EXPECT_EQ(r.calls(Kind::kCopy, "dp:scatter").size(), 3u);  // GPU0 to GPUs 1-3 in every case
+    if (where == InputLocation::kDevice) {
+      EXPECT_TRUE(h2d.empty());
+      continue;
+    }
+    ASSERT_EQ(h2d.size(), 1u);
+    EXPECT_EQ(h2d[0].stream, Stream::kCompute);
+    const auto replicate = r.calls(Kind::kHost, "dp:replicate");
+    ASSERT_EQ(replicate.size(), 1u);
+    if (where == InputLocation::kPageable) {
+      EXPECT_GE(replicate[0].start_s, h2d[0].end_s);
+    } else {
+      EXPECT_LT(replicate[0].start_s, h2d[0].end_s);
+    }
+  }
+}
+
 TEST(DpStep, NothingOverlapsAndGpu0IsTheHub) {
   DpRun r("resnet18", 4, 32);
   r.step.run_iteration(1);

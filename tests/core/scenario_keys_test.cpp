@@ -127,6 +127,7 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"optimizer", "sgd"},
                                                    {"optimizer_impl", "fused"},
                                                    {"set_to_none", "false"},
+                                                   {"input", "device"},
                                                    {"bucket_cap_mb", "50"},
                                                    {"first_bucket_mb", "2"},
                                                    {"grad_accum", "4"},
