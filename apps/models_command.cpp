@@ -118,6 +118,12 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     j["forward_s"] = cost.forward_s;
     j["backward_s"] = cost.backward_s;
     j["optimizer_s"] = step.time_s;
+    if (m.measured) {
+      const MeasuredStep& ms = *m.measured;
+      j["measured"] = {{"trace", ms.trace},           {"device", ms.device},           {"batch", ms.batch},
+                       {"steps", ms.steps},           {"step_s", ms.step_s},           {"forward_s", ms.forward_s},
+                       {"backward_s", ms.backward_s}, {"optimizer_s", ms.optimizer_s}, {"other_s", ms.other_s}};
+    }
     j["memory"] = {{"parameters", mem.parameters},
                    {"gradients", mem.gradients},
                    {"optimizer_state", mem.optimizer_state},
@@ -155,6 +161,15 @@ void show_model(const ShowOptions& o, std::ostream& out) {
                      precision_name(ctx.precision), ctx.batch,
                      m.default_seq_len ? fmt::format(", seq_len {}", ctx.seq_len) : "", optimizer_name(opt),
                      execution_mode_text(ctx.mode, has_attention(m)));
+  if (m.measured) {
+    const MeasuredStep& ms = *m.measured;
+    out << fmt::format(
+        "# times: measured in {} on {} ({} steps at batch {}{}), in proportion to batch{} from there; forward "
+        "includes the step's other {} (zero_grad, data, gaps); --gpu, --precision and --optimizer do not change "
+        "them\n#\n",
+        ms.trace, ms.device, ms.steps, ms.batch, ms.seq_len ? fmt::format(", seq_len {}", *ms.seq_len) : "",
+        ms.seq_len ? " x T" : "", human_duration(ms.other_s));
+  }
   reports::Table t({{"quantity", "", true}, {"value", "", true}});
   t.add_row({"parameters", fmt::format("{} ({} tensors, {} fp32)", with_commas(m.total_params()), m.parameters.size(),
                                        human_bytes(static_cast<double>(m.parameter_bytes())))});
@@ -223,6 +238,7 @@ void register_models_command(CLI::App& app) {
                  "model.to(memory_format=torch.channels_last): NHWC convolutions (default: NCHW)");
   show->add_flag("--json", o->json, "Write JSON instead of the table");
   show->callback([o] { show_model(*o, std::cout); });
+  register_import_trace_command(*models);
 }
 
 }  // namespace gradsync::apps

@@ -157,6 +157,12 @@ std::int64_t YamlReader::non_negative_int(const YAML::Node& n, const std::string
 }
 
 double YamlReader::positive_number(const YAML::Node& n, const std::string& where, const char* key) const {
+  const double v = non_negative_number(n, where, key);
+  if (v <= 0) fail(n, where, fmt::format("field \"{}\" is {}; it must be > 0", key, scalar_text(n)));
+  return v;
+}
+
+double YamlReader::non_negative_number(const YAML::Node& n, const std::string& where, const char* key) const {
   double v = 0;
   bool ok = n.IsScalar();
   if (ok) {
@@ -165,7 +171,7 @@ double YamlReader::positive_number(const YAML::Node& n, const std::string& where
     ok = !s.empty() && ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(v);
   }
   if (!ok) fail(n, where, fmt::format("field \"{}\" is \"{}\"; expected a number", key, scalar_text(n)));
-  if (v <= 0) fail(n, where, fmt::format("field \"{}\" is {}; it must be > 0", key, scalar_text(n)));
+  if (v < 0) fail(n, where, fmt::format("field \"{}\" is {}; it must be >= 0", key, scalar_text(n)));
   return v;
 }
 

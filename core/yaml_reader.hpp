@@ -42,6 +42,7 @@ class YamlReader {
   std::int64_t positive_int(const YAML::Node& n, const std::string& where, const char* key) const;
   std::int64_t non_negative_int(const YAML::Node& n, const std::string& where, const char* key) const;
   double positive_number(const YAML::Node& n, const std::string& where, const char* key) const;
+  double non_negative_number(const YAML::Node& n, const std::string& where, const char* key) const;
   Bytes size(const YAML::Node& n, const std::string& where, const char* key) const;        // "80GiB"
   double bandwidth(const YAML::Node& n, const std::string& where, const char* key) const;  // "25GBps"
   // shape reads a list of dimensions, each > 0.

@@ -150,13 +150,59 @@ LayerCost layer_cost(const Model& model, const Layer& layer, const ComputeContex
   return c;
 }
 
-ModelCost model_cost(const Model& model, const ComputeContext& ctx) {
-  if (!model.ops.empty()) return op_model_cost(model, ctx);
+namespace {
+
+// measured_time: a KernelCost whose time a measured step gives: the sizes (FLOPs, bytes, kernels,
+// contention load) stay the model's, the device time is the measurement, nothing is left to the
+// host (launches are inside the measured time).
+KernelCost measured_time(KernelCost k, double time_s) {
+  // The contention breakdown keeps its proportions, scaled to the measured time.
+  const double base = k.gpu_time();
+  const double f = base > 0 ? time_s / base : 0.0;
+  k.load.gpu_s *= f;
+  k.load.sm_s *= f;
+  k.load.sm_held_s *= f;
+  k.load.hbm_s *= f;
+  k.time_s = time_s;
+  k.gpu_s = time_s;
+  k.host_s = 0;
+  return k;
+}
+
+// measured_scale: the costed batch's work over the measured one's: samples, times tokens for a
+// sequence model (compute in proportion to the work; exact at the measured batch and T).
+double measured_scale(const MeasuredStep& ms, const ComputeContext& ctx) {
+  double scale = static_cast<double>(ctx.batch) / static_cast<double>(ms.batch);
+  if (ms.seq_len) scale *= static_cast<double>(ctx.seq_len) / static_cast<double>(*ms.seq_len);
+  return scale;
+}
+
+// with_measured: a model cost whose layer times are the measured step's: each layer's share of
+// the forward and backward, scaled to the costed batch; the rest of the measured step (other_s)
+// is device time before the first layer, as the profiler saw the device wait for it.
+ModelCost with_measured(const Model& model, const ModelCost& base, const ComputeContext& ctx) {
+  const MeasuredStep& ms = *model.measured;
+  const double scale = measured_scale(ms, ctx);
   ModelCost m;
-  for (const auto& layer : model.layers) {
-    m.add(layer_cost(model, layer, ctx));
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    LayerCost c = base.layers[i];
+    c.forward = measured_time(c.forward, model.layers[i].measured_forward_s * scale + (i == 0 ? ms.other_s : 0.0));
+    c.backward = measured_time(c.backward, model.layers[i].measured_backward_s * scale);
+    m.add(c);
   }
   return m;
+}
+
+}  // namespace
+
+ModelCost model_cost(const Model& model, const ComputeContext& ctx) {
+  ModelCost m;
+  if (!model.ops.empty()) {
+    m = op_model_cost(model, ctx);
+  } else {
+    for (const auto& layer : model.layers) m.add(layer_cost(model, layer, ctx));
+  }
+  return model.measured ? with_measured(model, m, ctx) : m;
 }
 
 std::string_view optimizer_name(Optimizer o) {
@@ -230,10 +276,13 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const C
     k.bytes += 4 * elements;
     k.kernels += (tensors + 109) / 110;
   }
+  // A measured step's optimizer is what the profiler timed, whatever the scenario's optimizer.
+  if (model.measured) return measured_time(finish(k, 1.0, 1.0, ctx), model.measured->optimizer_s);
   return finish(k, 1.0, 1.0, ctx);
 }
 
 KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl, const ComputeContext& ctx) {
+  if (model.measured) return optimizer_cost(model, opt, false, ctx);
   if (impl != OptimizerImpl::kSingleTensor) return optimizer_cost(model, opt, impl == OptimizerImpl::kFused, ctx);
   ComputeContext no_fill = ctx;  // the loop's own fill below, not _foreach_zero_
   no_fill.zero_grad_fill = false;

@@ -81,9 +81,29 @@ struct Layer {
   std::size_t first_op = 0;
   std::size_t op_count = 0;
   std::vector<SavedTensor> saved;
+  // With Model::measured: this layer's share of the measured forward and backward, in seconds.
+  double measured_forward_s = 0;
+  double measured_backward_s = 0;
 
   // dim evaluates one dim for sequence length t; std::out_of_range if the kind has no such dim.
   std::int64_t dim(std::string_view name, std::int64_t t) const;
+};
+
+// MeasuredStep: a single-device training step that torch.profiler measured, as `gradsync models
+// import-trace` found it in a Kineto/Chrome trace (models/trace_import.hpp). Times are means over
+// the trace's ProfilerStep#N; other_s is the rest of the step (zero_grad, data, the host's gaps
+// between phases), so step_s = forward_s + backward_s + optimizer_s + other_s.
+struct MeasuredStep {
+  std::string trace;   // the trace file it came from
+  std::string device;  // "cpu" or the GPU's name in the trace
+  std::int64_t batch = 0;
+  std::optional<std::int64_t> seq_len;
+  int steps = 0;  // ProfilerStep#N averaged
+  double step_s = 0;
+  double forward_s = 0;
+  double backward_s = 0;
+  double optimizer_s = 0;
+  double other_s = 0;
 };
 
 // Model is a loaded, validated model file.
@@ -110,6 +130,9 @@ struct Model {
   // dtypes (the forward's tensor arguments: token ids int64, images float32).
   std::vector<Op> ops;
   std::vector<DType> input_dtypes;
+  // Set for a model imported with a measured step: its times replace the roofline's
+  // (models/compute_cost.hpp: measured_cost).
+  std::optional<MeasuredStep> measured;
 
   std::int64_t total_params() const;
   Bytes parameter_bytes() const;
@@ -131,6 +154,9 @@ Model parse_model(std::string_view text, const std::string& origin);
 
 // load_model accepts a zoo name ("gpt2") or a path to a model file.
 Model load_model(std::string_view name_or_path);
+
+// model_text: the text load_model would parse for `name_or_path` (a zoo model's built-in file).
+std::string model_text(std::string_view name_or_path);
 
 // zoo_model_names lists the built-in models, sorted.
 std::vector<std::string> zoo_model_names();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/fuzz/run.sh: run each libFuzzer harness of tests/fuzz for a while, from its seed corpus.
 #
-#   tests/fuzz/run.sh [SECONDS] [TARGET...]   (default 60 s each; all five targets, two at a time)
+#   tests/fuzz/run.sh [SECONDS] [TARGET...]   (default 60 s each; all six targets, two at a time)
 #
 # Needs the fuzz preset built (cmake --workflow --preset fuzz, or cmake --preset fuzz && cmake
 # --build --preset fuzz). A crash, sanitizer report, leak, slow input (> 10 s) or an input that
@@ -19,7 +19,7 @@ seed=${GRADSYNC_FUZZ_SEED:-1}
 [[ $seed =~ ^[0-9]+$ ]] || { echo "fuzz: GRADSYNC_FUZZ_SEED \"$seed\": expected a whole number (0: random)" >&2; exit 2; }
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(dot graphml model scenario calibration)
+[[ ${#targets[@]} -gt 0 ]] || targets=(dot graphml model scenario calibration trace)
 bin=build/fuzz/tests/fuzz
 art=build/fuzz/artifacts
 mkdir -p "$art"

@@ -1,0 +1,82 @@
+// import_trace_command.cpp: `gradsync models import-trace TRACE --model M --batch B`: a training
+// step the user measured with torch.profiler, as a model file whose times are the measurement.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "apps/cli.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "models/trace_import.hpp"
+#include "topologies/gpu_spec.hpp"
+
+namespace gradsync::apps {
+namespace {
+
+struct ImportOptions {
+  std::string trace;
+  std::string model;
+  std::int64_t batch = 0;
+  std::int64_t seq_len = 0;
+  std::string gpu = "a100-sxm4-80gb";
+  std::string precision = "fp32";
+  std::string out;
+};
+
+void import_trace(const ImportOptions& o) {
+  TraceImport t;
+  load_model_arg(o.model);  // a zoo name that does not exist is a usage error naming --model
+  t.model = o.model;
+  t.batch = o.batch;
+  t.seq_len = o.seq_len;
+  try {
+    t.split.gpu = &gpu_spec(o.gpu);
+  } catch (const ConfigError& e) {
+    throw UsageError(fmt::format("--gpu: {}", e.what()));
+  }
+  try {
+    t.split.precision = parse_precision(o.precision);
+    t.split.gpu->peak_flops(t.split.precision);
+  } catch (const ConfigError& e) {
+    throw UsageError(fmt::format("--precision: {}", e.what()));
+  }
+  const MeasuredStep ms = read_profiler_trace(read_input_file(o.trace, "trace"), o.trace);
+  const std::string text = imported_model_text(ms, t);
+  parse_model(text, o.out.empty() ? "the imported model" : o.out);  // what it writes must load
+  if (o.out.empty()) {
+    std::cout << text;
+  } else {
+    write_file_atomic(o.out, text);
+  }
+  std::cerr << fmt::format(
+      "# {}: {} steps on {}, mean step {:.6g} ms: forward {:.6g} ms, backward {:.6g} ms, optimizer {:.6g} ms, "
+      "other {:.6g} ms{}\n",
+      o.trace, ms.steps, ms.device, ms.step_s * 1e3, ms.forward_s * 1e3, ms.backward_s * 1e3, ms.optimizer_s * 1e3,
+      ms.other_s * 1e3, o.out.empty() ? "" : fmt::format("; wrote {}", o.out));
+}
+
+}  // namespace
+
+void register_import_trace_command(CLI::App& models) {
+  auto o = std::make_shared<ImportOptions>();
+  CLI::App* cmd = models.add_subcommand(
+      "import-trace",
+      "A training step measured with torch.profiler (export_chrome_trace) as a model file whose forward, backward, "
+      "optimizer and other times are the measurement");
+  cmd->add_option("trace", o->trace, "The Chrome trace (JSON) of one or more ProfilerStep#N")->required();
+  cmd->add_option("--model", o->model, "Zoo name or model file (tools/export_model.py): layers and parameters")
+      ->required();
+  cmd->add_option("--batch", o->batch, "Samples per step in the trace")->required()->check(kPositiveInteger);
+  cmd->add_option("--seq-len", o->seq_len, "T in the trace (sequence models; default: the model's)")
+      ->check(kPositiveInteger);
+  cmd->add_option("--gpu", o->gpu, "GPU whose roofline splits the measured forward and backward over the layers")
+      ->capture_default_str();
+  cmd->add_option("--precision", o->precision, "Precision of that split: fp32, tf32, bf16 or fp16")
+      ->capture_default_str();
+  cmd->add_option("-o,--out", o->out, "Write the model file here (default: standard output)");
+  cmd->callback([o] { import_trace(*o); });
+}
+
+}  // namespace gradsync::apps

@@ -1,0 +1,296 @@
+// trace_import.cpp: torch.profiler's Chrome trace to a measured step, and the model file carrying it.
+#include "models/trace_import.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace gradsync {
+namespace {
+
+using json = nlohmann::json;
+
+// Event: one complete ("ph": "X") event, times in microseconds as the trace writes them.
+struct Event {
+  std::string name;
+  std::string cat;
+  double start = 0;
+  double end = 0;
+  std::optional<std::int64_t> correlation;  // args.correlation: a kernel and its launch share it
+  std::string device;                       // GPU events: the device (args.device, else pid)
+};
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
+
+bool is_gpu_event(const Event& e) { return e.cat == "kernel" || e.cat == "gpu_memcpy" || e.cat == "gpu_memset"; }
+
+std::string id_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
+  return v.dump();
+}
+
+// text_field: e[key] when it is a string, else "" (a field of another type is not ours to read).
+std::string text_field(const json& e, const char* key) {
+  const auto it = e.find(key);
+  return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::vector<Event> complete_events(const json& list) {
+  std::vector<Event> out;
+  for (const json& e : list) {
+    if (!e.is_object() || text_field(e, "ph") != "X") continue;
+    const auto name = e.find("name");
+    const auto ts = e.find("ts");
+    const auto dur = e.find("dur");
+    if (name == e.end() || !name->is_string() || ts == e.end() || !ts->is_number() || dur == e.end() ||
+        !dur->is_number())
+      continue;
+    Event ev;
+    ev.name = name->get<std::string>();
+    ev.cat = text_field(e, "cat");
+    ev.start = ts->get<double>();
+    ev.end = ev.start + std::max(0.0, dur->get<double>());
+    if (!std::isfinite(ev.start) || !std::isfinite(ev.end)) continue;
+    if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
+      if (const auto c = args->find("correlation"); c != args->end() && c->is_number_integer())
+        ev.correlation = c->get<std::int64_t>();
+      if (const auto d = args->find("device"); d != args->end()) ev.device = id_text(*d);
+    }
+    if (ev.device.empty() && e.contains("pid")) ev.device = id_text(e["pid"]);
+    out.push_back(std::move(ev));
+  }
+  return out;
+}
+
+using Span = std::pair<double, double>;
+
+double union_length(std::vector<Span> spans) {
+  std::sort(spans.begin(), spans.end());
+  double total = 0, lo = 0, hi = 0;
+  bool open = false;
+  for (const auto& [a, b] : spans) {
+    if (open && a <= hi) {
+      hi = std::max(hi, b);
+      continue;
+    }
+    if (open) total += hi - lo;
+    lo = a;
+    hi = b;
+    open = true;
+  }
+  if (open) total += hi - lo;
+  return total;
+}
+
+// Phases: the host spans of one step's forward, backward and optimizer.
+struct Phases {
+  Span forward;
+  Span backward;
+  std::vector<Span> optimizer;
+};
+
+Phases phases_of(const std::vector<Event>& host, const Event& step, const std::string& origin) {
+  Phases p;
+  double bwd_lo = step.end, bwd_hi = step.start;
+  for (const Event& e : host) {
+    if (e.start < step.start || e.end > step.end) continue;
+    if (starts_with(e.name, "autograd::engine::evaluate_function:")) {
+      bwd_lo = std::min(bwd_lo, e.start);
+      bwd_hi = std::max(bwd_hi, e.end);
+    } else if (starts_with(e.name, "Optimizer.step#")) {
+      p.optimizer.emplace_back(e.start, e.end);
+    }
+  }
+  if (bwd_hi < bwd_lo) {
+    throw DataError(fmt::format(
+        "{}: {} has no backward (no autograd::engine::evaluate_function event inside it); expected a trace of "
+        "training steps: forward, loss.backward(), optimizer.step(), then prof.step()",
+        origin, step.name));
+  }
+  double fwd_lo = step.start;
+  for (const Event& e : host)
+    if (e.start >= step.start && e.end <= bwd_lo && starts_with(e.name, "Optimizer.zero_grad#"))
+      fwd_lo = std::max(fwd_lo, e.end);
+  p.forward = {fwd_lo, bwd_lo};
+  p.backward = {bwd_lo, bwd_hi};
+  return p;
+}
+
+}  // namespace
+
+MeasuredStep read_profiler_trace(std::string_view text, const std::string& origin) {
+  json root;
+  try {
+    root = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    throw DataError(
+        fmt::format("{}: not JSON (byte {}): expected the Chrome trace of torch.profiler's "
+                    "export_chrome_trace",
+                    origin, e.byte));
+  } catch (const json::exception& e) {  // a number out of range
+    throw DataError(fmt::format("{}: not a trace gradsync can read: {}", origin, e.what()));
+  }
+  const json* list = &root;
+  if (root.is_object()) {
+    const auto it = root.find("traceEvents");
+    if (it == root.end() || !it->is_array())
+      throw DataError(fmt::format("{}: no \"traceEvents\" list: expected the Chrome trace of torch.profiler", origin));
+    list = &*it;
+  } else if (!root.is_array()) {
+    throw DataError(fmt::format("{}: expected a JSON object with \"traceEvents\" or a list of events", origin));
+  }
+  const std::vector<Event> events = complete_events(*list);
+
+  std::vector<Event> host, gpu, steps;
+  std::set<std::string> gpus;
+  bool launches = false;
+  for (const Event& e : events) {
+    if (is_gpu_event(e)) {
+      gpu.push_back(e);
+      gpus.insert(e.device);
+    } else if (e.cat == "gpu_user_annotation") {
+      continue;
+    } else {
+      if (e.cat == "cuda_runtime" && starts_with(e.name, "cudaLaunchKernel")) launches = true;
+      if (starts_with(e.name, "ProfilerStep#")) steps.push_back(e);
+      host.push_back(e);
+    }
+  }
+  if (steps.empty()) {
+    throw DataError(
+        fmt::format("{}: no ProfilerStep#N event: profile with torch.profiler.profile(schedule=...) and "
+                    "call prof.step() after every training step",
+                    origin));
+  }
+  if (gpus.size() > 1) {
+    throw DataError(
+        fmt::format("{}: kernels on {} devices ({}): expected one GPU's step; profile a single-GPU run "
+                    "or one rank",
+                    origin, gpus.size(), fmt::join(gpus, ", ")));
+  }
+  if (launches && gpu.empty()) {
+    throw DataError(
+        fmt::format("{}: CUDA launches but no kernels: profile with activities=[ProfilerActivity.CPU, "
+                    "ProfilerActivity.CUDA]",
+                    origin));
+  }
+
+  // The launch time of each kernel, by correlation id.
+  std::map<std::int64_t, double> launch_at;
+  for (const Event& e : host)
+    if (e.cat == "cuda_runtime" && e.correlation) launch_at[*e.correlation] = e.start;
+
+  MeasuredStep ms;
+  ms.trace = origin;
+  ms.device = "cpu";
+  if (root.is_object()) {
+    if (const auto props = root.find("deviceProperties");
+        props != root.end() && props->is_array() && !props->empty() && (*props)[0].is_object())
+      ms.device = text_field((*props)[0], "name").empty() ? "gpu" : text_field((*props)[0], "name");
+    else if (!gpu.empty())
+      ms.device = "gpu";
+  }
+  std::sort(steps.begin(), steps.end(), [](const Event& a, const Event& b) { return a.start < b.start; });
+  for (const Event& step : steps) {
+    const Phases p = phases_of(host, step, origin);
+    double fwd = 0, bwd = 0, opt = 0;
+    if (gpu.empty()) {
+      fwd = p.forward.second - p.forward.first;
+      bwd = p.backward.second - p.backward.first;
+      opt = union_length(p.optimizer);
+    } else {
+      std::vector<Span> f, b, o;
+      for (const Event& k : gpu) {
+        if (!k.correlation || !launch_at.count(*k.correlation)) continue;
+        const double at = launch_at.at(*k.correlation);
+        auto inside = [at](const Span& s) { return at >= s.first && at < s.second; };
+        if (inside(p.forward)) {
+          f.emplace_back(k.start, k.end);
+        } else if (inside(p.backward)) {
+          b.emplace_back(k.start, k.end);
+        } else if (std::any_of(p.optimizer.begin(), p.optimizer.end(), inside)) {
+          o.emplace_back(k.start, k.end);
+        }
+      }
+      if (f.empty() && b.empty() && o.empty()) {
+        throw DataError(
+            fmt::format("{}: {} launched no kernel that the trace records (no kernel's correlation id "
+                        "matches a launch inside the step)",
+                        origin, step.name));
+      }
+      fwd = union_length(f);
+      bwd = union_length(b);
+      opt = union_length(o);
+    }
+    ms.forward_s += fwd * 1e-6;
+    ms.backward_s += bwd * 1e-6;
+    ms.optimizer_s += opt * 1e-6;
+    ms.step_s += (step.end - step.start) * 1e-6;
+  }
+  const auto n = static_cast<double>(steps.size());
+  ms.steps = static_cast<int>(steps.size());
+  ms.forward_s /= n;
+  ms.backward_s /= n;
+  ms.optimizer_s /= n;
+  ms.step_s /= n;
+  const double phases = ms.forward_s + ms.backward_s + ms.optimizer_s;
+  // Kernels of a step may finish after the host has left it; the step is then at least its phases.
+  ms.step_s = std::max(ms.step_s, phases);
+  ms.other_s = ms.step_s - phases;
+  if (ms.step_s <= 0) throw DataError(fmt::format("{}: the ProfilerStep#N events last 0 us", origin));
+  return ms;
+}
+
+std::string imported_model_text(MeasuredStep ms, const TraceImport& opts) {
+  const Model m = load_model(opts.model);
+  if (m.measured) {
+    throw ConfigError(
+        fmt::format("model {} already carries a measured step (from {}); import into the model it was "
+                    "made from",
+                    opts.model, m.measured->trace));
+  }
+  ms.batch = opts.batch;
+  ComputeContext ctx = opts.split;
+  ctx.batch = opts.batch;
+  if (m.default_seq_len) {
+    ms.seq_len = m.seq_len(opts.seq_len > 0 ? std::optional<std::int64_t>(opts.seq_len) : std::nullopt);
+    ctx.seq_len = *ms.seq_len;
+  }
+  m.check_sizes(ctx.seq_len, ctx.batch);
+  const ModelCost cost = model_cost(m, ctx);
+  auto q = [](const std::string& s) { return json(s).dump(); };
+  auto num = [](double v) { return fmt::format("{:.12f}", v); };  // ps; YAML 1.1 readers take it as a float
+  std::string out = model_text(opts.model);
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  out += fmt::format(
+      "\n# The step measured in {}, written by gradsync models import-trace: means over {} ProfilerStep#N; each\n"
+      "# layer's share of forward and backward is its share of the roofline's time on {} in {}.\n",
+      ms.trace, ms.steps, ctx.gpu->key, precision_name(ctx.precision));
+  out += "measured:\n";
+  out += fmt::format("  trace: {}\n  device: {}\n  batch: {}\n", q(ms.trace), q(ms.device), ms.batch);
+  if (ms.seq_len) out += fmt::format("  seq_len: {}\n", *ms.seq_len);
+  out += fmt::format("  steps: {}\n  step_s: {}\n  forward_s: {}\n  backward_s: {}\n  optimizer_s: {}\n  other_s: {}\n",
+                     ms.steps, num(ms.step_s), num(ms.forward_s), num(ms.backward_s), num(ms.optimizer_s),
+                     num(ms.other_s));
+  out += "  layers:\n";
+  for (std::size_t i = 0; i < m.layers.size(); ++i) {
+    const auto share = [](double part, double whole, std::size_t count) {
+      return whole > 0 ? part / whole : 1.0 / static_cast<double>(count);
+    };
+    out += fmt::format("    - {{name: {}, forward_s: {}, backward_s: {}}}\n", q(m.layers[i].name),
+                       num(ms.forward_s * share(cost.layers[i].forward.time_s, cost.forward_s, m.layers.size())),
+                       num(ms.backward_s * share(cost.layers[i].backward.time_s, cost.backward_s, m.layers.size())));
+  }
+  return out;
+}
+
+}  // namespace gradsync

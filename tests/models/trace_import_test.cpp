@@ -1,0 +1,96 @@
+// trace_import_test.cpp: torch.profiler traces to a measured step (closed forms on traces written
+// here), the measured section of a model file, and the costs it replaces.
+#include "models/trace_import.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "models/compute_cost.hpp"
+#include "topologies/gpu_spec.hpp"
+
+namespace gradsync {
+namespace {
+
+// A CPU trace (the legacy exporter's bare list): step 1000 us; zero_grad ends at 20, backward's
+// nodes span 400..700, the optimizer 750..950.
+const char* kCpuTrace = R"([
+  {"name": "ProfilerStep#2", "ph": "X", "ts": 0, "dur": 1000, "tid": 1, "pid": "CPU functions"},
+  {"name": "Optimizer.zero_grad#SGD.zero_grad", "ph": "X", "ts": 5, "dur": 15, "tid": 1},
+  {"name": "aten::linear", "ph": "X", "ts": 30, "dur": 300, "tid": 1},
+  {"name": "autograd::engine::evaluate_function: AddmmBackward0", "ph": "X", "ts": 400, "dur": 200, "tid": 1},
+  {"name": "autograd::engine::evaluate_function: TBackward0", "ph": "X", "ts": 650, "dur": 50, "tid": 1},
+  {"name": "Optimizer.step#SGD.step", "ph": "X", "ts": 750, "dur": 200, "tid": 1}
+])";
+
+TEST(TraceImport, CpuTracePhasesAreTheHostSpans) {
+  const MeasuredStep ms = read_profiler_trace(kCpuTrace, "cpu.json");
+  EXPECT_EQ(ms.steps, 1);
+  EXPECT_EQ(ms.device, "cpu");
+  EXPECT_NEAR(ms.step_s, 1000e-6, 1e-15);
+  EXPECT_NEAR(ms.forward_s, 380e-6, 1e-15);  // from zero_grad's end (20) to backward's start (400)
+  EXPECT_NEAR(ms.backward_s, 300e-6, 1e-15);
+  EXPECT_NEAR(ms.optimizer_s, 200e-6, 1e-15);
+  EXPECT_NEAR(ms.other_s, 120e-6, 1e-15);
+}
+
+TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
+  auto message = [](const std::string& text) {
+    try {
+      read_profiler_trace(text, "t.json");
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message("{\"traceEvents\": ["),
+            "t.json: not JSON (byte 18): expected the Chrome trace of torch.profiler's export_chrome_trace");
+  EXPECT_NE(message("[{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 1, \"dur\": 1}]").find("no ProfilerStep#N"),
+            std::string::npos);
+  EXPECT_NE(message("{\"traceEvents\": 3}").find("no \"traceEvents\" list"), std::string::npos);
+  EXPECT_NE(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 1, \"dur\": 9}]")
+                .find("ProfilerStep#1 has no backward"),
+            std::string::npos);
+}
+
+// The measured section replaces the roofline: layers in proportion to the batch, the optimizer
+// as measured, the rest of the step before the first layer.
+TEST(TraceImport, MeasuredModelCostsAreTheMeasurement) {
+  TraceImport opts;
+  opts.model = "resnet18";
+  opts.batch = 16;
+  opts.split.gpu = &gpu_spec("v100");
+  opts.split.precision = Precision::kFP32;
+  MeasuredStep ms = read_profiler_trace(kCpuTrace, "cpu.json");
+  const Model m = parse_model(imported_model_text(ms, opts), "imported.yaml");
+  ASSERT_TRUE(m.measured.has_value());
+  EXPECT_EQ(m.measured->batch, 16);
+  ComputeContext ctx = opts.split;
+  ctx.batch = 16;
+  const ModelCost at16 = model_cost(m, ctx);
+  EXPECT_NEAR(at16.forward_s, 380e-6 + 120e-6, 1e-9);
+  EXPECT_NEAR(at16.backward_s, 300e-6, 1e-9);
+  EXPECT_NEAR(optimizer_cost(m, Optimizer::kAdamW, false, ctx).time_s, 200e-6, 1e-12);
+  ctx.batch = 32;
+  const ModelCost at32 = model_cost(m, ctx);
+  EXPECT_NEAR(at32.forward_s, 2 * 380e-6 + 120e-6, 1e-9);
+  EXPECT_NEAR(at32.backward_s, 600e-6, 1e-9);
+  // A model that already carries a measurement is not imported into again.
+  const std::filesystem::path file = std::filesystem::path(::testing::TempDir()) / "trace_import_measured.yaml";
+  std::ofstream(file) << imported_model_text(ms, opts);
+  opts.model = file.string();
+  try {
+    imported_model_text(ms, opts);
+    ADD_FAILURE() << "imported twice";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("already carries a measured step (from cpu.json)"), std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove(file);
+}
+
+}  // namespace
+}  // namespace gradsync

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""import_trace_test.py GRADSYNC: `gradsync models import-trace` on traces that real PyTorch writes.
+
+A small MLP trains for a few steps on the CPU under torch.profiler; its Chrome trace is imported
+with the model file tools/export_model.py writes for it. Checked:
+  * the phases gradsync reads match the same spans computed here from the trace's own events;
+  * round trip: the single-device step `models show` predicts from the imported file is the
+    trace's mean ProfilerStep#N within 2 %;
+  * `simulate` predicts DDP on 2 GPUs from the imported model;
+  * a Kineto-format GPU trace written here, with known kernels, gives its phases exactly;
+  * bad traces are refused with located errors: not JSON, no step, no backward, several GPUs,
+    CUDA launches without kernels.
+Exits 77 (ctest: skipped) when torch cannot be imported."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_support import ROOT  # noqa: E402,F401  (exits 77 without torch)
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import yaml  # noqa: E402  (Debian: python3-yaml)
+from torch.profiler import ProfilerActivity, profile, schedule  # noqa: E402
+from export_model import export  # noqa: E402
+
+gradsync = sys.argv[1]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(*args):
+    return subprocess.run([gradsync, *args], capture_output=True, text=True)
+
+
+BATCH = 64
+
+
+def mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.LayerNorm(1024),
+                         nn.Linear(1024, 10))
+
+
+def train_trace(model, path, backward=True):
+    opt = torch.optim.AdamW(model.parameters())
+    x = torch.randn(BATCH, 256)
+    y = torch.randint(0, 10, (BATCH,))
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=2, active=5)) as p:
+        for _ in range(8):
+            opt.zero_grad(set_to_none=True)
+            loss = nn.functional.cross_entropy(model(x), y)
+            if backward:
+                loss.backward()
+                opt.step()
+            p.step()
+    p.export_chrome_trace(path)
+
+
+def events_of(path):
+    with open(path) as f:
+        d = json.load(f)
+    return d["traceEvents"] if isinstance(d, dict) else d
+
+
+def spans_here(path):
+    """The step's phases computed here, from the trace's own events (microseconds)."""
+    ev = [e for e in events_of(path) if e.get("ph") == "X"]
+    steps = [e for e in ev if e["name"].startswith("ProfilerStep#")]
+    out = {"step": 0.0, "forward": 0.0, "backward": 0.0, "optimizer": 0.0}
+    for s in steps:
+        lo, hi = s["ts"], s["ts"] + s["dur"]
+        inside = [e for e in ev if e["ts"] >= lo and e["ts"] + e["dur"] <= hi]
+        bwd = [e for e in inside if e["name"].startswith("autograd::engine::evaluate_function:")]
+        b0 = min(e["ts"] for e in bwd)
+        b1 = max(e["ts"] + e["dur"] for e in bwd)
+        zero = [e["ts"] + e["dur"] for e in inside if e["name"].startswith("Optimizer.zero_grad#")]
+        f0 = max(zero) if zero else lo
+        opt = [e for e in inside if e["name"].startswith("Optimizer.step#")]
+        out["step"] += s["dur"]
+        out["forward"] += b0 - f0
+        out["backward"] += b1 - b0
+        out["optimizer"] += sum(e["dur"] for e in opt)
+    return {k: v / len(steps) * 1e-6 for k, v in out.items()}
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    model = mlp()
+    model_file = os.path.join(tmp, "mlp.yaml")
+    export(model, lambda T: (torch.randn(1, 256),), "mlp", model_file, batch=BATCH)
+    trace = os.path.join(tmp, "trace.json")
+    train_trace(model, trace)
+    out = os.path.join(tmp, "mlp-measured.yaml")
+    r = run("models", "import-trace", trace, "--model", model_file, "--batch", str(BATCH), "-o", out)
+    check(r.returncode == 0, f"import-trace exits 0: {r.returncode} {r.stderr}")
+
+    if r.returncode == 0:
+        with open(out) as f:
+            measured = yaml.safe_load(f)["measured"]
+        here = spans_here(trace)
+        for phase in ("forward", "backward", "optimizer"):
+            got = measured[phase + "_s"]
+            check(abs(got - here[phase]) <= 1e-3 * here["step"],
+                  f"{phase}: gradsync read {got:.6g} s, the trace's spans give {here[phase]:.6g} s")
+        check(measured["steps"] == 5, f"5 ProfilerStep#N averaged, not {measured['steps']}")
+        check(measured["batch"] == BATCH and measured["device"] == "cpu", f"batch and device: {measured}")
+
+        # Round trip: the step `models show` predicts from the imported file.
+        show = run("models", "show", out, "--batch", str(BATCH), "--json")
+        check(show.returncode == 0, f"models show on the imported file: {show.stderr}")
+        if show.returncode == 0:
+            j = json.loads(show.stdout)
+            predicted = j["forward_s"] + j["backward_s"] + j["optimizer_s"]
+            err = predicted / here["step"] - 1
+            print(f"round trip: trace's mean step {here['step'] * 1e3:.4f} ms, models show {predicted * 1e3:.4f} ms "
+                  f"({100 * err:+.3f} %)")
+            check(abs(err) < 0.02, f"round trip within 2 %: {100 * err:+.3f} %")
+            # Twice the batch: the layers' times double, the optimizer's and the rest do not.
+            show2 = json.loads(run("models", "show", out, "--batch", str(2 * BATCH), "--json").stdout)
+            check(abs(show2["backward_s"] - 2 * j["backward_s"]) < 1e-9 and show2["optimizer_s"] == j["optimizer_s"],
+                  "batch scaling: backward doubles with the batch, the optimizer stays")
+
+        sim = run("simulate", "--strategy", "ddp", "--model", out, "--topology", "dgx-a100", "--gpus", "2",
+                  "--batch-per-gpu", str(BATCH), "--out", os.path.join(tmp, "sim"))
+        check(sim.returncode == 0, f"simulate DDP from the imported model: {sim.stderr}")
+
+        again = run("models", "import-trace", trace, "--model", out, "--batch", str(BATCH))
+        check(again.returncode == 1 and "already carries a measured step" in again.stderr,
+              f"importing into an imported model is refused: {again.stderr}")
+
+    # A Kineto trace of one GPU, written here: forward kernels 100 us, backward 250 us (two kernels
+    # overlapping by 50 us), optimizer 40 us, step 1000 us.
+    def kineto(kernels, devices=(0,), launches=True):
+        ev = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "ts": 1000, "dur": 1000, "pid": 1,
+               "tid": 1},
+              {"ph": "X", "cat": "user_annotation", "name": "Optimizer.zero_grad#SGD.zero_grad", "ts": 1000,
+               "dur": 10, "pid": 1, "tid": 1},
+              {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: AddmmBackward0",
+               "ts": 1300, "dur": 200, "pid": 1, "tid": 2},
+              {"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#SGD.step", "ts": 1600, "dur": 100,
+               "pid": 1, "tid": 1}]
+        for i, (launch, start, dur) in enumerate(kernels):
+            if launches:
+                ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": launch, "dur": 5,
+                           "pid": 1, "tid": 1, "args": {"correlation": 100 + i}})
+            ev.append({"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": start, "dur": dur,
+                       "pid": devices[i % len(devices)], "tid": 7,
+                       "args": {"correlation": 100 + i, "device": devices[i % len(devices)]}})
+        return {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
+                "traceEvents": ev}
+
+    gpu_trace = os.path.join(tmp, "gpu.json")
+    kernels = [(1050, 1100, 100), (1310, 1320, 150), (1320, 1420, 150), (1610, 1700, 40)]
+    with open(gpu_trace, "w") as f:
+        json.dump(kineto(kernels), f)
+    g = run("models", "import-trace", gpu_trace, "--model", model_file, "--batch", "8")
+    check(g.returncode == 0, f"import of a Kineto GPU trace: {g.stderr}")
+    if g.returncode == 0:
+        m = yaml.safe_load(g.stdout)["measured"]
+        expect = {"forward_s": 100e-6, "backward_s": 250e-6, "optimizer_s": 40e-6, "step_s": 1000e-6,
+                  "other_s": 610e-6}
+        for k, v in expect.items():
+            check(abs(m[k] - v) < 1e-12, f"GPU trace {k}: {m[k]} != {v}")
+        check(m["device"] == "NVIDIA H100 80GB HBM3", f"device {m['device']}")
+
+    # Bad traces.
+    def refused(name, content, expect):
+        p = os.path.join(tmp, name)
+        with open(p, "w") as f:
+            f.write(content)
+        b = run("models", "import-trace", p, "--model", model_file, "--batch", "8")
+        check(b.returncode == 1 and p in b.stderr and expect in b.stderr,
+              f"{name}: exit 1 naming the file and '{expect}', got {b.returncode}: {b.stderr.strip()}")
+
+    refused("not-json.json", '{"traceEvents": [', "not JSON")
+    refused("no-step.json", json.dumps({"traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 1, "dur": 2}]}),
+            "no ProfilerStep#N")
+    refused("two-gpus.json", json.dumps(kineto(kernels, devices=(0, 1))), "kernels on 2 devices")
+    no_kernels = kineto(kernels)
+    no_kernels["traceEvents"] = [e for e in no_kernels["traceEvents"] if e.get("cat") != "kernel"]
+    refused("no-kernels.json", json.dumps(no_kernels), "CUDA launches but no kernels")
+    inference = os.path.join(tmp, "inference.json")
+    train_trace(mlp(), inference, backward=False)
+    with open(inference) as f:
+        refused("inference.json", f.read(), "has no backward")
+
+if failures:
+    print(f"{len(failures)} failure(s)")
+    sys.exit(1)
+print("ok")
