@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/yaml_reader.hpp"
+#include "models/measured_loader.hpp"
 #include "models/model.hpp"
 #include "models/op_loader.hpp"
 
@@ -187,8 +188,6 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
 Model parse_model(std::string_view text, const std::string& origin) {
   return as_data_error([&] { return parse_model_unchecked(text, origin); });
 }
-
-static void read_measured(const YamlReader& r, const YAML::Node& node, Model& m);
 
 static Model parse_model_unchecked(std::string_view text, const std::string& origin) {
   const YamlReader r(origin);
@@ -434,70 +433,8 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
   } catch (const ConfigError& e) {
     r.fail(root, "model file", e.what());
   }
-  if (const YAML::Node measured = root["measured"]) read_measured(r, measured, m);
+  if (const YAML::Node measured = root["measured"]) read_measured_section(r, measured, m);
   return m;
-}
-
-// read_measured: the `measured:` section that `models import-trace` writes: the step's phases and
-// each layer's share, the layers named in the model's order.
-static void read_measured(const YamlReader& r, const YAML::Node& node, Model& m) {
-  if (!node.IsMap()) r.fail(node, "measured", "expected a mapping (written by gradsync models import-trace)");
-  r.only_keys(node, "measured",
-              {"trace", "device", "batch", "seq_len", "steps", "step_s", "forward_s", "backward_s", "optimizer_s",
-               "other_s", "layers"});
-  MeasuredStep ms;
-  ms.trace = r.string(r.required(node, "measured", "trace"), "measured", "trace");
-  ms.device = r.string(r.required(node, "measured", "device"), "measured", "device");
-  ms.batch = r.positive_int(r.required(node, "measured", "batch"), "measured", "batch");
-  if (node["seq_len"]) {
-    if (!m.default_seq_len) r.fail(node["seq_len"], "measured", "seq_len given, but the model has no sequence length");
-    ms.seq_len = r.positive_int(node["seq_len"], "measured", "seq_len");
-  }
-  ms.steps = static_cast<int>(
-      std::min<std::int64_t>(r.positive_int(r.required(node, "measured", "steps"), "measured", "steps"), 1 << 30));
-  ms.step_s = r.positive_number(r.required(node, "measured", "step_s"), "measured", "step_s");
-  ms.forward_s = r.non_negative_number(r.required(node, "measured", "forward_s"), "measured", "forward_s");
-  ms.backward_s = r.non_negative_number(r.required(node, "measured", "backward_s"), "measured", "backward_s");
-  ms.optimizer_s = r.non_negative_number(r.required(node, "measured", "optimizer_s"), "measured", "optimizer_s");
-  ms.other_s = r.non_negative_number(r.required(node, "measured", "other_s"), "measured", "other_s");
-  const double parts = ms.forward_s + ms.backward_s + ms.optimizer_s + ms.other_s;
-  if (std::abs(parts - ms.step_s) > 1e-3 * ms.step_s + 1e-9) {
-    r.fail(node, "measured",
-           fmt::format("forward_s + backward_s + optimizer_s + other_s is {:.6g} s, but step_s is {:.6g} s; they "
-                       "must agree",
-                       parts, ms.step_s));
-  }
-  const YAML::Node layers = r.required(node, "measured", "layers");
-  if (!layers.IsSequence() || layers.size() != m.layers.size()) {
-    r.fail(layers, "measured",
-           fmt::format("layers: expected a list of {} entries {{name, forward_s, backward_s}}, one per layer in the "
-                       "model's order",
-                       m.layers.size()));
-  }
-  double fwd = 0, bwd = 0;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const YAML::Node l = layers[i];
-    const std::string where = entry("measured layers", i, m.layers[i].name);
-    if (!l.IsMap()) r.fail(l, where, "expected a mapping {name, forward_s, backward_s}");
-    r.only_keys(l, where, {"name", "forward_s", "backward_s"});
-    const std::string name = r.string(r.required(l, where, "name"), where, "name");
-    if (name != m.layers[i].name) {
-      r.fail(l["name"], where,
-             fmt::format("name \"{}\" is not layer {} of the model, \"{}\"", name, i, m.layers[i].name));
-    }
-    m.layers[i].measured_forward_s = r.non_negative_number(r.required(l, where, "forward_s"), where, "forward_s");
-    m.layers[i].measured_backward_s = r.non_negative_number(r.required(l, where, "backward_s"), where, "backward_s");
-    fwd += m.layers[i].measured_forward_s;
-    bwd += m.layers[i].measured_backward_s;
-  }
-  if (std::abs(fwd - ms.forward_s) > 1e-3 * ms.step_s + 1e-9 ||
-      std::abs(bwd - ms.backward_s) > 1e-3 * ms.step_s + 1e-9) {
-    r.fail(layers, "measured",
-           fmt::format("the layers' times add up to forward {:.6g} s and backward {:.6g} s, not the step's "
-                       "forward_s {:.6g} s and backward_s {:.6g} s",
-                       fwd, bwd, ms.forward_s, ms.backward_s));
-  }
-  m.measured = std::move(ms);
 }
 
 std::vector<std::string> zoo_model_names() {

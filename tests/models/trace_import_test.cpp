@@ -92,5 +92,31 @@ TEST(TraceImport, MeasuredModelCostsAreTheMeasurement) {
   std::filesystem::remove(file);
 }
 
+// The measured section is checked like the rest of the file: layers by name in order, parts that
+// add up to the step.
+TEST(TraceImport, MeasuredSectionsThatDoNotAddUpAreRefused) {
+  TraceImport opts;
+  opts.model = "resnet18";
+  opts.batch = 16;
+  opts.split.gpu = &gpu_spec("v100");
+  opts.split.precision = Precision::kFP32;
+  const std::string text = imported_model_text(read_profiler_trace(kCpuTrace, "cpu.json"), opts);
+  auto message = [](const std::string& t) {
+    try {
+      parse_model(t, "m.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  std::string renamed = text;
+  renamed.replace(renamed.find("{name: \"conv1\""), 14, "{name: \"conv9\"");
+  EXPECT_NE(message(renamed).find("name \"conv9\" is not layer 0 of the model, \"conv1\""), std::string::npos)
+      << message(renamed);
+  std::string longer = text;
+  longer.replace(longer.find("  step_s: 0.001"), 15, "  step_s: 0.002");
+  EXPECT_NE(message(longer).find("must agree"), std::string::npos) << message(longer);
+}
+
 }  // namespace
 }  // namespace gradsync
