@@ -33,6 +33,13 @@ struct HostCosts {
   // python_torch_functions.cpp and python_variable_methods.cpp). DataParallel's replica threads
   // launch their forwards concurrently and take turns for that share.
   double python_share = 0.5;
+  // collective_call_s 20 us: the host's part of one collective call, five CUDA calls at about a
+  // kernel launch each (Efficiency::launch_s, 4 us): ProcessGroupNCCL's syncStreams records an
+  // event on the current stream and makes NCCL's stream wait for it (cudaEventRecord,
+  // cudaStreamWaitEvent), NCCL launches its kernel (enqueue.cc ncclLaunchKernel), c10d records the
+  // work's end event (cudaEventRecord), and work.wait() makes the current stream wait for it
+  // (cudaStreamWaitEvent). Spent by the simulator only (sim/simulate.cpp): real runs make the calls.
+  double collective_call_s = 20e-6;
 };
 
 // CostModel: durations and sizes of the work a step issues on one device.

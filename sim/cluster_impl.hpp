@@ -418,6 +418,18 @@ struct SimCluster::Impl::Proc final : public Host {
 
   void run(const HostOp& op) override {
     if (!op.gil) {
+      // Issuing a collective (core/called_group.hpp) is traced on the host lane of the process's
+      // first device: the --explain phase "collective calls".
+      if (op.name.rfind("call:", 0) == 0 && !devices.empty() && op.time_s > 0) {
+        TraceEvent e;
+        e.rank = devices.front();
+        e.stream = gradsync::Stream::kHost;
+        e.name = op.name;
+        e.iteration = iteration;
+        e.start_s = impl->clocks.now();
+        e.end_s = e.start_s + op.time_s;
+        impl->trace.add(std::move(e));
+      }
       impl->clocks.defer(op.time_s);
       return;
     }

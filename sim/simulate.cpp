@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "core/calibration.hpp"
+#include "core/called_group.hpp"
 #include "core/comm_hook.hpp"
 #include "core/ddp_step.hpp"
 #include "core/dp_step.hpp"
@@ -198,7 +199,8 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
       Device* dev = &cluster.device(rank);
       ProcessGroup* pg = &cluster.world_group(rank);
       cluster.spawn(rank, [&, o, host, dev, pg] {
-        DdpStep step(model, costs, o, r.batch, *host, *dev, *pg);
+        CalledGroup called(*pg, *host, costs.host().collective_call_s);
+        DdpStep step(model, costs, o, r.batch, *host, *dev, called);
         step.construct();
         for (int it = 1; it <= s.iterations; ++it) step.run_iteration(it);
       });
@@ -217,7 +219,8 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
     cluster.spawn(0, [&, o, host, devices, group] {
-      DpStep step(model, costs, o, global, *host, devices, *group);
+      CalledGroup called(*group, *host, costs.host().collective_call_s);
+      DpStep step(model, costs, o, global, *host, devices, called);
       for (int it = 1; it <= s.iterations; ++it) {
         step.run_iteration(it);
       }

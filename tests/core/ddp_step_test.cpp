@@ -1,10 +1,12 @@
 // ddp_step_test.cpp: the DDP step driver and the Reducer on the recording backend.
 #include "core/ddp_step.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
 
+#include "core/called_group.hpp"
 #include "core/error.hpp"
 #include "core/metrics.hpp"
 #include "models/model.hpp"
@@ -28,12 +30,12 @@ StepModel linear_stack(int layers, bool reversed = false) {
   m.output_bytes_per_sample = 1024;
   for (int i = 0; i < layers; ++i) {
     const int l = reversed ? layers - 1 - i : i;
-    m.params.push_back({"l" + std::to_string(l) + ".weight", {256, 1020}});
-    m.params.push_back({"l" + std::to_string(l) + ".bias", {1024}});
+    m.params.push_back({fmt::format("l{}.weight", l), {256, 1020}});
+    m.params.push_back({fmt::format("l{}.bias", l), {1024}});
   }
   for (int l = 0; l < layers; ++l) {
     const std::size_t w = reversed ? 2 * static_cast<std::size_t>(layers - 1 - l) : 2 * static_cast<std::size_t>(l);
-    m.layers.push_back({"l" + std::to_string(l), {w + 1, w}});  // Linear: bias, then weight
+    m.layers.push_back({fmt::format("l{}", l), {w + 1, w}});  // Linear: bias, then weight
   }
   return m;
 }
@@ -449,6 +451,52 @@ TEST(DdpStep, TraceHasTheDesignsEventNames) {
 
 namespace gradsync {
 namespace {
+
+// Every collective first costs the host its calls (core/called_group.hpp): one host record of
+// exactly call_s per collective, named after it, ending before the collective is issued; and with
+// layers and collectives far shorter than the calls, the step grows by the calls' time.
+TEST(DdpStep, EveryCollectivePaysItsHostCallsFirst) {
+  const StepModel m = linear_stack(4);
+  double steady[2] = {0, 0};
+  for (int with_calls = 0; with_calls < 2; ++with_calls) {
+    FixedCostModel costs(m, 1e-9);
+    testing::RecordingConfig instant;  // collectives take no time: the host's calls are the path
+    instant.collective_latency_s = 0;
+    instant.collective_bw_Bps = 1e30;
+    RecordingEngine e(1, 8, instant);
+    CalledGroup g(e.ddp_group(), e.host(), with_calls ? 20e-6 : 0.0);
+    DdpStep step(m, costs, cap_mb(1), 4, e.host(), e.device(0), g);
+    step.construct();
+    for (int it = 1; it <= 3; ++it) step.run_iteration(it);
+    std::map<std::string, std::vector<RecordedCall>> calls;
+    int collectives = 0;
+    for (const RecordedCall& c : e.calls()) {
+      if (c.kind == RecordedCall::Kind::kHost && c.name.rfind("call:", 0) == 0) calls[c.name].push_back(c);
+    }
+    for (const RecordedCall& c : e.calls()) {
+      if (c.kind != RecordedCall::Kind::kCollective) continue;
+      ++collectives;
+      if (!with_calls) continue;
+      auto& mine = calls[call_event(c.name)];
+      ASSERT_FALSE(mine.empty()) << c.name;
+      const RecordedCall call = mine.front();
+      mine.erase(mine.begin());
+      EXPECT_NEAR(call.end_s - call.start_s, 20e-6, 1e-15) << c.name;
+      EXPECT_GE(c.start_s, call.end_s - 1e-15) << c.name;
+    }
+    EXPECT_GT(collectives, 10);
+    if (!with_calls) {
+      EXPECT_TRUE(calls.empty());
+    }
+    const auto mt = iteration_metrics(e.trace(), 0);
+    steady[with_calls] = mt.back().time_s;
+  }
+  // Iteration 3 issues 4 bucket allreduces (1 MiB each), one after another on the host's path:
+  // the step grows by their 80 us, less what of the first overlaps device work already queued
+  // (71.5 us here).
+  EXPECT_GT(steady[1] - steady[0], 3 * 20e-6);
+  EXPECT_LE(steady[1] - steady[0], 4 * 20e-6 + 1e-12);
+}
 
 // x.to(device) on the current stream: no copy for a batch already on the GPU; from pinned memory
 // the host queues it and launches on (the first layer starts the moment the copy ends); from

@@ -21,10 +21,11 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # names FILE: the event names of events.csv (column "name"), sorted and unique; without the
 # simulator's "slowdown:" events (what compute loses beside NCCL's kernels: a real run's kernels
-# are simply longer).
+# are simply longer) and "call:" events (the host's cost of issuing a collective: a real run makes
+# the calls).
 names() {
   awk -F, 'NR==1 { for (i = 1; i <= NF; i++) if ($i == "name") c = i; next } { print $c }' "$1" | sort -u \
-    | grep -v '^slowdown:' || true
+    | grep -v -e '^slowdown:' -e '^call:' || true
 }
 
 same_names_as_simulation() {  # DIR GPUS STRATEGY

@@ -19,6 +19,7 @@
 #include "core/scenario_keys.hpp"
 #include "models/compute_cost.hpp"
 #include "models/step_costs.hpp"
+#include "reports/report.hpp"
 #include "sim/engine.hpp"
 #include "tests/support/recording_backend.hpp"
 #include "topologies/generators.hpp"
@@ -181,6 +182,39 @@ TEST(Simulate, ClipGradNormLengthensEveryStepByItsKernels) {
   EXPECT_GT(clip, 0);
   EXPECT_NEAR(ddp1.steady_iteration_time_s - ddp0.steady_iteration_time_s, clip, 1e-9);
   EXPECT_NEAR(dp1.steady_iteration_time_s - dp0.steady_iteration_time_s, clip, 1e-9);
+}
+
+// Issuing a collective costs the host its CUDA calls (HostCosts::collective_call_s): one host
+// event of that length before each of rank 0's collectives, and --explain's phase "collective
+// calls" is their sum (the host makes them one at a time).
+TEST(Simulate, EveryCollectiveCallIsAHostEventAndAPhase) {
+  const StrategyResult r = simulate(small("resnet18", "dgx-a100", 4), Strategy::kDDP);
+  const int last = r.iterations.back().iteration;
+  const double call_s = HostCosts{}.collective_call_s;
+  std::map<std::string, int> calls, collectives;  // by collective name
+  for (const TraceEvent& e : r.trace.events) {
+    if (e.rank != 0 || e.iteration != last) continue;
+    if (e.stream == Stream::kHost && e.name.rfind("call:", 0) == 0) {
+      ++calls[e.name.substr(std::string_view("call:").size())];
+      EXPECT_NEAR(e.duration_s(), call_s, 1e-12) << e.name;
+    } else if (e.stream == Stream::kComm) {
+      ++collectives[e.name];
+    }
+  }
+  int total = 0;
+  for (const auto& [name, n] : calls) {
+    EXPECT_EQ(n, collectives[name]) << name;  // every call, and as often as its collective ran
+    total += n;
+  }
+  EXPECT_EQ(calls["allreduce:bucket0"], 1);
+  EXPECT_GE(calls.size(), 3u);  // the buckets' allreduces and the buffers' broadcast
+  bool shown = false;
+  for (const reports::ExplainRow& row : reports::explain(r)) {
+    if (row.phase != "collective calls") continue;
+    shown = true;
+    EXPECT_NEAR(row.time_s, total * call_s, 1e-9);
+  }
+  EXPECT_TRUE(shown);
 }
 
 // DataParallel funnels outputs and gradients through GPU0.
