@@ -26,6 +26,27 @@ const char* kCpuTrace = R"([
   {"name": "Optimizer.step#SGD.step", "ph": "X", "ts": 750, "dur": 200, "tid": 1}
 ])";
 
+// error_of: the message of the ConfigError (DataError included) that `f` throws, or "accepted".
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+// resnet18_import: importing into the zoo's ResNet-18 at batch 16, split by a V100's roofline in fp32.
+TraceImport resnet18_import() {
+  TraceImport opts;
+  opts.model = "resnet18";
+  opts.batch = 16;
+  opts.split.gpu = &gpu_spec("v100");
+  opts.split.precision = Precision::kFP32;
+  return opts;
+}
+
 TEST(TraceImport, CpuTracePhasesAreTheHostSpans) {
   const MeasuredStep ms = read_profiler_trace(kCpuTrace, "cpu.json");
   EXPECT_EQ(ms.steps, 1);
@@ -38,14 +59,7 @@ TEST(TraceImport, CpuTracePhasesAreTheHostSpans) {
 }
 
 TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
-  auto message = [](const std::string& text) {
-    try {
-      read_profiler_trace(text, "t.json");
-    } catch (const DataError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
+  auto message = [](const std::string& text) { return error_of([&] { read_profiler_trace(text, "t.json"); }); };
   EXPECT_EQ(message("{\"traceEvents\": ["),
             "t.json: not JSON (byte 18): expected the Chrome trace of torch.profiler's export_chrome_trace");
   EXPECT_NE(message("[{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 1, \"dur\": 1}]").find("no ProfilerStep#N"),
@@ -59,11 +73,7 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
 // The measured section replaces the roofline: layers in proportion to the batch, the optimizer
 // as measured, the rest of the step before the first layer.
 TEST(TraceImport, MeasuredModelCostsAreTheMeasurement) {
-  TraceImport opts;
-  opts.model = "resnet18";
-  opts.batch = 16;
-  opts.split.gpu = &gpu_spec("v100");
-  opts.split.precision = Precision::kFP32;
+  TraceImport opts = resnet18_import();
   MeasuredStep ms = read_profiler_trace(kCpuTrace, "cpu.json");
   const Model m = parse_model(imported_model_text(ms, opts), "imported.yaml");
   ASSERT_TRUE(m.measured.has_value());
@@ -82,33 +92,16 @@ TEST(TraceImport, MeasuredModelCostsAreTheMeasurement) {
   const std::filesystem::path file = std::filesystem::path(::testing::TempDir()) / "trace_import_measured.yaml";
   std::ofstream(file) << imported_model_text(ms, opts);
   opts.model = file.string();
-  try {
-    imported_model_text(ms, opts);
-    ADD_FAILURE() << "imported twice";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("already carries a measured step (from cpu.json)"), std::string::npos)
-        << e.what();
-  }
+  const std::string twice = error_of([&] { imported_model_text(ms, opts); });
+  EXPECT_NE(twice.find("already carries a measured step (from cpu.json)"), std::string::npos) << twice;
   std::filesystem::remove(file);
 }
 
 // The measured section is checked like the rest of the file: layers by name in order, parts that
 // add up to the step.
 TEST(TraceImport, MeasuredSectionsThatDoNotAddUpAreRefused) {
-  TraceImport opts;
-  opts.model = "resnet18";
-  opts.batch = 16;
-  opts.split.gpu = &gpu_spec("v100");
-  opts.split.precision = Precision::kFP32;
-  const std::string text = imported_model_text(read_profiler_trace(kCpuTrace, "cpu.json"), opts);
-  auto message = [](const std::string& t) {
-    try {
-      parse_model(t, "m.yaml");
-    } catch (const ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
+  const std::string text = imported_model_text(read_profiler_trace(kCpuTrace, "cpu.json"), resnet18_import());
+  auto message = [](const std::string& t) { return error_of([&] { parse_model(t, "m.yaml"); }); };
   std::string renamed = text;
   renamed.replace(renamed.find("{name: \"conv1\""), 14, "{name: \"conv9\"");
   EXPECT_NE(message(renamed).find("name \"conv9\" is not layer 0 of the model, \"conv1\""), std::string::npos)
