@@ -109,7 +109,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     try {
       app.parse(reversed);
     } catch (const CLI::CallForHelp&) {
-      out << app.help(deepest_parsed(&app) == &app ? "" : deepest_parsed(&app)->get_name());
+      out << app.help();  // CLI11 descends into the parsed subcommands: "Usage: gradsync models show"
       return kExitSuccess;
     } catch (const CLI::CallForAllHelp&) {
       out << app.help("", CLI::AppFormatMode::All);
