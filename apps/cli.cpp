@@ -97,6 +97,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.set_version_flag("--version", std::string("gradsync ") + kVersion);
   app.require_subcommand(0, 1);
   app.footer("Run 'gradsync COMMAND --help' for a command's options.");
+  register_list_command(app);
   register_models_command(app);
   register_buckets_command(app);
   register_topo_command(app);

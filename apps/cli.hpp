@@ -19,6 +19,9 @@ namespace gradsync::apps {
 // Registration functions, one per command family (apps/<family>_command.cpp).
 void register_models_command(CLI::App& app);
 void register_import_trace_command(CLI::App& models);  // models import-trace
+void register_list_command(CLI::App& app);             // list gpus|clusters|models
+// print_model_list: the zoo, one row per model (models list, list models).
+void print_model_list(std::ostream& out);
 void register_buckets_command(CLI::App& app);
 void register_topo_command(CLI::App& app);
 void register_simulate_commands(CLI::App& app);  // simulate, compare, collectives

@@ -43,18 +43,6 @@ std::string with_commas(std::int64_t v) {
   return s;
 }
 
-void list_models(std::ostream& out) {
-  reports::Table t(
-      {{"model", "", true}, {"params", ""}, {"fp32", "bytes"}, {"layers", ""}, {"batch", ""}, {"seq_len", ""}});
-  for (const auto& name : zoo_model_names()) {
-    const Model m = load_model(name);
-    t.add_row({m.name, with_commas(m.total_params()), human_bytes(static_cast<double>(m.parameter_bytes())),
-               std::to_string(m.layers.size()), std::to_string(m.default_batch),
-               m.default_seq_len ? std::to_string(*m.default_seq_len) : "-"});
-  }
-  t.print(out, {"gradsync models list: the built-in zoo (models/zoo/); 'gradsync models show NAME' for details"});
-}
-
 void show_model(const ShowOptions& o, std::ostream& out) {
   const Model m = load_model_arg(o.model);
   // flag_value runs parse and reports its ConfigError as a usage error naming the flag.
@@ -212,13 +200,25 @@ void show_model(const ShowOptions& o, std::ostream& out) {
 
 }  // namespace
 
+void print_model_list(std::ostream& out) {
+  reports::Table t(
+      {{"model", "", true}, {"params", ""}, {"fp32", "bytes"}, {"layers", ""}, {"batch", ""}, {"seq_len", ""}});
+  for (const auto& name : zoo_model_names()) {
+    const Model m = load_model(name);
+    t.add_row({m.name, with_commas(m.total_params()), human_bytes(static_cast<double>(m.parameter_bytes())),
+               std::to_string(m.layers.size()), std::to_string(m.default_batch),
+               m.default_seq_len ? std::to_string(*m.default_seq_len) : "-"});
+  }
+  t.print(out, {"gradsync models list: the built-in zoo (models/zoo/); 'gradsync models show NAME' for details"});
+}
+
 void register_models_command(CLI::App& app) {
   CLI::App* models =
       app.add_subcommand("models", "The model zoo: list models, show one's parameters, costs and memory");
   models->require_subcommand(1);
 
   CLI::App* list = models->add_subcommand("list", "List the built-in models");
-  list->callback([] { list_models(std::cout); });
+  list->callback([] { print_model_list(std::cout); });
 
   auto o = std::make_shared<ShowOptions>();
   CLI::App* show = models->add_subcommand("show", "Show one model: parameters, FLOPs, single-GPU times, memory");
