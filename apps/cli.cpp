@@ -6,6 +6,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <iostream>
 
 #include "core/error.hpp"
@@ -87,6 +89,37 @@ double parse_size_flag(const char* flag, const std::string& text) {
   } catch (const ConfigError&) {
   }
   throw UsageError(fmt::format("{} \"{}\": expected a size > 0 (8, 64KiB, 1GiB)", flag, text));
+}
+
+static double parse_nccl_tests_size(const char* flag, const std::string& text);
+
+double parse_nccl_tests_size_flag(const char* flag, const std::string& text) {
+  // Sizes past 1 EiB would overflow the byte counts (2^64) once doubled for a ring's traffic.
+  constexpr double kMax = 1152921504606846976.0;  // 2^60
+  const double b = parse_nccl_tests_size(flag, text);
+  if (b > kMax) throw UsageError(fmt::format("{} \"{}\": at most 1EiB", flag, text));
+  return b;
+}
+
+static double parse_nccl_tests_size(const char* flag, const std::string& text) {
+  // nccl-tests' parsesize (src/common.cu): a whole number with one letter K, M or G, powers of 1024.
+  static const std::string kLetters = "KkMmGg";
+  const std::size_t digits = text.size() - 1;
+  if (text.size() >= 2 && kLetters.find(text.back()) != std::string::npos &&
+      std::all_of(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(digits),
+                  [](unsigned char c) { return std::isdigit(c) != 0; }) &&
+      digits <= 12) {
+    const int power = static_cast<int>(kLetters.find(text.back()) / 2) + 1;
+    const double b = std::stod(text.substr(0, digits)) * std::pow(1024.0, power);
+    if (b > 0) return b;
+  }
+  try {
+    const double b = static_cast<double>(parse_size(text));
+    if (b > 0) return b;
+  } catch (const ConfigError&) {
+  }
+  throw UsageError(fmt::format(
+      "{} \"{}\": expected a size > 0 (8, 64KiB, 1GiB, or nccl-tests' 128M: K, M, G are powers of 1024)", flag, text));
 }
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

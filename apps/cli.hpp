@@ -34,6 +34,9 @@ extern const CLI::Validator kPositiveInteger;
 
 // parse_size_flag reads a size flag ("8", "64KiB", "1GiB") > 0; UsageError naming the flag.
 double parse_size_flag(const char* flag, const std::string& text);
+// parse_nccl_tests_size_flag: the same, also taking nccl-tests' sizes ("128M": K, M and G are
+// powers of 1024, as all_reduce_perf -b/-e read them).
+double parse_nccl_tests_size_flag(const char* flag, const std::string& text);
 
 // load_model_arg loads the model a flag names: a zoo name that does not exist is a usage error
 // (exit 2); a model file that cannot be read or is malformed is a ConfigError (exit 1).

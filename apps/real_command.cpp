@@ -138,8 +138,8 @@ struct CalibrateArgs {
 
 void calibrate_command(const CalibrateArgs& a) {
   real::CalibrateOptions o = a.sweep;
-  o.min_bytes = parse_size_flag("--min-bytes", a.min_bytes);
-  o.max_bytes = parse_size_flag("--max-bytes", a.max_bytes);
+  o.min_bytes = parse_nccl_tests_size_flag("--min-bytes", a.min_bytes);
+  o.max_bytes = parse_nccl_tests_size_flag("--max-bytes", a.max_bytes);
   real::Runtime rt(a.launch);
   const real::CalibrationRun run = real::calibrate(o, rt);
   if (!rt.root()) return;
@@ -236,12 +236,13 @@ void register_real_commands(CLI::App& app) {
   CLI::App* val = app.add_subcommand(
       "validate", "Run a scenario for real and simulated with --calibration; measured vs simulated per phase");
   add_bench_options(val, va->bench, "gradsync-validate");
-  va->published = val->add_option("--published", va->published_args.file,
-                                  "Simulate every case of a table of published nccl-tests measurements (FILE, or "
-                                  "the one built in: validation/published/nccl_tests.yaml) and compare busbw; then the built-in "
-                                  "single-GPU training and multi-GPU DDP tables (validation/published/)")
-                      ->expected(0, 1)
-                      ->type_name("[FILE]");
+  va->published =
+      val->add_option("--published", va->published_args.file,
+                      "Simulate every case of a table of published nccl-tests measurements (FILE, or "
+                      "the one built in: validation/published/nccl_tests.yaml) and compare busbw; then the built-in "
+                      "single-GPU training and multi-GPU DDP tables (validation/published/)")
+          ->expected(0, 1)
+          ->type_name("[FILE]");
   val->add_option("--case", va->published_args.only, "With --published: only the case of this id");
   val->add_option("--csv", va->published_args.csv, "With --published: write every point as CSV to this file");
   val->add_option("--jobs", va->published_args.jobs, "With --published: cases simulated at once (default 1)")

@@ -111,8 +111,8 @@ void run_collectives(CollectivesArgs a) {
   const Scenario knobs = scenario_of(a.knobs);
   a.sweep.nccl = sim::nccl_settings(knobs);
   a.sweep.op = parse_op(a.op);
-  a.sweep.min_bytes = parse_size_flag("--min-bytes", a.min_bytes);
-  a.sweep.max_bytes = parse_size_flag("--max-bytes", a.max_bytes);
+  a.sweep.min_bytes = parse_nccl_tests_size_flag("--min-bytes", a.min_bytes);
+  a.sweep.max_bytes = parse_nccl_tests_size_flag("--max-bytes", a.max_bytes);
   if (a.sweep.max_bytes < a.sweep.min_bytes) {
     throw UsageError(fmt::format("--max-bytes {} is below --min-bytes {}", a.max_bytes, a.min_bytes));
   }
@@ -193,11 +193,14 @@ void register_simulate_commands(CLI::App& app) {
   auto co = std::make_shared<CollectivesArgs>();
   CLI::App* coll = app.add_subcommand("collectives", "Simulated nccl-tests: time, algbw and busbw per size");
   coll->add_option("--topology", co->sweep.topology, "Built-in cluster or topology file")->required();
-  coll->add_option("--gpus", co->sweep.gpus, "Use the first N GPUs (default all)")->check(kPositiveInteger);
+  coll->add_option("-g,--gpus,--ngpus", co->sweep.gpus, "Use the first N GPUs (default all; nccl-tests' -g)")
+      ->check(kPositiveInteger);
   coll->add_option("--op", co->op, "allreduce, broadcast, reduce, allgather or reducescatter (default allreduce)");
-  coll->add_option("--min-bytes", co->min_bytes, "Smallest size (default 8)");
-  coll->add_option("--max-bytes", co->max_bytes, "Largest size (default 1GiB)");
-  coll->add_option("--step-factor", co->sweep.step_factor, "Size multiplier between rows (default 2)")
+  coll->add_option("-b,--min-bytes,--minbytes", co->min_bytes,
+                   "Smallest size (default 8; 64KiB, or nccl-tests' 128M: K, M, G are powers of 1024)");
+  coll->add_option("-e,--max-bytes,--maxbytes", co->max_bytes, "Largest size (default 1GiB; as -b)");
+  coll->add_option("-f,--step-factor,--stepfactor", co->sweep.step_factor,
+                   "Size multiplier between rows (default 2; nccl-tests' -f)")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             try {
