@@ -29,6 +29,8 @@ struct Scenario {
   std::string model = "gpt2";
   std::string topology = "dgx-a100";
   int gpus = 0;                    // 0: every GPU of the topology
+  int nnodes = 0;                  // torchrun --nnodes; 0: unset (gpus decides)
+  int nproc_per_node = 0;          // torchrun --nproc-per-node; 0: unset
   std::int64_t batch_per_gpu = 0;  // 0: the model's default batch
   std::int64_t seq_len = 0;        // 0: the model's default
   std::string precision;           // empty: bf16 where the GPU has it, else fp16

@@ -260,6 +260,8 @@ void check_scenario_keys(const Scenario& s) {
 Scenario resolved_scenario(const Scenario& requested, const ScenarioFacts& f) {
   Scenario r = requested;
   if (r.gpus == 0) r.gpus = f.gpus;
+  if (r.nnodes == 0) r.nnodes = f.nnodes;
+  if (r.nproc_per_node == 0) r.nproc_per_node = f.nproc_per_node;
   if (r.batch_per_gpu == 0) r.batch_per_gpu = f.batch_per_gpu;
   if (r.seq_len == 0 && f.seq_len) r.seq_len = *f.seq_len;
   if (r.precision.empty()) r.precision = f.precision;

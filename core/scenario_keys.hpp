@@ -102,6 +102,8 @@ struct ScenarioFacts {
   std::int64_t batch_per_gpu = 0;
   std::optional<std::int64_t> seq_len;
   std::string precision;
+  int nnodes = 0;          // hosts the ranks span
+  int nproc_per_node = 0;  // ranks on each of them; 0 when they differ (12 GPUs on 8-GPU nodes)
 };
 
 // resolved_scenario: `requested` with every default made explicit: the facts, DDP's bucket caps

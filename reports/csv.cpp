@@ -262,11 +262,14 @@ void fill_scaling_efficiency(const CsvRow& header, std::vector<CsvRow>& rows) {
   const int status = column(header, "status");
   const int eff = column(header, "scaling_efficiency_frac");
   const int first_result = column(header, "mode");
-  // Group key: every scenario cell but gpus (and the point index), plus the strategy.
+  // nnodes and nproc_per_node follow gpus when resolved (torchrun's layout of the same world).
+  const int nnodes = column(header, "nnodes");
+  const int nproc = column(header, "nproc_per_node");
+  // Group key: every scenario cell but gpus and its layout (and the point index), plus the strategy.
   auto key_of = [&](const CsvRow& row) {
     CsvRow k;
     for (int c = 1; c < first_result; ++c)
-      if (c != gpus) k.push_back(row[static_cast<std::size_t>(c)]);
+      if (c != gpus && c != nnodes && c != nproc) k.push_back(row[static_cast<std::size_t>(c)]);
     k.push_back(row[static_cast<std::size_t>(column(header, "strategy"))]);
     return k;
   };

@@ -59,8 +59,47 @@ auto field(const char* key, const std::string& value, F parse) {
   return scenario_field(key, value, std::move(parse));
 }
 
-ResolvedScenario resolve(const Scenario& s) {
-  ResolvedScenario r(s, scenario_model(s), field("topology", s.topology, [&] { return load_topology(s.topology); }));
+// torchrun_gpus: the world size --nnodes and --nproc-per-node ask for, checked against the
+// topology's hosts; 0 when neither is given. gradsync places ranks on the topology's first GPUs, so
+// a layout is taken when it is that prefix: one node, or every GPU of each of the first nnodes
+// hosts. ConfigError naming the key otherwise.
+int torchrun_gpus(const Scenario& s, const Topology& topo) {
+  if (s.nnodes == 0 && s.nproc_per_node == 0) return 0;
+  std::vector<int> per_host(topo.hosts().size(), 0);
+  for (int g = 0; g < topo.gpu_count(); ++g) ++per_host[static_cast<std::size_t>(topo.host_of(g))];
+  const int nnodes = s.nnodes > 0 ? s.nnodes : 1;
+  if (nnodes > static_cast<int>(per_host.size())) {
+    throw ConfigError(fmt::format("nnodes {}: topology {} has {} host{}", nnodes, s.topology, per_host.size(),
+                                  per_host.size() == 1 ? "" : "s"));
+  }
+  const int nproc = s.nproc_per_node > 0 ? s.nproc_per_node : per_host.front();
+  for (int h = 0; h < nnodes; ++h) {
+    const int has = per_host[static_cast<std::size_t>(h)];
+    if (nproc > has) {
+      throw ConfigError(fmt::format("nproc_per_node {}: host {} of topology {} has {} GPU{}", nproc,
+                                    topo.hosts()[static_cast<std::size_t>(h)], s.topology, has, has == 1 ? "" : "s"));
+    }
+    if (nnodes > 1 && nproc < has) {
+      throw ConfigError(fmt::format(
+          "nproc_per_node {} on {} nodes: host {} has {} GPUs, and gradsync places ranks on the topology's first "
+          "GPUs, so P of each node's GPUs cannot be chosen yet; give a topology with {} GPUs per node (gradsync topo "
+          "generate) or nproc_per_node {}",
+          nproc, nnodes, topo.hosts()[static_cast<std::size_t>(h)], has, nproc, has));
+    }
+  }
+  const int world = nnodes * nproc;
+  if (s.gpus > 0 && s.gpus != world) {
+    throw ConfigError(fmt::format("gpus {} disagrees with nnodes {} x nproc_per_node {} = {}; give one or the other",
+                                  s.gpus, nnodes, nproc, world));
+  }
+  return world;
+}
+
+ResolvedScenario resolve(const Scenario& requested) {
+  ResolvedScenario r(requested, scenario_model(requested),
+                     field("topology", requested.topology, [&] { return load_topology(requested.topology); }));
+  Scenario s = requested;
+  if (const int world = torchrun_gpus(s, r.topo); world > 0) s.gpus = world;
   const int available = r.topo.gpu_count();
   if (s.gpus < 0 || s.gpus > available) {
     throw ConfigError(fmt::format("gpus {}: topology {} has {} GPU{}; expected 1..{}", s.gpus, s.topology, available,
@@ -73,7 +112,14 @@ ResolvedScenario resolve(const Scenario& s) {
         fmt::format("topology {}: GPU {} has no known model", s.topology, r.topo.vertex(r.topo.gpu(0)).name));
   for (int g = 0; g < r.gpus; ++g) r.hosts.insert(r.topo.host_of(g));
   const ScenarioBasics basics = resolve_basics(s, r.model, *r.gpu);
-  r.resolved = resolved_scenario(s, scenario_facts(basics, r.model, r.gpus));
+  ScenarioFacts facts = scenario_facts(basics, r.model, r.gpus);
+  facts.nnodes = static_cast<int>(r.hosts.size());
+  std::map<int, int> ranks_on;  // host -> ranks
+  for (int g = 0; g < r.gpus; ++g) ++ranks_on[r.topo.host_of(g)];
+  facts.nproc_per_node = ranks_on.begin()->second;
+  for (const auto& [host, n] : ranks_on)
+    if (n != facts.nproc_per_node) facts.nproc_per_node = 0;
+  r.resolved = resolved_scenario(requested, facts);
   r.precision = basics.precision;
   r.optimizer = basics.optimizer;
   r.batch = basics.batch;

@@ -121,6 +121,8 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
   const std::map<std::string, std::string> text = {{"model", "resnet50"},
                                                    {"topology", "dgx-h100"},
                                                    {"gpus", "4"},
+                                                   {"nnodes", "2"},
+                                                   {"nproc_per_node", "4"},
                                                    {"batch_per_gpu", "32"},
                                                    {"seq_len", "512"},
                                                    {"precision", "fp16"},
@@ -169,8 +171,8 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
   EXPECT_TRUE(s.gradient_as_bucket_view);
   EXPECT_FALSE(s.broadcast_buffers);
   // Engine defaults read as null while unset.
-  for (const char* k :
-       {"gpus", "batch_per_gpu", "seq_len", "precision", "bucket_cap_mb", "first_bucket_mb", "calibration"})
+  for (const char* k : {"gpus", "nnodes", "nproc_per_node", "batch_per_gpu", "seq_len", "precision", "bucket_cap_mb",
+                        "first_bucket_mb", "calibration"})
     EXPECT_TRUE(key_value(Scenario{}, scenario_key(k)).is_null()) << k;
   EXPECT_EQ(scenario_json(Scenario{}).size(), scenario_table().size());
 }

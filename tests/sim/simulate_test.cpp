@@ -217,6 +217,37 @@ TEST(Simulate, EveryCollectiveCallIsAHostEventAndAPhase) {
   EXPECT_TRUE(shown);
 }
 
+// torchrun's --nnodes and --nproc-per-node: the world size they name, where it is the topology's
+// first GPUs; a layout gradsync cannot place, or one that disagrees with gpus, is an error naming
+// the key.
+TEST(Scenario, TorchrunLayoutNamesTheWorld) {
+  Scenario s = small("resnet18", "2x-dgx-a100-hdr", 0);
+  s.iterations = 2;
+  s.warmup = 1;
+  s.nnodes = 2;
+  const StrategyResult both = simulate_isolated(s, Strategy::kDDP);
+  EXPECT_EQ(both.gpus, 16);
+  s.nnodes = 0;
+  s.nproc_per_node = 4;
+  EXPECT_EQ(simulate_isolated(s, Strategy::kDDP).gpus, 4);
+  auto error = [&](int nnodes, int nproc, int gpus) {
+    Scenario t = s;
+    t.nnodes = nnodes;
+    t.nproc_per_node = nproc;
+    t.gpus = gpus;
+    try {
+      simulate_isolated(t, Strategy::kDDP);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(error(3, 0, 0), "nnodes 3: topology 2x-dgx-a100-hdr has 2 hosts");
+  EXPECT_EQ(error(1, 9, 0), "nproc_per_node 9: host node0 of topology 2x-dgx-a100-hdr has 8 GPUs");
+  EXPECT_EQ(error(2, 8, 12), "gpus 12 disagrees with nnodes 2 x nproc_per_node 8 = 16; give one or the other");
+  EXPECT_NE(error(2, 4, 0).find("nproc_per_node 4 on 2 nodes: host node0 has 8 GPUs"), std::string::npos);
+}
+
 // DataParallel funnels outputs and gradients through GPU0.
 TEST(Simulate, DataParallelMakesGpu0AHotspot) {
   const StrategyResult r = simulate(small("gpt2", "dgx-a100", 4), Strategy::kDP);
