@@ -313,6 +313,18 @@ TEST(Scenario, EveryChoiceOfTheKeyTableIsOneTheEnginesRead) {
   for (std::string_view c : scenario_key("fidelity").choices) EXPECT_TRUE(parse_fidelity(c).has_value()) << c;
 }
 
+// --help names the built-ins in the model and topology keys' help: every one, so that the text
+// cannot fall behind the zoo or the compiled-in clusters.
+TEST(Scenario, HelpNamesEveryBuiltInModelAndCluster) {
+  const std::string model_help(scenario_key("model").help);
+  for (const std::string& m : zoo_model_names())
+    EXPECT_TRUE(model_help.find(m + ",") != std::string::npos || model_help.find(m + ";") != std::string::npos)
+        << m << " missing from: " << model_help;
+  const std::string topo_help(scenario_key("topology").help);
+  for (const std::string& t : builtin_topology_names())
+    EXPECT_NE(topo_help.find(t), std::string::npos) << t << " missing from: " << topo_help;
+}
+
 TEST(Scenario, ResolvedForItsModelAndCluster) {
   Scenario s;
   s.model = "resnet50";
