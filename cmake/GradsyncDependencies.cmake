@@ -25,8 +25,6 @@ find_package(nlohmann_json 3.10 QUIET)
 gradsync_require(nlohmann_json_FOUND "nlohmann-json >= 3.10" nlohmann-json3-dev)
 find_package(CLI11 QUIET)
 gradsync_require(CLI11_FOUND "CLI11" libcli11-dev)
-find_package(spdlog QUIET)
-gradsync_require(spdlog_FOUND "spdlog" libspdlog-dev)
 find_package(MPI QUIET COMPONENTS CXX)
 gradsync_require(MPI_CXX_FOUND "MPI (C++ bindings)" "libopenmpi-dev openmpi-bin")
 # OpenBLAS (the CPU backend's GEMMs): its CBLAS header and library, as pkg-config knows them.

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""result_schema_test.py GRADSYNC: result.json against reports/result.schema.json (JSON Schema
+2020-12), for compare with both strategies simulated, compare with DP skipped (two hosts), and
+simulate of one strategy; the schema's scenario keys are every key that result.json writes, and a
+document with a wrong type or a key the schema does not know is rejected."""
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import jsonschema
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+gradsync = sys.argv[1]
+with open(os.path.join(ROOT, "reports", "result.schema.json")) as f:
+    schema = json.load(f)
+jsonschema.Draft202012Validator.check_schema(schema)
+validator = jsonschema.Draft202012Validator(schema)
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+runs = {
+    "compare": ["compare", "--model", "resnet18", "--gpus", "2", "--iterations", "2", "--warmup", "1"],
+    "compare-dp-skipped": ["compare", "--model", "resnet18", "--topology", "2x-dgx-a100-hdr", "--iterations", "2",
+                           "--warmup", "1"],
+    "simulate": ["simulate", "--strategy", "ddp", "--model", "gpt2", "--gpus", "2", "--batch-per-gpu", "2",
+                 "--seq-len", "128", "--iterations", "2", "--warmup", "1", "--nccl", "NCCL_ALGO=ring"],
+}
+with tempfile.TemporaryDirectory() as tmp:
+    docs = {}
+    for name, args in runs.items():
+        out = os.path.join(tmp, name)
+        r = subprocess.run([gradsync, *args, "--out", out], capture_output=True, text=True)
+        check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}")
+        if r.returncode != 0:
+            continue
+        with open(os.path.join(out, "result.json")) as f:
+            docs[name] = json.load(f)
+        errors = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(docs[name])]
+        check(not errors, f"{name}: result.json does not match the schema: {errors[:5]}")
+
+    if "compare" in docs:
+        doc = docs["compare"]
+        check(set(schema["properties"]["scenario"]["properties"]) == set(doc["scenario"]),
+              "the schema's scenario keys are the keys result.json writes: "
+              f"{sorted(set(schema['properties']['scenario']['properties']) ^ set(doc['scenario']))}")
+        # The schema rejects what it should.
+        bad = copy.deepcopy(doc)
+        bad["strategies"][0]["steady_iteration_time_s"] = "fast"
+        check(not validator.is_valid(bad), "a time written as text is rejected")
+        bad = copy.deepcopy(doc)
+        bad["scenario"]["no_such_key"] = 1
+        check(not validator.is_valid(bad), "an unknown scenario key is rejected")
+        bad = copy.deepcopy(doc)
+        del bad["strategies"][1]["gpus"]
+        check(not validator.is_valid(bad), "a strategy without its per-GPU records is rejected")
+    if "compare-dp-skipped" in docs:
+        check("skipped" in docs["compare-dp-skipped"]["strategies"][0], "DP across two hosts is recorded as skipped")
+
+if failures:
+    print(f"{len(failures)} failure(s)")
+    sys.exit(1)
+print("ok")
