@@ -83,7 +83,7 @@ check_ddp() {
     status=1
   fi
 }
-check_ddp time train 13 8
+check_ddp time train 11 8
 check_ddp time holdout 15 2
 check_ddp change train 2.0 4
 check_ddp change holdout 2.6 4
