@@ -36,14 +36,18 @@ echo "points that cannot run are recorded as failed; the others ran; exit 1"
 args=(sweep --model gpt2 --iterations 2 --warmup 1 --vary strategy=ddp --vary gpus=2,4,8 --vary bucket_cap_mb=5,25 --jobs 1)
 "$bin" "${args[@]}" --out "$tmp/b" >/dev/null 2>"$tmp/b.err" &
 pid=$!
-victim=""
-for _ in $(seq 1 400); do
+# Kill the first simulation process seen. Under load one may end between pgrep and kill; then the
+# next one is taken.
+killed=""
+for _ in $(seq 1 1000); do
   victim=$(pgrep -P "$pid" | head -1 || true)
-  [[ -n $victim ]] && break
+  if [[ -n $victim ]] && kill -KILL "$victim" 2>/dev/null; then
+    killed=$victim
+    break
+  fi
   sleep 0.01
 done
-[[ -n $victim ]] || fail "no simulation process appeared"
-kill -KILL "$victim"
+[[ -n $killed ]] || fail "no simulation process appeared"
 set +e
 wait "$pid"
 rc=$?
