@@ -7,22 +7,17 @@
 
 #include <algorithm>
 #include <set>
-#include <span>
 
-#include "core/embedded_file.hpp"
 #include "core/error.hpp"
 #include "core/scenario_keys.hpp"
 #include "core/units.hpp"
 #include "core/yaml_reader.hpp"
 #include "sim/nccl_options.hpp"
+#include "sim/published_table.hpp"
 #include "sim/simulate.hpp"
 #include "topologies/channels.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/routes.hpp"
-
-namespace gradsync::detail {
-std::span<const EmbeddedFile> published_files();  // generated (cmake/GradsyncEmbed.cmake)
-}  // namespace gradsync::detail
 
 namespace gradsync::sim {
 
@@ -62,11 +57,7 @@ int int_of(const json& spec, const char* key, int fallback, const PublishedCase&
 
 }  // namespace
 
-std::string_view builtin_published_text() {
-  for (const EmbeddedFile& f : detail::published_files())
-    if (f.path == "validation/published/nccl_tests.yaml") return f.text;
-  throw std::logic_error("published: nccl_tests.yaml is not compiled in");
-}
+std::string_view builtin_published_text() { return builtin_table_text("nccl_tests.yaml"); }
 
 static std::vector<PublishedCase> read_published_unchecked(std::string_view text, const std::string& origin);
 
@@ -77,34 +68,22 @@ std::vector<PublishedCase> read_published(std::string_view text, const std::stri
 
 static std::vector<PublishedCase> read_published_unchecked(std::string_view text, const std::string& origin) {
   const YamlReader r(origin);
-  const YAML::Node root = r.load(text);
-  if (!root.IsMap()) r.fail(root, "published", "expected a mapping with format and cases");
-  r.only_keys(root, "published", {"format", "cases"});
-  const std::string format = r.string(r.required(root, "published", "format"), "published", "format");
-  if (format != "gradsync-published-nccl-tests/1") {
-    r.fail(root["format"], "published", fmt::format("format \"{}\": expected gradsync-published-nccl-tests/1", format));
-  }
-  const YAML::Node cases = r.required(root, "published", "cases");
-  if (!cases.IsSequence()) r.fail(cases, "published", "cases: expected a list");
+  const YAML::Node cases = table_cases(r, r.load(text), "published", "gradsync-published-nccl-tests/1");
   std::vector<PublishedCase> out;
   std::set<std::string> ids;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const YAML::Node n = cases[i];
-    const std::string where = fmt::format("cases[{}]", i);
-    if (!n.IsMap()) r.fail(n, where, "expected a mapping");
-    r.only_keys(n, where, {"id",         "split", "source",        "source_note",  "hardware",
-                           "gpu",        "nodes", "gpus_per_node", "interconnect", "nccl_version",
-                           "collective", "algo",  "proto",         "env",          "placement",
-                           "busbw_GBps", "quote", "simulate",      "unsupported",  "excluded"});
+    const CaseHeader h = case_header(r, n, i, {"id",         "split", "source",        "source_note",  "hardware",
+                                               "gpu",        "nodes", "gpus_per_node", "interconnect", "nccl_version",
+                                               "collective", "algo",  "proto",         "env",          "placement",
+                                               "busbw_GBps", "quote", "simulate",      "unsupported",  "excluded"},
+                                     ids);
+    const std::string& at = h.at;
     PublishedCase c;
-    c.line = n.Mark().line + 1;
-    c.id = r.string(r.required(n, where, "id"), where, "id");
-    const std::string at = fmt::format("case {}", c.id);
-    if (!ids.insert(c.id).second) r.fail(n["id"], at, "id given twice");
-    c.split = r.string(r.required(n, at, "split"), at, "split");
-    if (c.split != "train" && c.split != "holdout")
-      r.fail(n["split"], at, fmt::format("split \"{}\": expected train or holdout", c.split));
-    c.source = r.string(r.required(n, at, "source"), at, "source");
+    c.line = h.line;
+    c.id = h.id;
+    c.split = h.split;
+    c.source = h.source;
     c.hardware = r.string(r.required(n, at, "hardware"), at, "hardware");
     c.nccl_version = r.string(r.required(n, at, "nccl_version"), at, "nccl_version");
     const std::string coll = r.string(r.required(n, at, "collective"), at, "collective");

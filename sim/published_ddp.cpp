@@ -6,52 +6,31 @@
 
 #include <map>
 #include <set>
-#include <span>
 
-#include "core/embedded_file.hpp"
 #include "core/error.hpp"
 #include "core/yaml_reader.hpp"
+#include "sim/published_table.hpp"
 #include "sim/simulate.hpp"
-
-namespace gradsync::detail {
-std::span<const EmbeddedFile> published_files();  // generated (cmake/GradsyncEmbed.cmake)
-}  // namespace gradsync::detail
 
 namespace gradsync::sim {
 
-std::string_view builtin_ddp_text() {
-  for (const EmbeddedFile& f : detail::published_files())
-    if (f.path == "validation/published/ddp_steps.yaml") return f.text;
-  throw std::logic_error("published: ddp_steps.yaml is not compiled in");
-}
+std::string_view builtin_ddp_text() { return builtin_table_text("ddp_steps.yaml"); }
 
 std::vector<DdpCase> read_ddp_cases(std::string_view text, const std::string& origin) {
   const YamlReader r(origin);
-  const YAML::Node root = r.load(text);
-  const char* what = "published DDP";
-  if (!root.IsMap()) r.fail(root, what, "expected a mapping with format and cases");
-  r.only_keys(root, what, {"format", "cases"});
-  const std::string format = r.string(r.required(root, what, "format"), what, "format");
-  if (format != "gradsync-published-ddp/1")
-    r.fail(root["format"], what, fmt::format("format \"{}\": expected gradsync-published-ddp/1", format));
-  const YAML::Node cases = r.required(root, what, "cases");
-  if (!cases.IsSequence()) r.fail(cases, what, "cases: expected a list");
+  const YAML::Node cases = table_cases(r, r.load(text), "published DDP", "gradsync-published-ddp/1");
   std::vector<DdpCase> out;
   std::set<std::string> ids;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const YAML::Node n = cases[i];
-    const std::string where = fmt::format("cases[{}]", i);
-    if (!n.IsMap()) r.fail(n, where, "expected a mapping");
-    r.only_keys(n, where, {"id", "split", "source", "source_note", "scenario", "relative_to", "metric", "where"});
+    const CaseHeader h = case_header(
+        r, n, i, {"id", "split", "source", "source_note", "scenario", "relative_to", "metric", "where"}, ids);
+    const std::string& at = h.at;
     DdpCase c;
-    c.line = n.Mark().line + 1;
-    c.id = r.string(r.required(n, where, "id"), where, "id");
-    const std::string at = fmt::format("case {}", c.id);
-    if (!ids.insert(c.id).second) r.fail(n["id"], at, "id given twice");
-    c.split = r.string(r.required(n, at, "split"), at, "split");
-    if (c.split != "train" && c.split != "holdout")
-      r.fail(n["split"], at, fmt::format("split \"{}\": expected train or holdout", c.split));
-    c.source = r.string(r.required(n, at, "source"), at, "source");
+    c.line = h.line;
+    c.id = h.id;
+    c.split = h.split;
+    c.source = h.source;
     c.scenario = scenario_from_node(r, r.required(n, at, "scenario"));
     const YAML::Node metric = r.required(n, at, "metric");
     if (!metric.IsMap() || metric.size() != 1) r.fail(metric, at, "metric: expected one {name: value}");

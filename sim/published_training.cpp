@@ -5,61 +5,38 @@
 #include <fmt/format.h>
 
 #include <set>
-#include <span>
 
-#include "core/embedded_file.hpp"
 #include "core/error.hpp"
 #include "core/yaml_reader.hpp"
 #include "models/compute_cost.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
 #include "models/scenario_basics.hpp"
+#include "sim/published_table.hpp"
 #include "topologies/gpu_spec.hpp"
-
-namespace gradsync::detail {
-std::span<const EmbeddedFile> published_files();  // generated (cmake/GradsyncEmbed.cmake)
-}  // namespace gradsync::detail
 
 namespace gradsync::sim {
 
-std::string_view builtin_training_text() {
-  for (const EmbeddedFile& f : detail::published_files())
-    if (f.path == "validation/published/training_steps.yaml") return f.text;
-  throw std::logic_error("published: training_steps.yaml is not compiled in");
-}
+std::string_view builtin_training_text() { return builtin_table_text("training_steps.yaml"); }
 
 std::vector<TrainingCase> read_training_cases(std::string_view text, const std::string& origin) {
   const YamlReader r(origin);
-  const YAML::Node root = r.load(text);
-  if (!root.IsMap()) r.fail(root, "published training", "expected a mapping with format and cases");
-  r.only_keys(root, "published training", {"format", "cases"});
-  const std::string format = r.string(r.required(root, "published training", "format"), "published", "format");
-  if (format != "gradsync-published-training/1") {
-    r.fail(root["format"], "published training",
-           fmt::format("format \"{}\": expected gradsync-published-training/1", format));
-  }
-  const YAML::Node cases = r.required(root, "published training", "cases");
-  if (!cases.IsSequence()) r.fail(cases, "published training", "cases: expected a list");
+  const YAML::Node cases = table_cases(r, r.load(text), "published training", "gradsync-published-training/1");
   std::vector<TrainingCase> out;
   std::set<std::string> ids;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const YAML::Node n = cases[i];
-    const std::string where = fmt::format("cases[{}]", i);
-    if (!n.IsMap()) r.fail(n, where, "expected a mapping");
-    r.only_keys(
-        n, where,
+    const CaseHeader h = case_header(
+        r, n, i,
         {"id", "split", "source", "source_note", "model", "gpu", "batch", "seq_len", "precision", "mode", "attention",
-         "optimizer", "optimizer_impl", "channels_last", "metric", "quote", "grad_accum", "unsupported"});
+         "optimizer", "optimizer_impl", "channels_last", "metric", "quote", "grad_accum", "unsupported"},
+        ids);
+    const std::string& at = h.at;
     TrainingCase c;
-    c.line = n.Mark().line + 1;
-    c.id = r.string(r.required(n, where, "id"), where, "id");
-    const std::string at = fmt::format("case {}", c.id);
-    if (!ids.insert(c.id).second) r.fail(n["id"], at, "id given twice");
-    c.split = r.string(r.required(n, at, "split"), at, "split");
-    if (c.split != "train" && c.split != "holdout") {
-      r.fail(n["split"], at, fmt::format("split \"{}\": expected train or holdout", c.split));
-    }
-    c.source = r.string(r.required(n, at, "source"), at, "source");
+    c.line = h.line;
+    c.id = h.id;
+    c.split = h.split;
+    c.source = h.source;
     c.model = r.string(r.required(n, at, "model"), at, "model");
     c.gpu = r.string(r.required(n, at, "gpu"), at, "gpu");
     c.batch = static_cast<long>(r.positive_int(r.required(n, at, "batch"), at, "batch"));
