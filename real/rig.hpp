@@ -82,5 +82,7 @@ class Rig {
 std::unique_ptr<Rig> make_cpu_rig(const RigOptions& o);
 // make_gpu_rig: RuntimeError when the GPU backend is not built or no GPU is there.
 std::unique_ptr<Rig> make_gpu_rig(const RigOptions& o);
+// make_rig: the rig of o.backend ("gpu" or "cpu").
+std::unique_ptr<Rig> make_rig(const RigOptions& o);
 
 }  // namespace gradsync::real

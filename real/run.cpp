@@ -1,4 +1,4 @@
-// run.cpp: the runtime (launch, rank, backend), a scenario run for real, and calibrate.
+// run.cpp: the runtime (launch, rank, backend) and a scenario run for real (calibrate.cpp: calibrate).
 #include "real/run.hpp"
 
 #include <unistd.h>
@@ -84,8 +84,6 @@ GpuSpec gpu_spec_of(const GpuProps& p) {
   }
   return *best;
 }
-
-std::unique_ptr<Rig> make_rig(const RigOptions& o) { return o.backend == "gpu" ? make_gpu_rig(o) : make_cpu_rig(o); }
 
 // What one process ran: its events, each device's peak memory, the collectives' kinds.
 std::string pack(Rig& rig, int local, int first_rank) {
@@ -259,6 +257,8 @@ void add_traffic(std::map<std::string, Traffic>& t, const TraceEvent& e, int gpu
 }
 
 }  // namespace
+
+std::unique_ptr<Rig> make_rig(const RigOptions& o) { return o.backend == "gpu" ? make_gpu_rig(o) : make_cpu_rig(o); }
 
 Runtime::Runtime(const RealOptions& o) : o_(o), host_(hostname()) {
   if (!(o.timeout_s > 0)) throw UsageError(fmt::format("--timeout {}: expected seconds > 0", o.timeout_s));
@@ -505,194 +505,6 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
     out.collectives.push_back(std::move(c));
   }
   return out;
-}
-
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-std::vector<double> sizes_between(double lo, double hi, double factor, double align) {
-  std::vector<double> out;
-  for (double x = lo; x <= hi * (1 + 1e-12); x *= factor) {
-    const double a = std::max(align, std::floor(x / align) * align);
-    if (out.empty() || a > out.back()) out.push_back(a);
-  }
-  return out;
-}
-
-// check_calibration_fits: the largest size must fit where calibrate puts it: a collective's input
-// and output buffers on each rank (host memory for the CPU ranks of this process, device memory
-// for a GPU), with the host copy's staging. UsageError naming what was asked and the limit.
-void check_calibration_fits(const CalibrateOptions& o, Runtime& rt) {
-  constexpr double kBuffers = 2;  // input and output of the largest collective
-  const auto gib = [](double b) { return human_bytes(b); };
-  if (rt.backend() == "gpu") {
-    const double capacity = gpu_props(rt.rig_options(0, 0).gpu_offset).memory_bytes;
-    if (kBuffers * o.max_bytes > capacity) {
-      throw UsageError(
-          fmt::format("--max-bytes {}: calibrating needs {} buffers of that size on each GPU ({}); "
-                      "the GPU has {}; lower --max-bytes",
-                      human_bytes(o.max_bytes), kBuffers, gib(kBuffers * o.max_bytes), gib(capacity)));
-    }
-    return;
-  }
-  const double capacity = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
-  const double need = kBuffers * o.max_bytes * rt.local();
-  if (capacity > 0 && need > capacity) {
-    throw UsageError(fmt::format(
-        "--max-bytes {}: calibrating needs {} buffers of that size for each of this "
-        "process's {} CPU rank{} ({}); this machine has {} of memory; lower --max-bytes",
-        human_bytes(o.max_bytes), kBuffers, rt.local(), rt.local() == 1 ? "" : "s", gib(need), gib(capacity)));
-  }
-}
-
-}  // namespace
-
-CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
-  if (!(o.min_bytes > 0) || o.max_bytes < o.min_bytes)
-    throw UsageError(fmt::format("sizes {}..{}: expected 0 < --min-bytes <= --max-bytes", o.min_bytes, o.max_bytes));
-  if (!(o.step_factor > 1)) throw UsageError(fmt::format("--step-factor {}: expected a number > 1", o.step_factor));
-  if (o.repeats < 1) throw UsageError(fmt::format("--repeats {}: expected an integer >= 1", o.repeats));
-  const double max_flops = o.max_flops > 0 ? o.max_flops : (rt.backend() == "gpu" ? 1e12 : 2e10);
-  check_calibration_fits(o, rt);
-
-  CalibrationRun run;
-  Calibration& cal = run.calibration;
-  auto rig = make_rig(rt.rig_options(64 << 20, 64 << 20));
-  cal.backend = rt.backend();
-  cal.host = rt.host();
-  cal.device = rig->device_name();
-  cal.library = rig->library();
-  cal.ranks = rt.world();
-  const int n = rt.world();
-
-  // Collectives: every rank (process or thread) runs the same loop; rank 0 times it.
-  for (Collective c : kCollectives) {
-    const double align = (c == Collective::kAllgather || c == Collective::kReduceScatter) ? 4.0 * n : 4.0;
-    const std::vector<double> sizes = sizes_between(o.min_bytes, o.max_bytes, o.step_factor, align);
-    std::vector<double> times(sizes.size());
-    auto body = [&](int i) {
-      ProcessGroup& pg = rig->rank_group(i);
-      for (std::size_t k = 0; k < sizes.size(); ++k) {
-        CollectiveOp op;
-        op.name = fmt::format("calibrate:{}", collective_name(c));
-        op.bytes = static_cast<Bytes>(c == Collective::kAllgather ? sizes[k] / n : sizes[k]);
-        CollectiveOp sync{"calibrate:sync", 4, DType::kFloat32, -1};
-        issue_collective(pg, c, op, 0)->wait();  // warm-up (buffers allocated)
-        pg.allreduce(sync)->wait();
-        const double t0 = now_s();
-        for (int r = 0; r < o.repeats; ++r) issue_collective(pg, c, op, 0)->wait();
-        const double t = (now_s() - t0) / o.repeats;
-        if (i == 0) times[k] = t;
-      }
-    };
-    if (rt.local() == 1) {
-      body(0);
-    } else {
-      RealHost threads(rig->recorder(), {});
-      threads.parallel(rt.local(), body);
-    }
-    CollectiveTable t;
-    t.collective = c;
-    t.ranks = n;
-    t.link_class = rig->link_class();
-    for (std::size_t k = 0; k < sizes.size(); ++k) {
-      t.table.points.emplace_back(sizes[k], times[k]);
-      const double alg = times[k] > 0 ? sizes[k] / times[k] / 1e9 : 0.0;
-      run.rows.push_back({std::string(collective_name(c)), sizes[k], times[k], alg, alg * bus_factor(c, n)});
-    }
-    cal.collectives.push_back(std::move(t));
-  }
-
-  // The rest runs on the root's device 0 while the other ranks wait at a barrier.
-  if (rt.root()) {
-    Device& dev = rig->device(0);
-    auto timed = [&](const std::function<WorkPtr()>& issue) {
-      issue()->wait();  // warm-up
-      std::vector<double> ts;
-      for (int r = 0; r < o.repeats; ++r) {
-        const double t0 = now_s();
-        issue()->wait();
-        ts.push_back(now_s() - t0);
-      }
-      return median(ts);
-    };
-    const std::vector<double> byte_sizes = sizes_between(std::max(4.0, o.min_bytes), o.max_bytes, o.step_factor, 4);
-    for (double b : byte_sizes) {
-      const double t = timed([&] { return dev.copy_from_host({"calibrate:h2d", static_cast<Bytes>(b)}); });
-      cal.host_copy.points.emplace_back(b, t);
-      run.rows.push_back({"host_to_device", b, t, b / t / 1e9, 0});
-    }
-    // Peer copies need two devices in this process: the local ones, or a second rig on the CPU.
-    std::unique_ptr<Rig> pair;
-    Device* a = nullptr;
-    Device* peer = nullptr;
-    if (rt.local() >= 2) {
-      a = &rig->device(0);
-      peer = &rig->device(1);
-    } else if (rt.backend() == "cpu" || gpu_backend_info().visible_gpus >= 2) {
-      RigOptions po = rt.rig_options(64 << 20, 64 << 20);
-      po.launch = Launch::kLocal;
-      po.world = po.local = 2;
-      po.first_rank = 0;
-      po.gpu_offset = 0;
-      pair = make_rig(po);
-      a = &pair->device(0);
-      peer = &pair->device(1);
-    }
-    if (a && peer) {
-      for (double b : byte_sizes) {
-        const double t = timed([&] { return a->copy_to(*peer, {"calibrate:peer", static_cast<Bytes>(b)}); });
-        cal.peer_copy.points.emplace_back(b, t);
-        run.rows.push_back({"peer_copy", b, t, b / t / 1e9, 0});
-      }
-    }
-    pair.reset();
-    for (OpKind kind : {OpKind::kMatmul, OpKind::kConv, OpKind::kAttention}) {
-      CalibrationTable& t = cal.compute[kind];
-      for (double f = 1e6; f <= max_flops * (1 + 1e-12); f *= 4) {
-        ComputeOp op;
-        op.name = fmt::format("calibrate:{}", op_kind_name(kind));
-        op.kind = kind;
-        op.flops = f;
-        const double sec = timed([&] { return dev.compute(op); });
-        t.points.emplace_back(f, sec);
-        run.rows.push_back({std::string(op_kind_name(kind)), f, sec, f / sec / 1e9, 0});
-      }
-    }
-    CalibrationTable& mem = cal.compute[OpKind::kMemory];
-    for (double bb : byte_sizes) {
-      ComputeOp op;
-      op.name = "calibrate:memory";
-      op.kind = OpKind::kMemory;
-      op.bytes = std::max(8.0, bb);
-      const double sec = timed([&] { return dev.compute(op); });
-      mem.points.emplace_back(op.bytes, sec);
-      run.rows.push_back({"memory", op.bytes, sec, op.bytes / sec / 1e9, 0});
-    }
-    // Launch overhead: host time to issue a tiny kernel, averaged over many.
-    ComputeOp tiny;
-    tiny.name = "calibrate:launch";
-    tiny.kind = OpKind::kMemory;
-    tiny.bytes = 8;
-    dev.synchronize();
-    constexpr int kLaunches = 2000;
-    const double t0 = now_s();
-    for (int i = 0; i < kLaunches; ++i) dev.compute(tiny);
-    cal.launch_s = (now_s() - t0) / kLaunches;
-    dev.synchronize();
-    for (auto& [kind, t] : cal.compute) {
-      // Sizes made non-decreasing in time, as read_calibration does.
-      double best = 0;
-      for (auto& p : t.points) p.second = best = std::max(best, p.second);
-    }
-  }
-  rig->recorder().take();
-  rt.barrier();
-  return run;
 }
 
 Scenario resolve_scenario(const Scenario& s, const Runtime& rt) {
