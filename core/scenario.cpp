@@ -27,7 +27,8 @@ static Scenario parse_scenario_unchecked(std::string_view text, const std::strin
 InputLocation input_location(const Scenario& s) {
   if (s.input == "device") return InputLocation::kDevice;
   if (s.input == "pinned") return InputLocation::kPinned;
-  return InputLocation::kPageable;
+  if (s.input == "pageable") return InputLocation::kPageable;
+  throw ConfigError(fmt::format("input \"{}\": expected pageable, pinned or device", s.input));
 }
 
 Scenario parse_scenario(std::string_view text, const std::string& origin, Scenario s) {

@@ -301,3 +301,27 @@ TEST_F(ScenarioFile, BadFilesNameTheLineAndTheKey) {
 
 }  // namespace
 }  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+// The input key's three values reach the steps as their enum; anything else (a Scenario built by
+// code, past the table's check) is an error naming the key, not a silent default.
+TEST(ScenarioKeys, InputLocationIsOneOfThreeOrAnError) {
+  Scenario s;
+  EXPECT_EQ(input_location(s), InputLocation::kPageable);  // the default: a DataLoader's
+  s.input = "pinned";
+  EXPECT_EQ(input_location(s), InputLocation::kPinned);
+  s.input = "device";
+  EXPECT_EQ(input_location(s), InputLocation::kDevice);
+  s.input = "gpu";
+  try {
+    input_location(s);
+    ADD_FAILURE() << "accepted input \"gpu\"";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "input \"gpu\": expected pageable, pinned or device");
+  }
+}
+
+}  // namespace
+}  // namespace gradsync
