@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "apps/cli.hpp"
+#include "reports/advice.hpp"
 #include "core/error.hpp"
 #include "core/scenario_keys.hpp"
 #include "models/model.hpp"
@@ -164,6 +165,7 @@ void finish_run(const reports::Report& rep, OutputFolder& out, bool explain) {
   const std::vector<std::string> written = reports::write_outputs(out.path(), rep);
   out.commit();
   reports::print_summary(rep, std::cout);
+  if (rep.advice) reports::print_advice(*rep.advice, std::cout);
   if (explain) {
     std::cout << "#\n";
     reports::print_explain(rep, std::cout);

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include "apps/cli.hpp"
 #include "apps/scenario_args.hpp"
@@ -23,12 +24,17 @@
 #include "core/version.hpp"
 #include "reports/report.hpp"
 #include "reports/table.hpp"
+#include "sim/advice.hpp"
 #include "sim/nccl_info.hpp"
 #include "sim/simulate.hpp"
 #include "topologies/topology.hpp"
 
 namespace gradsync::apps {
 namespace {
+
+// default_jobs: simulations at once for the advice: the machine's cores (the advice is the same
+// for any number, only its wall time changes).
+int default_jobs() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
 
 using json = nlohmann::ordered_json;
 using sim::Scenario;
@@ -39,6 +45,9 @@ struct ScenarioCommand {
   std::string out = "gradsync-out";
   bool explain = false;
   std::string strategy;
+  // advice: `compare` and `advise` simulate the changes of core/advice.hpp (budget 0: none).
+  bool advice = false;
+  sim::AdviceOptions advice_options{.budget_s = 120, .jobs = default_jobs()};
 };
 
 void add_command_options(CLI::App* cmd, ScenarioCommand& c) {
@@ -46,6 +55,15 @@ void add_command_options(CLI::App* cmd, ScenarioCommand& c) {
   cmd->add_option("--out", c.out,
                   "Output folder for the CSV, JSON, Chrome trace and HTML report (default gradsync-out)");
   cmd->add_flag("--explain", c.explain, "Also print DP against DDP phase by phase: where, what moves, bytes, time");
+}
+
+void add_advice_options(CLI::App* cmd, ScenarioCommand& c) {
+  c.advice = true;
+  cmd->add_option("--advice-budget", c.advice_options.budget_s,
+                  "Seconds (wall clock) for simulating the changes to try; 0: no advice (default 120)")
+      ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--jobs", c.advice_options.jobs, "Changes simulated at once (default: this machine's cores)")
+      ->check(kPositiveInteger);
 }
 
 // ddp_only_settings: the DistributedDataParallel settings a scenario gives (not at their
@@ -85,6 +103,15 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
     throw RuntimeError(fmt::format("--strategy dp: {}", rep.strategies.front().skipped));
   }
   rep.header = scenario_header(s, rep.strategies, what);
+  if (a.advice && a.advice_options.budget_s > 0) {
+    // The changes start from the faster strategy's run (compare), or the one asked for (advise).
+    const StrategyResult* base = nullptr;
+    for (const StrategyResult& r : rep.strategies) {
+      if (!r.skipped.empty()) continue;
+      if (base == nullptr || r.steady_iteration_time_s < base->steady_iteration_time_s) base = &r;
+    }
+    if (base != nullptr) rep.advice = sim::advise(asked, *base, a.advice_options);
+  }
   if (!dp_only && !ddp_only.empty() &&
       std::find(strategies.begin(), strategies.end(), Strategy::kDP) != strategies.end()) {
     rep.header.push_back(
@@ -188,7 +215,21 @@ void register_simulate_commands(CLI::App& app) {
   CLI::App* compare = app.add_subcommand(
       "compare", "DP against DDP for a scenario (main job; no arguments: GPT-2 124M on 8x A100 NVSwitch)");
   add_command_options(compare, *ca);
+  add_advice_options(compare, *ca);
   compare->callback([ca] { run_scenario(*ca, {Strategy::kDP, Strategy::kDDP}, "compare"); });
+
+  auto aa = std::make_shared<ScenarioCommand>();
+  aa->strategy = "ddp";
+  CLI::App* advise = app.add_subcommand(
+      "advise",
+      "What to change: the run (--strategy, default ddp) and the changes a PyTorch engineer would try (DDP, "
+      "buckets, comm hooks, no_sync accumulation, the largest batch that fits, NCCL's knobs, fused optimizer, "
+      "pinned input, torch.compile, attention kernel), each simulated, the best first");
+  add_command_options(advise, *aa);
+  add_advice_options(advise, *aa);
+  advise->add_option("--strategy", aa->strategy, "The strategy the script runs now: dp or ddp (default ddp)")
+      ->check(CLI::IsMember({"dp", "ddp"}));
+  advise->callback([aa] { run_scenario(*aa, {aa->strategy == "dp" ? Strategy::kDP : Strategy::kDDP}, "advise"); });
 
   auto co = std::make_shared<CollectivesArgs>();
   CLI::App* coll = app.add_subcommand("collectives", "Simulated nccl-tests: time, algbw and busbw per size");

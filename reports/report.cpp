@@ -211,6 +211,7 @@ json result_document(const Report& rep) {
   j["requested"] = rep.requested;
   auto& arr = j["strategies"] = json::array();
   for (const StrategyResult& r : rep.strategies) arr.push_back(result_json(r, false));
+  if (rep.advice) j["advice"] = advice_json(*rep.advice);
   if (!rep.validation.empty()) {
     auto& v = j["validation"] = json::array();
     for (const ValidationRow& row : rep.validation) {

@@ -12,10 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "core/advice.hpp"
 #include "core/result.hpp"
 #include "reports/validation.hpp"
 
@@ -31,6 +33,7 @@ struct Report {
   std::vector<std::string> header;  // `#` lines describing the scenario, for the table and HTML
   std::vector<StrategyResult> strategies;
   std::vector<ValidationRow> validation;  // `validate`: measured against simulated (else empty)
+  std::optional<Advice> advice;           // `compare`, `advise`: the changes simulated (core/advice.hpp)
 };
 
 // print_summary: the table (one row per strategy), a note per skipped strategy and, with both

@@ -176,6 +176,36 @@ BucketOptions buckets_of(const Scenario& s) {
 
 Scenario resolve_scenario(const Scenario& s) { return resolve(s).resolved; }
 
+std::int64_t largest_batch_per_gpu(const Scenario& s, Strategy strategy) {
+  const ResolvedScenario r = resolve(s);
+  ComputeContext ctx = context_of(r);
+  MemoryOptions mo;
+  mo.strategy = strategy;
+  mo.optimizer = r.optimizer;
+  mo.gradient_as_bucket_view = s.gradient_as_bucket_view;
+  // DP: GPU0 holds its chunk and the gathered outputs of every replica (memory_cost's hub).
+  auto fits = [&](std::int64_t b) {
+    ctx.batch = b;
+    mo.dp_global_batch = b * r.gpus;
+    return !memory_cost(r.model, ctx, mo).oom;
+  };
+  // Memory grows with the batch (activations), so the largest that fits is found by doubling,
+  // then bisecting. kMaxBatch bounds a model that saves nothing per sample.
+  constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
+  if (!fits(1)) return 0;
+  std::int64_t lo = 1, hi = 2;
+  while (hi <= kMaxBatch && fits(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (hi > kMaxBatch) return lo;
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid) {
   const ResolvedScenario r = resolve(scenario);
   const Scenario& s = r.s;

@@ -103,6 +103,10 @@ ClosedForm closed_form_ddp(const Scenario& s);
 // what result.json and the CSV files write.
 Scenario resolve_scenario(const Scenario& s);
 
+// largest_batch_per_gpu: the largest batch_per_gpu whose step fits the GPU's memory under
+// `strategy` (the memory model simulate reports peak_mem with); 0 when not even 1 fits.
+std::int64_t largest_batch_per_gpu(const Scenario& s, Strategy strategy);
+
 // CollectiveSweepPoint: one size of `gradsync collectives`.
 struct CollectivePoint {
   double bytes = 0;

@@ -62,10 +62,44 @@
     if (data.header && data.header.length) parent.appendChild(el('pre', data.header.join('\n'), 'header-lines'));
   }
 
+  // adviceTable: the changes worth making (result.json's advice), each simulated, the best first.
+  function adviceTable(parent, a) {
+    const shown = a.changes.filter(c => c.advised);
+    const ran = a.changes.filter(c => c.status === 'ok' || c.status === 'oom').length;
+    parent.appendChild(el('h3', 'What to change'));
+    parent.appendChild(el('p', ran + ' of ' + a.changes.length + ' changes to the ' + a.strategy.toUpperCase() +
+      ' run simulated, each on its own (budget ' + a.budget_s + ' s). ' +
+      (shown.length ? 'The best by samples/s, each gaining ' + (100 * a.min_gain_frac).toFixed(0) + '% or more:' :
+        'None gains ' + (100 * a.min_gain_frac).toFixed(0) + '% or more samples/s.'), 'note'));
+    if (!shown.length) return;
+    table(parent, [
+      { key: 'change', label: 'change', text: true },
+      { key: 'steady_s', label: 'steady (ms)', format: v => fmt(1e3 * v, 2) },
+      { key: 'samples_per_s', label: 'samples/s', format: v => fmt(v, 1) },
+      { key: 'gain_frac', label: 'gain', format: v => (v >= 0 ? '+' : '') + fmt(100 * v, 1) + ' %' },
+      { key: 'alters_maths', label: 'training maths', text: true, format: v => (v ? 'changed: ' + v : 'same') },
+      { key: 'pytorch', label: 'in the script', text: true },
+    ], shown);
+  }
+
   function scenarioReport() {
     const ran = data.strategies.filter(s => !s.skipped);
     const byName = {};
     data.strategies.forEach(s => { byName[s.strategy] = s; });
+
+    // The first screen: the answer (DP against DDP), what to change, then the scenario.
+    const an = section('Answer', null);
+    if (byName.dp && byName.ddp && !byName.dp.skipped && !byName.ddp.skipped) {
+      const x = byName.dp.steady_ms / byName.ddp.steady_ms;
+      const p = el('p', null, 'headline');
+      p.appendChild(document.createTextNode('DDP is '));
+      p.appendChild(el('b', (x >= 1 ? x : 1 / x).toFixed(2) + 'x ' + (x >= 1 ? 'faster' : 'slower')));
+      p.appendChild(document.createTextNode(' than DP: ' + byName.ddp.steady_ms.toFixed(1) + ' ms against ' + byName.dp.steady_ms.toFixed(1) + ' ms per step.'));
+      an.appendChild(p);
+    } else {
+      ran.forEach(s => an.appendChild(el('p', s.strategy.toUpperCase() + ': ' + s.steady_ms.toFixed(1) + ' ms per step, ' + s.samples_per_s.toFixed(1) + ' samples/s.', 'headline')));
+    }
+    if (data.advice) adviceTable(an, data.advice);
 
     const sc = section('Scenario', 'The model, the cluster and the options of this ' + data.mode + ' run, every default resolved.');
     const requested = data.requested || {};
@@ -79,14 +113,6 @@
     data.strategies.filter(s => s.skipped).forEach(s => sc.appendChild(el('p', s.strategy.toUpperCase() + ' not run: ' + s.skipped, 'note')));
 
     const st = section('Step time', 'Mean steady iteration, split into compute (the compute stream busy), exposed communication (communication not hidden behind compute) and the rest (host work, waiting).');
-    if (byName.dp && byName.ddp && !byName.dp.skipped && !byName.ddp.skipped) {
-      const x = byName.dp.steady_ms / byName.ddp.steady_ms;
-      const p = el('p', null, 'headline');
-      p.appendChild(document.createTextNode('DDP is '));
-      p.appendChild(el('b', (x >= 1 ? x : 1 / x).toFixed(2) + 'x ' + (x >= 1 ? 'faster' : 'slower')));
-      p.appendChild(document.createTextNode(' than DP: ' + byName.ddp.steady_ms.toFixed(1) + ' ms against ' + byName.dp.steady_ms.toFixed(1) + ' ms per step.'));
-      st.appendChild(p);
-    }
     const parts = [];
     ran.forEach(s => {
       parts.push({ strategy: s.strategy.toUpperCase(), part: 'compute', ms: s.compute_ms, order: 0 });

@@ -49,7 +49,14 @@ function check(name, page, minCharts, height) {
 const run = args => execFileSync(bin, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 run(['compare', '--out', path.join(outDir, 'compare')]);
-check('compare', path.join(outDir, 'compare', 'report.html'), 9, 5200);
+const cdom = check('compare', path.join(outDir, 'compare', 'report.html'), 9, 5200);
+// The first screen: the answer and what to change come before the scenario table.
+const h2 = [...cdom.slice(cdom.indexOf('<main id="report">')).matchAll(/<h2>([^<]*)<\/h2>/g)].map(m => m[1]);
+assert.deepStrictEqual(h2.slice(0, 2), ['Answer', 'Scenario'], `sections in order: ${h2.join(', ')}`);
+const answer = cdom.slice(cdom.indexOf('<h2>Answer</h2>'), cdom.indexOf('<h2>Scenario</h2>'));
+assert.ok(answer.includes('DDP is') && answer.includes('What to change') && answer.includes('torch.compile'),
+  'the answer section holds the headline and the advice table');
+console.log('compare: the answer and the advice open the page');
 
 run(['sweep', '--model', 'resnet18', '--iterations', '2', '--warmup', '1', '--vary', 'gpus=1,2,4,8', '--vary', 'bucket_cap_mb=5,25', '--jobs', '2', '--out', path.join(outDir, 'sweep')]);
 check('sweep', path.join(outDir, 'sweep', 'report.html'), 4, 2400);

@@ -2,7 +2,8 @@
 """result_schema_test.py GRADSYNC: result.json against reports/result.schema.json (JSON Schema
 2020-12), for compare with both strategies simulated, compare with DP skipped (two hosts), and
 simulate of one strategy; the schema's scenario keys are every key that result.json writes, and a
-document with a wrong type or a key the schema does not know is rejected."""
+document with a wrong type or a key the schema does not know is rejected; compare's advice is
+written and checked."""
 import copy
 import json
 import os
@@ -62,6 +63,20 @@ with tempfile.TemporaryDirectory() as tmp:
         bad = copy.deepcopy(doc)
         del bad["strategies"][1]["gpus"]
         check(not validator.is_valid(bad), "a strategy without its per-GPU records is rejected")
+        # compare writes its advice: every change with its status, the advised ones simulated.
+        advice = doc.get("advice")
+        check(advice is not None and advice["strategy"] == "ddp", "compare's advice starts from the faster run (DDP)")
+        if advice:
+            check(len(advice["changes"]) > 0, "the advice lists the changes it tried")
+            for c in advice["changes"]:
+                if c.get("advised"):
+                    check(c["status"] == "ok" and c["gain_frac"] >= advice["min_gain_frac"],
+                          f"an advised change ran and gains at least min_gain_frac: {c}")
+            bad = copy.deepcopy(doc)
+            bad["advice"]["changes"][0]["status"] = "maybe"
+            check(not validator.is_valid(bad), "an advice status outside ok, oom, failed, budget is rejected")
+    if "simulate" in docs:
+        check("advice" not in docs["simulate"], "simulate gives no advice (compare and advise do)")
     if "compare-dp-skipped" in docs:
         check("skipped" in docs["compare-dp-skipped"]["strategies"][0], "DP across two hosts is recorded as skipped")
 

@@ -1,0 +1,194 @@
+// advice.cpp: the changes to try, in PyTorch's, torchrun's and NCCL's words, and their ranking.
+#include "core/advice.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+namespace gradsync {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// mib_text: a bucket size as DDP's argument takes it (25, 6.25).
+std::string mib_text(double mib) { return fmt::format("{:g}", mib); }
+
+Change change(std::string what, std::vector<std::pair<std::string, std::string>> keys, std::string pytorch,
+              std::string alters = {}) {
+  Change c;
+  c.what = std::move(what);
+  c.keys = std::move(keys);
+  c.pytorch = std::move(pytorch);
+  c.alters = std::move(alters);
+  return c;
+}
+
+// ddp_changes: DistributedDataParallel's own options, its comm hooks and no_sync accumulation.
+void ddp_changes(const Scenario& s, std::vector<Change>& out) {
+  // Bucket caps around PyTorch's default 25 MiB, as PyTorch's DDP benchmark and DDP's docs try
+  // them: smaller buckets start the first allreduce sooner, larger ones make fewer calls.
+  const double cap = s.bucket_cap_mb.value_or(25);
+  for (double mib : {5.0, 10.0, 50.0, 100.0}) {
+    if (std::abs(mib - cap) < 1e-9) continue;
+    out.push_back(change(fmt::format("bucket_cap_mb {}", mib_text(mib)), {{"bucket_cap_mb", mib_text(mib)}},
+                         fmt::format("DDP(model, bucket_cap_mb={})", mib_text(mib))));
+  }
+  if (!s.static_graph && !s.find_unused_parameters) {
+    out.push_back(change("static_graph", {{"static_graph", "true"}}, "DDP(model, static_graph=True)"));
+  }
+  if (!s.gradient_as_bucket_view) {
+    out.push_back(change("gradient_as_bucket_view", {{"gradient_as_bucket_view", "true"}},
+                         "DDP(model, gradient_as_bucket_view=True)"));
+  }
+  if (s.broadcast_buffers) {
+    out.push_back(change("broadcast_buffers off", {{"broadcast_buffers", "false"}},
+                         "DDP(model, broadcast_buffers=False)",
+                         "each rank keeps its own buffers (BatchNorm running statistics)"));
+  }
+  if (s.comm_hook == "none") {
+    out.push_back(change("comm hook bf16", {{"comm_hook", "bf16"}},
+                         "model.register_comm_hook(None, default_hooks.bf16_compress_hook)",
+                         "gradients are averaged in bf16"));
+    out.push_back(change("comm hook fp16", {{"comm_hook", "fp16"}},
+                         "model.register_comm_hook(None, default_hooks.fp16_compress_hook)",
+                         "gradients are averaged in fp16"));
+    // PowerSGD's steady state: start_iter 2 so that the simulated steady iterations (after the
+    // warm-up) run the compressed path that a real run reaches after start_powerSGD_iter.
+    out.push_back(change("comm hook PowerSGD rank 1", {{"comm_hook", "powersgd:rank=1,start_iter=2"}},
+                         "model.register_comm_hook(powerSGD_hook.PowerSGDState(None, "
+                         "matrix_approximation_rank=1), powerSGD_hook.powerSGD_hook)",
+                         "gradients are compressed to rank 1 (with error feedback)"));
+  }
+  if (s.grad_accum == 1) {
+    out.push_back(change("grad_accum 4 with no_sync", {{"grad_accum", "4"}},
+                         "with model.no_sync(): loss.backward()  # 3 micro-batches of 4, then a synced one",
+                         "4x the global batch per optimizer step"));
+  }
+}
+
+// nccl_changes: NCCL's environment variables where NCCL's defaults leave a choice.
+void nccl_changes(const Scenario& s, std::vector<Change>& out) {
+  if (s.nccl_algo.empty()) {
+    // Tree serves allreduce across nodes only (NCCL: inside one node it is a chain).
+    for (const char* algo : {"Ring", "Tree"}) {
+      if (std::string_view(algo) == "Tree" && s.nnodes < 2) continue;
+      out.push_back(change(fmt::format("NCCL_ALGO={}", algo), {{"NCCL_ALGO", algo}},
+                           fmt::format("export NCCL_ALGO={}  # before torchrun", algo)));
+    }
+  }
+  if (s.nccl_proto.empty()) {
+    out.push_back(
+        change("NCCL_PROTO=Simple", {{"NCCL_PROTO", "Simple"}}, "export NCCL_PROTO=Simple  # before torchrun"));
+  }
+  // Fewer channels hold fewer SMs beside backward's kernels (sim/contention); more move more.
+  if (s.nccl_max_nchannels == 0 && s.nccl_min_nchannels == 0) {
+    out.push_back(change("NCCL_MAX_NCHANNELS=4", {{"NCCL_MAX_NCHANNELS", "4"}},
+                         "export NCCL_MAX_NCHANNELS=4  # before torchrun"));
+    out.push_back(change("NCCL_MIN_NCHANNELS=32", {{"NCCL_MIN_NCHANNELS", "32"}},
+                         "export NCCL_MIN_NCHANNELS=32  # before torchrun"));
+  }
+}
+
+// script_changes: what both strategies' scripts can change: the batch, the optimizer, the input,
+// torch.compile, the attention kernel, the memory format.
+void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Change>& out) {
+  Change batch = change("largest batch that fits", {}, "DataLoader(dataset, batch_size=B)");
+  batch.largest_batch = true;
+  out.push_back(batch);
+  if ((s.optimizer == "adam" || s.optimizer == "adamw") && s.optimizer_impl != "fused") {
+    out.push_back(change(
+        "fused optimizer", {{"optimizer_impl", "fused"}},
+        fmt::format("torch.optim.{}(model.parameters(), fused=True)", s.optimizer == "adam" ? "Adam" : "AdamW")));
+  }
+  if (s.input == "pageable") {
+    out.push_back(change("pinned input", {{"input", "pinned"}},
+                         "DataLoader(dataset, pin_memory=True); x.to(device, non_blocking=True)"));
+  }
+  if (s.set_to_none == "false") {
+    out.push_back(change("zero_grad set_to_none", {{"set_to_none", "true"}}, "optimizer.zero_grad(set_to_none=True)"));
+  }
+  if (!s.compile) {
+    out.push_back(change("torch.compile", {{"compile", "true"}}, "model = torch.compile(model)"));
+  }
+  if (traits.attention && s.attention == "math") {
+    // The flash kernel takes fp16 and bf16 only; mem-efficient takes fp32 too.
+    const bool half = s.precision == "bf16" || s.precision == "fp16";
+    const char* kernel = half ? "flash" : "mem-efficient";
+    out.push_back(change(fmt::format("{} attention", kernel), {{"attention", kernel}},
+                         "F.scaled_dot_product_attention(q, k, v, is_causal=True)"));
+  }
+  if (traits.convolution && !s.channels_last) {
+    out.push_back(
+        change("channels_last", {{"channels_last", "true"}}, "model = model.to(memory_format=torch.channels_last)"));
+  }
+}
+
+}  // namespace
+
+std::vector<Change> candidate_changes(const Scenario& s, Strategy strategy, const ModelTraits& traits) {
+  std::vector<Change> out;
+  if (strategy == Strategy::kDP && s.gpus > 1) {
+    Change ddp = change("DDP instead of DP", {},
+                        fmt::format("model = DDP(model, device_ids=[local_rank])  # torchrun --nproc-per-node {}",
+                                    s.nproc_per_node > 0 ? s.nproc_per_node : s.gpus));
+    ddp.strategy = Strategy::kDDP;
+    out.push_back(ddp);
+  }
+  if (strategy == Strategy::kDDP && s.gpus > 1) ddp_changes(s, out);
+  script_changes(s, traits, out);
+  if (s.gpus > 1) nccl_changes(s, out);
+  return out;
+}
+
+void rank_changes(Advice& a) {
+  std::stable_sort(a.changes.begin(), a.changes.end(), [](const ChangeResult& x, const ChangeResult& y) {
+    const bool xo = x.status == "ok", yo = y.status == "ok";
+    if (xo != yo) return xo;
+    return xo && x.gain > y.gain;
+  });
+}
+
+std::vector<const ChangeResult*> advised(const Advice& a) {
+  std::vector<const ChangeResult*> out;
+  for (const ChangeResult& c : a.changes) {
+    if (out.size() == Advice::kShown) break;
+    if (c.status == "ok" && c.gain >= Advice::kMinGain) out.push_back(&c);
+  }
+  return out;
+}
+
+json advice_json(const Advice& a) {
+  json j;
+  j["strategy"] = std::string(strategy_label(a.strategy));
+  j["steady_s"] = a.steady_s;
+  j["samples_per_s"] = a.samples_per_s;
+  j["oom"] = a.oom;
+  j["budget_s"] = a.budget_s;
+  j["min_gain_frac"] = Advice::kMinGain;
+  const std::vector<const ChangeResult*> best = advised(a);
+  auto& cs = j["changes"] = json::array();
+  for (const ChangeResult& c : a.changes) {
+    json keys = json::object();
+    for (const auto& [k, v] : c.change.keys) keys[k] = v;
+    if (c.change.strategy) keys["strategy"] = std::string(strategy_label(*c.change.strategy));
+    json row{{"change", c.change.what},
+             {"keys", keys},
+             {"pytorch", c.change.pytorch},
+             {"alters_maths", c.change.alters.empty() ? json(nullptr) : json(c.change.alters)},
+             {"status", c.status}};
+    if (c.status == "ok" || c.status == "oom") {
+      row["steady_s"] = c.steady_s;
+      row["samples_per_s"] = c.samples_per_s;
+      row["gain_frac"] = c.gain;
+      row["peak_memory_bytes"] = std::llround(c.peak_memory_bytes);
+      row["advised"] = std::find(best.begin(), best.end(), &c) != best.end();
+    }
+    if (!c.error.empty()) row["error"] = c.error;
+    cs.push_back(row);
+  }
+  return j;
+}
+
+}  // namespace gradsync

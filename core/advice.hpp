@@ -1,0 +1,88 @@
+// advice.hpp: what to change. The changes a PyTorch engineer would try on a training script
+// (DDP instead of DP, DDP's options, comm hooks, gradient accumulation, the largest batch that
+// fits, NCCL's knobs, the optimizer implementation, where the input lives, torch.compile, the
+// attention kernel), each as scenario keys to set and the one line to change in the script. The
+// engine simulates every change (sim/advice.hpp); nothing here predicts a gain.
+//
+//   const std::vector<Change> cs = candidate_changes(resolved, Strategy::kDDP, {.attention = true});
+//   cs[0].what == "bucket_cap_mb 5", cs[0].keys == {{"bucket_cap_mb", "5"}},
+//   cs[0].pytorch == "DDP(model, bucket_cap_mb=5)"
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/scenario.hpp"
+#include "core/strategy.hpp"
+
+namespace gradsync {
+
+// Change: one thing to try. `keys` are scenario keys with values as their flags read them.
+struct Change {
+  std::string what;                                       // "bucket_cap_mb 50", "DDP instead of DP"
+  std::vector<std::pair<std::string, std::string>> keys;  // {"bucket_cap_mb", "50"}
+  std::optional<Strategy> strategy;                       // set: run this strategy instead
+  std::string pytorch;                                    // the line to change in the script
+  // alters: empty when the change leaves the training maths as they are; else what it changes
+  // ("gradients sent in bf16", "global batch 512 instead of 128").
+  std::string alters;
+  // largest_batch: batch_per_gpu is the largest that fits the GPU's memory, found by the engine
+  // (keys are filled in then).
+  bool largest_batch = false;
+};
+
+// ModelTraits: what decides which changes apply to a model.
+struct ModelTraits {
+  bool attention = false;    // an attention core (--attention applies)
+  bool convolution = false;  // convolutions (channels_last applies)
+};
+
+// candidate_changes: the changes to try on `resolved` (every key resolved: resolve_scenario) run
+// with `strategy`, in a fixed order (the order they run and break ties in). Changes that would set
+// a key to the value it has are left out.
+std::vector<Change> candidate_changes(const Scenario& resolved, Strategy strategy, const ModelTraits& traits);
+
+// ChangeResult: one change as simulated.
+struct ChangeResult {
+  Change change;
+  // status: "ok"; "oom" (simulated, but the GPU's memory is exceeded); "failed" (the scenario
+  // could not run: `error`); "budget" (not simulated within the time budget).
+  std::string status;
+  std::string error;
+  double steady_s = 0;
+  double samples_per_s = 0;
+  double gain = 0;  // samples/s against the run's, minus 1 (0.10: 10% more samples per second)
+  double peak_memory_bytes = 0;
+};
+
+// Advice: every change tried on one run, the best first.
+struct Advice {
+  Strategy strategy = Strategy::kDDP;  // the run the changes start from
+  double steady_s = 0;                 // that run's steady step
+  double samples_per_s = 0;
+  bool oom = false;     // that run exceeds the GPU's memory
+  double budget_s = 0;  // the time budget (wall clock) the changes were simulated within
+  // changes: those that ran ("ok") by gain, highest first (ties in candidate order), then the
+  // others in candidate order.
+  std::vector<ChangeResult> changes;
+
+  // kMinGain: the gain a change must reach to be shown as advice (1%, a tenth of the 10% that
+  // gradsync's validation aims at: smaller gains are below what it can tell apart).
+  static constexpr double kMinGain = 0.01;
+  // kShown: how many changes stdout and the report show.
+  static constexpr std::size_t kShown = 5;
+};
+
+// rank_changes sorts `a.changes` as Advice documents.
+void rank_changes(Advice& a);
+// advised: the changes worth showing: "ok", gain >= kMinGain, at most kShown.
+std::vector<const ChangeResult*> advised(const Advice& a);
+
+// advice_json: the advice as result.json holds it.
+nlohmann::ordered_json advice_json(const Advice& a);
+
+}  // namespace gradsync

@@ -1,0 +1,148 @@
+// advice.cpp: the changes simulated in child processes (sim/isolate.cpp), several at once.
+#include "sim/advice.hpp"
+
+#include <poll.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+#include "core/error.hpp"
+#include "core/scenario_keys.hpp"
+#include "models/op_cost.hpp"
+#include "models/scenario_basics.hpp"
+#include "sim/simulate.hpp"
+
+namespace gradsync::sim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ModelTraits traits_of(const Scenario& s) {
+  const Model m = scenario_model(s);
+  ModelTraits t;
+  t.attention = has_attention(m);
+  t.convolution =
+      std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.kind == LayerKind::kConv2d; });
+  return t;
+}
+
+// fill_largest_batch: the batch of a "largest batch that fits" change; false when it is the
+// run's own batch (nothing to try).
+bool fill_largest_batch(const Scenario& asked, const Scenario& resolved, Strategy strategy, ChangeResult& c) {
+  const std::int64_t b = largest_batch_per_gpu(asked, strategy);
+  if (b == resolved.batch_per_gpu) return false;
+  if (b == 0) {
+    c.status = "failed";
+    c.error = "not even batch_per_gpu 1 fits the GPU's memory";
+    return true;
+  }
+  const std::int64_t per_step = static_cast<std::int64_t>(resolved.gpus) * resolved.grad_accum;
+  c.change.what = fmt::format("batch_per_gpu {} (largest that fits)", b);
+  c.change.keys = {{"batch_per_gpu", std::to_string(b)}};
+  c.change.pytorch = fmt::format("DataLoader(dataset, batch_size={})", b);
+  c.change.alters = fmt::format("global batch {} instead of {}", b * per_step, resolved.batch_per_gpu * per_step);
+  return true;
+}
+
+Scenario changed(const Scenario& asked, const Change& c) {
+  Scenario s = asked;
+  for (const auto& [name, text] : c.keys) {
+    const ScenarioKey& k = scenario_key(name);
+    set_key(s, k, parse_key_value(k, text));
+  }
+  return s;
+}
+
+void record(ChangeResult& c, const StrategyResult& r, double base_samples_per_s) {
+  if (!r.skipped.empty() || !r.failed.empty()) {
+    c.status = "failed";
+    c.error = r.skipped.empty() ? r.failed : r.skipped;
+    return;
+  }
+  c.steady_s = r.steady_iteration_time_s;
+  c.samples_per_s = r.samples_per_s;
+  c.gain = base_samples_per_s > 0 ? r.samples_per_s / base_samples_per_s - 1 : 0;
+  bool oom = false;
+  for (const GpuResult& g : r.per_gpu) {
+    c.peak_memory_bytes = std::max(c.peak_memory_bytes, g.peak_memory_bytes);
+    oom = oom || g.oom;
+  }
+  c.status = oom ? "oom" : "ok";
+}
+
+}  // namespace
+
+Advice advise(const Scenario& asked, const StrategyResult& run, const AdviceOptions& o) {
+  Advice a;
+  a.strategy = run.strategy;
+  a.steady_s = run.steady_iteration_time_s;
+  a.samples_per_s = run.samples_per_s;
+  a.budget_s = o.budget_s;
+  for (const GpuResult& g : run.per_gpu) a.oom = a.oom || g.oom;
+  const Scenario resolved = resolve_scenario(asked);
+  for (Change& c : candidate_changes(resolved, run.strategy, traits_of(asked))) {
+    ChangeResult r;
+    r.change = std::move(c);
+    if (r.change.largest_batch && !fill_largest_batch(asked, resolved, r.change.strategy.value_or(run.strategy), r))
+      continue;
+    a.changes.push_back(std::move(r));
+  }
+
+  struct Running {
+    std::size_t index;
+    std::unique_ptr<IsolatedSimulation> child;
+  };
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(std::max(0.0, o.budget_s)));
+  std::vector<Running> running;
+  std::size_t next = 0;
+  auto start_more = [&] {
+    while (static_cast<int>(running.size()) < std::max(1, o.jobs) && next < a.changes.size() &&
+           Clock::now() < deadline) {
+      ChangeResult& c = a.changes[next];
+      const std::size_t i = next++;
+      if (!c.status.empty()) continue;  // failed before it could run
+      try {
+        running.push_back({i, std::make_unique<IsolatedSimulation>(changed(asked, c.change),
+                                                                   c.change.strategy.value_or(run.strategy), false)});
+      } catch (const ConfigError& e) {
+        c.status = "failed";
+        c.error = e.what();
+      }
+    }
+  };
+  start_more();
+  while (!running.empty()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) break;
+    std::vector<pollfd> fds;
+    for (const Running& r : running) fds.push_back({r.child->fd(), POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left, 1000))) < 0 && errno != EINTR)
+      throw RuntimeError(fmt::format("advice: poll: {}", std::strerror(errno)));
+    for (std::size_t i = running.size(); i-- > 0;) {
+      if (fds[i].revents == 0 || !running[i].child->read_some()) continue;
+      Running r = std::move(running[i]);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      ChangeResult& c = a.changes[r.index];
+      try {
+        record(c, r.child->finish(), a.samples_per_s);
+      } catch (const Error& e) {
+        c.status = "failed";
+        c.error = e.what();
+      }
+    }
+    start_more();
+  }
+  running.clear();  // past the budget: the children still running are killed
+  for (ChangeResult& c : a.changes)
+    if (c.status.empty()) c.status = "budget";
+  rank_changes(a);
+  return a;
+}
+
+}  // namespace gradsync::sim

@@ -1,0 +1,156 @@
+// advice_test.cpp: which changes are tried on a run (core/advice.hpp), and how they are ranked.
+#include "core/advice.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace gradsync {
+namespace {
+
+// resolved_8: a resolved scenario on 8 GPUs of one node, every DDP option at PyTorch's default.
+Scenario resolved_8() {
+  Scenario s;
+  s.gpus = 8;
+  s.nnodes = 1;
+  s.nproc_per_node = 8;
+  s.batch_per_gpu = 16;
+  s.precision = "bf16";
+  s.bucket_cap_mb = 25;
+  return s;
+}
+
+ModelTraits traits(bool attention, bool convolution) {
+  ModelTraits t;
+  t.attention = attention;
+  t.convolution = convolution;
+  return t;
+}
+
+const Change* find(const std::vector<Change>& cs, const std::string& what) {
+  const auto it = std::find_if(cs.begin(), cs.end(), [&](const Change& c) { return c.what == what; });
+  return it == cs.end() ? nullptr : &*it;
+}
+
+TEST(Advice, DdpRunTriesBucketCapsAroundTheDefaultHooksAccumulationAndNccl) {
+  const std::vector<Change> cs = candidate_changes(resolved_8(), Strategy::kDDP, traits(true, false));
+  for (const char* cap : {"5", "10", "50", "100"}) {
+    const Change* c = find(cs, std::string("bucket_cap_mb ") + cap);
+    ASSERT_NE(c, nullptr) << cap;
+    EXPECT_EQ(c->keys, (std::vector<std::pair<std::string, std::string>>{{"bucket_cap_mb", cap}}));
+    EXPECT_EQ(c->pytorch, std::string("DDP(model, bucket_cap_mb=") + cap + ")");
+    EXPECT_TRUE(c->alters.empty());
+  }
+  EXPECT_EQ(find(cs, "bucket_cap_mb 25"), nullptr) << "the run's own cap is not a change";
+  EXPECT_EQ(find(cs, "DDP instead of DP"), nullptr);
+  // Compression and a larger global batch change the maths, and say so.
+  ASSERT_NE(find(cs, "comm hook bf16"), nullptr);
+  EXPECT_FALSE(find(cs, "comm hook bf16")->alters.empty());
+  ASSERT_NE(find(cs, "grad_accum 4 with no_sync"), nullptr);
+  EXPECT_FALSE(find(cs, "grad_accum 4 with no_sync")->alters.empty());
+  // One node: NCCL's tree does not serve allreduce there, so it is not tried.
+  EXPECT_NE(find(cs, "NCCL_ALGO=Ring"), nullptr);
+  EXPECT_EQ(find(cs, "NCCL_ALGO=Tree"), nullptr);
+  // bf16: the flash kernel; the batch search is one change whose keys the engine fills.
+  ASSERT_NE(find(cs, "flash attention"), nullptr);
+  const Change* batch = find(cs, "largest batch that fits");
+  ASSERT_NE(batch, nullptr);
+  EXPECT_TRUE(batch->largest_batch);
+  EXPECT_TRUE(batch->keys.empty());
+}
+
+TEST(Advice, DpRunTriesDdpAndOnlyWhatDataParallelHas) {
+  Scenario s = resolved_8();
+  s.precision = "fp32";
+  const std::vector<Change> cs = candidate_changes(s, Strategy::kDP, traits(false, true));
+  ASSERT_FALSE(cs.empty());
+  EXPECT_EQ(cs.front().what, "DDP instead of DP");
+  ASSERT_TRUE(cs.front().strategy.has_value());
+  EXPECT_EQ(*cs.front().strategy, Strategy::kDDP);
+  EXPECT_NE(cs.front().pytorch.find("--nproc-per-node 8"), std::string::npos);
+  for (const Change& c : cs) {
+    for (const auto& [key, value] : c.keys) {
+      EXPECT_NE(key, "bucket_cap_mb") << "DataParallel has no buckets";
+      EXPECT_NE(key, "comm_hook") << "DataParallel has no comm hooks";
+    }
+  }
+  EXPECT_NE(find(cs, "channels_last"), nullptr) << "a model with convolutions";
+  EXPECT_EQ(find(cs, "flash attention"), nullptr) << "a model without attention";
+}
+
+TEST(Advice, ChangesAlreadyMadeAreNotTriedAgain) {
+  Scenario s = resolved_8();
+  s.static_graph = true;
+  s.gradient_as_bucket_view = true;
+  s.broadcast_buffers = false;
+  s.comm_hook = "bf16";
+  s.grad_accum = 2;
+  s.compile = true;
+  s.input = "pinned";
+  s.optimizer_impl = "fused";
+  s.nccl_algo = "ring";
+  s.nccl_proto = "simple";
+  s.nccl_max_nchannels = 8;
+  s.attention = "flash";
+  const std::vector<Change> cs = candidate_changes(s, Strategy::kDDP, traits(true, false));
+  for (const char* what : {"static_graph", "gradient_as_bucket_view", "broadcast_buffers off", "comm hook fp16",
+                           "grad_accum 4 with no_sync", "torch.compile", "pinned input", "fused optimizer",
+                           "NCCL_ALGO=Ring", "NCCL_PROTO=Simple", "NCCL_MAX_NCHANNELS=4", "flash attention"}) {
+    EXPECT_EQ(find(cs, what), nullptr) << what;
+  }
+  // One GPU: nothing to communicate, so no DDP or NCCL change.
+  Scenario one = resolved_8();
+  one.gpus = 1;
+  for (const Change& c : candidate_changes(one, Strategy::kDDP, traits(false, false)))
+    EXPECT_TRUE(c.keys.empty() ||
+                (c.keys.front().first.rfind("NCCL", 0) != 0 && c.keys.front().first != "bucket_cap_mb"))
+        << c.what;
+}
+
+TEST(Advice, RankedByGainThenTheOthersAndOnlyGainsOfOnePercentAreAdvised) {
+  Advice a;
+  auto add = [&](const std::string& what, const std::string& status, double gain) {
+    ChangeResult c;
+    c.change.what = what;
+    c.status = status;
+    c.gain = gain;
+    a.changes.push_back(c);
+  };
+  add("small", "ok", 0.005);
+  add("failed", "failed", 0);
+  add("big", "ok", 0.30);
+  add("oom", "oom", 0.50);
+  add("mid", "ok", 0.02);
+  add("late", "budget", 0);
+  add("worse", "ok", -0.1);
+  rank_changes(a);
+  std::vector<std::string> order;
+  for (const ChangeResult& c : a.changes) order.push_back(c.change.what);
+  EXPECT_EQ(order, (std::vector<std::string>{"big", "mid", "small", "worse", "failed", "oom", "late"}));
+  const std::vector<const ChangeResult*> best = advised(a);
+  ASSERT_EQ(best.size(), 2u);
+  EXPECT_EQ(best[0]->change.what, "big");
+  EXPECT_EQ(best[1]->change.what, "mid");
+  const nlohmann::ordered_json j = advice_json(a);
+  EXPECT_TRUE(j["changes"][0]["advised"].get<bool>());
+  EXPECT_FALSE(j["changes"][2]["advised"].get<bool>());
+  EXPECT_FALSE(j["changes"][4].contains("advised")) << "a failed change has no numbers";
+  EXPECT_EQ(j["changes"][6]["status"], "budget");
+}
+
+TEST(Advice, AtMostFiveAreAdvised) {
+  Advice a;
+  for (int i = 0; i < 8; ++i) {
+    ChangeResult c;
+    c.change.what = std::to_string(i);
+    c.status = "ok";
+    c.gain = 0.1 * (i + 1);
+    a.changes.push_back(c);
+  }
+  rank_changes(a);
+  EXPECT_EQ(advised(a).size(), Advice::kShown);
+  EXPECT_EQ(advised(a).front()->change.what, "7");
+}
+
+}  // namespace
+}  // namespace gradsync

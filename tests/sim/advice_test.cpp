@@ -1,0 +1,82 @@
+// advice_test.cpp: the advice is simulation: each advised change is the simulated step of the
+// changed scenario, the largest batch is the edge of the memory model, and a budget bounds it.
+#include "sim/advice.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/scenario_keys.hpp"
+#include "sim/simulate.hpp"
+
+namespace gradsync::sim {
+namespace {
+
+Scenario small() {
+  Scenario s;
+  s.model = "resnet18";
+  s.gpus = 2;
+  s.iterations = 2;
+  s.warmup = 1;
+  return s;
+}
+
+Scenario with_keys(Scenario s, const Change& c) {
+  for (const auto& [name, text] : c.keys) set_key(s, scenario_key(name), parse_key_value(scenario_key(name), text));
+  return s;
+}
+
+TEST(AdviceSim, AdvisedChangesAreTheSimulatedStepsOfTheChangedScenario) {
+  const Scenario s = small();
+  const StrategyResult run = simulate_isolated(s, Strategy::kDP);
+  const Advice a = advise(s, run, {.budget_s = 600, .jobs = 2});
+  EXPECT_EQ(a.strategy, Strategy::kDP);
+  EXPECT_DOUBLE_EQ(a.steady_s, run.steady_iteration_time_s);
+  const std::vector<const ChangeResult*> best = advised(a);
+  ASSERT_FALSE(best.empty());
+  for (std::size_t i = 1; i < best.size(); ++i) EXPECT_GE(best[i - 1]->gain, best[i]->gain);
+  // Each is what simulating the changed scenario gives, and its gain is samples/s against the run.
+  for (const ChangeResult* c : best) {
+    const StrategyResult r = simulate_isolated(with_keys(s, c->change), c->change.strategy.value_or(Strategy::kDP));
+    EXPECT_DOUBLE_EQ(c->steady_s, r.steady_iteration_time_s) << c->change.what;
+    EXPECT_NEAR(c->gain, r.samples_per_s / run.samples_per_s - 1, 1e-12) << c->change.what;
+  }
+  const auto ddp = std::find_if(a.changes.begin(), a.changes.end(),
+                                [](const ChangeResult& c) { return c.change.what == "DDP instead of DP"; });
+  ASSERT_NE(ddp, a.changes.end());
+  EXPECT_EQ(ddp->status, "ok");
+  EXPECT_DOUBLE_EQ(ddp->steady_s, simulate_isolated(s, Strategy::kDDP).steady_iteration_time_s);
+}
+
+TEST(AdviceSim, LargestBatchFitsAndOneMoreDoesNot) {
+  Scenario s = small();
+  s.topology = "dgx1-v100";
+  const std::int64_t b = largest_batch_per_gpu(s, Strategy::kDDP);
+  ASSERT_GT(b, 16);
+  Scenario fits = s, over = s;
+  fits.batch_per_gpu = b;
+  over.batch_per_gpu = b + 1;
+  auto oom = [](const StrategyResult& r) {
+    return std::any_of(r.per_gpu.begin(), r.per_gpu.end(), [](const GpuResult& g) { return g.oom; });
+  };
+  EXPECT_FALSE(oom(simulate_isolated(fits, Strategy::kDDP)));
+  EXPECT_TRUE(oom(simulate_isolated(over, Strategy::kDDP)));
+  // The advice's batch change is that batch, labelled as changing the maths.
+  const Advice a = advise(s, simulate_isolated(s, Strategy::kDDP), {.budget_s = 600, .jobs = 2});
+  const auto c =
+      std::find_if(a.changes.begin(), a.changes.end(), [](const ChangeResult& r) { return r.change.largest_batch; });
+  ASSERT_NE(c, a.changes.end());
+  EXPECT_EQ(c->change.keys.front().second, std::to_string(b));
+  EXPECT_NE(c->change.alters.find("global batch"), std::string::npos);
+}
+
+TEST(AdviceSim, NothingRunsPastTheBudget) {
+  const Scenario s = small();
+  const Advice a = advise(s, simulate_isolated(s, Strategy::kDDP), {.budget_s = 0, .jobs = 1});
+  ASSERT_FALSE(a.changes.empty());
+  for (const ChangeResult& c : a.changes) EXPECT_EQ(c.status, "budget") << c.change.what;
+  EXPECT_TRUE(advised(a).empty());
+}
+
+}  // namespace
+}  // namespace gradsync::sim
