@@ -11,6 +11,9 @@ struct PublishedArgs {
   std::string file;  // empty: the table compiled in
   std::string only;  // --case ID: this case only
   std::string csv;   // --csv FILE: every point as CSV
+  // --confidence FILE: per validation class of step times, the median and worst error of the
+  // training and DDP tables (sim/confidence.hpp; what validation/published/confidence.csv ships).
+  std::string confidence;
   int jobs = 1;
 };
 

@@ -23,6 +23,7 @@
 #include "core/input_file.hpp"
 #include "reports/csv.hpp"
 #include "reports/table.hpp"
+#include "sim/confidence.hpp"
 #include "sim/published.hpp"
 #include "sim/published_ddp.hpp"
 #include "sim/published_training.hpp"
@@ -72,7 +73,7 @@ struct Score {
 }  // namespace
 
 // run_training: the published single-GPU training cases, predicted from their models' ops.
-void run_training(const PublishedArgs& a, std::ostream& out, std::string& csv) {
+void run_training(const PublishedArgs& a, std::ostream& out, std::string& csv, std::vector<sim::ClassError>& classes) {
   const std::string origin = "validation/published/training_steps.yaml";
   const std::vector<sim::TrainingCase> cases = sim::read_training_cases(sim::builtin_training_text(), origin);
   reports::Table t({{"case", "", true},
@@ -102,6 +103,7 @@ void run_training(const PublishedArgs& a, std::ostream& out, std::string& csv) {
                fmt::format("{:.4g}", p.predicted), fmt::format("{:+.1f}", 100 * p.error())});
     errors[{p.cls, c.split}].push_back(std::abs(p.error()));
     errors[{"all", c.split}].push_back(std::abs(p.error()));
+    classes.push_back({"one GPU, " + p.cls, c.id, p.error()});
     csv += reports::csv_line({"training", c.id, c.split, p.cls, c.model, c.metric, reports::number(p.published),
                               reports::number(p.predicted), reports::number(p.error()), "true", mode, c.precision});
   }
@@ -130,7 +132,7 @@ void run_training(const PublishedArgs& a, std::ostream& out, std::string& csv) {
 }
 
 // run_ddp: the published multi-GPU DDP cases, each scenario simulated with DDP.
-void run_ddp(const PublishedArgs& a, std::ostream& out, std::string& csv) {
+void run_ddp(const PublishedArgs& a, std::ostream& out, std::string& csv, std::vector<sim::ClassError>& classes) {
   const std::string origin = "validation/published/ddp_steps.yaml";
   std::vector<sim::DdpCase> cases = sim::read_ddp_cases(sim::builtin_ddp_text(), origin);
   if (!a.only.empty()) {
@@ -159,6 +161,7 @@ void run_ddp(const PublishedArgs& a, std::ostream& out, std::string& csv) {
     const std::string err = p.points ? fmt::format("{:+.2f} pts", p.error()) : fmt::format("{:+.1f}", 100 * p.error());
     t.add_row({c.id, c.split, c.scenario.gpus > 0 ? std::to_string(c.scenario.gpus) : "all", c.metric,
                fmt::format("{:.4g}", p.published), fmt::format("{:.4g}", p.predicted), err});
+    if (!p.points) classes.push_back({sim::step_class(c.scenario, Strategy::kDDP), c.id, p.error()});
     errors[{p.points ? "change (pts)" : "time (%)", c.split}].push_back(
         std::abs(p.points ? p.error() : 100 * p.error()));
     csv += reports::csv_line({"ddp", c.id, c.split, p.points ? "change" : "time", c.scenario.model, c.metric,
@@ -182,6 +185,10 @@ void run_ddp(const PublishedArgs& a, std::ostream& out, std::string& csv) {
 }
 
 void run_published(const PublishedArgs& a, std::ostream& out) {
+  if (!a.confidence.empty() && !a.only.empty()) {
+    throw UsageError(
+        fmt::format("--confidence {}: every case decides it; give it without --case {}", a.confidence, a.only));
+  }
   std::string origin = "validation/published/nccl_tests.yaml (built in)";
   std::string text(sim::builtin_published_text());
   if (!a.file.empty()) {
@@ -253,6 +260,7 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
   std::string csv = reports::csv_line({"table", "case", "split", "class", "what", "quantity", "published", "simulated",
                                        "error_frac", "scored", "detail", "detail2"});
   std::map<std::pair<std::string, std::string>, Score> scores;  // (class, split)
+  std::vector<sim::ClassError> classes;                         // --confidence: every scored point and step by class
   for (const PublishedCase* c : todo) {
     const PublishedResult& r = results.at(c);
     if (c->excluded.empty()) {
@@ -269,6 +277,9 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
                                 fmt::format("{:.0f}", p.bytes), reports::number(p.published_GBps),
                                 reports::number(p.simulated_GBps), reports::number(p.error()),
                                 scored ? "true" : "false", p.algorithm, p.protocol});
+      if (scored)
+        classes.push_back(
+            {"NCCL collectives, " + (r.cls == "PCIe" ? std::string("PCIe node") : r.cls), c->id, p.error()});
     }
   }
   t.print(out, {fmt::format("gradsync validate --published: {} cases of {}; busbw as nccl-tests prints it (GB/s); "
@@ -301,11 +312,15 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
     if (!r.ignored_env.empty())
       out << fmt::format("# {}: not modelled, ignored: {}\n", c->id, fmt::join(r.ignored_env, " "));
   }
-  run_training(a, out, csv);
-  run_ddp(a, out, csv);
+  run_training(a, out, csv, classes);
+  run_ddp(a, out, csv, classes);
   if (!a.csv.empty()) {
     write_file_atomic(a.csv, csv);
     out << fmt::format("# wrote {}\n", a.csv);
+  }
+  if (!a.confidence.empty()) {
+    write_file_atomic(a.confidence, sim::confidence_csv(classes));
+    out << fmt::format("# wrote {}\n", a.confidence);
   }
 }
 

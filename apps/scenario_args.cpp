@@ -165,6 +165,7 @@ void finish_run(const reports::Report& rep, OutputFolder& out, bool explain) {
   const std::vector<std::string> written = reports::write_outputs(out.path(), rep);
   out.commit();
   reports::print_summary(rep, std::cout);
+  reports::print_confidence(rep, std::cout);
   if (rep.advice) reports::print_advice(*rep.advice, std::cout);
   if (explain) {
     std::cout << "#\n";

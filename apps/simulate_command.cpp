@@ -25,6 +25,7 @@
 #include "reports/report.hpp"
 #include "reports/table.hpp"
 #include "sim/advice.hpp"
+#include "sim/confidence.hpp"
 #include "sim/nccl_info.hpp"
 #include "sim/simulate.hpp"
 #include "topologies/topology.hpp"
@@ -81,6 +82,35 @@ std::vector<std::string> ddp_only_settings(const Scenario& s) {
   return given;
 }
 
+// confidence_of: per strategy that ran, its class's errors in gradsync's validation tables, or,
+// where the class has no case, its parts' (sim/confidence.hpp).
+std::vector<reports::Confidence> confidence_of(const Scenario& s, const std::vector<StrategyResult>& rs) {
+  std::vector<reports::Confidence> out;
+  for (const StrategyResult& r : rs) {
+    if (!r.skipped.empty()) continue;
+    const sim::StepClasses cls = sim::step_classes(s, r.strategy);
+    auto add = [&](const char* part, const std::string& name) {
+      reports::Confidence c;
+      c.strategy = std::string(strategy_label(r.strategy));
+      c.part = part;
+      c.cls = name;
+      if (const auto k = sim::class_confidence(name)) {
+        c.cases = k->cases;
+        c.points = k->points;
+        c.median_abs_error = k->median_abs_error;
+        c.worst_abs_error = k->worst_abs_error;
+        c.worst_case = k->worst_case;
+      }
+      out.push_back(c);
+      return c.cases > 0;
+    };
+    if (add("step", cls.step)) continue;
+    if (cls.compute != cls.step) add("compute", cls.compute);
+    if (!cls.communication.empty()) add("communication", cls.communication);
+  }
+  return out;
+}
+
 void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, const std::string& what) {
   const Scenario asked = scenario_of(a.scenario);
   const std::vector<std::string> ddp_only = ddp_only_settings(asked);
@@ -103,6 +133,7 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
     throw RuntimeError(fmt::format("--strategy dp: {}", rep.strategies.front().skipped));
   }
   rep.header = scenario_header(s, rep.strategies, what);
+  rep.confidence = confidence_of(asked, rep.strategies);
   if (a.advice && a.advice_options.budget_s > 0) {
     // The changes start from the faster strategy's run (compare), or the one asked for (advise).
     const StrategyResult* base = nullptr;

@@ -194,6 +194,7 @@ std::string html_report(const Report& r) {
   data["requested"] = r.requested;
   auto& st = data["strategies"] = json::array();
   for (const StrategyResult& s : r.strategies) st.push_back(strategy_data(s));
+  if (!r.confidence.empty()) data["confidence"] = confidence_json(r.confidence);
   if (r.advice) data["advice"] = advice_json(*r.advice);
   if (!r.validation.empty()) data["validation"] = result_document(r)["validation"];
   const std::string title = fmt::format("gradsync {}: {} on {}", r.command, r.scenario.value("model", std::string("?")),

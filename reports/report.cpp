@@ -135,6 +135,48 @@ void print_summary(const Report& rep, std::ostream& out) {
   }
 }
 
+void print_confidence(const Report& rep, std::ostream& out) {
+  auto measured = [](const Confidence& c) {
+    const bool points = c.part == "communication";
+    return fmt::format("{:.1f}% (median |error|; worst {:.1f}%, {}) over {} published {} of class \"{}\"",
+                       100 * c.median_abs_error, 100 * c.worst_abs_error, c.worst_case, points ? c.points : c.cases,
+                       points ? "nccl-tests points" : "steps", c.cls);
+  };
+  for (const StrategyResult& r : rep.strategies) {
+    const std::string label(strategy_label(r.strategy));
+    std::vector<const Confidence*> mine;
+    for (const Confidence& c : rep.confidence)
+      if (c.strategy == label) mine.push_back(&c);
+    if (mine.empty()) continue;
+    const Confidence& step = *mine.front();
+    if (step.cases > 0) {
+      out << fmt::format("# how sure: {} {} ms +/- {}\n", label, ms(r.steady_iteration_time_s), measured(step));
+      continue;
+    }
+    out << fmt::format("# how sure: {}: no published step of class \"{}\" in gradsync's validation tables{}\n", label,
+                       step.cls, mine.size() > 1 ? "; its parts:" : "");
+    for (std::size_t i = 1; i < mine.size(); ++i) {
+      const Confidence& c = *mine[i];
+      out << (c.cases > 0 ? fmt::format("#   {} +/- {}\n", c.part, measured(c))
+                          : fmt::format("#   {}: no published case of class \"{}\"\n", c.part, c.cls));
+    }
+  }
+}
+
+json confidence_json(const std::vector<Confidence>& cs) {
+  json a = json::array();
+  for (const Confidence& c : cs) {
+    json j{{"strategy", c.strategy}, {"part", c.part}, {"class", c.cls}, {"cases", c.cases}, {"points", c.points}};
+    if (c.cases > 0) {
+      j["median_abs_error_frac"] = c.median_abs_error;
+      j["worst_abs_error_frac"] = c.worst_abs_error;
+      j["worst_case"] = c.worst_case;
+    }
+    a.push_back(j);
+  }
+  return a;
+}
+
 std::vector<ExplainRow> explain(const StrategyResult& r, int iteration) {
   std::vector<ExplainRow> rows;
   if (!r.skipped.empty()) return rows;
@@ -211,6 +253,7 @@ json result_document(const Report& rep) {
   j["requested"] = rep.requested;
   auto& arr = j["strategies"] = json::array();
   for (const StrategyResult& r : rep.strategies) arr.push_back(result_json(r, false));
+  if (!rep.confidence.empty()) j["confidence"] = confidence_json(rep.confidence);
   if (rep.advice) j["advice"] = advice_json(*rep.advice);
   if (!rep.validation.empty()) {
     auto& v = j["validation"] = json::array();

@@ -23,6 +23,20 @@
 
 namespace gradsync::reports {
 
+// Confidence: how far gradsync has been from published measurements in the class of a strategy's
+// step (sim/confidence.hpp). part "step": the step's own class; where that has no case, "compute"
+// (single-GPU steps of the model's kind) and "communication" (nccl-tests on the interconnect).
+struct Confidence {
+  std::string strategy;  // "dp", "ddp"
+  std::string part;      // "step", "compute", "communication"
+  std::string cls;       // "DDP, NVLink node, conv net"
+  int cases = 0;         // 0: no published case in the class
+  int points = 0;
+  double median_abs_error = 0;
+  double worst_abs_error = 0;
+  std::string worst_case;
+};
+
 struct Report {
   std::string command;              // "compare", "simulate", "bench"
   std::string mode = "simulated";   // or "real"
@@ -34,11 +48,17 @@ struct Report {
   std::vector<StrategyResult> strategies;
   std::vector<ValidationRow> validation;  // `validate`: measured against simulated (else empty)
   std::optional<Advice> advice;           // `compare`, `advise`: the changes simulated (core/advice.hpp)
+  std::vector<Confidence> confidence;     // simulated runs: per strategy, its class's published errors
 };
 
 // print_summary: the table (one row per strategy), a note per skipped strategy and, with both
 // strategies, DDP's speed-up over DP.
 void print_summary(const Report& r, std::ostream& out);
+
+// print_confidence: the "how sure" lines, one per strategy (nothing without confidence rows).
+void print_confidence(const Report& r, std::ostream& out);
+// confidence_json: result.json's "confidence".
+nlohmann::ordered_json confidence_json(const std::vector<Confidence>& cs);
 
 // ExplainRow: one phase of one strategy in one iteration (`--explain`).
 struct ExplainRow {

@@ -62,6 +62,26 @@
     if (data.header && data.header.length) parent.appendChild(el('pre', data.header.join('\n'), 'header-lines'));
   }
 
+  // confidenceLines: how far gradsync has been from published measurements in each strategy's class.
+  function confidenceLines(parent, rows) {
+    parent.appendChild(el('h3', 'How sure'));
+    const pct = v => (100 * v).toFixed(1) + '%';
+    const measured = c => '±' + pct(c.median_abs_error_frac) + ' (median error; worst ' + pct(c.worst_abs_error_frac) + ', ' +
+      c.worst_case + ') over ' + (c.part === 'communication' ? c.points + ' published nccl-tests points' : c.cases + ' published steps') +
+      ' of class "' + c['class'] + '"';
+    const ul = el('ul', null, 'confidence');
+    rows.forEach(c => {
+      const who = c.strategy.toUpperCase();
+      if (c.part === 'step') {
+        ul.appendChild(el('li', c.cases > 0 ? who + ': ' + measured(c) : who + ': no published step of class "' + c['class'] + '" in gradsync\'s validation tables' +
+          (rows.some(o => o.strategy === c.strategy && o.part !== 'step') ? '; its parts:' : '')));
+      } else {
+        ul.appendChild(el('li', c.cases > 0 ? who + ' ' + c.part + ': ' + measured(c) : who + ' ' + c.part + ': no published case of class "' + c['class'] + '"', 'part'));
+      }
+    });
+    parent.appendChild(ul);
+  }
+
   // adviceTable: the changes worth making (result.json's advice), each simulated, the best first.
   function adviceTable(parent, a) {
     const shown = a.changes.filter(c => c.advised);
@@ -99,6 +119,7 @@
     } else {
       ran.forEach(s => an.appendChild(el('p', s.strategy.toUpperCase() + ': ' + s.steady_ms.toFixed(1) + ' ms per step, ' + s.samples_per_s.toFixed(1) + ' samples/s.', 'headline')));
     }
+    if (data.confidence) confidenceLines(an, data.confidence);
     if (data.advice) adviceTable(an, data.advice);
 
     const sc = section('Scenario', 'The model, the cluster and the options of this ' + data.mode + ' run, every default resolved.');

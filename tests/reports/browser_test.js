@@ -56,6 +56,8 @@ assert.deepStrictEqual(h2.slice(0, 2), ['Answer', 'Scenario'], `sections in orde
 const answer = cdom.slice(cdom.indexOf('<h2>Answer</h2>'), cdom.indexOf('<h2>Scenario</h2>'));
 assert.ok(answer.includes('DDP is') && answer.includes('What to change') && answer.includes('torch.compile'),
   'the answer section holds the headline and the advice table');
+assert.ok(answer.includes('How sure') && answer.includes('NCCL collectives, NVLink node'),
+  'the answer section says how sure each time is');
 console.log('compare: the answer and the advice open the page');
 
 run(['sweep', '--model', 'resnet18', '--iterations', '2', '--warmup', '1', '--vary', 'gpus=1,2,4,8', '--vary', 'bucket_cap_mb=5,25', '--jobs', '2', '--out', path.join(outDir, 'sweep')]);

@@ -75,6 +75,10 @@ with tempfile.TemporaryDirectory() as tmp:
             bad = copy.deepcopy(doc)
             bad["advice"]["changes"][0]["status"] = "maybe"
             check(not validator.is_valid(bad), "an advice status outside ok, oom, failed, budget is rejected")
+        conf = doc.get("confidence", [])
+        check({c["strategy"] for c in conf} == {"dp", "ddp"}, "compare gives each strategy its confidence")
+        check(all(c["cases"] == 0 or c["median_abs_error_frac"] <= c["worst_abs_error_frac"] for c in conf),
+              "a class's median error is at most its worst")
     if "simulate" in docs:
         check("advice" not in docs["simulate"], "simulate gives no advice (compare and advise do)")
     if "compare-dp-skipped" in docs:

@@ -7,7 +7,14 @@ set -uo pipefail
 bin=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$bin" validate --published --csv "$tmp/published.csv" >"$tmp/table.txt" 2>&1 || { cat "$tmp/table.txt"; exit 1; }
+"$bin" validate --published --csv "$tmp/published.csv" --confidence "$tmp/confidence.csv" >"$tmp/table.txt" 2>&1 ||
+  { cat "$tmp/table.txt"; exit 1; }
+# The confidence table that gradsync ships (and prints a +/- from) is what the tables give now.
+if ! diff -u validation/published/confidence.csv "$tmp/confidence.csv"; then
+  echo "FAIL: validation/published/confidence.csv is stale: regenerate it with"
+  echo "  gradsync validate --published --confidence validation/published/confidence.csv"
+  status_conf=1
+fi
 # class,split -> median |error| (%), share within 10% (%), points
 awk -F, 'NR > 1 && $1 == "nccl-tests" && $10 == "true" {
   key = $4 "," $3; e = $9 < 0 ? -$9 : $9; n[key]++; v[key, n[key]] = e * 100; if (e <= 0.10) w[key]++
@@ -21,7 +28,7 @@ END {
   }
 }' "$tmp/published.csv" | sort >"$tmp/summary.csv"
 cat "$tmp/summary.csv"
-status=0
+status=${status_conf:-0}
 # check CLASS SPLIT MAX_MEDIAN MIN_WITHIN10 MIN_POINTS (for training: within 15%)
 check() {
   local line

@@ -1,0 +1,96 @@
+// confidence.cpp: validation classes and the compiled-in confidence table.
+#include "sim/confidence.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "models/scenario_basics.hpp"
+#include "sim/nccl_options.hpp"
+#include "sim/published_table.hpp"
+#include "sim/simulate.hpp"
+#include "topologies/channels.hpp"
+#include "topologies/routes.hpp"
+
+namespace gradsync::sim {
+
+std::string step_class(const Scenario& s, Strategy strategy) { return step_classes(s, strategy).step; }
+
+StepClasses step_classes(const Scenario& s, Strategy strategy) {
+  const Scenario r = resolve_scenario(s);
+  const Model m = scenario_model(s);
+  const bool conv =
+      std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.kind == LayerKind::kConv2d; });
+  const std::string kind = conv ? "conv net" : "transformer";
+  StepClasses c;
+  c.compute = "one GPU, " + kind;
+  if (r.gpus <= 1) {
+    c.step = c.compute;
+    return c;
+  }
+  std::string link = "multi-node";
+  if (r.nnodes <= 1) {
+    // As validate --published classes nccl-tests cases: the path class NCCL's rings use in a node.
+    const Topology topo = load_topology(s.topology);
+    const Routes routes(topo);
+    const Transports transports(topo, routes, nccl_settings(s).transport);
+    const Channels ch = build_channels(topo, routes, first_ranks(r.gpus), transports);
+    link = ch.intra_class <= PathClass::kNVB ? "NVLink node" : "PCIe node";
+  }
+  c.step = fmt::format("{}, {}, {}", strategy == Strategy::kDP ? "DP" : "DDP", link, kind);
+  c.communication = "NCCL collectives, " + link;
+  return c;
+}
+
+std::string confidence_csv(std::vector<ClassError> errors) {
+  std::map<std::string, std::vector<ClassError>> by;
+  for (ClassError& e : errors) by[e.cls].push_back(std::move(e));
+  std::string out = "class,cases,points,median_abs_error_frac,worst_abs_error_frac,worst_case\n";
+  for (auto& [cls, es] : by) {
+    std::sort(es.begin(), es.end(), [](const ClassError& a, const ClassError& b) {
+      return std::abs(a.error) != std::abs(b.error) ? std::abs(a.error) < std::abs(b.error) : a.id < b.id;
+    });
+    const std::size_t n = es.size();
+    const double median =
+        n % 2 ? std::abs(es[n / 2].error) : (std::abs(es[n / 2 - 1].error) + std::abs(es[n / 2].error)) / 2;
+    std::set<std::string> ids;
+    for (const ClassError& e : es) ids.insert(e.id);
+    out += fmt::format("\"{}\",{},{},{:.4f},{:.4f},{}\n", cls, ids.size(), n, median, std::abs(es.back().error),
+                       es.back().id);
+  }
+  return out;
+}
+
+std::optional<ClassConfidence> class_confidence(std::string_view cls) {
+  std::istringstream in{std::string(builtin_table_text("confidence.csv"))};
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    // "class",cases,median,worst,case: the class is quoted (it holds commas).
+    const std::size_t close = line.find('"', 1);
+    if (line.empty() || line[0] != '"' || close == std::string::npos) continue;
+    if (std::string_view(line).substr(1, close - 1) != cls) continue;
+    ClassConfidence c;
+    c.cls = std::string(cls);
+    std::istringstream rest(line.substr(close + 2));
+    std::string cases, points, median, worst;
+    std::getline(rest, cases, ',');
+    std::getline(rest, points, ',');
+    std::getline(rest, median, ',');
+    std::getline(rest, worst, ',');
+    std::getline(rest, c.worst_case);
+    c.cases = std::stoi(cases);
+    c.points = std::stoi(points);
+    c.median_abs_error = std::stod(median);
+    c.worst_abs_error = std::stod(worst);
+    return c;
+  }
+  return std::nullopt;
+}
+
+}  // namespace gradsync::sim

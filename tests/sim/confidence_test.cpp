@@ -1,0 +1,59 @@
+// confidence_test.cpp: a scenario's validation class, and the compiled-in table of its errors.
+#include "sim/confidence.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+
+namespace gradsync::sim {
+namespace {
+
+Scenario on(const std::string& model, const std::string& topology, int gpus) {
+  Scenario s;
+  s.model = model;
+  s.topology = topology;
+  s.gpus = gpus;
+  return s;
+}
+
+TEST(Confidence, StepClassNamesStrategyInterconnectAndKind) {
+  EXPECT_EQ(step_class(on("gpt2", "dgx-a100", 8), Strategy::kDDP), "DDP, NVLink node, transformer");
+  EXPECT_EQ(step_class(on("resnet50", "dgx1-v100", 8), Strategy::kDP), "DP, NVLink node, conv net");
+  EXPECT_EQ(step_class(on("resnet50", "pcie-4gpu", 4), Strategy::kDDP), "DDP, PCIe node, conv net");
+  EXPECT_EQ(step_class(on("gpt2", "2x-dgx-a100-hdr", 16), Strategy::kDDP), "DDP, multi-node, transformer");
+  // One GPU: no communication, so one class whichever the strategy.
+  EXPECT_EQ(step_class(on("gpt2", "dgx-a100", 1), Strategy::kDP), "one GPU, transformer");
+  // NCCL_P2P_DISABLE sends a node's rings through host memory: no longer an NVLink class.
+  Scenario p2p_off = on("gpt2", "dgx-a100", 8);
+  p2p_off.nccl_p2p_disable = true;
+  EXPECT_EQ(step_class(p2p_off, Strategy::kDDP), "DDP, PCIe node, transformer");
+  const StepClasses parts = step_classes(on("gpt2", "2x-dgx-a100-hdr", 16), Strategy::kDDP);
+  EXPECT_EQ(parts.compute, "one GPU, transformer");
+  EXPECT_EQ(parts.communication, "NCCL collectives, multi-node");
+  EXPECT_TRUE(step_classes(on("gpt2", "dgx-a100", 1), Strategy::kDDP).communication.empty());
+}
+
+TEST(Confidence, TheShippedTableHasTheDdpCasesOfPyTorchsBenchmark) {
+  const auto c = class_confidence("DDP, NVLink node, conv net");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_GE(c->cases, 8);
+  EXPECT_EQ(c->cases, c->points) << "a step case is one measurement";
+  EXPECT_GT(c->median_abs_error, 0);
+  EXPECT_LE(c->median_abs_error, c->worst_abs_error);
+  EXPECT_FALSE(c->worst_case.empty());
+  const auto n = class_confidence("NCCL collectives, NVLink node");
+  ASSERT_TRUE(n.has_value());
+  EXPECT_GT(n->points, n->cases) << "an nccl-tests case scores several sizes";
+  EXPECT_FALSE(class_confidence("DP, NVLink node, conv net").has_value()) << "no published DP step";
+}
+
+TEST(Confidence, TableIsMedianAndWorstOfAbsoluteErrorsByClass) {
+  const std::string csv = confidence_csv({{"b", "x", 0.10}, {"a", "p", -0.30}, {"b", "y", -0.20}, {"b", "x", 0.04}});
+  EXPECT_EQ(csv,
+            "class,cases,points,median_abs_error_frac,worst_abs_error_frac,worst_case\n"
+            "\"a\",1,1,0.3000,0.3000,p\n"
+            "\"b\",2,3,0.1000,0.2000,y\n");
+}
+
+}  // namespace
+}  // namespace gradsync::sim
