@@ -24,6 +24,20 @@ using json = nlohmann::ordered_json;
 
 constexpr int kTimelineRanks = 8;
 
+// timeline_ranks: the GPUs whose lanes the timeline draws: every GPU up to kTimelineRanks; past
+// that, node 0's and the first GPU of every other node (ranks are placed node by node, as torchrun
+// places them; `per_node` 0 when nodes differ: the first kTimelineRanks).
+std::vector<int> timeline_ranks(int gpus, int per_node) {
+  std::vector<int> ranks;
+  for (int g = 0; g < gpus; ++g) {
+    const bool shown = gpus <= kTimelineRanks ? true
+                       : per_node > 0         ? (g < per_node || g % per_node == 0)
+                                              : g < kTimelineRanks;
+    if (shown) ranks.push_back(g);
+  }
+  return ranks;
+}
+
 std::string_view embedded(std::span<const EmbeddedFile> files, std::string_view suffix) {
   for (const EmbeddedFile& f : files) {
     if (f.path.size() >= suffix.size() && f.path.substr(f.path.size() - suffix.size()) == suffix) return f.text;
@@ -49,19 +63,25 @@ std::string kind_of(const TraceEvent& e) {
   if (n == "optimizer") return "optimizer";
   if (n.rfind("allreduce:", 0) == 0) return "allreduce";
   if (e.stream == Stream::kComm) return "collective";
+  if (e.stream == Stream::kHost) return n.rfind("call:", 0) == 0 ? "collective call" : "host work";
   if (n.rfind("copy_in:", 0) == 0 || n.rfind("copy_out:", 0) == 0) return "bucket copy";
   if (e.stream == Stream::kCopy) return "copy";
   return "other compute";
 }
 
-json timeline(const StrategyResult& r) {
+json timeline(const StrategyResult& r, const std::vector<int>& ranks) {
   json events = json::array();
   if (r.iterations.empty()) return events;
   const IterationMetrics& last = r.iterations.back();
   for (const TraceEvent& e : r.trace.events) {
-    if (e.iteration != last.iteration || e.stream == Stream::kHost || e.rank >= kTimelineRanks) continue;
+    const bool host_work =
+        e.stream == Stream::kHost && (e.name.rfind("call:", 0) == 0 || e.name.rfind("host:", 0) == 0);
+    if (e.iteration != last.iteration || (e.stream == Stream::kHost && !host_work) ||
+        !std::binary_search(ranks.begin(), ranks.end(), e.rank))
+      continue;
+    const char* lane = e.stream == Stream::kCompute ? "compute" : e.stream == Stream::kHost ? "host" : "comm";
     json ev = {{"rank", e.rank},
-               {"lane", fmt::format("GPU {} {}", e.rank, e.stream == Stream::kCompute ? "compute" : "comm")},
+               {"lane", fmt::format("GPU {} {}", e.rank, lane)},
                {"name", e.name},
                {"kind", kind_of(e)},
                {"start_ms", (e.start_s - last.start_s) * 1e3},
@@ -73,7 +93,7 @@ json timeline(const StrategyResult& r) {
   return events;
 }
 
-json strategy_data(const StrategyResult& r) {
+json strategy_data(const StrategyResult& r, int per_node) {
   json j;
   j["strategy"] = std::string(strategy_label(r.strategy));
   j["skipped"] = r.skipped;
@@ -117,8 +137,9 @@ json strategy_data(const StrategyResult& r) {
                   {"other_out", bytes_text(row.other_out)},
                   {"time_ms", row.time_s * 1e3}});
   }
-  j["timeline"] = timeline(r);
-  j["timeline_ranks"] = std::min(r.gpus, kTimelineRanks);
+  const std::vector<int> ranks = timeline_ranks(r.gpus, per_node);
+  j["timeline"] = timeline(r, ranks);
+  j["timeline_ranks"] = ranks;
   return j;
 }
 
@@ -193,7 +214,10 @@ std::string html_report(const Report& r) {
   data["scenario"] = r.scenario;
   data["requested"] = r.requested;
   auto& st = data["strategies"] = json::array();
-  for (const StrategyResult& s : r.strategies) st.push_back(strategy_data(s));
+  // A real run's scenario may leave nproc_per_node unresolved (null).
+  const auto n = r.scenario.find("nproc_per_node");
+  const int per_node = n != r.scenario.end() && n->is_number_integer() ? n->get<int>() : 0;
+  for (const StrategyResult& s : r.strategies) st.push_back(strategy_data(s, per_node));
   if (!r.confidence.empty()) data["confidence"] = confidence_json(r.confidence);
   if (r.advice) data["advice"] = advice_json(*r.advice);
   if (!r.validation.empty()) data["validation"] = result_document(r)["validation"];

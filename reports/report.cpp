@@ -33,6 +33,7 @@ std::string phase_of(const std::string& n) {
     return "bucket copies";
   if (n.rfind("slowdown:", 0) == 0) return "overlap slowdown";
   if (n.rfind("call:", 0) == 0) return "collective calls";
+  if (n.rfind("host:", 0) == 0) return "host work";
   if (n.rfind("dp:", 0) == 0 || n.rfind("h2d:", 0) == 0 || n == "optimizer" || n.rfind("broadcast:", 0) == 0) return n;
   if (n.rfind("loss", 0) == 0) return "loss";
   return "other";
@@ -53,6 +54,9 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
   const int gpus = r.gpus, replicas = r.replicas;
   const std::string via = r.transports.empty() ? "" : " via " + r.transports;
   const std::string others = replicas > 2 ? fmt::format("GPUs 1-{}", replicas - 1) : "GPU 1";
+  if (phase == "host work")
+    return s == Strategy::kDP ? "the process's host threads, one at a time (GIL): module copies, threads, Python"
+                              : "each rank's host thread, under the GIL";
   if (phase == "collective calls")
     return s == Strategy::kDP ? "the process's host thread: CUDA calls issuing each collective"
                               : "each rank's host thread: CUDA calls issuing each collective";
@@ -186,8 +190,10 @@ std::vector<ExplainRow> explain(const StrategyResult& r, int iteration) {
   std::map<std::string, std::vector<std::pair<double, double>>> spans;
   std::map<std::string, double> first;
   for (const TraceEvent& e : r.trace.events) {
-    // Host work is not a phase, except the per-call cost of issuing collectives.
-    if (e.iteration != iteration || (e.stream == Stream::kHost && e.name.rfind("call:", 0) != 0)) continue;
+    // Host events are phases where they cost time: issuing collectives, and work under the GIL.
+    if (e.iteration != iteration ||
+        (e.stream == Stream::kHost && e.name.rfind("call:", 0) != 0 && e.name.rfind("host:", 0) != 0))
+      continue;
     const std::string p = phase_of(e.name);
     if (!spans.count(p)) {
       order.push_back(p);

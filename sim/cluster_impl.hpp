@@ -435,11 +435,24 @@ struct SimCluster::Impl::Proc final : public Host {
     }
     impl->clocks.flush();
     std::unique_lock<sg4::Mutex> lock(*gil);
+    const double start = sg4::Engine::get_clock();
     try {
       sleep_for(op.time_s);
     } catch (const simgrid::ForcefulKillException&) {
       lock.release();  // as in Counter::wait_at_least
       throw;
+    }
+    // Work under the GIL is traced on the host lane of the process's first device ("host:<op>",
+    // the --explain phase "host work"): one thread at a time, so its events never overlap.
+    if (!devices.empty() && op.time_s > 0) {
+      TraceEvent e;
+      e.rank = devices.front();
+      e.stream = gradsync::Stream::kHost;
+      e.name = "host:" + op.name;
+      e.iteration = iteration;
+      e.start_s = start;
+      e.end_s = sg4::Engine::get_clock();
+      impl->trace.add(std::move(e));
     }
   }
   void parallel(int count, const std::function<void(int)>& fn) override {

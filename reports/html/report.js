@@ -10,6 +10,7 @@
   const colors = {
     forward: '#4e79a7', backward: '#2f5d8a', optimizer: '#76b7b2', 'other compute': '#9fb3c8',
     allreduce: '#e15759', collective: '#f28e2b', 'bucket copy': '#edc948', copy: '#b07aa1',
+    'host work': '#8c6d31', 'collective call': '#d4a6c8',
   };
   const partColors = { compute: '#4e79a7', 'exposed communication': '#e15759', other: '#bab0ac' };
 
@@ -163,13 +164,21 @@
       { key: 'tokens_per_s', label: 'tokens/s', format: v => fmt(v, 0) },
     ], ran);
 
+    // One x scale for every timeline: the longest steady iteration drawn.
+    const span = Math.max.apply(null, ran.map(s => Math.max(s.steady_ms, ...s.timeline.map(e => e.end_ms))));
     ran.forEach(s => {
       const lanes = [];
-      for (let r = 0; r < s.timeline_ranks; r++) lanes.push('GPU ' + r + ' compute', 'GPU ' + r + ' comm');
+      const hosts = new Set(s.timeline.filter(e => e.kind === 'host work' || e.kind === 'collective call').map(e => e.rank));
+      s.timeline_ranks.forEach(r => {
+        if (hosts.has(r)) lanes.push('GPU ' + r + ' host');
+        lanes.push('GPU ' + r + ' compute', 'GPU ' + r + ' comm');
+      });
+      const shown = s.timeline_ranks.length;
       const tl = section(s.strategy.toUpperCase() + ': one steady iteration (' + s.iteration + ')',
-        'Each GPU has a compute lane and a communication lane (collectives and copies); ' +
-        (s.gpus > s.timeline_ranks ? 'the first ' + s.timeline_ranks + ' of ' + s.gpus + ' GPUs; ' : '') +
-        'allreduce buckets are labelled b<k>. Hover for names and bytes.');
+        'Each GPU has a compute lane and a communication lane (collectives and copies); a host lane holds the ' +
+        'host thread\'s work under the GIL and its collective calls. ' +
+        (s.gpus > shown ? shown + ' of ' + s.gpus + ' GPUs: node 0 and the first GPU of every other node. ' : '') +
+        'Allreduce buckets are labelled b<k> where the bar has room. The timelines share one time axis. Hover for names and bytes.');
       chart(tl, 'chart-timeline-' + s.strategy, {
         width: 1100, height: { step: 16 }, data: { values: s.timeline },
         layer: [
@@ -177,18 +186,20 @@
             mark: { type: 'bar', cornerRadius: 1 },
             encoding: {
               y: { field: 'lane', type: 'nominal', sort: lanes, title: null, scale: { domain: lanes } },
-              x: { field: 'start_ms', type: 'quantitative', title: 'ms since the iteration started' },
+              x: { field: 'start_ms', type: 'quantitative', title: 'ms since the iteration started', scale: { domain: [0, span], nice: false } },
               x2: { field: 'end_ms' },
               color: { field: 'kind', type: 'nominal', title: null, scale: { domain: Object.keys(colors), range: Object.values(colors) } },
               tooltip: [{ field: 'name' }, { field: 'bytes', format: ',' }, { field: 'start_ms', format: '.3f' }, { field: 'end_ms', format: '.3f' }],
             },
           },
           {
-            transform: [{ filter: "datum.kind === 'allreduce' && isValid(datum.bucket)" }, { calculate: '(datum.start_ms + datum.end_ms) / 2', as: 'mid' }, { calculate: "'b' + datum.bucket", as: 'label' }],
+            // A label only where its bar is wide enough for it (4% of the axis: 44 px of 1100), so
+            // that labels never overlap.
+            transform: [{ filter: "datum.kind === 'allreduce' && isValid(datum.bucket) && datum.end_ms - datum.start_ms >= " + (0.04 * span) }, { calculate: '(datum.start_ms + datum.end_ms) / 2', as: 'mid' }, { calculate: "'b' + datum.bucket", as: 'label' }],
             mark: { type: 'text', fontSize: 9, color: '#222' },
             encoding: {
               y: { field: 'lane', type: 'nominal', sort: lanes },
-              x: { field: 'mid', type: 'quantitative' },
+              x: { field: 'mid', type: 'quantitative', scale: { domain: [0, span], nice: false } },
               text: { field: 'label' },
             },
           },
@@ -209,7 +220,7 @@
         title: s.strategy.toUpperCase(), width: 420, height: 220, data: { values: rows },
         mark: 'bar',
         encoding: {
-          x: { field: 'gpu', type: 'nominal', sort: { field: 'idx' }, title: null },
+          x: { field: 'idx', type: 'ordinal', title: 'GPU' },
           xOffset: { field: 'direction' },
           y: { field: 'bytes', type: 'quantitative', title: 'bytes per iteration', axis: { format: '~s' } },
           color: { field: 'direction', type: 'nominal', scale: { range: ['#e15759', '#4e79a7'] } },
@@ -277,20 +288,21 @@
     const mwrap = el('div', null, 'charts');
     me.appendChild(mwrap);
     ran.forEach(s => {
-      const rows = s.per_gpu.map(g => ({ gpu: 'GPU ' + g.gpu, idx: g.gpu, GB: g.peak_memory_bytes / 1e9, capacity: g.capacity_bytes / 1e9, fits: g.oom ? 'out of memory' : 'fits' }));
+      const GiB = 1024 * 1024 * 1024;
+      const rows = s.per_gpu.map(g => ({ gpu: 'GPU ' + g.gpu, idx: g.gpu, GiB: g.peak_memory_bytes / GiB, capacity: g.capacity_bytes / GiB, fits: g.oom ? 'out of memory' : 'fits' }));
       chart(mwrap, 'chart-memory-' + s.strategy, {
         title: s.strategy.toUpperCase(), width: 420, height: 220, data: { values: rows },
         layer: [
           {
             mark: 'bar',
             encoding: {
-              x: { field: 'gpu', type: 'nominal', sort: { field: 'idx' }, title: null },
-              y: { field: 'GB', type: 'quantitative', title: 'GB' },
+              x: { field: 'idx', type: 'ordinal', title: 'GPU' },
+              y: { field: 'GiB', type: 'quantitative', title: 'peak memory (GiB)' },
               color: { field: 'fits', type: 'nominal', title: null, scale: { domain: ['fits', 'out of memory'], range: ['#59a14f', '#e15759'] } },
-              tooltip: [{ field: 'gpu' }, { field: 'GB', format: '.2f' }, { field: 'capacity', format: '.1f' }],
+              tooltip: [{ field: 'gpu' }, { field: 'GiB', format: '.2f', title: 'peak (GiB)' }, { field: 'capacity', format: '.1f', title: 'capacity (GiB)' }],
             },
           },
-          { mark: { type: 'tick', color: '#1d2433', thickness: 2 }, encoding: { x: { field: 'gpu', type: 'nominal', sort: { field: 'idx' } }, y: { field: 'capacity', type: 'quantitative' } } },
+          { mark: { type: 'tick', color: '#1d2433', thickness: 2 }, encoding: { x: { field: 'idx', type: 'ordinal' }, y: { field: 'capacity', type: 'quantitative' } } },
         ],
       });
     });
@@ -299,14 +311,32 @@
   function sweepReport() {
     const cols = data.columns;
     const rows = data.rows.map(r => { const o = {}; cols.forEach((c, i) => { o[c] = r[i]; }); return o; });
-    const num = ['gpus', 'steady_iteration_time_s', 'samples_per_s', 'tokens_per_s', 'scaling_efficiency_frac', 'bucket_cap_mb', 'point'];
+    const num = ['gpus', 'steady_iteration_time_s', 'exposed_communication_s', 'samples_per_s', 'tokens_per_s', 'scaling_efficiency_frac', 'bucket_cap_mb', 'point'];
     rows.forEach(r => {
       num.forEach(k => { r[k] = r[k] === '' || r[k] === undefined ? null : Number(r[k]); });
       r.steady_ms = r.steady_iteration_time_s === null ? null : 1e3 * r.steady_iteration_time_s;
+      r.exposed_ms = r.exposed_communication_s === null ? null : 1e3 * r.exposed_communication_s;
       r.label = data.varied.map(k => k + '=' + r[k]).join(' ');
     });
     const ok = rows.filter(r => r.status !== 'skipped' && r.status !== 'failed');
     const seriesOf = x => r => [r.strategy.toUpperCase()].concat(data.varied.filter(k => k !== x && k !== 'strategy').map(k => k + '=' + r[k])).join(' ');
+    // seriesOrder: the legend's order: by strategy, then each varied value, numbers as numbers
+    // (5 before 25 before 100).
+    const seriesOrder = (pts, x) => {
+      const keys = data.varied.filter(k => k !== x && k !== 'strategy');
+      const cmp = (a, b) => {
+        if (a.strategy !== b.strategy) return a.strategy < b.strategy ? -1 : 1;
+        for (const k of keys) {
+          const na = Number(a[k]), nb = Number(b[k]);
+          const c = !isNaN(na) && !isNaN(nb) ? na - nb : String(a[k]).localeCompare(String(b[k]));
+          if (c !== 0) return c;
+        }
+        return 0;
+      };
+      const seen = new Map();
+      pts.slice().sort(cmp).forEach(r => { if (!seen.has(r.series)) seen.set(r.series, true); });
+      return Array.from(seen.keys());
+    };
 
     const sc = section('Sweep', rows.length + ' points; varied: ' + data.varied.join(', ') + '.');
     headerLines(sc);
@@ -319,15 +349,33 @@
       s.appendChild(wrap);
       const series = seriesOf('gpus');
       const pts = ok.map(r => Object.assign({ series: series(r) }, r));
+      const order = seriesOrder(pts, 'gpus');
+      // Ideal scaling: each series' samples/s at its fewest GPUs, times the GPU count.
+      const ideal = [];
+      order.forEach(name => {
+        const mine = pts.filter(r => r.series === name && r.samples_per_s !== null && r.gpus > 0);
+        if (!mine.length) return;
+        const base = mine.reduce((a, b) => (b.gpus < a.gpus ? b : a));
+        distinct(mine, 'gpus').forEach(g => ideal.push({ series: name, gpus: g, samples_per_s: base.samples_per_s * g / base.gpus }));
+      });
+      const gx = { field: 'gpus', type: 'quantitative', title: 'GPUs', scale: { type: 'log', base: 2, nice: false }, axis: { values: distinct(pts, 'gpus'), format: 'd' } };
       chart(wrap, 'chart-throughput', {
-        width: 480, height: 280, data: { values: pts },
-        mark: { type: 'line', point: true },
-        encoding: {
-          x: { field: 'gpus', type: 'quantitative', title: 'GPUs', scale: { type: 'log', base: 2, nice: false }, axis: { values: distinct(pts, 'gpus'), format: 'd' } },
-          y: { field: 'samples_per_s', type: 'quantitative', title: 'samples/s' },
-          color: { field: 'series', type: 'nominal', title: null },
-          tooltip: [{ field: 'label' }, { field: 'strategy' }, { field: 'samples_per_s', format: '.1f' }],
-        },
+        width: 480, height: 280,
+        title: { text: 'samples/s (dashed: ideal scaling from the fewest GPUs)', fontSize: 12, fontWeight: 'normal' },
+        layer: [
+          {
+            data: { values: ideal }, mark: { type: 'line', strokeDash: [4, 4], opacity: 0.6 },
+            encoding: { x: gx, y: { field: 'samples_per_s', type: 'quantitative', title: 'samples/s' }, color: { field: 'series', type: 'nominal', title: null, sort: order } },
+          },
+          {
+            data: { values: pts }, mark: { type: 'line', point: true },
+            encoding: {
+              x: gx, y: { field: 'samples_per_s', type: 'quantitative', title: 'samples/s' },
+              color: { field: 'series', type: 'nominal', title: null, sort: order },
+              tooltip: [{ field: 'label' }, { field: 'strategy' }, { field: 'samples_per_s', format: '.1f' }],
+            },
+          },
+        ],
       });
       chart(wrap, 'chart-efficiency', {
         width: 480, height: 280, data: { values: pts.filter(r => r.scaling_efficiency_frac !== null) },
@@ -335,7 +383,7 @@
         encoding: {
           x: { field: 'gpus', type: 'quantitative', title: 'GPUs', scale: { type: 'log', base: 2, nice: false }, axis: { values: distinct(pts, 'gpus'), format: 'd' } },
           y: { field: 'scaling_efficiency_frac', type: 'quantitative', title: 'scaling efficiency', axis: { format: '%' } },
-          color: { field: 'series', type: 'nominal', title: null },
+          color: { field: 'series', type: 'nominal', title: null, sort: order },
           tooltip: [{ field: 'label' }, { field: 'strategy' }, { field: 'scaling_efficiency_frac', format: '.1%' }],
         },
       });
@@ -343,15 +391,22 @@
     if (data.varied.indexOf('bucket_cap_mb') >= 0) {
       const s = section('Step time against bucket size', 'DDP\'s bucket_cap_mb: small buckets pay per-collective latency, large ones start communicating late.');
       const series = seriesOf('bucket_cap_mb');
-      chart(s, 'chart-buckets', {
-        width: 560, height: 280, data: { values: ok.filter(r => r.strategy === 'ddp').map(r => Object.assign({ series: series(r) }, r)) },
-        mark: { type: 'line', point: true },
-        encoding: {
-          x: { field: 'bucket_cap_mb', type: 'quantitative', title: 'bucket_cap_mb', scale: { type: 'log', nice: false }, axis: { values: distinct(ok, 'bucket_cap_mb') } },
-          y: { field: 'steady_ms', type: 'quantitative', title: 'steady iteration (ms)' },
-          color: { field: 'series', type: 'nominal', title: null },
-          tooltip: [{ field: 'label' }, { field: 'steady_ms', format: '.3f' }],
-        },
+      const pts = ok.filter(r => r.strategy === 'ddp').map(r => Object.assign({ series: series(r) }, r));
+      const order = seriesOrder(pts, 'bucket_cap_mb');
+      const wrap = el('div', null, 'charts');
+      s.appendChild(wrap);
+      // The y axes zoom to the data (not from 0): a 1 ms effect on an 86 ms step must show.
+      [['chart-buckets', 'steady_ms', 'steady iteration (ms)'], ['chart-buckets-exposed', 'exposed_ms', 'exposed communication (ms)']].forEach(([id, field, title]) => {
+        chart(wrap, id, {
+          width: 420, height: 260, data: { values: pts },
+          mark: { type: 'line', point: true },
+          encoding: {
+            x: { field: 'bucket_cap_mb', type: 'quantitative', title: 'bucket_cap_mb', scale: { type: 'log', nice: false }, axis: { values: distinct(ok, 'bucket_cap_mb') } },
+            y: { field: field, type: 'quantitative', title: title, scale: { zero: false, padding: 8 } },
+            color: { field: 'series', type: 'nominal', title: null, sort: order },
+            tooltip: [{ field: 'label' }, { field: field, format: '.3f' }],
+          },
+        });
       });
     }
     const all = section('Step time per point', 'Every point of the sweep.');

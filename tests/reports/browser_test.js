@@ -60,8 +60,25 @@ assert.ok(answer.includes('How sure') && answer.includes('NCCL collectives, NVLi
   'the answer section says how sure each time is');
 console.log('compare: the answer and the advice open the page');
 
+// 16 GPUs on two nodes: the timeline draws node 0's GPUs and the first GPU of node 1 (8), not 9-15.
+run(['compare', '--model', 'resnet18', '--topology', '2x-dgx-a100-hdr', '--iterations', '2', '--warmup', '1', '--advice-budget', '0',
+  '--out', path.join(outDir, 'compare16')]);
+const dom16 = check('compare16', path.join(outDir, 'compare16', 'report.html'), 5, 4000);
+const lanes16 = new Set([...dom16.matchAll(/GPU (\d+) (?:compute|comm|host)/g)].map(m => Number(m[1])));
+assert.deepStrictEqual([...lanes16].sort((a, b) => a - b), [0, 1, 2, 3, 4, 5, 6, 7, 8], `lanes at 16 GPUs: ${[...lanes16]}`);
+assert.ok(dom16.includes('9 of 16 GPUs: node 0 and the first GPU of every other node'), 'the page says which GPUs it draws');
+console.log('compare at 16 GPUs: node 0 and GPU 8 drawn, labelled so');
+
 run(['sweep', '--model', 'resnet18', '--iterations', '2', '--warmup', '1', '--vary', 'gpus=1,2,4,8', '--vary', 'bucket_cap_mb=5,25', '--jobs', '2', '--out', path.join(outDir, 'sweep')]);
-check('sweep', path.join(outDir, 'sweep', 'report.html'), 4, 2400);
+const sdom = check('sweep', path.join(outDir, 'sweep', 'report.html'), 5, 2400);
+// Legends sort numerically (5 before 25), exposed communication has its chart, and throughput
+// draws an ideal-scaling line.
+const chartOf = id => { const s = sdom.indexOf('id="' + id + '"'); return sdom.slice(s, sdom.indexOf('id="chart-', s + 10)); };
+const tp = chartOf('chart-throughput');
+assert.ok(tp.indexOf('DDP bucket_cap_mb=5') >= 0 && tp.indexOf('DDP bucket_cap_mb=5') < tp.indexOf('DDP bucket_cap_mb=25'), 'the legend orders 5 before 25');
+assert.ok(tp.includes('ideal scaling'), 'the throughput chart names its ideal-scaling line');
+assert.ok(sdom.includes('id="chart-buckets-exposed"'), 'exposed communication against bucket size is drawn');
+console.log('sweep: numeric legend order, ideal scaling, exposed communication');
 
 // A model file whose path holds markup: directory "<script>alert(1)<", file "script>.yaml".
 const evilDir = path.join(outDir, '<script>alert(1)<');

@@ -193,6 +193,18 @@ class RecHost final : public Host {
     c.name = op.name;
     c.start_s = start;
     c.end_s = end;
+    if (op.gil && op.time_s > 0) {
+      // As the simulator traces work under the GIL: "host:<op>" on the host lane of the
+      // process's first device.
+      TraceEvent e;
+      e.rank = 0;
+      e.stream = Stream::kHost;
+      e.name = "host:" + op.name;
+      e.start_s = start;
+      e.end_s = end;
+      e.iteration = s_->iteration;
+      s_->trace.add(e);
+    }
     s_->record(std::move(c));
   }
   void parallel(int n, const std::function<void(int)>& fn) override {
