@@ -1,6 +1,6 @@
 // result.hpp: one strategy's run, simulated or measured: the record every report writes.
 //
-// Engines fill it (sim/simulate.cpp now, real/ later); reports/ turns it into the stdout table,
+// Engines fill it (sim/simulate.cpp, real/run.cpp); reports/ turns it into the stdout table,
 // CSV, JSON, the Chrome trace and the HTML report. Metric definitions: core/metrics.hpp.
 //
 //   StrategyResult r = sim::simulate(s, Strategy::kDDP);

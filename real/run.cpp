@@ -17,6 +17,7 @@
 #include "core/dp_step.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "core/pytorch_version.hpp"
 #include "core/scenario_keys.hpp"
 #include "core/units.hpp"
 #include "models/memory_cost.hpp"
@@ -398,6 +399,8 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
     o.ddp.buckets.first_bucket_mb = s.first_bucket_mb;
     o.ddp.buckets.find_unused_parameters = s.find_unused_parameters;
     o.ddp.buckets.static_graph = s.static_graph;
+    // The release's bucket rules (first iteration, first rebuilt bucket, division), as simulate.
+    o.ddp.buckets.pytorch = parse_pytorch_version(s.pytorch_version);
     o.ddp.gradient_as_bucket_view = s.gradient_as_bucket_view;
     o.ddp.broadcast_buffers = s.broadcast_buffers;
     o.input = input_location(s);

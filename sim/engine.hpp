@@ -3,8 +3,9 @@
 // SimGrid's defaults inflate network times (LV08: bandwidth factor 0.97, latency factor 13.01,
 // cross-traffic, a TCP window cap). gradsync wants the textbook answer when nothing contends, so
 // an uncontended transfer of S bytes over a link of bandwidth B and latency a takes exactly
-// a + S/B, and a ring allreduce matches 2(n-1)/n*S/B + 2(n-1)*a. Calibrated efficiency enters later
-// through SimGrid's per-message factor callbacks, never through these defaults.
+// a + S/B, and a ring allreduce matches 2(n-1)/n*S/B + 2(n-1)*a. What payload really achieves
+// enters through the links' payload rates (topologies/link_model) and the collectives' own
+// latencies, and a calibration replaces times directly; never through these defaults.
 //
 //   auto engine = gradsync::sim::create_engine();   // once per process
 //   ... build the platform, create actors ...

@@ -21,11 +21,11 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # names FILE: the event names of events.csv (column "name"), sorted and unique; without the
 # simulator's "slowdown:" events (what compute loses beside NCCL's kernels: a real run's kernels
-# are simply longer) and "call:" events (the host's cost of issuing a collective: a real run makes
-# the calls).
+# are simply longer), "call:" events (the host's cost of issuing a collective: a real run makes
+# the calls) and "host:" events (the simulated host's work under the GIL: a real run does it).
 names() {
   awk -F, 'NR==1 { for (i = 1; i <= NF; i++) if ($i == "name") c = i; next } { print $c }' "$1" | sort -u \
-    | grep -v -e '^slowdown:' -e '^call:' || true
+    | grep -v -e '^slowdown:' -e '^call:' -e '^host:' || true
 }
 
 same_names_as_simulation() {  # DIR GPUS STRATEGY
@@ -47,6 +47,18 @@ case "$case_" in
     [[ $(grep -c ',iteration:3,' "$tmp/b/events.csv") == "$n" ]] || fail "not every rank's trace was gathered"
     same_names_as_simulation "$tmp/b" "$n" ddp
     echo "mpirun -np $n bench: DDP ran on $n ranks, outputs mode real, event names as simulated"
+    ;;
+  version)
+    # The real Reducer follows --pytorch-version as the simulator does: from 1.12 the first
+    # iteration reduces every gradient in one bucket; before, in the planned buckets.
+    first_iteration_buckets() { grep -c '^ddp,0,comm,allreduce:bucket[0-9]*,1,' "$1/events.csv"; }
+    for v in 1.11 2.11; do
+      "$bin" bench "${small[@]}" --launch local --world-size 2 --pytorch-version "$v" --out "$tmp/v$v" >"$tmp/out" 2>&1 ||
+        { cat "$tmp/out"; fail "bench --pytorch-version $v"; }
+    done
+    [[ $(first_iteration_buckets "$tmp/v2.11") == 1 ]] || fail "2.11: iteration 1 is not one bucket"
+    [[ $(first_iteration_buckets "$tmp/v1.11") -gt 1 ]] || fail "1.11: iteration 1 did not use the planned buckets"
+    echo "--pytorch-version: the real Reducer's first iteration is one bucket from 1.12, the planned ones before"
     ;;
   local)
     "$bin" bench "${small[@]}" --launch local --world-size 2 --out "$tmp/b" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "bench"; }
