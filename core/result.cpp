@@ -39,8 +39,12 @@ json result_json(const StrategyResult& r, bool full) {
   }
   auto& links = j["links"] = json::array();
   for (const LinkLoad& l : r.links) {
-    links.push_back(
-        {{"name", l.name}, {"bandwidth_Bps", l.bandwidth_Bps}, {"bytes", l.bytes}, {"utilisation", l.utilisation}});
+    links.push_back({{"name", l.name},
+                     {"bandwidth_Bps", l.bandwidth_Bps},
+                     {"bytes", l.bytes},
+                     {"utilisation", l.utilisation},
+                     {"peak_utilisation", l.peak_utilisation},
+                     {"peak_event", l.peak_event}});
   }
   if (!r.fidelity.mode.empty()) {
     j["fidelity"] = {{"mode", r.fidelity.mode},
@@ -115,7 +119,8 @@ StrategyResult read_result(const json& j) {
   }
   for (const auto& l : j.at("links")) {
     r.links.push_back({l.at("name").get<std::string>(), l.at("bandwidth_Bps").get<double>(),
-                       l.at("bytes").get<double>(), l.at("utilisation").get<double>()});
+                       l.at("bytes").get<double>(), l.at("utilisation").get<double>(),
+                       l.at("peak_utilisation").get<double>(), l.at("peak_event").get<std::string>()});
   }
   if (j.contains("fidelity")) {
     const auto& f = j.at("fidelity");

@@ -33,12 +33,16 @@ struct GpuResult {
 };
 
 // LinkLoad: one direction of one link over the steady iterations: wire bytes per iteration and
-// the share of its bandwidth they use (bytes / (bandwidth x steady iteration time)).
+// the share of its bandwidth they use (bytes / (bandwidth x steady iteration time)); and at its
+// peak: the highest share over one collective call or phase of copies (its bytes on the link over
+// bandwidth x the call's span, first start to last end on any GPU).
 struct LinkLoad {
   std::string name;  // "<topology link>" plus the direction: "nvlink_gpu0_sw:up"
   double bandwidth_Bps = 0;
   double bytes = 0;
   double utilisation = 0;
+  double peak_utilisation = 0;
+  std::string peak_event;  // the call or phase at the peak: "allreduce:bucket3"
 };
 
 // Traffic: payload bytes each rank sent (out) and received (in) for one event name.

@@ -124,8 +124,12 @@ json strategy_data(const StrategyResult& r, int per_node) {
   }
   auto& links = j["links"] = json::array();
   for (const LinkLoad& l : r.links) {
-    links.push_back(
-        {{"link", l.name}, {"utilisation", l.utilisation}, {"bytes", l.bytes}, {"bandwidth_Bps", l.bandwidth_Bps}});
+    links.push_back({{"link", l.name},
+                     {"utilisation", l.utilisation},
+                     {"peak_utilisation", l.peak_utilisation},
+                     {"peak_event", l.peak_event},
+                     {"bytes", l.bytes},
+                     {"bandwidth_Bps", l.bandwidth_Bps}});
   }
   auto& ex = j["explain"] = json::array();
   for (const ExplainRow& row : explain(r)) {

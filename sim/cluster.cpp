@@ -60,7 +60,15 @@ std::vector<LinkTraffic> SimCluster::link_traffic(int iteration) const {
   std::vector<LinkTraffic> out;
   const auto it = impl_->link_bytes.find(iteration);
   if (it == impl_->link_bytes.end()) return out;
-  for (const auto& [link, bytes] : it->second) out.push_back({link->get_name(), link->get_bandwidth(), bytes});
+  std::unordered_map<const sg4::Link*, std::size_t> index;
+  for (const auto& [link, bytes] : it->second) {
+    index[link] = out.size();
+    out.push_back({link->get_name(), link->get_bandwidth(), bytes, {}});
+  }
+  if (const auto ph = impl_->link_phase_bytes.find(iteration); ph != impl_->link_phase_bytes.end()) {
+    for (const auto& [event, links] : ph->second)
+      for (const auto& [link, bytes] : links) out[index.at(link)].by_event[event] += bytes;
+  }
   std::sort(out.begin(), out.end(), [](const LinkTraffic& a, const LinkTraffic& b) { return a.name < b.name; });
   return out;
 }

@@ -90,11 +90,13 @@ struct CollectiveRecord {
   Fidelity fidelity = Fidelity::kStep;  // how it ran: step or aggregate
 };
 
-// LinkTraffic: bytes on one direction of one link.
+// LinkTraffic: bytes on one direction of one link, in all and per event name (a collective call,
+// a phase of copies: what the link carried for it).
 struct LinkTraffic {
   std::string name;
   double bandwidth_Bps = 0;
   double bytes = 0;
+  std::map<std::string, double> by_event;
 };
 
 class SimCluster {

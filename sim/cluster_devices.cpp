@@ -95,9 +95,9 @@ WorkPtr SimCluster::Impl::Dev::copy_to(Device& dst, const CopyOp& op, gradsync::
       sg4::Host* src = impl->platform.gpus[static_cast<std::size_t>(rank)];
       sg4::Host* staging = impl->platform.host_memory[static_cast<std::size_t>(rank)];
       sg4::Host* peer_gpu = impl->platform.gpus[static_cast<std::size_t>(to)];
-      impl->account(it, src, staging, static_cast<double>(wire));
+      impl->account(it, name, src, staging, static_cast<double>(wire));
       sg4::Comm::sendto(src, staging, wire);
-      impl->account(it, staging, peer_gpu, static_cast<double>(wire));
+      impl->account(it, name, staging, peer_gpu, static_cast<double>(wire));
       sg4::Comm::sendto(staging, peer_gpu, wire);
       impl->tally(it, name, rank, to, bytes);
     };

@@ -68,7 +68,11 @@ struct SimCluster::Impl::Instance {
     links.record_totals = [impl, it, name = op.name](const SolvedCalls::Result& solved_call) {
       impl->tally_totals(it, name, solved_call.out, solved_call.in);
       auto& per_link = impl->link_bytes[it];
-      for (const auto& [l, wire] : solved_call.wire) per_link[l] += wire;
+      auto& per_phase = impl->link_phase_bytes[it][name];
+      for (const auto& [l, wire] : solved_call.wire) {
+        per_link[l] += wire;
+        per_phase[l] += wire;
+      }
     };
     links.fluid = impl->opts.fluid;
     links.solved = solved;

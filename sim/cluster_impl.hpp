@@ -145,6 +145,9 @@ struct SimCluster::Impl {
   std::map<int, std::map<std::string, Traffic>> traffic;  // by iteration, by event name
   // Wire bytes by iteration and link direction; routes looked up once per pair of hosts.
   std::map<int, std::unordered_map<const sg4::Link*, double>> link_bytes;
+  // link_phase_bytes: the same per event name (a collective call, a phase of copies), for the
+  // links' peak utilisation (SimCluster::link_traffic).
+  std::map<int, std::map<std::string, std::unordered_map<const sg4::Link*, double>>> link_phase_bytes;
   struct PairRoute {
     std::vector<sg4::Link*> links;
     double latency_s = 0;
@@ -227,7 +230,7 @@ struct SimCluster::Impl {
                            double wire_bytes) {
     tally(it, name, from, to, bytes);
     const auto wire = static_cast<std::uint64_t>(std::max(1.0, std::ceil(wire_bytes - 1e-9)));
-    account(it, a, b, static_cast<double>(wire));
+    account(it, name, a, b, static_cast<double>(wire));
     return wire;
   }
 
@@ -268,9 +271,13 @@ struct SimCluster::Impl {
   int groups = 0;            // process groups made, naming their inboxes
 
   // account adds a flow's wire bytes to every link direction on its route.
-  void account(int it, sg4::Host* a, sg4::Host* b, double wire) {
+  void account(int it, const std::string& name, sg4::Host* a, sg4::Host* b, double wire) {
     auto& per_link = link_bytes[it];
-    for (const sg4::Link* l : pair_route(a, b).links) per_link[l] += wire;
+    auto& per_phase = link_phase_bytes[it][name];
+    for (const sg4::Link* l : pair_route(a, b).links) {
+      per_link[l] += wire;
+      per_phase[l] += wire;
+    }
   }
   const PairRoute& pair_route(sg4::Host* a, sg4::Host* b) {
     auto [pos, fresh] = route_links.try_emplace({a, b});

@@ -371,15 +371,32 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
     out.per_gpu.push_back(gr);
   }
 
-  // Link directions by steady wire bytes per iteration, the busiest first.
+  // Link directions over the steady iterations: average and peak utilisation (core/result.hpp),
+  // the busiest (highest average share of the link, so a slow NIC ranks above a busier NVLink)
+  // first.
   std::map<std::string, LinkLoad> loads;
   const double steady_its = s.iterations - s.warmup;
   for (int it = s.warmup + 1; it <= s.iterations; ++it) {
+    std::map<std::string, std::pair<double, double>> span;  // event name -> first start, last end
+    for (const TraceEvent& e : cluster.trace().events) {
+      if (e.iteration != it || e.stream == gradsync::Stream::kHost) continue;
+      auto [pos, fresh] = span.try_emplace(e.name, e.start_s, e.end_s);
+      if (!fresh) pos->second = {std::min(pos->second.first, e.start_s), std::max(pos->second.second, e.end_s)};
+    }
     for (const LinkTraffic& t : cluster.link_traffic(it)) {
       LinkLoad& l = loads[t.name];
       l.name = t.name;
       l.bandwidth_Bps = t.bandwidth_Bps;
       l.bytes += t.bytes / steady_its;
+      for (const auto& [event, bytes] : t.by_event) {
+        const auto sp = span.find(event);
+        if (sp == span.end() || sp->second.second <= sp->second.first || t.bandwidth_Bps <= 0) continue;
+        const double share = bytes / (t.bandwidth_Bps * (sp->second.second - sp->second.first));
+        if (share > l.peak_utilisation) {
+          l.peak_utilisation = share;
+          l.peak_event = event;
+        }
+      }
     }
   }
   for (auto& [name, l] : loads) {
@@ -387,9 +404,31 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
     out.links.push_back(l);
   }
   std::sort(out.links.begin(), out.links.end(), [](const LinkLoad& a, const LinkLoad& b) {
+    if (a.utilisation != b.utilisation) return a.utilisation > b.utilisation;
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.name < b.name;
   });
-  if (out.links.size() > StrategyResult::kMaxLinks) out.links.resize(StrategyResult::kMaxLinks);
+  // Kept: the busiest link direction of each kind first (a kind: the name without its digits, so
+  // every GPU's PCIe uplink is one kind), so that NICs and switch ports show beside the many alike
+  // NVLinks and PCIe links; then the next busiest, up to kMaxLinks, in that order.
+  if (out.links.size() > StrategyResult::kMaxLinks) {
+    std::vector<LinkLoad> kept, rest;
+    std::set<std::string> kinds;
+    for (LinkLoad& l : out.links) {
+      std::string kind;
+      for (char c : l.name)
+        if (c < '0' || c > '9') kind += c;
+      (kinds.insert(kind).second && kept.size() < StrategyResult::kMaxLinks ? kept : rest).push_back(std::move(l));
+    }
+    for (LinkLoad& l : rest) {
+      if (kept.size() == StrategyResult::kMaxLinks) break;
+      kept.push_back(std::move(l));
+    }
+    std::stable_sort(kept.begin(), kept.end(), [](const LinkLoad& a, const LinkLoad& b) {
+      if (a.utilisation != b.utilisation) return a.utilisation > b.utilisation;
+      return a.bytes != b.bytes ? a.bytes > b.bytes : a.name < b.name;
+    });
+    out.links = std::move(kept);
+  }
   return out;
 }
 

@@ -229,18 +229,22 @@
       });
     });
 
-    const li = section('Busiest links', 'Each direction of a link: wire bytes per steady iteration over its bandwidth times the iteration time.');
-    const lwrap = el('div', null, 'charts');
-    li.appendChild(lwrap);
+    const li = section('Busiest links', 'Each direction of a link (NICs and switch ports included), the busiest on average first: average = wire bytes per steady iteration over its bandwidth times the iteration time; peak = the highest share during one collective call or phase of copies (its bytes over bandwidth times the call\'s span).');
     ran.filter(s => s.links.length).forEach(s => {
-      const rows = s.links.slice(0, 10).map(l => ({ link: l.link, pct: 100 * l.utilisation, bytes: l.bytes }));
-      chart(lwrap, 'chart-links-' + s.strategy, {
-        title: s.strategy.toUpperCase(), width: 360, height: { step: 18 }, data: { values: rows },
-        mark: { type: 'bar', color: '#f28e2b' },
+      const rows = [];
+      s.links.slice(0, 10).forEach((l, i) => {
+        rows.push({ link: l.link, order: i, measure: 'average', pct: 100 * l.utilisation, bytes: l.bytes, at: '' });
+        rows.push({ link: l.link, order: i, measure: 'peak', pct: 100 * l.peak_utilisation, bytes: l.bytes, at: l.peak_event });
+      });
+      chart(li, 'chart-links-' + s.strategy, {
+        title: s.strategy.toUpperCase(), width: 520, height: { step: 14 }, data: { values: rows },
+        mark: 'bar',
         encoding: {
-          y: { field: 'link', type: 'nominal', sort: '-x', title: null },
+          y: { field: 'link', type: 'nominal', sort: { field: 'order' }, title: null, axis: { labelLimit: 420 } },
+          yOffset: { field: 'measure' },
           x: { field: 'pct', type: 'quantitative', title: 'utilisation (%)' },
-          tooltip: [{ field: 'link' }, { field: 'pct', format: '.1f' }, { field: 'bytes', format: ',.0f' }],
+          color: { field: 'measure', type: 'nominal', title: null, scale: { domain: ['average', 'peak'], range: ['#f28e2b', '#b6462a'] } },
+          tooltip: [{ field: 'link' }, { field: 'measure' }, { field: 'pct', format: '.1f' }, { field: 'at', title: 'during' }, { field: 'bytes', format: ',.0f' }],
         },
       });
     });

@@ -64,7 +64,7 @@ StrategyResult ddp_result() {
   r.exposed_communication_s = 0.001;
   r.overlap = 2.0 / 3;
   r.samples_per_s = 800;
-  r.links.push_back({"nvlink0_UP", 300e9, 4096, 4096 / (300e9 * 0.010)});
+  r.links.push_back({"nvlink0_UP", 300e9, 4096, 4096 / (300e9 * 0.010), 4096 / (300e9 * 0.002), "allreduce:bucket0"});
   r.traffic["allreduce:bucket0"] = {{4096, 4096}, {4096, 4096}};
   return r;
 }
