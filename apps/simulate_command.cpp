@@ -46,6 +46,8 @@ struct ScenarioCommand {
   std::string out = "gradsync-out";
   bool explain = false;
   std::string strategy;
+  std::string trace_ranks;            // --trace-ranks all|LIST
+  std::string trace_format = "json";  // --trace-format json|json.gz
   // advice: `compare` and `advise` simulate the changes of core/advice.hpp (budget 0: none).
   bool advice = false;
   sim::AdviceOptions advice_options{.budget_s = 120, .jobs = default_jobs()};
@@ -56,6 +58,56 @@ void add_command_options(CLI::App* cmd, ScenarioCommand& c) {
   cmd->add_option("--out", c.out,
                   "Output folder for the CSV, JSON, Chrome trace and HTML report (default gradsync-out)");
   cmd->add_flag("--explain", c.explain, "Also print DP against DDP phase by phase: where, what moves, bytes, time");
+  cmd->add_option("--trace-ranks", c.trace_ranks,
+                  "Ranks the trace and events.csv hold besides the default ones (every rank up to 16 GPUs; beyond, "
+                  "node 0, the first GPU of every other node and the slowest rank of each phase): all, or a list "
+                  "such as 0,17,64-71");
+  cmd->add_option("--trace-format", c.trace_format, "json or json.gz (gzip; Perfetto opens either) (default json)")
+      ->check(CLI::IsMember({"json", "json.gz"}));
+}
+
+// trace_options: --trace-ranks and --trace-format as reports::TraceOptions; ranks must be GPUs of
+// the scenario (0..gpus-1).
+reports::TraceOptions trace_options(const ScenarioCommand& a, int gpus) {
+  reports::TraceOptions o;
+  o.gzip = a.trace_format == "json.gz";
+  if (a.trace_ranks.empty()) return o;
+  if (a.trace_ranks == "all") {
+    o.all = true;
+    return o;
+  }
+  const auto bad = [&](const std::string& why) {
+    return UsageError(
+        fmt::format("--trace-ranks \"{}\": {}; expected all, or ranks and ranges of 0..{} such as 0,5,8-15",
+                    a.trace_ranks, why, gpus - 1));
+  };
+  auto rank = [&](const std::string& text) {
+    std::size_t used = 0;
+    long v = -1;
+    try {
+      v = std::stol(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (text.empty() || used != text.size() || v < 0) throw bad(fmt::format("\"{}\" is not a rank", text));
+    if (v >= gpus) throw bad(fmt::format("rank {} is not among the {} GPUs", v, gpus));
+    return static_cast<int>(v);
+  };
+  std::size_t start = 0;
+  while (start <= a.trace_ranks.size()) {
+    const std::size_t comma = std::min(a.trace_ranks.find(',', start), a.trace_ranks.size());
+    const std::string item = a.trace_ranks.substr(start, comma - start);
+    const std::size_t dash = item.find('-');
+    if (dash == std::string::npos) {
+      o.extra.push_back(rank(item));
+    } else {
+      const int lo = rank(item.substr(0, dash)), hi = rank(item.substr(dash + 1));
+      if (hi < lo) throw bad(fmt::format("the range {} runs backwards", item));
+      for (int g = lo; g <= hi; ++g) o.extra.push_back(g);
+    }
+    start = comma + 1;
+  }
+  return o;
 }
 
 void add_advice_options(CLI::App* cmd, ScenarioCommand& c) {
@@ -122,10 +174,12 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
                     fmt::join(ddp_only, ", ")));
   }
   const Scenario s = resolve_args(a.scenario, asked);
+  const reports::TraceOptions trace = trace_options(a, s.gpus);  // a bad list fails before simulating
   OutputFolder out(a.out);  // before the simulation: a folder that cannot be replaced fails now
   reports::Report rep;
   rep.command = what;
   rep.mode = "simulated";
+  rep.trace = trace;
   rep.scenario = sim::scenario_json(s);
   rep.requested = requested_json(asked, s);
   for (Strategy st : strategies) rep.strategies.push_back(sim::simulate_isolated(asked, st));

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -49,6 +50,113 @@ void write_file_atomic(const std::string& path, std::string_view text) {
     const int err = errno;
     ::unlink(tmpl.c_str());
     throw RuntimeError(fmt::format("cannot write {}: {}", path, std::strerror(err)));
+  }
+}
+
+}  // namespace gradsync
+
+namespace gradsync {
+
+// Deflate: zlib's stream state, gzip-wrapped.
+struct AtomicFileWriter::Deflate {
+  z_stream s{};
+};
+
+AtomicFileWriter::AtomicFileWriter(std::string path, bool gzip) : path_(std::move(path)), gzip_(gzip) {
+  namespace fs = std::filesystem;
+  const fs::path target(path_);
+  std::error_code ec;
+  if (fs::is_directory(target, ec)) throw RuntimeError(fmt::format("cannot write {}: it is a directory", path_));
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  tmp_ = (dir / fmt::format(".{}.tmp-XXXXXX", target.filename().string())).string();
+  fd_ = ::mkstemp(tmp_.data());
+  if (fd_ < 0) throw RuntimeError(fmt::format("cannot write {}: {}", path_, std::strerror(errno)));
+  if (gzip_) {
+    z_ = new Deflate;
+    // windowBits 15 + 16: a gzip wrapper, whose header zlib writes with no name and time 0.
+    if (deflateInit2(&z_->s, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      delete z_;
+      z_ = nullptr;
+      ::close(fd_);
+      ::unlink(tmp_.c_str());
+      throw RuntimeError(fmt::format("cannot write {}: zlib could not start", path_));
+    }
+  }
+  buffer_.reserve(1 << 20);
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (z_ != nullptr) {
+    deflateEnd(&z_->s);
+    delete z_;
+  }
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+void AtomicFileWriter::fail(int err) {
+  ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+  throw RuntimeError(fmt::format("cannot write {}: {}", path_, std::strerror(err)));
+}
+
+void AtomicFileWriter::write_raw(const char* data, std::size_t size) {
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::write(fd_, data + done, size - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(errno);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void AtomicFileWriter::flush_buffer(bool finish) {
+  if (!gzip_) {
+    write_raw(buffer_.data(), buffer_.size());
+    buffer_.clear();
+    return;
+  }
+  z_->s.next_in = reinterpret_cast<Bytef*>(buffer_.data());
+  z_->s.avail_in = static_cast<uInt>(buffer_.size());
+  char out[1 << 16];
+  int rc = Z_OK;
+  do {
+    z_->s.next_out = reinterpret_cast<Bytef*>(out);
+    z_->s.avail_out = sizeof out;
+    rc = deflate(&z_->s, finish ? Z_FINISH : Z_NO_FLUSH);
+    if (rc == Z_STREAM_ERROR) fail(EIO);
+    write_raw(out, sizeof out - z_->s.avail_out);
+  } while (z_->s.avail_out == 0 || (finish && rc != Z_STREAM_END));
+  buffer_.clear();
+}
+
+void AtomicFileWriter::write(std::string_view text) {
+  if (fd_ < 0) throw RuntimeError(fmt::format("cannot write {}: already committed", path_));
+  buffer_ += text;
+  if (buffer_.size() >= (1 << 20)) flush_buffer(false);
+}
+
+void AtomicFileWriter::commit() {
+  if (fd_ < 0) throw RuntimeError(fmt::format("cannot write {}: already committed", path_));
+  flush_buffer(true);
+  if (::fchmod(fd_, 0644) != 0) fail(errno);
+  if (::fsync(fd_) != 0) fail(errno);
+  if (::close(fd_) != 0) {
+    const int err = errno;
+    fd_ = -1;
+    ::unlink(tmp_.c_str());
+    throw RuntimeError(fmt::format("cannot write {}: {}", path_, std::strerror(err)));
+  }
+  fd_ = -1;
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp_.c_str());
+    throw RuntimeError(fmt::format("cannot write {}: {}", path_, std::strerror(err)));
   }
 }
 

@@ -13,4 +13,34 @@ namespace gradsync {
 // a rename; on failure the temporary file is removed and RuntimeError says which path and why.
 void write_file_atomic(const std::string& path, std::string_view text);
 
+// AtomicFileWriter: the same, written piece by piece (a trace of millions of events is never held
+// whole), optionally gzip-compressed (deterministic: no name or time in the gzip header). The file
+// appears at `path` on commit(); destroyed uncommitted, the temporary file is removed.
+//
+//   AtomicFileWriter w("out/trace-ddp.json.gz", /*gzip=*/true);
+//   w.write("{\"traceEvents\":[");  ...  w.commit();
+class AtomicFileWriter {
+ public:
+  AtomicFileWriter(std::string path, bool gzip = false);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(std::string_view text);
+  void commit();
+
+ private:
+  void flush_buffer(bool finish);
+  void write_raw(const char* data, std::size_t size);
+  [[noreturn]] void fail(int err);
+
+  std::string path_;
+  std::string tmp_;
+  int fd_ = -1;
+  bool gzip_ = false;
+  std::string buffer_;  // text not yet written (or compressed)
+  struct Deflate;
+  Deflate* z_ = nullptr;
+};
+
 }  // namespace gradsync

@@ -8,12 +8,22 @@
 //   write_file_atomic("trace-ddp.json", chrome_trace(ddp, "gpt2 on dgx-a100, ddp"));
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/result.hpp"
 
 namespace gradsync::reports {
 
+// TextSink: where a streamed writer puts its text, piece by piece (AtomicFileWriter::write).
+using TextSink = std::function<void(std::string_view)>;
+
+// write_chrome_trace streams the trace of `ranks` (sorted; empty: every rank) into `sink`, one
+// event at a time; chrome_trace is the same for every rank, as one string.
+void write_chrome_trace(const StrategyResult& r, const std::string& title, const std::vector<int>& ranks,
+                        const TextSink& sink);
 std::string chrome_trace(const StrategyResult& r, const std::string& title);
 
 }  // namespace gradsync::reports

@@ -311,18 +311,27 @@ std::string iterations_csv(const std::vector<StrategyResult>& rs) {
 }
 
 std::string events_csv(const std::vector<StrategyResult>& rs) {
-  std::string out = csv_line(
-      {"strategy", "rank", "stream", "name", "iteration", "bucket", "peer", "start_s", "end_s", "duration_s", "bytes"});
-  for (const StrategyResult& r : rs) {
+  std::string out;
+  write_events_csv(rs, std::vector<std::vector<int>>(rs.size()), [&](std::string_view s) { out += s; });
+  return out;
+}
+
+void write_events_csv(const std::vector<StrategyResult>& rs, const std::vector<std::vector<int>>& ranks,
+                      const std::function<void(std::string_view)>& sink) {
+  sink(csv_line({"strategy", "rank", "stream", "name", "iteration", "bucket", "peer", "start_s", "end_s", "duration_s",
+                 "bytes"}));
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    const StrategyResult& r = rs[i];
+    const std::vector<int>& only = ranks.at(i);
     const std::string label(strategy_label(r.strategy));
     for (const TraceEvent& e : r.trace.events) {
-      out += csv_line({label, fmt::format("{}", e.rank), std::string(stream_name(e.stream)), e.name,
-                       fmt::format("{}", e.iteration), e.bucket >= 0 ? fmt::format("{}", e.bucket) : "",
-                       e.peer >= 0 ? fmt::format("{}", e.peer) : "", number(e.start_s), number(e.end_s),
-                       number(e.duration_s()), fmt::format("{}", e.bytes)});
+      if (!only.empty() && !std::binary_search(only.begin(), only.end(), e.rank)) continue;
+      sink(csv_line({label, fmt::format("{}", e.rank), std::string(stream_name(e.stream)), e.name,
+                     fmt::format("{}", e.iteration), e.bucket >= 0 ? fmt::format("{}", e.bucket) : "",
+                     e.peer >= 0 ? fmt::format("{}", e.peer) : "", number(e.start_s), number(e.end_s),
+                     number(e.duration_s()), fmt::format("{}", e.bytes)}));
     }
   }
-  return out;
 }
 
 }  // namespace gradsync::reports

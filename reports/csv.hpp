@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,5 +67,9 @@ void fill_scaling_efficiency(const CsvRow& header, std::vector<CsvRow>& rows);
 // strategy.
 std::string iterations_csv(const std::vector<StrategyResult>& rs);
 std::string events_csv(const std::vector<StrategyResult>& rs);
+// write_events_csv streams the same for ranks[i] of rs[i] (sorted; empty: every rank), a row at a
+// time, into `sink`.
+void write_events_csv(const std::vector<StrategyResult>& rs, const std::vector<std::vector<int>>& ranks,
+                      const std::function<void(std::string_view)>& sink);
 
 }  // namespace gradsync::reports

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <span>
 
 #include "core/embedded_file.hpp"
@@ -23,19 +24,22 @@ namespace {
 using json = nlohmann::ordered_json;
 
 constexpr int kTimelineRanks = 8;
+constexpr std::size_t kTimelineLanesMax = 32;
 
 // timeline_ranks: the GPUs whose lanes the timeline draws: every GPU up to kTimelineRanks; past
-// that, node 0's and the first GPU of every other node (ranks are placed node by node, as torchrun
-// places them; `per_node` 0 when nodes differ: the first kTimelineRanks).
-std::vector<int> timeline_ranks(int gpus, int per_node) {
-  std::vector<int> ranks;
-  for (int g = 0; g < gpus; ++g) {
-    const bool shown = gpus <= kTimelineRanks ? true
-                       : per_node > 0         ? (g < per_node || g % per_node == 0)
-                                              : g < kTimelineRanks;
-    if (shown) ranks.push_back(g);
-  }
-  return ranks;
+// that, node 0's (the first kTimelineRanks when nodes differ), the slowest of each phase and those
+// asked for (--trace-ranks LIST), then the first GPU of each other node while fewer than
+// kTimelineLanesMax GPUs are drawn (the trace file holds the rest).
+std::vector<int> timeline_ranks(const StrategyResult& r, int per_node, const TraceOptions& o) {
+  std::set<int> kept;
+  const int node0 = per_node > 0 ? per_node : kTimelineRanks;
+  for (int g = 0; g < r.gpus && g < node0; ++g) kept.insert(g);
+  if (r.gpus <= kTimelineRanks) return {kept.begin(), kept.end()};
+  for (int g : slowest_ranks(r)) kept.insert(g);
+  for (int g : o.extra)
+    if (g >= 0 && g < r.gpus) kept.insert(g);
+  for (int g = node0; per_node > 0 && g < r.gpus && kept.size() < kTimelineLanesMax; g += per_node) kept.insert(g);
+  return {kept.begin(), kept.end()};
 }
 
 std::string_view embedded(std::span<const EmbeddedFile> files, std::string_view suffix) {
@@ -93,7 +97,7 @@ json timeline(const StrategyResult& r, const std::vector<int>& ranks) {
   return events;
 }
 
-json strategy_data(const StrategyResult& r, int per_node) {
+json strategy_data(const StrategyResult& r, int per_node, const TraceOptions& trace) {
   json j;
   j["strategy"] = std::string(strategy_label(r.strategy));
   j["skipped"] = r.skipped;
@@ -141,7 +145,7 @@ json strategy_data(const StrategyResult& r, int per_node) {
                   {"other_out", bytes_text(row.other_out)},
                   {"time_ms", row.time_s * 1e3}});
   }
-  const std::vector<int> ranks = timeline_ranks(r.gpus, per_node);
+  const std::vector<int> ranks = timeline_ranks(r, per_node, trace);
   j["timeline"] = timeline(r, ranks);
   j["timeline_ranks"] = ranks;
   return j;
@@ -221,7 +225,7 @@ std::string html_report(const Report& r) {
   // A real run's scenario may leave nproc_per_node unresolved (null).
   const auto n = r.scenario.find("nproc_per_node");
   const int per_node = n != r.scenario.end() && n->is_number_integer() ? n->get<int>() : 0;
-  for (const StrategyResult& s : r.strategies) st.push_back(strategy_data(s, per_node));
+  for (const StrategyResult& s : r.strategies) st.push_back(strategy_data(s, per_node, r.trace));
   if (!r.confidence.empty()) data["confidence"] = confidence_json(r.confidence);
   if (r.advice) data["advice"] = advice_json(*r.advice);
   if (!r.validation.empty()) data["validation"] = result_document(r)["validation"];

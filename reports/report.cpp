@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -167,6 +168,38 @@ void print_confidence(const Report& rep, std::ostream& out) {
   }
 }
 
+std::vector<int> traced_ranks(const StrategyResult& r, int per_node, const TraceOptions& o) {
+  std::set<int> kept;
+  for (int g = 0; g < r.gpus; ++g) {
+    const bool by_default = r.gpus <= kTracedAll ? true
+                            : per_node > 0       ? (g < per_node || g % per_node == 0)
+                                                 : g < kTracedAll;
+    if (o.all || by_default) kept.insert(g);
+  }
+  for (int g : o.extra)
+    if (g >= 0 && g < r.gpus) kept.insert(g);
+  if (r.gpus > kTracedAll && !o.all)
+    for (int g : slowest_ranks(r)) kept.insert(g);
+  return {kept.begin(), kept.end()};
+}
+
+std::vector<int> slowest_ranks(const StrategyResult& r) {
+  std::set<int> out;
+  if (r.iterations.empty()) return {};
+  const int last = r.iterations.back().iteration;
+  std::map<std::string, std::map<int, double>> busy;  // phase -> rank -> seconds
+  for (const TraceEvent& e : r.trace.events)
+    if (e.iteration == last && e.stream != Stream::kHost) busy[phase_of(e.name)][e.rank] += e.duration_s();
+  for (const auto& [phase, by_rank] : busy) {
+    // The most time; of equal times, the lowest rank.
+    const auto slowest = std::max_element(by_rank.begin(), by_rank.end(), [](const auto& a, const auto& b) {
+      return a.second < b.second || (a.second == b.second && a.first > b.first);
+    });
+    out.insert(slowest->first);
+  }
+  return {out.begin(), out.end()};
+}
+
 json confidence_json(const std::vector<Confidence>& cs) {
   json a = json::array();
   for (const Confidence& c : cs) {
@@ -295,13 +328,29 @@ std::vector<std::string> write_outputs(const std::string& dir, const Report& rep
   for (const CsvRow& row : rows) summary += csv_line(row);
   put("summary.csv", summary);
   put("iterations.csv", iterations_csv(rep.strategies));
-  put("events.csv", events_csv(rep.strategies));
+  // The trace and events.csv hold the traced ranks only, each streamed to its file.
+  const auto n = rep.scenario.find("nproc_per_node");
+  const int per_node = n != rep.scenario.end() && n->is_number_integer() ? n->get<int>() : 0;
+  std::vector<std::vector<int>> ranks;
+  for (const StrategyResult& r : rep.strategies) ranks.push_back(traced_ranks(r, per_node, rep.trace));
+  {
+    const std::string path = (base / "events.csv").string();
+    AtomicFileWriter w(path);
+    write_events_csv(rep.strategies, ranks, [&](std::string_view s) { w.write(s); });
+    w.commit();
+    written.push_back(path);
+  }
   put("result.json", json_text(result_document(rep), 2) + "\n");
   const std::string title = rep.header.empty() ? rep.command : rep.header.front();
-  for (const StrategyResult& r : rep.strategies) {
+  for (std::size_t i = 0; i < rep.strategies.size(); ++i) {
+    const StrategyResult& r = rep.strategies[i];
     if (!r.skipped.empty()) continue;
     const std::string label(strategy_label(r.strategy));
-    put(fmt::format("trace-{}.json", label), chrome_trace(r, fmt::format("{} ({})", title, label)));
+    const std::string path = (base / fmt::format("trace-{}.json{}", label, rep.trace.gzip ? ".gz" : "")).string();
+    AtomicFileWriter w(path, rep.trace.gzip);
+    write_chrome_trace(r, fmt::format("{} ({})", title, label), ranks[i], [&](std::string_view s) { w.write(s); });
+    w.commit();
+    written.push_back(path);
   }
   put("report.html", html_report(rep));
   if (!rep.validation.empty()) put("validation.csv", validation_csv(rep.validation));

@@ -37,6 +37,26 @@ struct Confidence {
   std::string worst_case;
 };
 
+// TraceOptions: what the trace, events.csv and the report's timelines hold (issue "Scale II":
+// outputs sized to what a person opens), and the trace's format.
+struct TraceOptions {
+  bool all = false;        // --trace-ranks all: every rank
+  std::vector<int> extra;  // --trace-ranks LIST: these ranks besides the default ones
+  bool gzip = false;       // --trace-format json.gz
+};
+
+// kTracedAll: up to this many GPUs, every rank is traced by default.
+inline constexpr int kTracedAll = 16;
+
+// traced_ranks: the ranks (sorted) whose events the trace and events.csv hold: every rank up to
+// kTracedAll GPUs; beyond, node 0's ranks, the first rank of every other node (`per_node` ranks a
+// node, torchrun's order; 0 when nodes differ: the first kTracedAll), and in the last iteration
+// the slowest rank of every --explain phase; plus options.extra, or every rank with options.all.
+std::vector<int> traced_ranks(const StrategyResult& r, int per_node, const TraceOptions& options);
+// slowest_ranks: in the last iteration, the rank with the most time in each --explain phase
+// (sorted, each once).
+std::vector<int> slowest_ranks(const StrategyResult& r);
+
 struct Report {
   std::string command;              // "compare", "simulate", "bench"
   std::string mode = "simulated";   // or "real"
@@ -49,6 +69,7 @@ struct Report {
   std::vector<ValidationRow> validation;  // `validate`: measured against simulated (else empty)
   std::optional<Advice> advice;           // `compare`, `advise`: the changes simulated (core/advice.hpp)
   std::vector<Confidence> confidence;     // simulated runs: per strategy, its class's published errors
+  TraceOptions trace;                     // which ranks the trace and events.csv hold, and the format
 };
 
 // print_summary: the table (one row per strategy), a note per skipped strategy and, with both

@@ -177,7 +177,7 @@
       const tl = section(s.strategy.toUpperCase() + ': one steady iteration (' + s.iteration + ')',
         'Each GPU has a compute lane and a communication lane (collectives and copies); a host lane holds the ' +
         'host thread\'s work under the GIL and its collective calls. ' +
-        (s.gpus > shown ? shown + ' of ' + s.gpus + ' GPUs: node 0 and the first GPU of every other node. ' : '') +
+        (s.gpus > shown ? shown + ' of ' + s.gpus + ' GPUs: node 0, the slowest GPU of each phase and the first GPU of other nodes (the trace file holds more). ' : '') +
         'Allreduce buckets are labelled b<k> where the bar has room. The timelines share one time axis. Hover for names and bytes.');
       chart(tl, 'chart-timeline-' + s.strategy, {
         width: 1100, height: { step: 16 }, data: { values: s.timeline },

@@ -3,11 +3,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/scenario.hpp"
 #include "reports/chrome_trace.hpp"
 #include "reports/csv.hpp"
@@ -219,6 +222,60 @@ TEST(Outputs, EveryFileWrittenAndNoTemporaryLeft) {
   EXPECT_EQ(doc["strategies"][0]["strategy"], "ddp");
   EXPECT_EQ(result_from_json(doc["strategies"][0]).steady_iteration_time_s, 0.010);
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gradsync::reports
+
+namespace gradsync::reports {
+namespace {
+
+// wide_result: DDP on `gpus` GPUs, one iteration; every rank's backward takes 1 ms, rank `slow`'s 3.
+StrategyResult wide_result(int gpus, int slow) {
+  StrategyResult r;
+  r.strategy = Strategy::kDDP;
+  r.gpus = r.replicas = gpus;
+  IterationMetrics m;
+  m.iteration = 1;
+  r.iterations.push_back(m);
+  for (int g = 0; g < gpus; ++g) {
+    r.trace.add(event(g, Stream::kCompute, "bwd:l0", 0, g == slow ? 3e-3 : 1e-3));
+    r.trace.add(event(g, Stream::kComm, "allreduce:bucket0", 1e-3, 2e-3, 4096, 0));
+  }
+  return r;
+}
+
+TEST(TracedRanks, EveryRankUpToSixteenGpus) {
+  const std::vector<int> all = traced_ranks(wide_result(16, 3), 8, {});
+  EXPECT_EQ(all.size(), 16u);
+}
+
+TEST(TracedRanks, PastSixteenNodeZeroFirstGpuOfEachNodeAndTheSlowest) {
+  const StrategyResult r = wide_result(32, 13);
+  EXPECT_EQ(traced_ranks(r, 8, {}), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 13, 16, 24}));
+  TraceOptions extra;
+  extra.extra = {30, 31, 99};  // 99 is not a GPU of the run
+  EXPECT_EQ(traced_ranks(r, 8, extra), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 13, 16, 24, 30, 31}));
+  TraceOptions all;
+  all.all = true;
+  EXPECT_EQ(traced_ranks(r, 8, all).size(), 32u);
+  EXPECT_EQ(slowest_ranks(r), (std::vector<int>{0, 13})) << "backward: rank 13; the allreduce: a tie, rank 0";
+}
+
+TEST(TracedRanks, TheTraceAndEventsCsvHoldOnlyThem) {
+  const StrategyResult r = wide_result(32, 13);
+  std::string csv, trace;
+  write_events_csv({r}, {{0, 13}}, [&](std::string_view s) { csv += s; });
+  write_chrome_trace(r, "t", {0, 13}, [&](std::string_view s) { trace += s; });
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 4) << "the header and 2 events for each of 2 ranks";
+  const json doc = json::parse(trace);
+  std::set<int> pids;
+  for (const auto& e : doc["traceEvents"]) pids.insert(e["pid"].get<int>());
+  EXPECT_EQ(pids, (std::set<int>{0, 13}));
+  // Streamed, the trace is byte for byte the document json_text writes whole.
+  std::string streamed;
+  write_chrome_trace(r, "t", {}, [&](std::string_view s) { streamed += s; });
+  EXPECT_EQ(streamed, json_text(json::parse(streamed)) + "\n");
 }
 
 }  // namespace
