@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -185,6 +187,13 @@ void run_ddp(const PublishedArgs& a, std::ostream& out, std::string& csv, std::v
 }
 
 void run_published(const PublishedArgs& a, std::ostream& out) {
+  if (!a.confidence.empty()) {
+    // The folder it goes to must exist before the half minute of simulations.
+    const std::filesystem::path dir = std::filesystem::path(a.confidence).parent_path();
+    std::error_code ec;
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+      throw UsageError(fmt::format("--confidence {}: the folder {} does not exist", a.confidence, dir.string()));
+  }
   if (!a.confidence.empty() && !a.only.empty()) {
     throw UsageError(
         fmt::format("--confidence {}: every case decides it; give it without --case {}", a.confidence, a.only));

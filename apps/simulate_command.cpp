@@ -114,7 +114,19 @@ void add_advice_options(CLI::App* cmd, ScenarioCommand& c) {
   c.advice = true;
   cmd->add_option("--advice-budget", c.advice_options.budget_s,
                   "Seconds (wall clock) for simulating the changes to try; 0: no advice (default 120)")
-      ->check(CLI::Range(0.0, 86400.0));
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            // A plain decimal number of seconds in [0, 86400] (not nan, inf or hex).
+            const bool plain = !text.empty() && text.find_first_not_of("0123456789.") == std::string::npos;
+            try {
+              std::size_t used = 0;
+              const double v = std::stod(text, &used);
+              if (plain && used == text.size() && v >= 0 && v <= 86400) return {};
+            } catch (const std::exception&) {
+            }
+            return fmt::format("\"{}\" is not a number of seconds from 0 to 86400", text);
+          },
+          "SECONDS"));
   cmd->add_option("--jobs", c.advice_options.jobs, "Changes simulated at once (default: this machine's cores)")
       ->check(kPositiveInteger);
 }

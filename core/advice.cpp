@@ -26,7 +26,7 @@ Change change(std::string what, std::vector<std::pair<std::string, std::string>>
 }
 
 // ddp_changes: DistributedDataParallel's own options, its comm hooks and no_sync accumulation.
-void ddp_changes(const Scenario& s, std::vector<Change>& out) {
+void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Change>& out) {
   // Bucket caps around PyTorch's default 25 MiB, as PyTorch's DDP benchmark and DDP's docs try
   // them: smaller buckets start the first allreduce sooner, larger ones make fewer calls.
   const double cap = s.bucket_cap_mb.value_or(25);
@@ -45,7 +45,7 @@ void ddp_changes(const Scenario& s, std::vector<Change>& out) {
   if (s.broadcast_buffers) {
     out.push_back(change("broadcast_buffers off", {{"broadcast_buffers", "false"}},
                          "DDP(model, broadcast_buffers=False)",
-                         "each rank keeps its own buffers (BatchNorm running statistics)"));
+                         traits.batchnorm ? "each rank keeps its own BatchNorm running statistics" : ""));
   }
   if (s.comm_hook == "none") {
     out.push_back(change("comm hook bf16", {{"comm_hook", "bf16"}},
@@ -56,14 +56,16 @@ void ddp_changes(const Scenario& s, std::vector<Change>& out) {
                          "gradients are averaged in fp16"));
     // PowerSGD's steady state: start_iter 2 so that the simulated steady iterations (after the
     // warm-up) run the compressed path that a real run reaches after start_powerSGD_iter.
-    out.push_back(change("comm hook PowerSGD rank 1", {{"comm_hook", "powersgd:rank=1,start_iter=2"}},
+    out.push_back(change("comm hook PowerSGD rank 1 (after its warm-up)",
+                         {{"comm_hook", "powersgd:rank=1,start_iter=2"}},
                          "model.register_comm_hook(powerSGD_hook.PowerSGDState(None, "
                          "matrix_approximation_rank=1), powerSGD_hook.powerSGD_hook)",
                          "gradients are compressed to rank 1 (with error feedback)"));
   }
   if (s.grad_accum == 1) {
     out.push_back(change("grad_accum 4 with no_sync", {{"grad_accum", "4"}},
-                         "with model.no_sync(): loss.backward()  # 3 micro-batches of 4, then a synced one",
+                         "with model.no_sync(): loss_fn(model(x), y).backward()  # micro-batches 1-3 of 4; the "
+                         "4th outside no_sync() syncs",
                          "4x the global batch per optimizer step"));
   }
 }
@@ -117,7 +119,8 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
     const bool half = s.precision == "bf16" || s.precision == "fp16";
     const char* kernel = half ? "flash" : "mem-efficient";
     out.push_back(change(fmt::format("{} attention", kernel), {{"attention", kernel}},
-                         "F.scaled_dot_product_attention(q, k, v, is_causal=True)"));
+                         traits.causal ? "F.scaled_dot_product_attention(q, k, v, is_causal=True)"
+                                       : "F.scaled_dot_product_attention(q, k, v, attn_mask=mask)"));
   }
   if (traits.convolution && !s.channels_last) {
     out.push_back(
@@ -136,8 +139,10 @@ std::vector<Change> candidate_changes(const Scenario& s, Strategy strategy, cons
     ddp.strategy = Strategy::kDDP;
     out.push_back(ddp);
   }
-  if (strategy == Strategy::kDDP && s.gpus > 1) ddp_changes(s, out);
+  // The script's own changes first (the largest gains, so a tight budget still tries them), then
+  // DDP's options, then NCCL's.
   script_changes(s, traits, out);
+  if (strategy == Strategy::kDDP && s.gpus > 1) ddp_changes(s, traits, out);
   if (s.gpus > 1) nccl_changes(s, out);
   return out;
 }
@@ -154,7 +159,8 @@ std::vector<const ChangeResult*> advised(const Advice& a) {
   std::vector<const ChangeResult*> out;
   for (const ChangeResult& c : a.changes) {
     if (out.size() == Advice::kShown) break;
-    if (c.status == "ok" && c.gain >= Advice::kMinGain) out.push_back(&c);
+    // A run that does not fit: every change that makes it fit is advice, whatever its gain.
+    if (c.status == "ok" && (a.oom || c.gain >= Advice::kMinGain)) out.push_back(&c);
   }
   return out;
 }

@@ -38,7 +38,9 @@ struct Change {
 // ModelTraits: what decides which changes apply to a model.
 struct ModelTraits {
   bool attention = false;    // an attention core (--attention applies)
+  bool causal = false;       // its attention is causal (a decoder: is_causal=True)
   bool convolution = false;  // convolutions (channels_last applies)
+  bool batchnorm = false;    // BatchNorm: buffers that change every step (broadcast_buffers matters)
 };
 
 // candidate_changes: the changes to try on `resolved` (every key resolved: resolve_scenario) run
@@ -79,7 +81,8 @@ struct Advice {
 
 // rank_changes sorts `a.changes` as Advice documents.
 void rank_changes(Advice& a);
-// advised: the changes worth showing: "ok", gain >= kMinGain, at most kShown.
+// advised: the changes worth showing: "ok" and gain >= kMinGain (when the run itself is out of
+// memory: every "ok" change, since each makes it fit), at most kShown.
 std::vector<const ChangeResult*> advised(const Advice& a);
 
 // advice_json: the advice as result.json holds it.

@@ -19,20 +19,40 @@ void print_advice(const Advice& a, std::ostream& out) {
     failed += c.status == "failed";
     oom += c.status == "oom";
   }
+  const auto plural = [](std::size_t n, const char* one, const char* many) {
+    return fmt::format("{} {}", n, n == 1 ? one : many);
+  };
   const std::string label = a.strategy == Strategy::kDP ? "DP" : "DDP";
+  out << "#\n";
   std::vector<std::string> header{fmt::format(
-      "what to change in the {} run ({:.3f} ms, {:.1f} samples/s{}): {} of {} changes simulated, each on its own "
-      "(budget {:g} s, --advice-budget)",
-      label, 1e3 * a.steady_s, a.samples_per_s, a.oom ? ", out of memory" : "", ran, a.changes.size(), a.budget_s)};
+      "what to change in the {} run ({:.3f} ms, {:.1f} samples/s{}): {} of {} simulated, each on its own (budget "
+      "{:g} s, --advice-budget)",
+      label, 1e3 * a.steady_s, a.samples_per_s, a.oom ? ", OUT OF MEMORY" : "", ran,
+      plural(a.changes.size(), "change", "changes"), a.budget_s)};
   const std::vector<const ChangeResult*> best = advised(a);
   if (best.empty()) {
-    header.push_back(fmt::format("none gains {:.0f}% or more samples/s{}", 100 * Advice::kMinGain,
-                                 a.changes.empty() ? "" : ": keep the run as it is"));
+    std::string verdict;
+    if (a.oom) {
+      verdict = "no change simulated makes the run fit the GPU's memory";
+      for (const ChangeResult& c : a.changes)
+        if (c.change.largest_batch && c.status == "failed")
+          verdict +=
+              ": " + c.error + " (DDP and DP keep a whole replica, its gradients and optimizer state on every GPU)";
+    } else if (ran == 0) {
+      verdict = "nothing was simulated within the budget";
+    } else {
+      verdict = fmt::format("none of the {} simulated gains {:.0f}% or more samples/s{}", ran, 100 * Advice::kMinGain,
+                            budget == 0 ? ": keep the run as it is" : "");
+    }
+    header.push_back(verdict);
     for (const auto& h : header) out << "# " << h << '\n';
   } else {
-    header.back() += fmt::format(
-        "; the {} best by samples/s (gain: against the run; a change shown gains {:.0f}% or more):", best.size(),
-        100 * Advice::kMinGain);
+    header.back() +=
+        a.oom ? fmt::format("; the run does not fit the GPU's memory: {} that make it fit, by samples/s:",
+                            plural(best.size(), "change", "changes"))
+              : fmt::format("; {} by samples/s (gain: against the run; shown: {:.0f}% or more):",
+                            best.size() == 1 ? std::string("the best") : fmt::format("the {} best", best.size()),
+                            100 * Advice::kMinGain);
     Table t({{"change", "", true},
              {"steady", "ms"},
              {"samples/s", "1/s"},
@@ -46,13 +66,11 @@ void print_advice(const Advice& a, std::ostream& out) {
                  c->change.pytorch});
       if (!c->change.alters.empty()) alters.push_back(fmt::format("{}: {}", c->change.what, c->change.alters));
     }
-    out << "#\n";
     t.print(out, header);
     for (const std::string& s : alters) out << "# maths CHANGED by " << s << '\n';
   }
-  if (oom > 0) out << fmt::format("# {} change{} would not fit the GPU's memory\n", oom, oom == 1 ? "" : "s");
-  if (failed > 0)
-    out << fmt::format("# {} change{} could not run (result.json: advice)\n", failed, failed == 1 ? "" : "s");
+  if (oom > 0) out << fmt::format("# {} would not fit the GPU's memory\n", plural(oom, "change", "changes"));
+  if (failed > 0) out << fmt::format("# {} could not run (result.json: advice)\n", plural(failed, "change", "changes"));
   if (budget > 0) {
     std::vector<std::string> names;
     for (const ChangeResult& c : a.changes)

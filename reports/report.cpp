@@ -143,8 +143,12 @@ void print_summary(const Report& rep, std::ostream& out) {
 void print_confidence(const Report& rep, std::ostream& out) {
   auto measured = [](const Confidence& c) {
     const bool points = c.part == "communication";
+    const int n = points ? c.points : c.cases;
+    if (n == 1)
+      return fmt::format("{:.1f}% (|error| of the one published {} of class \"{}\", {})", 100 * c.median_abs_error,
+                         points ? "nccl-tests point" : "step", c.cls, c.worst_case);
     return fmt::format("{:.1f}% (median |error|; worst {:.1f}%, {}) over {} published {} of class \"{}\"",
-                       100 * c.median_abs_error, 100 * c.worst_abs_error, c.worst_case, points ? c.points : c.cases,
+                       100 * c.median_abs_error, 100 * c.worst_abs_error, c.worst_case, n,
                        points ? "nccl-tests points" : "steps", c.cls);
   };
   for (const StrategyResult& r : rep.strategies) {

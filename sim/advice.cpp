@@ -26,8 +26,12 @@ ModelTraits traits_of(const Scenario& s) {
   const Model m = scenario_model(s);
   ModelTraits t;
   t.attention = has_attention(m);
+  t.causal = std::any_of(m.ops.begin(), m.ops.end(),
+                         [](const Op& op) { return op.attention.has_value() && op.attention->causal; });
   t.convolution =
       std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.kind == LayerKind::kConv2d; });
+  t.batchnorm =
+      std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.kind == LayerKind::kBatchNorm; });
   return t;
 }
 
@@ -44,7 +48,10 @@ bool fill_largest_batch(const Scenario& asked, const Scenario& resolved, Strateg
   const std::int64_t per_step = static_cast<std::int64_t>(resolved.gpus) * resolved.grad_accum;
   c.change.what = fmt::format("batch_per_gpu {} (largest that fits)", b);
   c.change.keys = {{"batch_per_gpu", std::to_string(b)}};
-  c.change.pytorch = fmt::format("DataLoader(dataset, batch_size={})", b);
+  // DataParallel splits the DataLoader's batch across its GPUs; under DDP each rank loads its own.
+  c.change.pytorch =
+      fmt::format("DataLoader(dataset, batch_size={}){}", strategy == Strategy::kDP ? b * resolved.gpus : b,
+                  strategy == Strategy::kDP ? "  # DataParallel splits it across the GPUs" : "");
   c.change.alters = fmt::format("global batch {} instead of {}", b * per_step, resolved.batch_per_gpu * per_step);
   return true;
 }

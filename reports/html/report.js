@@ -67,9 +67,13 @@
   function confidenceLines(parent, rows) {
     parent.appendChild(el('h3', 'How sure'));
     const pct = v => (100 * v).toFixed(1) + '%';
-    const measured = c => '±' + pct(c.median_abs_error_frac) + ' (median error; worst ' + pct(c.worst_abs_error_frac) + ', ' +
-      c.worst_case + ') over ' + (c.part === 'communication' ? c.points + ' published nccl-tests points' : c.cases + ' published steps') +
-      ' of class "' + c['class'] + '"';
+    const measured = c => {
+      const n = c.part === 'communication' ? c.points : c.cases;
+      const what = c.part === 'communication' ? 'nccl-tests point' : 'step';
+      if (n === 1) return '±' + pct(c.median_abs_error_frac) + ' (the error on the one published ' + what + ' of class "' + c['class'] + '", ' + c.worst_case + ')';
+      return '±' + pct(c.median_abs_error_frac) + ' (median error; worst ' + pct(c.worst_abs_error_frac) + ', ' + c.worst_case + ') over ' +
+        n + ' published ' + what + 's of class "' + c['class'] + '"';
+    };
     const ul = el('ul', null, 'confidence');
     rows.forEach(c => {
       const who = c.strategy.toUpperCase();
@@ -87,11 +91,23 @@
   function adviceTable(parent, a) {
     const shown = a.changes.filter(c => c.advised);
     const ran = a.changes.filter(c => c.status === 'ok' || c.status === 'oom').length;
+    const late = a.changes.filter(c => c.status === 'budget').map(c => c.change);
+    const pct = (100 * a.min_gain_frac).toFixed(0);
     parent.appendChild(el('h3', 'What to change'));
+    let verdict;
+    if (shown.length) {
+      verdict = a.oom ? 'The run does not fit the GPU\'s memory; the changes that make it fit, by samples/s:'
+        : 'The best by samples/s, each gaining ' + pct + '% or more:';
+    } else if (a.oom) {
+      verdict = 'No change simulated makes the run fit the GPU\'s memory.';
+    } else if (!ran) {
+      verdict = 'Nothing was simulated within the budget.';
+    } else {
+      verdict = 'None of the ' + ran + ' simulated gains ' + pct + '% or more samples/s' + (late.length ? '.' : ': keep the run as it is.');
+    }
     parent.appendChild(el('p', ran + ' of ' + a.changes.length + ' changes to the ' + a.strategy.toUpperCase() +
-      ' run simulated, each on its own (budget ' + a.budget_s + ' s). ' +
-      (shown.length ? 'The best by samples/s, each gaining ' + (100 * a.min_gain_frac).toFixed(0) + '% or more:' :
-        'None gains ' + (100 * a.min_gain_frac).toFixed(0) + '% or more samples/s.'), 'note'));
+      ' run simulated, each on its own (budget ' + a.budget_s + ' s). ' + verdict, 'note'));
+    if (late.length) parent.appendChild(el('p', 'Not simulated within the budget (raise --advice-budget): ' + late.join(', ') + '.', 'note'));
     if (!shown.length) return;
     table(parent, [
       { key: 'change', label: 'change', text: true },
@@ -101,6 +117,7 @@
       { key: 'alters_maths', label: 'training maths', text: true, format: v => (v ? 'changed: ' + v : 'same') },
       { key: 'pytorch', label: 'in the script', text: true },
     ], shown);
+    parent.lastChild.classList.add('wrap');
   }
 
   function scenarioReport() {
@@ -119,6 +136,15 @@
       an.appendChild(p);
     } else {
       ran.forEach(s => an.appendChild(el('p', s.strategy.toUpperCase() + ': ' + s.steady_ms.toFixed(1) + ' ms per step, ' + s.samples_per_s.toFixed(1) + ' samples/s.', 'headline')));
+    }
+    const oom = ran.filter(s => s.per_gpu.some(g => g.oom));
+    if (oom.length) {
+      const GiB = 1024 * 1024 * 1024;
+      oom.forEach(s => {
+        const g = s.per_gpu.reduce((a, b) => (b.peak_memory_bytes > a.peak_memory_bytes ? b : a));
+        an.appendChild(el('p', s.strategy.toUpperCase() + ' does not fit: GPU ' + g.gpu + ' needs ' + (g.peak_memory_bytes / GiB).toFixed(1) +
+          ' GiB of its ' + (g.capacity_bytes / GiB).toFixed(1) + ' GiB (out of memory).', 'headline oom'));
+      });
     }
     if (data.confidence) confidenceLines(an, data.confidence);
     if (data.advice) adviceTable(an, data.advice);
