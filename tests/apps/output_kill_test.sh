@@ -22,10 +22,10 @@ PY
   for t in "$d"/out/trace-*.json; do python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$t" || return 1; done
 }
 
-"$bin" compare --gpus 2 --out "$d/out" >/dev/null
+"$bin" compare --advice-budget 0 --gpus 2 --out "$d/out" >/dev/null
 complete 2 || fail "the first run is not complete"
 start=$(date +%s.%N)
-"$bin" compare --gpus 4 --out "$d/timing" >/dev/null
+"$bin" compare --advice-budget 0 --gpus 4 --out "$d/timing" >/dev/null
 run_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
 rm -rf "$d/timing"
 
@@ -33,7 +33,7 @@ kept=0 replaced=0 gpus=2
 for i in $(seq 1 16); do
   next=$(( gpus == 2 ? 4 : 2 ))
   before=$(snapshot)
-  "$bin" compare --gpus "$next" --out "$d/out" >/dev/null 2>&1 &
+  "$bin" compare --advice-budget 0 --gpus "$next" --out "$d/out" >/dev/null 2>&1 &
   pid=$!
   sleep "$(awk -v t="$run_s" -v i="$i" 'BEGIN { printf "%.3f", t * i / 14 }')"
   kill -9 "$pid" 2>/dev/null || true
@@ -57,7 +57,7 @@ echo "16 kills over a ${run_s}s run: --out kept the previous run $kept times, he
 [[ $kept -gt 0 ]] || fail "no kill landed before the swap"
 
 # The next run removes what killed runs left beside --out, and says so when it does.
-"$bin" compare --gpus 2 --out "$d/out" >/dev/null 2>"$d.err" || fail "the run after the kills failed"
+"$bin" compare --advice-budget 0 --gpus 2 --out "$d/out" >/dev/null 2>"$d.err" || fail "the run after the kills failed"
 complete 2 || fail "the run after the kills is not complete"
 left=$(cd "$d" && ls -A | grep -v '^out$' || true)
 [[ -z $left ]] || fail "left beside --out after a clean run: $left"
@@ -66,7 +66,7 @@ echo "the next run left only --out"
 
 # Four runs into the same --out at once: each succeeds, --out ends whole, nothing is left beside it.
 pids=()
-for g in 2 4 2 4; do "$bin" compare --gpus "$g" --out "$d/out" >/dev/null 2>"$d/race-$g.err" & pids+=($!); done
+for g in 2 4 2 4; do "$bin" compare --advice-budget 0 --gpus "$g" --out "$d/out" >/dev/null 2>"$d/race-$g.err" & pids+=($!); done
 for p in "${pids[@]}"; do wait "$p" || { cat "$d"/race-*.err >&2; fail "a run racing three others into one --out failed"; }; done
 rm -f "$d"/race-*.err
 complete 2 || complete 4 || fail "after four racing runs --out is not one whole run"
