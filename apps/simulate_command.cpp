@@ -196,7 +196,7 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
   rep.requested = requested_json(asked, s);
   for (Strategy st : strategies) rep.strategies.push_back(sim::simulate_isolated(asked, st));
   if (dp_only && !rep.strategies.front().skipped.empty()) {
-    throw RuntimeError(fmt::format("--strategy dp: {}", rep.strategies.front().skipped));
+    throw UsageError(fmt::format("--strategy dp: {}", rep.strategies.front().skipped));
   }
   rep.header = scenario_header(s, rep.strategies, what);
   rep.confidence = confidence_of(asked, rep.strategies);
