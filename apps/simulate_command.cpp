@@ -194,7 +194,7 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
   rep.trace = trace;
   rep.scenario = sim::scenario_json(s);
   rep.requested = requested_json(asked, s);
-  for (Strategy st : strategies) rep.strategies.push_back(sim::simulate_isolated(asked, st));
+  for (Strategy st : strategies) rep.strategies.push_back(sim::simulate_isolated(asked, st, &trace));
   if (dp_only && !rep.strategies.front().skipped.empty()) {
     throw UsageError(fmt::format("--strategy dp: {}", rep.strategies.front().skipped));
   }

@@ -19,6 +19,7 @@
 
 #include "core/advice.hpp"
 #include "core/result.hpp"
+#include "core/trace_ranks.hpp"
 #include "reports/validation.hpp"
 
 namespace gradsync::reports {
@@ -37,25 +38,8 @@ struct Confidence {
   std::string worst_case;
 };
 
-// TraceOptions: what the trace, events.csv and the report's timelines hold (issue "Scale II":
-// outputs sized to what a person opens), and the trace's format.
-struct TraceOptions {
-  bool all = false;        // --trace-ranks all: every rank
-  std::vector<int> extra;  // --trace-ranks LIST: these ranks besides the default ones
-  bool gzip = false;       // --trace-format json.gz
-};
-
-// kTracedAll: up to this many GPUs, every rank is traced by default.
-inline constexpr int kTracedAll = 16;
-
-// traced_ranks: the ranks (sorted) whose events the trace and events.csv hold: every rank up to
-// kTracedAll GPUs; beyond, node 0's ranks, the first rank of every other node (`per_node` ranks a
-// node, torchrun's order; 0 when nodes differ: the first kTracedAll), and in the last iteration
-// the slowest rank of every --explain phase; plus options.extra, or every rank with options.all.
-std::vector<int> traced_ranks(const StrategyResult& r, int per_node, const TraceOptions& options);
-// slowest_ranks: in the last iteration, the rank with the most time in each --explain phase
-// (sorted, each once).
-std::vector<int> slowest_ranks(const StrategyResult& r);
+// TraceOptions, traced_ranks, slowest_ranks: core/trace_ranks.hpp.
+using ::gradsync::TraceOptions;
 
 struct Report {
   std::string command;              // "compare", "simulate", "bench"

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/error.hpp"
@@ -113,14 +114,19 @@ json ChildProcess::finish() {
   return reply["result"];
 }
 
-IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, bool full)
-    : child_([s, strategy, full] { return result_json(simulate(s, strategy), full); },
-             fmt::format("the {} simulation", strategy_label(strategy))) {}
+IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, bool full, const TraceOptions* keep)
+    : child_(
+          [s, strategy, full, keep = keep ? std::optional<TraceOptions>(*keep) : std::nullopt] {
+            StrategyResult r = simulate(s, strategy);
+            if (keep && full) keep_ranks(r, traced_ranks(r, resolve_scenario(s).nproc_per_node, *keep));
+            return result_json(r, full);
+          },
+          fmt::format("the {} simulation", strategy_label(strategy))) {}
 
 StrategyResult IsolatedSimulation::finish() { return result_from_json(child_.finish()); }
 
-StrategyResult simulate_isolated(const Scenario& s, Strategy strategy) {
-  IsolatedSimulation child(s, strategy, true);
+StrategyResult simulate_isolated(const Scenario& s, Strategy strategy, const TraceOptions* keep) {
+  IsolatedSimulation child(s, strategy, true, keep);
   return child.finish();
 }
 

@@ -20,6 +20,7 @@
 #include "core/result.hpp"
 #include "core/scenario.hpp"
 #include "core/trace.hpp"
+#include "core/trace_ranks.hpp"
 #include "models/memory_cost.hpp"
 #include "sim/cluster.hpp"
 #include "sim/nccl_options.hpp"
@@ -41,7 +42,9 @@ struct ResolvedScenario;
 // one process can simulate several strategies or scenarios, each with its own SimGrid engine.
 // The child's ConfigError / UsageError / RuntimeError comes back as the same error; callers
 // check the scenario first (resolve_scenario) so that bad input fails before any child starts.
-StrategyResult simulate_isolated(const Scenario& s, Strategy strategy);
+// With `keep`, the child keeps only the events of the traced ranks (core/trace_ranks.hpp) before
+// sending the result back: past 16 GPUs the rest would cost more to send than to simulate.
+StrategyResult simulate_isolated(const Scenario& s, Strategy strategy, const TraceOptions* keep = nullptr);
 
 // ChildProcess: `body` run in a forked child (its own SimGrid engine), its JSON result read back
 // through a pipe. Poll fd() for reading, call read_some() when it is readable (true once the child
@@ -70,7 +73,7 @@ class ChildProcess {
 // no trace, collectives or traffic.
 class IsolatedSimulation {
  public:
-  IsolatedSimulation(const Scenario& s, Strategy strategy, bool full);
+  IsolatedSimulation(const Scenario& s, Strategy strategy, bool full, const TraceOptions* keep = nullptr);
   int fd() const { return child_.fd(); }
   bool read_some() { return child_.read_some(); }
   StrategyResult finish();
