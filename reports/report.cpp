@@ -105,7 +105,8 @@ void print_summary(const Report& rep, std::ostream& out) {
                ms(r.exposed_communication_s), fmt::format("{:.1f}", 100 * r.overlap),
                fmt::format("{:.1f}", r.samples_per_s),
                r.tokens_per_sample > 1 ? fmt::format("{:.0f}", r.tokens_per_s) : "-", bytes_text(g0.bytes_in),
-               bytes_text(g0.bytes_out), bytes_text(g0.peak_memory_bytes), oom ? "OOM" : "ok"});
+               bytes_text(g0.bytes_out), fmt::format("{:.2f} GiB", g0.peak_memory_bytes / (1024.0 * 1024 * 1024)),
+               oom ? "OOM" : "ok"});
   }
   t.print(out, rep.header);
   for (const auto& n : notes) out << "# " << n << '\n';
