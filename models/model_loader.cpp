@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
 #include <span>
 #include <sstream>
@@ -453,7 +455,16 @@ std::string model_text(std::string_view name_or_path) {
 
 Model load_model(std::string_view name_or_path) {
   for (const auto& f : detail::zoo_files()) {
-    if (std::filesystem::path(f.path).stem() == name_or_path) return parse_model(f.text, std::string(f.path));
+    if (std::filesystem::path(f.path).stem() != name_or_path) continue;
+    // A zoo model is compiled in and never changes: parsed once per process (a scenario command
+    // resolves its model several times: the scenario, the header, the confidence, the child).
+    static std::mutex mutex;
+    static std::map<std::string, Model, std::less<>> parsed;
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto it = parsed.find(name_or_path);
+    if (it == parsed.end())
+      it = parsed.emplace(std::string(name_or_path), parse_model(f.text, std::string(f.path))).first;
+    return it->second;
   }
   const std::filesystem::path path(name_or_path);
   const bool looks_like_path = name_or_path.find('/') != std::string_view::npos || path.has_extension();

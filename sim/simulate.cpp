@@ -14,6 +14,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "core/calibration.hpp"
 #include "core/called_group.hpp"
@@ -339,6 +340,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
   summarize(out, s.warmup);
 
   const std::vector<std::int64_t> chunks = DpStep::chunk_sizes(global, r.gpus);
+  std::map<std::tuple<std::int64_t, bool>, MemoryBreakdown> memory_by_case;
   for (int g = 0; g < r.gpus; ++g) {
     GpuResult gr;
     gr.rank = g;
@@ -363,7 +365,12 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
       gr.peak_memory_bytes = static_cast<double>(kCudaContextBytes);
       gr.capacity_bytes = static_cast<double>(r.gpu->memory_bytes);
     } else {
-      const MemoryBreakdown mem = memory_cost(r.model, mctx, mo);
+      // Ranks alike in batch and role cost alike: each distinct case is costed once (1,024 DDP
+      // ranks: one).
+      const auto key = std::make_tuple(mctx.batch, mo.dp_gpu0);
+      auto known = memory_by_case.find(key);
+      if (known == memory_by_case.end()) known = memory_by_case.emplace(key, memory_cost(r.model, mctx, mo)).first;
+      const MemoryBreakdown& mem = known->second;
       gr.peak_memory_bytes = mem.total;
       gr.capacity_bytes = mem.capacity;
       gr.oom = mem.oom;

@@ -9,7 +9,9 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <span>
 #include <sstream>
@@ -256,6 +258,25 @@ std::optional<std::string_view> builtin_topology_text(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+// parsed_once: `parse` of `text`, remembered per process by origin and text (a scenario command
+// loads its cluster several times: resolving, the child that simulates it, the confidence); a
+// file whose text changed is parsed again.
+Topology parsed_once(const std::string& origin, const std::string& text, const std::function<Topology()>& parse) {
+  static std::mutex mutex;
+  static std::map<std::string, std::pair<std::string, Topology>> parsed;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = parsed.find(origin);
+  if (it == parsed.end() || it->second.first != text) {
+    Topology t = parse();
+    it = parsed.insert_or_assign(origin, std::make_pair(text, std::move(t))).first;
+  }
+  return it->second.second;
+}
+
+}  // namespace
+
 Topology load_topology(const std::string& name_or_path) {
   namespace fs = std::filesystem;
   const fs::path path(name_or_path);
@@ -263,7 +284,9 @@ Topology load_topology(const std::string& name_or_path) {
   const bool path_like = name_or_path.find('/') != std::string::npos || !ext.empty();
   if (!path_like) {
     if (auto text = builtin_topology_text(name_or_path)) {
-      return read_topology_dot(*text, fmt::format("topologies/{}.dot", name_or_path));
+      const std::string origin = fmt::format("topologies/{}.dot", name_or_path);
+      const std::string body(*text);
+      return parsed_once(origin, body, [&] { return read_topology_dot(body, origin); });
     }
     throw ConfigError(fmt::format("unknown topology \"{}\"; expected a .dot or .graphml file or a built-in: {}",
                                   name_or_path, fmt::join(builtin_topology_names(), ", ")));
@@ -275,7 +298,9 @@ Topology load_topology(const std::string& name_or_path) {
                                   name_or_path, ext));
   }
   const std::string text = read_input_file(name_or_path, "topology file");
-  return dot ? read_topology_dot(text, name_or_path) : read_topology_graphml(text, name_or_path);
+  return parsed_once(name_or_path, text, [&] {
+    return dot ? read_topology_dot(text, name_or_path) : read_topology_graphml(text, name_or_path);
+  });
 }
 
 }  // namespace gradsync
