@@ -1,0 +1,185 @@
+// resolve.cpp: a scenario resolved once (sim/resolved.hpp), and what is answered from that alone.
+#include "sim/resolved.hpp"
+
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "core/calibration.hpp"
+#include "core/called_group.hpp"
+#include "core/comm_hook.hpp"
+#include "core/ddp_step.hpp"
+#include "core/dp_step.hpp"
+#include "core/error.hpp"
+#include "core/pytorch_version.hpp"
+#include "core/yaml_reader.hpp"
+#include "models/op_cost.hpp"
+#include "models/scenario_basics.hpp"
+#include "models/step_costs.hpp"
+#include "sim/nccl_options.hpp"
+#include "topologies/routes.hpp"
+
+namespace gradsync::sim {
+namespace {
+
+template <class F>
+auto field(const char* key, const std::string& value, F parse) {
+  return scenario_field(key, value, std::move(parse));
+}
+
+// torchrun_gpus: the world size --nnodes and --nproc-per-node ask for, checked against the
+// topology's hosts; 0 when neither is given. gradsync places ranks on the topology's first GPUs, so
+// a layout is taken when it is that prefix: one node, or every GPU of each of the first nnodes
+// hosts. ConfigError naming the key otherwise.
+int torchrun_gpus(const Scenario& s, const Topology& topo) {
+  if (s.nnodes == 0 && s.nproc_per_node == 0) return 0;
+  std::vector<int> per_host(topo.hosts().size(), 0);
+  for (int g = 0; g < topo.gpu_count(); ++g) ++per_host[static_cast<std::size_t>(topo.host_of(g))];
+  const int nnodes = s.nnodes > 0 ? s.nnodes : 1;
+  if (nnodes > static_cast<int>(per_host.size())) {
+    throw ConfigError(fmt::format("nnodes {}: topology {} has {} host{}", nnodes, s.topology, per_host.size(),
+                                  per_host.size() == 1 ? "" : "s"));
+  }
+  const int nproc = s.nproc_per_node > 0 ? s.nproc_per_node : per_host.front();
+  for (int h = 0; h < nnodes; ++h) {
+    const int has = per_host[static_cast<std::size_t>(h)];
+    if (nproc > has) {
+      throw ConfigError(fmt::format("nproc_per_node {}: host {} of topology {} has {} GPU{}", nproc,
+                                    topo.hosts()[static_cast<std::size_t>(h)], s.topology, has, has == 1 ? "" : "s"));
+    }
+    if (nnodes > 1 && nproc < has) {
+      throw ConfigError(fmt::format(
+          "nproc_per_node {} on {} nodes: host {} has {} GPUs, and gradsync places ranks on the topology's first "
+          "GPUs, so P of each node's GPUs cannot be chosen yet; give a topology with {} GPUs per node (gradsync topo "
+          "generate) or nproc_per_node {}",
+          nproc, nnodes, topo.hosts()[static_cast<std::size_t>(h)], has, nproc, has));
+    }
+  }
+  const int world = nnodes * nproc;
+  if (s.gpus > 0 && s.gpus != world) {
+    throw ConfigError(fmt::format("gpus {} disagrees with nnodes {} x nproc_per_node {} = {}; give one or the other",
+                                  s.gpus, nnodes, nproc, world));
+  }
+  return world;
+}
+
+}  // namespace
+
+ResolvedScenario resolve(const Scenario& requested) {
+  ResolvedScenario r(requested, scenario_model(requested),
+                     field("topology", requested.topology, [&] { return load_topology(requested.topology); }));
+  Scenario s = requested;
+  if (const int world = torchrun_gpus(s, r.topo); world > 0) s.gpus = world;
+  const int available = r.topo.gpu_count();
+  if (s.gpus < 0 || s.gpus > available) {
+    throw ConfigError(fmt::format("gpus {}: topology {} has {} GPU{}; expected 1..{}", s.gpus, s.topology, available,
+                                  available == 1 ? "" : "s", available));
+  }
+  r.gpus = s.gpus > 0 ? s.gpus : available;
+  r.gpu = r.topo.vertex(r.topo.gpu(0)).gpu;
+  if (!r.gpu)
+    throw ConfigError(
+        fmt::format("topology {}: GPU {} has no known model", s.topology, r.topo.vertex(r.topo.gpu(0)).name));
+  for (int g = 0; g < r.gpus; ++g) r.hosts.insert(r.topo.host_of(g));
+  const ScenarioBasics basics = resolve_basics(s, r.model, *r.gpu);
+  ScenarioFacts facts = scenario_facts(basics, r.model, r.gpus);
+  facts.nnodes = static_cast<int>(r.hosts.size());
+  std::map<int, int> ranks_on;  // host -> ranks
+  for (int g = 0; g < r.gpus; ++g) ++ranks_on[r.topo.host_of(g)];
+  facts.nproc_per_node = ranks_on.begin()->second;
+  for (const auto& [host, n] : ranks_on)
+    if (n != facts.nproc_per_node) facts.nproc_per_node = 0;
+  r.resolved = resolved_scenario(requested, facts);
+  r.precision = basics.precision;
+  r.optimizer = basics.optimizer;
+  r.batch = basics.batch;
+  r.seq_len = basics.seq_len;
+  r.hook = basics.hook;
+  // NCCL's knobs and the fidelity were checked against the table (check_scenario_keys).
+  r.nccl = nccl_settings(s);
+  r.fidelity = *parse_fidelity(s.fidelity);
+  if (r.gpus > 1 && !s.nccl_algo.empty()) {
+    // A request that leaves an allreduce nothing to run with fails now (NCCL_ALGO=tree on one host).
+    const Routes routes(r.topo);
+    const Transports transports(r.topo, routes, r.nccl.transport);
+    const Channels ch = build_channels(r.topo, routes, first_ranks(r.gpus), transports);
+    (void)choose_collective(Collective::kAllreduce, 64 << 20, ch, r.nccl.request);
+  }
+  if (!s.calibration.empty()) {
+    r.calibration = read_calibration(s.calibration);
+    if (r.calibration->collective_time(Collective::kAllreduce, r.gpus, 1.0) == std::nullopt && r.gpus > 1) {
+      int measured = 0;
+      for (const CollectiveTable& t : r.calibration->collectives)
+        if (t.collective == Collective::kAllreduce) measured = t.ranks;
+      throw ConfigError(fmt::format(
+          "calibration {}: allreduce was measured on {} rank{}, the scenario uses {} GPUs; calibrate with as many "
+          "ranks (mpirun -np {} gradsync calibrate) or pass --gpus {}",
+          s.calibration, measured, measured == 1 ? "" : "s", r.gpus, r.gpus, measured));
+    }
+  }
+  return r;
+}
+
+ComputeContext context_of(const ResolvedScenario& r) {
+  ComputeContext ctx;
+  ctx.gpu = r.gpu;
+  ctx.precision = r.precision;
+  ctx.batch = r.batch;
+  ctx.seq_len = r.seq_len;
+  apply_framework(ctx, r.s);
+  return ctx;
+}
+
+BucketOptions buckets_of(const Scenario& s) {
+  BucketOptions b;
+  b.bucket_cap_mb = s.bucket_cap_mb;
+  b.first_bucket_mb = s.first_bucket_mb;
+  b.find_unused_parameters = s.find_unused_parameters;
+  b.static_graph = s.static_graph;
+  b.pytorch = parse_pytorch_version(s.pytorch_version);
+  return b;
+}
+
+Scenario resolve_scenario(const Scenario& s) { return resolve(s).resolved; }
+
+std::int64_t largest_batch_per_gpu(const Scenario& s, Strategy strategy) {
+  const ResolvedScenario r = resolve(s);
+  ComputeContext ctx = context_of(r);
+  MemoryOptions mo;
+  mo.strategy = strategy;
+  mo.optimizer = r.optimizer;
+  mo.gradient_as_bucket_view = s.gradient_as_bucket_view;
+  // DP: GPU0 holds its chunk and the gathered outputs of every replica (memory_cost's hub).
+  auto fits = [&](std::int64_t b) {
+    ctx.batch = b;
+    mo.dp_global_batch = b * r.gpus;
+    return !memory_cost(r.model, ctx, mo).oom;
+  };
+  // Memory grows with the batch (activations), so the largest that fits is found by doubling,
+  // then bisecting. kMaxBatch bounds a model that saves nothing per sample.
+  constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
+  if (!fits(1)) return 0;
+  std::int64_t lo = 1, hi = 2;
+  while (hi <= kMaxBatch && fits(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (hi > kMaxBatch) return lo;
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace gradsync::sim
