@@ -36,11 +36,12 @@ echo "points that cannot run are recorded as failed; the others ran; exit 1"
 args=(sweep --model gpt2 --iterations 2 --warmup 1 --vary strategy=ddp --vary gpus=2,4,8 --vary bucket_cap_mb=5,25 --jobs 1)
 "$bin" "${args[@]}" --out "$tmp/b" >/dev/null 2>"$tmp/b.err" &
 pid=$!
-# Kill the first simulation process seen. Under load one may end between pgrep and kill; then the
-# next one is taken.
+# Kill the first simulation process seen that still runs: a child that has finished but is not
+# yet reaped (a zombie, seen under load) would take the kill and still deliver its result. One may
+# yet end between pgrep and kill; then the next one is taken.
 killed=""
 for _ in $(seq 1 1000); do
-  victim=$(pgrep -P "$pid" | head -1 || true)
+  victim=$(pgrep --runstates R,S,D -P "$pid" | head -1 || true)
   if [[ -n $victim ]] && kill -KILL "$victim" 2>/dev/null; then
     killed=$victim
     break
