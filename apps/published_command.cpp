@@ -23,6 +23,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/json_text.hpp"
 #include "reports/csv.hpp"
 #include "reports/table.hpp"
 #include "sim/confidence.hpp"
@@ -232,9 +233,9 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
   while (next < todo.size() || !running.empty()) {
     while (static_cast<int>(running.size()) < a.jobs && next < todo.size()) {
       const PublishedCase* c = todo[next++];
-      running.push_back(
-          {c, std::make_unique<sim::ChildProcess>([c] { return sim::published_json(sim::simulate_published(*c)); },
-                                                  fmt::format("the simulation of case {}", c->id))});
+      running.push_back({c, std::make_unique<sim::ChildProcess>(
+                                [c] { return json_text(sim::published_json(sim::simulate_published(*c))); },
+                                fmt::format("the simulation of case {}", c->id))});
     }
     std::vector<pollfd> fds;
     for (const Running& r : running) fds.push_back({r.child->fd(), POLLIN, 0});
@@ -246,7 +247,7 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
       Running r = std::move(running[i]);
       running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
       try {
-        results[r.c] = sim::published_from_json(r.child->finish());
+        results[r.c] = sim::published_from_json(nlohmann::ordered_json::parse(r.child->finish()));
       } catch (const Error& e) {
         throw RuntimeError(fmt::format("{}:{}: case {}: {}", origin, r.c->line, r.c->id, e.what()));
       }

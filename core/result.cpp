@@ -9,7 +9,7 @@ namespace gradsync {
 
 using json = nlohmann::ordered_json;
 
-json result_json(const StrategyResult& r, bool full) {
+json result_json(const StrategyResult& r, bool full, bool events) {
   json j;
   j["strategy"] = std::string(strategy_label(r.strategy));
   if (!r.skipped.empty()) j["skipped"] = r.skipped;
@@ -83,9 +83,10 @@ json result_json(const StrategyResult& r, bool full) {
   }
   auto& traffic = j["traffic"] = json::object();
   for (const auto& [name, t] : r.traffic) traffic[name] = {{"out", t.out}, {"in", t.in}};
-  auto& events = j["events"] = json::array();
+  if (!events) return j;
+  auto& list = j["events"] = json::array();
   for (const TraceEvent& e : r.trace.events) {
-    events.push_back(json::array(
+    list.push_back(json::array(
         {e.rank, static_cast<int>(e.stream), e.name, e.start_s, e.end_s, e.bytes, e.bucket, e.iteration, e.peer}));
   }
   return j;
@@ -143,7 +144,7 @@ StrategyResult read_result(const json& j) {
     im.overlap = m.at("overlap").get<double>();
     r.iterations.push_back(im);
   }
-  if (!j.contains("events")) return r;
+  if (!j.contains("collectives")) return r;
   for (const auto& c : j.at("collectives")) {
     CollectiveCall cr;
     cr.name = c.at("name").get<std::string>();
@@ -166,6 +167,7 @@ StrategyResult read_result(const json& j) {
   for (const auto& [name, t] : j.at("traffic").items()) {
     r.traffic[name] = {t.at("out").get<std::vector<double>>(), t.at("in").get<std::vector<double>>()};
   }
+  if (!j.contains("events")) return r;
   for (const auto& e : j.at("events")) {
     TraceEvent ev;
     ev.rank = e.at(0).get<int>();

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -119,9 +120,19 @@ struct StrategyResult {
 // (global_batch and tokens_per_sample must be set). RuntimeError when the trace has no iteration.
 void summarize(StrategyResult& r, int warmup);
 
-// result_json: a strategy's result as result.json holds it; with `full`, also the trace,
-// collectives and traffic. result_from_json reads either back (RuntimeError on a bad document).
-nlohmann::ordered_json result_json(const StrategyResult& r, bool full);
+// result_json: a strategy's result as result.json holds it; with `full`, also the collectives,
+// traffic and (unless `events` is false) the trace. result_from_json reads any of them back
+// (RuntimeError on a bad document).
+nlohmann::ordered_json result_json(const StrategyResult& r, bool full, bool events = true);
 StrategyResult result_from_json(const nlohmann::ordered_json& j);
+
+// result_bytes: the record as a child process hands it to its parent (sim/isolate.cpp):
+// result_json without the trace, then the trace's events in binary, 48 bytes each, their names
+// once each. At 1,024 GPUs the traced ranks' 165,000 events took 100 bytes each as JSON text,
+// and parsing them back cost more than writing the outputs. result_from_bytes reads it back
+// (RuntimeError on a record cut short or not from result_bytes); the same machine writes and
+// reads it, so numbers are in its own byte order.
+std::string result_bytes(const StrategyResult& r, bool full);
+StrategyResult result_from_bytes(std::string_view bytes);
 
 }  // namespace gradsync

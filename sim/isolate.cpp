@@ -1,4 +1,4 @@
-// isolate.cpp: results as JSON, and one simulation per child process.
+// isolate.cpp: one simulation per child process, its result back through a pipe.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,7 +31,8 @@ void write_all(int fd, const std::string& text) {
 
 }  // namespace
 
-ChildProcess::ChildProcess(const std::function<json()>& body, std::string what) : what_(std::move(what)) {
+// The reply: 'R' and the body's bytes, or 'E' and the error as JSON {kind, message}.
+ChildProcess::ChildProcess(const std::function<std::string()>& body, std::string what) : what_(std::move(what)) {
   int fds[2];
   if (::pipe(fds) != 0) throw RuntimeError(fmt::format("sim: pipe: {}", std::strerror(errno)));
   pid_ = ::fork();
@@ -42,21 +43,27 @@ ChildProcess::ChildProcess(const std::function<json()>& body, std::string what) 
   }
   if (pid_ == 0) {
     ::close(fds[0]);
-    json reply;
+    std::string reply;
+    const auto error = [&](const char* kind, const std::exception& e) {
+      // Text that is not UTF-8 is replaced rather than ending the child.
+      reply.assign(1, 'E');
+      reply += json_text(json{{"kind", kind}, {"message", e.what()}});
+    };
     try {
-      reply["result"] = body();
+      const std::string result = body();
+      reply.reserve(result.size() + 1);
+      reply.assign(1, 'R');
+      reply += result;
     } catch (const UsageError& e) {
-      reply["error"] = {{"kind", "usage"}, {"message", e.what()}};
+      error("usage", e);
     } catch (const DataError& e) {
-      reply["error"] = {{"kind", "data"}, {"message", e.what()}};
+      error("data", e);
     } catch (const ConfigError& e) {
-      reply["error"] = {{"kind", "config"}, {"message", e.what()}};
+      error("config", e);
     } catch (const std::exception& e) {
-      reply["error"] = {{"kind", "runtime"}, {"message", e.what()}};
+      error("runtime", e);
     }
-    // Doubles round-trip exactly through nlohmann's shortest representation; text that is not
-    // UTF-8 is replaced rather than ending the child.
-    write_all(fds[1], json_text(reply));
+    write_all(fds[1], reply);
     ::close(fds[1]);
     ::_exit(0);
   }
@@ -90,7 +97,7 @@ bool ChildProcess::read_some() {
   }
 }
 
-json ChildProcess::finish() {
+std::string ChildProcess::finish() {
   while (!read_some()) {
   }
   int status = 0;
@@ -102,16 +109,16 @@ json ChildProcess::finish() {
                                    WIFSIGNALED(status) ? fmt::format("signal {}", WTERMSIG(status))
                                                        : fmt::format("exit {}", WEXITSTATUS(status))));
   }
-  const json reply = json::parse(text_);
-  if (reply.contains("error")) {
-    const std::string kind = reply["error"]["kind"].get<std::string>();
-    const std::string msg = reply["error"]["message"].get<std::string>();
+  if (text_[0] == 'E') {
+    const json error = json::parse(std::string_view(text_).substr(1));
+    const std::string kind = error["kind"].get<std::string>();
+    const std::string msg = error["message"].get<std::string>();
     if (kind == "usage") throw UsageError(msg);
     if (kind == "data") throw DataError(msg);
     if (kind == "config") throw ConfigError(msg);
     throw RuntimeError(msg);
   }
-  return reply["result"];
+  return text_.substr(1);
 }
 
 IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, bool full, const TraceOptions* keep)
@@ -119,11 +126,11 @@ IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, boo
           [s, strategy, full, keep = keep ? std::optional<TraceOptions>(*keep) : std::nullopt] {
             StrategyResult r = simulate(s, strategy);
             if (keep && full) keep_ranks(r, traced_ranks(r, resolve_scenario(s).nproc_per_node, *keep));
-            return result_json(r, full);
+            return result_bytes(r, full);
           },
           fmt::format("the {} simulation", strategy_label(strategy))) {}
 
-StrategyResult IsolatedSimulation::finish() { return result_from_json(child_.finish()); }
+StrategyResult IsolatedSimulation::finish() { return result_from_bytes(child_.finish()); }
 
 StrategyResult simulate_isolated(const Scenario& s, Strategy strategy, const TraceOptions* keep) {
   IsolatedSimulation child(s, strategy, true, keep);

@@ -46,20 +46,20 @@ struct ResolvedScenario;
 // sending the result back: past 16 GPUs the rest would cost more to send than to simulate.
 StrategyResult simulate_isolated(const Scenario& s, Strategy strategy, const TraceOptions* keep = nullptr);
 
-// ChildProcess: `body` run in a forked child (its own SimGrid engine), its JSON result read back
-// through a pipe. Poll fd() for reading, call read_some() when it is readable (true once the child
-// is done writing), then finish(): the result, or the child's ConfigError / UsageError /
-// RuntimeError as the same error. Destroying an unfinished one kills and reaps its child.
+// ChildProcess: `body` run in a forked child (its own SimGrid engine), the bytes it returns read
+// back through a pipe (a result record: core/result.hpp's result_bytes, or JSON text). Poll fd() for reading, call
+// read_some() when it is readable (true once the child is done writing), then finish(): the result, or the child's
+// ConfigError / UsageError / RuntimeError as the same error. Destroying an unfinished one kills and reaps its child.
 class ChildProcess {
  public:
-  ChildProcess(const std::function<nlohmann::ordered_json()>& body, std::string what);
+  ChildProcess(const std::function<std::string()>& body, std::string what);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   int fd() const { return fd_; }
   bool read_some();
-  nlohmann::ordered_json finish();
+  std::string finish();
 
  private:
   std::string what_;  // "the ddp simulation": names the child when it dies

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "core/json_text.hpp"
@@ -198,6 +199,31 @@ TEST(Html, SelfContainedAndRequestsNothing) {
     EXPECT_EQ(page.find(remote), std::string::npos) << remote;
   }
   EXPECT_EQ(page, html_report(report()));  // deterministic
+}
+
+// The child process's record (core/result.hpp): every event and field back as it was, the
+// names shared, and a record cut short or not one an error that says so.
+TEST(ResultBytes, RoundTripsEveryEventAndRefusesABadRecord) {
+  StrategyResult r = ddp_result();
+  r.trace.add(event(1, Stream::kCopy, "copy_in:bucket0", 0.0011, 0.0012, 1ULL << 40, 3, 2));
+  r.trace.events.back().peer = 0;
+  r.collectives.push_back(
+      {"allreduce:bucket0", Collective::kAllreduce, 4096, 2, "ring", "LL", 1e-4, 3e9, 0.006, 0.009, 1, "step"});
+  r.traffic["allreduce:bucket0"] = {{4096, 4096}, {4096, 4096}};
+  const std::string bytes = result_bytes(r, true);
+  const StrategyResult back = result_from_bytes(bytes);
+  EXPECT_EQ(json_text(result_json(back, true)), json_text(result_json(r, true)));
+  ASSERT_EQ(back.trace.events.size(), r.trace.events.size());
+  for (std::size_t i = 0; i < r.trace.events.size(); ++i) {
+    const TraceEvent &a = r.trace.events[i], &b = back.trace.events[i];
+    EXPECT_EQ(std::tie(a.rank, a.stream, a.name, a.start_s, a.end_s, a.bytes, a.bucket, a.iteration, a.peer),
+              std::tie(b.rank, b.stream, b.name, b.start_s, b.end_s, b.bytes, b.bucket, b.iteration, b.peer));
+  }
+  // Without `full`: the summary only.
+  EXPECT_TRUE(result_from_bytes(result_bytes(r, false)).trace.events.empty());
+  EXPECT_THROW(result_from_bytes(bytes.substr(0, bytes.size() - 1)), RuntimeError);
+  EXPECT_THROW(result_from_bytes("GSR0" + bytes.substr(4)), RuntimeError);
+  EXPECT_THROW(result_from_bytes(bytes.substr(0, 20)), RuntimeError);
 }
 
 TEST(Outputs, EveryFileWrittenAndNoTemporaryLeft) {
