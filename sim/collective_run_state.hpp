@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sim/collective_run.hpp"
+#include "sim/collectives/nvls.hpp"
 #include "sim/sync.hpp"
 
 namespace gradsync::sim {
@@ -91,6 +92,7 @@ struct CollectiveRun::State {
   }
 
   bool nvls() const { return choice.algorithm == Algorithm::kNvls || choice.algorithm == Algorithm::kNvlsTree; }
+  NvlsNodes nvls_nodes_;  // aggregate NVLS: the members by node, found by the first plan of the call
 
   void run(int me);
 

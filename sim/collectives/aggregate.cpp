@@ -183,8 +183,9 @@ auto CollectiveRun::State::plan(int me) -> std::vector<Flow> {
   const double S = bytes_;
   const auto channels = static_cast<double>(C());
   if (nvls()) {
+    if (nvls_nodes_.nodes.empty()) nvls_nodes_ = nvls_nodes(*links_.channels, *links_.topo);
     std::vector<Flow> flows;
-    for (const NvlsFlow& f : nvls_flows(me, S, *links_.channels, *links_.topo, choice, links_.bandwidth))
+    for (const NvlsFlow& f : nvls_flows(me, S, nvls_nodes_, *links_.channels->nvls, choice, links_.bandwidth))
       flows.push_back({f.to, f.payload, f.wire});
     return flows;
   }

@@ -6,24 +6,31 @@
 
 namespace gradsync::sim {
 
-std::vector<NvlsFlow> nvls_flows(int me, double bytes, const Channels& ch, const Topology& topo,
-                                 const CollectiveChoice& choice, const std::function<double(int, int)>& bandwidth) {
-  // Members by node, in rank order: node n's local GPU i.
+NvlsNodes nvls_nodes(const Channels& ch, const Topology& topo) {
   std::map<int, std::vector<int>> by_host;
   for (int r : ch.ranks) by_host[topo.host_of(r)].push_back(r);
-  std::vector<std::vector<int>> nodes;
-  int node = 0, local = 0;
-  for (const auto& [host, ranks] : by_host) {
-    const auto at = std::find(ranks.begin(), ranks.end(), me);
-    if (at != ranks.end()) {
-      node = static_cast<int>(nodes.size());
-      local = static_cast<int>(at - ranks.begin());
+  NvlsNodes out;
+  int top = -1;
+  for (int r : ch.ranks) top = std::max(top, r);
+  out.node_of.assign(static_cast<std::size_t>(top + 1), 0);
+  out.local_of.assign(static_cast<std::size_t>(top + 1), 0);
+  for (auto& [host, ranks] : by_host) {
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      out.node_of[static_cast<std::size_t>(ranks[i])] = static_cast<int>(out.nodes.size());
+      out.local_of[static_cast<std::size_t>(ranks[i])] = static_cast<int>(i);
     }
-    nodes.push_back(ranks);
+    out.nodes.push_back(std::move(ranks));
   }
+  return out;
+}
+
+std::vector<NvlsFlow> nvls_flows(int me, double bytes, const NvlsNodes& nn, const NvlsGraph& g,
+                                 const CollectiveChoice& choice, const std::function<double(int, int)>& bandwidth) {
+  const std::vector<std::vector<int>>& nodes = nn.nodes;
+  const int node = nn.node_of[static_cast<std::size_t>(me)];
+  const int local = nn.local_of[static_cast<std::size_t>(me)];
   const std::vector<int>& mine = nodes[static_cast<std::size_t>(node)];
   const auto ppn = static_cast<double>(mine.size());
-  const NvlsGraph& g = *ch.nvls;
   std::vector<NvlsFlow> out;
   // Into the NVSwitch and back: S each way through the GPU's NVLink, paired with the next GPU of
   // the node so that every GPU's links carry one flow each way.

@@ -6,7 +6,8 @@
 // same GPU of the next node and back through the NICs (the tree between nodes), at the model's
 // inter-node rate; the two run at once and the slower sets the time, as in NCCL's model.
 //
-//   for (const NvlsFlow& f : nvls_flows(me, bytes, channels, topo, choice, bandwidth)) put(me, f.to, ...)
+//   const NvlsNodes nodes = nvls_nodes(channels, topo);  // once per call
+//   for (const NvlsFlow& f : nvls_flows(me, bytes, nodes, *channels.nvls, choice, bandwidth)) put(me, f.to, ...)
 #pragma once
 
 #include <functional>
@@ -24,10 +25,20 @@ struct NvlsFlow {
   double wire = 0;
 };
 
+// NvlsNodes: a group's members by node (hosts in order, each node's members in rank order) and
+// each member's node and place in it. Found once per call (a map of every member), not once per
+// member: at 1,024 GPUs that was a million insertions a call.
+struct NvlsNodes {
+  std::vector<std::vector<int>> nodes;
+  std::vector<int> node_of;   // by member (ranks 0..k-1)
+  std::vector<int> local_of;  // by member: its index in nodes[node_of]
+};
+NvlsNodes nvls_nodes(const Channels& channels, const Topology& topo);
+
 // nvls_flows: member `me`'s flows of one NVLS or NVLSTree allreduce of `bytes` (members are
-// channels.ranks, ranks 0..k-1). `bandwidth(from, to)` is the route's payload bandwidth per
-// direction (its bottleneck over the transport's wire factor).
-std::vector<NvlsFlow> nvls_flows(int me, double bytes, const Channels& channels, const Topology& topo,
+// channels.ranks, ranks 0..k-1, grouped by `nodes`). `bandwidth(from, to)` is the route's payload
+// bandwidth per direction (its bottleneck over the transport's wire factor).
+std::vector<NvlsFlow> nvls_flows(int me, double bytes, const NvlsNodes& nodes, const NvlsGraph& graph,
                                  const CollectiveChoice& choice, const std::function<double(int, int)>& bandwidth);
 
 }  // namespace gradsync::sim
