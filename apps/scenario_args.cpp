@@ -5,18 +5,19 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <set>
 
 #include <fmt/ranges.h>
 
 #include "apps/cli.hpp"
-#include "reports/advice.hpp"
 #include "core/error.hpp"
 #include "core/scenario_keys.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
 #include "models/scenario_basics.hpp"
+#include "reports/advice.hpp"
 #include "sim/nccl_model.hpp"
 
 extern char** environ;
@@ -175,10 +176,10 @@ void finish_run(const reports::Report& rep, OutputFolder& out, bool explain) {
     std::cout << "#\n";
     reports::print_validation(rep.validation, std::cout);
   }
-  std::cout << fmt::format(
-      "# wrote {} files to {}/: summary.csv, iterations.csv, events.csv, result.json, "
-      "trace-<strategy>.json (open in ui.perfetto.dev), report.html{}\n",
-      written.size(), out.final_path(), rep.validation.empty() ? "" : ", validation.csv");
+  std::vector<std::string> names;
+  for (const std::string& p : written) names.push_back(std::filesystem::path(p).filename().string());
+  std::cout << fmt::format("# wrote {} files to {}/: {} (open the trace in ui.perfetto.dev)\n", written.size(),
+                           out.final_path(), fmt::join(names, ", "));
 }
 
 std::vector<std::string> scenario_header(const Scenario& s, const std::vector<StrategyResult>& rs,

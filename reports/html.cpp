@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <set>
 #include <span>
 
@@ -73,28 +75,42 @@ std::string kind_of(const TraceEvent& e) {
   return "other compute";
 }
 
+// timeline: the last iteration's events of `ranks` in columns (rank, lane, name, kind, start_ms,
+// end_ms, bytes, bucket: -1 for none), with lanes, names and kinds as indices into lists that hold
+// each once, and times to the nanosecond: at 1,024 GPUs one object per event made 3.8 of the
+// report's 4.5 MB. report.js turns it back into one object per event.
 json timeline(const StrategyResult& r, const std::vector<int>& ranks) {
-  json events = json::array();
-  if (r.iterations.empty()) return events;
+  json t;
+  t["lanes"] = {"compute", "comm", "host"};
+  t["names"] = json::array();
+  t["kinds"] = json::array();
+  for (const char* column : {"rank", "lane", "name", "kind", "start_ms", "end_ms", "bytes", "bucket"})
+    t[column] = json::array();
+  if (r.iterations.empty()) return t;
   const IterationMetrics& last = r.iterations.back();
+  std::map<std::string, int> names, kinds;
+  const auto index = [&t](std::map<std::string, int>& seen, const char* list, const std::string& v) {
+    const auto [it, added] = seen.try_emplace(v, static_cast<int>(seen.size()));
+    if (added) t[list].push_back(v);
+    return it->second;
+  };
+  const auto ms = [](double s) { return std::round(s * 1e9) / 1e6; };  // to the nanosecond
   for (const TraceEvent& e : r.trace.events) {
     const bool host_work =
         e.stream == Stream::kHost && (e.name.rfind("call:", 0) == 0 || e.name.rfind("host:", 0) == 0);
     if (e.iteration != last.iteration || (e.stream == Stream::kHost && !host_work) ||
         !std::binary_search(ranks.begin(), ranks.end(), e.rank))
       continue;
-    const char* lane = e.stream == Stream::kCompute ? "compute" : e.stream == Stream::kHost ? "host" : "comm";
-    json ev = {{"rank", e.rank},
-               {"lane", fmt::format("GPU {} {}", e.rank, lane)},
-               {"name", e.name},
-               {"kind", kind_of(e)},
-               {"start_ms", (e.start_s - last.start_s) * 1e3},
-               {"end_ms", (e.end_s - last.start_s) * 1e3},
-               {"bytes", e.bytes}};
-    if (e.bucket >= 0) ev["bucket"] = e.bucket;
-    events.push_back(std::move(ev));
+    t["rank"].push_back(e.rank);
+    t["lane"].push_back(e.stream == Stream::kCompute ? 0 : e.stream == Stream::kHost ? 2 : 1);
+    t["name"].push_back(index(names, "names", e.name));
+    t["kind"].push_back(index(kinds, "kinds", kind_of(e)));
+    t["start_ms"].push_back(ms(e.start_s - last.start_s));
+    t["end_ms"].push_back(ms(e.end_s - last.start_s));
+    t["bytes"].push_back(e.bytes);
+    t["bucket"].push_back(e.bucket);
   }
-  return events;
+  return t;
 }
 
 json strategy_data(const StrategyResult& r, int per_node, const TraceOptions& trace) {

@@ -292,8 +292,8 @@ std::vector<std::string> write_outputs(const std::string& dir, const Report& rep
   std::vector<std::vector<int>> ranks;
   for (const StrategyResult& r : rep.strategies) ranks.push_back(traced_ranks(r, per_node, rep.trace));
   {
-    const std::string path = (base / "events.csv").string();
-    AtomicFileWriter w(path);
+    const std::string path = (base / (rep.trace.gzip ? "events.csv.gz" : "events.csv")).string();
+    AtomicFileWriter w(path, rep.trace.gzip);
     write_events_csv(rep.strategies, ranks, [&](std::string_view s) { w.write(s); });
     w.commit();
     written.push_back(path);

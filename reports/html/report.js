@@ -5,6 +5,20 @@
 (function () {
   'use strict';
   const data = JSON.parse(document.getElementById('gradsync-data').textContent);
+  // A timeline comes in columns, its names and kinds once each (reports/html.cpp); Vega-Lite
+  // wants one object per event.
+  (data.strategies || []).forEach(s => {
+    const t = s.timeline;
+    if (!t || Array.isArray(t)) return;
+    s.timeline = t.rank.map((rank, i) => {
+      const e = {
+        rank, lane: 'GPU ' + rank + ' ' + t.lanes[t.lane[i]], name: t.names[t.name[i]], kind: t.kinds[t.kind[i]],
+        start_ms: t.start_ms[i], end_ms: t.end_ms[i], bytes: t.bytes[i],
+      };
+      if (t.bucket[i] >= 0) e.bucket = t.bucket[i];
+      return e;
+    });
+  });
   const main = document.getElementById('report');
   const charts = [];
   const colors = {
