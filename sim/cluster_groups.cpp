@@ -37,10 +37,11 @@ struct SimCluster::Impl::Instance {
     choice = choose_collective(coll, static_cast<double>(op.bytes), *ch, impl->opts.nccl);
     fidelity = impl->opts.fidelity;
     if (fidelity == Fidelity::kAuto) {
+      const double flows = step_flows(coll, static_cast<double>(op.bytes), members, ch->rings.size(), choice);
+      double& used = impl->auto_step_flows[it];
       fidelity =
-          step_flows(coll, static_cast<double>(op.bytes), members, ch->rings.size(), choice) > kAutoAggregateFlows
-              ? Fidelity::kAggregate
-              : Fidelity::kStep;
+          flows > kAutoAggregateFlows || used + flows > kAutoIterationFlows ? Fidelity::kAggregate : Fidelity::kStep;
+      if (fidelity == Fidelity::kStep) used += flows;
     }
     CollectiveLinks links;
     links.topo = &impl->topo;

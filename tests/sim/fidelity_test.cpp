@@ -304,6 +304,33 @@ TEST(Fidelity, AutoPicksAggregateAtScaleAndStepOnOneNode) {
   }
 }
 
+// Many mid-sized calls: Tree across two DGX H100 nodes issues about 2,300 flows a call at step
+// fidelity, each under kAutoAggregateFlows, 86,000 an iteration for gpt2-medium. auto keeps each
+// iteration's step flows within kAutoIterationFlows by aggregating the calls past it, and the
+// steady iteration stays within kAggregateBound of step fidelity.
+TEST(Fidelity, AutoBoundsAnIterationsStepFlows) {
+  Scenario s;
+  s.topology = rail_cluster(2);
+  s.nccl_algo = "tree";
+  s.iterations = 2;
+  s.warmup = 1;
+  const StrategyResult mixed = simulate_isolated(s, Strategy::kDDP);
+  s.fidelity = "step";
+  const StrategyResult step = simulate_isolated(s, Strategy::kDDP);
+  std::filesystem::remove(s.topology);
+  EXPECT_GT(mixed.fidelity.aggregate_calls, 0);
+  EXPECT_LT(mixed.fidelity.aggregate_calls, mixed.fidelity.calls);
+  int steady_step = 0, steady_aggregate = 0;
+  for (const CollectiveCall& c : mixed.collectives) {
+    if (c.iteration != 2 || c.collective != Collective::kAllreduce) continue;
+    EXPECT_EQ(c.algorithm, "tree") << c.name;
+    (c.fidelity == "step" ? steady_step : steady_aggregate)++;
+  }
+  EXPECT_GT(steady_step, 0);       // the iteration's first calls, within the budget
+  EXPECT_GT(steady_aggregate, 0);  // the rest
+  EXPECT_NEAR(mixed.steady_iteration_time_s / step.steady_iteration_time_s, 1.0, kAggregateBound);
+}
+
 TEST(Fidelity, UnknownFidelityIsAConfigError) {
   Scenario s;
   s.fidelity = "exact";
