@@ -124,6 +124,17 @@ class Device {
   virtual int index() const = 0;
   // compute enqueues `op` on stream `s`.
   virtual WorkPtr compute(const ComputeOp& op, Stream s = Stream::kCompute) = 0;
+  // compute_run enqueues `ops` one after another on stream `s` with nothing between them (no
+  // wait, no hook, no other stream's work), as compute() would each, and returns the last one's
+  // work. An engine may run them as one piece of work named `name` taking their summed GPU and
+  // host time (the simulator does, for DDP's no_sync micro-steps: one trace event each instead of
+  // one per layer, so that 32 micro-steps cost about what one does); by default each is its own.
+  virtual WorkPtr compute_run(const std::vector<ComputeOp>& ops, const std::string& name, Stream s = Stream::kCompute) {
+    (void)name;
+    WorkPtr last;
+    for (const ComputeOp& op : ops) last = compute(op, s);
+    return last;
+  }
   // copy_to enqueues a copy of `op.bytes` from this device to `dst` on this device's stream `s`
   // (a peer copy along the topology's route, or through host memory where peer access is not
   // possible).

@@ -1,6 +1,8 @@
 // ddp_step.cpp: DDP's forward, backward with the Reducer, and optimizer on one rank.
 #include "core/ddp_step.hpp"
 
+#include <fmt/format.h>
+
 #include "core/coalesce.hpp"
 #include "core/trace.hpp"
 
@@ -52,9 +54,11 @@ void DdpStep::forward(bool sync) {
     WorkPtr h2d = dev_.copy_from_host({"h2d:input", input}, Stream::kCompute);
     if (opts_.input == InputLocation::kPageable) h2d->wait();
   }
-  for (std::size_t l = 0; l < model_.layers.size(); ++l) dev_.compute(costs_.forward(l, batch_));
+  std::vector<ComputeOp> ops;
+  for (std::size_t l = 0; l < model_.layers.size(); ++l) ops.push_back(costs_.forward(l, batch_));
   if (!model_.has_loss_layer())
-    dev_.compute(implicit_loss(costs_, model_.output_bytes_per_sample * static_cast<double>(batch_), false));
+    ops.push_back(implicit_loss(costs_, model_.output_bytes_per_sample * static_cast<double>(batch_), false));
+  issue(ops, sync, "fwd");
   previous_synced_ = sync;
   if (sync) {
     reducer_.prepare_for_backward();
@@ -63,7 +67,25 @@ void DdpStep::forward(bool sync) {
   }
 }
 
+void DdpStep::issue(const std::vector<ComputeOp>& ops, bool sync, const char* pass) {
+  if (sync) {
+    for (const ComputeOp& op : ops) dev_.compute(op);
+    return;
+  }
+  // Under no_sync nothing runs between the layers' kernels (the Reducer's hooks return at once:
+  // expect_autograd_hooks_ is false), so the engine may run the pass as one piece of work.
+  dev_.compute_run(ops, fmt::format("{}:micro-step {} of {} (no_sync)", pass, micro_ + 1, opts_.grad_accum));
+}
+
 void DdpStep::backward() {
+  if (!previous_synced_) {
+    std::vector<ComputeOp> ops;
+    if (!model_.has_loss_layer())
+      ops.push_back(implicit_loss(costs_, model_.output_bytes_per_sample * static_cast<double>(batch_), true));
+    for (std::size_t i = model_.layers.size(); i-- > 0;) ops.push_back(costs_.backward(i, batch_));
+    issue(ops, false, "bwd");
+    return;
+  }
   if (!model_.has_loss_layer())
     dev_.compute(implicit_loss(costs_, model_.output_bytes_per_sample * static_cast<double>(batch_), true));
   for (std::size_t i = model_.layers.size(); i-- > 0;) {
@@ -77,6 +99,7 @@ void DdpStep::backward() {
 void DdpStep::run_iteration(int iteration) {
   host_.begin_iteration(iteration);
   for (int micro = 0; micro < opts_.grad_accum; ++micro) {
+    micro_ = micro;
     const bool sync = micro == opts_.grad_accum - 1;
     forward(sync);
     backward();

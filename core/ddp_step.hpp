@@ -46,6 +46,9 @@ class DdpStep {
  private:
   void forward(bool sync);
   void backward();
+  // issue: a pass's ops, each on its own when the micro-step syncs, else as one compute_run
+  // ("fwd:micro-step 2 of 8 (no_sync)").
+  void issue(const std::vector<ComputeOp>& ops, bool sync, const char* pass);
 
   const StepModel& model_;
   const CostModel& costs_;
@@ -58,6 +61,7 @@ class DdpStep {
   std::vector<int> ready_layer_;
   std::int64_t graph_nodes_ = 0;
   bool previous_synced_ = true;  // require_forward_param_sync: the first forward syncs buffers
+  int micro_ = 0;                // the micro-step running (0-based)
 };
 
 }  // namespace gradsync

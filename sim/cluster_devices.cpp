@@ -72,6 +72,28 @@ WorkPtr SimCluster::Impl::Dev::compute(const ComputeOp& op, gradsync::Stream s) 
   return w;
 }
 
+WorkPtr SimCluster::Impl::Dev::compute_run(const std::vector<ComputeOp>& ops, const std::string& name,
+                                           gradsync::Stream s) {
+  if (ops.empty()) return Device::compute_run(ops, name, s);
+  ComputeOp sum;
+  sum.name = name;
+  sum.kernels = 0;
+  double demand = 0;
+  for (const ComputeOp& op : ops) {
+    sum.time_s += op.time_s;
+    sum.host_s += op.host_s;
+    sum.bytes += op.bytes;
+    sum.kernels += op.kernels;
+    sum.load.gpu_s += op.load.gpu_s;
+    sum.load.sm_s += op.load.sm_s;
+    sum.load.sm_held_s += op.load.sm_held_s;
+    sum.load.hbm_s += op.load.hbm_s;
+    demand += op.load.hbm_demand * op.load.hbm_s;
+  }
+  sum.load.hbm_demand = sum.load.hbm_s > 0 ? demand / sum.load.hbm_s : 0.0;
+  return compute(sum, s);
+}
+
 WorkPtr SimCluster::Impl::Dev::copy_to(Device& dst, const CopyOp& op, gradsync::Stream s) {
   const int to = dst.index();
   StreamActor::Task t;

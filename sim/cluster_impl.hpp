@@ -160,6 +160,9 @@ struct SimCluster::Impl {
   };
   std::unordered_map<std::pair<const sg4::Host*, const sg4::Host*>, PairRoute, PairHash> route_links;
   std::map<int, std::unique_ptr<Channels>> channels;
+  // auto_step_flows: per iteration, the flows of the calls --fidelity auto ran at step fidelity
+  // (sim/collective_run.hpp: kAutoIterationFlows).
+  std::map<int, double> auto_step_flows;
   std::exception_ptr error;
   HostClocks clocks;
   int sm_version = 0;
@@ -501,6 +504,10 @@ struct SimCluster::Impl::Dev final : public Device {
 
   int index() const override { return rank; }
   WorkPtr compute(const ComputeOp& op, gradsync::Stream s) override;
+  // compute_run: one task of the ops' summed time, host time, bytes and load (hbm_demand
+  // weighted by hbm_s), ending when the ops one after another would: each op starts when the one
+  // before ends, and the host issues it no later (its time_s covers its host_s).
+  WorkPtr compute_run(const std::vector<ComputeOp>& ops, const std::string& name, gradsync::Stream s) override;
   WorkPtr copy_to(Device& dst, const CopyOp& op, gradsync::Stream s) override;
   WorkPtr copy_from_host(const CopyOp& op, gradsync::Stream s) override;
   void stream_wait(gradsync::Stream s, Work& w) override { stream(s).pending.push_back(share(w)); }

@@ -1,9 +1,11 @@
 // overlap_test.cpp: a compute kernel beside an NCCL kernel in the SimGrid engine: its stream ends
 // later by exactly what models/contention.hpp says the overlapped part loses.
 #include <gtest/gtest.h>
+#include <simgrid/s4u/Engine.hpp>
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/trace.hpp"
 #include "models/contention.hpp"
@@ -107,6 +109,53 @@ TEST(Overlap, ComputeWithoutALoadDoesNotSlow) {
   const Outcome r = run(ComputeLoad{});
   EXPECT_EQ(r.slowdown, 0);
   EXPECT_NEAR(r.kernel_end, 10e-3, 1e-12);
+}
+
+// compute_run (DDP's no_sync micro-steps): the ops as one event of their summed time that ends,
+// with the host, exactly when issuing them one by one does; host-bound ops included.
+TEST(ComputeRun, EndsWhereTheOpsOneByOneEnd) {
+  auto engine = create_engine();
+  const Topology topo = read_topology_dot(kPair, "pair.dot");
+  const Routes routes(topo);
+  SimCluster cluster(topo, routes, 2, {});
+  std::vector<ComputeOp> ops;
+  for (int i = 0; i < 5; ++i) {
+    ComputeOp op{"fwd:layer" + std::to_string(i), OpKind::kMemory, 0, 1e6 * (i + 1), 2, 1e-3 * (i + 1), 0, -1, {}};
+    op.host_s = i == 2 ? op.time_s : 2e-4;  // the third is host-bound: its launches take all its time
+    ops.push_back(op);
+  }
+  double host_done[2] = {0, 0};
+  for (int r = 0; r < 2; ++r) {
+    Device* dev = &cluster.device(r);
+    cluster.spawn(r, [dev, r, &ops, &host_done] {
+      if (r == 0) {
+        for (const ComputeOp& op : ops) dev->compute(op);
+      } else {
+        dev->compute_run(ops, "fwd:micro-step 1 of 2 (no_sync)");
+      }
+      dev->synchronize();
+      host_done[r] = simgrid::s4u::Engine::get_clock();
+    });
+  }
+  cluster.run();
+  double one_by_one_end = 0, sum = 0;
+  int merged = 0;
+  for (const TraceEvent& e : cluster.trace().events) {
+    if (e.rank == 0 && e.stream == Stream::kCompute) {
+      one_by_one_end = std::max(one_by_one_end, e.end_s);
+      sum += e.duration_s();
+    }
+    if (e.rank == 1 && e.stream == Stream::kCompute) {
+      ++merged;
+      EXPECT_EQ(e.name, "fwd:micro-step 1 of 2 (no_sync)");
+      EXPECT_NEAR(e.end_s, one_by_one_end, 1e-12);
+      EXPECT_NEAR(e.duration_s(), sum, 1e-12);
+      EXPECT_EQ(e.bytes, 15000000u);
+    }
+  }
+  EXPECT_EQ(merged, 1);
+  EXPECT_NEAR(sum, 15e-3, 1e-12);
+  EXPECT_NEAR(host_done[1], host_done[0], 1e-12);
 }
 
 }  // namespace
