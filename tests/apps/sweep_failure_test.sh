@@ -36,17 +36,24 @@ echo "points that cannot run are recorded as failed; the others ran; exit 1"
 args=(sweep --model gpt2 --iterations 2 --warmup 1 --vary strategy=ddp --vary gpus=2,4,8 --vary bucket_cap_mb=5,25 --jobs 1)
 "$bin" "${args[@]}" --out "$tmp/b" >/dev/null 2>"$tmp/b.err" &
 pid=$!
-# Kill the first simulation process seen that still runs: a child that has finished but is not
-# yet reaped (a zombie, seen under load) would take the kill and still deliver its result. One may
-# yet end between pgrep and kill; then the next one is taken.
+# Kill the first simulation process seen in the middle of its work. A process is stopped first and
+# killed only if it stopped: one that has already called _exit (or is a zombie awaiting its
+# reaping) cannot stop, would take a kill and still report exit 0; it is left, and the next taken.
 killed=""
-for _ in $(seq 1 1000); do
-  victim=$(pgrep --runstates R,S,D -P "$pid" | head -1 || true)
-  if [[ -n $victim ]] && kill -KILL "$victim" 2>/dev/null; then
-    killed=$victim
-    break
-  fi
-  sleep 0.01
+for _ in $(seq 1 2000); do
+  for victim in $(pgrep --runstates R,S,D -P "$pid" || true); do
+    kill -STOP "$victim" 2>/dev/null || continue
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+      [[ $(ps -o state= -p "$victim" 2>/dev/null) == T* ]] && break
+      sleep 0.01
+    done
+    if [[ $(ps -o state= -p "$victim" 2>/dev/null) == T* ]] && kill -KILL "$victim" 2>/dev/null; then
+      killed=$victim
+      break 2
+    fi
+    kill -CONT "$victim" 2>/dev/null || true  # not stopped (exiting): let it be
+  done
+  sleep 0.005
 done
 [[ -n $killed ]] || fail "no simulation process appeared"
 set +e
