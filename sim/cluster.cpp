@@ -2,6 +2,8 @@
 // (the parts: sim/cluster_impl.hpp).
 #include "sim/cluster_impl.hpp"
 
+#include <utility>
+
 namespace gradsync::sim {
 
 SimCluster::SimCluster(const Topology& topo, const Routes& routes, int gpus, SimOptions opts)
@@ -55,6 +57,7 @@ void SimCluster::run() {
 
 double SimCluster::now() const { return sg4::Engine::get_clock(); }
 const Trace& SimCluster::trace() const { return impl_->trace; }
+Trace SimCluster::take_trace() { return std::exchange(impl_->trace, Trace{}); }
 const std::vector<CollectiveRecord>& SimCluster::collectives() const { return impl_->records; }
 std::vector<LinkTraffic> SimCluster::link_traffic(int iteration) const {
   std::vector<LinkTraffic> out;

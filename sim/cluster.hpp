@@ -60,10 +60,12 @@
 namespace gradsync::sim {
 
 struct SimOptions {
-  CollectiveRequest nccl;      // NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE
-  TransportOptions transport;  // NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, NCCL_SHM_DISABLE, NCCL_NET_GDR_LEVEL, NCCL_IB_DISABLE
+  CollectiveRequest nccl;  // NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE
+  // NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, NCCL_SHM_DISABLE, NCCL_NET_GDR_LEVEL, NCCL_IB_DISABLE
+  TransportOptions transport;
   // fidelity (sim/collective_run.hpp): step, aggregate, or auto (aggregate for calls that would
-  // issue more than kAutoAggregateFlows flows at step fidelity).
+  // issue more than kAutoAggregateFlows flows at step fidelity, or that would take an
+  // iteration's step-fidelity flows past kAutoIterationFlows).
   Fidelity fidelity = Fidelity::kAuto;
   int max_channels = 0;  // NCCL_MAX_NCHANNELS: use at most this many of the rings found (0: all)
   int min_channels = 0;  // NCCL_MIN_NCHANNELS: at least this many, the rings repeated (0: as found)
@@ -126,6 +128,9 @@ class SimCluster {
 
   double now() const;
   const Trace& trace() const;
+  // take_trace: the trace, moved out (trace() is then empty): a 1,024-GPU run's million events are
+  // not copied.
+  Trace take_trace();
   const std::vector<CollectiveRecord>& collectives() const;
   // Payload bytes of `iteration` (0: construction) that left / entered a GPU: copies and
   // collective transfers; host memory counts as outside.

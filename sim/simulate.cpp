@@ -134,7 +134,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
   }
   cluster.run();
 
-  out.trace = cluster.trace();
+  out.trace = cluster.take_trace();
   for (const CollectiveRecord& c : cluster.collectives()) {
     CollectiveCall call;
     call.name = c.name;
@@ -213,7 +213,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
   const double steady_its = s.iterations - s.warmup;
   for (int it = s.warmup + 1; it <= s.iterations; ++it) {
     std::map<std::string, std::pair<double, double>> span;  // event name -> first start, last end
-    for (const TraceEvent& e : cluster.trace().events) {
+    for (const TraceEvent& e : out.trace.events) {
       if (e.iteration != it || e.stream == gradsync::Stream::kHost) continue;
       auto [pos, fresh] = span.try_emplace(e.name, e.start_s, e.end_s);
       if (!fresh) pos->second = {std::min(pos->second.first, e.start_s), std::max(pos->second.second, e.end_s)};
