@@ -390,7 +390,9 @@ void register_topo_command(CLI::App& app) {
     f->add_option("--oversubscription", ft->oversubscription, "Leaf down:up bandwidth ratio R (R:1)")
         ->capture_default_str();
     f->add_option("--leaf-ports", ft->leaf_ports, "Ports per leaf switch (default: the node type's switch)");
-    f->add_option("--spine-ports", ft->spine_ports, "Ports per spine switch (default: as leaf)");
+    f->add_option("--spine-ports", ft->spine_ports,
+                  "Ports per spine (and core) switch; when the leaves outnumber them, pods of half as many leaves "
+                  "under core switches make a third level (default: as leaf)");
     add_out(f);
     f->callback(
         [ft, out] { emit(write_topology_dot(as_usage([&] { return generate_fat_tree(*ft); })), *out, std::cout); });

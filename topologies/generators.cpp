@@ -110,8 +110,7 @@ NodeParts add_nvswitch_node(Builder& b, const std::string& prefix, const std::st
     // The NIC's own PCIe slot, of the node's generation (ConnectX-6 HDR: Gen4 x16, ConnectX-7
     // NDR: Gen5 x16); its line rate is the network link's (a 400 Gb/s NIC in a Gen4 slot is
     // PCIe-bound, as NCCL's topology counts it).
-    b.link(sw[static_cast<std::size_t>(j * switches / nics)], parts.nics.back(), LinkType::kPcie, pcie,
-           kPcieLatency_s);
+    b.link(sw[static_cast<std::size_t>(j * switches / nics)], parts.nics.back(), LinkType::kPcie, pcie, kPcieLatency_s);
   }
   return parts;
 }
@@ -359,19 +358,49 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
              LinkType::kInfiniband, nic_Bps, kNetworkLatency_s);
     }
   }
-  int spines = 0;
+  int spines = 0, pods = 0, cores = 0;
   if (leaves > 1) {
-    need(leaves <= spine_ports, fmt::format("fat-tree: {} leaves need spine switches with at least {} ports; "
-                                            "--spine-ports is {} (a third switch level is not generated)",
-                                            leaves, leaves, spine_ports));
     for (int u : used) spines = std::max(spines, static_cast<int>(std::ceil(u / o.oversubscription)));
-    std::vector<std::size_t> spine;
-    for (int s = 0; s < spines; ++s) spine.push_back(b.add(fmt::format("spine{}", s), VertexKind::kSwitch, ""));
-    for (int l = 0; l < leaves; ++l) {
-      const int up = static_cast<int>(std::ceil(used[static_cast<std::size_t>(l)] / o.oversubscription));
-      for (int s = 0; s < up; ++s) {
-        b.link(leaf[static_cast<std::size_t>(l)], spine[static_cast<std::size_t>(s)], LinkType::kInfiniband, nic_Bps,
-               kNetworkLatency_s);
+    if (leaves <= spine_ports) {
+      // Two levels: every leaf's uplinks go to the first of the spines, each spine reaching every leaf.
+      std::vector<std::size_t> spine;
+      for (int s = 0; s < spines; ++s) spine.push_back(b.add(fmt::format("spine{}", s), VertexKind::kSwitch, ""));
+      for (int l = 0; l < leaves; ++l) {
+        const int up = static_cast<int>(std::ceil(used[static_cast<std::size_t>(l)] / o.oversubscription));
+        for (int s = 0; s < up; ++s) {
+          b.link(leaf[static_cast<std::size_t>(l)], spine[static_cast<std::size_t>(s)], LinkType::kInfiniband, nic_Bps,
+                 kNetworkLatency_s);
+        }
+      }
+    } else {
+      // Three levels (a k-ary fat-tree's pods): leaves in pods of spine_ports / 2, each pod with
+      // its own `spines` spines (leaf uplink s to the pod's spine s); spine s of every pod has
+      // spine_ports / 2 uplinks, one to each core of core group s, and every core reaches every pod.
+      // Non-blocking above the leaves.
+      const int per_pod = spine_ports / 2, up = spine_ports - per_pod;
+      pods = (leaves + per_pod - 1) / per_pod;
+      need(pods <= spine_ports, fmt::format("fat-tree: {} pods of {} leaves need core switches with at least {} ports; "
+                                            "--spine-ports is {}",
+                                            pods, per_pod, pods, spine_ports));
+      cores = spines * up;
+      std::vector<std::size_t> core;
+      for (int c = 0; c < cores; ++c) core.push_back(b.add(fmt::format("core{}", c), VertexKind::kSwitch, ""));
+      for (int p = 0; p < pods; ++p) {
+        std::vector<std::size_t> spine;
+        for (int s = 0; s < spines; ++s) {
+          spine.push_back(b.add(fmt::format("pod{}.spine{}", p, s), VertexKind::kSwitch, ""));
+          for (int c = 0; c < up; ++c) {
+            b.link(spine.back(), core[static_cast<std::size_t>(s * up + c)], LinkType::kInfiniband, nic_Bps,
+                   kNetworkLatency_s);
+          }
+        }
+        for (int l = p * per_pod; l < std::min(leaves, (p + 1) * per_pod); ++l) {
+          const int lup = static_cast<int>(std::ceil(used[static_cast<std::size_t>(l)] / o.oversubscription));
+          for (int s = 0; s < lup; ++s) {
+            b.link(leaf[static_cast<std::size_t>(l)], spine[static_cast<std::size_t>(s)], LinkType::kInfiniband,
+                   nic_Bps, kNetworkLatency_s);
+          }
+        }
       }
     }
   }
@@ -393,7 +422,11 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
                   "Sources: {}; switch: NVIDIA {}.\n{}",
                   cmd, o.nodes, o.node, o.nodes * 8, nics, nic_bw, type.nic_name, leaves, leaves == 1 ? "" : "es",
                   ports, down, o.rail_optimized ? ", rail-optimized (NIC i of every node on rail i)" : "",
-                  spines > 0 ? fmt::format(", {} spines, oversubscription {}:1", spines, o.oversubscription) : "",
+                  pods > 0 ? fmt::format(", {} pods of {} spines ({} ports) under {} core switches, oversubscription "
+                                         "{}:1 at the leaves",
+                                         pods, spines, spine_ports, cores, o.oversubscription)
+                  : spines > 0 ? fmt::format(", {} spines, oversubscription {}:1", spines, o.oversubscription)
+                               : "",
                   type.source, type.switch_name, layout));
 }
 

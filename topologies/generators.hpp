@@ -48,11 +48,14 @@ struct PcieOptions {
 // FatTreeOptions: `nodes` machines of type `node` (dgx-a100, dgx-h100, dgx-h200, dgx-b200, dgx1-v100)
 // under leaf switches, leaves joined by spines. Leaf ports go half down, half up at
 // oversubscription 1 (down = ports x R / (R + 1) in general). Rail-optimized: NIC i of every
-// node goes to the leaves of rail i.
+// node goes to the leaves of rail i. When the leaves outnumber a spine's ports, a third level is
+// built as in a k-ary fat-tree: pods of spine_ports / 2 leaves, each with its own spines, whose
+// upper halves go to core switches (spine s of every pod to core group s); 2,048 DGX H100 nodes
+// (16,384 GPUs, 64-port switches) make 16 pods of 32 leaves and 32 spines under 1,024 cores.
 struct FatTreeOptions {
   int nodes = 2;
   std::string node = "dgx-a100";
-  int nics_per_node = 0;  // 0: all of the node type's NICs
+  int nics_per_node = 0;    // 0: all of the node type's NICs
   std::string nic_bw = {};  // empty: the node type's NIC speed (200Gbps HDR on dgx-a100, 400Gbps NDR on H100/B200)
   double oversubscription = 1;
   int leaf_ports = 0;   // 0: the node type's switch (HDR 40, NDR 64, EDR 36 ports)

@@ -7,6 +7,7 @@
 #include "topologies/bisection.hpp"
 #include "topologies/channels.hpp"
 #include "topologies/generators.hpp"
+#include "topologies/routes.hpp"
 
 namespace gradsync {
 namespace {
@@ -78,6 +79,26 @@ TEST(Generators, FatTreeLeavesSpinesAndOversubscription) {
   EXPECT_LT(oversubscribed, 0.6 * nonblocking);
 }
 
+// More leaves than a spine has ports: a third level. Two DGX H100 nodes on 4-port leaves (2 down,
+// 2 up) and 4-port spines: 8 leaves in 4 pods of 2, each pod with 2 spines, 2 uplinks each to
+// 4 cores; a route between the pods climbs to a core (nic, leaf, spine, core, spine, leaf, nic),
+// and the fabric stays non-blocking: half the nodes' NICs at full speed across the bisection.
+TEST(Generators, FatTreeGrowsAThirdLevelOfPodsAndCores) {
+  const Topology t = generate_fat_tree({.nodes = 2, .node = "dgx-h100", .leaf_ports = 4, .spine_ports = 4});
+  EXPECT_EQ(count(t, VertexKind::kSwitch), 8 + 4 * 2 + 4);
+  EXPECT_TRUE(t.find("pod3.spine1").has_value());
+  EXPECT_TRUE(t.find("core3").has_value());
+  const Routes routes(t);
+  const Route r = routes.route(*t.find("node0.nic0"), *t.find("node1.nic0"));
+  ASSERT_EQ(r.vertices.size(), 7u);
+  EXPECT_EQ(t.vertex(r.vertices[3]).name.rfind("core", 0), 0u);
+  EXPECT_DOUBLE_EQ(bisection(t, first_ranks(16)).bw_Bps, 8 * 48e9);
+  // 2,048 nodes (16,384 GPUs) on 64-port switches: 512 leaves, 16 pods of 32 spines, 1,024 cores.
+  const Topology big = generate_fat_tree({.nodes = 2048, .node = "dgx-h100"});
+  EXPECT_EQ(big.gpu_count(), 16384);
+  EXPECT_EQ(count(big, VertexKind::kSwitch), 512 + 16 * 32 + 1024);
+}
+
 TEST(Generators, RailOptimizedPutsNicIOnRailI) {
   const Topology t = generate_fat_tree({.nodes = 4, .node = "dgx-a100", .rail_optimized = true});
   // 8 rails, one leaf each (4 nodes fit in 20 down ports).
@@ -115,9 +136,8 @@ TEST(Generators, BadOptions) {
             "--oversubscription 0.5: expected 1 (non-blocking) to 64");
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx1-v100", .nics_per_node = 8}); }),
             "--nics-per-node 8: a dgx1-v100 has 1 to 4 compute NICs");
-  EXPECT_EQ(error([] { generate_fat_tree({.nodes = 512, .node = "dgx-h100"}); }),
-            "fat-tree: 128 leaves need spine switches with at least 128 ports; --spine-ports is 64 (a third switch "
-            "level is not generated)");
+  EXPECT_EQ(error([] { generate_fat_tree({.nodes = 16, .node = "dgx-h100", .leaf_ports = 8, .spine_ports = 4}); }),
+            "fat-tree: 16 pods of 2 leaves need core switches with at least 16 ports; --spine-ports is 4");
 }
 
 }  // namespace
