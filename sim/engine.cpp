@@ -10,7 +10,7 @@
 
 namespace gradsync::sim {
 
-std::unique_ptr<simgrid::s4u::Engine> create_engine() {
+std::unique_ptr<simgrid::s4u::Engine> create_engine(int ranks) {
   if (simgrid::s4u::Engine::has_instance()) {
     throw RuntimeError("sim: a SimGrid engine already exists in this process; run one simulation per process");
   }
@@ -26,6 +26,17 @@ std::unique_ptr<simgrid::s4u::Engine> create_engine() {
         "--cfg=contexts/factory:thread"
 #endif
   };
+  if (ranks > kUnguardedStacksRanks) {
+    args.push_back("--cfg=contexts/guard-size:0");
+    // 1 MiB stacks (SimGrid's default is 8), below the mmap threshold: from the heap, no mapping
+    // of their own. The 16,384-GPU GPT-2 run ran with them.
+    args.push_back("--cfg=contexts/stack-size:1024");
+    (void)::mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    // SimGrid zeroes a stack (calloc); from fresh heap memory glibc skips that but for what was
+    // left of the heap's top, by default up to 128 KiB of padding: every stack would touch that
+    // much. Without the padding a stack costs only the pages its actor uses.
+    (void)::mallopt(M_TOP_PAD, 0);
+  }
   static std::vector<char*> argv;
   argv.clear();
   for (auto& a : args) argv.push_back(a.data());

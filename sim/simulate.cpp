@@ -60,7 +60,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
   }
 
   const StepModel model = to_step_model(r.model, r.precision, r.seq_len);
-  auto engine = create_engine();
+  auto engine = create_engine(r.gpus);
   const Routes routes(r.topo);
   SimOptions so;
   so.nccl = r.nccl.request;
@@ -337,7 +337,7 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw, con
     for (double b = sw.min_bytes; b <= sw.max_bytes * (1 + 1e-12); b *= sw.step_factor) add(b);
   }
 
-  auto engine = create_engine();
+  auto engine = create_engine(n);
   const Routes routes(topo);
   SimCluster cluster(topo, routes, n, so);
   // Fail early (before the engine runs) when the forced algorithm cannot serve this operation.

@@ -38,6 +38,28 @@ TEST(Engine, OneTransferTakesLatencyPlusSizeOverBandwidth) {
   EXPECT_NEAR(arrived, expected, 1e-9 * expected);
 }
 
+// Past kUnguardedStacksRanks GPUs the actors' stacks cost no memory mapping each: 40,000 actors
+// (80,000 mappings with guard pages, past Linux's default vm.max_map_count of 65,530) all start,
+// run and end.
+TEST(Engine, ManyRanksGetStacksWithoutAMappingEach) {
+#if defined(GRADSYNC_SANITIZED)
+  GTEST_SKIP() << "sanitized builds run actors as threads (SimGrid's thread factory), not on its stacks";
+#else
+  auto engine = create_engine(kUnguardedStacksRanks + 1);
+  auto* zone = sg4::create_full_zone("zone");
+  auto* h = zone->create_host("h", 1e9);
+  zone->seal();
+  int done = 0;
+  for (int i = 0; i < 40000; ++i)
+    sg4::Actor::create("a", h, [&done, i] {
+      sg4::this_actor::sleep_for(1e-6 * (i % 7));
+      ++done;
+    });
+  engine->run();
+  EXPECT_EQ(done, 40000);
+#endif
+}
+
 TEST(Engine, SecondEngineInOneProcessIsAnError) {
   auto engine = create_engine();
   EXPECT_THROW(create_engine(), RuntimeError);
