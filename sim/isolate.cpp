@@ -125,7 +125,12 @@ IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, boo
     : child_(
           [s, strategy, full, keep = keep ? std::optional<TraceOptions>(*keep) : std::nullopt] {
             StrategyResult r = simulate(s, strategy);
-            if (keep && full) keep_ranks(r, traced_ranks(r, resolve_scenario(s).nproc_per_node, *keep));
+            if (keep && full) {
+              // A resolved scenario (what the commands pass) says its ranks per node; resolving
+              // again would load the model and copy the topology a second time.
+              const int per_node = s.nproc_per_node > 0 ? s.nproc_per_node : resolve_scenario(s).nproc_per_node;
+              keep_ranks(r, traced_ranks(r, per_node, *keep));
+            }
             return result_bytes(r, full);
           },
           fmt::format("the {} simulation", strategy_label(strategy))) {}
