@@ -70,7 +70,7 @@ std::vector<LinkTraffic> SimCluster::link_traffic(int iteration) const {
   }
   if (const auto ph = impl_->link_phase_bytes.find(iteration); ph != impl_->link_phase_bytes.end()) {
     for (const auto& [event, links] : ph->second)
-      for (const auto& [link, bytes] : links) out[index.at(link)].by_event[event] += bytes;
+      for (const auto& [link, bytes] : links) out[index.at(link)].by_event.emplace_back(event, bytes);
   }
   std::sort(out.begin(), out.end(), [](const LinkTraffic& a, const LinkTraffic& b) { return a.name < b.name; });
   return out;

@@ -46,6 +46,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -93,12 +95,14 @@ struct CollectiveRecord {
 };
 
 // LinkTraffic: bytes on one direction of one link, in all and per event name (a collective call,
-// a phase of copies: what the link carried for it).
+// a phase of copies: what the link carried for it). by_event holds each event once, in name
+// order, its name a view into the cluster's own (valid while the cluster lives): a map per link
+// cost 12% of a 1,024-GPU llama2-7b run (226 calls over thousands of links an iteration).
 struct LinkTraffic {
   std::string name;
   double bandwidth_Bps = 0;
   double bytes = 0;
-  std::map<std::string, double> by_event;
+  std::vector<std::pair<std::string_view, double>> by_event;
 };
 
 class SimCluster {

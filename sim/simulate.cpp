@@ -227,12 +227,12 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
       l.bandwidth_Bps = t.bandwidth_Bps;
       l.bytes += t.bytes / steady_its;
       for (const auto& [event, bytes] : t.by_event) {
-        const auto sp = span.find(std::string_view(event));
+        const auto sp = span.find(event);
         if (sp == span.end() || sp->second.second <= sp->second.first || t.bandwidth_Bps <= 0) continue;
         const double share = bytes / (t.bandwidth_Bps * (sp->second.second - sp->second.first));
         if (share > l.peak_utilisation) {
           l.peak_utilisation = share;
-          l.peak_event = event;
+          l.peak_event = std::string(event);
         }
       }
     }
