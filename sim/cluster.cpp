@@ -1,6 +1,6 @@
 // cluster.cpp: streams as actors, works as counters, collectives as NCCL's algorithms in flows
 // (the parts: sim/cluster_impl.hpp).
-#include "sim/cluster_impl.hpp"
+#include "sim/cluster_streams.hpp"
 
 #include <utility>
 

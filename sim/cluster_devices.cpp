@@ -1,6 +1,6 @@
 // cluster_devices.cpp: a simulated device's streams: kernels placed on their stream's timeline,
 // copies between GPUs (peer to peer, or staged through host memory) and from the host as flows.
-#include "sim/cluster_impl.hpp"
+#include "sim/cluster_streams.hpp"
 
 #include "core/trace.hpp"
 #include "models/contention.hpp"

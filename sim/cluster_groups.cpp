@@ -1,7 +1,7 @@
 // cluster_groups.cpp: process groups: each member's collective call matched with the others'
 // by sequence number, then run as NCCL's algorithm (sim/collective_run.hpp) on the members' comm
 // streams, or for the time a calibration measured.
-#include "sim/cluster_impl.hpp"
+#include "sim/cluster_streams.hpp"
 
 #include "models/contention.hpp"
 
