@@ -25,9 +25,12 @@ namespace gradsync::sim {
 // `ranks`: the GPUs the simulation will have. Past kUnguardedStacksRanks its actors' stacks get no
 // guard page and come from the heap: each guarded stack is two memory mappings, and 16,384 GPUs'
 // ~100,000 actors passed Linux's 65,530 mappings a process (vm.max_map_count; SimGrid stopped with
-// "Failed to protect stack"). Below it the guard pages stay (a stack overflow faults at once), and
-// unguarded stacks measured more memory: 0.95 GiB instead of 0.55 for GPT-2 on 1,024 GPUs.
-inline constexpr int kUnguardedStacksRanks = 8192;
+// "Failed to protect stack"). 4,096 GPUs ran guarded (bench/e2e_bench); at about six actors a rank
+// (the rank's thread, its streams) 8,192 would need some 100,000 mappings, hence the bound. Up to
+// it the guard pages stay (a stack overflow faults at once), and unguarded stacks measured more
+// memory there: 0.95 GiB instead of 0.55 for GPT-2 on 1,024 GPUs (before the heap's top padding
+// was turned off, sim/engine.cpp).
+inline constexpr int kUnguardedStacksRanks = 4096;
 std::unique_ptr<simgrid::s4u::Engine> create_engine(int ranks = 0);
 
 }  // namespace gradsync::sim
