@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <optional>
 #include <string>
 
@@ -35,6 +37,10 @@ void write_all(int fd, const std::string& text) {
 ChildProcess::ChildProcess(const std::function<std::string()>& body, std::string what) : what_(std::move(what)) {
   int fds[2];
   if (::pipe(fds) != 0) throw RuntimeError(fmt::format("sim: pipe: {}", std::strerror(errno)));
+  // What this process has buffered for stdout goes out now: a child inherits the buffer, and any
+  // flush in it (a library's print) would write the parent's pending lines a second time.
+  std::cout.flush();
+  std::fflush(nullptr);
   pid_ = ::fork();
   if (pid_ < 0) {
     ::close(fds[0]);

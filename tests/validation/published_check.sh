@@ -9,6 +9,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$bin" validate --published --jobs 2 --csv "$tmp/published.csv" --confidence "$tmp/confidence.csv" >"$tmp/table.txt" 2>&1 ||
   { cat "$tmp/table.txt"; exit 1; }
+# Every line of the table is written once: the simulating children must not repeat what the parent
+# had buffered for stdout (written to a file, stdout is fully buffered).
+dup=$(grep -v '^#' "$tmp/table.txt" | sort | uniq -d | head -3)
+if [ -n "$dup" ]; then
+  echo "FAIL: lines written more than once:"
+  echo "$dup"
+  status_dup=1
+fi
 # The confidence table that gradsync ships (and prints a +/- from) is what the tables give now.
 if ! diff -u validation/published/confidence.csv "$tmp/confidence.csv"; then
   echo "FAIL: validation/published/confidence.csv is stale: regenerate it with"
@@ -29,6 +37,7 @@ END {
 }' "$tmp/published.csv" | sort >"$tmp/summary.csv"
 cat "$tmp/summary.csv"
 status=${status_conf:-0}
+[ -n "${status_dup:-}" ] && status=1
 # check CLASS SPLIT MAX_MEDIAN MIN_WITHIN10 MIN_POINTS (for training: within 15%)
 check() {
   local line
