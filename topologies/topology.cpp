@@ -85,7 +85,8 @@ Topology::Topology(const Topology& other)
       gpus_(other.gpus_),
       rank_of_(other.rank_of_),
       hosts_(other.hosts_),
-      host_of_rank_(other.host_of_rank_) {
+      host_of_rank_(other.host_of_rank_),
+      host_nics_(other.host_nics_) {
   index_links();
 }
 
@@ -96,7 +97,8 @@ Topology::Topology(Topology&& other) noexcept
       gpus_(std::move(other.gpus_)),
       rank_of_(std::move(other.rank_of_)),
       hosts_(std::move(other.hosts_)),
-      host_of_rank_(std::move(other.host_of_rank_)) {
+      host_of_rank_(std::move(other.host_of_rank_)),
+      host_nics_(std::move(other.host_nics_)) {
   index_links();
 }
 
@@ -113,6 +115,7 @@ Topology& Topology::operator=(Topology&& other) noexcept {
   rank_of_ = std::move(other.rank_of_);
   hosts_ = std::move(other.hosts_);
   host_of_rank_ = std::move(other.host_of_rank_);
+  host_nics_ = std::move(other.host_nics_);
   index_links();
   return *this;
 }
@@ -212,6 +215,12 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
   }
   if (t.gpus_.empty())
     throw ConfigError(loc.at(0) + "no gpu in the topology; expected at least one node with kind=\"gpu\"");
+  t.host_nics_.resize(t.hosts_.size());
+  for (VertexId v = 0; v < boost::num_vertices(t.graph_); ++v) {
+    if (t.graph_[v].kind != VertexKind::kNic) continue;
+    if (const auto h = host_index.find(t.graph_[v].host); h != host_index.end())
+      t.host_nics_[static_cast<std::size_t>(h->second)].push_back(v);
+  }
 
   std::vector<int> component(boost::num_vertices(t.graph_));
   boost::connected_components(t.graph_, component.data());
@@ -236,14 +245,8 @@ VertexId Topology::other_end(LinkId e, VertexId from) const {
   return s == from ? boost::target(e, graph_) : s;
 }
 
-std::vector<VertexId> Topology::nics_of_host(int host) const {
-  std::vector<VertexId> nics;
-  for (VertexId v = 0; v < boost::num_vertices(graph_); ++v) {
-    if (graph_[v].kind == VertexKind::kNic && graph_[v].host == hosts_.at(static_cast<std::size_t>(host))) {
-      nics.push_back(v);
-    }
-  }
-  return nics;
+const std::vector<VertexId>& Topology::nics_of_host(int host) const {
+  return host_nics_.at(static_cast<std::size_t>(host));
 }
 
 std::vector<std::string> builtin_topology_names() {

@@ -132,7 +132,7 @@ class Topology {
   const std::vector<std::string>& hosts() const { return hosts_; }
   int host_of(int rank) const { return host_of_rank_.at(static_cast<std::size_t>(rank)); }
   // nics_of_host: the NICs whose `host` is that host, in declaration order.
-  std::vector<VertexId> nics_of_host(int host) const;
+  const std::vector<VertexId>& nics_of_host(int host) const;
 
  private:
   Topology() = default;
@@ -146,6 +146,7 @@ class Topology {
   std::vector<int> rank_of_;
   std::vector<std::string> hosts_;
   std::vector<int> host_of_rank_;
+  std::vector<std::vector<VertexId>> host_nics_;  // per host, its NICs in declaration order
 };
 
 // builtin_topology_names lists the clusters compiled into gradsync (topologies/*.dot), by name
