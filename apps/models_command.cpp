@@ -1,11 +1,14 @@
 // models_command.cpp: `gradsync models list` and `gradsync models show NAME`: the zoo, parameter
 // counts, FLOPs, predicted single-GPU forward/backward/optimizer time and memory.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "apps/cli.hpp"
 #include "core/error.hpp"
@@ -41,6 +44,29 @@ std::string with_commas(std::int64_t v) {
     s += digits[i];
   }
   return s;
+}
+
+// add_misaligned_row: the products that miss cuBLAS's 16-byte alignment (op_coster.hpp), their
+// time and layers, and what fixes them; nothing when every product is aligned.
+void add_misaligned_row(reports::Table& t, const Model& m, const ModelCost& cost, const ComputeContext& ctx) {
+  double time_s = 0;
+  int kernels = 0;
+  std::vector<std::string> layers;
+  for (std::size_t i = 0; i < cost.layers.size(); ++i) {
+    const LayerCost& c = cost.layers[i];
+    const int k = c.forward.misaligned_kernels + c.backward.misaligned_kernels;
+    if (k == 0) continue;
+    time_s += c.forward.misaligned_s + c.backward.misaligned_s;
+    kernels += k;
+    if (layers.size() < 3) layers.push_back(m.layers[i].name);
+    else if (layers.size() == 3) layers.push_back("...");
+  }
+  if (kernels == 0) return;
+  t.add_row({"misaligned GEMMs",
+             fmt::format("{} in {} kernels ({}): a dimension not a multiple of 16 bytes, {:.2g}x the aligned time "
+                         "on {}; pad it (a vocabulary to a multiple of 64)",
+                         human_duration(time_s), kernels, fmt::join(layers, ", "),
+                         1.0 / rates_for(*ctx.gpu).gemm_misaligned, ctx.gpu->key)});
 }
 
 void show_model(const ShowOptions& o, std::ostream& out) {
@@ -183,6 +209,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
                                     human_bytes(fwd_bytes), human_duration(fwd_host))});
   t.add_row({"backward", fmt::format("{} ({} kernels, {} moved, host {})", human_duration(cost.backward_s), bwd_kernels,
                                      human_bytes(bwd_bytes), human_duration(bwd_host))});
+  add_misaligned_row(t, m, cost, ctx);
   t.add_row({"optimizer", human_duration(step.time_s)});
   t.add_row({"step (1 GPU)",
              fmt::format("{}, {:.4g} samples/s{}", human_duration(step_s), static_cast<double>(ctx.batch) / step_s,

@@ -95,6 +95,10 @@ struct KernelCost {
   double gpu_time() const { return gpu_s >= 0 ? gpu_s : time_s; }
   // load: how the GPU time divides for contention with NCCL (zero: filled by kind, step_costs.cpp).
   ComputeLoad load{};
+  // misaligned_s, misaligned_kernels: the GPU time and count of tensor-core products whose
+  // innermost dimensions miss cuBLAS's 16-byte alignment (op_coster.hpp: aligned).
+  double misaligned_s = 0;
+  int misaligned_kernels = 0;
 };
 
 // LayerCost: one layer's forward and backward (backward = input gradient + weight gradient).

@@ -56,6 +56,23 @@ KernelRates rates_for(const GpuSpec& gpu) {
     // cuBLAS at model sizes than Ampere's 312.
     r.gemm_tensor = 0.70;
   }
+  // Misaligned tensor-core GEMMs. cuBLAS (docs "Tensor Core Usage", from 11.0) still runs them on
+  // the tensor cores but only with kernels of narrow loads (align1/align2), unless every operand's
+  // and the output's innermost dimension is a multiple of 16 bytes (8 fp16/bf16 or 4 tf32
+  // elements). What those kernels reach, measured:
+  //  - A100 (sm80): padding nanoGPT's lm_head matmuls (vocabulary 50257 -> 50304) "achieves nearly
+  //    a 3x speedup" (PyTorch blog "Accelerating Large Language Models with Accelerated
+  //    Transformers", 2023-04-18, 8x A100 SXM4 80GB, bf16): a third. V100/T4 (sm70/75) have no
+  //    published figure and take A100's.
+  //  - RTX 4090 (sm89): bf16 N x N x N at odd N = 2055..2073 ran cutlass *_align1 kernels at
+  //    106.8-115.6 TFLOP/s against 155.9 at N = 2040 (pytorch/pytorch#181718): 0.7. GA102 (sm86)
+  //    shares the consumer tensor rate per SM and clock (half of GA100's with FP32 accumulate),
+  //    against which the same narrow-load kernels lose less; it takes the 4090's figure.
+  //  - Hopper (sm90): bf16 K = 588 (4-element aligned) falls back from sm90 wgmma kernels to an
+  //    sm80 align2 kernel, 130.56 us against 36.96 us at K = 592 (m87-labs/kestrel PR #143):
+  //    0.28. Blackwell (sm100) takes Hopper's.
+  if (sm == 86 || sm == 89) r.gemm_misaligned = 0.70;
+  if (sm >= 90) r.gemm_misaligned = 0.28;
   return r;
 }
 

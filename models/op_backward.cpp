@@ -27,8 +27,9 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
     const std::size_t a = op.in.size() >= 3 ? op.in.size() - 2 : 0;
     const std::size_t bm = a + 1;
     const double batch = s.gemm[0], mm = s.gemm[1], nn = s.gemm[2], kk = s.gemm[3];
-    if (p.in_grad[a]) out.push_back(gemm(s.flops, (mm * nn + kk * nn) * ob + mm * kk * in_b(a), batch, mm, kk));
-    if (p.in_grad[bm]) out.push_back(gemm(s.flops, (mm * nn + mm * kk) * ob + kk * nn * in_b(bm), batch, kk, nn));
+    const bool al = gemm_aligned(i);
+    if (p.in_grad[a]) out.push_back(gemm(s.flops, (mm * nn + kk * nn) * ob + mm * kk * in_b(a), batch, mm, kk, al));
+    if (p.in_grad[bm]) out.push_back(gemm(s.flops, (mm * nn + mm * kk) * ob + kk * nn * in_b(bm), batch, kk, nn, al));
     if (op.in.size() >= 3 && p.in_grad[0]) out.push_back(memory(n * ob + s.in[0] * in_b(0)));
   } else if (is_conv(op)) {
     const double w = s.in.size() > 1 ? s.in[1] : 0;
@@ -78,11 +79,14 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
   for (std::size_t w : p.weight_casts) out.push_back(memory(6.0 * static_cast<double>(m_.parameters[w].numel())));
 }
 
-// Compiled: a fused region reads what comes from outside it and writes what leaves it (read
-// by another region or op, or saved for backward); its backward reads the gradients of what
-// left and the saved inputs, and writes the gradients of what came in.
-Kernel OpCoster::region_forward(std::size_t first, std::size_t last, const std::set<std::string>& saved,
-                                int* kernels) const {
+// Compiled: a fused region reads what comes from outside it and writes what leaves it (read by
+// another region or op, the saver of a tensor kept for backward among them); a tensor that only
+// its own region reads is not written even when an op of the region saves it for backward:
+// AOTAutograd's min-cut partitioner recomputes fusible ops in backward from the region's inputs
+// rather than keep their outputs (functorch partitioners.py, min_cut_rematerialization_partition),
+// as saved_bytes counts memory. Its backward reads the gradients of what left and the region's
+// inputs, and writes the gradients of what came in.
+Kernel OpCoster::region_forward(std::size_t first, std::size_t last, int* kernels) const {
   const int region = plans_[first].region;
   std::set<std::pair<int, std::size_t>> read;
   double bytes = 0;
@@ -98,7 +102,7 @@ Kernel OpCoster::region_forward(std::size_t first, std::size_t last, const std::
       if (read.insert({static_cast<int>(r.kind) * 1000 + r.output, r.index}).second) bytes += n * plans_[i].in_bytes[k];
     }
     for (std::size_t k = 0; k < op.out.size(); ++k) {
-      if (leaves_region(i, k, region, saved)) bytes += sizes_[i].out[k] * plans_[i].out_bytes[k];
+      if (leaves_region(i, k, region)) bytes += sizes_[i].out[k] * plans_[i].out_bytes[k];
     }
   }
   *kernels = std::max(1, reductions);
@@ -107,9 +111,8 @@ Kernel OpCoster::region_forward(std::size_t first, std::size_t last, const std::
   return kk;
 }
 
-bool OpCoster::leaves_region(std::size_t i, std::size_t k, int region, const std::set<std::string>& saved) const {
+bool OpCoster::leaves_region(std::size_t i, std::size_t k, int region) const {
   const OpRef me{OpRef::Kind::kOp, i, static_cast<int>(k)};
-  if (saved.count(me.to_string())) return true;
   const auto& cs = consumers_[i];
   if (cs.empty()) return k == 0;  // an output nothing reads: the layer's or the model's
   for (std::size_t c : cs) {

@@ -28,7 +28,7 @@ LayerCost OpCoster::layer(const Layer& l) const {
         continue;
       }
       int k = 0;
-      fwd.push_back(region_forward(first, last, saved_refs_, &k));
+      fwd.push_back(region_forward(first, last, &k));
       fwd_kernels += k;
       // Backward of the region: gradients in and out, saved inputs read, weight reductions.
       int reductions = 0;
@@ -77,6 +77,10 @@ LayerCost OpCoster::layer(const Layer& l) const {
       k.load.sm_s += x.sm;
       k.load.sm_held_s += x.sm_held;
       k.load.hbm_s += x.hbm;
+      if (x.misaligned) {
+        k.misaligned_s += x.time;
+        ++k.misaligned_kernels;
+      }
     }
     k.load.gpu_s = kernels == 0 ? 0.0 : gpu;
     k.load.hbm_demand = r.memory;

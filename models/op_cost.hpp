@@ -27,6 +27,9 @@ namespace gradsync {
 struct KernelRates {
   double gemm_tensor = 0.80;  // tensor-core GEMMs (bf16, fp16, tf32) of a full wave
   double gemm_fp32 = 0.85;    // FP32 (SIMT) SGEMM
+  // gemm_misaligned: what a tensor-core GEMM reaches of the aligned rate when an operand's or
+  // the output's innermost dimension is not a multiple of 16 bytes (rates_for: per architecture).
+  double gemm_misaligned = 1.0 / 3.0;
   double conv = 0.60;         // cuDNN convolutions, of the same peak as the GEMMs
   double flash = 0.50;        // FlashAttention-2 (forward; backward does 2.5x the FLOPs)
   double mem_efficient = 0.35;

@@ -115,6 +115,7 @@ struct Kernel {
   // throughput (sm; sm_held with NCCL's blocks holding SMs) or by DRAM (hbm); neither when the
   // launch floor decides.
   double sm = 0, sm_held = 0, hbm = 0;
+  bool misaligned = false;  // a tensor-core product at the narrow-load kernels' rate
 };
 
 class OpCoster {
@@ -132,8 +133,6 @@ class OpCoster {
     for (std::size_t i = 0; i < m.ops.size(); ++i) plan_op(i);
     if (ctx.mode.attention != AttentionImpl::kMath) plan_attention();
     if (ctx.mode.compile) plan_regions();
-    for (const Layer& l : m.layers)
-      for (const SavedTensor& st : l.saved) saved_refs_.insert(st.ref.to_string());
   }
 
   ModelCost run() {
@@ -290,16 +289,35 @@ class OpCoster {
     }
   }
 
+  // on_tensor_cores: whether this run's products run on the tensor cores (fp16/bf16 autocast;
+  // TF32 from Ampere on), not as FP32 SIMT SGEMM.
+  bool on_tensor_cores() const {
+    if (ctx_.precision == Precision::kFP32) return false;
+    if (ctx_.precision == Precision::kTF32) return tf32_tensor_cores();
+    return true;
+  }
+  // aligned: cuBLAS's condition for its full-rate tensor-core kernels (cuBLAS docs, "Tensor Core
+  // Usage"): every operand's and the output's innermost dimension a multiple of 16 bytes. For
+  // C (m x n) = A (m x k) B (k x n) in row-major storage, forward and both backward products have
+  // innermost dimensions among n and k (m, the rows, is never innermost); `elem_bytes` is what
+  // the operands are read as.
+  static bool aligned(double n, double k, int elem_bytes) {
+    const auto multiple = [elem_bytes](double d) { return std::fmod(d * elem_bytes, 16.0) == 0; };
+    return multiple(n) && multiple(k);
+  }
   // gemm_time: FLOPs at the peak, in whole waves of 128 x 128 output tiles over the SMs
-  // (NVIDIA's "Matrix Multiplication Background" guide: wave quantisation), or the bytes.
-  Kernel gemm(double flops, double bytes, double batch, double m, double n) const {
-    const auto [peak, eff] = gemm_peak();
+  // (NVIDIA's "Matrix Multiplication Background" guide: wave quantisation), or the bytes; a
+  // misaligned product on the tensor cores at the narrow-load kernels' rate (KernelRates).
+  Kernel gemm(double flops, double bytes, double batch, double m, double n, bool is_aligned = true) const {
+    auto [peak, eff] = gemm_peak();
+    if (!is_aligned && on_tensor_cores()) eff *= r_.gemm_misaligned;  // peak, eff: copies
     const double tile = r_.tile;
     const double tiles = std::ceil(m / tile) * std::ceil(n / tile) * std::max(1.0, batch);
     const double sms = std::max(1, ctx_.gpu->sms);
     const double waves = std::ceil(tiles / sms);
     const double wave_eff = tiles / (waves * sms);
     Kernel k{flops, bytes, 0};
+    k.misaligned = !is_aligned && on_tensor_cores();
     const double compute = flops / (peak * eff * wave_eff);
     k.time = std::max({compute, dram(bytes), r_.min_kernel_s});
     return bound(k, compute, dram(bytes), compute * gemm_stretch(tiles, sharing_.sms, held_));
@@ -373,7 +391,7 @@ class OpCoster {
     for (std::size_t k = 0; k < op.in.size(); ++k) bytes += read_elements(i, k) * p.in_bytes[k];
     for (std::size_t k = 0; k < op.out.size(); ++k) bytes += s.out[k] * p.out_bytes[k];
     if (is_gemm(op)) {
-      out.push_back(gemm(s.flops, bytes, s.gemm[0], s.gemm[1], s.gemm[2]));
+      out.push_back(gemm(s.flops, bytes, s.gemm[0], s.gemm[1], s.gemm[2], gemm_aligned(i)));
     } else if (is_conv(op)) {
       out.push_back(conv(s.flops, bytes));
       if (transposes()) {
@@ -385,14 +403,23 @@ class OpCoster {
     }
   }
 
+  // gemm_aligned: whether product i meets cuBLAS's alignment (aligned), its operands read in
+  // this run's dtype (the last two inputs: addmm's and baddbmm's first is the added term).
+  bool gemm_aligned(std::size_t i) const {
+    const Op& op = m_.ops[i];
+    const std::size_t a = op.in.size() >= 3 ? op.in.size() - 2 : 0;
+    const int elem = a < plans_[i].in_bytes.size() ? plans_[i].in_bytes[a] : low_;
+    return aligned(sizes_[i].gemm[2], sizes_[i].gemm[3], elem);
+  }
+
   // backward_kernels: op i's gradient kernels (PyTorch's derivatives.yaml), in its dtypes.
   void backward_kernels(std::size_t i, std::vector<Kernel>& out, bool casts) const;
 
-  // Compiled: a fused region reads what comes from outside it and writes what leaves it (read
-  // by another region or op, or saved for backward); its backward reads the gradients of what
-  // left and the saved inputs, and writes the gradients of what came in.
-  Kernel region_forward(std::size_t first, std::size_t last, const std::set<std::string>& saved, int* kernels) const;
-  bool leaves_region(std::size_t i, std::size_t k, int region, const std::set<std::string>& saved) const;
+  // Compiled: a fused region reads what comes from outside it and writes what leaves it
+  // (op_backward.cpp); its backward reads the gradients of what left and the region's inputs,
+  // and writes the gradients of what came in.
+  Kernel region_forward(std::size_t first, std::size_t last, int* kernels) const;
+  bool leaves_region(std::size_t i, std::size_t k, int region) const;
 
   LayerCost layer(const Layer& l) const;
 
@@ -411,7 +438,6 @@ class OpCoster {
   std::vector<std::vector<std::size_t>> consumers_;
   std::set<std::size_t> cast_params_;
   std::vector<std::size_t> region_first_, region_last_;  // compile: each region's first and last op
-  std::set<std::string> saved_refs_;                     // every tensor some layer saves
 };
 
 }  // namespace gradsync::op_detail

@@ -136,10 +136,12 @@ TEST(OpCost, CompileFusesTheResidualAddIntoTheNextLayerNorm) {
       eager.layer("transformer.h.0.fn").forward.bytes + eager.layer("transformer.h.0.ln_2").forward.bytes;
   EXPECT_DOUBLE_EQ(eager_bytes, 4 * (3 * n) + 4 * (n + 2 * D + n + 2 * T));
   // Compiled: one kernel, charged to the layer norm, reads both summands once and writes the sum
-  // (the next residual add reads it, the norm's backward keeps it) and the norm's outputs.
+  // (the next residual add reads it, the norm's backward keeps it) and the normalised output; the
+  // per-row mean and rstd, which nothing else reads, are recomputed in backward (as saved_bytes
+  // counts them), not written.
   EXPECT_DOUBLE_EQ(compiled.layer("transformer.h.0.fn").forward.bytes, 0);
   EXPECT_EQ(compiled.layer("transformer.h.0.fn").forward.kernels, 0);
-  EXPECT_DOUBLE_EQ(compiled.layer("transformer.h.0.ln_2").forward.bytes, eager_bytes - 4 * n);
+  EXPECT_DOUBLE_EQ(compiled.layer("transformer.h.0.ln_2").forward.bytes, eager_bytes - 4 * n - 4 * (2 * T));
   EXPECT_EQ(compiled.layer("transformer.h.0.ln_2").forward.kernels, 1);
   // The matrix products are not fused: the same kernels, the same bytes.
   EXPECT_DOUBLE_EQ(compiled.layer("transformer.h.0.mlp.c_fc").forward.bytes,
@@ -151,8 +153,9 @@ TEST(OpCost, CompileFusesTheMaskedSoftmaxIntoOneKernel) {
   const OpRun compiled(Precision::kFP32, true, AttentionImpl::kMath);
   const double s = H * T * T;
   // scale, mask, masked_fill, softmax and the next copy of v: one region that reads the scores,
-  // the mask buffer and v, and writes the probabilities, the boolean mask (saved) and v's copy.
-  const double region = 4 * (s + T * T + n) + 4 * (s + n) + T * T;
+  // the mask buffer and v, and writes the probabilities and v's copy. The boolean mask, which
+  // masked_fill saves but only the region reads, is recomputed in backward, not written.
+  const double region = 4 * (s + T * T + n) + 4 * (s + n);
   const double fn = compiled.layer("transformer.h.0.attn.fn").forward.bytes;
   const double fn2 = compiled.layer("transformer.h.0.attn.fn2").forward.bytes;
   // fn keeps the q and k copies (one region, reading the fused qkv once) and the product.
@@ -171,9 +174,64 @@ TEST(OpCost, GeForceTf32RunsOnTheTensorCores) {
   const OpRun tf32(Precision::kTF32, false, AttentionImpl::kMath, "rtx-3090");
   const KernelRates r = rates_for(gpu_spec("rtx-3090"));
   ASSERT_LT(r.gemm_fp32, r.gemm_tensor);
-  // lm_head's 1024 x 50257 x 768 product is compute-bound either way.
-  EXPECT_NEAR(tf32.layer("lm_head").forward.time_s / fp32.layer("lm_head").forward.time_s, r.gemm_fp32 / r.gemm_tensor,
-              1e-12);
+  // The MLP's 1024 x 3072 x 768 product is compute-bound either way.
+  EXPECT_NEAR(tf32.layer("transformer.h.0.mlp.c_fc").forward.time_s /
+                  fp32.layer("transformer.h.0.mlp.c_fc").forward.time_s,
+              r.gemm_fp32 / r.gemm_tensor, 1e-12);
+}
+
+// lm_head's products against the vocabulary: 50257 elements (gpt2) is no multiple of 16 bytes in
+// any dtype, 50304 (nanogpt) is. Forward and both backward products are compute-bound at T = 1024,
+// with the same waves (393 tiles across the vocabulary either way); TF32 (no autocast casts beside the products).
+TEST(OpCost, MisalignedProductsRunAtTheNarrowLoadRate) {
+  const OpRun odd(Precision::kTF32, false, AttentionImpl::kMath);
+  OpRun padded(Precision::kTF32, false, AttentionImpl::kMath);
+  padded.model = load_model("nanogpt");
+  ComputeContext ctx;
+  ctx.gpu = &gpu_spec("a100");
+  ctx.precision = Precision::kTF32;
+  ctx.batch = 1;
+  ctx.seq_len = static_cast<std::int64_t>(T);
+  padded.cost = op_model_cost(padded.model, ctx);
+  const double third = rates_for(gpu_spec("a100")).gemm_misaligned;
+  EXPECT_DOUBLE_EQ(third, 1.0 / 3.0);
+  const LayerCost& a = odd.layer("lm_head");
+  const LayerCost& b = padded.layer("lm_head");
+  const double flops = V / 50304.0;  // the padded products do this much more work
+  EXPECT_NEAR(a.forward.time_s / b.forward.time_s, flops / third, 1e-9);
+  EXPECT_NEAR(a.backward.time_s / b.backward.time_s, flops / third, 1e-9);
+  EXPECT_EQ(a.forward.misaligned_kernels, 1);
+  EXPECT_EQ(a.backward.misaligned_kernels, 2);
+  EXPECT_DOUBLE_EQ(a.forward.misaligned_s + a.backward.misaligned_s, a.forward.time_s + a.backward.time_s);
+  EXPECT_EQ(b.forward.misaligned_kernels + b.backward.misaligned_kernels, 0);
+  // Every other product of GPT-2 (768, 2304, 3072, T = 1024, head dim 64) is aligned.
+  int misaligned = 0;
+  for (const LayerCost& c : odd.cost.layers) misaligned += c.forward.misaligned_kernels + c.backward.misaligned_kernels;
+  EXPECT_EQ(misaligned, 3);
+}
+
+TEST(OpCost, AlignmentCountsTheOperandsBytesAndOnlyOnTheTensorCores) {
+  // TF32 reads 4-byte elements: 50257 misses 16 bytes, 2304 makes them; FP32 SGEMM (SIMT) has no
+  // tensor-core kernels to fall back from.
+  const OpRun tf32(Precision::kTF32, false, AttentionImpl::kMath);
+  const OpRun fp32(Precision::kFP32, false, AttentionImpl::kMath);
+  EXPECT_EQ(tf32.layer("lm_head").forward.misaligned_kernels, 1);
+  EXPECT_EQ(tf32.layer("transformer.h.0.attn.c_attn").forward.misaligned_kernels, 0);
+  EXPECT_EQ(fp32.layer("lm_head").forward.misaligned_kernels, 0);
+  // Per architecture: Hopper falls back to Ampere's kernels (0.28), GeForce loses least (0.7).
+  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("h100")).gemm_misaligned, 0.28);
+  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("rtx-4090")).gemm_misaligned, 0.70);
+}
+
+// Compiled, the cross-entropy's region reads the logits and the targets and writes the loss: the
+// log-probabilities nll_loss reads (and log_softmax saves) stay inside it and are recomputed in
+// backward (AOTAutograd's partitioner), which reads the logits again and writes their gradient.
+TEST(OpCost, CompiledCrossEntropyKeepsNoLogProbabilities) {
+  const OpRun compiled(Precision::kFP32, true, AttentionImpl::kMath);
+  const LayerCost& loss = compiled.cost.layers.back();
+  EXPECT_DOUBLE_EQ(loss.forward.bytes, 4 * T * V + 8 * T + 4);
+  EXPECT_DOUBLE_EQ(loss.backward.bytes, 2 * loss.forward.bytes);
+  EXPECT_EQ(loss.forward.kernels, 2);  // two reductions: the log-softmax and the loss
 }
 
 }  // namespace
