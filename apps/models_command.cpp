@@ -33,6 +33,7 @@ struct ShowOptions {
   bool compile = false;
   std::string attention = "math";
   bool channels_last = false;
+  int pad_to_multiple_of = 1;
   bool json = false;
 };
 
@@ -98,6 +99,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   }
   ctx.mode = flag_value("--attention", [&] { return execution_mode(o.compile, o.attention); });
   ctx.mode.channels_last = o.channels_last;
+  ctx.mode.pad_to_multiple_of = o.pad_to_multiple_of;
   ctx.batch = o.batch > 0 ? o.batch : m.default_batch;
   ctx.seq_len = m.seq_len(o.seq_len > 0 ? std::optional<std::int64_t>(o.seq_len) : std::nullopt);
   flag_value(o.seq_len > 0 ? "--seq-len" : "--batch", [&] {
@@ -263,6 +265,10 @@ void register_models_command(CLI::App& app) {
       ->capture_default_str();
   show->add_flag("--channels-last", o->channels_last,
                  "model.to(memory_format=torch.channels_last): NHWC convolutions (default: NCHW)");
+  show->add_option("--pad-to-multiple-of", o->pad_to_multiple_of,
+                   "resize_token_embeddings(pad_to_multiple_of=N): the vocabulary padded to a multiple of N in the "
+                   "products that span it (default: 1, as the model)")
+      ->check(kPositiveInteger);
   show->add_flag("--json", o->json, "Write JSON instead of the table");
   show->callback([o] { show_model(*o, std::cout); });
   register_import_trace_command(*models);

@@ -189,6 +189,7 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   const std::int64_t per_gpu = r.gpus > 0 ? r.global_batch / s.grad_accum / r.gpus : 0;
   ExecutionMode mode = execution_mode(s.compile, s.attention);
   mode.channels_last = s.channels_last;
+  mode.pad_to_multiple_of = s.pad_to_multiple_of;
   h.push_back(fmt::format(
       "gradsync {}: {} on {}, {} x {}, batch {}/GPU (global {}{}){}, {}, {}, {}, input {}; PyTorch {}", what, s.model,
       s.topology, r.gpus, r.gpu, per_gpu, r.global_batch,

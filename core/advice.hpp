@@ -41,6 +41,8 @@ struct ModelTraits {
   bool causal = false;       // its attention is causal (a decoder: is_causal=True)
   bool convolution = false;  // convolutions (channels_last applies)
   bool batchnorm = false;    // BatchNorm: buffers that change every step (broadcast_buffers matters)
+  // vocabulary: the token embedding's rows when a product spans them (padding applies); else 0.
+  std::int64_t vocabulary = 0;
 };
 
 // candidate_changes: the changes to try on `resolved` (every key resolved: resolve_scenario) run

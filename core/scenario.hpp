@@ -40,6 +40,7 @@ struct Scenario {
   bool compile = false;                   // torch.compile(model)
   std::string attention = "math";         // math, flash, mem-efficient
   bool channels_last = false;             // model.to(memory_format=torch.channels_last)
+  int pad_to_multiple_of = 1;             // the vocabulary padded to a multiple of this (1: as the model)
   std::string input = "pageable";         // where each batch starts: pageable, pinned, device
   std::string pytorch_version = "2.11";   // the release whose rules apply (core/pytorch_version.hpp)
   std::optional<double> bucket_cap_mb;    // unset: 25 MiB

@@ -46,6 +46,7 @@ std::string canonical_level(std::string_view text) { return canonical_nccl_level
 
 // kMaxNcclChannels: NCCL's MAXCHANNELS (64 since 2.25).
 constexpr std::int64_t kMaxNcclChannels = 64;
+constexpr std::int64_t kMaxPadMultiple = 1 << 16;  // far above any vocabulary padding in use (64, 128)
 
 }  // namespace
 
@@ -146,6 +147,16 @@ std::vector<ScenarioKey> make_scenario_table() {
        .default_text = "false: NCHW, as an unmodified script",
        .kind = KeyKind::kSwitch,
        .field = &S::channels_last},
+      {.name = "pad_to_multiple_of",
+       .flag = "--pad-to-multiple-of",
+       .value_name = "N",
+       .help = "model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=N) (nanoGPT: vocab_size 50304): "
+               "the vocabulary, the first embedding's rows, padded to a multiple of N in every product that spans "
+               "it, so that cuBLAS's aligned kernels run them",
+       .default_text = "1: the model's vocabulary as it is",
+       .kind = KeyKind::kCount,
+       .field = &S::pad_to_multiple_of,
+       .max = kMaxPadMultiple},
       {.name = "pytorch_version",
        .flag = "--pytorch-version",
        .value_name = "M.N",

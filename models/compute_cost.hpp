@@ -52,6 +52,9 @@ struct ExecutionMode {
   // channels_last: model.to(memory_format=torch.channels_last); otherwise (NCHW) cuDNN's tensor-core
   // convolutions transpose their input and output to NHWC and back.
   bool channels_last = false;
+  // pad_to_multiple_of: the vocabulary (the first embedding table's rows) padded to a multiple of
+  // this in every product that spans it (resize_token_embeddings(pad_to_multiple_of=N)); 1: as is.
+  int pad_to_multiple_of = 1;
 };
 
 // OptimizerImpl: torch.optim's implementations: foreach (multi-tensor, the CUDA default since

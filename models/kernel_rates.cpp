@@ -1,5 +1,5 @@
-// kernel_rates.cpp: the achievable rates of each kernel class per GPU architecture, and the
-// execution modes' names (op_cost.hpp).
+// kernel_rates.cpp: the achievable rates of each kernel class per GPU architecture, the
+// execution modes' names and the vocabulary that padding changes (op_cost.hpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -36,11 +36,34 @@ std::string execution_mode_text(const ExecutionMode& m, bool attention) {
   std::string text = m.compile ? "torch.compile" : "eager";
   if (attention) text += fmt::format(", {} attention", attention_impl_name(m.attention));
   if (m.channels_last) text += ", channels_last";
+  if (m.pad_to_multiple_of > 1) text += fmt::format(", vocabulary padded to a multiple of {}", m.pad_to_multiple_of);
   return text;
 }
 
 bool has_attention(const Model& m) {
   return std::any_of(m.ops.begin(), m.ops.end(), [](const Op& op) { return op.attention.has_value(); });
+}
+
+std::int64_t vocabulary_size(const Model& m) {
+  for (const Op& op : m.ops) {
+    if (op.name != "embedding" || op.in.empty() || op.in[0].ref.kind != OpRef::Kind::kParameter) continue;
+    const Parameter& table = m.parameters.at(op.in[0].ref.index);
+    return table.shape.empty() ? 0 : table.shape.front();
+  }
+  return 0;
+}
+
+bool products_span_vocabulary(const Model& m) {
+  const std::int64_t v = vocabulary_size(m);
+  if (v <= 0) return false;
+  const auto is_v = [v](const BatchExpr& e) { return e.eval(1, 1) == v && e.eval(2, 3) == v; };
+  return std::any_of(m.ops.begin(), m.ops.end(),
+                     [&](const Op& op) { return op.gemm && (is_v((*op.gemm)[2]) || is_v((*op.gemm)[3])); });
+}
+
+std::int64_t padded_vocabulary(std::int64_t vocabulary, int multiple) {
+  const std::int64_t k = std::max(1, multiple);
+  return (vocabulary + k - 1) / k * k;
 }
 
 KernelRates rates_for(const GpuSpec& gpu) {

@@ -56,5 +56,13 @@ ExecutionMode execution_mode(bool compile, std::string_view attention);
 std::string execution_mode_text(const ExecutionMode& m, bool attention = true);
 // has_attention: whether a model records an attention core (what --attention changes).
 bool has_attention(const Model& m);
+// vocabulary_size: the rows of the table of the model's first embedding op (its token embedding);
+// 0 without one.
+std::int64_t vocabulary_size(const Model& m);
+// products_span_vocabulary: whether a product's n or k is the vocabulary at every batch and length
+// (a language model's output projection), so that padding the vocabulary changes it.
+bool products_span_vocabulary(const Model& m);
+// padded_vocabulary: `vocabulary` rounded up to a multiple of `multiple` (>= 1).
+std::int64_t padded_vocabulary(std::int64_t vocabulary, int multiple);
 
 }  // namespace gradsync

@@ -41,6 +41,7 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
 void apply_framework(ComputeContext& ctx, const Scenario& s) {
   ctx.mode = execution_mode(s.compile, s.attention);
   ctx.mode.channels_last = s.channels_last;
+  ctx.mode.pad_to_multiple_of = s.pad_to_multiple_of;
   ctx.foreach = foreach_optimizers(parse_pytorch_version(s.pytorch_version));
   const std::string& impl = s.optimizer_impl;
   ctx.optimizer_impl = impl == "fused"      ? OptimizerImpl::kFused

@@ -32,6 +32,7 @@ ModelTraits traits_of(const Scenario& s) {
       std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.kind == LayerKind::kConv2d; });
   t.batchnorm =
       std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.kind == LayerKind::kBatchNorm; });
+  if (products_span_vocabulary(m)) t.vocabulary = vocabulary_size(m);
   return t;
 }
 

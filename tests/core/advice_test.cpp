@@ -78,6 +78,29 @@ TEST(Advice, DpRunTriesDdpAndOnlyWhatDataParallelHas) {
   EXPECT_EQ(find(cs, "flash attention"), nullptr) << "a model without attention";
 }
 
+TEST(Advice, AVocabularyOffSixtyFourIsPaddedOnce) {
+  Scenario s = resolved_8();
+  ModelTraits t = traits(true, false);
+  t.vocabulary = 50257;  // GPT-2's
+  const std::vector<Change> cs = candidate_changes(s, Strategy::kDDP, t);
+  const Change* pad = find(cs, "vocabulary padded to 50304");
+  ASSERT_NE(pad, nullptr);
+  ASSERT_EQ(pad->keys.size(), 1u);
+  EXPECT_EQ(pad->keys.front(), (std::pair<std::string, std::string>{"pad_to_multiple_of", "64"}));
+  EXPECT_NE(pad->pytorch.find("resize_token_embeddings(len(tokenizer), pad_to_multiple_of=64)"), std::string::npos);
+  EXPECT_EQ(pad->alters, "47 output classes that no token uses join the softmax");
+  // Already padded: in the model (nanoGPT's 50304, Llama's 32000) or by the key.
+  t.vocabulary = 50304;
+  EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, t), "vocabulary padded to 50304"), nullptr);
+  t.vocabulary = 50257;
+  s.pad_to_multiple_of = 8;
+  for (const Change& c : candidate_changes(s, Strategy::kDDP, t)) EXPECT_EQ(c.what.rfind("vocabulary", 0), std::string::npos);
+  // No product spans a vocabulary (a classifier, BERT's encoder): nothing to pad.
+  s.pad_to_multiple_of = 1;
+  t.vocabulary = 0;
+  for (const Change& c : candidate_changes(s, Strategy::kDDP, t)) EXPECT_EQ(c.what.rfind("vocabulary", 0), std::string::npos);
+}
+
 TEST(Advice, ChangesAlreadyMadeAreNotTriedAgain) {
   Scenario s = resolved_8();
   s.static_graph = true;

@@ -145,6 +145,7 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"compile", "true"},
                                                    {"attention", "flash"},
                                                    {"channels_last", "true"},
+                                                   {"pad_to_multiple_of", "64"},
                                                    {"pytorch_version", "1.13"},
                                                    {"fidelity", "step"},
                                                    {"calibration", "c.yaml"},

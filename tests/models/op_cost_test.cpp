@@ -210,6 +210,37 @@ TEST(OpCost, MisalignedProductsRunAtTheNarrowLoadRate) {
   EXPECT_EQ(misaligned, 3);
 }
 
+// Padding gpt2's vocabulary to a multiple of 64 gives its products nanogpt's shapes: the same FLOPs
+// and waves, aligned, so the same compute-bound times.
+TEST(OpCost, PaddingTheVocabularyWidensAndAlignsTheProductsThatSpanIt) {
+  const Model gpt2 = load_model("gpt2");
+  EXPECT_EQ(vocabulary_size(gpt2), 50257);
+  EXPECT_TRUE(products_span_vocabulary(gpt2));
+  EXPECT_EQ(padded_vocabulary(50257, 64), 50304);
+  EXPECT_EQ(padded_vocabulary(50257, 1), 50257);
+  EXPECT_EQ(vocabulary_size(load_model("bert-base")), 30522);
+  EXPECT_FALSE(products_span_vocabulary(load_model("bert-base")));  // BertModel has no output projection
+  EXPECT_EQ(vocabulary_size(load_model("resnet18")), 0);
+  ComputeContext ctx;
+  ctx.gpu = &gpu_spec("a100");
+  ctx.precision = Precision::kTF32;
+  ctx.batch = 1;
+  ctx.seq_len = static_cast<std::int64_t>(T);
+  ctx.mode.pad_to_multiple_of = 64;
+  const ModelCost padded = op_model_cost(gpt2, ctx);
+  ctx.mode.pad_to_multiple_of = 1;
+  const Model nano = load_model("nanogpt");
+  const ModelCost reference = op_model_cost(nano, ctx);
+  const std::size_t head = gpt2.layers.size() - 2;  // lm_head, then the loss
+  ASSERT_EQ(gpt2.layers[head].name, "lm_head");
+  EXPECT_DOUBLE_EQ(padded.layers[head].forward.flops, 2 * T * D * 50304);
+  EXPECT_EQ(padded.layers[head].forward.misaligned_kernels + padded.layers[head].backward.misaligned_kernels, 0);
+  EXPECT_NEAR(padded.layers[head].forward.time_s / reference.layers[head].forward.time_s, 1.0, 1e-12);
+  EXPECT_NEAR(padded.layers[head].backward.time_s / reference.layers[head].backward.time_s, 1.0, 1e-12);
+  // Nothing else changes: the position embedding (1024 rows) is not the vocabulary.
+  EXPECT_DOUBLE_EQ(padded.layers[5].forward.time_s, op_model_cost(gpt2, ctx).layers[5].forward.time_s);
+}
+
 TEST(OpCost, AlignmentCountsTheOperandsBytesAndOnlyOnTheTensorCores) {
   // TF32 reads 4-byte elements: 50257 misses 16 bytes, 2304 makes them; FP32 SGEMM (SIMT) has no
   // tensor-core kernels to fall back from.
