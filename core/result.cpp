@@ -50,7 +50,8 @@ json result_json(const StrategyResult& r, bool full, bool events) {
     j["fidelity"] = {{"mode", r.fidelity.mode},
                      {"aggregate_calls", r.fidelity.aggregate_calls},
                      {"calls", r.fidelity.calls},
-                     {"bound", r.fidelity.bound}};
+                     {"bound", r.fidelity.bound},
+                     {"simulated_ranks", r.fidelity.simulated_ranks}};
   }
   if (!r.transports.empty()) j["transports"] = r.transports;
   auto& its = j["iterations"] = json::array();
@@ -129,6 +130,7 @@ StrategyResult read_result(const json& j) {
     r.fidelity.aggregate_calls = f.at("aggregate_calls").get<int>();
     r.fidelity.calls = f.at("calls").get<int>();
     r.fidelity.bound = f.at("bound").get<double>();
+    r.fidelity.simulated_ranks = f.at("simulated_ranks").get<int>();
   }
   if (j.contains("transports")) r.transports = j.at("transports").get<std::string>();
   for (const auto& m : j.at("iterations")) {

@@ -75,6 +75,10 @@ struct FidelityInfo {
   int aggregate_calls = 0;  // collective calls that ran at aggregate fidelity
   int calls = 0;            // all collective calls with more than one member
   double bound = 0;         // aggregate's stated bound on step times against step fidelity (relative)
+  // simulated_ranks: the ranks whose timelines were simulated; fewer than the GPUs when a DDP run
+  // of alike machines simulated one rank of each kind and gave the others its events
+  // (sim/mirror.hpp).
+  int simulated_ranks = 0;
 };
 
 // StrategyResult: one strategy of one scenario. `skipped` says why it could not run (DataParallel

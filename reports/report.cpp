@@ -111,6 +111,12 @@ void print_summary(const Report& rep, std::ostream& out) {
   t.print(out, rep.header);
   for (const auto& n : notes) out << "# " << n << '\n';
   for (const StrategyResult& r : rs) {
+    if (r.fidelity.simulated_ranks > 0 && r.fidelity.simulated_ranks < r.gpus)
+      out << fmt::format(
+          "# {}: {} of {} ranks simulated, one for each place on a machine: the machines are alike, every rank in a "
+          "place computes and copies alike and ends each collective with the others (solved over all {} ranks and "
+          "every link)\n",
+          strategy_label(r.strategy), r.fidelity.simulated_ranks, r.gpus, r.gpus);
     if (r.fidelity.aggregate_calls == 0) continue;
     out << fmt::format(
         "# {} fidelity: aggregate for {} of {} collective calls (one flow per rank, channel and phase); bound: the "

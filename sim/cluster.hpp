@@ -79,7 +79,18 @@ struct SimOptions {
   // peer or host copy takes the measured copy time. Bytes are still counted per GPU (a
   // collective's as nccl-tests' bus bytes); link bytes are not, no flow runs. Not owned.
   const Calibration* calibration = nullptr;
+  // mirrors: per rank, the ranks it stands for (empty for most): a DDP run whose ranks are alike
+  // (sim/simulate.cpp: mirror_plan) runs one rank of each kind; the world group's calls count
+  // each standing rank as itself and its mirrors, joining when it does (their calls are solved:
+  // every member ends when the call does), and its copies from host memory run its mirrors'
+  // copies beside it. Where a mirror's part would differ (a copy that ends later, a collective
+  // that would slow its compute differently, a call that is not solved), MirrorBroken.
+  std::vector<std::vector<int>> mirrors;
+  // world_channels: NCCL's channels over every rank as build_channels finds them (before
+  // NCCL_MIN/MAX_NCHANNELS), when the caller found them already (mirror_plan): not searched again.
+  std::shared_ptr<const Channels> world_channels;
 };
+
 
 // CollectiveRecord: one collective as it ran: first member's start to last member's end.
 struct CollectiveRecord {

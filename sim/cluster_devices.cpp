@@ -27,7 +27,19 @@ void SimCluster::Impl::Dev::contend(double start, double end, double dram_bytes,
   // NCCL's kernels on this device run in order: nothing ending before this one started can be
   // overlapped by a later one.
   while (!placed.empty() && placed.front().end <= start) placed.pop_front();
-  if (!(end > start)) return;
+  const double extra = contention_extra(start, end, dram_bytes);
+  if (!(extra > 0)) return;
+  StreamActor& c = stream(gradsync::Stream::kCompute);
+  TraceEvent e = event(gradsync::Stream::kCompute, slowdown_event(name), 0, -1, -1);
+  e.iteration = iteration;
+  e.start_s = c.free_at;
+  e.end_s = c.free_at + extra;
+  impl->trace.add(e);
+  c.free_at += extra;
+}
+
+double SimCluster::Impl::Dev::contention_extra(double start, double end, double dram_bytes) const {
+  if (!(end > start)) return 0;
   const double share = dram_Bps > 0 ? dram_bytes / ((end - start) * dram_Bps) : 0.0;
   double extra = 0;
   for (const StreamActor::Placed& k : placed) {
@@ -37,14 +49,7 @@ void SimCluster::Impl::Dev::contend(double start, double end, double dram_bytes,
     // The part of the kernel that ran beside NCCL takes contended / alone times as long.
     extra += overlap * (contended_time(k.time, k.load, share) / k.time - 1.0);
   }
-  if (!(extra > 0)) return;
-  StreamActor& c = stream(gradsync::Stream::kCompute);
-  TraceEvent e = event(gradsync::Stream::kCompute, slowdown_event(name), 0, -1, -1);
-  e.iteration = iteration;
-  e.start_s = c.free_at;
-  e.end_s = c.free_at + extra;
-  impl->trace.add(e);
-  c.free_at += extra;
+  return extra;
 }
 
 TraceEvent SimCluster::Impl::Dev::event(gradsync::Stream s, const std::string& name, Bytes bytes, int bucket,
@@ -108,6 +113,9 @@ WorkPtr SimCluster::Impl::Dev::copy_to(Device& dst, const CopyOp& op, gradsync::
       sleep_for(cal->peer_copy.time(bytes));
       impl->tally(it, name, rank, to, bytes);
     };
+  } else if (!impl->mirrors_of(rank).empty()) {
+    throw MirrorBroken(fmt::format("sim: rank {} copies \"{}\" to a peer; its mirrors would copy elsewhere", rank,
+                                   op.name));
   } else if (impl->routes.gpu_route(rank, to).p2p) {
     t.body = [this, it, name = op.name, to, bytes] { impl->send(it, name, rank, to, bytes, bytes)->wait(); };
   } else {
@@ -139,7 +147,16 @@ WorkPtr SimCluster::Impl::Dev::copy_from_host(const CopyOp& op, gradsync::Stream
     };
   } else {
     t.body = [this, it = t.event.iteration, name = op.name, bytes] {
-      impl->send(it, name, -1, rank, bytes, bytes)->wait();
+      sg4::CommPtr mine = impl->send(it, name, -1, rank, bytes, bytes);
+      std::vector<sg4::CommPtr> mirrored;
+      for (int m : impl->mirrors_of(rank)) mirrored.push_back(impl->send(it, name, -1, m, bytes, bytes));
+      mine->wait();
+      for (const sg4::CommPtr& c : mirrored) {
+        c->wait();
+        if (c->get_finish_time() != mine->get_finish_time())
+          throw MirrorBroken(fmt::format("sim: rank {}'s copy \"{}\" ends at {} s, a rank it stands for at {} s", rank,
+                                         name, mine->get_finish_time(), c->get_finish_time()));
+      }
     };
   }
   return stream(s).push(std::move(t));

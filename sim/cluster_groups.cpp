@@ -77,6 +77,7 @@ struct SimCluster::Impl::Instance {
     };
     links.fluid = impl->opts.fluid;
     links.solved = solved;
+    if (!impl->mirrors.empty()) links.mirrors = &impl->mirrors;
     algorithm = std::make_unique<CollectiveRun>(std::move(links), coll, op.bytes, root, members, choice, fidelity);
   }
   void run(int me) {
@@ -150,11 +151,20 @@ struct SimCluster::Impl::GroupState {
         // alike never waits.
         const double works = inst->choice.predicted_s + inst->choice.sync_s;
         const double from = works > 0 ? std::max(start, end - works) : start;
+        for (int mirror : impl->mirrors_of(me)) {
+          const auto x = static_cast<std::size_t>(mirror);
+          const double its = moved && x < moved->in.size() ? nccl_dram_bytes(moved->in[x], moved->out[x], reduces) : 0.0;
+          if (its != dram &&
+              impl->devs[m]->contention_extra(from, end, its) != impl->devs[m]->contention_extra(from, end, dram))
+            throw MirrorBroken(fmt::format("sim: \"{}\" would slow rank {}'s compute otherwise than rank {}'s",
+                                           inst->op.name, mirror, me));
+        }
         impl->devs[m]->contend(from, end, dram, inst->op.name, inst->iteration);
       }
       inst->start = std::min(inst->start, start);
       inst->end = std::max(inst->end, end);
-      if (++inst->finished == size) {
+      inst->finished += 1 + static_cast<int>(impl->mirrors_of(me).size());
+      if (inst->finished == size) {
         impl->records.push_back({inst->op.name, inst->coll, inst->op.bytes, size, inst->choice, inst->start, inst->end,
                                  inst->iteration, inst->fidelity});
         live.erase(seq);
@@ -226,6 +236,11 @@ SimCluster::Impl::Impl(const Topology& t, const Routes& r, int gpus, SimOptions 
   const GpuSpec* spec = topo.vertex(topo.gpu(0)).gpu;
   sm_version = spec ? spec->sm_version : 80;
   for (int i = 0; i < n; ++i) devs.push_back(std::make_unique<Dev>(this, i));
+  if (!opts.mirrors.empty()) {
+    if (static_cast<int>(opts.mirrors.size()) != n)
+      throw std::logic_error(fmt::format("sim: mirrors for {} ranks in a cluster of {}", opts.mirrors.size(), n));
+    mirrors = opts.mirrors;
+  }
 }
 
 SimCluster::Impl::~Impl() = default;

@@ -165,6 +165,11 @@ struct SimCluster::Impl {
   std::map<int, double> auto_step_flows;
   std::exception_ptr error;
   HostClocks clocks;
+  std::vector<std::vector<int>> mirrors;  // per rank (SimOptions::mirrors), empty when none
+  const std::vector<int>& mirrors_of(int rank) const {
+    static const std::vector<int> kNone;
+    return mirrors.empty() ? kNone : mirrors[static_cast<std::size_t>(rank)];
+  }
   int sm_version = 0;
   int spawned = 0, finished = 0;
 
@@ -188,7 +193,8 @@ struct SimCluster::Impl {
   const Channels& channels_of(int m) {
     auto& c = channels[m];
     if (!c) {
-      c = std::make_unique<Channels>(build_channels(topo, routes, first_ranks(m), transports));
+      c = m == n && opts.world_channels ? std::make_unique<Channels>(*opts.world_channels)
+                                        : std::make_unique<Channels>(build_channels(topo, routes, first_ranks(m), transports));
       limit_channels(*c, opts.min_channels, opts.max_channels);
       // Each ring hop between machines goes through its channel's NICs, as the search counted it.
       for (const RingChannel& rc : c->rings)

@@ -194,6 +194,9 @@ struct SimCluster::Impl::Dev final : public Device {
   // (models/contention.hpp). Their extra time is put on the compute stream after its placed
   // work, as an event "slowdown:<name>" (the kernels themselves keep their places).
   void contend(double start, double end, double dram_bytes, const std::string& name, int iteration);
+  // contention_extra: the compute time that contend would add for an NCCL kernel over
+  // [start, end) moving `dram_bytes` (what a mirror's own bytes would cost: SimOptions::mirrors).
+  double contention_extra(double start, double end, double dram_bytes) const;
   StreamActor& stream(gradsync::Stream s) { return streams[static_cast<std::size_t>(s)]; }
   TraceEvent event(gradsync::Stream s, const std::string& name, Bytes bytes, int bucket, int peer) const;
 

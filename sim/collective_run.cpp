@@ -41,6 +41,9 @@ int CollectiveRun::State::next(std::size_t c, int r) const {
 
 void CollectiveRun::State::run(int me) {
   if (k <= 1) return;
+  if (!mirrored(me).empty() && !solved_)
+    throw MirrorBroken(fmt::format("sim: a {} call of {} members is not solved; rank {}'s mirrors cannot join it",
+                                   collective_name(coll), k, me));
   // The handshakes NCCL's chunking adds to its model (sim/nccl_model.hpp pipeline_sync_s).
   sleep_for(choice.sync_s);
   if (nvls()) {

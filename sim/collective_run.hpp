@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/error.hpp"
 #include "sim/nccl_model.hpp"
 #include "topologies/channels.hpp"
 #include "topologies/topology.hpp"
@@ -115,6 +116,17 @@ struct CollectiveLinks {
   // solved: where the group keeps its solved calls' results (none: every call is solved).
   bool fluid = true;
   SolvedCalls* solved = nullptr;
+  // mirrors: per member, the members it stands for (SimOptions::mirrors; null or empty: none).
+  // They join when it does and end when the call does; only a solved call can have them.
+  const std::vector<std::vector<int>>* mirrors = nullptr;
+};
+
+// MirrorBroken: a run with mirrors (SimOptions::mirrors, CollectiveLinks::mirrors) found a rank
+// whose part would differ from the part of the rank standing for it; the run is to be repeated
+// without mirrors.
+class MirrorBroken : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
 };
 
 // Fidelity: how finely a collective becomes flows.

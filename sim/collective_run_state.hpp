@@ -57,7 +57,9 @@ struct CollectiveRun::State {
           w[static_cast<std::size_t>(rc.chains[nd][at])] = {static_cast<int>(nd), static_cast<int>(at)};
       where_.push_back(std::move(w));
     }
-    if (fidelity == Fidelity::kAggregate) {
+    // NVLS has no steps at either fidelity (one flow each way per member): across machines it is
+    // solved like an aggregate call.
+    if (fidelity == Fidelity::kAggregate || nvls()) {
       find_repeats();
       for (int m = 1; m < k && links_.fluid && !solved_; ++m) solved_ = !same_machine(0, m);
       if (solved_) joined_at_.assign(static_cast<std::size_t>(k), 0.0);
@@ -92,6 +94,11 @@ struct CollectiveRun::State {
   }
 
   bool nvls() const { return choice.algorithm == Algorithm::kNvls || choice.algorithm == Algorithm::kNvlsTree; }
+  // mirrored: the members `me` stands for (CollectiveLinks::mirrors).
+  const std::vector<int>& mirrored(int me) const {
+    static const std::vector<int> kNone;
+    return links_.mirrors && !links_.mirrors->empty() ? (*links_.mirrors)[static_cast<std::size_t>(me)] : kNone;
+  }
   NvlsNodes nvls_nodes_;  // aggregate NVLS: the members by node, found by the first plan of the call
 
   void run(int me);

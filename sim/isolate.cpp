@@ -1,5 +1,6 @@
 // isolate.cpp: one simulation per child process, its result back through a pipe.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,6 +56,8 @@ ChildProcess::ChildProcess(const std::function<std::string()>& body, std::string
       reply.assign(1, 'E');
       reply += json_text(json{{"kind", kind}, {"message", e.what()}});
     };
+    // A child whose parent is killed goes too (a mirrored simulation under a killed sweep point).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     try {
       const std::string result = body();
       reply.reserve(result.size() + 1);
@@ -66,6 +69,8 @@ ChildProcess::ChildProcess(const std::function<std::string()>& body, std::string
       error("data", e);
     } catch (const ConfigError& e) {
       error("config", e);
+    } catch (const MirrorBroken& e) {
+      error("mirror", e);
     } catch (const std::exception& e) {
       error("runtime", e);
     }
@@ -122,6 +127,7 @@ std::string ChildProcess::finish() {
     if (kind == "usage") throw UsageError(msg);
     if (kind == "data") throw DataError(msg);
     if (kind == "config") throw ConfigError(msg);
+    if (kind == "mirror") throw MirrorBroken(msg);
     throw RuntimeError(msg);
   }
   return text_.substr(1);
@@ -130,13 +136,7 @@ std::string ChildProcess::finish() {
 IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, bool full, const TraceOptions* keep)
     : child_(
           [s, strategy, full, keep = keep ? std::optional<TraceOptions>(*keep) : std::nullopt] {
-            StrategyResult r = simulate(s, strategy);
-            if (keep && full) {
-              // A resolved scenario (what the commands pass) says its ranks per node; resolving
-              // again would load the model and copy the topology a second time.
-              const int per_node = s.nproc_per_node > 0 ? s.nproc_per_node : resolve_scenario(s).nproc_per_node;
-              keep_ranks(r, traced_ranks(r, per_node, *keep));
-            }
+            const StrategyResult r = simulate(s, strategy, true, keep && full ? &*keep : nullptr);
             return result_bytes(r, full);
           },
           fmt::format("the {} simulation", strategy_label(strategy))) {}

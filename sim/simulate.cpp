@@ -33,12 +33,19 @@
 #include "sim/nccl_options.hpp"
 #include "topologies/routes.hpp"
 
+#include "sim/mirror.hpp"
 #include "sim/resolved.hpp"
 
 namespace gradsync::sim {
 
-StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid) {
-  const ResolvedScenario r = resolve(scenario);
+namespace {
+
+// run: the resolved scenario in this process's engine (created here), the ranks that `mirrors`
+// stand for (sim/mirror.hpp) not simulated but given their standing rank's events; with `keep`,
+// only the traced ranks' events (traced_ranks: a rank standing for others is the lowest of them,
+// so the slowest ranks are found on the standing ranks' events alone).
+StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid, const std::vector<std::vector<int>>& mirrors,
+                   const TraceOptions* keep, std::shared_ptr<const Channels> channels = nullptr) {
   const Scenario& s = r.s;
   StrategyResult out;
   out.strategy = strategy;
@@ -72,6 +79,8 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
   so.max_channels = r.nccl.max_channels;
   so.fidelity = r.fidelity;
   so.fluid = fluid;
+  so.mirrors = mirrors;
+  so.world_channels = std::move(channels);
   if (r.calibration) so.calibration = &*r.calibration;
   SimCluster cluster(r.topo, routes, r.gpus, so);
 
@@ -101,7 +110,12 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
     out.replicas = r.gpus;
+    std::vector<bool> mirrored(static_cast<std::size_t>(r.gpus), false);
+    for (const auto& others : mirrors)
+      for (int m : others) mirrored[static_cast<std::size_t>(m)] = true;
     for (int rank = 0; rank < r.gpus; ++rank) {
+      if (mirrored[static_cast<std::size_t>(rank)]) continue;  // its standing rank lives its timeline
+      ++out.fidelity.simulated_ranks;
       Host* host = &cluster.host({rank});
       Device* dev = &cluster.device(rank);
       ProcessGroup* pg = &cluster.world_group(rank);
@@ -115,6 +129,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
   } else {
     const int m = DpStep::replicas(global, r.gpus);
     out.replicas = m;
+    out.fidelity.simulated_ranks = r.gpus;  // one process drives every GPU
     std::vector<int> ids(static_cast<std::size_t>(r.gpus));
     std::iota(ids.begin(), ids.end(), 0);
     Host* host = &cluster.host(ids);
@@ -267,7 +282,38 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid)
     });
     out.links = std::move(kept);
   }
+  // Every event's time is in the trace already: the mirrors' events change no sum above.
+  if (keep) {
+    const std::vector<int> traced = traced_ranks(out, r.resolved.nproc_per_node, *keep);
+    mirror_events(out.trace, mirrors, traced);
+    keep_ranks(out, traced);
+  } else {
+    std::vector<int> every(static_cast<std::size_t>(r.gpus));
+    std::iota(every.begin(), every.end(), 0);
+    mirror_events(out.trace, mirrors, every);
+  }
   return out;
+}
+
+}  // namespace
+
+StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid, const TraceOptions* keep,
+                        bool mirror) {
+  const ResolvedScenario r = resolve(scenario);
+  std::shared_ptr<const Channels> channels;  // NCCL's, when mirror_plan searched them
+  const std::vector<std::vector<int>> mirrors =
+      mirror ? mirror_plan(r, strategy, fluid, &channels) : std::vector<std::vector<int>>{};
+  if (!mirrors.empty()) {
+    // Mirrored in a process of its own: a run that finds a rank unlike the one standing for it
+    // (MirrorBroken) leaves this process without an engine, to run every rank.
+    try {
+      ChildProcess child([&] { return result_bytes(run(r, strategy, fluid, mirrors, keep, channels), true); },
+                         fmt::format("the mirrored {} simulation", strategy_label(strategy)));
+      return result_from_bytes(child.finish());
+    } catch (const MirrorBroken&) {
+    }
+  }
+  return run(r, strategy, fluid, {}, keep, channels);
 }
 
 ClosedForm closed_form_ddp(const Scenario& scenario) {

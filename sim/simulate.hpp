@@ -49,7 +49,7 @@ StrategyResult simulate_isolated(const Scenario& s, Strategy strategy, const Tra
 // ChildProcess: `body` run in a forked child (its own SimGrid engine), the bytes it returns read
 // back through a pipe (a result record: core/result.hpp's result_bytes, or JSON text). Poll fd() for reading, call
 // read_some() when it is readable (true once the child is done writing), then finish(): the result, or the child's
-// ConfigError / UsageError / RuntimeError as the same error. Destroying an unfinished one kills and reaps its child.
+// ConfigError / UsageError / MirrorBroken / RuntimeError as the same error. Destroying an unfinished one kills and reaps its child.
 class ChildProcess {
  public:
   ChildProcess(const std::function<std::string()>& body, std::string what);
@@ -85,7 +85,13 @@ class IsolatedSimulation {
 // simulate runs one strategy of a scenario in this process's SimGrid engine (it creates it, so
 // once per process). ConfigError / UsageError for a bad scenario. fluid: SimOptions::fluid
 // (false runs aggregate calls across machines as SimGrid flows; tests compare the two).
-StrategyResult simulate(const Scenario& s, Strategy strategy, bool fluid = true);
+// keep: only the ranks traced_ranks picks under these options keep their events (as keep_ranks
+// leaves them; core/trace_ranks.hpp); null: every rank's. A DDP run of alike machines runs one
+// rank of each kind in a child process (sim/mirror.hpp), the others given its events, or, where
+// a rank would differ, every rank here.
+// mirror false runs every rank whatever the cluster (tests compare the two).
+StrategyResult simulate(const Scenario& s, Strategy strategy, bool fluid = true, const TraceOptions* keep = nullptr,
+                        bool mirror = true);
 
 // ClosedForm: one steady DDP iteration evaluated by formula instead of simulated: the cost
 // model's forward, backward and optimizer times, and each bucket's allreduce at NCCL's

@@ -61,9 +61,14 @@ void CollectiveRun::State::phase(int me, std::vector<Flow> flows) {
 
 void CollectiveRun::State::aggregate(int me) {
   if (solved_) {
-    joined_at_[static_cast<std::size_t>(me)] = sg4::Engine::get_clock();
-    if (++joined_ == k) end_ = solve_call();
-    all_joined_.add(1);
+    // A member joins with the members it stands for (CollectiveLinks::mirrors).
+    const double now = sg4::Engine::get_clock();
+    joined_at_[static_cast<std::size_t>(me)] = now;
+    for (int m : mirrored(me)) joined_at_[static_cast<std::size_t>(m)] = now;
+    const int joining = 1 + static_cast<int>(mirrored(me).size());
+    joined_ += joining;
+    if (joined_ == k) end_ = solve_call();
+    all_joined_.add(joining);
     all_joined_.wait_at_least(k);
     sleep_for(end_ - sg4::Engine::get_clock());
     return;
