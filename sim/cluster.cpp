@@ -63,14 +63,30 @@ std::vector<LinkTraffic> SimCluster::link_traffic(int iteration) const {
   std::vector<LinkTraffic> out;
   const auto it = impl_->link_bytes.find(iteration);
   if (it == impl_->link_bytes.end()) return out;
-  std::unordered_map<const sg4::Link*, std::size_t> index;
-  for (const auto& [link, bytes] : it->second) {
-    index[link] = out.size();
-    out.push_back({link->get_name(), link->get_bandwidth(), bytes, {}});
+  const std::vector<double>& bytes_of = it->second;
+  std::vector<std::size_t> index(bytes_of.size(), 0);  // by link id: its place in out
+  for (std::uint32_t id = 0; id < bytes_of.size(); ++id) {
+    if (!(bytes_of[id] > 0)) continue;
+    const sg4::Link* link = impl_->id_links[id];
+    index[id] = out.size();
+    out.push_back({link->get_name(), link->get_bandwidth(), bytes_of[id], {}});
   }
   if (const auto ph = impl_->link_phase_bytes.find(iteration); ph != impl_->link_phase_bytes.end()) {
-    for (const auto& [event, links] : ph->second)
-      for (const auto& [link, bytes] : links) out[index.at(link)].by_event.emplace_back(event, bytes);
+    // Each event once per link, in name order: its entries summed first (a phase of copies adds a
+    // link once per flow).
+    std::vector<double> sum(bytes_of.size(), 0.0);
+    std::vector<std::uint32_t> touched;
+    for (const auto& [event, entries] : ph->second) {
+      for (const auto& [id, bytes] : entries) {
+        if (sum[id] == 0) touched.push_back(id);
+        sum[id] += bytes;
+      }
+      for (std::uint32_t id : touched) {
+        out[index[id]].by_event.emplace_back(event, sum[id]);
+        sum[id] = 0;
+      }
+      touched.clear();
+    }
   }
   std::sort(out.begin(), out.end(), [](const LinkTraffic& a, const LinkTraffic& b) { return a.name < b.name; });
   return out;

@@ -68,12 +68,15 @@ struct SimCluster::Impl::Instance {
     };
     links.record_totals = [impl, it, name = op.name](const SolvedCalls::Result& solved_call) {
       impl->tally_totals(it, name, solved_call.out, solved_call.in);
+      if (solved_call.link_ids.size() != solved_call.wire.size()) {
+        solved_call.link_ids.clear();
+        for (const auto& [l, wire] : solved_call.wire) solved_call.link_ids.push_back(impl->link_id(l));
+      }
       auto& per_link = impl->link_bytes[it];
       auto& per_phase = impl->link_phase_bytes[it][name];
-      for (const auto& [l, wire] : solved_call.wire) {
-        per_link[l] += wire;
-        per_phase[l] += wire;
-      }
+      per_phase.reserve(per_phase.size() + solved_call.wire.size());
+      for (std::size_t i = 0; i < solved_call.wire.size(); ++i)
+        impl->add_wire(per_link, per_phase, solved_call.link_ids[i], solved_call.wire[i].second);
     };
     links.fluid = impl->opts.fluid;
     links.solved = solved;

@@ -43,6 +43,9 @@ class SolvedCalls {
     double span = 0;                                                 // from the first member's join to the call's end
     std::vector<double> out, in;                                     // per member: payload bytes sent and received
     std::vector<std::pair<const simgrid::s4u::Link*, double>> wire;  // per link direction: wire bytes
+    // link_ids: the cluster's dense id of each of wire's links (filled on first use, for a call
+    // alike to count its bytes without looking every link up again).
+    mutable std::vector<std::uint32_t> link_ids;
   };
   struct Key {
     Collective coll;

@@ -131,7 +131,7 @@ SolvedCalls::Key call(double bytes, std::vector<double> joined = {0, 0}) {
 
 TEST(SolvedCallsTest, ACallAlikeFindsTheResultAndOnlyThat) {
   SolvedCalls calls;
-  calls.add(call(1e6), {0.5, {1, 2}, {3, 4}, {}});
+  calls.add(call(1e6), {0.5, {1, 2}, {3, 4}, {}, {}});
   const SolvedCalls::Result* same = calls.find(call(1e6));
   ASSERT_NE(same, nullptr);
   EXPECT_DOUBLE_EQ(same->span, 0.5);
