@@ -136,8 +136,7 @@ std::string ChildProcess::finish() {
 IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, bool full, const TraceOptions* keep)
     : child_(
           [s, strategy, full, keep = keep ? std::optional<TraceOptions>(*keep) : std::nullopt] {
-            const StrategyResult r = simulate(s, strategy, true, keep && full ? &*keep : nullptr);
-            return result_bytes(r, full);
+            return simulate_record(s, strategy, keep && full ? &*keep : nullptr, full);
           },
           fmt::format("the {} simulation", strategy_label(strategy))) {}
 

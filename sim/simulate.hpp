@@ -92,6 +92,10 @@ class IsolatedSimulation {
 // mirror false runs every rank whatever the cluster (tests compare the two).
 StrategyResult simulate(const Scenario& s, Strategy strategy, bool fluid = true, const TraceOptions* keep = nullptr,
                         bool mirror = true);
+// simulate_record: simulate's result as result_bytes(result, full) writes it (what a child hands
+// its parent: IsolatedSimulation), passed on as the mirrored run's child wrote it rather than read
+// and written again.
+std::string simulate_record(const Scenario& s, Strategy strategy, const TraceOptions* keep, bool full);
 
 // ClosedForm: one steady DDP iteration evaluated by formula instead of simulated: the cost
 // model's forward, backward and optimizer times, and each bucket's allreduce at NCCL's
