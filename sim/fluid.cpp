@@ -27,12 +27,16 @@ class Solver {
         rate_(flows.size(), 0.0),
         left_(flows.size(), 0.0),
         bound_(flows.size(), kInf),
+        since_(flows.size(), 0.0),
+        marked_(flows.size(), 0),
         epoch_(flows.size(), 0),
         at_(flows.size(), -1),
         frozen_(flows.size(), 0),
         room_(links.size(), 0.0),
         weights_(links.size(), 0.0),
-        count_(links.size(), 0) {
+        count_(links.size(), 0),
+        dirty_(links.size(), 0),
+        seen_(links.size(), 0) {
     for (std::size_t l = 0; l < links.size(); ++l) {
       if (!(links[l].bandwidth > 0) || !std::isfinite(links[l].bandwidth)) {
         throw RuntimeError(fmt::format("sim: fluid link {} has bandwidth {} B/s; expected a positive finite number", l,
@@ -83,6 +87,11 @@ class Solver {
           if (stale(e)) continue;
           end[static_cast<std::size_t>(e.flow)] = e.time;
           leave(e.flow);
+          // The flows it shared links with may rise at the next solve.
+          for (int l : shared(e.flow)) {
+            if (!dirty_[static_cast<std::size_t>(l)]) dirty_links_.push_back(l);
+            dirty_[static_cast<std::size_t>(l)] = 1;
+          }
           ++ended_;
         }
         if (!active_.empty() && (solved_with_ <= static_cast<std::size_t>(kFluidExactFlows) ||
@@ -104,6 +113,8 @@ class Solver {
         }
         left_[static_cast<std::size_t>(f)] = flow(f).bytes;
         rate_[static_cast<std::size_t>(f)] = 0;
+        since_[static_cast<std::size_t>(f)] = flow(f).start;
+        joined_.push_back(f);
         at_[static_cast<std::size_t>(f)] = static_cast<int>(active_.size());
         active_.push_back(f);
       }
@@ -138,16 +149,21 @@ class Solver {
     at_[static_cast<std::size_t>(f)] = -1;
   }
 
-  // solve: the bytes every active flow moved since the last solve, then weighted max-min rates
-  // by progressive filling (fill), then each flow's end at those rates.
+  // solve: weighted max-min rates for the active flows that can have changed: those that share a
+  // shared link, directly or through other active flows, with a flow that joined or left since
+  // the last solve (a part); the others keep rates that a solve of every flow would give them
+  // again (max-min rates split over such parts: each part's are its flows' alone). For the part:
+  // the bytes each flow moved since it was last solved, its rates by progressive filling (fill),
+  // and each flow's end at those rates.
   void solve(double now) {
-    for (int f : active_) {
+    gather();
+    for (int f : part_) {
       const auto i = static_cast<std::size_t>(f);
-      left_[i] = std::max(0.0, left_[i] - rate_[i] * (now - solved_at_));
+      left_[i] = std::max(0.0, left_[i] - rate_[i] * (now - since_[i]));
+      since_[i] = now;
     }
-    solved_at_ = now;
     fill();
-    for (int f : active_) {
+    for (int f : part_) {
       const auto i = static_cast<std::size_t>(f);
       ++epoch_[i];
       heap_.push({now + left_[i] / rate_[i], f, epoch_[i]});
@@ -156,11 +172,46 @@ class Solver {
     ended_ = 0;
   }
 
+  // gather: part_, the active flows reachable over shared links from those that joined since the
+  // last solve and from the links of those that left.
+  void gather() {
+    part_.clear();
+    const auto visit = [&](int f) {
+      const auto i = static_cast<std::size_t>(f);
+      if (at_[i] < 0 || marked_[i]) return;
+      marked_[i] = 1;
+      part_.push_back(f);
+    };
+    const auto users = [&](int l, auto&& each) {
+      const auto li = static_cast<std::size_t>(l);
+      for (int u = users_head_[li]; u < users_head_[li + 1]; ++u) each(users_[static_cast<std::size_t>(u)]);
+    };
+    for (int f : joined_) visit(f);
+    joined_.clear();
+    for (int l : dirty_links_) {
+      dirty_[static_cast<std::size_t>(l)] = 0;
+      users(l, visit);
+    }
+    dirty_links_.clear();
+    seen_links_.clear();
+    for (std::size_t p = 0; p < part_.size(); ++p) {
+      for (int l : shared(part_[p])) {
+        if (seen_[static_cast<std::size_t>(l)]) continue;
+        seen_[static_cast<std::size_t>(l)] = 1;
+        seen_links_.push_back(l);
+        users(l, visit);
+      }
+    }
+    for (int l : seen_links_) seen_[static_cast<std::size_t>(l)] = 0;
+    for (int f : part_) marked_[static_cast<std::size_t>(f)] = 0;
+  }
+
   void fill() {
-    // The shared links the active flows cross: their room and the flows' weights on them.
+    // The shared links the part's flows cross: their room and the flows' weights on them (no
+    // active flow outside the part crosses them).
     touched_.clear();
     bounded_.clear();
-    for (int f : active_) {
+    for (int f : part_) {
       const auto i = static_cast<std::size_t>(f);
       frozen_[i] = 0;
       if (std::isfinite(bound_[i])) bounded_.push_back(f);
@@ -178,7 +229,7 @@ class Solver {
       return bound_[static_cast<std::size_t>(a)] / flow(a).weight <
              bound_[static_cast<std::size_t>(b)] / flow(b).weight;
     });
-    std::size_t unfrozen = active_.size(), b = 0;
+    std::size_t unfrozen = part_.size(), b = 0;
     // Progressive filling: the level lambda (a flow's rate is lambda times its weight) rises to
     // the least at which a link fills (its room over its unfrozen flows' weights: the heap's
     // top, kept lazily, since freezing flows only raises the levels of their other links) or a
@@ -243,24 +294,28 @@ class Solver {
         if (at_[i] >= 0 && !frozen_[i]) freeze(users_[static_cast<std::size_t>(u)], lambda);
       }
     }
-    // Every active flow is frozen, so every touched link's count is back to 0.
+    // Every flow of the part is frozen, so every touched link's count is back to 0.
   }
 
   const std::vector<FluidLink>& links_;
   const std::vector<FluidFlow>& flows_;
   std::vector<double> rate_, left_, bound_;
+  std::vector<double> since_;                   // per flow: when left_ was last brought up to date
+  std::vector<char> marked_;                    // per flow, during gather
   std::vector<unsigned> epoch_;
   std::vector<int> at_;                         // per flow: its place in active_, -1 when not active
   std::vector<char> frozen_;                    // per flow, during fill
   std::vector<double> room_, weights_;          // per link during fill: bandwidth left, unfrozen flows' weights
   std::vector<int> count_;                      // per link during fill: unfrozen flows crossing it
+  std::vector<char> dirty_, seen_;              // per link: a flow on it left since the last solve; seen by gather
+  std::vector<int> dirty_links_, seen_links_;   // the links so marked
+  std::vector<int> joined_, part_;              // flows that joined since the last solve; the flows a solve solves
   std::vector<int> active_;                     // the flows moving bytes
   std::vector<int> shared_head_, shared_;       // per flow: its shared links (CSR)
   std::vector<int> users_head_, users_;         // per shared link: the flows crossing it (CSR)
   std::vector<int> touched_, bounded_;          // during fill: links the active flows cross; flows with a bound
   std::vector<std::pair<double, int>> levels_;  // during fill: (level, touched link), a min-heap
   std::priority_queue<End, std::vector<End>, std::greater<>> heap_;
-  double solved_at_ = 0;
   std::size_t solved_with_ = 0;  // active flows at the last solve
   std::size_t ended_ = 0;        // flows that ended since
 };

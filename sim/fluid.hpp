@@ -17,8 +17,12 @@
 // Rates are solved again when flows start, and when flows end: after every end while at most
 // kFluidExactFlows flows are active at the last solve (then the result is max-min's exactly, as
 // SimGrid computes it), else after every 1/kFluidExactFlows of the active flows have ended,
-// the bandwidth an ended flow frees staying unused until then. Cost: O(solves x flows x links
-// per flow), where SimGrid re-solves every flow in flight at every end.
+// the bandwidth an ended flow frees staying unused until then. A solve solves only the active
+// flows linked, over shared links, to a flow that joined or left since the last one (max-min
+// rates split over such parts; the others' rates would come out the same): the same results as
+// solving every flow. Cost: O(solves x part x links per flow), where SimGrid re-solves every flow
+// in flight at every end. The 19 solves of a llama2-7b run on 4,096 GPUs (its construction's
+// broadcasts: chains of 32,760 flows in parts of a few) 3.8 s -> 0.5 s.
 #pragma once
 
 #include <vector>

@@ -119,6 +119,43 @@ TEST(Fluid, BeyondItEndsAreBatchedAndNeverEarly) {
   EXPECT_LT(last, want.back() * 1.02);
 }
 
+TEST(Fluid, AStartElsewhereSolvesTheFlowsBesideOneThatLeft) {
+  // A solve re-solves only the flows linked (over shared links) to one that joined or left; the
+  // others keep their rates. 40 flows alone on links of their own keep more than
+  // kFluidExactFlows active, so the first end (at 1 s: 1 GB at 1 GB/s on the 2 GB/s link both
+  // share) is not solved and the 3 GB flow stays at 1 GB/s. The flow starting at 1.5 s on a link
+  // of its own solves it again with the link it shared: 1.5 GB left at 2 GB/s, ending at 2.25 s
+  // (3 s had the freed share stayed idle). The start's own flow: 1 GB at 1 GB/s, 2.5 s.
+  std::vector<FluidLink> links{{2 * kGB, false}, {1 * kGB, false}};
+  std::vector<FluidFlow> flows{{0.0, 1 * kGB, 1.0, {0}}, {0.0, 3 * kGB, 1.0, {0}}, {1.5, 1 * kGB, 1.0, {1}}};
+  for (int i = 0; i < 40; ++i) {
+    links.push_back({1 * kGB, false});
+    flows.push_back({0.0, 100 * kGB, 1.0, {static_cast<int>(links.size()) - 1}});
+  }
+  static_assert(42 > kFluidExactFlows);
+  const auto end = fluid_ends(links, flows);
+  EXPECT_NEAR(end[0], 1.0, 1e-12);
+  EXPECT_NEAR(end[1], 2.25, 1e-12);
+  EXPECT_NEAR(end[2], 2.5, 1e-12);
+  for (std::size_t i = 3; i < end.size(); ++i) EXPECT_NEAR(end[i], 100.0, 1e-9) << i;
+}
+
+TEST(Fluid, AJoinResolvesItsWholePart) {
+  // A chain: flow i crosses links i and i + 1 (1 GB/s each, 1 GB per flow), so every flow gets
+  // 0.5 GB/s. At 1 s flow X joins on link 3 alone with flows 2 and 3, in one part with every
+  // flow of the chain: 2, 3 and X get 1/3 GB/s (link 3 full), 0, 1, 4 and 5 keep 0.5 GB/s (links
+  // 1 and 5 full) and end at 2 s; 2 and 3 move their last 1/6 GB by 2.5 s; X has 0.5 GB left
+  // then, alone at 1 GB/s: 3 s.
+  const int n = 6;
+  const std::vector<FluidLink> links(n + 1, FluidLink{1 * kGB, false});
+  std::vector<FluidFlow> flows;
+  for (int i = 0; i < n; ++i) flows.push_back({0.0, 1 * kGB, 1.0, {i, i + 1}});
+  flows.push_back({1.0, 1 * kGB, 1.0, {3}});
+  const auto end = fluid_ends(links, flows);
+  const std::vector<double> want{2.0, 2.0, 2.5, 2.5, 2.0, 2.0, 3.0};
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(end[i], want[i], 1e-12) << i;
+}
+
 TEST(Fluid, ANonPositiveBandwidthOrWeightIsAnError) {
   EXPECT_THROW(fluid_ends({{0.0, false}}, {{0.0, 1.0, 1.0, {0}}}), RuntimeError);
   EXPECT_THROW(fluid_ends({{-1.0, false}}, {}), RuntimeError);
