@@ -2,6 +2,7 @@
 #include "reports/chrome_trace.hpp"
 #include "core/json_text.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -61,12 +62,12 @@ void write_chrome_trace(const StrategyResult& r, const std::string& title, const
     if (!first) line += ',';
     first = false;
     fmt::format_to(std::back_inserter(line),
-                   R"({{"name":{},"cat":"{}","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},"args":{{"iteration":{})",
+                   FMT_COMPILE(R"({{"name":{},"cat":"{}","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},"args":{{"iteration":{})"),
                    q->second, stream_name(e.stream), e.start_s * 1e6, e.duration_s() * 1e6, e.rank,
                    static_cast<int>(e.stream), e.iteration);
-    if (e.bytes > 0) fmt::format_to(std::back_inserter(line), R"(,"bytes":{})", e.bytes);
-    if (e.bucket >= 0) fmt::format_to(std::back_inserter(line), R"(,"bucket":{})", e.bucket);
-    if (e.peer >= 0) fmt::format_to(std::back_inserter(line), R"(,"peer":{})", e.peer);
+    if (e.bytes > 0) fmt::format_to(std::back_inserter(line), FMT_COMPILE(R"(,"bytes":{})"), e.bytes);
+    if (e.bucket >= 0) fmt::format_to(std::back_inserter(line), FMT_COMPILE(R"(,"bucket":{})"), e.bucket);
+    if (e.peer >= 0) fmt::format_to(std::back_inserter(line), FMT_COMPILE(R"(,"peer":{})"), e.peer);
     line += "}}";
     sink(line);
   }
