@@ -134,13 +134,26 @@ std::string ChildProcess::finish() {
 }
 
 IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, bool full, const TraceOptions* keep)
-    : child_(
-          [s, strategy, full, keep = keep ? std::optional<TraceOptions>(*keep) : std::nullopt] {
-            return simulate_record(s, strategy, keep && full ? &*keep : nullptr, full);
-          },
-          fmt::format("the {} simulation", strategy_label(strategy))) {}
+    : s_(s),
+      strategy_(strategy),
+      full_(full),
+      keep_(keep ? std::optional<TraceOptions>(*keep) : std::nullopt),
+      child_(body(true), fmt::format("the {} simulation", strategy_label(strategy))) {}
 
-StrategyResult IsolatedSimulation::finish() { return result_from_bytes(child_.finish()); }
+std::function<std::string()> IsolatedSimulation::body(bool mirror) const {
+  return [s = s_, strategy = strategy_, full = full_, keep = keep_, mirror] {
+    return simulate_record(s, strategy, keep && full ? &*keep : nullptr, full, mirror);
+  };
+}
+
+StrategyResult IsolatedSimulation::finish() {
+  try {
+    return result_from_bytes(child_.finish());
+  } catch (const MirrorBroken&) {
+    ChildProcess every(body(false), fmt::format("the {} simulation", strategy_label(strategy_)));
+    return result_from_bytes(every.finish());
+  }
+}
 
 StrategyResult simulate_isolated(const Scenario& s, Strategy strategy, const TraceOptions* keep) {
   IsolatedSimulation child(s, strategy, true, keep);

@@ -298,42 +298,32 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid, con
 
 }  // namespace
 
-namespace {
-
-// mirrored_record: the run with mirrors (sim/mirror.hpp) as result_bytes(result, full) writes
-// it, simulated in a process of its own, so that a run that finds a rank unlike the one standing
-// for it (MirrorBroken) leaves this process without an engine to simulate every rank; nullopt
-// then, or when the run has no mirrors. `channels` receives NCCL's channels if they were searched.
-std::optional<std::string> mirrored_record(const ResolvedScenario& r, Strategy strategy, bool fluid,
-                                           const TraceOptions* keep, bool full,
-                                           std::shared_ptr<const Channels>& channels) {
-  const std::vector<std::vector<int>> mirrors = mirror_plan(r, strategy, fluid, &channels);
-  if (mirrors.empty()) return std::nullopt;
-  try {
-    ChildProcess child([&] { return result_bytes(run(r, strategy, fluid, mirrors, keep, channels), full); },
-                       fmt::format("the mirrored {} simulation", strategy_label(strategy)));
-    return child.finish();
-  } catch (const MirrorBroken&) {
-    return std::nullopt;
-  }
-}
-
-}  // namespace
-
 StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid, const TraceOptions* keep,
                         bool mirror) {
   const ResolvedScenario r = resolve(scenario);
-  std::shared_ptr<const Channels> channels;
-  if (mirror)
-    if (auto record = mirrored_record(r, strategy, fluid, keep, true, channels)) return result_from_bytes(*record);
+  std::shared_ptr<const Channels> channels;  // NCCL's, when mirror_plan searched them
+  const std::vector<std::vector<int>> mirrors =
+      mirror ? mirror_plan(r, strategy, fluid, &channels) : std::vector<std::vector<int>>{};
+  if (!mirrors.empty()) {
+    // Mirrored in a process of its own: a run that finds a rank unlike the one standing for it
+    // (MirrorBroken) leaves this process without an engine, to run every rank.
+    try {
+      ChildProcess child([&] { return result_bytes(run(r, strategy, fluid, mirrors, keep, channels), true); },
+                         fmt::format("the mirrored {} simulation", strategy_label(strategy)));
+      return result_from_bytes(child.finish());
+    } catch (const MirrorBroken&) {
+    }
+  }
   return run(r, strategy, fluid, {}, keep, channels);
 }
 
-std::string simulate_record(const Scenario& scenario, Strategy strategy, const TraceOptions* keep, bool full) {
+std::string simulate_record(const Scenario& scenario, Strategy strategy, const TraceOptions* keep, bool full,
+                            bool mirror) {
   const ResolvedScenario r = resolve(scenario);
   std::shared_ptr<const Channels> channels;
-  if (auto record = mirrored_record(r, strategy, true, keep, full, channels)) return *std::move(record);
-  return result_bytes(run(r, strategy, true, {}, keep, channels), full);
+  const std::vector<std::vector<int>> mirrors =
+      mirror ? mirror_plan(r, strategy, true, &channels) : std::vector<std::vector<int>>{};
+  return result_bytes(run(r, strategy, true, mirrors, keep, channels), full);
 }
 
 ClosedForm closed_form_ddp(const Scenario& scenario) {

@@ -76,9 +76,17 @@ class IsolatedSimulation {
   IsolatedSimulation(const Scenario& s, Strategy strategy, bool full, const TraceOptions* keep = nullptr);
   int fd() const { return child_.fd(); }
   bool read_some() { return child_.read_some(); }
+  // finish: the child's result; where its mirrored run found a rank unlike the one standing for
+  // it (MirrorBroken), every rank simulated in a second child, waited for here.
   StrategyResult finish();
 
  private:
+  std::function<std::string()> body(bool mirror) const;
+
+  Scenario s_;
+  Strategy strategy_;
+  bool full_;
+  std::optional<TraceOptions> keep_;
   ChildProcess child_;
 };
 
@@ -93,9 +101,10 @@ class IsolatedSimulation {
 StrategyResult simulate(const Scenario& s, Strategy strategy, bool fluid = true, const TraceOptions* keep = nullptr,
                         bool mirror = true);
 // simulate_record: simulate's result as result_bytes(result, full) writes it (what a child hands
-// its parent: IsolatedSimulation), passed on as the mirrored run's child wrote it rather than read
-// and written again.
-std::string simulate_record(const Scenario& s, Strategy strategy, const TraceOptions* keep, bool full);
+// its parent: IsolatedSimulation). With `mirror`, a DDP run of alike machines runs mirrored in
+// this process and throws MirrorBroken where a rank would differ (this process then has an engine:
+// the caller simulates every rank elsewhere, mirror false).
+std::string simulate_record(const Scenario& s, Strategy strategy, const TraceOptions* keep, bool full, bool mirror);
 
 // ClosedForm: one steady DDP iteration evaluated by formula instead of simulated: the cost
 // model's forward, backward and optimizer times, and each bucket's allreduce at NCCL's

@@ -148,6 +148,27 @@ TEST(Mirror, AMachineUnlikeTheFirstFallsBackToEveryRank) {
   const auto [mirrored, every] = both(s);
   EXPECT_EQ(mirrored.fidelity.simulated_ranks, 32);  // fell back
   EXPECT_EQ(record(mirrored), record(every));
+  // simulate_isolated (what `simulate` and `compare` run) mirrors in its child and, told that
+  // the mirrors broke, simulates every rank in a second child: the same result.
+  const StrategyResult isolated = simulate_isolated(s, Strategy::kDDP);
+  EXPECT_EQ(isolated.fidelity.simulated_ranks, 32);
+  EXPECT_EQ(record(isolated), record(every));
+}
+
+// simulate_isolated on alike machines: the mirrored run in its child, the same as every rank.
+TEST(Mirror, IsolatedSimulationMirrorsInItsChild) {
+  const Cluster c(2, "dgx-h100");
+  Scenario s;
+  s.topology = c.path.string();
+  s.fidelity = "aggregate";
+  s.iterations = 2;
+  s.warmup = 1;
+  StrategyResult isolated = simulate_isolated(s, Strategy::kDDP);
+  const auto [mirrored, every] = both(s);
+  EXPECT_EQ(isolated.fidelity.simulated_ranks, 8);
+  EXPECT_EQ(record(isolated), record(mirrored));
+  isolated.fidelity.simulated_ranks = every.fidelity.simulated_ranks;
+  EXPECT_EQ(record(isolated), record(every));
 }
 
 }  // namespace
