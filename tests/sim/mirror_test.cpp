@@ -38,6 +38,17 @@ struct Cluster {
   ~Cluster() { std::filesystem::remove(path); }
 };
 
+// on: the default scenario on `c` at aggregate fidelity, `iterations` of them, the first not
+// counted.
+Scenario on(const Cluster& c, int iterations) {
+  Scenario s;
+  s.topology = c.path.string();
+  s.fidelity = "aggregate";
+  s.iterations = iterations;
+  s.warmup = 1;
+  return s;
+}
+
 // both: the scenario's DDP run mirrored (if it can be) and with every rank simulated, each in a
 // child process (a run that falls back simulates every rank in the process that asked).
 std::pair<StrategyResult, StrategyResult> both(const Scenario& s) {
@@ -97,11 +108,7 @@ TEST(Mirror, NoPlanWhereRanksNeedNotBeAlikeOrCallsAreNotSolved) {
 // batch from host memory; three iterations (the first's single bucket, the rebuild).
 TEST(Mirror, MirroredRunEqualsEveryRankSimulated) {
   const Cluster c(4, "dgx-h100");
-  Scenario s;
-  s.topology = c.path.string();
-  s.fidelity = "aggregate";
-  s.iterations = 3;
-  s.warmup = 1;
+  const Scenario s = on(c, 3);
   ASSERT_FALSE(mirror_plan(resolve(s), Strategy::kDDP, true).empty());
   const auto [mirrored, every] = both(s);
   EXPECT_EQ(mirrored.fidelity.simulated_ranks, 8);
@@ -119,12 +126,8 @@ TEST(Mirror, MirroredRunEqualsEveryRankSimulated) {
 // rank's, the run falls back to every rank. Either way the result is every rank's.
 TEST(Mirror, TreesGiveEveryRanksResult) {
   const Cluster c(4, "dgx-a100");
-  Scenario s;
-  s.topology = c.path.string();
-  s.fidelity = "aggregate";
+  Scenario s = on(c, 3);
   s.nccl_algo = "tree";
-  s.iterations = 3;
-  s.warmup = 1;
   auto [mirrored, every] = both(s);
   mirrored.fidelity.simulated_ranks = every.fidelity.simulated_ranks;
   EXPECT_EQ(record(mirrored), record(every));
@@ -139,11 +142,7 @@ TEST(Mirror, AMachineUnlikeTheFirstFallsBackToEveryRank) {
     ASSERT_NE(at, std::string::npos);
     dot.replace(at, link.size(), "\"node1.pcie0\" -- \"node1.gpu0\" [type=\"pcie\", bw=\"8GBps\"");
   });
-  Scenario s;
-  s.topology = c.path.string();
-  s.fidelity = "aggregate";
-  s.iterations = 2;
-  s.warmup = 1;
+  const Scenario s = on(c, 2);
   ASSERT_FALSE(mirror_plan(resolve(s), Strategy::kDDP, true).empty());  // the same GPUs: planned
   const auto [mirrored, every] = both(s);
   EXPECT_EQ(mirrored.fidelity.simulated_ranks, 32);  // fell back
@@ -158,11 +157,7 @@ TEST(Mirror, AMachineUnlikeTheFirstFallsBackToEveryRank) {
 // simulate_isolated on alike machines: the mirrored run in its child, the same as every rank.
 TEST(Mirror, IsolatedSimulationMirrorsInItsChild) {
   const Cluster c(2, "dgx-h100");
-  Scenario s;
-  s.topology = c.path.string();
-  s.fidelity = "aggregate";
-  s.iterations = 2;
-  s.warmup = 1;
+  const Scenario s = on(c, 2);
   StrategyResult isolated = simulate_isolated(s, Strategy::kDDP);
   const auto [mirrored, every] = both(s);
   EXPECT_EQ(isolated.fidelity.simulated_ranks, 8);
