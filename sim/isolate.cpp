@@ -138,7 +138,9 @@ IsolatedSimulation::IsolatedSimulation(const Scenario& s, Strategy strategy, boo
       strategy_(strategy),
       full_(full),
       keep_(keep ? std::optional<TraceOptions>(*keep) : std::nullopt),
-      child_(body(true), fmt::format("the {} simulation", strategy_label(strategy))) {}
+      child_(body(true), what()) {}
+
+std::string IsolatedSimulation::what() const { return fmt::format("the {} simulation", strategy_label(strategy_)); }
 
 std::function<std::string()> IsolatedSimulation::body(bool mirror) const {
   return [s = s_, strategy = strategy_, full = full_, keep = keep_, mirror] {
@@ -150,7 +152,7 @@ StrategyResult IsolatedSimulation::finish() {
   try {
     return result_from_bytes(child_.finish());
   } catch (const MirrorBroken&) {
-    ChildProcess every(body(false), fmt::format("the {} simulation", strategy_label(strategy_)));
+    ChildProcess every(body(false), what());
     return result_from_bytes(every.finish());
   }
 }

@@ -81,7 +81,8 @@ class IsolatedSimulation {
   StrategyResult finish();
 
  private:
-  std::function<std::string()> body(bool mirror) const;
+  std::function<std::string()> body(bool mirror) const;  // the child's work
+  std::string what() const;                               // "the ddp simulation"
 
   Scenario s_;
   Strategy strategy_;

@@ -1,4 +1,5 @@
 // writers_test.cpp: the CSV, Chrome trace, JSON and HTML writers on a hand-made result record.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -149,6 +150,20 @@ TEST(Csv, EventsAndIterationsHaveOneRowEach) {
   EXPECT_EQ(events[0][3], "name");
   EXPECT_EQ(events[2][3], "fwd:fc, \"quoted\"");  // quoted and read back whole
   EXPECT_EQ(events[4][5], "0");                   // the allreduce's bucket
+  // Every row as csv_line writes its cells: numbers as number() and fmt::format("{}") give them.
+  for (std::size_t i = 0; i < r.trace.events.size(); ++i) {
+    const TraceEvent& e = r.trace.events[i];
+    const CsvRow& row = events[i + 1];
+    ASSERT_EQ(row.size(), 11u) << i;
+    EXPECT_EQ(row[1], fmt::format("{}", e.rank)) << i;
+    EXPECT_EQ(row[4], fmt::format("{}", e.iteration)) << i;
+    EXPECT_EQ(row[5], e.bucket >= 0 ? fmt::format("{}", e.bucket) : "") << i;
+    EXPECT_EQ(row[6], e.peer >= 0 ? fmt::format("{}", e.peer) : "") << i;
+    EXPECT_EQ(row[7], number(e.start_s)) << i;
+    EXPECT_EQ(row[8], number(e.end_s)) << i;
+    EXPECT_EQ(row[9], number(e.duration_s())) << i;
+    EXPECT_EQ(row[10], fmt::format("{}", e.bytes)) << i;
+  }
   const auto its = parse_csv(iterations_csv({r}), "iterations.csv");
   ASSERT_EQ(its.size(), 2u);
   EXPECT_EQ(its[1][0], "ddp");
