@@ -27,6 +27,8 @@ function(gradsync_embed)
     COMMENT "Embedding ${E_FUNCTION} data files"
     VERBATIM)
   target_sources(${E_TARGET} PRIVATE ${out})
+  # Each generated file names its arrays kFile0...: never merged into a unity batch.
+  set_source_files_properties(${out} TARGET_DIRECTORY ${E_TARGET} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 endfunction()
 
 # Script mode: write the generated source.

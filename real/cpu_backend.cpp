@@ -25,8 +25,8 @@ extern "C" char* openblas_get_config(void);
 namespace gradsync::real {
 namespace {
 
-constexpr int kMaxGemm = 2048;                 // largest square sgemm side; larger ops repeat it
-constexpr std::size_t kStaging = 64ull << 20;  // copy destination, reused cyclically
+constexpr int kMaxCpuGemm = 2048;                 // largest square sgemm side; larger ops repeat it
+constexpr std::size_t kCpuStaging = 64ull << 20;  // copy destination, reused cyclically
 
 // Buffer: bytes that stay put (growing keeps the larger size).
 struct Buffer {
@@ -73,7 +73,7 @@ class CpuDevice final : public Device {
     StreamWorker::Task t;
     t.event = event(s, op.name, op.bytes, -1, peer.index());
     t.body = [this, &peer, bytes = op.bytes] {
-      if (&peer != this) stream_bytes(params_.data.get(), params_.size, peer.staging(), kStaging, bytes);
+      if (&peer != this) stream_bytes(params_.data.get(), params_.size, peer.staging(), kCpuStaging, bytes);
     };
     return stream(s).push(std::move(t));
   }
@@ -81,8 +81,8 @@ class CpuDevice final : public Device {
     StreamWorker::Task t;
     t.event = event(s, op.name, op.bytes, -1, -1);
     t.body = [this, bytes = op.bytes] {
-      host_.get(kStaging, host_allocated_);
-      stream_bytes(host_.data.get(), kStaging, staging(), kStaging, bytes);
+      host_.get(kCpuStaging, host_allocated_);
+      stream_bytes(host_.data.get(), kCpuStaging, staging(), kCpuStaging, bytes);
     };
     return stream(s).push(std::move(t));
   }
@@ -124,7 +124,7 @@ class CpuDevice final : public Device {
  private:
   char* staging() {
     const std::lock_guard<std::mutex> lock(mutex_);
-    char* p = staging_.get(kStaging, allocated_);
+    char* p = staging_.get(kCpuStaging, allocated_);
     peak_ = std::max(peak_, allocated_);
     return p;
   }
@@ -154,7 +154,7 @@ class CpuDevice final : public Device {
   }
   void gemm(double flops) {
     const double cube = flops / 2.0;
-    const double calls = std::max(1.0, std::ceil(cube / (static_cast<double>(kMaxGemm) * kMaxGemm * kMaxGemm)));
+    const double calls = std::max(1.0, std::ceil(cube / (static_cast<double>(kMaxCpuGemm) * kMaxCpuGemm * kMaxCpuGemm)));
     const int n = std::max(1, static_cast<int>(std::lround(std::cbrt(cube / calls))));
     const std::size_t bytes = 3 * static_cast<std::size_t>(n) * static_cast<std::size_t>(n) * sizeof(float);
     float* a = nullptr;

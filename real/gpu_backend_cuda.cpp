@@ -104,7 +104,7 @@ void check_cublas(cublasStatus_t e, const char* call, const char* file, int line
 #define NCCL(call) check_nccl((call), #call, __FILE__, __LINE__, site_)
 #define CUBLAS(call) check_cublas((call), #call, __FILE__, __LINE__, site_)
 
-constexpr int kMaxGemm = 8192;  // largest square GEMM side; larger ops repeat it
+constexpr int kMaxGpuGemm = 8192;  // largest square GEMM side; larger ops repeat it
 
 // CudaWork: complete when every one of its events has (the events may be on several GPUs).
 class CudaWork final : public RealWork {
@@ -270,8 +270,8 @@ class GpuDevice final : public Device {
     allocations_.erase(p);
   }
   char* staging(std::size_t bytes) {
-    constexpr std::size_t kStaging = 256ull << 20;
-    return buffer("#staging", std::min(std::max<std::size_t>(bytes, 256), kStaging));
+    constexpr std::size_t kGpuStaging = 256ull << 20;
+    return buffer("#staging", std::min(std::max<std::size_t>(bytes, 256), kGpuStaging));
   }
   template <class F>
   static void cyclic(Bytes bytes, std::size_t size, F&& piece) {
@@ -291,7 +291,7 @@ class GpuDevice final : public Device {
   }
   void gemm(double flops, cudaStream_t st) {
     const double cube = flops / 2.0;
-    const double calls = std::max(1.0, std::ceil(cube / (static_cast<double>(kMaxGemm) * kMaxGemm * kMaxGemm)));
+    const double calls = std::max(1.0, std::ceil(cube / (static_cast<double>(kMaxGpuGemm) * kMaxGpuGemm * kMaxGpuGemm)));
     const int n = std::max(1, static_cast<int>(std::lround(std::cbrt(cube / calls))));
     const std::size_t elem = gemm_type_ == CUDA_R_32F ? 4 : 2;
     const std::size_t mat = static_cast<std::size_t>(n) * static_cast<std::size_t>(n) * elem;

@@ -137,7 +137,7 @@ TEST(Advice, RankedByGainThenTheOthersAndOnlyGainsOfOnePercentAreAdvised) {
     c.change.what = what;
     c.status = status;
     c.gain = gain;
-    a.changes.push_back(c);
+    a.changes.push_back(std::move(c));
   };
   add("small", "ok", 0.005);
   add("failed", "failed", 0);
@@ -166,9 +166,9 @@ TEST(Advice, AtMostFiveAreAdvised) {
   for (int i = 0; i < 8; ++i) {
     ChangeResult c;
     c.change.what = std::to_string(i);
-    c.status = "ok";
+    c.status = std::string("ok");  // not = "ok": GCC 12 warns maybe-uninitialized on that in a unity build
     c.gain = 0.1 * (i + 1);
-    a.changes.push_back(c);
+    a.changes.push_back(std::move(c));
   }
   rank_changes(a);
   EXPECT_EQ(advised(a).size(), Advice::kShown);

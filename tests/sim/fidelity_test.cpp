@@ -86,7 +86,7 @@ void expect_rings_agree(const std::string& topology, int gpus, Collective op, in
   ASSERT_EQ(step.size(), 2u);
   ASSERT_EQ(agg.size(), step.size());
   for (std::size_t i = 0; i < step.size(); ++i) {
-    SCOPED_TRACE(testing::Message() << topology << ", " << gpus << " GPUs, " << collective_name(op) << ", size " << i);
+    SCOPED_TRACE(::testing::Message() << topology << ", " << gpus << " GPUs, " << collective_name(op) << ", size " << i);
     EXPECT_GT(step[i], 0);
     EXPECT_NEAR(agg[i] / step[i], 1.0, 1e-6);
   }
@@ -228,7 +228,7 @@ void expect_solved_equals_flows(const std::string& dot, const std::string& algo,
   ASSERT_EQ(solved.size(), 5u);  // 64 KiB to 256 MiB, x8
   ASSERT_EQ(flows.size(), solved.size());
   for (std::size_t i = 0; i < solved.size(); ++i) {
-    SCOPED_TRACE(testing::Message() << collective_name(op) << ", " << algo << ", size " << i);
+    SCOPED_TRACE(::testing::Message() << collective_name(op) << ", " << algo << ", size " << i);
     EXPECT_GT(flows[i], 0);
     EXPECT_NEAR(solved[i] / flows[i], 1.0, 1e-9);
   }
