@@ -31,6 +31,9 @@ struct KernelRates {
   // the output's innermost dimension is not a multiple of 16 bytes (rates_for: per architecture).
   double gemm_misaligned = 1.0 / 3.0;
   double conv = 0.60;         // cuDNN convolutions, of the same peak as the GEMMs
+  // conv_fp32: cuDNN FP32 convolutions on the SIMT units (before Ampere, where fp32 convolutions
+  // do not run as TF32), of the FP32 peak (rates_for: per architecture).
+  double conv_fp32 = 0.60 * 0.85 / 0.80;
   double flash = 0.50;        // FlashAttention-2 (forward; backward does 2.5x the FLOPs)
   double mem_efficient = 0.35;
   double memory = 0.80;               // memory-bound kernels, of DRAM bandwidth

@@ -351,7 +351,7 @@ class OpCoster {
     if (ctx_.precision == Precision::kFP32 || ctx_.precision == Precision::kTF32) {
       const bool tf32 = tf32_tensor_cores();
       peak = tf32 ? g.tf32_flops : g.fp32_flops;
-      if (!tf32) eff = r_.conv * r_.gemm_fp32 / r_.gemm_tensor;
+      if (!tf32) eff = r_.conv_fp32;
     } else {
       peak = g.peak_flops(ctx_.precision);
     }

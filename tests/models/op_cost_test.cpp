@@ -180,6 +180,33 @@ TEST(OpCost, GeForceTf32RunsOnTheTensorCores) {
               r.gemm_fp32 / r.gemm_tensor, 1e-12);
 }
 
+// FP32 convolutions before Ampere run on the SIMT units at conv_fp32 of the FP32 peak: Volta's own
+// rate (0.75, from its train cases), Turing the default (the tensor conv rate scaled as SGEMM).
+TEST(OpCost, Fp32ConvolutionsBeforeAmpereRunAtTheirArchitecturesSimtRate) {
+  const Model m = load_model("resnet50");
+  const auto conv_time = [&m](const char* gpu) {
+    ComputeContext ctx;
+    ctx.gpu = &gpu_spec(gpu);
+    ctx.precision = Precision::kFP32;
+    ctx.batch = 64;
+    const ModelCost c = op_model_cost(m, ctx);
+    for (std::size_t i = 0; i < m.layers.size(); ++i)
+      if (m.layers[i].name == "layer3.1.conv2") return std::make_pair(c.layers[i].forward, ctx.gpu);
+    throw std::out_of_range("layer3.1.conv2");
+  };
+  // A 3x3 convolution, 256 -> 256 channels over 14 x 14 outputs at batch 64: 14.8 GFLOP against
+  // 28 MB, compute-bound on either GPU.
+  const double flops = 2.0 * 64 * 14 * 14 * 256 * 256 * 9;
+  for (const char* gpu : {"v100", "rtx-2080-ti"}) {
+    const auto [k, spec] = conv_time(gpu);
+    ASSERT_DOUBLE_EQ(k.flops, flops) << gpu;
+    const double rate = rates_for(*spec).conv_fp32;
+    EXPECT_NEAR(k.gpu_time(), flops / (spec->fp32_flops * rate), 1e-12) << gpu;
+  }
+  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("v100")).conv_fp32, 0.75);
+  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("rtx-2080-ti")).conv_fp32, 0.60 * 0.85 / 0.80);
+}
+
 // lm_head's products against the vocabulary: 50257 elements (gpt2) is no multiple of 16 bytes in
 // any dtype, 50304 (nanogpt) is. Forward and both backward products are compute-bound at T = 1024,
 // with the same waves (393 tiles across the vocabulary either way); TF32 (no autocast casts beside the products).
