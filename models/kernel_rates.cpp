@@ -74,16 +74,6 @@ KernelRates rates_for(const GpuSpec& gpu) {
     // the two datapaths is shared with integer work, and cuBLAS SGEMM reaches about half of it.
     r.gemm_fp32 = 0.50;
   }
-  // cuDNN's FP32 convolutions on Volta (sm70): 0.75 of the FP32 peak, counted in direct-convolution
-  // FLOPs. Chosen from this architecture's fp32 conv-net cases of the train split, which the
-  // default (the tensor-core conv rate scaled as SGEMM to the tensor GEMM, 0.6375) made 6-18% too
-  // slow: DLE ResNet-50 (DGX-1 32GB, bs112), Lambda ResNet-50 (V100 16GB, bs128) and the PyTorch DDP
-  // benchmark's ResNet-50/101 rows (validation/published/). With 0.75 they are within -6.3..+2.8%;
-  // the hold-out (torchbench ResNet-50 bs32, DLE 8-GPU fp32) moved from +5.8 / -14.1% to -5.9 /
-  // -3.7%. cuDNN runs many 3x3 FP32 convolutions as Winograd or FFT, with fewer multiplies than the
-  // counted FLOPs, so a rate below SGEMM's 0.85 but above the tensor-derived figure is plausible.
-  // Turing (sm75) has no published case and keeps the default.
-  if (sm == 70) r.conv_fp32 = 0.75;
   if (sm >= 90) {
     // Hopper's dense tensor peak (989 TFLOP/s bf16 on H100 SXM) is reached less closely by
     // cuBLAS at model sizes than Ampere's 312.
@@ -106,6 +96,16 @@ KernelRates rates_for(const GpuSpec& gpu) {
   //    0.28. Blackwell (sm100) takes Hopper's.
   if (sm == 86 || sm == 89) r.gemm_misaligned = 0.70;
   if (sm >= 90) r.gemm_misaligned = 0.28;
+  // cuDNN's FP32 convolutions on Volta (sm70): 0.75 of the FP32 peak, counted in direct-convolution
+  // FLOPs. Chosen from this architecture's fp32 conv-net cases of the train split, which the
+  // default (the tensor-core conv rate scaled as SGEMM to the tensor GEMM, 0.6375) made 6-18% too
+  // slow: DLE ResNet-50 (DGX-1 32GB, bs112), Lambda ResNet-50 (V100 16GB, bs128) and the PyTorch DDP
+  // benchmark's ResNet-50/101 rows (validation/published/). With 0.75 they are within -6.3..+2.8%;
+  // the hold-out (torchbench ResNet-50 bs32, DLE 8-GPU fp32) moved from +5.8 / -14.1% to -5.9 /
+  // -3.7%. cuDNN runs many 3x3 FP32 convolutions as Winograd or FFT, with fewer multiplies than the
+  // counted FLOPs, so a rate below SGEMM's 0.85 but above the tensor-derived figure is plausible.
+  // The others (Turing: no published case) keep the SGEMM-scaled conv rate.
+  r.conv_fp32 = sm == 70 ? 0.75 : r.conv * r.gemm_fp32 / r.gemm_tensor;
   return r;
 }
 

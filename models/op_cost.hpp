@@ -32,7 +32,8 @@ struct KernelRates {
   double gemm_misaligned = 1.0 / 3.0;
   double conv = 0.60;         // cuDNN convolutions, of the same peak as the GEMMs
   // conv_fp32: cuDNN FP32 convolutions on the SIMT units (before Ampere, where fp32 convolutions
-  // do not run as TF32), of the FP32 peak (rates_for: per architecture).
+  // do not run as TF32), of the FP32 peak. rates_for sets it per architecture: the conv rate scaled
+  // as SGEMM to the tensor GEMM (conv * gemm_fp32 / gemm_tensor) unless measured.
   double conv_fp32 = 0.60 * 0.85 / 0.80;
   double flash = 0.50;        // FlashAttention-2 (forward; backward does 2.5x the FLOPs)
   double mem_efficient = 0.35;
