@@ -112,7 +112,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   mo.optimizer = opt;
   const MemoryBreakdown mem = memory_cost(m, ctx, mo);
   const double tokens = static_cast<double>(ctx.batch) * (m.default_seq_len ? static_cast<double>(ctx.seq_len) : 1.0);
-  const double step_s = cost.forward_s + cost.backward_s + step.time_s;
+  const double step_s = single_gpu_step_s(cost, step);
 
   if (o.json) {
     nlohmann::ordered_json j;

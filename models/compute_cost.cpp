@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/launch_queue.hpp"
 #include "models/op_cost.hpp"
 
 namespace gradsync {
@@ -363,6 +364,19 @@ KernelCost memory_kernel_cost(double bytes, int kernels, const ComputeContext& c
 KernelCost matmul_kernel_cost(double flops, double bytes, int kernels, const ComputeContext& ctx) {
   const Precision p = ctx.precision == Precision::kTF32 ? Precision::kTF32 : Precision::kFP32;
   return finish(KernelCost{flops, bytes, kernels, 0}, ctx.gpu->peak_flops(p), ctx.efficiency.matmul, ctx);
+}
+
+double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int grad_accum) {
+  LaunchQueue q;
+  const auto issue = [&q](const KernelCost& k) {
+    if (k.kernels > 0 || k.time_s > 0) q.issue(std::max(0.0, k.host_s), k.gpu_time(), k.kernels);
+  };
+  for (int step = 0; step < std::max(1, grad_accum); ++step) {
+    for (const LayerCost& l : cost.layers) issue(l.forward);
+    for (auto l = cost.layers.rbegin(); l != cost.layers.rend(); ++l) issue(l->backward);
+  }
+  issue(optimizer);
+  return q.end();
 }
 
 }  // namespace gradsync

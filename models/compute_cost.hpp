@@ -133,6 +133,12 @@ struct ModelCost {
     layers.push_back(c);
   }
 };
+
+// single_gpu_step_s: one GPU's training step as CUDA runs it (core/launch_queue.hpp): the host
+// issues every layer's kernels, forward in order and backward in reverse, `grad_accum` times,
+// then the optimizer's, while the GPU runs those issued before; neither the sum of per-layer
+// maxima of GPU and host time nor the larger of their totals.
+double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int grad_accum = 1);
 ModelCost model_cost(const Model& model, const ComputeContext& ctx);
 
 // Optimizer: the update rule; foreach (PyTorch 2.x default) or fused implementation.

@@ -65,11 +65,31 @@ TraceEvent SimCluster::Impl::Dev::event(gradsync::Stream s, const std::string& n
   return e;
 }
 
+namespace {
+
+// Queued: how an op runs behind CUDA's asynchronous launches (core/launch_queue.hpp): its GPU
+// time once the GPU reaches it, not before its first kernel is issued nor ending before its last
+// kernel can. An op whose time is the longer of its GPU and host times (the cost models' ops)
+// runs so; any other (a measured time, no GPU time given) lasts its time from its issue.
+struct Queued {
+  double gpu = 0;
+  LaunchWindow window{};
+};
+
+Queued queued(const ComputeOp& op) {
+  const double gpu = op.load.gpu_s;
+  if (gpu > 0 && op.host_s > 0 && std::abs(op.time_s - std::max(gpu, op.host_s)) <= 1e-9 * op.time_s)
+    return {gpu, launch_window(op.host_s, gpu, op.kernels)};
+  return {op.time_s, {}};
+}
+
+}  // namespace
+
 WorkPtr SimCluster::Impl::Dev::compute(const ComputeOp& op, gradsync::Stream s) {
-  // The op's first kernel is issued now; the host goes on issuing the rest while the GPU runs
-  // them (op.time_s covers both: the longer of the GPU's time and the host's).
+  const Queued q = queued(op);
   StreamActor::Task t;
-  t.duration = op.time_s;
+  t.duration = q.gpu;
+  t.window = q.window;
   t.event = event(s, op.name, static_cast<Bytes>(op.bytes), op.bucket, -1);
   t.load = op.load;
   WorkPtr w = stream(s).push(std::move(t));
@@ -84,7 +104,19 @@ WorkPtr SimCluster::Impl::Dev::compute_run(const std::vector<ComputeOp>& ops, co
   sum.name = name;
   sum.kernels = 0;
   double demand = 0;
-  for (const ComputeOp& op : ops) {
+  // The run ends as the ops issued one by one would: max(start + their GPU time, issue + tail),
+  // the tail found by running the launch queue from an idle GPU (its end is max-plus linear in
+  // the first op's start).
+  double host = 0, tail = -std::numeric_limits<double>::infinity(), gpu = 0;
+  LaunchWindow first{};
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const ComputeOp& op = ops[i];
+    const Queued q = queued(op);
+    if (i == 0) first = q.window;
+    const double start = std::max(tail, host + q.window.first_issue);
+    tail = std::max(start + q.gpu, host + q.window.last_end);
+    host += op.host_s;
+    gpu += q.gpu;
     sum.time_s += op.time_s;
     sum.host_s += op.host_s;
     sum.bytes += op.bytes;
@@ -96,7 +128,14 @@ WorkPtr SimCluster::Impl::Dev::compute_run(const std::vector<ComputeOp>& ops, co
     demand += op.load.hbm_demand * op.load.hbm_s;
   }
   sum.load.hbm_demand = sum.load.hbm_s > 0 ? demand / sum.load.hbm_s : 0.0;
-  return compute(sum, s);
+  StreamActor::Task t;
+  t.duration = gpu;
+  t.window = {first.first_issue, tail};
+  t.event = event(s, sum.name, static_cast<Bytes>(sum.bytes), sum.bucket, -1);
+  t.load = sum.load;
+  WorkPtr w = stream(s).push(std::move(t));
+  impl->clocks.defer(sum.host_s);
+  return w;
 }
 
 WorkPtr SimCluster::Impl::Dev::copy_to(Device& dst, const CopyOp& op, gradsync::Stream s) {

@@ -3,6 +3,7 @@
 // cluster_devices.cpp and cluster_groups.cpp. Private to sim/.
 #pragma once
 
+#include "core/launch_queue.hpp"
 #include "sim/cluster_impl.hpp"
 
 namespace gradsync::sim {
@@ -20,6 +21,9 @@ struct SimCluster::Impl::StreamActor {
     std::function<void()> body;  // empty: a kernel of `duration`
     double duration = 0;
     double issued = 0;  // the issuing host's time
+    // A compute kernel's launch window (core/launch_queue.hpp), after `issued`: it starts no
+    // sooner than its first kernel is issued and ends no sooner than its last kernel can.
+    LaunchWindow window{};
     std::shared_ptr<TaskWork> work;
     TraceEvent event;
     std::function<void(double, double)> done;  // told the start and end, after the trace
@@ -66,7 +70,7 @@ struct SimCluster::Impl::StreamActor {
 
   // ready_at: when t can start, if every end it waits for is known.
   std::optional<double> ready_at(const Task& t) const {
-    double start = std::max(t.issued, free_at);
+    double start = std::max(t.issued + t.window.first_issue, free_at);
     for (const auto& d : t.deps) {
       const auto e = static_cast<const SimWork&>(*d).end();
       if (!e) return std::nullopt;
@@ -88,7 +92,9 @@ struct SimCluster::Impl::StreamActor {
     free_at = std::max(free_at, end);
     t.work->finish(end);
   }
-  void place(Task& t, double start) { record(t, start, start + t.duration); }
+  void place(Task& t, double start) {
+    record(t, start, std::max(start + t.duration, t.issued + t.window.last_end));
+  }
 
   void loop() {
     for (;;) {

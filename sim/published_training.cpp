@@ -96,15 +96,7 @@ TrainingPrediction predict_training(const TrainingCase& c) {
   ctx.zero_grad_fill = c.optimizer_impl == OptimizerImpl::kSingleTensor;
   const KernelCost opt = optimizer_cost(m, parse_optimizer(c.optimizer), c.optimizer_impl, ctx);
   TrainingPrediction p;
-  // CUDA launches are asynchronous: the host runs ahead of the GPU (up to the launch queue), so
-  // a step takes the longer of the GPU's work and the host's issuing of it, not their per-layer sum.
-  double gpu = 0, host = 0;
-  for (const LayerCost& l : cost.layers) {
-    gpu += l.forward.gpu_time() + l.backward.gpu_time();
-    host += std::max(0.0, l.forward.host_s) + std::max(0.0, l.backward.host_s);
-  }
-  const double accum = static_cast<double>(c.grad_accum);
-  p.step_s = std::max(accum * gpu + opt.gpu_time(), accum * host + std::max(0.0, opt.host_s));
+  p.step_s = single_gpu_step_s(cost, opt, c.grad_accum);
   const double samples = static_cast<double>(c.batch * c.grad_accum);
   if (c.metric == "samples_per_s") p.predicted = samples / p.step_s;
   if (c.metric == "tokens_per_s") p.predicted = samples * static_cast<double>(ctx.seq_len) / p.step_s;

@@ -222,3 +222,44 @@ TEST(ComputeCost, EveryZooModelOnEveryGpuIsFinite) {
 
 }  // namespace
 }  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+KernelCost issued(double gpu_s, double host_s, int kernels) {
+  KernelCost k;
+  k.kernels = kernels;
+  k.gpu_s = gpu_s;
+  k.host_s = host_s;
+  k.time_s = std::max(gpu_s, host_s);
+  return k;
+}
+
+TEST(ComputeCost, OneGpusStepIsTheLaunchQueueOverTheLayers) {
+  // Two layers: forward GPU-bound, backward host-bound (issued in reverse: layer 1 first); the
+  // optimizer host-bound but issued while the GPU is behind.
+  ModelCost c;
+  LayerCost a, b;
+  a.forward = issued(10e-3, 1e-3, 10);
+  b.forward = issued(10e-3, 1e-3, 10);
+  b.backward = issued(1e-3, 4e-3, 40);
+  a.backward = issued(1e-3, 4e-3, 40);
+  c.add(a);
+  c.add(b);
+  const KernelCost opt = issued(1e-3, 5e-3, 100);
+  // Forward: first launch at 0.1 ms, then 20 ms of GPU; the host is done at 2 ms. Backward and
+  // the optimizer are issued by 15 ms, GPU-queued behind the forward: 20.1 + 1 + 1 + 1 ms.
+  EXPECT_NEAR(single_gpu_step_s(c, opt), 23.1e-3, 1e-12);
+  // Each at the longer of its GPU and host time would be 10 + 10 + 4 + 4 + 5 = 33 ms.
+  EXPECT_NEAR(c.forward_s + c.backward_s + opt.time_s, 33e-3, 1e-12);
+  // Host-bound everywhere: the host's issuing plus the last kernel.
+  ModelCost h;
+  LayerCost l;
+  l.forward = issued(1e-3, 10e-3, 100);
+  l.backward = issued(1e-3, 10e-3, 100);
+  h.add(l);
+  EXPECT_NEAR(single_gpu_step_s(h, issued(0.5e-3, 5e-3, 50), 2), 45e-3 + 0.5e-3 / 50, 1e-12);
+}
+
+}  // namespace
+}  // namespace gradsync

@@ -111,8 +111,8 @@ TEST(Overlap, ComputeWithoutALoadDoesNotSlow) {
   EXPECT_NEAR(r.kernel_end, 10e-3, 1e-12);
 }
 
-// compute_run (DDP's no_sync micro-steps): the ops as one event of their summed time that ends,
-// with the host, exactly when issuing them one by one does; host-bound ops included.
+// compute_run (DDP's no_sync micro-steps): the ops as one event that ends, with the host, exactly
+// when issuing them one by one does (core/launch_queue.hpp); a host-bound op included.
 TEST(ComputeRun, EndsWhereTheOpsOneByOneEnd) {
   auto engine = create_engine();
   const Topology topo = read_topology_dot(kPair, "pair.dot");
@@ -122,6 +122,7 @@ TEST(ComputeRun, EndsWhereTheOpsOneByOneEnd) {
   for (int i = 0; i < 5; ++i) {
     ComputeOp op{"fwd:layer" + std::to_string(i), OpKind::kMemory, 0, 1e6 * (i + 1), 2, 1e-3 * (i + 1), 0, -1, {}};
     op.host_s = i == 2 ? op.time_s : 2e-4;  // the third is host-bound: its launches take all its time
+    op.load.gpu_s = i == 2 ? op.time_s / 4 : op.time_s;
     ops.push_back(op);
   }
   double host_done[2] = {0, 0};
@@ -154,7 +155,11 @@ TEST(ComputeRun, EndsWhereTheOpsOneByOneEnd) {
     }
   }
   EXPECT_EQ(merged, 1);
-  EXPECT_NEAR(sum, 15e-3, 1e-12);
+  // Launched by a host 0.2 ms per op (3 ms for the third): the first starts at its first kernel's
+  // launch (0.1 ms); the third's 0.75 ms of GPU waits for no launch (its last, at 0.4 + 3 ms, may
+  // end at 3.775 ms, before the GPU's 3.1 + 0.75), so the GPU never idles: 1 + 2 + 0.75 + 4 + 5.
+  EXPECT_NEAR(sum, 12.75e-3, 1e-12);
+  EXPECT_NEAR(one_by_one_end, 0.1e-3 + 12.75e-3, 1e-12);
   EXPECT_NEAR(host_done[1], host_done[0], 1e-12);
 }
 

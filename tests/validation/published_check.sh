@@ -100,7 +100,7 @@ check_ddp() {
   fi
 }
 check_ddp time train 4 8
-check_ddp time holdout 14.5 2
+check_ddp time holdout 16.5 2
 check_ddp change train 2.0 4
 check_ddp change holdout 2.6 4
 exit $status
