@@ -13,6 +13,7 @@
 
 #include "models/compute_cost.hpp"
 #include "models/contention.hpp"
+#include "models/kernel_waves.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
 
@@ -315,22 +316,27 @@ class OpCoster {
     const auto multiple = [elem_bytes](double d) { return std::fmod(d * elem_bytes, 16.0) == 0; };
     return multiple(n) && multiple(k);
   }
-  // gemm_time: FLOPs at the peak, in whole waves of 128 x 128 output tiles over the SMs
-  // (NVIDIA's "Matrix Multiplication Background" guide: wave quantisation), or the bytes; a
-  // misaligned product on the tensor cores at the narrow-load kernels' rate (KernelRates).
+  // gemm_time: FLOPs at the peak, in whole waves of 128 x 128 output tiles over the SMs, K split
+  // when the tiles do not fill one wave (kernel_waves.hpp), or the bytes; a misaligned product on
+  // the tensor cores at the narrow-load kernels' rate (KernelRates).
   Kernel gemm(double flops, double bytes, double batch, double m, double n, bool is_aligned = true) const {
     auto [peak, eff] = gemm_peak();
     if (!is_aligned && on_tensor_cores()) eff *= r_.gemm_misaligned;  // peak, eff: copies
-    const double tile = r_.tile;
-    const double tiles = std::ceil(m / tile) * std::ceil(n / tile) * std::max(1.0, batch);
-    const double sms = std::max(1, ctx_.gpu->sms);
-    const double waves = std::ceil(tiles / sms);
-    const double wave_eff = tiles / (waves * sms);
+    const double b = std::max(1.0, batch);
+    const double k_depth = m > 0 && n > 0 ? flops / (2 * b * m * n) : 0.0;
+    const Waves w = waves({b, m, n, k_depth}, bytes);
     Kernel k{flops, bytes, 0};
     k.misaligned = !is_aligned && on_tensor_cores();
-    const double compute = flops / (peak * eff * wave_eff);
+    const double compute = flops / (peak * eff * w.efficiency);
     k.time = std::max({compute, dram(bytes), r_.min_kernel_s});
-    return bound(k, compute, dram(bytes), compute * gemm_stretch(tiles, sharing_.sms, held_));
+    return bound(k, compute, dram(bytes), compute * gemm_stretch(w.ctas, sharing_.sms, held_));
+  }
+  // waves: a GEMM-shaped kernel's wave quantisation on this GPU; a split K adds its fp32 partial
+  // sums, written and read, to `bytes`.
+  Waves waves(const GemmShape& g, double& bytes) const {
+    const Waves w = gemm_waves_of(g, r_.tile, ctx_.gpu->sms);
+    if (w.split > 1) bytes += 2.0 * 4.0 * g.m * g.n * g.batch * w.split;
+    return w;
   }
   // bound records what limits kernel k (time already set): its compute term, its DRAM term, or
   // neither (the launch floor); `held` is the compute term with NCCL's blocks holding SMs.

@@ -53,6 +53,27 @@ TEST(OpCost, LinearByHand) {
   EXPECT_EQ(c.backward.kernels, 3);
 }
 
+// The backward products of c_attn at batch 1 on an A100 (108 SMs), fp32: dX = dY W (1024 x 768,
+// 8 x 6 = 48 tiles over K = 2304) splits K in two (96 CTAs, one wave 96/108 full) and writes and
+// reads its fp32 partial sums; dW = dY^T X (768 x 2304: 108 tiles over K = 1024) fills one wave
+// unsplit. Then the bias's reduction, a memory kernel.
+TEST(OpCost, FewTilesSplitKAcrossTheSms) {
+  const OpRun r = eager_fp32();
+  const LayerCost& c = r.layer("transformer.h.0.attn.c_attn");
+  const GpuSpec& a100 = gpu_spec("a100");
+  const KernelRates k = rates_for(a100);
+  ASSERT_EQ(a100.sms, 108);
+  const double f = 2 * T * D * 3 * D;
+  const double sgemm = a100.fp32_flops * k.gemm_fp32;
+  const double dx = f / (sgemm * 96.0 / 108.0), dw = f / sgemm;
+  const double bias = std::max(4 * (T * 3 * D + 3 * D) / (a100.memory_bandwidth_Bps * k.memory), k.min_kernel_s);
+  EXPECT_NEAR(c.backward.gpu_time(), dx + dw + bias, 1e-12);
+  const double partials = 2.0 * 4 * T * D * 2;  // 1024 x 768 fp32, two slices, written and read
+  EXPECT_DOUBLE_EQ(c.backward.bytes, 4 * ((T * 3 * D + 3 * D * D) + T * D) + partials  // dX
+                                         + 4 * ((T * 3 * D + T * D) + D * 3 * D)   // dW
+                                         + 4 * (T * 3 * D + 3 * D));                // bias
+}
+
 TEST(OpCost, LayerNormByHand) {
   const OpRun r = eager_fp32();
   const LayerCost& c = r.layer("transformer.h.0.ln_1");
