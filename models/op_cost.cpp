@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/error.hpp"
 #include "models/op_coster.hpp"
@@ -136,6 +138,35 @@ double OpCoster::saved_bytes(const Layer& l) const {
 }
 
 }  // namespace op_detail
+
+std::vector<int> module_calls(const Model& m) {
+  std::vector<int> calls(m.layers.size(), 0);
+  std::vector<std::string> entered;  // the module path the previous layer ran in
+  const auto is_functional = [](const std::string& part) {
+    return part.size() >= 2 && part.compare(0, 2, "fn") == 0 &&
+           std::all_of(part.begin() + 2, part.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  };
+  for (std::size_t i = 0; i < m.layers.size(); ++i) {
+    std::vector<std::string> path;
+    const std::string& name = m.layers[i].name;
+    for (std::size_t from = 0; from <= name.size();) {
+      const std::size_t dot = std::min(name.find('.', from), name.size());
+      path.push_back(name.substr(from, dot - from));
+      from = dot + 1;
+    }
+    std::string& last = path.back();
+    if (const std::size_t colon = last.find(':'); colon != std::string::npos) last.resize(colon);  // a call again
+    const bool functional = is_functional(last);
+    if (functional) path.pop_back();  // the module's own code between its children's calls
+    std::size_t common = 0;
+    while (common < std::min(entered.size(), path.size()) && entered[common] == path[common]) ++common;
+    int n = static_cast<int>(path.size() - common);
+    if (!functional && n == 0) n = 1;  // the same module called again
+    calls[i] = n + (i == 0 ? 1 : 0);   // and the model's own call before its first layer
+    entered = std::move(path);
+  }
+  return calls;
+}
 
 ModelCost op_model_cost(const Model& model, const ComputeContext& ctx) {
   if (ctx.gpu == nullptr) throw std::invalid_argument("op_model_cost: ComputeContext has no GPU");

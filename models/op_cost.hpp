@@ -17,6 +17,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "models/compute_cost.hpp"
 
@@ -43,7 +44,18 @@ struct KernelRates {
   double eager_forward_op_s = 10e-6;  // host: Python + dispatcher + launch of one eager forward op
   double eager_backward_op_s = 5e-6;  // host: autograd engine (C++) + launch of one backward op
   double compiled_kernel_s = 4e-6;    // host: torch.compile's generated wrapper launching a kernel
+  // module_call_s: host: one eager nn.Module call's own Python (Module.__call__ / _call_impl, the
+  // hook checks, forward's dispatch), beside its ops: an empty module's call took 3.08 us against
+  // 0.91 us for its one op alone (pytorch/pytorch#50431, Chillee's benchmark, 2021-02).
+  double module_call_s = 2.17e-6;
 };
+
+// module_calls: per layer of a format 2 model, the nn.Module calls that begin with it in eager
+// mode: the modules on its path not entered by the layer before (a container's call, then its
+// child's), or the layer's module again ("relu:2"), none for a module's own code between its
+// children ("layer1.0.fn"); the model's own call with the first layer. ModuleList and ModuleDict
+// on a path (never called) are counted as if they were: at most one per block.
+std::vector<int> module_calls(const Model& m);
 
 // rates_for: the rates of a GPU's architecture (sources in op_cost.cpp).
 KernelRates rates_for(const GpuSpec& gpu);

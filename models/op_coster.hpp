@@ -140,7 +140,21 @@ class OpCoster {
 
   ModelCost run() {
     ModelCost mc;
-    for (const Layer& l : m_.layers) mc.add(layer(l));
+    // Eager: each nn.Module call costs the host its Python (module_calls); a layer without
+    // kernels passes its calls to the next that has some. Compiled: Dynamo traces through the
+    // modules, and the generated code calls none.
+    const std::vector<int> calls = module_calls(m_);
+    int pending = 0;
+    for (std::size_t i = 0; i < m_.layers.size(); ++i) {
+      LayerCost c = layer(m_.layers[i]);
+      pending += ctx_.mode.compile ? 0 : calls[i];
+      if (c.forward.kernels > 0 && pending > 0) {
+        c.forward.host_s += pending * r_.module_call_s;
+        c.forward.time_s = std::max(c.forward.gpu_time(), c.forward.host_s);
+        pending = 0;
+      }
+      mc.add(c);
+    }
     return mc;
   }
 

@@ -315,3 +315,50 @@ TEST(OpCost, CompiledCrossEntropyKeepsNoLogProbabilities) {
 
 }  // namespace
 }  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+// torchvision's ResNet-50 forward calls 183 modules: the model, conv1, bn1, relu, maxpool, the
+// four stages (Sequential), 16 Bottlenecks each calling conv1-3 and bn1-3 and its one ReLU three
+// times, a downsample (Sequential, conv, bn) in the first block of each stage, avgpool and fc.
+TEST(OpCost, ModuleCallsFollowTheModulePaths) {
+  const Model m = load_model("resnet50");
+  const std::vector<int> calls = module_calls(m);
+  ASSERT_EQ(calls.size(), m.layers.size());
+  int total = 0;
+  for (int c : calls) total += c;
+  EXPECT_EQ(total, 1 + 4 + 4 + 16 + 16 * 9 + 4 * 3 + 2);
+  const auto at = [&](const std::string& name) {
+    for (std::size_t i = 0; i < m.layers.size(); ++i)
+      if (m.layers[i].name == name) return calls[i];
+    throw std::out_of_range(name);
+  };
+  EXPECT_EQ(at("conv1"), 2);           // the model, then conv1
+  EXPECT_EQ(at("layer1.0.conv1"), 3);  // layer1, layer1.0, conv1
+  EXPECT_EQ(at("layer1.0.relu:2"), 1);
+  EXPECT_EQ(at("layer1.0.fn"), 0);     // Bottleneck.forward's own residual add
+  EXPECT_EQ(at("layer1.0.relu:3"), 1);
+  EXPECT_EQ(at("layer1.1.conv1"), 2);  // layer1.1, conv1
+}
+
+// Eager, each layer's host time is its ops' launches and its module calls' Python; compiled,
+// Dynamo leaves no module calls.
+TEST(OpCost, EagerModuleCallsCostTheHostTheirPython) {
+  const Model m = load_model("resnet50");
+  ComputeContext ctx;
+  ctx.gpu = &gpu_spec("v100");
+  ctx.precision = Precision::kFP32;
+  ctx.batch = 1;
+  const KernelRates r = rates_for(*ctx.gpu);
+  const ModelCost eager = op_model_cost(m, ctx);
+  ASSERT_EQ(m.layers[0].name, "conv1");
+  EXPECT_NEAR(eager.layers[0].forward.host_s, eager.layers[0].forward.kernels * r.eager_forward_op_s + 2 * r.module_call_s,
+              1e-15);
+  ctx.mode.compile = true;
+  const ModelCost compiled = op_model_cost(m, ctx);
+  EXPECT_NEAR(compiled.layers[0].forward.host_s, compiled.layers[0].forward.kernels * r.compiled_kernel_s, 1e-15);
+}
+
+}  // namespace
+}  // namespace gradsync
