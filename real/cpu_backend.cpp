@@ -1,7 +1,6 @@
 // cpu_backend.cpp: the CPU engine: a rank's CPU as a device with worker-thread streams, OpenBLAS
 // GEMMs and memory streaming for compute, MPI non-blocking collectives across processes and
 // shared-memory collectives between the ranks that are threads of one process.
-#include <cblas.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "real/cpu_device.hpp"
 #include "real/mpi.hpp"
 #include "real/rig.hpp"
 
@@ -25,168 +25,7 @@ extern "C" char* openblas_get_config(void);
 namespace gradsync::real {
 namespace {
 
-constexpr int kMaxCpuGemm = 2048;                 // largest square sgemm side; larger ops repeat it
-constexpr std::size_t kCpuStaging = 64ull << 20;  // copy destination, reused cyclically
-
-// Buffer: bytes that stay put (growing keeps the larger size).
-struct Buffer {
-  std::unique_ptr<char[]> data;
-  std::size_t size = 0;
-  char* get(std::size_t n, double& allocated) {
-    if (n > size) {
-      try {
-        data = std::make_unique<char[]>(n);  // zero-filled: every page is touched now, not mid-step
-      } catch (const std::bad_alloc&) {
-        throw RuntimeError(fmt::format("out of host memory: a CPU rank could not allocate {} more (it already "
-                                       "holds {}); use fewer ranks per process "
-                                       "(--world-size, or --launch mpi across machines) or a smaller model or size",
-                                       human_bytes(static_cast<double>(n)), human_bytes(allocated)));
-      }
-      allocated += static_cast<double>(n) - static_cast<double>(size);
-      size = n;
-    }
-    return data.get();
-  }
-};
-
-std::size_t padded(Bytes b) { return static_cast<std::size_t>((b + 3) / 4 * 4); }
-
-class CpuDevice final : public Device {
- public:
-  CpuDevice(int index, Recorder& rec, Bytes params, Bytes grads)
-      : index_(index), rec_(rec), compute_(rec), comm_(rec), copy_(rec) {
-    params_.get(std::max<std::size_t>(64, static_cast<std::size_t>(params)), allocated_);
-    grads_.get(std::max<std::size_t>(64, static_cast<std::size_t>(grads)), allocated_);
-    peak_ = allocated_;
-  }
-  int index() const override { return index_; }
-  void attach(const std::atomic<int>* it) { iteration_ = it; }
-
-  WorkPtr compute(const ComputeOp& op, Stream s) override {
-    StreamWorker::Task t;
-    t.event = event(s, op.name, static_cast<Bytes>(op.bytes), op.bucket, -1);
-    t.body = [this, op] { run_kernels(op); };
-    return stream(s).push(std::move(t));
-  }
-  WorkPtr copy_to(Device& dst, const CopyOp& op, Stream s) override {
-    auto& peer = static_cast<CpuDevice&>(dst);
-    StreamWorker::Task t;
-    t.event = event(s, op.name, op.bytes, -1, peer.index());
-    t.body = [this, &peer, bytes = op.bytes] {
-      if (&peer != this) stream_bytes(params_.data.get(), params_.size, peer.staging(), kCpuStaging, bytes);
-    };
-    return stream(s).push(std::move(t));
-  }
-  WorkPtr copy_from_host(const CopyOp& op, Stream s) override {
-    StreamWorker::Task t;
-    t.event = event(s, op.name, op.bytes, -1, -1);
-    t.body = [this, bytes = op.bytes] {
-      host_.get(kCpuStaging, host_allocated_);
-      stream_bytes(host_.data.get(), kCpuStaging, staging(), kCpuStaging, bytes);
-    };
-    return stream(s).push(std::move(t));
-  }
-  void stream_wait(Stream s, Work& w) override {
-    StreamWorker::Task t;
-    t.deps.push_back(share(w));
-    stream(s).push(std::move(t));
-  }
-  void synchronize() override {
-    for (StreamWorker* w : {&compute_, &comm_, &copy_})
-      if (auto last = w->last()) last->wait();
-  }
-
-  StreamWorker& stream(Stream s) {
-    switch (s) {
-      case Stream::kComm:
-        return comm_;
-      case Stream::kCopy:
-        return copy_;
-      default:
-        return compute_;
-    }
-  }
-  TraceEvent event(Stream s, const std::string& name, Bytes bytes, int bucket, int peer) const {
-    return device_event(index_, iteration_, s, name, bytes, bucket, peer);
-  }
-  // buffer: the device buffer a collective named `name` uses (its bucket, its replicate chunk).
-  char* buffer(const std::string& name, std::size_t bytes) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    char* p = buffers_[name].get(bytes, allocated_);
-    peak_ = std::max(peak_, allocated_);
-    return p;
-  }
-  double peak() const {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    return peak_;
-  }
-
- private:
-  char* staging() {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    char* p = staging_.get(kCpuStaging, allocated_);
-    peak_ = std::max(peak_, allocated_);
-    return p;
-  }
-  // stream_bytes copies `bytes` from src to dst, each used cyclically.
-  static void stream_bytes(const char* src, std::size_t src_size, char* dst, std::size_t dst_size, Bytes bytes) {
-    std::size_t left = static_cast<std::size_t>(bytes), si = 0, di = 0;
-    while (left > 0) {
-      const std::size_t n = std::min({left, src_size - si, dst_size - di});
-      std::memcpy(dst + di, src + si, n);
-      left -= n;
-      si = (si + n) % src_size;
-      di = (di + n) % dst_size;
-    }
-  }
-  void run_kernels(const ComputeOp& op) {
-    const int k = std::max(1, op.kernels);
-    for (int i = 0; i < k; ++i) {
-      if (op.kind != OpKind::kMemory && op.flops > 0) {
-        gemm(op.flops / k);
-      } else {
-        // A memory-bound kernel reads and writes op.bytes in all: half read from the gradients,
-        // half written into the parameters.
-        stream_bytes(grads_.data.get(), grads_.size, params_.data.get(), params_.size,
-                     static_cast<Bytes>(op.bytes / k / 2));
-      }
-    }
-  }
-  void gemm(double flops) {
-    const double cube = flops / 2.0;
-    const double calls = std::max(1.0, std::ceil(cube / (static_cast<double>(kMaxCpuGemm) * kMaxCpuGemm * kMaxCpuGemm)));
-    const int n = std::max(1, static_cast<int>(std::lround(std::cbrt(cube / calls))));
-    const std::size_t bytes = 3 * static_cast<std::size_t>(n) * static_cast<std::size_t>(n) * sizeof(float);
-    float* a = nullptr;
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      a = reinterpret_cast<float*>(workspace_.get(bytes, allocated_));
-      peak_ = std::max(peak_, allocated_);
-    }
-    float* b = a + static_cast<std::size_t>(n) * n;
-    float* c = b + static_cast<std::size_t>(n) * n;
-    for (int i = 0; i < static_cast<int>(calls); ++i)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-  }
-
-  int index_;
-  Recorder& rec_;
-  const std::atomic<int>* iteration_ = nullptr;
-  mutable std::mutex mutex_;
-  double allocated_ = 0, peak_ = 0, host_allocated_ = 0;
-  Buffer params_, grads_, staging_, workspace_, host_;
-  std::map<std::string, Buffer> buffers_;
-  // Declared last: their threads stop (drained) before the buffers go.
-  StreamWorker compute_, comm_, copy_;
-};
-
-// comm_task: a collective's task on the comm stream, after the compute stream's last work.
-StreamWorker::Task comm_task(CpuDevice& d, const CollectiveOp& op) {
-  StreamWorker::Task t;
-  if (auto last = d.stream(Stream::kCompute).last()) t.deps.push_back(last);
-  t.event = d.event(Stream::kComm, op.name, op.bytes, op.bucket, -1);
-  return t;
-}
+using namespace cpu_detail;
 
 // One rank's view of MPI_COMM_WORLD.
 class MpiGroup final : public CollectiveCalls {
