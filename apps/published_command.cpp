@@ -134,7 +134,7 @@ void run_training(const PublishedArgs& a, std::ostream& out, std::string& csv, s
   s.print(out, {"Summary of the training cases; hold-out cases were set aside when collected"});
 }
 
-// run_ddp: the published multi-GPU DDP cases, each scenario simulated with DDP.
+// run_ddp: the published multi-GPU cases, each scenario simulated with its strategy (DDP unless said).
 void run_ddp(const PublishedArgs& a, std::ostream& out, std::string& csv, std::vector<sim::ClassError>& classes) {
   const std::string origin = "validation/published/ddp_steps.yaml";
   std::vector<sim::DdpCase> cases = sim::read_ddp_cases(sim::builtin_ddp_text(), origin);
@@ -152,6 +152,7 @@ void run_ddp(const PublishedArgs& a, std::ostream& out, std::string& csv, std::v
   const std::vector<sim::DdpPrediction> ps = sim::predict_ddp_cases(cases, origin);
   reports::Table t({{"case", "", true},
                     {"split", "", true},
+                    {"strategy", "", true},
                     {"gpus", ""},
                     {"metric", "", true},
                     {"published", ""},
@@ -162,9 +163,10 @@ void run_ddp(const PublishedArgs& a, std::ostream& out, std::string& csv, std::v
     const sim::DdpCase& c = cases[i];
     const sim::DdpPrediction& p = ps[i];
     const std::string err = p.points ? fmt::format("{:+.2f} pts", p.error()) : fmt::format("{:+.1f}", 100 * p.error());
-    t.add_row({c.id, c.split, c.scenario.gpus > 0 ? std::to_string(c.scenario.gpus) : "all", c.metric,
+    t.add_row({c.id, c.split, std::string(strategy_label(c.strategy)),
+               c.scenario.gpus > 0 ? std::to_string(c.scenario.gpus) : "all", c.metric,
                fmt::format("{:.4g}", p.published), fmt::format("{:.4g}", p.predicted), err});
-    if (!p.points) classes.push_back({sim::step_class(c.scenario, Strategy::kDDP), c.id, p.error()});
+    if (!p.points) classes.push_back({sim::step_class(c.scenario, c.strategy), c.id, p.error()});
     errors[{p.points ? "change (pts)" : "time (%)", c.split}].push_back(
         std::abs(p.points ? p.error() : 100 * p.error()));
     csv += reports::csv_line({"ddp", c.id, c.split, p.points ? "change" : "time", c.scenario.model, c.metric,
@@ -172,8 +174,9 @@ void run_ddp(const PublishedArgs& a, std::ostream& out, std::string& csv, std::v
                               "true", c.scenario.topology, reports::number(p.step_s)});
   }
   out << "#\n";
-  t.print(out, {fmt::format("published multi-GPU DDP ({}): each scenario simulated with DDP; error = predicted / "
-                            "published - 1, or predicted - published in percentage points for a change in %",
+  t.print(out, {fmt::format("published multi-GPU steps ({}): each scenario simulated with its strategy; error = "
+                            "predicted / published - 1, or predicted - published in percentage points for a change "
+                            "in %",
                             origin)});
   reports::Table s({{"kind", "", true}, {"split", "", true}, {"cases", ""}, {"median", "|err|"}, {"worst", "|err|"}});
   for (auto& [key, e] : errors) {
@@ -184,7 +187,7 @@ void run_ddp(const PublishedArgs& a, std::ostream& out, std::string& csv, std::v
         {key.first, key.second, std::to_string(n), fmt::format("{:.2f}", median), fmt::format("{:.2f}", e.back())});
   }
   out << "#\n";
-  s.print(out, {"Summary of the DDP cases (time: |error| in %; change: |error| in percentage points)"});
+  s.print(out, {"Summary of the multi-GPU cases (time: |error| in %; change: |error| in percentage points)"});
 }
 
 void run_published(const PublishedArgs& a, std::ostream& out) {

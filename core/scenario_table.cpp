@@ -56,7 +56,7 @@ std::vector<ScenarioKey> make_scenario_table() {
       {.name = "model",
        .flag = "--model",
        .value_name = "NAME|FILE",
-       .help = "Model: a zoo name (bert-base, bert-large, gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama2-7b, nanogpt, "
+       .help = "Model: a zoo name (bert-base, bert-large, gpt2, gpt2-hf, gpt2-medium, gpt2-large, gpt2-xl, llama2-7b, nanogpt, "
                "resnet18, resnet50, resnet101, vgg16, vit-b-16; gradsync list models) or a model file",
        .default_text = "gpt2",
        .kind = KeyKind::kName,

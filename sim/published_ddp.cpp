@@ -4,13 +4,19 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <map>
 #include <set>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/yaml_reader.hpp"
+#include "sim/published.hpp"
 #include "sim/published_table.hpp"
 #include "sim/simulate.hpp"
+#include "topologies/topology.hpp"
 
 namespace gradsync::sim {
 
@@ -24,7 +30,9 @@ std::vector<DdpCase> read_ddp_cases(std::string_view text, const std::string& or
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const YAML::Node n = cases[i];
     const CaseHeader h = case_header(
-        r, n, i, {"id", "split", "source", "source_note", "scenario", "relative_to", "metric", "where"}, ids);
+        r, n, i, {"id", "split", "source", "source_note", "scenario", "cluster", "strategy", "relative_to", "metric",
+         "where"},
+        ids);
     const std::string& at = h.at;
     DdpCase c;
     c.line = h.line;
@@ -32,6 +40,26 @@ std::vector<DdpCase> read_ddp_cases(std::string_view text, const std::string& or
     c.split = h.split;
     c.source = h.source;
     c.scenario = scenario_from_node(r, r.required(n, at, "scenario"));
+    if (const YAML::Node cl = n["cluster"]; cl.IsDefined()) {
+      if (!cl.IsMap() || !cl["generate"]) r.fail(cl, at, "cluster: expected {generate: KIND, ...}");
+      if (n["scenario"]["topology"]) r.fail(cl, at, "cluster: the scenario names a topology already; give one of them");
+      c.cluster = nlohmann::ordered_json::object();
+      for (const auto& kv : cl) c.cluster[kv.first.as<std::string>()] = r.string(kv.second, at, "cluster");
+      try {
+        PublishedCase pc;
+        pc.id = c.id;
+        pc.simulate = c.cluster;
+        (void)published_topology(pc);
+      } catch (const Error& e) {
+        r.fail(cl, at, fmt::format("cluster: {}", e.what()));
+      }
+    }
+    if (const YAML::Node st = n["strategy"]; st.IsDefined()) {
+      const std::string name = r.string(st, at, "strategy");
+      const auto strategy = parse_strategy(name);
+      if (!strategy) r.fail(st, at, fmt::format("strategy \"{}\": expected dp or ddp", name));
+      c.strategy = *strategy;
+    }
     const YAML::Node metric = r.required(n, at, "metric");
     if (!metric.IsMap() || metric.size() != 1) r.fail(metric, at, "metric: expected one {name: value}");
     c.metric = metric.begin()->first.as<std::string>();
@@ -75,10 +103,28 @@ std::vector<DdpPrediction> predict_ddp_cases(const std::vector<DdpCase>& cases, 
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const DdpCase& c = cases[i];
     StrategyResult r;
+    std::filesystem::path generated;
     try {
-      r = simulate_isolated(c.scenario, Strategy::kDDP);
+      Scenario s = c.scenario;
+      if (!c.cluster.is_null()) {
+        // The generated cluster as a topology file for the scenario, for as long as it runs.
+        PublishedCase pc;
+        pc.id = c.id;
+        pc.simulate = c.cluster;
+        generated = std::filesystem::temp_directory_path() /
+                    fmt::format("gradsync-case-{}-{}-{}.dot", c.id, static_cast<long>(::getpid()), i);
+        write_file_atomic(generated.string(), write_topology_dot(published_topology(pc)));
+        s.topology = generated.string();
+      }
+      r = simulate_isolated(s, c.strategy);
     } catch (const Error& e) {
+      std::error_code ec;
+      if (!generated.empty()) std::filesystem::remove(generated, ec);
       throw ConfigError(fmt::format("{}:{}: case {}: {}", origin, c.line, c.id, e.what()));
+    }
+    if (!generated.empty()) {
+      std::error_code ec;
+      std::filesystem::remove(generated, ec);
     }
     if (!r.skipped.empty() || !(r.steady_iteration_time_s > 0))
       throw ConfigError(fmt::format("{}:{}: case {}: not simulated: {}", origin, c.line, c.id, r.skipped));

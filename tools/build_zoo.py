@@ -125,6 +125,21 @@ def build_gpt2(name):
            output_what="logits (B, T, 50257) and the loss, computed inside forward", loss_inside=True)
 
 
+# Hugging Face's GPT2LMHeadModel trains GPT-2 124M with its config's dropout: embd_pdrop, attn_pdrop and
+# resid_pdrop 0.1 (transformers GPT2Config defaults), at the places nanoGPT's model has them (the
+# embeddings' sum, the attention probabilities, after each block's two projections): the same
+# products (Conv1D is addmm), with dropout kernels and their masks saved for backward.
+def build_gpt2_hf(name):
+    c = dict(vocab=50257, block=1024, n_layer=12, n_head=12, n_embd=768, dropout=0.1)
+    export(GPT(c), _tokens, name, _out(name), batch=16, seq_len=1024,
+           description="GPT-2 124M as Hugging Face's GPT2LMHeadModel trains it: 12 layers, 12 heads, d_model 768, "
+                       "tied wte/lm_head, vocabulary 50257, dropout 0.1",
+           source="nanoGPT model.py (GPT; attention without SDPA) with dropout 0.1, the embd_pdrop, attn_pdrop and "
+                  "resid_pdrop of transformers' GPT2Config",
+           input_what="token ids and targets, int64",
+           output_what="logits (B, T, 50257) and the loss, computed inside forward", loss_inside=True)
+
+
 # nanoGPT (since commit 77e7e04, 2023-02-04) and build-nanogpt train GPT-2 124M from scratch with the
 # vocabulary padded from 50257 to 50304, a multiple of 64: the lm_head's products then meet cuBLAS's
 # alignment ("about 25% faster", the commit says).
@@ -420,7 +435,7 @@ def _out(name):
     return os.path.join(ZOO, name + ".yaml")
 
 
-BUILDERS = {**{n: build_gpt2 for n in GPT2}, "nanogpt": build_nanogpt, **{n: build_bert for n in BERT}, "llama2-7b": build_llama,
+BUILDERS = {**{n: build_gpt2 for n in GPT2}, "gpt2-hf": build_gpt2_hf, "nanogpt": build_nanogpt, **{n: build_bert for n in BERT}, "llama2-7b": build_llama,
             **{n: build_vision for n in VISION}}
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ std::vector<std::string> names(const Model& m) {
 
 TEST(Zoo, ListsEveryModel) {
   EXPECT_EQ(zoo_model_names(),
-            (std::vector<std::string>{"bert-base", "bert-large", "gpt2", "gpt2-large", "gpt2-medium", "gpt2-xl",
+            (std::vector<std::string>{"bert-base", "bert-large", "gpt2", "gpt2-hf", "gpt2-large", "gpt2-medium", "gpt2-xl",
                                       "llama2-7b", "nanogpt", "resnet101", "resnet18", "resnet50", "vgg16", "vit-b-16"}));
 }
 
@@ -26,7 +26,7 @@ TEST(Zoo, TotalsMatchPyTorch) {
       {"gpt2", 124439808},      {"gpt2-medium", 354823168}, {"gpt2-large", 774030080}, {"gpt2-xl", 1557611200},
       {"bert-base", 109482240}, {"bert-large", 335141888},  {"resnet18", 11689512},    {"resnet50", 25557032},
       {"resnet101", 44549160},  {"vgg16", 138357544},       {"vit-b-16", 86567656},    {"llama2-7b", 6738415616},
-      {"nanogpt", 124475904}};
+      {"nanogpt", 124475904},   {"gpt2-hf", 124439808}};
   for (const auto& [name, total] : totals) {
     const Model m = load_model(name);
     EXPECT_EQ(m.total_params(), total) << name;

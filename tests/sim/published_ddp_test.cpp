@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "core/error.hpp"
@@ -21,7 +22,7 @@ std::string error_of(const std::string& text) {
 
 TEST(PublishedDdp, TheBuiltInTableReadsWithBothSplitsAndRelativeCases) {
   const auto cases = read_ddp_cases(builtin_ddp_text(), "ddp_steps.yaml");
-  ASSERT_GE(cases.size(), 18u);
+  ASSERT_GE(cases.size(), 24u);
   int holdout = 0, relative = 0;
   for (const DdpCase& c : cases) {
     holdout += c.split == "holdout";
@@ -30,11 +31,29 @@ TEST(PublishedDdp, TheBuiltInTableReadsWithBothSplitsAndRelativeCases) {
     EXPECT_FALSE(c.scenario.model.empty()) << c.id;
   }
   EXPECT_GE(holdout, 6);
-  EXPECT_EQ(relative, 8);
+  EXPECT_EQ(relative, 9);
   EXPECT_EQ(cases[12].id, "ddpbench-resnet101-dgx1-1gpu-bucket1mb");
   EXPECT_EQ(cases[12].relative_to, "ddpbench-resnet101-dgx1-1gpu");
   EXPECT_EQ(cases[12].scenario.bucket_cap_mb, 1.0);
   EXPECT_DOUBLE_EQ(cases[12].published, -1.2);
+  // DataParallel against DDP (Hugging Face's Trainer): a DP case, and DDP's change against it.
+  const auto dp = std::find_if(cases.begin(), cases.end(), [](const DdpCase& c) { return c.strategy == Strategy::kDP; });
+  ASSERT_NE(dp, cases.end());
+  EXPECT_EQ(dp->id, "hf-clm-gpt2-2xtitanrtx-nvlink-dp");
+  EXPECT_EQ(dp->cluster.value("gpu", ""), "titan-rtx");
+}
+
+TEST(PublishedDdp, ACaseSaysItsStrategy) {
+  const auto cases = read_ddp_cases(
+      "format: gradsync-published-ddp/1\ncases:\n"
+      "  - id: a\n    split: train\n    source: s\n    scenario: {model: gpt2, gpus: 2}\n    strategy: dp\n"
+      "    metric: {step_s: 0.5}\n"
+      "  - id: b\n    split: train\n    source: s\n    scenario: {model: gpt2, gpus: 2}\n"
+      "    metric: {throughput_change_pct: 9}\n    relative_to: a\n",
+      "t.yaml");
+  ASSERT_EQ(cases.size(), 2u);
+  EXPECT_EQ(cases[0].strategy, Strategy::kDP);
+  EXPECT_EQ(cases[1].strategy, Strategy::kDDP);  // the default
 }
 
 TEST(PublishedDdp, BadTablesNameTheLineAndTheField) {
@@ -57,6 +76,9 @@ TEST(PublishedDdp, BadTablesNameTheLineAndTheField) {
             0u);
   EXPECT_EQ(error_of(head + "  - id: a\n    split: test\n    source: s\n    scenario: {}\n    metric: {step_s: 1}\n"),
             "t.yaml:4: case a: split \"test\": expected train or holdout");
+  EXPECT_EQ(error_of(head + "  - id: a\n    split: train\n    source: s\n    scenario: {}\n    strategy: fsdp\n"
+                            "    metric: {step_s: 1}\n"),
+            "t.yaml:7: case a: strategy \"fsdp\": expected dp or ddp");
   EXPECT_EQ(error_of(head + "  - id: a\n    split: train\n    source: s\n    scenario: {}\n    metric: {fps: 1}\n"),
             "t.yaml:7: case a: metric \"fps\": expected step_s, samples_per_s or throughput_change_pct");
 }

@@ -99,8 +99,8 @@ check_ddp() {
     status=1
   fi
 }
-check_ddp time train 4 8
-check_ddp time holdout 16.5 2
-check_ddp change train 2.0 4
+check_ddp time train 5.5 10
+check_ddp time holdout 21.5 5
+check_ddp change train 2.0 5
 check_ddp change holdout 2.6 4
 exit $status
