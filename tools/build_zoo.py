@@ -114,15 +114,21 @@ def _tokens(T):
     return (torch.zeros(1, T, dtype=torch.long, device=META), torch.zeros(1, T, dtype=torch.long, device=META))
 
 
+def _export_gpt(name, vocab, dropout, description, source, dims=(12, 12, 768)):
+    n_layer, n_head, n_embd = dims
+    c = dict(vocab=vocab, block=1024, n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout)
+    export(GPT(c), _tokens, name, _out(name), batch=16, seq_len=1024, description=description, source=source,
+           input_what="token ids and targets, int64",
+           output_what=f"logits (B, T, {vocab}) and the loss, computed inside forward", loss_inside=True)
+
+
 def build_gpt2(name):
     n_layer, n_head, n_embd = GPT2[name]
-    c = dict(vocab=50257, block=1024, n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=0.0)
-    export(GPT(c), _tokens, name, _out(name), batch=16, seq_len=1024,
-           description=f"GPT-2 ({n_layer} layers, {n_head} heads, d_model {n_embd}), tied wte/lm_head, vocabulary 50257",
-           source="nanoGPT model.py (GPT; attention without SDPA), dropout 0.0 as its GPT-2 training configs; "
-                  "OpenAI's vocabulary of 50257 (Hugging Face GPT2LMHeadModel, nanoGPT's from_pretrained)",
-           input_what="token ids and targets, int64",
-           output_what="logits (B, T, 50257) and the loss, computed inside forward", loss_inside=True)
+    _export_gpt(name, 50257, 0.0,
+                f"GPT-2 ({n_layer} layers, {n_head} heads, d_model {n_embd}), tied wte/lm_head, vocabulary 50257",
+                "nanoGPT model.py (GPT; attention without SDPA), dropout 0.0 as its GPT-2 training configs; "
+                "OpenAI's vocabulary of 50257 (Hugging Face GPT2LMHeadModel, nanoGPT's from_pretrained)",
+                dims=GPT2[name])
 
 
 # Hugging Face's GPT2LMHeadModel trains GPT-2 124M with its config's dropout: embd_pdrop, attn_pdrop and
@@ -130,28 +136,22 @@ def build_gpt2(name):
 # embeddings' sum, the attention probabilities, after each block's two projections): the same
 # products (Conv1D is addmm), with dropout kernels and their masks saved for backward.
 def build_gpt2_hf(name):
-    c = dict(vocab=50257, block=1024, n_layer=12, n_head=12, n_embd=768, dropout=0.1)
-    export(GPT(c), _tokens, name, _out(name), batch=16, seq_len=1024,
-           description="GPT-2 124M as Hugging Face's GPT2LMHeadModel trains it: 12 layers, 12 heads, d_model 768, "
-                       "tied wte/lm_head, vocabulary 50257, dropout 0.1",
-           source="nanoGPT model.py (GPT; attention without SDPA) with dropout 0.1, the embd_pdrop, attn_pdrop and "
-                  "resid_pdrop of transformers' GPT2Config",
-           input_what="token ids and targets, int64",
-           output_what="logits (B, T, 50257) and the loss, computed inside forward", loss_inside=True)
+    _export_gpt(name, 50257, 0.1,
+                "GPT-2 124M as Hugging Face's GPT2LMHeadModel trains it: 12 layers, 12 heads, d_model 768, "
+                "tied wte/lm_head, vocabulary 50257, dropout 0.1",
+                "nanoGPT model.py (GPT; attention without SDPA) with dropout 0.1, the embd_pdrop, attn_pdrop and "
+                "resid_pdrop of transformers' GPT2Config")
 
 
 # nanoGPT (since commit 77e7e04, 2023-02-04) and build-nanogpt train GPT-2 124M from scratch with the
 # vocabulary padded from 50257 to 50304, a multiple of 64: the lm_head's products then meet cuBLAS's
 # alignment ("about 25% faster", the commit says).
 def build_nanogpt(name):
-    c = dict(vocab=50304, block=1024, n_layer=12, n_head=12, n_embd=768, dropout=0.0)
-    export(GPT(c), _tokens, name, _out(name), batch=16, seq_len=1024,
-           description="GPT-2 124M as nanoGPT and build-nanogpt train it from scratch: 12 layers, 12 heads, d_model "
-                       "768, tied wte/lm_head, vocabulary padded to 50304",
-           source="nanoGPT model.py (GPT, GPTConfig vocab_size 50304; attention without SDPA), dropout 0.0 as its "
-                  "GPT-2 training configs",
-           input_what="token ids and targets, int64",
-           output_what="logits (B, T, 50304) and the loss, computed inside forward", loss_inside=True)
+    _export_gpt(name, 50304, 0.0,
+                "GPT-2 124M as nanoGPT and build-nanogpt train it from scratch: 12 layers, 12 heads, d_model "
+                "768, tied wte/lm_head, vocabulary padded to 50304",
+                "nanoGPT model.py (GPT, GPTConfig vocab_size 50304; attention without SDPA), dropout 0.0 as its "
+                "GPT-2 training configs")
 
 
 # ---- BERT (Hugging Face transformers BertModel, eager attention) -----------------------------------
