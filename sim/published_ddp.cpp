@@ -51,7 +51,12 @@ std::vector<DdpCase> read_ddp_cases(std::string_view text, const std::string& or
         pc.simulate = c.cluster;
         (void)published_topology(pc);
       } catch (const Error& e) {
-        r.fail(cl, at, fmt::format("cluster: {}", e.what()));
+        // The generators' messages name the nccl-tests table's field; here it is `cluster`.
+        std::string why = e.what();
+        const std::string prefix = fmt::format("case {}: ", c.id);
+        if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+        if (why.rfind("simulate.", 0) == 0) why.replace(0, 9, "cluster.");
+        r.fail(cl, at, why);
       }
     }
     if (const YAML::Node st = n["strategy"]; st.IsDefined()) {

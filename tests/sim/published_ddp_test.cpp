@@ -79,6 +79,23 @@ TEST(PublishedDdp, BadTablesNameTheLineAndTheField) {
   EXPECT_EQ(error_of(head + "  - id: a\n    split: train\n    source: s\n    scenario: {}\n    strategy: fsdp\n"
                             "    metric: {step_s: 1}\n"),
             "t.yaml:7: case a: strategy \"fsdp\": expected dp or ddp");
+  EXPECT_EQ(error_of(head + "  - id: a\n    split: train\n    source: s\n    scenario: {}\n    cluster: pcie\n"
+                            "    metric: {step_s: 1}\n"),
+            "t.yaml:7: case a: cluster: expected {generate: KIND, ...}");
+  EXPECT_EQ(error_of(head + "  - id: a\n    split: train\n    source: s\n    scenario: {topology: dgx-a100}\n"
+                            "    cluster: {generate: pcie}\n    metric: {step_s: 1}\n"),
+            "t.yaml:7: case a: cluster: the scenario names a topology already; give one of them");
+  EXPECT_EQ(error_of(head + "  - id: a\n    split: train\n    source: s\n    scenario: {}\n"
+                            "    cluster: {generate: pcie, gpu: titan-rtx, gpus: two}\n    metric: {step_s: 1}\n"),
+            "t.yaml:7: case a: cluster.gpus \"two\": expected an integer");
+  EXPECT_EQ(error_of(head + "  - id: a\n    split: train\n    source: s\n    scenario: {}\n"
+                            "    cluster: {generate: torus}\n    metric: {step_s: 1}\n"),
+            "t.yaml:7: case a: cluster.generate \"torus\": expected nvswitch, nvlink-mesh, pcie, "
+            "fat-tree or rail-optimized");
+  EXPECT_EQ(error_of(head + "  - id: a\n    split: train\n    source: s\n    scenario: {}\n"
+                            "    cluster: {generate: pcie, gpu: titan-rtx, nvlink: yes}\n    metric: {step_s: 1}\n")
+                .rfind("t.yaml:7: case a: cluster.nvlink: unknown key; expected one of ", 0),
+            0u);
   EXPECT_EQ(error_of(head + "  - id: a\n    split: train\n    source: s\n    scenario: {}\n    metric: {fps: 1}\n"),
             "t.yaml:7: case a: metric \"fps\": expected step_s, samples_per_s or throughput_change_pct");
 }
