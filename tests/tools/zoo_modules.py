@@ -5,10 +5,10 @@ import torch
 import build_zoo
 
 
-def build(name, batch=1, t=16):
+def build(name, batch=1, t=16, image=224):
     """The zoo model `name` built from the zoo's reference code (tools/build_zoo.py, torchvision), on
     the CPU in train mode, and run(module) -> a scalar loss of one iteration at `batch` and sequence
-    length `t`."""
+    length `t` (vision models: `image` x `image` pixels)."""
     torch.manual_seed(0)
     if name in build_zoo.GPT2:
         n_layer, n_head, n_embd = build_zoo.GPT2[name]
@@ -26,7 +26,7 @@ def build(name, batch=1, t=16):
     else:
         import torchvision
         m = getattr(torchvision.models, build_zoo.VISION[name])()
-        x = torch.randn(batch, 3, 224, 224)
+        x = torch.randn(batch, 3, image, image)
         run = lambda d: d(x).sum()  # noqa: E731
     if any(p.is_meta for p in m.parameters()) or any(b.is_meta for b in m.buffers()):
         m = m.to_empty(device="cpu")
