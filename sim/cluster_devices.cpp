@@ -85,16 +85,21 @@ Queued queued(const ComputeOp& op) {
 
 }  // namespace
 
-WorkPtr SimCluster::Impl::Dev::compute(const ComputeOp& op, gradsync::Stream s) {
-  const Queued q = queued(op);
+WorkPtr SimCluster::Impl::Dev::push_compute(double gpu, LaunchWindow window, const ComputeOp& op,
+                                            gradsync::Stream s) {
   StreamActor::Task t;
-  t.duration = q.gpu;
-  t.window = q.window;
+  t.duration = gpu;
+  t.window = window;
   t.event = event(s, op.name, static_cast<Bytes>(op.bytes), op.bucket, -1);
   t.load = op.load;
   WorkPtr w = stream(s).push(std::move(t));
   impl->clocks.defer(op.host_s);
   return w;
+}
+
+WorkPtr SimCluster::Impl::Dev::compute(const ComputeOp& op, gradsync::Stream s) {
+  const Queued q = queued(op);
+  return push_compute(q.gpu, q.window, op, s);
 }
 
 WorkPtr SimCluster::Impl::Dev::compute_run(const std::vector<ComputeOp>& ops, const std::string& name,
@@ -128,14 +133,7 @@ WorkPtr SimCluster::Impl::Dev::compute_run(const std::vector<ComputeOp>& ops, co
     demand += op.load.hbm_demand * op.load.hbm_s;
   }
   sum.load.hbm_demand = sum.load.hbm_s > 0 ? demand / sum.load.hbm_s : 0.0;
-  StreamActor::Task t;
-  t.duration = gpu;
-  t.window = {first.first_issue, tail};
-  t.event = event(s, sum.name, static_cast<Bytes>(sum.bytes), sum.bucket, -1);
-  t.load = sum.load;
-  WorkPtr w = stream(s).push(std::move(t));
-  impl->clocks.defer(sum.host_s);
-  return w;
+  return push_compute(gpu, {first.first_issue, tail}, sum, s);
 }
 
 WorkPtr SimCluster::Impl::Dev::copy_to(Device& dst, const CopyOp& op, gradsync::Stream s) {

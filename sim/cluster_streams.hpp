@@ -212,6 +212,9 @@ struct SimCluster::Impl::Dev final : public Device {
   // weighted by hbm_s), ending when the ops one after another would: each op starts when the one
   // before ends, and the host issues it no later (its time_s covers its host_s).
   WorkPtr compute_run(const std::vector<ComputeOp>& ops, const std::string& name, gradsync::Stream s) override;
+  // push_compute: a compute task of GPU time `gpu` in launch window `window` on stream s, whose
+  // issue costs the host `host_s` (what compute and compute_run share).
+  WorkPtr push_compute(double gpu, LaunchWindow window, const ComputeOp& op, gradsync::Stream s);
   WorkPtr copy_to(Device& dst, const CopyOp& op, gradsync::Stream s) override;
   WorkPtr copy_from_host(const CopyOp& op, gradsync::Stream s) override;
   void stream_wait(gradsync::Stream s, Work& w) override { stream(s).pending.push_back(share(w)); }
