@@ -429,6 +429,11 @@ class OpCoster {
         out.push_back(memory(2.0 * s.out[0] * p.out_bytes[0]));
       }
     } else {
+      // Batch norm in training reduces over the batch and the spatial positions, too many to hold
+      // on chip, so it reads its input twice: the per-channel statistics first, then the
+      // normalisation (PyTorch's aten/src/ATen/native/cuda/Normalization.cuh: batch_norm_stats,
+      // then batch_norm_elemt; cuDNN's spatial batch norm forward is likewise two kernels).
+      if (op.name == "native_batch_norm" && !op.in.empty()) out.push_back(memory(read_elements(i, 0) * p.in_bytes[0]));
       out.push_back(memory(bytes));
     }
   }

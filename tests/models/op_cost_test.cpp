@@ -84,6 +84,27 @@ TEST(OpCost, LayerNormByHand) {
   EXPECT_EQ(c.backward.kernels, 2);  // the input's gradient, then the weight's and bias's
 }
 
+// Batch norm in training: the statistics pass reads the input, then the normalisation reads it
+// again and writes the output (PyTorch's batch_norm_stats, then batch_norm_elemt): two kernels,
+// after num_batches_tracked += 1 (an int64 read and written). ResNet-50's bn1 at batch 1, fp32:
+// 64 x 112 x 112 elements, 64 channels.
+TEST(OpCost, BatchNormReadsItsInputTwiceByHand) {
+  const Model m = load_model("resnet50");
+  ComputeContext ctx;
+  ctx.gpu = &gpu_spec("a100");
+  ctx.precision = Precision::kFP32;
+  ctx.batch = 1;
+  const ModelCost cost = op_model_cost(m, ctx);
+  const LayerCost* bn = nullptr;
+  for (std::size_t i = 0; i < m.layers.size(); ++i)
+    if (m.layers[i].name == "bn1") bn = &cost.layers.at(i);
+  ASSERT_NE(bn, nullptr);
+  const double x = 64.0 * 112 * 112, c = 64;
+  // stats: x; normalise: x, weight, bias, running mean and var in, y, save_mean and save_invstd out.
+  EXPECT_DOUBLE_EQ(bn->forward.bytes, 16 + 4 * x + 4 * (x + 4 * c) + 4 * (x + 2 * c));
+  EXPECT_EQ(bn->forward.kernels, 3);
+}
+
 // nanoGPT's attention without SDPA: q and k made contiguous, q @ k^T, the scale, the causal
 // mask (bias[:, :, :T, :T] == 0, then masked_fill), softmax; v contiguous, att @ v, and the
 // heads transposed back.
