@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "models/compute_cost.hpp"
@@ -19,6 +20,22 @@ constexpr double H = 12;     // heads
 constexpr double V = 50257;  // vocabulary
 constexpr double n = T * D;  // one activation of the residual stream (batch 1)
 
+// fp32: an eager fp32 context on `gpu` at `batch` (the model's own sequence length).
+ComputeContext fp32(const char* gpu, std::int64_t batch) {
+  ComputeContext ctx;
+  ctx.gpu = &gpu_spec(gpu);
+  ctx.precision = Precision::kFP32;
+  ctx.batch = batch;
+  return ctx;
+}
+
+// layer_cost: the cost of model m's layer `name` in c.
+const LayerCost& layer_cost(const Model& m, const ModelCost& c, const std::string& name) {
+  for (std::size_t i = 0; i < m.layers.size(); ++i)
+    if (m.layers[i].name == name) return c.layers.at(i);
+  throw std::out_of_range(name);
+}
+
 struct OpRun {
   Model model = load_model("gpt2");
   ModelCost cost;
@@ -32,11 +49,7 @@ struct OpRun {
     ctx.mode.attention = attention;
     cost = op_model_cost(model, ctx);
   }
-  const LayerCost& layer(const std::string& name) const {
-    for (std::size_t i = 0; i < model.layers.size(); ++i)
-      if (model.layers[i].name == name) return cost.layers.at(i);
-    throw std::out_of_range(name);
-  }
+  const LayerCost& layer(const std::string& name) const { return layer_cost(model, cost, name); }
 };
 
 OpRun eager_fp32() { return OpRun(Precision::kFP32, false, AttentionImpl::kMath); }
@@ -90,19 +103,12 @@ TEST(OpCost, LayerNormByHand) {
 // 64 x 112 x 112 elements, 64 channels.
 TEST(OpCost, BatchNormReadsItsInputTwiceByHand) {
   const Model m = load_model("resnet50");
-  ComputeContext ctx;
-  ctx.gpu = &gpu_spec("a100");
-  ctx.precision = Precision::kFP32;
-  ctx.batch = 1;
-  const ModelCost cost = op_model_cost(m, ctx);
-  const LayerCost* bn = nullptr;
-  for (std::size_t i = 0; i < m.layers.size(); ++i)
-    if (m.layers[i].name == "bn1") bn = &cost.layers.at(i);
-  ASSERT_NE(bn, nullptr);
+  const ModelCost cost = op_model_cost(m, fp32("a100", 1));
+  const LayerCost& bn = layer_cost(m, cost, "bn1");
   const double x = 64.0 * 112 * 112, c = 64;
   // stats: x; normalise: x, weight, bias, running mean and var in, y, save_mean and save_invstd out.
-  EXPECT_DOUBLE_EQ(bn->forward.bytes, 16 + 4 * x + 4 * (x + 4 * c) + 4 * (x + 2 * c));
-  EXPECT_EQ(bn->forward.kernels, 3);
+  EXPECT_DOUBLE_EQ(bn.forward.bytes, 16 + 4 * x + 4 * (x + 4 * c) + 4 * (x + 2 * c));
+  EXPECT_EQ(bn.forward.kernels, 3);
 }
 
 // nanoGPT's attention without SDPA: q and k made contiguous, q @ k^T, the scale, the causal
@@ -367,10 +373,7 @@ TEST(OpCost, ModuleCallsFollowTheModulePaths) {
 // Dynamo leaves no module calls.
 TEST(OpCost, EagerModuleCallsCostTheHostTheirPython) {
   const Model m = load_model("resnet50");
-  ComputeContext ctx;
-  ctx.gpu = &gpu_spec("v100");
-  ctx.precision = Precision::kFP32;
-  ctx.batch = 1;
+  ComputeContext ctx = fp32("v100", 1);
   const KernelRates r = rates_for(*ctx.gpu);
   const ModelCost eager = op_model_cost(m, ctx);
   ASSERT_EQ(m.layers[0].name, "conv1");
