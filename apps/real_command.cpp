@@ -151,9 +151,9 @@ void calibrate_command(const CalibrateArgs& a) {
     t.add_row({r.what, fmt::format("{:.0f}", r.size), fmt::format("{:.2f}", r.time_s * 1e6),
                fmt::format("{:.2f}", r.algbw_GBps), fmt::format("{:.2f}", r.busbw_GBps)});
   }
-  t.print(std::cout, {fmt::format("gradsync calibrate: {} backend on host {}: {} ({}), {} rank{} over {}", c.backend,
-                                  c.host, c.device, c.library, c.ranks, c.ranks == 1 ? "" : "s",
-                                  c.collectives.empty() ? "-" : c.collectives.front().link_class),
+  t.print(std::cout, {fmt::format("gradsync calibrate: {} backend on host {}: {} ({}), {} rank{} over {}; GEMMs in {}",
+                                  c.backend, c.host, c.device, c.library, c.ranks, c.ranks == 1 ? "" : "s",
+                                  c.collectives.empty() ? "-" : c.collectives.front().link_class, c.precision),
                       "nccl-tests definitions: algbw = size / time, busbw = algbw x bus factor; compute rows: "
                       "algbw = achieved GFLOP/s (memory: GB/s)"});
   std::cout << fmt::format("# kernel launch (host time to issue): {:.2f} us\n# wrote {}\n", c.launch_s * 1e6, a.out);
@@ -178,7 +178,11 @@ void validate_command(const ValidateArgs& va) {
   Scenario s = scenario_of(a.scenario);
   if (s.calibration.empty())
     throw UsageError("--calibration FILE: validate simulates with a calibration (write one with gradsync calibrate)");
-  (void)read_calibration(s.calibration);  // a bad file fails before anything runs
+  const Calibration cal = read_calibration(s.calibration);  // a bad file fails before anything runs
+  if (!s.precision.empty() && s.precision != cal.precision)
+    throw ConfigError(fmt::format("calibration {}: its GEMMs were timed in {} (hardware.precision), the scenario runs "
+                                  "{}; calibrate with --precision {}",
+                                  s.calibration, cal.precision, s.precision, s.precision));
   real::Runtime rt(a.launch);
   const std::vector<Strategy> strategies = strategies_for(a.strategy, rt);
   Scenario measured = s;
@@ -229,6 +233,9 @@ void register_real_commands(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cal->add_option("--repeats", ca->sweep.repeats, "Timed runs per size after a warm-up (default 5)")
       ->check(kPositiveInteger);
+  cal->add_option("--precision", ca->sweep.precision,
+                  "Data type of the timed GEMMs (matmul, conv, attention): fp32, tf32, bf16 or fp16; a calibration "
+                  "serves scenarios of its precision (default: bf16 where the GPU has it, else fp16; fp32 on CPUs)");
   cal->add_option("--out", ca->out, "Where to write the calibration (default calibration.yaml)");
   cal->callback([ca] { calibrate_command(*ca); });
 

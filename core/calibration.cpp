@@ -124,10 +124,11 @@ std::string calibration_yaml(const Calibration& c) {
   std::string out;
   out += "# gradsync calibration: measured by `gradsync calibrate`; load with `gradsync simulate --calibration`.\n";
   out += "# Tables are measured points; segments are their fit (latency + size / rate), shown for people.\n";
-  out += "schema_version: 1\n";
+  out += "schema_version: 2\n";
   out += "hardware:\n";
   out += fmt::format("  backend: {}\n  host: {}\n  device: {}\n  library: {}\n  ranks: {}\n", quoted(c.backend),
                      quoted(c.host), quoted(c.device), quoted(c.library), c.ranks);
+  out += fmt::format("  precision: {}  # the GEMM kinds' data type\n", c.precision);
   out += fmt::format("launch_s: {}\n", c.launch_s);
   out += "compute:  # GEMM kinds by FLOPs, memory-bound kernels by bytes read + written\n";
   for (OpKind k : kKinds) {
@@ -171,12 +172,23 @@ static Calibration parse_calibration_unchecked(std::string_view text, const std:
   if (!root.IsMap()) r.fail(root, "calibration", "expected a mapping (the file `gradsync calibrate` writes)");
   r.only_keys(root, "calibration", {"schema_version", "hardware", "launch_s", "compute", "copies", "collectives"});
   const YAML::Node version = r.required(root, "calibration", "schema_version");
-  if (r.positive_int(version, "calibration", "schema_version") != 1)
-    r.fail(version, "calibration", fmt::format("schema_version {} is not 1", YamlReader::scalar_text(version)));
+  const auto schema = r.positive_int(version, "calibration", "schema_version");
+  if (schema != 1 && schema != 2)
+    r.fail(version, "calibration",
+           fmt::format("schema_version {}: expected 1 or 2 (2 records hardware.precision)",
+                       YamlReader::scalar_text(version)));
   Calibration c;
   c.origin = path;
   const YAML::Node hw = r.required(root, "calibration", "hardware");
-  r.only_keys(hw, "hardware", {"backend", "host", "device", "library", "ranks"});
+  if (schema == 1) {
+    r.only_keys(hw, "hardware", {"backend", "host", "device", "library", "ranks"});
+  } else {
+    r.only_keys(hw, "hardware", {"backend", "host", "device", "library", "ranks", "precision"});
+    c.precision = r.string(r.required(hw, "hardware", "precision"), "hardware", "precision");
+    if (c.precision != "fp32" && c.precision != "tf32" && c.precision != "bf16" && c.precision != "fp16")
+      r.fail(hw["precision"], "hardware",
+             fmt::format("precision \"{}\": expected fp32, tf32, bf16 or fp16", c.precision));
+  }
   c.backend = r.string(r.required(hw, "hardware", "backend"), "hardware", "backend");
   if (c.backend != "cpu" && c.backend != "gpu")
     r.fail(hw["backend"], "hardware", fmt::format("backend \"{}\": expected cpu or gpu", c.backend));

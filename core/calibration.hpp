@@ -51,6 +51,12 @@ struct Calibration {
   std::string device;                          // the GPU's or CPU's name as the driver reports it
   std::string library;                         // versions: "Open MPI 4.1.4, OpenBLAS 0.3.21" / "CUDA 13.0, NCCL 2.27.3"
   int ranks = 0;                               // ranks the collectives ran on
+  // precision: the data type the GEMM kinds (matmul, conv, attention) were timed in: fp32, tf32,
+  // bf16 or fp16, as a scenario's --precision. A bf16 GEMM runs 2-15x faster than an fp32 one on
+  // the same GPU, so a table is only used for scenarios of its precision (sim/resolve.cpp).
+  // Files of schema_version 1 have no such field: `gradsync calibrate` then always timed fp32
+  // (cublasGemmEx with CUDA_R_32F, OpenBLAS sgemm), and they are read as fp32.
+  std::string precision = "fp32";
   double launch_s = 0;                         // host time to issue one kernel
   std::map<OpKind, CalibrationTable> compute;  // matmul/conv/attention by FLOPs, memory by bytes
   CalibrationTable peer_copy;                  // device to device, by bytes (empty on one device)

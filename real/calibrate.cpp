@@ -58,6 +58,26 @@ void check_calibration_fits(const CalibrateOptions& o, Runtime& rt) {
   }
 }
 
+// calibration_precision: --precision checked against the backend and the GPU, or its default (a
+// scenario's: bf16 where the GPU has it, else fp16; fp32 on CPUs, which OpenBLAS's sgemm runs).
+std::string calibration_precision(const CalibrateOptions& o, Runtime& rt) {
+  const std::string& p = o.precision;
+  if (!p.empty() && p != "fp32" && p != "tf32" && p != "bf16" && p != "fp16")
+    throw UsageError(fmt::format("--precision \"{}\": expected fp32, tf32, bf16 or fp16", p));
+  if (rt.backend() == "cpu") {
+    if (!p.empty() && p != "fp32")
+      throw UsageError(fmt::format("--precision {}: the CPU backend computes in fp32 (OpenBLAS sgemm); expected fp32", p));
+    return "fp32";
+  }
+  const GpuProps g = gpu_props(rt.rig_options(0, 0).gpu_offset);
+  if ((p == "bf16" || p == "tf32") && g.sm_version < 80)
+    throw UsageError(fmt::format("--precision {}: {} (compute capability {}.{}) has no {} tensor cores; expected fp32 "
+                                 "or fp16",
+                                 p, g.name, g.sm_version / 10, g.sm_version % 10, p));
+  if (!p.empty()) return p;
+  return g.sm_version >= 80 ? "bf16" : "fp16";
+}
+
 }  // namespace
 
 CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
@@ -70,7 +90,10 @@ CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
 
   CalibrationRun run;
   Calibration& cal = run.calibration;
-  auto rig = make_rig(rt.rig_options(64 << 20, 64 << 20));
+  RigOptions ro = rt.rig_options(64 << 20, 64 << 20);
+  ro.precision = calibration_precision(o, rt);
+  auto rig = make_rig(ro);
+  cal.precision = ro.precision;
   cal.backend = rt.backend();
   cal.host = rt.host();
   cal.device = rig->device_name();

@@ -79,6 +79,9 @@ struct CalibrateOptions {
   double step_factor = 4;
   double max_flops = 0;  // 0: 1e12 on a GPU, 2e10 on a CPU
   int repeats = 5;       // timed runs per size after one warm-up; the median is kept
+  // precision: the data type of the timed GEMMs (fp32, tf32, bf16, fp16). Empty: a scenario's
+  // default on a GPU (bf16 from compute capability 8.0, else fp16); fp32 on the CPU backend.
+  std::string precision;
 };
 
 // CalibrationPointRow: one measured size, nccl-tests' columns.

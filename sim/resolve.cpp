@@ -117,6 +117,13 @@ ResolvedScenario resolve(const Scenario& requested) {
   }
   if (!s.calibration.empty()) {
     r.calibration = read_calibration(s.calibration);
+    if (r.calibration->precision != precision_name(r.precision)) {
+      throw ConfigError(fmt::format(
+          "calibration {}: its GEMMs were timed in {} (hardware.precision), the scenario runs {}; calibrate with "
+          "--precision {} or simulate with --precision {}",
+          s.calibration, r.calibration->precision, precision_name(r.precision), precision_name(r.precision),
+          r.calibration->precision));
+    }
     if (r.calibration->collective_time(Collective::kAllreduce, r.gpus, 1.0) == std::nullopt && r.gpus > 1) {
       int measured = 0;
       for (const CollectiveTable& t : r.calibration->collectives)

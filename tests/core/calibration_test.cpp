@@ -2,6 +2,7 @@
 // calibration.yaml written and read back, with its errors.
 #include "core/calibration.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -52,6 +53,7 @@ TEST(Calibration, WrittenFileReadsBackTheSamePoints) {
   c.device = "Some CPU";
   c.library = "Open MPI v4.1.4, OpenBLAS 0.3.21";
   c.ranks = 2;
+  c.precision = "bf16";
   c.launch_s = 1.5e-6;
   c.compute[OpKind::kMatmul] = table();
   c.compute[OpKind::kMemory] = table();
@@ -61,6 +63,7 @@ TEST(Calibration, WrittenFileReadsBackTheSamePoints) {
   EXPECT_EQ(back.backend, "cpu");
   EXPECT_EQ(back.host, "node\"1");
   EXPECT_EQ(back.ranks, 2);
+  EXPECT_EQ(back.precision, "bf16");
   EXPECT_DOUBLE_EQ(back.launch_s, 1.5e-6);
   ASSERT_EQ(back.collectives.size(), 1u);
   EXPECT_EQ(back.collectives[0].link_class, "shm");
@@ -73,6 +76,37 @@ TEST(Calibration, WrittenFileReadsBackTheSamePoints) {
   EXPECT_DOUBLE_EQ(*back.compute_time(OpKind::kMatmul, 1e6, 0), 20e-6);
   EXPECT_FALSE(back.compute_time(OpKind::kConv, 1e6, 0).has_value());
   EXPECT_DOUBLE_EQ(*back.compute_time(OpKind::kConv, 0, 1e6), 20e-6);  // no FLOPs: memory-bound
+}
+
+// Schema 2 says which data type the GEMM tables were timed in; schema 1 files (no such field) come
+// from the calibrate that always timed fp32 GEMMs, and read as fp32.
+TEST(Calibration, PrecisionOfTheGemmTables) {
+  const std::string rest = "launch_s: 1e-6\ncompute: {}\ncollectives: []\n";
+  EXPECT_EQ(parse_calibration("schema_version: 1\nhardware: {backend: gpu, host: h, device: d, ranks: 1}\n" + rest,
+                              "old.yaml")
+                .precision,
+            "fp32");
+  EXPECT_EQ(parse_calibration(
+                "schema_version: 2\nhardware: {backend: gpu, host: h, device: d, ranks: 1, precision: fp16}\n" + rest,
+                "new.yaml")
+                .precision,
+            "fp16");
+  const auto error = [&](const std::string& hw, int schema) {
+    try {
+      parse_calibration(fmt::format("schema_version: {}\nhardware: {}\n{}", schema, hw, rest), "cal.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(error("{backend: gpu, host: h, device: d, ranks: 1}", 2).find("precision"), std::string::npos);
+  const std::string bad = error("{backend: gpu, host: h, device: d, ranks: 1, precision: int8}", 2);
+  EXPECT_NE(bad.find("cal.yaml:2"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("precision \"int8\": expected fp32, tf32, bf16 or fp16"), std::string::npos) << bad;
+  EXPECT_NE(error("{backend: gpu, host: h, device: d, ranks: 1, precision: bf16}", 1).find("precision"),
+            std::string::npos);  // schema 1 knows no such key
+  EXPECT_NE(error("{backend: gpu, host: h, device: d, ranks: 1, precision: bf16}", 3).find("expected 1 or 2"),
+            std::string::npos);
 }
 
 TEST(Calibration, ErrorsNameTheFileLineAndField) {

@@ -75,6 +75,23 @@ case "$case_" in
       grep -q "^  $k " "$tmp/out" || fail "calibrate printed no $k row"
     done
     grep -q 'backend: "cpu"' "$tmp/cal.yaml" && grep -q 'ranks: 2' "$tmp/cal.yaml" || fail "calibration hardware"
+    grep -q '^  precision: fp32 ' "$tmp/cal.yaml" || fail "calibration precision (the CPU's sgemm: fp32)"
+    # A calibration serves scenarios of its GEMMs' precision only: a bf16 scenario is refused, named.
+    set +e
+    "$bin" simulate --strategy ddp "${small[@]}" --precision bf16 --gpus 2 --calibration "$tmp/cal.yaml" --out "$tmp/s16" \
+      >"$tmp/s16.out" 2>&1
+    rc=$?
+    set -e
+    [[ $rc != 0 && ! -e $tmp/s16 ]] || { cat "$tmp/s16.out"; fail "a bf16 scenario ran on an fp32 calibration"; }
+    grep -q "calibration $tmp/cal.yaml: its GEMMs were timed in fp32 (hardware.precision), the scenario runs bf16; calibrate with --precision bf16 or simulate with --precision fp32" "$tmp/s16.out" \
+      || { cat "$tmp/s16.out"; fail "precision mismatch message"; }
+    set +e
+    "$bin" calibrate --backend cpu --launch local --precision bf16 --out "$tmp/c16.yaml" >"$tmp/c16.out" 2>&1
+    rc=$?
+    set -e
+    [[ $rc == 2 && ! -e $tmp/c16.yaml ]] || { cat "$tmp/c16.out"; fail "calibrate --precision bf16 on CPUs exited $rc"; }
+    grep -q "^error: --precision bf16: the CPU backend computes in fp32 (OpenBLAS sgemm); expected fp32$" "$tmp/c16.out" \
+      || { cat "$tmp/c16.out"; fail "calibrate --precision bf16 on CPUs message"; }
     "$bin" simulate --strategy ddp "${small[@]}" --precision fp32 --gpus 2 --calibration "$tmp/cal.yaml" --out "$tmp/s" \
       >"$tmp/sim.out" || fail "simulate --calibration"
     grep -q "(calibrated)" "$tmp/sim.out" || { cat "$tmp/sim.out"; fail "not calibrated"; }
