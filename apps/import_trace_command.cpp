@@ -42,7 +42,7 @@ void import_trace(const ImportOptions& o) {
   } catch (const ConfigError& e) {
     throw UsageError(fmt::format("--precision: {}", e.what()));
   }
-  const MeasuredStep ms = read_profiler_trace(read_input_file(o.trace, "trace"), o.trace);
+  const MeasuredStep ms = read_profiler_trace(gunzip_input(read_input_file(o.trace, "trace"), o.trace, "trace"), o.trace);
   const std::string text = imported_model_text(ms, t);
   parse_model(text, o.out.empty() ? "the imported model" : o.out);  // what it writes must load
   if (o.out.empty()) {

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <zlib.h>
+
 #include "core/error.hpp"
 
 namespace gradsync {
@@ -36,6 +38,39 @@ std::string read_input_file(const std::string& path, const std::string& what) {
   }
   if (in.bad()) fail("read error");
   return text;
+}
+
+std::string gunzip_input(std::string bytes, const std::string& path, const std::string& what) {
+  if (bytes.size() < 2 || static_cast<unsigned char>(bytes[0]) != 0x1f || static_cast<unsigned char>(bytes[1]) != 0x8b)
+    return bytes;
+  const auto fail = [&](const std::string& why) {
+    throw DataError(fmt::format("{}: cannot read the {}: {}", path, what, why));
+  };
+  z_stream s{};
+  if (inflateInit2(&s, 15 + 16) != Z_OK) fail("zlib could not start");  // 15 + 16: a gzip wrapper
+  std::string out;
+  char block[1 << 16];
+  s.next_in = reinterpret_cast<Bytef*>(bytes.data());
+  s.avail_in = static_cast<uInt>(bytes.size());
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    s.next_out = reinterpret_cast<Bytef*>(block);
+    s.avail_out = sizeof block;
+    rc = inflate(&s, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      const std::string why = rc == Z_BUF_ERROR ? "the gzip stream ends early (a truncated file?)"
+                                                : fmt::format("not a valid gzip stream ({})", s.msg ? s.msg : "zlib");
+      inflateEnd(&s);
+      fail(why);
+    }
+    out.append(block, sizeof block - s.avail_out);
+    if (out.size() > kMaxInputFileBytes) {
+      inflateEnd(&s);
+      fail(fmt::format("it inflates past {} MiB, the most any input may hold", kMaxInputFileBytes >> 20));
+    }
+  }
+  inflateEnd(&s);
+  return out;
 }
 
 }  // namespace gradsync

@@ -18,4 +18,9 @@ inline constexpr std::uint64_t kMaxInputFileBytes = std::uint64_t{256} << 20;
 // read_input_file: the file's bytes; ConfigError "<path>: cannot read the <what>: <why>".
 std::string read_input_file(const std::string& path, const std::string& what);
 
+// gunzip_input: `bytes` inflated when they are gzip (they start with 1f 8b: torch.profiler's
+// tensorboard handler writes *.pt.trace.json.gz), else `bytes` as they are. DataError naming the
+// file for a damaged stream or one that inflates past kMaxInputFileBytes.
+std::string gunzip_input(std::string bytes, const std::string& path, const std::string& what);
+
 }  // namespace gradsync

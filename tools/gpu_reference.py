@@ -172,7 +172,36 @@ def make_optimizer(kind, params):
     return torch.optim.AdamW(params, lr=6e-4, weight_decay=0.1, betas=(0.9, 0.95))
 
 
-def run_case(c, steps, warmup, out_dir, profiles):
+def trace_case(c, out_dir):
+    """Two training steps under torch.profiler with a schedule and prof.step() after each, as a
+    user records them for `gradsync models import-trace`: DIR/steps_CASE.json.gz."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+    model, opt, runner, amp, loss_of = setup_case(c)
+
+    def step():
+        with torch.autocast("cuda", dtype=amp or torch.bfloat16, enabled=amp is not None):
+            loss = loss_of(runner)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    path = os.path.join(out_dir, f"steps_{c['name']}.json")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
+                 schedule=schedule(wait=1, warmup=1, active=2),
+                 on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
+        for _ in range(4):
+            step()
+            torch.cuda.synchronize()
+            prof.step()
+    with open(path, "rb") as f, gzip.open(path + ".gz", "wb") as g:
+        shutil.copyfileobj(f, g)
+    os.remove(path)
+
+
+def setup_case(c):
     dev = torch.device("cuda")
     set_precision(c["precision"], c.get("benchmark", False))
     model, loss_of = build(c["model"], c["batch"], c.get("t", 0), c.get("image", 224), dev)
@@ -185,6 +214,11 @@ def run_case(c, steps, warmup, out_dir, profiles):
     opt = make_optimizer(c.get("optimizer", "adamw"), model.parameters())
     runner = torch.compile(model) if c.get("compile") else model
     amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(c["precision"])
+    return model, opt, runner, amp, loss_of
+
+
+def run_case(c, steps, warmup, out_dir, profiles):
+    model, opt, runner, amp, loss_of = setup_case(c)
 
     def step():
         with torch.autocast("cuda", dtype=amp or torch.bfloat16, enabled=amp is not None):
@@ -237,9 +271,6 @@ def run_case(c, steps, warmup, out_dir, profiles):
         with open(tmp, "rb") as f, gzip.open(tmp + ".gz", "wb") as g:
             shutil.copyfileobj(f, g)
         os.remove(tmp)
-    del model, opt, runner
-    gc.collect()
-    torch.cuda.empty_cache()
     return r
 
 
@@ -249,9 +280,13 @@ def host_costs():
     dev = torch.device("cuda")
     a, b = torch.randn(256, device=dev), torch.randn(256, device=dev)
     w, x = torch.randn(64, 64, device=dev), torch.randn(8, 64, device=dev)
+    xc, wc = torch.randn(1, 64, 8, 8, device=dev), torch.randn(64, 64, 3, 3, device=dev)
+    rm, rv = torch.zeros(64, device=dev), torch.ones(64, device=dev)
     out = {}
     for name, fn in (("add", lambda: torch.add(a, b)), ("add_", lambda: a.add_(b)),
-                     ("linear", lambda: F.linear(x, w)), ("relu", lambda: F.relu(a))):
+                     ("linear", lambda: F.linear(x, w)), ("relu", lambda: F.relu(a)),
+                     ("mm", lambda: torch.mm(x, w)), ("conv2d", lambda: F.conv2d(xc, wc, padding=1)),
+                     ("batch_norm", lambda: F.batch_norm(xc, rm, rv, training=True))):
         for _ in range(200):
             fn()
         torch.cuda.synchronize()
@@ -322,11 +357,21 @@ def main():
     ap.add_argument("--no-buckets", action="store_true")
     ap.add_argument("--buckets-only", action="store_true")
     ap.add_argument("--host-only", action="store_true", help="only the host's cost per eager op, to DIR/host.json")
+    ap.add_argument("--traces-only", action="store_true",
+                    help="only two profiled steps of each --only case, with ProfilerStep#N, to DIR/steps_CASE.json.gz")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.host_only:
         with open(os.path.join(a.out, "host.json"), "w") as f:
             json.dump(dict(machine=machine(), host=host_costs()), f, indent=1)
+        return
+    if a.traces_only:
+        for c in CASES:
+            if c["name"] in (a.only or []):
+                trace_case(c, a.out)
+                gc.collect()
+                torch.cuda.empty_cache()
+                print(f"traced {c['name']}", flush=True)
         return
     ref = dict(machine=machine(), steps=a.steps, warmup=a.warmup, cases=[])
     profiles = {}
@@ -344,6 +389,8 @@ def main():
             t0 = time.time()
             try:
                 r = run_case(c, a.steps, a.warmup, a.out, profiles)
+                gc.collect()
+                torch.cuda.empty_cache()
             except Exception as e:  # noqa: BLE001
                 traceback.print_exc()
                 r = dict(c, error=f"{type(e).__name__}: {e}")

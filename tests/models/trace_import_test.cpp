@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "models/compute_cost.hpp"
 #include "topologies/gpu_spec.hpp"
 
@@ -45,6 +48,51 @@ TraceImport resnet18_import() {
   opts.split.gpu = &gpu_spec("v100");
   opts.split.precision = Precision::kFP32;
   return opts;
+}
+
+// Two steps of real training on the lent H200 (validation/gpu/h200-2026-11-27: GPT-2 124M in bf16 with
+// SDPA, ResNet-50 in bf16 channels_last), recorded as a user does, gzip-compressed. Every kernel of
+// the trace belongs to a step's forward, backward or optimizer (the loop runs nothing else), so the
+// three phases hold the kernels' time: the sum of the GPU events' durations per step bounds them from
+// above, and they keep at least 90% of it (kernels that overlap count once in a union). cuBLASLt
+// launches its Hopper GEMMs with cuLaunchKernelEx, a "cuda_driver" event: missing them lost half
+// of GPT-2's kernels.
+TEST(TraceImport, RealH200TracesKeepEveryKernelInItsPhase) {
+  for (const std::string name : {"steps_gpt2-bf16-sdpa", "steps_resnet50-bf16-cl"}) {
+    const std::string path = "validation/gpu/h200-2026-11-27/" + name + ".json.gz";
+    const std::string text = gunzip_input(read_input_file(path, "trace"), path, "trace");
+    const MeasuredStep ms = read_profiler_trace(text, path);
+    double gpu_us = 0;
+    const nlohmann::json root = nlohmann::json::parse(text);
+    for (const auto& e : root.at("traceEvents")) {
+      const std::string cat = e.value("cat", "");
+      if (cat == "kernel" || cat == "gpu_memset" || cat == "gpu_memcpy") gpu_us += e["dur"].get<double>();
+    }
+    const double per_step_s = gpu_us * 1e-6 / ms.steps;
+    const double phases = ms.forward_s + ms.backward_s + ms.optimizer_s;
+    EXPECT_EQ(ms.steps, 2) << name;
+    EXPECT_EQ(ms.device, "NVIDIA H200") << name;
+    EXPECT_LE(phases, per_step_s * (1 + 1e-9)) << name;
+    EXPECT_GE(phases, 0.9 * per_step_s) << name << ": forward " << ms.forward_s << " backward " << ms.backward_s
+                                        << " optimizer " << ms.optimizer_s << " of " << per_step_s << " s of kernels";
+    EXPECT_GT(ms.backward_s, ms.forward_s) << name;
+    EXPECT_NEAR(ms.step_s, phases + ms.other_s, 1e-12) << name;
+  }
+}
+
+// A gzip trace reads as its JSON; a damaged one is refused naming the file.
+TEST(TraceImport, GzipTracesAndTheirErrors) {
+  const std::string path = "validation/gpu/h200-2026-11-27/steps_resnet50-bf16-cl.json.gz";
+  const std::string gz = read_input_file(path, "trace");
+  EXPECT_EQ(gunzip_input("[]", "plain.json", "trace"), "[]");  // not gzip: as it is
+  const std::string whole = gunzip_input(gz, path, "trace");
+  EXPECT_TRUE(nlohmann::json::parse(whole).contains("traceEvents"));
+  const std::string cut = error_of([&] { gunzip_input(gz.substr(0, gz.size() / 2), "cut.json.gz", "trace"); });
+  EXPECT_NE(cut.find("cut.json.gz: cannot read the trace: the gzip stream ends early"), std::string::npos) << cut;
+  std::string bad = gz;
+  for (std::size_t i = bad.size() / 2; i < bad.size() / 2 + 64; ++i) bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+  const std::string damaged = error_of([&] { gunzip_input(bad, "bad.json.gz", "trace"); });
+  EXPECT_NE(damaged.find("bad.json.gz: cannot read the trace:"), std::string::npos) << damaged;
 }
 
 TEST(TraceImport, CpuTracePhasesAreTheHostSpans) {
