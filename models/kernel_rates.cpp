@@ -115,6 +115,19 @@ KernelRates rates_for(const GpuSpec& gpu) {
   // fp32 convolutions keep the rate derived above from the default SGEMM rate (Lambda's ResNet-50
   // fp32 on TITAN RTX and RTX 2080 Ti: -2.8% and -8.2% with it).
   if (sm == 75) r.gemm_fp32 = 0.60;
+  // FP32 lanes per SM (NVIDIA's architecture whitepapers): 64 on Volta, Turing and GA100; 128 on
+  // GA102/AD102 (two FP32 datapaths) and Hopper. The datasheet FP32 peak / (2 x lanes x SMs) is
+  // the boost clock the peaks assume (V100 1.53 GHz, A100 1.41, RTX 3090 1.70, H100 SXM 1.98).
+  r.fp32_lanes = sm >= 86 ? 128 : 64;
+  // Batch norm in training (KernelRates::bn_*): measured on one H200 (validation/gpu/h200-2026-11-27,
+  // PyTorch 2.11, cuDNN 9.19, ResNet-50 at batch 128: 53 batch norms over 1.42e9 input elements a
+  // step, profile.json.gz). The forward ran at 195, 202 and 203 Gelem/s in fp16 NCHW (cuDNN), fp32
+  // NCHW (cuDNN) and bf16 channels_last (native): one rate whatever the bytes per element, so not a
+  // DRAM limit (fp16 moved 1.2 TB/s, a quarter of the H200's 4.8; the residual adds beside them 4.3).
+  // Per SM and clock (132 SMs at 1.98 GHz): 0.746. The backward: 114 and 97 Gelem/s in NCHW fp16 and
+  // fp32 (cuDNN), median with native NCHW bf16's 78: 97.4, 0.373 per SM and clock; 249 in
+  // channels_last (native NHWC kernels): 0.953. Per SM and clock is the assumption that carries the
+  // rates to other GPUs (the kernels are reductions over N x H x W per channel, spread over the SMs).
   return r;
 }
 

@@ -39,6 +39,14 @@ struct KernelRates {
   double flash = 0.50;        // FlashAttention-2 (forward; backward does 2.5x the FLOPs)
   double mem_efficient = 0.35;
   double memory = 0.80;               // memory-bound kernels, of DRAM bandwidth
+  // Batch norm in training, elements per SM per clock (of the input N x C x H x W): its kernels
+  // reduce each channel over N x H x W and are limited by that, not by DRAM, on GPUs whose DRAM is
+  // fast for their SMs (kernel_rates.cpp). Forward; backward in NCHW (cuDNN's kernels) and in
+  // channels_last (PyTorch's native NHWC kernels).
+  double bn_forward = 0.746;
+  double bn_backward_nchw = 0.373;
+  double bn_backward_nhwc = 0.953;
+  int fp32_lanes = 64;  // FP32 lanes per SM, whose count the datasheet's FP32 peak is (for the clock)
   int tile = 128;                     // output tile of a GEMM (CUTLASS/cuBLAS 128x128), for wave quantisation
   double min_kernel_s = 2e-6;         // a kernel's GPU time at least (launch to completion)
   double eager_forward_op_s = 10e-6;  // host: Python + dispatcher + launch of one eager forward op

@@ -295,6 +295,26 @@ class OpCoster {
 
   double dram(double bytes) const { return bytes / (ctx_.gpu->memory_bandwidth_Bps * r_.memory); }
 
+  // bn_floor: batch norm's kernels out[first..] in training, stretched to `elements` at
+  // `per_sm_clock` elements per SM and clock when that is slower than their DRAM traffic; they are
+  // then bound by the SMs (NCCL's blocks slow them as they slow convolutions). KernelRates::bn_*.
+  void bn_floor(std::vector<Kernel>& out, std::size_t first, double elements, double per_sm_clock) const {
+    const GpuSpec& g = *ctx_.gpu;
+    if (ctx_.mode.compile || first >= out.size() || g.sms <= 0 || g.fp32_flops <= 0) return;
+    const double clock = g.fp32_flops / (2.0 * r_.fp32_lanes * g.sms);
+    const double floor = elements / (per_sm_clock * g.sms * clock);
+    double sum = 0;
+    for (std::size_t j = first; j < out.size(); ++j) sum += out[j].time;
+    if (!(floor > sum) || sum <= 0) return;
+    for (std::size_t j = first; j < out.size(); ++j) {
+      Kernel& k = out[j];
+      k.time *= floor / sum;
+      k.hbm = 0;
+      k.sm = k.time;
+      k.sm_held = k.time * linear_stretch(sharing_.sms, held_);
+    }
+  }
+
   bool tf32_tensor_cores() const { return ctx_.gpu->sm_version >= 80 && ctx_.gpu->tf32_flops > 0; }
 
   // gemm_peak: the matrix peak and efficiency of a product in this run's precision.
@@ -381,10 +401,22 @@ class OpCoster {
     // Convolutions run many waves of implicit-GEMM tiles: they slow in proportion to the SMs lost.
     return bound(k, compute, dram(bytes), compute * linear_stretch(sharing_.sms, held_));
   }
-  // layout: NCHW tensors under fp16/bf16: cuDNN's tensor-core kernels work in NHWC, so each
+  // layout: NCHW tensors on the tensor cores: cuDNN's tensor-core kernels work in NHWC, so each
   // convolution transposes its input and output (a read and a write of each; NVIDIA Deep Learning
-  // Performance Guide, "Tensor Layouts In Memory: NCHW vs NHWC").
-  bool transposes() const { return autocast_ && !ctx_.mode.channels_last; }
+  // Performance Guide, "Tensor Layouts In Memory: NCHW vs NHWC"). That is fp16/bf16 autocast, and
+  // fp32 and tf32 from Ampere on, whose convolutions run as TF32 (cudnn.allow_tf32 defaults to True):
+  // on the H200, ResNet-50's TF32 step spent 7.4 ms in cuDNN's nchwToNhwc/nhwcToNchw kernels
+  // against 1.5 ms with TF32 off (validation/gpu/h200-2026-11-27/profile.json.gz). GeForce GA102 and
+  // AD102 list a TF32 tensor rate no higher than their FP32 one (dense, FP32 accumulate): there
+  // cuDNN gains nothing from the tensor-core engines and is taken to keep the NCHW FP32 kernels
+  // (an inference, not measured: Lambda's RTX 3090 TF32 ResNet-50 matches without transposes, and
+  // would be 19% too slow with them).
+  bool transposes() const {
+    const GpuSpec& g = *ctx_.gpu;
+    const bool tf32_convs = (ctx_.precision == Precision::kFP32 || ctx_.precision == Precision::kTF32) &&
+                            tf32_tensor_cores() && g.tf32_flops > g.fp32_flops;
+    return (autocast_ || tf32_convs) && !ctx_.mode.channels_last;
+  }
   Kernel memory(double bytes) const {
     Kernel k{0, bytes, 0};
     k.time = std::max(dram(bytes), r_.min_kernel_s);
@@ -433,8 +465,10 @@ class OpCoster {
       // on chip, so it reads its input twice: the per-channel statistics first, then the
       // normalisation (PyTorch's aten/src/ATen/native/cuda/Normalization.cuh: batch_norm_stats,
       // then batch_norm_elemt; cuDNN's spatial batch norm forward is likewise two kernels).
+      const std::size_t first = out.size();
       if (op.name == "native_batch_norm" && !op.in.empty()) out.push_back(memory(read_elements(i, 0) * p.in_bytes[0]));
       out.push_back(memory(bytes));
+      if (op.name == "native_batch_norm" && !op.in.empty()) bn_floor(out, first, s.in[0], r_.bn_forward);
     }
   }
 

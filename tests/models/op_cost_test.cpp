@@ -111,6 +111,62 @@ TEST(OpCost, BatchNormReadsItsInputTwiceByHand) {
   EXPECT_EQ(bn.forward.kernels, 3);
 }
 
+// Batch norm in training is bounded by its per-channel reductions where DRAM is fast for the SMs:
+// its kernels take at least elements / (rate x SMs x clock), the clock being the FP32 peak over
+// 2 x lanes x SMs (H200: 67e12 / (2 x 128 x 132) = 1.98 GHz). ResNet-50's bn1 at batch 128 in bf16:
+// 128 x 64 x 112 x 112 elements; forward at 0.746 per SM and clock, backward at 0.373 (NCHW) or
+// 0.953 (channels_last); the forward's num_batches_tracked += 1 stays a kernel at the launch floor
+// (2 us). Where DRAM is the slower (a V100 in fp32 at batch 128: 12 bytes an element of the forward
+// over 0.8 of 900 GB/s, against 0.746 x 80 SMs x 1.53 GHz) the bytes decide as before.
+TEST(OpCost, BatchNormInTrainingIsBoundByItsReductionsByHand) {
+  const Model m = load_model("resnet50");
+  ComputeContext ctx;
+  ctx.gpu = &gpu_spec("h200");
+  ctx.precision = Precision::kBF16;
+  ctx.batch = 128;
+  const double x = 128.0 * 64 * 112 * 112;
+  const double per_clock = 132 * 67e12 / (2.0 * 128 * 132);  // SMs x clock
+  const LayerCost nchw = layer_cost(m, op_model_cost(m, ctx), "bn1");
+  EXPECT_NEAR(nchw.forward.time_s, 2e-6 + x / (0.746 * per_clock), 1e-12);
+  EXPECT_NEAR(nchw.backward.time_s, x / (0.373 * per_clock), 1e-12);
+  EXPECT_EQ(nchw.forward.kernels, 3);  // the kernels stay: their time is stretched
+  ctx.mode.channels_last = true;
+  const LayerCost nhwc = layer_cost(m, op_model_cost(m, ctx), "bn1");
+  EXPECT_NEAR(nhwc.backward.time_s, x / (0.953 * per_clock), 1e-12);
+  const LayerCost slow = layer_cost(m, op_model_cost(m, fp32("v100", 128)), "bn1");
+  const double c = 64;
+  EXPECT_NEAR(slow.forward.time_s, 2e-6 + (4 * x + 4 * (x + 4 * c) + 4 * (x + 2 * c)) / (0.8 * 900e9), 1e-12);
+  EXPECT_GT(slow.forward.time_s, x / (0.746 * 80 * 15.7e12 / (2.0 * 64 * 80)));
+}
+
+// cuDNN's tensor-core convolutions work in NHWC: from NCHW tensors each convolution transposes its
+// input and output, in fp16/bf16 and, from Ampere on, in fp32/tf32 (TF32 convolutions), but not on
+// GeForce GA102/AD102, whose TF32 tensor rate is no higher than FP32; channels_last has none.
+TEST(OpCost, ConvolutionTransposesWhereItRunsOnTensorCores) {
+  const Model m = load_model("resnet50");
+  // transposes: conv1's forward kernels in NCHW beyond those in channels_last (autocast adds the
+  // same input and weight casts to both).
+  const auto transposes = [&](const char* gpu, Precision p) {
+    const auto kernels = [&](bool channels_last) {
+      ComputeContext ctx;
+      ctx.gpu = &gpu_spec(gpu);
+      ctx.precision = p;
+      ctx.batch = 1;
+      ctx.mode.channels_last = channels_last;
+      return layer_cost(m, op_model_cost(m, ctx), "conv1").forward.kernels;
+    };
+    return kernels(false) - kernels(true);
+  };
+  EXPECT_EQ(transposes("a100", Precision::kFP32), 2);  // TF32 convolutions: input and output
+  EXPECT_EQ(transposes("a100", Precision::kTF32), 2);
+  EXPECT_EQ(transposes("a100", Precision::kBF16), 2);
+  EXPECT_EQ(transposes("h200", Precision::kTF32), 2);
+  EXPECT_EQ(transposes("v100", Precision::kFP32), 0);  // FP32 SIMT before Ampere
+  EXPECT_EQ(transposes("v100", Precision::kFP16), 2);
+  EXPECT_EQ(transposes("rtx-3090", Precision::kTF32), 0);
+  EXPECT_EQ(transposes("rtx-3090", Precision::kFP16), 2);
+}
+
 // nanoGPT's attention without SDPA: q and k made contiguous, q @ k^T, the scale, the causal
 // mask (bias[:, :, :T, :T] == 0, then masked_fill), softmax; v contiguous, att @ v, and the
 // heads transposed back.
