@@ -58,6 +58,12 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
     out.push_back(memory(s.in[0] * in_b(0)));  // zeros, the targets' entries set
   } else if (op.name == "_to_copy") {
     out.push_back(memory(n * ob + s.in[0] * in_b(0)));
+  } else if (op.name == "masked_fill" && p.in_grad[0]) {
+    // grad.masked_fill(mask, 0) (derivatives.yaml): a clone of the gradient, then masked_fill_ over
+    // the broadcast mask, as the forward.
+    out.push_back(memory(2.0 * n * ob));
+    const double bytes = 2.0 * n * ob + (op.in.size() > 1 ? s.in[1] * in_b(1) : 0.0);
+    out.push_back(strided_op(i) ? strided_kernel(memory(bytes), n) : memory(bytes));
   } else if (kPassThrough.count(op.name)) {
     // The gradient passes through unchanged.
   } else if (op.name == "add" || op.name == "sub" || op.name == "add_" || op.name == "cat" || op.name == "stack") {

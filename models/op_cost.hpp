@@ -47,6 +47,9 @@ struct KernelRates {
   double bn_backward_nchw = 0.373;
   double bn_backward_nhwc = 0.953;
   int fp32_lanes = 64;  // FP32 lanes per SM, whose count the datasheet's FP32 peak is (for the clock)
+  // strided: PyTorch's elementwise kernels without vectorised loads (a broadcast or non-contiguous
+  // operand: TensorIterator's offset calculator per element), elements per SM per clock at most.
+  double strided = 1.33;
   int tile = 128;                     // output tile of a GEMM (CUTLASS/cuBLAS 128x128), for wave quantisation
   double min_kernel_s = 2e-6;         // a kernel's GPU time at least (launch to completion)
   double eager_forward_op_s = 10e-6;  // host: Python + dispatcher + launch of one eager forward op
@@ -72,6 +75,10 @@ KernelRates rates_for(const GpuSpec& gpu);
 ModelCost op_model_cost(const Model& model, const ComputeContext& ctx);
 
 std::string_view attention_impl_name(AttentionImpl a);
+// check_attention_precision: ConfigError for flash attention in fp32 or tf32: FlashAttention's
+// kernels take fp16 and bf16 only, and F.scaled_dot_product_attention runs its memory-efficient
+// kernel for float32 inputs (on the H200 in tf32: fmha_cutlassF/B_f32, 36 of GPT-2's 104 ms).
+void check_attention_precision(const ExecutionMode& m, Precision p);
 // execution_mode: the scenario keys compile and attention ("math", "flash", "mem-efficient") as a
 // mode; ConfigError for another attention name.
 ExecutionMode execution_mode(bool compile, std::string_view attention);

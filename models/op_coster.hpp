@@ -295,14 +295,46 @@ class OpCoster {
 
   double dram(double bytes) const { return bytes / (ctx_.gpu->memory_bandwidth_Bps * r_.memory); }
 
+  // sm_clock_rate: SMs x clock, the clock being the FP32 peak over 2 x lanes x SMs.
+  double sm_clock_rate() const {
+    const GpuSpec& g = *ctx_.gpu;
+    return g.sms > 0 ? g.fp32_flops / (2.0 * r_.fp32_lanes) : 0.0;
+  }
+  // strided_op: an elementwise op that PyTorch runs without vectorised loads: a layout copy
+  // (clone/contiguous of a transposed view) or an input broadcast to the output (a mask, a bias of
+  // other shape; not a scalar). Eager only: torch.compile generates its own kernels.
+  bool strided_op(std::size_t i) const {
+    const Op& op = m_.ops[i];
+    const Sizes& s = sizes_[i];
+    if (ctx_.mode.compile || s.out.empty()) return false;
+    if (op.name == "clone" || op.name == "contiguous") return true;
+    // Reductions and normalisations have kernels of their own (their per-channel weights are not
+    // a broadcast operand of an elementwise loop); products, convolutions and gathers likewise.
+    if (is_gemm(op) || is_conv(op) || kIndexed.count(op.name) || kReductions.count(op.name) ||
+        op.name.find("norm") != std::string::npos)
+      return false;
+    for (std::size_t k = 0; k < op.in.size(); ++k)
+      if (op.in[k].ref.kind != OpRef::Kind::kConstant && s.in[k] > 1 && s.in[k] < s.out[0]) return true;
+    return false;
+  }
+  // strided_kernel: kernel k over `elements`, at most KernelRates::strided per SM and clock; then
+  // bound by the SMs.
+  Kernel strided_kernel(Kernel k, double elements) const {
+    const double rate = r_.strided * sm_clock_rate();
+    if (rate <= 0 || !(elements / rate > k.time)) return k;
+    k.time = elements / rate;
+    k.hbm = 0;
+    k.sm = k.time;
+    k.sm_held = k.time * linear_stretch(sharing_.sms, held_);
+    return k;
+  }
+
   // bn_floor: batch norm's kernels out[first..] in training, stretched to `elements` at
   // `per_sm_clock` elements per SM and clock when that is slower than their DRAM traffic; they are
   // then bound by the SMs (NCCL's blocks slow them as they slow convolutions). KernelRates::bn_*.
   void bn_floor(std::vector<Kernel>& out, std::size_t first, double elements, double per_sm_clock) const {
-    const GpuSpec& g = *ctx_.gpu;
-    if (ctx_.mode.compile || first >= out.size() || g.sms <= 0 || g.fp32_flops <= 0) return;
-    const double clock = g.fp32_flops / (2.0 * r_.fp32_lanes * g.sms);
-    const double floor = elements / (per_sm_clock * g.sms * clock);
+    if (ctx_.mode.compile || first >= out.size() || sm_clock_rate() <= 0) return;
+    const double floor = elements / (per_sm_clock * sm_clock_rate());
     double sum = 0;
     for (std::size_t j = first; j < out.size(); ++j) sum += out[j].time;
     if (!(floor > sum) || sum <= 0) return;
@@ -467,6 +499,17 @@ class OpCoster {
       // then batch_norm_elemt; cuDNN's spatial batch norm forward is likewise two kernels).
       const std::size_t first = out.size();
       if (op.name == "native_batch_norm" && !op.in.empty()) out.push_back(memory(read_elements(i, 0) * p.in_bytes[0]));
+      // masked_fill out of place is a clone of its input, then masked_fill_ in place (ATen's
+      // masked_fill: self.clone(), then masked_fill_ over the broadcast mask).
+      if (op.name == "masked_fill" && !op.in.empty()) {
+        out.push_back(memory(2.0 * s.out[0] * p.out_bytes[0]));
+        out.push_back(strided_op(i) ? strided_kernel(memory(bytes), s.out[0]) : memory(bytes));
+        return;
+      }
+      if (strided_op(i)) {
+        out.push_back(strided_kernel(memory(bytes), s.out.empty() ? 0 : s.out[0]));
+        return;
+      }
       out.push_back(memory(bytes));
       if (op.name == "native_batch_norm" && !op.in.empty()) bn_floor(out, first, s.in[0], r_.bn_forward);
     }

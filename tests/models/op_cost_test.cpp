@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "models/compute_cost.hpp"
 #include "models/model.hpp"
@@ -139,6 +141,46 @@ TEST(OpCost, BatchNormInTrainingIsBoundByItsReductionsByHand) {
   EXPECT_GT(slow.forward.time_s, x / (0.746 * 80 * 15.7e12 / (2.0 * 64 * 80)));
 }
 
+// Elementwise kernels without vectorised loads (a broadcast or non-contiguous operand) take at least
+// elements / (1.33 x SMs x clock). nanoGPT at B=16, T=1024 in bf16 on an H200, each op costed alone
+// (one layer per op): q's contiguous() copy (16 x 1024 x 768 elements, 2 bytes read and written
+// each) and masked_fill (a clone of the 16 x 12 x 1024 x 1024 scores at DRAM speed, then masked_fill_
+// over the broadcast mask at the strided rate); the scale (a vectorised mul) stays DRAM-bound. GPU
+// time: alone, each op is host-bound.
+TEST(OpCost, StridedElementwiseKernelsByHand) {
+  Model m = load_model("nanogpt");
+  std::vector<Layer> one;
+  for (const Layer& l : m.layers)
+    for (std::size_t i = l.first_op; i < l.first_op + l.op_count; ++i) {
+      Layer x = l;
+      x.name = l.name + "/" + m.ops[i].name + "/" + std::to_string(i - l.first_op);
+      x.first_op = i;
+      x.op_count = 1;
+      x.saved.clear();
+      one.push_back(x);
+    }
+  m.layers = one;
+  ComputeContext ctx;
+  ctx.gpu = &gpu_spec("h200");
+  ctx.precision = Precision::kBF16;
+  ctx.batch = 16;
+  ctx.seq_len = 1024;
+  const ModelCost cost = op_model_cost(m, ctx);
+  const double sm_clock = 67e12 / (2.0 * 128), bw = 0.8 * 4.8e12;
+  const double q = 16 * T * D, scores = 16 * H * T * T;
+  const LayerCost& copy = layer_cost(m, cost, "transformer.h.0.attn.fn/clone/0");
+  EXPECT_NEAR(copy.forward.gpu_time(), std::max(2 * 2 * q / bw, q / (1.33 * sm_clock)), 1e-12);
+  EXPECT_GT(q / (1.33 * sm_clock), 2 * 2 * q / bw);  // the index arithmetic, not DRAM, decides
+  const LayerCost& fill = layer_cost(m, cost, "transformer.h.0.attn.fn/masked_fill/5");
+  EXPECT_EQ(fill.forward.kernels, 2);
+  EXPECT_NEAR(fill.forward.gpu_time(), 2 * 2 * scores / bw + scores / (1.33 * sm_clock), 1e-12);
+  const LayerCost& scale = layer_cost(m, cost, "transformer.h.0.attn.fn/mul/3");
+  EXPECT_NEAR(scale.forward.gpu_time(), 2 * 2 * scores / bw, 1e-12);
+  // torch.compile generates its own kernels: no strided floor there.
+  ctx.mode.compile = true;
+  EXPECT_LT(op_model_cost(m, ctx).forward_s, cost.forward_s);
+}
+
 // cuDNN's tensor-core convolutions work in NHWC: from NCHW tensors each convolution transposes its
 // input and output, in fp16/bf16 and, from Ampere on, in fp32/tf32 (TF32 convolutions), but not on
 // GeForce GA102/AD102, whose TF32 tensor rate is no higher than FP32; channels_last has none.
@@ -180,10 +222,11 @@ TEST(OpCost, EagerAttentionAtT1024ByHand) {
                     + 4 * (2 * n + s)      // q @ k^T
                     + 4 * (2 * s)          // * scale
                     + 4 * T * T + T * T    // bias == 0 (fp32 buffer in, bool out)
-                    + 4 * (2 * s) + T * T  // masked_fill
+                    + 4 * (2 * s)          // masked_fill's clone of the scores
+                    + 4 * (2 * s) + T * T  // masked_fill_ in place
                     + 4 * (2 * s);         // softmax
   EXPECT_DOUBLE_EQ(a.forward.bytes, fn);
-  EXPECT_EQ(a.forward.kernels, 7);
+  EXPECT_EQ(a.forward.kernels, 8);
   const double fn2 = 4 * (2 * n)        // v copy
                      + 4 * (s + n + n)  // att @ v
                      + 4 * (2 * n);     // transpose back
