@@ -97,7 +97,11 @@ void show_model(const ShowOptions& o, std::ostream& out) {
       throw UsageError(fmt::format("--seq-len {}: {}", o.seq_len, e.what()));
     }
   }
-  ctx.mode = flag_value("--attention", [&] { return execution_mode(o.compile, o.attention); });
+  ctx.mode = flag_value("--attention", [&] {
+    const ExecutionMode mode = execution_mode(o.compile, o.attention);
+    check_attention_precision(mode, ctx.precision);
+    return mode;
+  });
   ctx.mode.channels_last = o.channels_last;
   ctx.mode.pad_to_multiple_of = o.pad_to_multiple_of;
   ctx.batch = o.batch > 0 ? o.batch : m.default_batch;

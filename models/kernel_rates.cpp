@@ -35,9 +35,9 @@ ExecutionMode execution_mode(bool compile, std::string_view attention) {
 void check_attention_precision(const ExecutionMode& m, Precision p) {
   if (m.attention == AttentionImpl::kFlash && (p == Precision::kFP32 || p == Precision::kTF32)) {
     throw ConfigError(fmt::format(
-        "\"flash\" with precision {}: FlashAttention runs in fp16 and bf16 only; "
-        "F.scaled_dot_product_attention takes its memory-efficient kernel for float32 inputs: expected "
-        "mem-efficient, math, or an fp16/bf16 precision",
+        "FlashAttention runs in fp16 and bf16 only, not {}; F.scaled_dot_product_attention takes its "
+        "memory-efficient kernel for float32 inputs: expected attention mem-efficient or math, or precision "
+        "bf16 or fp16",
         precision_name(p)));
   }
 }

@@ -25,6 +25,10 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
     gpu.peak_flops(p);
     return p;
   });
+  scenario_field("attention", s.attention, [&] {
+    check_attention_precision(execution_mode(s.compile, s.attention), r.precision);
+    return 0;
+  });
   r.optimizer = parse_optimizer(s.optimizer);
   r.batch = s.batch_per_gpu > 0 ? s.batch_per_gpu : model.default_batch;
   if (s.seq_len > 0)

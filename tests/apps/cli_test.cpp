@@ -53,5 +53,22 @@ TEST(Cli, NoCommandIsAUsageError) {
   EXPECT_EQ(r.err, "error: no command given\nRun 'gradsync --help' for usage.\n");
 }
 
+// FlashAttention takes fp16 and bf16 only: asking for it in fp32 or tf32 is an error naming the flag
+// or key and what PyTorch runs instead, from models show and from a scenario alike.
+TEST(Cli, FlashAttentionInFloat32IsRefused) {
+  const std::string why =
+      "FlashAttention runs in fp16 and bf16 only, not tf32; F.scaled_dot_product_attention takes its "
+      "memory-efficient kernel for float32 inputs: expected attention mem-efficient or math, or precision bf16 or "
+      "fp16\n";
+  const Result show = run({"models", "show", "nanogpt", "--gpu", "h200", "--precision", "tf32", "--attention", "flash"});
+  EXPECT_EQ(show.code, 2);
+  EXPECT_EQ(show.err.substr(0, show.err.find('\n') + 1), "error: --attention: " + why) << show.err;
+  const Result sim = run({"simulate", "--strategy", "ddp", "--model", "nanogpt", "--gpus", "2", "--precision", "tf32",
+                          "--attention", "flash", "--out", testing::TempDir() + "/flash-tf32"});
+  EXPECT_EQ(sim.code, 2);
+  EXPECT_EQ(sim.err.substr(0, sim.err.find('\n') + 1), "error: attention \"flash\": " + why) << sim.err;
+  EXPECT_EQ(run({"models", "show", "nanogpt", "--gpu", "h200", "--precision", "bf16", "--attention", "flash"}).code, 0);
+}
+
 }  // namespace
 }  // namespace gradsync::apps
