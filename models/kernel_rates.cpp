@@ -88,6 +88,15 @@ KernelRates rates_for(const GpuSpec& gpu) {
     // Hopper's dense tensor peak (989 TFLOP/s bf16 on H100 SXM) is reached less closely by
     // cuBLAS at model sizes than Ampere's 312.
     r.gemm_tensor = 0.70;
+    // TF32 on Hopper: cuBLAS runs it with sm90_xmma_gemm_*_tf32f32 kernels where bf16 gets the
+    // wgmma-based nvjet_sm90 ones, and reaches less of its peak. Measured on the lent GPUs
+    // (validation/gpu/): GPT-2 124M's GEMMs (B=16, T=1024, SDPA) on the H200 at 0.59 of the TF32
+    // peak against 0.76 of the bf16 peak in bf16; BERT-large's (B=32, T=384, eager) on the H100 at
+    // 0.50 against 0.59 in fp16. TF32 reaches 0.78 and 0.85 of the 16-bit efficiency: 0.8 of
+    // gemm_tensor.
+    r.gemm_tf32 = 0.8 * r.gemm_tensor;
+  } else {
+    r.gemm_tf32 = r.gemm_tensor;
   }
   // Misaligned tensor-core GEMMs. cuBLAS (docs "Tensor Core Usage", from 11.0) still runs them on
   // the tensor cores but only with kernels of narrow loads (align1/align2), unless every operand's

@@ -26,8 +26,10 @@ namespace gradsync {
 // KernelRates: what each kernel class reaches of the GPU's datasheet peaks, per architecture
 // (rates_for), and what issuing a kernel costs the host.
 struct KernelRates {
-  double gemm_tensor = 0.80;  // tensor-core GEMMs (bf16, fp16, tf32) of a full wave
+  double gemm_tensor = 0.80;  // tensor-core GEMMs (bf16, fp16; tf32: gemm_tf32) of a full wave
   double gemm_fp32 = 0.85;    // FP32 (SIMT) SGEMM
+  // gemm_tf32: TF32 tensor-core GEMMs (rates_for: per architecture; gemm_tensor unless measured).
+  double gemm_tf32 = 0.80;
   // gemm_misaligned: what a tensor-core GEMM reaches of the aligned rate when an operand's or
   // the output's innermost dimension is not a multiple of 16 bytes (rates_for: per architecture).
   double gemm_misaligned = 1.0 / 3.0;

@@ -359,7 +359,7 @@ class OpCoster {
         // TF32 runs on the tensor cores from Ampere (SM 8.0) on. On GA102/AD102 the TF32 tensor
         // peak (dense, FP32 accumulate) equals the datasheet FP32 figure, but it is a tensor rate:
         // cuBLAS reaches it as closely as the other tensor-core types.
-        return tf32_tensor_cores() ? std::make_pair(g.tf32_flops, r_.gemm_tensor)
+        return tf32_tensor_cores() ? std::make_pair(g.tf32_flops, r_.gemm_tf32)
                                    : std::make_pair(g.fp32_flops, r_.gemm_fp32);
       default:
         return {g.peak_flops(ctx_.precision), r_.gemm_tensor};

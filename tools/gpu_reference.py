@@ -61,6 +61,8 @@ CASES = [
     dict(name="resnet50-fp16-bench", model="resnet50", batch=128, image=224, precision="fp16", benchmark=True,
          optimizer="sgd-momentum"),
     dict(name="bert-large-bf16", model="bert-large", batch=32, t=384, precision="bf16"),
+    dict(name="bert-large-tf32", model="bert-large", batch=32, t=384, precision="tf32"),
+    dict(name="bert-large-fp16", model="bert-large", batch=32, t=384, precision="fp16"),
     # Small steps, where the host's launches decide the time.
     dict(name="gpt2-bf16-math-t128", model="nanogpt", batch=16, t=128, precision="bf16", attention="math"),
     dict(name="resnet50-fp32-default-b1", model="resnet50", batch=1, image=224, precision="fp32-default",

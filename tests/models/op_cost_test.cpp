@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -66,6 +67,29 @@ TEST(OpCost, LinearByHand) {
   // Backward: dX = dY W and dW = dY^T X (each the forward's FLOPs), and the bias's reduction.
   EXPECT_DOUBLE_EQ(c.backward.flops, 2 * c.forward.flops);
   EXPECT_EQ(c.backward.kernels, 3);
+}
+
+// TF32 products on Hopper run at 0.8 of the 16-bit tensor efficiency (cuBLAS's sm90_xmma TF32
+// kernels, not the wgmma nvjet ones), elsewhere at the same. GPT-2's mlp.c_fc forward in TF32 at
+// batch 16 (one kernel: 16384 x 768 times 768 x 3072, 128 x 128 tiles: 3072 over the SMs) is
+// compute-bound: FLOPs / (TF32 peak x gemm_tf32 x the last wave's fill).
+TEST(OpCost, Tf32ProductsOnHopperReachLessOfTheirPeak) {
+  const Model m = load_model("gpt2");
+  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("h100")).gemm_tf32, 0.8 * rates_for(gpu_spec("h100")).gemm_tensor);
+  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("a100")).gemm_tf32, rates_for(gpu_spec("a100")).gemm_tensor);
+  for (const char* name : {"h100", "a100"}) {
+    const GpuSpec& g = gpu_spec(name);
+    ComputeContext ctx;
+    ctx.gpu = &g;
+    ctx.precision = Precision::kTF32;
+    ctx.batch = 16;
+    ctx.seq_len = static_cast<std::int64_t>(T);
+    const KernelCost f = layer_cost(m, op_model_cost(m, ctx), "transformer.h.0.mlp.c_fc").forward;
+    const double flops = 2 * 16 * T * D * 4 * D, waves = 3072.0 / g.sms;
+    EXPECT_EQ(f.kernels, 1) << name;
+    EXPECT_NEAR(f.gpu_time(), flops / (g.tf32_flops * rates_for(g).gemm_tf32 * waves / std::ceil(waves)), 1e-12)
+        << name;
+  }
 }
 
 // The backward products of c_attn at batch 1 on an A100 (108 SMs), fp32: dX = dY W (1024 x 768,
