@@ -178,14 +178,7 @@ def trace_case(c, out_dir):
     """Two training steps under torch.profiler with a schedule and prof.step() after each, as a
     user records them for `gradsync models import-trace`: DIR/steps_CASE.json.gz."""
     from torch.profiler import ProfilerActivity, profile, schedule
-    model, opt, runner, amp, loss_of = setup_case(c)
-
-    def step():
-        with torch.autocast("cuda", dtype=amp or torch.bfloat16, enabled=amp is not None):
-            loss = loss_of(runner)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+    model, step = setup_case(c)
 
     for _ in range(3):
         step()
@@ -216,18 +209,19 @@ def setup_case(c):
     opt = make_optimizer(c.get("optimizer", "adamw"), model.parameters())
     runner = torch.compile(model) if c.get("compile") else model
     amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(c["precision"])
-    return model, opt, runner, amp, loss_of
-
-
-def run_case(c, steps, warmup, out_dir, profiles):
-    model, opt, runner, amp, loss_of = setup_case(c)
 
     def step():
+        """One training step: forward and loss under autocast, backward, optimizer, zero_grad."""
         with torch.autocast("cuda", dtype=amp or torch.bfloat16, enabled=amp is not None):
             loss = loss_of(runner)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+    return model, step
+
+
+def run_case(c, steps, warmup, out_dir, profiles):
+    model, step = setup_case(c)
 
     t0 = time.time()
     for _ in range(warmup):
