@@ -29,6 +29,7 @@ struct ShowOptions {
   std::int64_t seq_len = 0;  // 0: the model's default
   std::string gpu = "a100-sxm4-80gb";
   std::string precision;  // empty: bf16 where the GPU has it, else fp16
+  std::string mixed_precision = "autocast";
   std::string optimizer = "adamw";
   bool compile = false;
   std::string attention = "math";
@@ -36,6 +37,11 @@ struct ShowOptions {
   int pad_to_multiple_of = 1;
   bool json = false;
 };
+
+// precision_of: a parameter dtype as the table names it (fp32, bf16, fp16).
+std::string_view precision_of(DType t) {
+  return t == DType::kBFloat16 ? "bf16" : t == DType::kFloat16 ? "fp16" : t == DType::kFloat64 ? "fp64" : "fp32";
+}
 
 std::string with_commas(std::int64_t v) {
   const std::string digits = std::to_string(v);
@@ -71,7 +77,7 @@ void add_misaligned_row(reports::Table& t, const Model& m, const ModelCost& cost
 }
 
 void show_model(const ShowOptions& o, std::ostream& out) {
-  const Model m = load_model_arg(o.model);
+  Model m = load_model_arg(o.model);
   // flag_value runs parse and reports its ConfigError as a usage error naming the flag.
   const auto flag_value = [](const char* flag, auto parse) {
     try {
@@ -104,6 +110,13 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   });
   ctx.mode.channels_last = o.channels_last;
   ctx.mode.pad_to_multiple_of = o.pad_to_multiple_of;
+  if (o.mixed_precision == "master-weights") {
+    flag_value("--mixed-precision", [&] {
+      half_model(m, ctx.precision);
+      return 0;
+    });
+    ctx.mode.master_weights = true;
+  }
   ctx.batch = o.batch > 0 ? o.batch : m.default_batch;
   ctx.seq_len = m.seq_len(o.seq_len > 0 ? std::optional<std::int64_t>(o.seq_len) : std::nullopt);
   flag_value(o.seq_len > 0 ? "--seq-len" : "--batch", [&] {
@@ -191,8 +204,9 @@ void show_model(const ShowOptions& o, std::ostream& out) {
         ms.seq_len ? " x T" : "", human_duration(ms.other_s));
   }
   reports::Table t({{"quantity", "", true}, {"value", "", true}});
-  t.add_row({"parameters", fmt::format("{} ({} tensors, {} fp32)", with_commas(m.total_params()), m.parameters.size(),
-                                       human_bytes(static_cast<double>(m.parameter_bytes())))});
+  t.add_row({"parameters", fmt::format("{} ({} tensors, {} {})", with_commas(m.total_params()), m.parameters.size(),
+                                       human_bytes(static_cast<double>(m.parameter_bytes())),
+                                       m.parameters.empty() ? "fp32" : precision_of(m.parameters.front().dtype))});
   t.add_row(
       {"buffers", fmt::format("{} tensors, {}", m.buffers.size(), human_bytes(static_cast<double>(m.buffer_bytes())))});
   t.add_row({"layers", std::to_string(m.layers.size())});
@@ -261,6 +275,11 @@ void register_models_command(CLI::App& app) {
   show->add_option("--gpu", o->gpu, "GPU key or alias from topologies/hardware/gpus.yaml")->capture_default_str();
   show->add_option("--precision", o->precision,
                    "fp32, tf32, bf16 or fp16 (autocast); default bf16, or fp16 on GPUs without bf16");
+  show->add_option("--mixed-precision", o->mixed_precision,
+                   "autocast, or master-weights: the model itself in bf16/fp16 (model.half(), apex amp O2, DeepSpeed) "
+                   "with float32 master weights in the optimizer")
+      ->check(CLI::IsMember({"autocast", "master-weights"}))
+      ->capture_default_str();
   show->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam or adamw")->capture_default_str();
   show->add_flag("--compile", o->compile,
                  "torch.compile(model): pointwise ops and reductions fused between matrix products (default: eager)");

@@ -101,7 +101,8 @@ void run_training(const PublishedArgs& a, std::ostream& out, std::string& csv, s
     }
     ++shown;
     const std::string mode =
-        fmt::format("{}, {}{}", c.compile ? "compile" : "eager", c.attention, c.channels_last ? ", channels_last" : "");
+        fmt::format("{}, {}{}{}", c.compile ? "compile" : "eager", c.attention, c.channels_last ? ", channels_last" : "",
+                    c.master_weights ? ", 16-bit model" : "");
     t.add_row({c.id, c.split, p.cls, mode, c.precision, c.metric, fmt::format("{:.4g}", p.published),
                fmt::format("{:.4g}", p.predicted), fmt::format("{:+.1f}", 100 * p.error())});
     errors[{p.cls, c.split}].push_back(std::abs(p.error()));

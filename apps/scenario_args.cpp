@@ -190,6 +190,7 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   ExecutionMode mode = execution_mode(s.compile, s.attention);
   mode.channels_last = s.channels_last;
   mode.pad_to_multiple_of = s.pad_to_multiple_of;
+  mode.master_weights = s.mixed_precision == "master-weights";
   h.push_back(fmt::format(
       "gradsync {}: {} on {}, {} x {}, batch {}/GPU (global {}{}){}, {}, {}, {}, input {}; PyTorch {}", what, s.model,
       s.topology, r.gpus, r.gpu, per_gpu, r.global_batch,

@@ -114,24 +114,30 @@ CommHook parse_comm_hook(std::string_view text) {
 }
 
 std::vector<HookStep> hook_steps(const CommHook& h, const std::vector<std::vector<std::int64_t>>& shapes, int world,
-                                 int iteration) {
+                                 int iteration, DType grad) {
   double elements = 0;
   for (const auto& shape : shapes) {
     double n = 1;
     for (std::int64_t d : shape) n *= static_cast<double>(d);
     elements += n;
   }
-  const double s4 = 4 * elements;  // the bucket's fp32 bytes
+  const double s4 = static_cast<double>(dtype_bytes(grad)) * elements;  // the bucket's bytes
   const Bytes bucket_bytes = static_cast<Bytes>(s4);
   std::vector<HookStep> steps;
   switch (h.kind) {
     case CommHookKind::kNone:
-      steps.push_back(collective(Kind::kAllreduce, "allreduce", bucket_bytes, DType::kFloat32));
+      steps.push_back(collective(Kind::kAllreduce, "allreduce", bucket_bytes, grad));
       break;
     case CommHookKind::kFP16:
     case CommHookKind::kBF16: {
       // buffer.to(half).div_(world); allreduce; bucket.buffer().copy_(result).
       const DType t = h.kind == CommHookKind::kFP16 ? DType::kFloat16 : DType::kBFloat16;
+      if (grad == t) {
+        // A bucket of that type already: to() returns it and copy_ into itself does nothing.
+        steps.push_back(kernel("divide", 2 * s4));
+        steps.push_back(collective(Kind::kAllreduce, "allreduce", bucket_bytes, t));
+        break;
+      }
       steps.push_back(kernel("compress", s4 + 2 * elements + 4 * elements, 2));
       steps.push_back(collective(Kind::kAllreduce, "allreduce", static_cast<Bytes>(2 * elements), t));
       steps.push_back(kernel("decompress", 2 * elements + s4));
@@ -152,7 +158,7 @@ std::vector<HookStep> hook_steps(const CommHook& h, const std::vector<std::vecto
       if (iteration - 1 < h.powersgd_start_iter) {
         // _allreduce_fut: tensor.div_(world) then a plain allreduce.
         steps.push_back(kernel("divide", 2 * s4));
-        steps.push_back(collective(Kind::kAllreduce, "allreduce", bucket_bytes, DType::kFloat32));
+        steps.push_back(collective(Kind::kAllreduce, "allreduce", bucket_bytes, grad));
         break;
       }
       // Matrices (view(shape[0], -1)) worth compressing, (n + m) r 2 < n m; the rest (vectors

@@ -44,12 +44,12 @@ struct HookStep {
   int kernels = 1;
 };
 
-// hook_steps: what hook `h` does for one bucket of float32 gradients with the given tensor
-// shapes, in a group of `world` ranks, in synced iteration `iteration` (1-based; PowerSGD
-// compresses from iteration start_iter + 1 on, as its state counts iterations from 0). Without a
-// hook the bucket is one allreduce.
+// hook_steps: what hook `h` does for one bucket of gradients of type `grad` (float32; a 16-bit
+// model's bf16 or fp16) with the given tensor shapes, in a group of `world` ranks, in synced
+// iteration `iteration` (1-based; PowerSGD compresses from iteration start_iter + 1 on, as its
+// state counts iterations from 0). Without a hook the bucket is one allreduce in its own type.
 std::vector<HookStep> hook_steps(const CommHook& h, const std::vector<std::vector<std::int64_t>>& shapes, int world,
-                                 int iteration);
+                                 int iteration, DType grad = DType::kFloat32);
 
 // hook_divides: whether the hook divides by the world size itself (then the Reducer's copy into
 // the bucket does not).

@@ -50,5 +50,9 @@ inline bool has_static_graph(PytorchVersion v) { return v.at_least(1, 9); }
 // default and zero_grad sets gradients to None (2.0; before, a Python loop over the parameters and
 // zero_grad filling zeros).
 inline bool foreach_optimizers(PytorchVersion v) { return v.at_least(2, 0); }
+// adam_lerps_first_moment: Adam and AdamW update their first moment with one lerp_ kernel
+// (exp_avg.lerp_(grad, 1 - beta1), _foreach_lerp_ in the foreach path) instead of mul_ then add_
+// (pytorch/pytorch#104796, "[optim] use lerp whenever possible", merged 2023-07-11: 2.1).
+inline bool adam_lerps_first_moment(PytorchVersion v) { return v.at_least(2, 1); }
 
 }  // namespace gradsync

@@ -150,7 +150,7 @@ void Reducer::launch(std::size_t b) {
   const int bi = static_cast<int>(b);
   bool after_collective = false;
   WorkPtr last;
-  for (const HookStep& s : hook_steps(opts_.hook, shapes, pg_.size(), synced_)) {
+  for (const HookStep& s : hook_steps(opts_.hook, shapes, pg_.size(), synced_, bucket.dtype)) {
     const std::string name = bucket_event(s.name, bi);
     if (s.kind == HookStep::Kind::kAllreduce || s.kind == HookStep::Kind::kAllgather) {
       const CollectiveOp op{name, s.bytes, s.dtype, bi};

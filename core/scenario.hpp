@@ -34,6 +34,7 @@ struct Scenario {
   std::int64_t batch_per_gpu = 0;  // 0: the model's default batch
   std::int64_t seq_len = 0;        // 0: the model's default
   std::string precision;           // empty: bf16 where the GPU has it, else fp16
+  std::string mixed_precision = "autocast";  // autocast, or master-weights (the model in 16 bits)
   std::string optimizer = "adamw";
   std::string optimizer_impl = "auto";    // auto (the release's default), foreach, fused, for-loop
   std::string set_to_none = "auto";       // optimizer.zero_grad(set_to_none=...): auto (True from 2.0)

@@ -124,6 +124,17 @@ std::vector<ScenarioKey> make_scenario_table() {
        .field = &S::precision,
        .choices = {"fp32", "tf32", "bf16", "fp16"},
        .engine_default = true},
+      {.name = "mixed_precision",
+       .flag = "--mixed-precision",
+       .value_name = "STYLE",
+       .help = "How bf16 or fp16 runs: autocast (torch.autocast: products and convolutions in 16 bits; softmax, "
+               "layer norm and losses in float32; casts between) or master-weights (the model itself in 16 bits, "
+               "as model.half(), apex amp O2, DeepSpeed's and Megatron-LM's fp16/bf16 run it: every op, gradient "
+               "and DDP bucket in 16 bits, the optimizer updating float32 master copies)",
+       .default_text = "autocast",
+       .kind = KeyKind::kChoice,
+       .field = &S::mixed_precision,
+       .choices = {"autocast", "master-weights"}},
       {.name = "compile",
        .flag = "--compile",
        .help = "torch.compile(model): pointwise ops and reductions between matrix products fused into generated "

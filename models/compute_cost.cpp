@@ -240,6 +240,63 @@ int optimizer_state_bytes_per_param(Optimizer o) {
   return 0;
 }
 
+void half_model(Model& model, Precision p) {
+  if (p != Precision::kBF16 && p != Precision::kFP16) {
+    throw ConfigError(fmt::format("a model in 16 bits with float32 master weights needs a 16-bit precision, not {}; "
+                                  "expected precision bf16 or fp16, or mixed_precision autocast",
+                                  precision_name(p)));
+  }
+  const DType half = p == Precision::kBF16 ? DType::kBFloat16 : DType::kFloat16;
+  const auto floating = [](DType t) { return t == DType::kFloat32 || t == DType::kFloat64; };
+  for (Parameter& q : model.parameters)
+    if (floating(q.dtype)) q.dtype = half;
+  for (Buffer& b : model.buffers)
+    if (floating(b.dtype)) b.dtype = half;
+  for (DType& t : model.input_dtypes)
+    if (floating(t)) t = half;
+}
+
+OptimizerPasses optimizer_passes(Optimizer opt, OptimizerImpl impl, bool lerp) {
+  // Fused (one kernel per chunk of tensors): each fp32 state read and written once: read p and g,
+  // write p (12 bytes per element); momentum reads and writes its buffer (+8); Adam its m and v (+16).
+  if (impl == OptimizerImpl::kFused) {
+    switch (opt) {
+      case Optimizer::kSGD:
+        return {12, 1};
+      case Optimizer::kSGDMomentum:
+        return {20, 1};
+      case Optimizer::kAdam:
+      case Optimizer::kAdamW:
+        return {28, 1};
+    }
+  }
+  // foreach and single-tensor run the same sequence of tensor operations (torch/optim/{sgd,adam,
+  // adamw}.py, _multi_tensor_* and _single_tensor_*): one kernel each (per tensor list, or per
+  // parameter), each reading its operands and writing its result, 4 bytes per element each:
+  //   SGD:       p.add_(g, alpha=-lr)                                   r2 w1  = 12
+  //   momentum:  buf.mul_(m) r1w1, buf.add_(g) r2w1, p.add_(buf) r2w1   = 32
+  //   Adam:      m.mul_(b1) r1w1 + m.add_(g) r2w1 (one m.lerp_(g) r2w1 from 2.1), v.mul_(b2) r1w1,
+  //              v.addcmul_(g, g) r2w1 (g read once per element), s = v.sqrt() r1w1,
+  //              s.div_(bc2) r1w1, s.add_(eps) r1w1, p.addcdiv_(m, s) r3w1
+  //              = 80 bytes, 8 kernels (72 and 7 with lerp)
+  //   AdamW:     p.mul_(1 - lr * wd) r1w1 first: +8 bytes, +1 kernel
+  // Checked on an H100 (validation/gpu/h100-2026-11-27, PyTorch 2.11, AdamW over BERT-large's 335M
+  // parameters): _foreach_mul_ x2, _foreach_lerp_, _foreach_addcmul_, _foreach_sqrt,
+  // _foreach_div_, _foreach_add_, _foreach_addcdiv_ in 9.9 ms: 80 bytes per element at 2.7 TB/s, 0.81
+  // of its 3.35 (KernelRates::memory is 0.80).
+  switch (opt) {
+    case Optimizer::kSGD:
+      return {12, 1};
+    case Optimizer::kSGDMomentum:
+      return {32, 3};
+    case Optimizer::kAdam:
+      return lerp ? OptimizerPasses{72, 7} : OptimizerPasses{80, 8};
+    case Optimizer::kAdamW:
+      return lerp ? OptimizerPasses{80, 8} : OptimizerPasses{88, 9};
+  }
+  return {12, 1};
+}
+
 KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const ComputeContext& ctx) {
   double elements = 0;
   int tensors = 0;
@@ -248,29 +305,21 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const C
     elements += static_cast<double>(p.numel());
     ++tensors;
   }
-  // Bytes per fp32 parameter element of a fused update: read p and g, write p (12); momentum adds
-  // read+write of its buffer (8); Adam reads and writes m and v (16). The foreach implementation
-  // materialises two temporaries per element for Adam (sqrt(v) + eps and the step): +16.
-  double per_elem = 12;
-  int ops = 2;  // foreach ops per tensor list (PyTorch _multi_tensor_* implementations)
-  switch (opt) {
-    case Optimizer::kSGD:
-      per_elem = 12;
-      ops = 2;
-      break;
-    case Optimizer::kSGDMomentum:
-      per_elem = 20;
-      ops = 3;
-      break;
-    case Optimizer::kAdam:
-    case Optimizer::kAdamW:
-      per_elem = fused ? 28 : 44;
-      ops = 8;
-      break;
-  }
+  const OptimizerPasses passes =
+      optimizer_passes(opt, fused ? OptimizerImpl::kFused : OptimizerImpl::kForEach, ctx.lerp_moments);
+  const double per_elem = passes.bytes_per_element;
+  const int ops = passes.kernels;
   // multi_tensor_apply handles up to ~36 tensors per launch at depth 4 (ATen MultiTensorApply.cuh).
   const int chunks = (tensors + 35) / 36;
   KernelCost k{0, per_elem * elements, fused ? chunks : ops * chunks, 0};
+  if (ctx.mode.master_weights) {
+    // The update runs on float32 master copies: the 16-bit gradients copied (and unscaled) into
+    // float32 ones first, the updated masters copied back into the 16-bit model after (apex amp
+    // O2's multi_tensor_scale both ways; DeepSpeed's and Megatron-LM's fp16 optimizers likewise):
+    // 2 + 4 bytes per element each way, one multi-tensor launch per chunk each.
+    k.bytes += 12 * elements;
+    k.kernels += 2 * chunks;
+  }
   if (ctx.zero_grad_fill) {
     // zero_grad(set_to_none=False): torch._foreach_zero_ of the gradients (Optimizer.zero_grad,
     // grouped by device and dtype): written once, one launch per 110 tensors at depth 1.
@@ -295,28 +344,13 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl,
     ++tensors;
     elements += static_cast<double>(p.numel());
   }
-  // Kernels per parameter of torch.optim's _single_tensor_* loops (PyTorch 1.11-1.13
-  // torch/optim/{sgd,adam,adamw}.py): SGD param.add_ (1); with momentum buf.mul_().add_() and
-  // param.add_ (3); Adam exp_avg.mul_().add_(), exp_avg_sq.mul_().addcmul_(), sqrt, div, add_(eps),
-  // param.addcdiv_ (8); AdamW first param.mul_(1 - lr * wd) (9). zero_grad(set_to_none=False), the
-  // default before 2.0, adds a fill_(0) per parameter.
-  int per_param = 1;
-  switch (opt) {
-    case Optimizer::kSGD:
-      per_param = 1;
-      break;
-    case Optimizer::kSGDMomentum:
-      per_param = 3;
-      break;
-    case Optimizer::kAdam:
-      per_param = 8;
-      break;
-    case Optimizer::kAdamW:
-      per_param = 9;
-      break;
-  }
+  // One kernel per parameter and operation of torch.optim's _single_tensor_* loops (optimizer_passes),
+  // each issued from Python; zero_grad(set_to_none=False), the default before 2.0, adds a fill_(0)
+  // per parameter.
+  const int per_param = optimizer_passes(opt, OptimizerImpl::kSingleTensor, ctx.lerp_moments).kernels;
   const int fill = ctx.zero_grad_fill ? 1 : 0;
   k.kernels = tensors * (per_param + fill);
+  if (ctx.mode.master_weights) k.kernels += 2 * ((tensors + 35) / 36);  // the master copies' launches
   if (ctx.zero_grad_fill) k.bytes += 4 * elements;  // the zero fill
   const KernelRates r = rates_for(*ctx.gpu);
   k.host_s = k.kernels * r.eager_forward_op_s;

@@ -55,6 +55,11 @@ struct ExecutionMode {
   // pad_to_multiple_of: the vocabulary (the first embedding table's rows) padded to a multiple of
   // this in every product that spans it (resize_token_embeddings(pad_to_multiple_of=N)); 1: as is.
   int pad_to_multiple_of = 1;
+  // master_weights: the model itself in the 16-bit precision (model.half(); apex amp O2, DeepSpeed
+  // and Megatron-LM fp16/bf16) instead of autocast: every op reads and writes 16 bits (softmax,
+  // layer norm and the losses too), no casts; the optimizer keeps float32 master copies
+  // (half_model converts the model's parameters, buffers and inputs).
+  bool master_weights = false;
 };
 
 // OptimizerImpl: torch.optim's implementations: foreach (multi-tensor, the CUDA default since
@@ -79,6 +84,8 @@ struct ComputeContext {
   // zero_grad_fill: optimizer.zero_grad(set_to_none=False) writes zeros into every gradient before
   // the next backward (the default before PyTorch 2.0); costed with the optimizer step.
   bool zero_grad_fill = false;
+  // lerp_moments: Adam's first moment in one lerp_ (PyTorch 2.1 on; adam_lerps_first_moment).
+  bool lerp_moments = true;
   // nccl_blocks: the blocks (one per channel) of the NCCL kernels that run beside compute while
   // DDP overlaps; each holds an SM (models/contention.hpp). 0: nothing runs beside compute.
   int nccl_blocks = 0;
@@ -149,8 +156,21 @@ Optimizer parse_optimizer(std::string_view text);
 // optimizer_state_bytes_per_param: fp32 state per parameter element (momentum; Adam's m and v).
 int optimizer_state_bytes_per_param(Optimizer o);
 
+// half_model: `model` as model.half() or .to(torch.bfloat16) makes it for `p` (bf16 or fp16):
+// every floating parameter, buffer and input in that type (ExecutionMode::master_weights);
+// ConfigError for fp32 or tf32, naming the key.
+void half_model(Model& model, Precision p);
+
 // optimizer_cost: one optimizer step over every trainable parameter (memory-bound).
 KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const ComputeContext& ctx);
+// OptimizerPasses: what an update costs per fp32 parameter element (bytes read and written over
+// all its kernels) and its kernels (per tensor list for foreach, per parameter for single-tensor,
+// per chunk of tensors for fused); lerp: the first moment in one lerp_ (PyTorch 2.1 on).
+struct OptimizerPasses {
+  double bytes_per_element = 0;
+  int kernels = 0;
+};
+OptimizerPasses optimizer_passes(Optimizer opt, OptimizerImpl impl, bool lerp);
 // optimizer_cost with the implementation: single-tensor issues each parameter's ops from Python,
 // so its host time (KernelCost::host_s) often exceeds the GPU's.
 KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl, const ComputeContext& ctx);

@@ -5,18 +5,29 @@ namespace gradsync {
 
 MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const MemoryOptions& opts) {
   MemoryBreakdown m;
-  double trainable = 0;
+  double trainable = 0, elements = 0;
   for (const auto& p : model.parameters) {
     m.parameters += static_cast<double>(p.bytes());
-    if (p.requires_grad) trainable += static_cast<double>(p.bytes());
+    if (p.requires_grad) {
+      trainable += static_cast<double>(p.bytes());
+      elements += static_cast<double>(p.numel());
+    }
   }
   m.parameters += static_cast<double>(model.buffer_bytes());
-  // Autocast keeps a bf16/fp16 copy of every weight it casts for the matmuls' backward.
-  if (activation_bytes(ctx.precision) == 2) m.parameters += trainable / 2;
   m.gradients = trainable;
+  if (ctx.mode.master_weights) {
+    // A 16-bit model (half_model) and the optimizer's float32 master copies of its trainable
+    // parameters, with float32 gradients for them (apex amp O2, DeepSpeed's and Megatron-LM's fp16
+    // optimizers).
+    m.parameters += 4 * elements;
+    m.gradients += 4 * elements;
+  } else if (activation_bytes(ctx.precision) == 2) {
+    // Autocast keeps a bf16/fp16 copy of every weight it casts for the matmuls' backward.
+    m.parameters += trainable / 2;
+  }
   m.activations = model_cost(model, ctx).saved_activation_bytes;
   m.context = static_cast<double>(kCudaContextBytes);
-  const double state = trainable / 4 * optimizer_state_bytes_per_param(opts.optimizer);
+  const double state = elements * optimizer_state_bytes_per_param(opts.optimizer);
 
   const double e = static_cast<double>(activation_bytes(ctx.precision));
   const double t = static_cast<double>(model.seq_len(ctx.seq_len));

@@ -15,6 +15,7 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
   const Plan& p = plans_[i];
   const Sizes& s = sizes_[i];
   if (!p.grad || p.skipped) return;
+  accumulate_gradients(i, out);
   if (p.flash) {
     out.push_back(attention(*op.attention, true));
     return;
@@ -64,8 +65,21 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
     out.push_back(memory(2.0 * n * ob));
     const double bytes = 2.0 * n * ob + (op.in.size() > 1 ? s.in[1] * in_b(1) : 0.0);
     out.push_back(strided_op(i) ? strided_kernel(memory(bytes), n) : memory(bytes));
+  } else if (op.name == "_softmax") {
+    // softmax_backward_cuda_out (aten/src/ATen/native/cuda/SoftMax.cu, unchanged from 1.x to 2.x):
+    // `Tensor tmp = grad * output;` (a mul kernel), then host_softmax_backward reads tmp and the
+    // output and writes the input's gradient. On the H100 (BERT-large, fp32 T x T scores) the two
+    // took 7.17 and 7.15 ms over 24 layers: three tensors' traffic each.
+    const double saved_out = n * ob;
+    out.push_back(memory(2 * n * ob + saved_out));
+    if (p.in_grad[0]) out.push_back(memory(n * ob + saved_out + s.in[0] * in_b(0)));
   } else if (kPassThrough.count(op.name)) {
-    // The gradient passes through unchanged.
+    // The gradient passes through, but a layout copy (clone/contiguous of a transposed view, or
+    // matmul's reshape of one) returns it in the copy's layout: permuted back, it reaches the
+    // view's own backward (ViewBackward: grad.reshape to the viewed tensor's shape), which must
+    // copy it. On the H100 BERT-large's 4 forward copies per layer came with 4 in backward (193
+    // direct_copy kernels a step).
+    if (p.in_grad[0] && strided_op(i)) out.push_back(strided_kernel(memory(2.0 * n * ob), n));
   } else if (op.name == "add" || op.name == "sub" || op.name == "add_" || op.name == "cat" || op.name == "stack") {
     // Addition and concatenation pass gradients through; an input broadcast to the output's
     // shape (a bias, a position embedding) gets the gradient summed over the broadcast.
@@ -73,12 +87,15 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
       if (p.in_grad[k] && s.in[k] < n && op.name != "cat" && op.name != "stack") out.push_back(memory(n * ob));
   } else {
     // One kernel per input needing a gradient: it reads the output's gradient and what the op
-    // saved (the input or output, a mask) and writes the input's gradient.
+    // saved (the other inputs; the op's own input for a unary op such as gelu, its output for
+    // relu, tanh, sigmoid or log_softmax, a dropout mask) and writes the input's gradient.
+    const double own = saved_read(i);
     for (std::size_t k = 0; k < op.in.size(); ++k) {
       if (!p.in_grad[k]) continue;
-      double extra = 0;
+      double extra = own;
       for (std::size_t j = 0; j < op.in.size(); ++j)
         if (j != k) extra += s.in[j] * (op.in[j].bytes == 0 ? in_b(j) : op.in[j].bytes);
+        else if (unary(i) && saves(i, op.in[k].ref)) extra += s.in[k] * in_b(k);
       out.push_back(memory(n * ob + s.in[k] * in_b(k) + std::min(extra, n * 8)));
     }
   }
@@ -86,6 +103,66 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
   if (casts)
     for (const auto& [cn, ft] : p.casts) out.push_back(memory(cn * (ft.first + ft.second)));
   for (std::size_t w : p.weight_casts) out.push_back(memory(6.0 * static_cast<double>(m_.parameters[w].numel())));
+}
+
+// accumulate_gradients: autograd sums the gradients of a tensor that several ops read
+// (torch/csrc/autograd/input_buffer.cpp, InputBuffer::accumulate: the first kept, each later one
+// added into it, in place): for each of op i's outputs, one add (two read, one written) per
+// gradient after the first. A transformer layer's input feeds the query, key and value products
+// and the residual: three adds. Ops that read a part of it (q, k and v sliced from one packed
+// projection: split, unbind) send their gradients to the slicing op's backward, which writes them
+// into one tensor (SplitBackward, UnbindBackward: a cat, every element read and written once),
+// and that is one gradient. Eager only: a compiled backward sums inside its fused regions.
+void OpCoster::accumulate_gradients(std::size_t i, std::vector<Kernel>& out) const {
+  if (ctx_.mode.compile) return;
+  const Op& op = m_.ops[i];
+  for (std::size_t k = 0; k < op.out.size(); ++k) {
+    const OpRef me{OpRef::Kind::kOp, i, static_cast<int>(k)};
+    const double elements = sizes_[i].out[k];
+    int whole = 0, parts = 0;
+    std::set<std::size_t> seen;
+    for (std::size_t c : consumers_[i]) {
+      if (!seen.insert(c).second) continue;  // a fused attention kernel passes q, k and v their gradients too
+      const Op& user = m_.ops[c];
+      for (std::size_t j = 0; j < user.in.size(); ++j) {
+        if (!(user.in[j].ref == me) || j >= plans_[c].in_grad.size() || !plans_[c].in_grad[j]) continue;
+        if (sizes_[c].in[j] < elements) ++parts;
+        else ++whole;
+      }
+    }
+    const double bytes = elements * plans_[i].out_bytes[k];
+    if (parts > 0) out.push_back(memory(2.0 * bytes));
+    const int grads = whole + (parts > 0 ? 1 : 0);
+    for (int g = 1; g < grads; ++g) out.push_back(memory(3.0 * bytes));
+  }
+}
+
+// saves / saved_read: the tensors autograd keeps for op i (the model's saved list names the
+// first op that saves each); saved_read: the bytes of those that are not among its inputs (its
+// outputs: relu's and softmax's result, dropout's mask), which its backward reads.
+bool OpCoster::saves(std::size_t i, const OpRef& ref) const {
+  for (const SavedTensor* st : saved_by_[i])
+    if (st->ref == ref) return true;
+  return false;
+}
+
+double OpCoster::saved_read(std::size_t i) const {
+  const Op& op = m_.ops[i];
+  double bytes = 0;
+  for (const SavedTensor* st : saved_by_[i]) {
+    const bool input = std::any_of(op.in.begin(), op.in.end(), [&](const OpInput& in) { return in.ref == st->ref; });
+    if (input) continue;
+    const int b = st->bytes > 0 ? st->bytes : ref_bytes(st->ref);
+    bytes += ev(st->elements) * b;
+  }
+  return bytes;
+}
+
+// unary: one input that is not a constant (gelu(x), relu(x), x * 0.5).
+bool OpCoster::unary(std::size_t i) const {
+  const Op& op = m_.ops[i];
+  return std::count_if(op.in.begin(), op.in.end(),
+                       [](const OpInput& in) { return in.ref.kind != OpRef::Kind::kConstant; }) == 1;
 }
 
 // Compiled: a fused region reads what comes from outside it and writes what leaves it (read by

@@ -128,11 +128,15 @@ class OpCoster {
     sharing_ = sm_sharing(*ctx.gpu);
     held_ = held_sms(sharing_, ctx.nccl_blocks);
     low_ = static_cast<int>(activation_bytes(ctx.precision));
-    autocast_ = low_ == 2;
+    autocast_ = low_ == 2 && !ctx.mode.master_weights;
     sizes_.resize(m.ops.size());
     plans_.resize(m.ops.size());
     consumers_.resize(m.ops.size());
     for (std::size_t i = 0; i < m.ops.size(); ++i) size_op(i);
+    saved_by_.resize(m.ops.size());
+    for (const Layer& l : m.layers)
+      for (const SavedTensor& st : l.saved)
+        if (st.saver < saved_by_.size()) saved_by_[st.saver].push_back(&st);
     for (std::size_t i = 0; i < m.ops.size(); ++i) plan_op(i);
     if (ctx.mode.attention != AttentionImpl::kMath) plan_attention();
     if (ctx.mode.compile) plan_regions();
@@ -239,7 +243,13 @@ class OpCoster {
     const bool norm_keeps =
         op.name == "native_batch_norm" || op.name == "cudnn_batch_norm" || op.name == "_native_batch_norm_legit";
     const int first_float = !op.in.empty() && op.in[0].bytes == 0 ? p.in_bytes[0] : 4;
-    const int out_float = lp ? (autocast_ ? 2 : 4) : f32 ? 4 : norm_keeps ? first_float : widest > 0 ? widest : 4;
+    // A 16-bit model (master_weights) runs every op in its inputs' type.
+    const int out_float = ctx_.mode.master_weights ? (widest > 0 ? widest : low_)
+                          : lp                     ? (autocast_ ? 2 : 4)
+                          : f32                    ? 4
+                          : norm_keeps             ? first_float
+                          : widest > 0             ? widest
+                                                   : 4;
     for (const OpOutput& o : op.out) p.out_bytes.push_back(o.bytes == 0 ? out_float : o.bytes);
     p.grad = any_grad && kNoGrad.count(op.name) == 0 && op.out.front().bytes == 0;
   }
@@ -447,7 +457,7 @@ class OpCoster {
     const GpuSpec& g = *ctx_.gpu;
     const bool tf32_convs = (ctx_.precision == Precision::kFP32 || ctx_.precision == Precision::kTF32) &&
                             tf32_tensor_cores() && g.tf32_flops > g.fp32_flops;
-    return (autocast_ || tf32_convs) && !ctx_.mode.channels_last;
+    return (low_ == 2 || tf32_convs) && !ctx_.mode.channels_last;
   }
   Kernel memory(double bytes) const {
     Kernel k{0, bytes, 0};
@@ -460,7 +470,7 @@ class OpCoster {
     const double flops = 4 * heads * q * kv * d * (a.causal ? 0.5 : 1.0) * (backward ? 2.5 : 1.0);
     const double io = heads * d * (2 * q + 2 * kv) * low_ * (backward ? 2.0 : 1.0) + 4 * heads * q;
     const double eff = ctx_.mode.attention == AttentionImpl::kFlash ? r_.flash : r_.mem_efficient;
-    const double peak = ctx_.gpu->peak_flops(autocast_ ? ctx_.precision : Precision::kTF32);
+    const double peak = ctx_.gpu->peak_flops(low_ == 2 ? ctx_.precision : Precision::kTF32);
     Kernel k{flops, io, 0};
     const double compute = flops / (peak * eff);
     k.time = std::max({compute, dram(io), r_.min_kernel_s});
@@ -526,6 +536,12 @@ class OpCoster {
 
   // backward_kernels: op i's gradient kernels (PyTorch's derivatives.yaml), in its dtypes.
   void backward_kernels(std::size_t i, std::vector<Kernel>& out, bool casts) const;
+  // The helpers of backward_kernels (op_backward.cpp): the adds summing the gradients of an output
+  // several ops read, what op i saved for backward, whether it has one tensor input.
+  void accumulate_gradients(std::size_t i, std::vector<Kernel>& out) const;
+  bool saves(std::size_t i, const OpRef& ref) const;
+  double saved_read(std::size_t i) const;
+  bool unary(std::size_t i) const;
 
   // Compiled: a fused region reads what comes from outside it and writes what leaves it
   // (op_backward.cpp); its backward reads the gradients of what left and the region's inputs,
@@ -549,6 +565,7 @@ class OpCoster {
   std::vector<Sizes> sizes_;
   std::vector<Plan> plans_;
   std::vector<std::vector<std::size_t>> consumers_;
+  std::vector<std::vector<const SavedTensor*>> saved_by_;  // per op, the tensors it saves first
   std::set<std::size_t> cast_params_;
   std::vector<std::size_t> region_first_, region_last_;  // compile: each region's first and last op
 };

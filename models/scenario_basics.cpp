@@ -25,6 +25,11 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
     gpu.peak_flops(p);
     return p;
   });
+  if (s.mixed_precision == "master-weights")
+    scenario_field("mixed_precision", s.mixed_precision, [&] {
+      half_model(model, r.precision);
+      return 0;
+    });
   scenario_field("attention", s.attention, [&] {
     check_attention_precision(execution_mode(s.compile, s.attention), r.precision);
     return 0;
@@ -46,7 +51,10 @@ void apply_framework(ComputeContext& ctx, const Scenario& s) {
   ctx.mode = execution_mode(s.compile, s.attention);
   ctx.mode.channels_last = s.channels_last;
   ctx.mode.pad_to_multiple_of = s.pad_to_multiple_of;
-  ctx.foreach = foreach_optimizers(parse_pytorch_version(s.pytorch_version));
+  ctx.mode.master_weights = s.mixed_precision == "master-weights";
+  const PytorchVersion version = parse_pytorch_version(s.pytorch_version);
+  ctx.foreach = foreach_optimizers(version);
+  ctx.lerp_moments = adam_lerps_first_moment(version);
   const std::string& impl = s.optimizer_impl;
   ctx.optimizer_impl = impl == "fused"      ? OptimizerImpl::kFused
                        : impl == "foreach"  ? OptimizerImpl::kForEach

@@ -190,6 +190,11 @@ Resolved resolve(const Scenario& s, const Runtime& rt) {
                                   rt.launch() == Launch::kLocal ? "--world-size" : "the launcher's rank count",
                                   rt.world()));
   }
+  if (checked.mixed_precision != "autocast") {
+    throw ConfigError(fmt::format("mixed_precision {}: real mode trains the model as the scenario writes it, with "
+                                  "torch.autocast's casts; expected mixed_precision autocast (simulate models {})",
+                                  checked.mixed_precision, checked.mixed_precision));
+  }
   r.basics = resolve_basics(checked, r.model, r.spec);
   return r;
 }

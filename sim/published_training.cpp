@@ -29,7 +29,7 @@ std::vector<TrainingCase> read_training_cases(std::string_view text, const std::
     const CaseHeader h = case_header(
         r, n, i,
         {"id", "split", "source", "source_note", "model", "gpu", "batch", "seq_len", "precision", "mode", "attention",
-         "optimizer", "optimizer_impl", "channels_last", "metric", "quote", "grad_accum", "unsupported"},
+         "optimizer", "optimizer_impl", "channels_last", "mixed_precision", "metric", "quote", "grad_accum", "unsupported"},
         ids);
     const std::string& at = h.at;
     TrainingCase c;
@@ -54,6 +54,13 @@ std::vector<TrainingCase> read_training_cases(std::string_view text, const std::
     if (c.optimizer == "unknown") c.optimizer = "adamw";
     if (n["channels_last"] && n["channels_last"].Scalar() != "unknown") {
       c.channels_last = r.boolean(n["channels_last"], at, "channels_last");
+    }
+    if (n["mixed_precision"]) {
+      const std::string mp = r.string(n["mixed_precision"], at, "mixed_precision");
+      if (mp != "autocast" && mp != "master-weights")
+        r.fail(n["mixed_precision"], at,
+               fmt::format("mixed_precision \"{}\": expected autocast or master-weights", mp));
+      c.master_weights = mp == "master-weights";
     }
     const YAML::Node metric = r.required(n, at, "metric");
     if (!metric.IsMap() || metric.size() != 1) r.fail(metric, at, "metric: expected one {name: value}");
@@ -83,17 +90,21 @@ std::vector<TrainingCase> read_training_cases(std::string_view text, const std::
 }
 
 TrainingPrediction predict_training(const TrainingCase& c) {
-  const Model m = load_model(c.model);
+  Model m = load_model(c.model);
   ComputeContext ctx;
   ctx.gpu = &gpu_spec(c.gpu);
   ctx.precision = parse_precision(c.precision);
+  if (c.master_weights) half_model(m, ctx.precision);
   ctx.batch = c.batch;
   ctx.seq_len = m.seq_len(c.seq_len > 0 ? std::optional<std::int64_t>(c.seq_len) : std::nullopt);
   ctx.mode = execution_mode(c.compile, c.attention);
   ctx.mode.channels_last = c.channels_last;
+  ctx.mode.master_weights = c.master_weights;
   const ModelCost cost = model_cost(m, ctx);
-  // A single-tensor run is a PyTorch before 2.0, whose zero_grad fills zeros.
+  // A single-tensor run is a PyTorch before 2.0, whose zero_grad fills zeros and whose Adam updates
+  // its first moment with mul_ and add_.
   ctx.zero_grad_fill = c.optimizer_impl == OptimizerImpl::kSingleTensor;
+  ctx.lerp_moments = c.optimizer_impl != OptimizerImpl::kSingleTensor;
   const KernelCost opt = optimizer_cost(m, parse_optimizer(c.optimizer), c.optimizer_impl, ctx);
   TrainingPrediction p;
   p.step_s = single_gpu_step_s(cost, opt, c.grad_accum);

@@ -20,6 +20,7 @@ struct TrainingCase {
   std::string model, gpu, precision, optimizer, attention;
   bool compile = false;
   bool channels_last = false;
+  bool master_weights = false;  // mixed_precision: master-weights (apex amp O2 and the like)
   // optimizer_impl: single-tensor (PyTorch before 2.0, or foreach=False: a Python loop over the
   // parameters, zero_grad filling zeros), fused, or foreach (the default; unset).
   OptimizerImpl optimizer_impl = OptimizerImpl::kForEach;

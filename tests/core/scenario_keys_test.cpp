@@ -142,6 +142,7 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"allreduce_after_backward", "true"},
                                                    {"iterations", "7"},
                                                    {"warmup", "2"},
+                                                   {"mixed_precision", "master-weights"},
                                                    {"compile", "true"},
                                                    {"attention", "flash"},
                                                    {"channels_last", "true"},

@@ -98,22 +98,33 @@ TEST(ComputeCost, OptimizerAndCopies) {
   const ComputeContext ctx{&gpu, Precision::kBF16, 8, 128, {}};
   const double elems = 1024.0 * 1024 + 1024 + 64 * 3 * 7 * 7;
   EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kAdamW, true, ctx).bytes, 28 * elems);
-  EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kAdamW, false, ctx).bytes, 44 * elems);
+  // foreach AdamW in PyTorch 2.1 on: 8 kernels (two mul_, lerp_, addcmul_, sqrt, div_, add_,
+  // addcdiv_) moving 20 fp32 tensors' worth; before 2.1, mul_ and add_ for the first moment.
+  EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kAdamW, false, ctx).bytes, 80 * elems);
+  EXPECT_EQ(optimizer_cost(m, Optimizer::kAdamW, false, ctx).kernels, 8);
+  ComputeContext before21 = ctx;
+  before21.lerp_moments = false;
+  EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kAdamW, false, before21).bytes, 88 * elems);
+  EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kAdam, false, ctx).bytes, 72 * elems);
+  EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kSGDMomentum, false, ctx).bytes, 32 * elems);
   EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kSGD, false, ctx).bytes, 12 * elems);
   EXPECT_EQ(optimizer_cost(m, Optimizer::kAdam, true, ctx).kernels, 1);
   // Single-tensor (torch.optim before 2.0): AdamW's 9 kernels per parameter and zero_grad's fill,
   // each issued from Python, so the host's time sets the step.
   ComputeContext fill = ctx;
   fill.zero_grad_fill = true;  // zero_grad(set_to_none=False), the default before 2.0
+  fill.lerp_moments = false;   // mul_ and add_ before 2.1
   const KernelCost loop = optimizer_cost(m, Optimizer::kAdamW, OptimizerImpl::kSingleTensor, fill);
   EXPECT_EQ(loop.kernels, 3 * 10);
-  EXPECT_DOUBLE_EQ(loop.bytes, 48 * elems);
+  EXPECT_DOUBLE_EQ(loop.bytes, (88 + 4) * elems);
   EXPECT_DOUBLE_EQ(loop.host_s, 30 * rates_for(gpu).eager_forward_op_s);
   EXPECT_DOUBLE_EQ(loop.time_s, std::max(loop.host_s, loop.gpu_s));
   EXPECT_EQ(optimizer_cost(m, Optimizer::kSGDMomentum, OptimizerImpl::kSingleTensor, fill).kernels, 3 * 4);
   EXPECT_EQ(optimizer_cost(m, Optimizer::kSGDMomentum, OptimizerImpl::kSingleTensor, ctx).kernels, 3 * 3);
   // foreach with set_to_none=False: one _foreach_zero_ launch writes every gradient once more.
-  const KernelCost zf = optimizer_cost(m, Optimizer::kAdamW, false, fill);
+  ComputeContext fill21 = fill;
+  fill21.lerp_moments = true;
+  const KernelCost zf = optimizer_cost(m, Optimizer::kAdamW, false, fill21);
   const KernelCost z0 = optimizer_cost(m, Optimizer::kAdamW, false, ctx);
   EXPECT_EQ(zf.kernels, z0.kernels + 1);
   EXPECT_DOUBLE_EQ(zf.bytes, z0.bytes + 4 * elems);
