@@ -16,74 +16,9 @@
 #include "models/kernel_waves.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
+#include "models/op_tables.hpp"
 
 namespace gradsync::op_detail {
-
-// PyTorch's CUDA autocast lists (torch/csrc/autograd/autocast_mode.cpp, PyTorch 1.13-2.x; the
-// recorded aten names of the ops it casts): products and convolutions run in the lower precision,
-// these in float32 (softmax, log_softmax, layer_norm, the losses, sum, exp, pow, ...).
-inline const std::set<std::string_view> kLowerPrecision = {"mm",          "addmm",        "bmm",    "baddbmm", "addbmm",
-                                                           "convolution", "_convolution", "matmul", "linear"};
-inline const std::set<std::string_view> kFloat32 = {"_softmax",
-                                                    "_log_softmax",
-                                                    "native_layer_norm",
-                                                    "native_group_norm",
-                                                    "nll_loss_forward",
-                                                    "nll_loss2d_forward",
-                                                    "exp",
-                                                    "expm1",
-                                                    "log",
-                                                    "log1p",
-                                                    "log2",
-                                                    "log10",
-                                                    "pow",
-                                                    "rsqrt",
-                                                    "reciprocal",
-                                                    "sum",
-                                                    "prod",
-                                                    "cumsum",
-                                                    "cumprod",
-                                                    "logsumexp",
-                                                    "mse_loss",
-                                                    "l1_loss",
-                                                    "smooth_l1_loss",
-                                                    "huber_loss",
-                                                    "binary_cross_entropy_with_logits",
-                                                    "kl_div",
-                                                    "softplus",
-                                                    "acos",
-                                                    "asin",
-                                                    "cosh",
-                                                    "sinh",
-                                                    "tan",
-                                                    "erfinv",
-                                                    "norm",
-                                                    "linalg_vector_norm"};
-// Ops without a gradient (comparisons, factories, random fills, buffer updates).
-inline const std::set<std::string_view> kNoGrad = {
-    "eq",     "ne",        "lt",         "le",        "gt",          "ge",         "argmax",  "argmin",
-    "arange", "zeros",     "ones",       "full",      "fill_",       "zero_",      "randint", "rand",
-    "randn",  "ones_like", "zeros_like", "full_like", "logical_not", "bitwise_not"};
-// Ops that read only the rows they index: a gather from a table, a loss's target entries.
-inline const std::set<std::string_view> kIndexed = {"embedding", "index_select", "gather", "nll_loss_forward",
-                                                    "nll_loss2d_forward"};
-// Reductions: a fused region needs a kernel pass for each.
-inline const std::set<std::string_view> kReductions = {"_softmax",
-                                                       "_log_softmax",
-                                                       "native_layer_norm",
-                                                       "native_group_norm",
-                                                       "native_batch_norm",
-                                                       "sum",
-                                                       "mean",
-                                                       "nll_loss_forward",
-                                                       "amax",
-                                                       "max",
-                                                       "logsumexp",
-                                                       "var_mean",
-                                                       "var",
-                                                       "cumsum"};
-// Unary elementwise ops whose backward reads the gradient and the input (or output).
-inline const std::set<std::string_view> kPassThrough = {"clone", "alias", "contiguous"};
 
 inline bool is_gemm(const Op& op) { return op.gemm.has_value(); }
 inline bool is_conv(const Op& op) {

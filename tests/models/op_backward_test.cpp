@@ -3,15 +3,12 @@
 // float32 master weights (mixed_precision master-weights) against autocast.
 #include <gtest/gtest.h>
 
-#include <stdexcept>
-#include <string>
-#include <vector>
-
 #include "core/error.hpp"
 #include "models/compute_cost.hpp"
 #include "models/memory_cost.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
+#include "op_test_util.hpp"
 #include "topologies/gpu_spec.hpp"
 
 namespace gradsync {
@@ -32,30 +29,8 @@ ComputeContext context(Precision p) {
   return ctx;
 }
 
-const LayerCost& layer_cost(const Model& m, const ModelCost& c, const std::string& name) {
-  for (std::size_t i = 0; i < m.layers.size(); ++i)
-    if (m.layers[i].name == name) return c.layers.at(i);
-  throw std::out_of_range(name);
-}
-
-// one_op_per_layer: every op its own layer ("transformer.h.0.attn.fn/_softmax/6"), keeping the
-// tensors each op saves.
-Model one_op_per_layer(Model m) {
-  std::vector<Layer> one;
-  for (const Layer& l : m.layers)
-    for (std::size_t i = l.first_op; i < l.first_op + l.op_count; ++i) {
-      Layer x = l;
-      x.name = l.name + "/" + m.ops[i].name + "/" + std::to_string(i - l.first_op);
-      x.first_op = i;
-      x.op_count = 1;
-      x.saved.clear();
-      for (const SavedTensor& st : l.saved)
-        if (st.saver == i) x.saved.push_back(st);
-      one.push_back(x);
-    }
-  m.layers = one;
-  return m;
-}
+using test::layer_cost;
+using test::one_op_per_layer;
 
 // softmax_backward_cuda_out computes `grad * output` first (a mul kernel), then the softmax
 // backward kernel reads that and the output: three score tensors each.

@@ -12,6 +12,7 @@
 
 #include "models/compute_cost.hpp"
 #include "models/model.hpp"
+#include "op_test_util.hpp"
 #include "topologies/gpu_spec.hpp"
 
 namespace gradsync {
@@ -176,18 +177,7 @@ TEST(OpCost, BatchNormInTrainingIsBoundByItsReductionsByHand) {
 // over the broadcast mask at the strided rate); the scale (a vectorised mul) stays DRAM-bound. GPU
 // time: alone, each op is host-bound.
 TEST(OpCost, StridedElementwiseKernelsByHand) {
-  Model m = load_model("nanogpt");
-  std::vector<Layer> one;
-  for (const Layer& l : m.layers)
-    for (std::size_t i = l.first_op; i < l.first_op + l.op_count; ++i) {
-      Layer x = l;
-      x.name = l.name + "/" + m.ops[i].name + "/" + std::to_string(i - l.first_op);
-      x.first_op = i;
-      x.op_count = 1;
-      x.saved.clear();
-      one.push_back(x);
-    }
-  m.layers = one;
+  const Model m = test::one_op_per_layer(load_model("nanogpt"));
   ComputeContext ctx;
   ctx.gpu = &gpu_spec("h200");
   ctx.precision = Precision::kBF16;
