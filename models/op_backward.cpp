@@ -87,15 +87,19 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
       if (p.in_grad[k] && s.in[k] < n && op.name != "cat" && op.name != "stack") out.push_back(memory(n * ob));
   } else {
     // One kernel per input needing a gradient: it reads the output's gradient and what the op
-    // saved (the other inputs; the op's own input for a unary op such as gelu, its output for
-    // relu, tanh, sigmoid or log_softmax, a dropout mask) and writes the input's gradient.
-    const double own = saved_read(i);
+    // saved (derivatives.yaml): the other inputs (a product's), its own input (gelu, silu, pow:
+    // kReadsInput), its result (relu, tanh, rsqrt, log_softmax: kReadsResult), a dropout's mask or
+    // a max pool's indices (its second output); and it writes the input's gradient.
+    double own = 0;
+    if (kReadsResult.count(op.name)) own += n * ob;
+    if ((op.name == "native_dropout" || op.name == "max_pool2d_with_indices") && s.out.size() > 1)
+      own += s.out[1] * p.out_bytes[1];
     for (std::size_t k = 0; k < op.in.size(); ++k) {
       if (!p.in_grad[k]) continue;
       double extra = own;
       for (std::size_t j = 0; j < op.in.size(); ++j)
         if (j != k) extra += s.in[j] * (op.in[j].bytes == 0 ? in_b(j) : op.in[j].bytes);
-        else if (unary(i) && saves(i, op.in[k].ref)) extra += s.in[k] * in_b(k);
+      if (kReadsInput.count(op.name)) extra += s.in[k] * in_b(k);
       out.push_back(memory(n * ob + s.in[k] * in_b(k) + std::min(extra, n * 8)));
     }
   }
@@ -135,34 +139,6 @@ void OpCoster::accumulate_gradients(std::size_t i, std::vector<Kernel>& out) con
     const int grads = whole + (parts > 0 ? 1 : 0);
     for (int g = 1; g < grads; ++g) out.push_back(memory(3.0 * bytes));
   }
-}
-
-// saves / saved_read: the tensors autograd keeps for op i (the model's saved list names the
-// first op that saves each); saved_read: the bytes of those that are not among its inputs (its
-// outputs: relu's and softmax's result, dropout's mask), which its backward reads.
-bool OpCoster::saves(std::size_t i, const OpRef& ref) const {
-  for (const SavedTensor* st : saved_by_[i])
-    if (st->ref == ref) return true;
-  return false;
-}
-
-double OpCoster::saved_read(std::size_t i) const {
-  const Op& op = m_.ops[i];
-  double bytes = 0;
-  for (const SavedTensor* st : saved_by_[i]) {
-    const bool input = std::any_of(op.in.begin(), op.in.end(), [&](const OpInput& in) { return in.ref == st->ref; });
-    if (input) continue;
-    const int b = st->bytes > 0 ? st->bytes : ref_bytes(st->ref);
-    bytes += ev(st->elements) * b;
-  }
-  return bytes;
-}
-
-// unary: one input that is not a constant (gelu(x), relu(x), x * 0.5).
-bool OpCoster::unary(std::size_t i) const {
-  const Op& op = m_.ops[i];
-  return std::count_if(op.in.begin(), op.in.end(),
-                       [](const OpInput& in) { return in.ref.kind != OpRef::Kind::kConstant; }) == 1;
 }
 
 // Compiled: a fused region reads what comes from outside it and writes what leaves it (read by

@@ -119,8 +119,19 @@ double OpCoster::saved_bytes(const Layer& l) const {
       }
     }
     int b = st.bytes > 0 ? st.bytes : ref_bytes(st.ref);
-    // A lower-precision op keeps its cast input (autocast saves the cast copy).
-    if (st.bytes == 0 && autocast_ && saver < m_.ops.size() && kLowerPrecision.count(m_.ops[saver].name)) b = 2;
+    // A lower-precision op keeps its cast input (autocast saves the cast copy). The op that made the
+    // tensor may keep its float32 result too (softmax, log_softmax: their backward reads it; the
+    // model file names one saver per tensor): then both copies stay, as in GPT-2's attention without
+    // dropout, where softmax's float32 probabilities and their bf16 copy for att @ v are both kept
+    // (12 x 805 MB at B=16, T=1024; measured on the H100/H200, validation/gpu/).
+    if (st.bytes == 0 && autocast_ && saver < m_.ops.size() && kLowerPrecision.count(m_.ops[saver].name)) {
+      if (st.ref.kind == OpRef::Kind::kOp) {
+        const std::string& maker = m_.ops[st.ref.index].name;
+        const bool float32 = ref_bytes(st.ref) == 4;  // so the product's copy is another tensor
+        if (float32 && (maker == "_softmax" || kReadsResult.count(maker))) bytes += ev(st.elements) * 4;
+      }
+      b = 2;
+    }
     bytes += ev(st.elements) * b;
   }
   // Fused attention keeps q, k, v, the output and the row log-sum-exp (fp32).

@@ -68,10 +68,6 @@ class OpCoster {
     plans_.resize(m.ops.size());
     consumers_.resize(m.ops.size());
     for (std::size_t i = 0; i < m.ops.size(); ++i) size_op(i);
-    saved_by_.resize(m.ops.size());
-    for (const Layer& l : m.layers)
-      for (const SavedTensor& st : l.saved)
-        if (st.saver < saved_by_.size()) saved_by_[st.saver].push_back(&st);
     for (std::size_t i = 0; i < m.ops.size(); ++i) plan_op(i);
     if (ctx.mode.attention != AttentionImpl::kMath) plan_attention();
     if (ctx.mode.compile) plan_regions();
@@ -471,12 +467,9 @@ class OpCoster {
 
   // backward_kernels: op i's gradient kernels (PyTorch's derivatives.yaml), in its dtypes.
   void backward_kernels(std::size_t i, std::vector<Kernel>& out, bool casts) const;
-  // The helpers of backward_kernels (op_backward.cpp): the adds summing the gradients of an output
-  // several ops read, what op i saved for backward, whether it has one tensor input.
+  // accumulate_gradients (op_backward.cpp): the adds summing the gradients of an output several
+  // ops read.
   void accumulate_gradients(std::size_t i, std::vector<Kernel>& out) const;
-  bool saves(std::size_t i, const OpRef& ref) const;
-  double saved_read(std::size_t i) const;
-  bool unary(std::size_t i) const;
 
   // Compiled: a fused region reads what comes from outside it and writes what leaves it
   // (op_backward.cpp); its backward reads the gradients of what left and the region's inputs,
@@ -500,7 +493,6 @@ class OpCoster {
   std::vector<Sizes> sizes_;
   std::vector<Plan> plans_;
   std::vector<std::vector<std::size_t>> consumers_;
-  std::vector<std::vector<const SavedTensor*>> saved_by_;  // per op, the tensors it saves first
   std::set<std::size_t> cast_params_;
   std::vector<std::size_t> region_first_, region_last_;  // compile: each region's first and last op
 };

@@ -51,6 +51,28 @@ TEST(OpBackward, AUnaryOpReadsWhatItSaved) {
   EXPECT_DOUBLE_EQ(gelu.backward.bytes, 4 * (3 * 4 * n));
 }
 
+// ReLU's backward, threshold_backward(grad, result, 0), reads its result: three tensors.
+TEST(OpBackward, ReluReadsItsResult) {
+  const Model m = load_model("resnet50");
+  ComputeContext ctx = context(Precision::kFP32);
+  ctx.seq_len = 1;
+  const ModelCost c = op_model_cost(m, ctx);
+  const LayerCost& relu = layer_cost(m, c, "relu");  // after conv1 and bn1: 64 x 112 x 112
+  EXPECT_EQ(relu.backward.kernels, 1);
+  EXPECT_DOUBLE_EQ(relu.backward.bytes, 4 * (3 * 64 * 112 * 112));
+}
+
+// Under autocast, softmax keeps its float32 probabilities for its backward while att @ v keeps the
+// bf16 copy autocast made for it: both stay (GPT-2's attention has no dropout to separate them).
+TEST(OpBackward, AutocastKeepsSoftmaxsResultAndTheProductsCopy) {
+  const Model m = load_model("gpt2");
+  const ModelCost bf16 = op_model_cost(m, context(Precision::kBF16));
+  const ModelCost fp32 = op_model_cost(m, context(Precision::kFP32));
+  // attn.fn2 keeps the probabilities and v for att @ v.
+  EXPECT_DOUBLE_EQ(layer_cost(m, fp32, "transformer.h.0.attn.fn2").saved_bytes, 4 * s + 4 * n);
+  EXPECT_DOUBLE_EQ(layer_cost(m, bf16, "transformer.h.0.attn.fn2").saved_bytes, (4 + 2) * s + 2 * n);
+}
+
 // The heads transposed back (y.transpose(1, 2).contiguous()): the gradient returns in the copy's
 // layout, and the view before it copies it back: one strided copy in backward.
 TEST(OpBackward, ALayoutCopyIsCopiedBackInBackward) {

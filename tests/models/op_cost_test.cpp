@@ -283,11 +283,11 @@ TEST(OpCost, FlashAttentionRemovesTheScoresAndNothingElse) {
     EXPECT_DOUBLE_EQ(flash.cost.layers[i].forward.bytes, math.cost.layers[i].forward.bytes) << name;
     EXPECT_DOUBLE_EQ(flash.cost.layers[i].backward.bytes, math.cost.layers[i].backward.bytes) << name;
   }
-  // Saved for backward, per block: math keeps q and k's copies, v's copy (bf16), the boolean mask
-  // and the probabilities as att @ v's bf16 operand; flash keeps q, k, v, the output (bf16) and
-  // the log-sum-exp (fp32) and no T x T tensor.
+  // Saved for backward, per block: math keeps q and k's copies, v's copy (bf16), the boolean mask,
+  // the probabilities softmax keeps (fp32) and their bf16 copy for att @ v; flash keeps q, k, v,
+  // the output (bf16) and the log-sum-exp (fp32) and no T x T tensor.
   const double s = H * T * T;
-  const double math_saved = 3 * (2 * n) + T * T + 2 * s;
+  const double math_saved = 3 * (2 * n) + T * T + (4 + 2) * s;
   const double flash_saved = 4 * (2 * n) + 4 * H * T;
   EXPECT_DOUBLE_EQ(math.cost.saved_activation_bytes - flash.cost.saved_activation_bytes,
                    12 * (math_saved - flash_saved));
@@ -346,7 +346,7 @@ TEST(OpCost, GeForceTf32RunsOnTheTensorCores) {
 }
 
 // FP32 convolutions before Ampere run on the SIMT units at conv_fp32 of the FP32 peak: Volta's own
-// rate (0.80, from its train cases), Turing the default (the tensor conv rate scaled as SGEMM).
+// rate (0.85, from its train cases), Turing the default (the tensor conv rate scaled as SGEMM).
 TEST(OpCost, Fp32ConvolutionsBeforeAmpereRunAtTheirArchitecturesSimtRate) {
   const Model m = load_model("resnet50");
   const auto conv_time = [&m](const char* gpu) {
@@ -368,7 +368,7 @@ TEST(OpCost, Fp32ConvolutionsBeforeAmpereRunAtTheirArchitecturesSimtRate) {
     const double rate = rates_for(*spec).conv_fp32;
     EXPECT_NEAR(k.gpu_time(), flops / (spec->fp32_flops * rate), 1e-12) << gpu;
   }
-  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("v100")).conv_fp32, 0.80);
+  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("v100")).conv_fp32, 0.85);
   EXPECT_DOUBLE_EQ(rates_for(gpu_spec("rtx-2080-ti")).conv_fp32, 0.60 * 0.85 / 0.80);
 }
 
