@@ -177,6 +177,8 @@ case "$case_" in
     rc=0; RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "$bin" bench "${small[@]}" --backend cpu --init-method "file://$tmp/id" \
       --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
     [[ $rc == 2 ]] && grep -q 'the CPU backend.s ranks reach each other through MPI' "$tmp/out" || { cat "$tmp/out"; fail "file init on cpu: $rc"; }
+    rc=0; "$bin" bench "${small[@]}" --backend cpu --mixed-precision master-weights --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc == 1 ]] && grep -q 'mixed_precision master-weights: real mode trains' "$tmp/out" || { cat "$tmp/out"; fail "master-weights in real mode: $rc"; }
     [[ ! -e "$tmp/b" ]] || fail "a failed run wrote outputs"
     echo "bad launches are errors with exit codes 1/2"
     ;;

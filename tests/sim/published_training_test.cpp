@@ -1,0 +1,58 @@
+// published_training_test.cpp: reading validation/published/training_steps.yaml's
+// mixed_precision field, and its error.
+#include "sim/published_training.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace gradsync::sim {
+namespace published_training_test {
+
+constexpr const char* kCase = R"(format: gradsync-published-training/1
+cases:
+  - id: one
+    split: train
+    source: "s"
+    model: resnet50
+    gpu: titan-rtx
+    batch: 448
+    seq_len: null
+    precision: fp16
+    mode: eager
+    attention: n/a
+    optimizer: sgd-momentum
+    mixed_precision: MP
+    metric: {samples_per_s: 645.76}
+)";
+
+std::string with(const std::string& mp) {
+  std::string t = kCase;
+  t.replace(t.find("MP"), 2, mp);
+  return t;
+}
+
+// The seven apex amp O2 runs carry master-weights; the rest are autocast.
+TEST(PublishedTraining, ApexO2RunsAreSixteenBitModels) {
+  const auto cases = read_training_cases(builtin_training_text(), "training_steps.yaml");
+  EXPECT_EQ(std::count_if(cases.begin(), cases.end(), [](const TrainingCase& c) { return c.master_weights; }), 7);
+  EXPECT_TRUE(read_training_cases(with("master-weights"), "t.yaml").at(0).master_weights);
+  EXPECT_FALSE(read_training_cases(with("autocast"), "t.yaml").at(0).master_weights);
+}
+
+TEST(PublishedTraining, AnUnknownMixedPrecisionIsAnErrorNamingTheLine) {
+  try {
+    read_training_cases(with("o2"), "t.yaml");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("t.yaml:"), std::string::npos) << what;
+    EXPECT_NE(what.find("mixed_precision \"o2\": expected autocast or master-weights"), std::string::npos) << what;
+  }
+}
+
+}  // namespace published_training_test
+}  // namespace gradsync::sim
