@@ -23,6 +23,7 @@
 #include "models/memory_cost.hpp"
 #include "models/scenario_basics.hpp"
 #include "models/step_costs.hpp"
+#include "real/fault.hpp"
 #include "real/gpu_backend.hpp"
 #include "real/mpi.hpp"
 
@@ -197,34 +198,6 @@ Resolved resolve(const Scenario& s, const Runtime& rt) {
   }
   r.basics = resolve_basics(checked, r.model, r.spec);
   return r;
-}
-
-// Fault injection for the tests of peers that never arrive: GRADSYNC_FAULT=stall:R makes rank R
-// stop before its second iteration (it sleeps), exit:R makes it exit at that point without a
-// word. Read once; anything else there is an error.
-struct Fault {
-  enum Kind { kNone, kStall, kExit } kind = kNone;
-  int rank = -1;
-};
-
-Fault fault_from_env() {
-  const char* v = std::getenv("GRADSYNC_FAULT");
-  if (!v || !*v) return {};
-  const std::string text = v;
-  Fault f;
-  const auto colon = text.find(':');
-  const std::string kind = text.substr(0, colon);
-  f.kind = kind == "stall" ? Fault::kStall : kind == "exit" ? Fault::kExit : Fault::kNone;
-  if (f.kind == Fault::kNone || colon == std::string::npos)
-    throw UsageError(fmt::format("GRADSYNC_FAULT=\"{}\": expected stall:RANK or exit:RANK", text));
-  f.rank = std::atoi(text.c_str() + colon + 1);
-  return f;
-}
-
-void inject(const Fault& f, int rank, int iteration) {
-  if (f.kind == Fault::kNone || f.rank != rank || iteration != 2) return;
-  if (f.kind == Fault::kExit) std::_Exit(3);
-  std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
 void set_nccl_env(const Scenario& s) {
