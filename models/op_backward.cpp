@@ -33,6 +33,9 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
     if (p.in_grad[bm]) out.push_back(gemm(s.flops, (mm * nn + mm * kk) * ob + kk * nn * in_b(bm), batch, kk, nn, al));
     if (op.in.size() >= 3 && p.in_grad[0]) out.push_back(memory(n * ob + s.in[0] * in_b(0)));
   } else if (is_conv(op)) {
+    // convolution_backward is one call: the input's gradient, the weight's and the bias's, and
+    // cuDNN's transposes, under its first kernel's host cost.
+    const std::size_t first = out.size();
     const double w = s.in.size() > 1 ? s.in[1] : 0;
     if (p.in_grad[0]) out.push_back(conv(s.flops, n * ob + w * in_b(1) + s.in[0] * in_b(0)));
     if (op.in.size() > 1 && p.in_grad[1]) out.push_back(conv(s.flops, n * ob + s.in[0] * in_b(0) + w * 4));
@@ -41,20 +44,22 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
       out.push_back(memory(2.0 * n * ob));
       if (p.in_grad[0]) out.push_back(memory(2.0 * s.in[0] * in_b(0)));
     }
+    for (std::size_t j = first; j < out.size(); ++j) out[j].call = j == first ? HostCall::kCudnn : HostCall::kInside;
   } else if (op.name == "native_layer_norm" || op.name == "native_group_norm" || op.name == "native_batch_norm") {
     // The input's gradient (reading the gradient, the input and its statistics), then the
     // weight's and bias's (a reduction over the rows).
     const std::size_t first = out.size();
     out.push_back(memory(3 * n * ob));
+    out.back().call = norm_call(op);  // one call (native_layer_norm_backward, cudnn_batch_norm_backward)
     const bool affine = std::any_of(p.in_grad.begin() + 1, p.in_grad.end(), [](bool g) { return g; });
-    if (affine) out.push_back(memory(2 * n * ob));
+    if (affine) out.push_back(inside(memory(2 * n * ob)));
     if (op.name == "native_batch_norm")
       bn_floor(out, first, n, ctx_.mode.channels_last ? r_.bn_backward_nhwc : r_.bn_backward_nchw);
   } else if (op.name == "embedding" || op.name == "index_select") {
     // embedding_dense_backward: the table's gradient zeroed (fp32), the rows scattered into it.
     const double table = op.in.empty() ? 0 : s.in[0];
     out.push_back(memory(table * 4));
-    out.push_back(memory(2 * n * ob));
+    out.push_back(inside(memory(2 * n * ob)));
   } else if (op.name == "nll_loss_forward" || op.name == "nll_loss2d_forward") {
     out.push_back(memory(s.in[0] * in_b(0)));  // zeros, the targets' entries set
   } else if (op.name == "_to_copy") {
@@ -72,7 +77,7 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
     // took 7.17 and 7.15 ms over 24 layers: three tensors' traffic each.
     const double saved_out = n * ob;
     out.push_back(memory(2 * n * ob + saved_out));
-    if (p.in_grad[0]) out.push_back(memory(n * ob + saved_out + s.in[0] * in_b(0)));
+    if (p.in_grad[0]) out.push_back(inside(memory(n * ob + saved_out + s.in[0] * in_b(0))));
   } else if (kPassThrough.count(op.name)) {
     // The gradient passes through, but a layout copy (clone/contiguous of a transposed view, or
     // matmul's reshape of one) returns it in the copy's layout: permuted back, it reaches the

@@ -69,10 +69,17 @@ LayerCost OpCoster::layer(const Layer& l) const {
     bwd_kernels += static_cast<int>(bwd.size() - before_b);
     ++i;
   }
-  const auto total = [r = r_](const std::vector<Kernel>& ks, int kernels, double host_per) {
+  // Eager, the host pays each ATen call by its class (host_costs.hpp); compiled, each generated
+  // kernel's launch from the wrapper.
+  const bool compiled = ctx_.mode.compile;
+  const auto total = [r = r_, compiled](const std::vector<Kernel>& ks, int kernels) {
     KernelCost k;
-    double gpu = 0;
+    double gpu = 0, host = 0;
     for (const Kernel& x : ks) {
+      host += x.call == HostCall::kBlas    ? r.host_blas_s
+              : x.call == HostCall::kCudnn ? r.host_cudnn_s
+              : x.call == HostCall::kOp    ? r.host_op_s
+                                           : 0.0;
       k.flops += x.flops;
       k.bytes += x.bytes;
       gpu += x.time;
@@ -87,17 +94,15 @@ LayerCost OpCoster::layer(const Layer& l) const {
     k.load.gpu_s = kernels == 0 ? 0.0 : gpu;
     k.load.hbm_demand = r.memory;
     k.kernels = kernels;
-    k.host_s = kernels * host_per;
+    k.host_s = compiled ? kernels * r.compiled_kernel_s : host;
     // The host issues the layer's kernels one by one while the GPU runs them: the layer keeps
     // its stream busy for the longer of the two.
     k.gpu_s = kernels == 0 ? 0.0 : gpu;
     k.time_s = kernels == 0 ? 0.0 : std::max(gpu, k.host_s);
     return k;
   };
-  const double host_f = ctx_.mode.compile ? r_.compiled_kernel_s : r_.eager_forward_op_s;
-  const double host_b = ctx_.mode.compile ? r_.compiled_kernel_s : r_.eager_backward_op_s;
-  c.forward = total(fwd, fwd_kernels, host_f);
-  c.backward = total(bwd, bwd_kernels, host_b);
+  c.forward = total(fwd, fwd_kernels);
+  c.backward = total(bwd, bwd_kernels);
   c.saved_bytes = saved_bytes(l);
   return c;
 }

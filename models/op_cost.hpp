@@ -53,10 +53,15 @@ struct KernelRates {
   // operand: TensorIterator's offset calculator per element), elements per SM per clock at most.
   double strided = 1.33;
   int tile = 128;                     // output tile of a GEMM (CUTLASS/cuBLAS 128x128), for wave quantisation
-  double min_kernel_s = 2e-6;         // a kernel's GPU time at least (launch to completion)
-  double eager_forward_op_s = 10e-6;  // host: Python + dispatcher + launch of one eager forward op
-  double eager_backward_op_s = 5e-6;  // host: autograd engine (C++) + launch of one backward op
-  double compiled_kernel_s = 4e-6;    // host: torch.compile's generated wrapper launching a kernel
+  double min_kernel_s = 2e-6;  // a kernel's GPU time at least (launch to completion)
+  // Host, eager: what one ATen call costs the issuing thread (Python or the autograd engine, the
+  // dispatcher, autocast, the caching allocator, the library's own host code and the launches),
+  // by what it calls (HostCall; host_costs.cpp has the sources). Forward and backward alike.
+  double host_op_s = 0;     // an ATen op launching its own kernel (add, relu_, to, clone, softmax)
+  double host_blas_s = 0;   // a cuBLAS product (mm, addmm, bmm, linear's addmm)
+  double host_cudnn_s = 0;  // a cuDNN call (a convolution or its backward, batch norm either way)
+  double host_loop_op_s = 0;  // an in-place op of a Python loop over the parameters (optimizer)
+  double compiled_kernel_s = 4e-6;  // host: torch.compile's generated wrapper launching a kernel
   // module_call_s: host: one eager nn.Module call's own Python (Module.__call__ / _call_impl, the
   // hook checks, forward's dispatch), beside its ops: an empty module's call took 3.08 us against
   // 0.91 us for its one op alone (pytorch/pytorch#50431, Chillee's benchmark, 2021-02).

@@ -13,6 +13,7 @@
 
 #include "models/compute_cost.hpp"
 #include "models/contention.hpp"
+#include "models/host_costs.hpp"
 #include "models/kernel_waves.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
@@ -52,6 +53,7 @@ struct Kernel {
   // launch floor decides.
   double sm = 0, sm_held = 0, hbm = 0;
   bool misaligned = false;  // a tensor-core product at the narrow-load kernels' rate
+  HostCall call = HostCall::kOp;  // what the eager ATen call that launches it costs the host
 };
 
 class OpCoster {
@@ -333,6 +335,7 @@ class OpCoster {
     const double k_depth = m > 0 && n > 0 ? flops / (2 * b * m * n) : 0.0;
     const Waves w = waves({b, m, n, k_depth}, bytes);
     Kernel k{flops, bytes, 0};
+    k.call = HostCall::kBlas;
     k.misaligned = !is_aligned && on_tensor_cores();
     const double compute = flops / (peak * eff * w.efficiency);
     k.time = std::max({compute, dram(bytes), r_.min_kernel_s});
@@ -369,6 +372,7 @@ class OpCoster {
       peak = g.peak_flops(ctx_.precision);
     }
     Kernel k{flops, bytes, 0};
+    k.call = HostCall::kCudnn;
     const double compute = flops / (peak * eff);
     k.time = std::max({compute, dram(bytes), r_.min_kernel_s});
     // Convolutions run many waves of implicit-GEMM tiles: they slow in proportion to the SMs lost.
@@ -395,6 +399,16 @@ class OpCoster {
     k.time = std::max(dram(bytes), r_.min_kernel_s);
     return bound(k, 0, dram(bytes), 0);
   }
+  // inside: kernel k launched by the call before it (no host cost of its own).
+  static Kernel inside(Kernel k) {
+    k.call = HostCall::kInside;
+    return k;
+  }
+  // norm_call: batch norm's call: cuDNN's in NCHW (cudnn_batch_norm and its backward), PyTorch's
+  // own kernels in channels_last; layer and group norm are PyTorch's own.
+  HostCall norm_call(const Op& op) const {
+    return op.name == "native_batch_norm" && !ctx_.mode.channels_last ? HostCall::kCudnn : HostCall::kOp;
+  }
   Kernel attention(const AttentionCore& a, bool backward) const {
     const double heads = ev(a.heads), q = static_cast<double>(a.q_len.eval(t_)),
                  kv = static_cast<double>(a.kv_len.eval(t_)), d = static_cast<double>(a.head_dim.eval(t_));
@@ -403,6 +417,7 @@ class OpCoster {
     const double eff = ctx_.mode.attention == AttentionImpl::kFlash ? r_.flash : r_.mem_efficient;
     const double peak = ctx_.gpu->peak_flops(low_ == 2 ? ctx_.precision : Precision::kTF32);
     Kernel k{flops, io, 0};
+    k.call = HostCall::kBlas;  // one library call, like a product's
     const double compute = flops / (peak * eff);
     k.time = std::max({compute, dram(io), r_.min_kernel_s});
     return bound(k, compute, dram(io), compute * linear_stretch(sharing_.sms, held_));
@@ -430,8 +445,8 @@ class OpCoster {
     } else if (is_conv(op)) {
       out.push_back(conv(s.flops, bytes));
       if (transposes()) {
-        out.push_back(memory(2.0 * s.in[0] * p.in_bytes[0]));
-        out.push_back(memory(2.0 * s.out[0] * p.out_bytes[0]));
+        out.push_back(inside(memory(2.0 * s.in[0] * p.in_bytes[0])));
+        out.push_back(inside(memory(2.0 * s.out[0] * p.out_bytes[0])));
       }
     } else {
       // Batch norm in training reduces over the batch and the spatial positions, too many to hold
@@ -439,7 +454,11 @@ class OpCoster {
       // normalisation (PyTorch's aten/src/ATen/native/cuda/Normalization.cuh: batch_norm_stats,
       // then batch_norm_elemt; cuDNN's spatial batch norm forward is likewise two kernels).
       const std::size_t first = out.size();
-      if (op.name == "native_batch_norm" && !op.in.empty()) out.push_back(memory(read_elements(i, 0) * p.in_bytes[0]));
+      const bool bn = op.name == "native_batch_norm" && !op.in.empty();
+      if (bn) {
+        out.push_back(memory(read_elements(i, 0) * p.in_bytes[0]));
+        out.back().call = norm_call(op);
+      }
       // masked_fill out of place is a clone of its input, then masked_fill_ in place (ATen's
       // masked_fill: self.clone(), then masked_fill_ over the broadcast mask).
       if (op.name == "masked_fill" && !op.in.empty()) {
@@ -451,8 +470,8 @@ class OpCoster {
         out.push_back(strided_kernel(memory(bytes), s.out.empty() ? 0 : s.out[0]));
         return;
       }
-      out.push_back(memory(bytes));
-      if (op.name == "native_batch_norm" && !op.in.empty()) bn_floor(out, first, s.in[0], r_.bn_forward);
+      out.push_back(bn ? inside(memory(bytes)) : memory(bytes));
+      if (bn) bn_floor(out, first, s.in[0], r_.bn_forward);
     }
   }
 

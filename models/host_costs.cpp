@@ -1,0 +1,48 @@
+// host_costs.cpp: the host's time per eager ATen call (host_costs.hpp).
+//
+// Isolated calls: tools/gpu_reference.py's host loop (validation/gpu/h100-2026-11-27/reference.json,
+// `host`): one H100 SXM, PyTorch 2.11 (CUDA 13.0, cuDNN 9.19), a 16-core Xeon VM; each call
+// repeated on small CUDA tensors until the host, not the GPU, sets the pace, without profiling:
+//   add 7.27 us, add_ 6.26, relu 8.70      -> kOp: 7.27 us (an out-of-place TensorIterator op)
+//   mm 11.99, linear 12.06                 -> kBlas: 11.99 us
+//   conv2d 27.01, batch_norm 26.95         -> kCudnn: 27.01 us
+//   add_ 6.26                              -> loop_op_s (torch.optim's single-tensor loop)
+// The H200's loop (same image, another VM) gave add 7.98, add_ 5.88, relu 7.62, linear 10.70.
+//
+// In a step a call costs more than in a loop that repeats it: every call of a model is a new
+// shape, its cached cuDNN plan, allocator bins and the library's code cold in the CPU's caches,
+// and the step adds what the loop has not: the autograd graph recorded in forward, its nodes run
+// by the engine in backward (AccumulateGrad too). `in_model` scales the isolated costs to steps
+// that the host, not the GPU, set (un-profiled): chosen from the training cases where the host
+// decides, ResNet-50 at batch 1 and 4 (torchbench's eager V100 rows, PyTorch 1.11; the H200's
+// 31.0 and 31.6 ms, PyTorch 2.11, validation/gpu/h200-2026-11-27/reference.json), as the factor of
+// least median |error| over them; README, "Host time", has the table.
+#include "models/host_costs.hpp"
+
+namespace gradsync {
+
+double OpHostCosts::of(HostCall c) const {
+  switch (c) {
+    case HostCall::kOp:
+      return op_s * in_model;
+    case HostCall::kBlas:
+      return blas_s * in_model;
+    case HostCall::kCudnn:
+      return cudnn_s * in_model;
+    case HostCall::kInside:
+      return 0;
+  }
+  return 0;
+}
+
+OpHostCosts op_host_costs() {
+  OpHostCosts h;
+  h.op_s = 7.27e-6;
+  h.blas_s = 11.99e-6;
+  h.cudnn_s = 27.01e-6;
+  h.loop_op_s = 6.26e-6;  // add_
+  h.in_model = 3.1;
+  return h;
+}
+
+}  // namespace gradsync

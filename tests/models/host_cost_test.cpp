@@ -1,0 +1,109 @@
+// host_cost_test.cpp: the host's time per eager ATen call (models/host_costs.hpp) against hand
+// counts of the calls PyTorch makes: a convolution and its backward are one cuDNN call each, cuDNN's
+// layout transposes and weight gradient inside them; batch norm one cuDNN call in NCHW, PyTorch's
+// own kernels in channels_last; a linear layer under autocast its casts (ATen ops) and one cuBLAS
+// product, two in backward.
+#include <gtest/gtest.h>
+
+#include "models/compute_cost.hpp"
+#include "models/host_costs.hpp"
+#include "models/model.hpp"
+#include "models/op_cost.hpp"
+#include "op_test_util.hpp"
+#include "topologies/gpu_spec.hpp"
+
+namespace gradsync {
+namespace host_cost_test {
+
+using test::layer_cost;
+
+ComputeContext context(const char* gpu, Precision p, std::int64_t batch, std::int64_t t = 1) {
+  ComputeContext ctx;
+  ctx.gpu = &gpu_spec(gpu);
+  ctx.precision = p;
+  ctx.batch = batch;
+  ctx.seq_len = t;
+  return ctx;
+}
+
+TEST(HostCost, ClassesAreTheIsolatedCallsTimesTheInModelFactor) {
+  const OpHostCosts h = op_host_costs();
+  EXPECT_GT(h.in_model, 1.0);  // a step's calls cost more than a loop's
+  EXPECT_DOUBLE_EQ(h.of(HostCall::kOp), 7.27e-6 * h.in_model);
+  EXPECT_DOUBLE_EQ(h.of(HostCall::kBlas), 11.99e-6 * h.in_model);
+  EXPECT_DOUBLE_EQ(h.of(HostCall::kCudnn), 27.01e-6 * h.in_model);
+  EXPECT_EQ(h.of(HostCall::kInside), 0.0);
+  const KernelRates r = rates_for(gpu_spec("a100"));
+  EXPECT_DOUBLE_EQ(r.host_op_s, h.of(HostCall::kOp));
+  EXPECT_DOUBLE_EQ(r.host_blas_s, h.of(HostCall::kBlas));
+  EXPECT_DOUBLE_EQ(r.host_cudnn_s, h.of(HostCall::kCudnn));
+  EXPECT_DOUBLE_EQ(r.host_loop_op_s, 6.26e-6);  // the optimizer's loop: isolated, as measured
+}
+
+// TF32 on an A100: cuDNN transposes NCHW around its tensor-core kernels, inside the same call.
+TEST(HostCost, AConvolutionIsOneCudnnCallTransposesAndWeightGradientIncluded) {
+  const Model m = load_model("resnet50");
+  const ComputeContext ctx = context("a100", Precision::kTF32, 8);
+  const KernelRates r = rates_for(*ctx.gpu);
+  const ModelCost c = op_model_cost(m, ctx);
+  const LayerCost& conv1 = layer_cost(m, c, "conv1");
+  EXPECT_EQ(conv1.forward.kernels, 3);  // the convolution and its two transposes
+  EXPECT_NEAR(conv1.forward.host_s, r.host_cudnn_s + 2 * r.module_call_s, 1e-15);  // the model, conv1
+  // conv1's input (the image) needs no gradient: the weight's, and the gradient's transpose.
+  EXPECT_EQ(conv1.backward.kernels, 2);
+  EXPECT_NEAR(conv1.backward.host_s, r.host_cudnn_s, 1e-15);
+  const LayerCost& inner = layer_cost(m, c, "layer1.0.conv2");
+  EXPECT_EQ(inner.backward.kernels, 4);  // input's and weight's gradients, two transposes
+  EXPECT_NEAR(inner.backward.host_s, r.host_cudnn_s, 1e-15);
+}
+
+// bn1: num_batches_tracked.add_(1), then batch norm's two kernels in one call.
+TEST(HostCost, BatchNormIsOneCudnnCallInNchwAndPyTorchsOwnInChannelsLast) {
+  const Model m = load_model("resnet50");
+  ComputeContext ctx = context("v100", Precision::kFP32, 8);
+  const KernelRates r = rates_for(*ctx.gpu);
+  const ModelCost nchw = op_model_cost(m, ctx);
+  const LayerCost& bn = layer_cost(m, nchw, "bn1");
+  EXPECT_EQ(bn.forward.kernels, 3);
+  EXPECT_NEAR(bn.forward.host_s, r.host_op_s + r.host_cudnn_s + r.module_call_s, 1e-15);
+  EXPECT_NEAR(bn.backward.host_s, r.host_cudnn_s, 1e-15);
+  ctx.mode.channels_last = true;
+  const ModelCost cl = op_model_cost(m, ctx);
+  const LayerCost& bn_cl = layer_cost(m, cl, "bn1");
+  EXPECT_NEAR(bn_cl.forward.host_s, 2 * r.host_op_s + r.module_call_s, 1e-15);
+  EXPECT_NEAR(bn_cl.backward.host_s, r.host_op_s, 1e-15);
+}
+
+// c_fc under bf16 autocast: its weight and bias cast (two ATen to calls), its input cast (ln_2's
+// float32 output), then addmm; backward: the two products, the bias's gradient (a sum) and the
+// three casts' gradients cast back.
+TEST(HostCost, ALinearUnderAutocastIsItsCastsAndOneProduct) {
+  const Model m = load_model("gpt2");
+  const ComputeContext ctx = context("a100", Precision::kBF16, 1, 1024);
+  const KernelRates r = rates_for(*ctx.gpu);
+  const ModelCost c = op_model_cost(m, ctx);
+  const LayerCost& fc = layer_cost(m, c, "transformer.h.0.mlp.c_fc");
+  EXPECT_EQ(fc.forward.kernels, 4);
+  EXPECT_NEAR(fc.forward.host_s, 3 * r.host_op_s + r.host_blas_s + 2 * r.module_call_s, 1e-15);  // mlp, c_fc
+  EXPECT_EQ(fc.backward.kernels, 6);
+  EXPECT_NEAR(fc.backward.host_s, 4 * r.host_op_s + 2 * r.host_blas_s, 1e-15);
+}
+
+// A host-bound step: ResNet-50 at batch 1 on an H200 is its calls, not its kernels.
+TEST(HostCost, ASmallBatchStepIsTheHostsCalls) {
+  const Model m = load_model("resnet50");
+  const ComputeContext ctx = context("h200", Precision::kTF32, 1);
+  const ModelCost c = op_model_cost(m, ctx);
+  double host = 0, gpu = 0;
+  for (const LayerCost& l : c.layers) {
+    host += l.forward.host_s + l.backward.host_s;
+    gpu += l.forward.gpu_time() + l.backward.gpu_time();
+  }
+  EXPECT_GT(host, 4 * gpu);
+  // 53 convolutions and 53 batch norms forward and backward are 212 cuDNN calls.
+  const KernelRates r = rates_for(*ctx.gpu);
+  EXPECT_GT(host, 212 * r.host_cudnn_s);
+}
+
+}  // namespace host_cost_test
+}  // namespace gradsync
