@@ -35,12 +35,26 @@ std::string with(const std::string& mp) {
   return t;
 }
 
-// The seven apex amp O2 runs carry master-weights; the rest are autocast.
+// The seven apex amp O2 runs and the four model.half() runs (ryujaehun's benchmark) carry
+// master-weights; the rest are autocast.
 TEST(PublishedTraining, ApexO2RunsAreSixteenBitModels) {
   const auto cases = read_training_cases(builtin_training_text(), "training_steps.yaml");
-  EXPECT_EQ(std::count_if(cases.begin(), cases.end(), [](const TrainingCase& c) { return c.master_weights; }), 7);
+  EXPECT_EQ(std::count_if(cases.begin(), cases.end(), [](const TrainingCase& c) { return c.master_weights; }), 11);
   EXPECT_TRUE(read_training_cases(with("master-weights"), "t.yaml").at(0).master_weights);
   EXPECT_FALSE(read_training_cases(with("autocast"), "t.yaml").at(0).master_weights);
+}
+
+// optimizer: none is a step timed without optimizer.step(): shorter than with SGD, and before
+// PyTorch 2.0 (single-tensor) still paying zero_grad's fills.
+TEST(PublishedTraining, NoOptimizerTimesForwardBackwardAndZeroGrad) {
+  const auto step = [](const std::string& opt, const std::string& impl) {
+    std::string t = with("autocast");
+    t.replace(t.find("sgd-momentum"), 12, opt);
+    t += "    optimizer_impl: " + impl + "\n";
+    return predict_training(read_training_cases(t, "t.yaml").at(0)).step_s;
+  };
+  EXPECT_LT(step("none", "foreach"), step("sgd-momentum", "foreach"));
+  EXPECT_GT(step("none", "single-tensor"), step("none", "foreach"));
 }
 
 TEST(PublishedTraining, AnUnknownMixedPrecisionIsAnErrorNamingTheLine) {
