@@ -216,20 +216,23 @@ std::string_view optimizer_name(Optimizer o) {
       return "adam";
     case Optimizer::kAdamW:
       return "adamw";
+    case Optimizer::kNone:
+      return "none";
   }
   return "?";
 }
 
 Optimizer parse_optimizer(std::string_view text) {
-  for (Optimizer o : {Optimizer::kSGD, Optimizer::kSGDMomentum, Optimizer::kAdam, Optimizer::kAdamW}) {
+  for (Optimizer o : {Optimizer::kSGD, Optimizer::kSGDMomentum, Optimizer::kAdam, Optimizer::kAdamW, Optimizer::kNone}) {
     if (optimizer_name(o) == text) return o;
   }
-  throw ConfigError(fmt::format("optimizer \"{}\" is unknown; expected sgd, sgd-momentum, adam or adamw", text));
+  throw ConfigError(fmt::format("optimizer \"{}\" is unknown; expected sgd, sgd-momentum, adam, adamw or none", text));
 }
 
 int optimizer_state_bytes_per_param(Optimizer o) {
   switch (o) {
     case Optimizer::kSGD:
+    case Optimizer::kNone:
       return 0;
     case Optimizer::kSGDMomentum:
       return 4;
@@ -268,6 +271,8 @@ OptimizerPasses optimizer_passes(Optimizer opt, OptimizerImpl impl, bool lerp) {
       case Optimizer::kAdam:
       case Optimizer::kAdamW:
         return {28, 1};
+      case Optimizer::kNone:
+        return {0, 0};
     }
   }
   // foreach and single-tensor run the same sequence of tensor operations (torch/optim/{sgd,adam,
@@ -293,6 +298,8 @@ OptimizerPasses optimizer_passes(Optimizer opt, OptimizerImpl impl, bool lerp) {
       return lerp ? OptimizerPasses{72, 7} : OptimizerPasses{80, 8};
     case Optimizer::kAdamW:
       return lerp ? OptimizerPasses{80, 8} : OptimizerPasses{88, 9};
+    case Optimizer::kNone:
+      return {0, 0};
   }
   return {12, 1};
 }
@@ -310,9 +317,9 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const C
   const double per_elem = passes.bytes_per_element;
   const int ops = passes.kernels;
   // multi_tensor_apply handles up to ~36 tensors per launch at depth 4 (ATen MultiTensorApply.cuh).
-  const int chunks = (tensors + 35) / 36;
+  const int chunks = opt == Optimizer::kNone ? 0 : (tensors + 35) / 36;
   KernelCost k{0, per_elem * elements, fused ? chunks : ops * chunks, 0};
-  if (ctx.mode.master_weights) {
+  if (ctx.mode.master_weights && opt != Optimizer::kNone) {
     // The update runs on float32 master copies: the 16-bit gradients copied (and unscaled) into
     // float32 ones first, the updated masters copied back into the 16-bit model after (apex amp
     // O2's multi_tensor_scale both ways; DeepSpeed's and Megatron-LM's fp16 optimizers likewise):
@@ -350,7 +357,7 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl,
   const int per_param = optimizer_passes(opt, OptimizerImpl::kSingleTensor, ctx.lerp_moments).kernels;
   const int fill = ctx.zero_grad_fill ? 1 : 0;
   k.kernels = tensors * (per_param + fill);
-  if (ctx.mode.master_weights) k.kernels += 2 * ((tensors + 35) / 36);  // the master copies' launches
+  if (ctx.mode.master_weights && opt != Optimizer::kNone) k.kernels += 2 * ((tensors + 35) / 36);  // master copies
   if (ctx.zero_grad_fill) k.bytes += 4 * elements;  // the zero fill
   const KernelRates r = rates_for(*ctx.gpu);
   k.host_s = k.kernels * r.host_loop_op_s;

@@ -148,10 +148,11 @@ struct ModelCost {
 double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int grad_accum = 1);
 ModelCost model_cost(const Model& model, const ComputeContext& ctx);
 
-// Optimizer: the update rule; foreach (PyTorch 2.x default) or fused implementation.
-enum class Optimizer { kSGD, kSGDMomentum, kAdam, kAdamW };
+// Optimizer: the update rule; foreach (PyTorch 2.x default) or fused implementation. kNone: no
+// optimizer.step() (a benchmark timing forward and backward only; zero_grad still runs).
+enum class Optimizer { kSGD, kSGDMomentum, kAdam, kAdamW, kNone };
 std::string_view optimizer_name(Optimizer o);
-// parse_optimizer reads "sgd", "sgd-momentum", "adam", "adamw"; ConfigError otherwise.
+// parse_optimizer reads "sgd", "sgd-momentum", "adam", "adamw", "none"; ConfigError otherwise.
 Optimizer parse_optimizer(std::string_view text);
 // optimizer_state_bytes_per_param: fp32 state per parameter element (momentum; Adam's m and v).
 int optimizer_state_bytes_per_param(Optimizer o);

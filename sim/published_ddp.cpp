@@ -104,7 +104,7 @@ std::vector<DdpCase> read_ddp_cases(std::string_view text, const std::string& or
 
 std::vector<DdpPrediction> predict_ddp_cases(const std::vector<DdpCase>& cases, const std::string& origin) {
   std::vector<DdpPrediction> out(cases.size());
-  std::map<std::string, double> step_of;  // id -> simulated steady step
+  std::map<std::string, double> samples_of;  // id -> simulated samples per second (all GPUs)
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const DdpCase& c = cases[i];
     StrategyResult r;
@@ -136,12 +136,14 @@ std::vector<DdpPrediction> predict_ddp_cases(const std::vector<DdpCase>& cases, 
     DdpPrediction& p = out[i];
     p.published = c.published;
     p.step_s = r.steady_iteration_time_s;
-    step_of[c.id] = p.step_s;
+    samples_of[c.id] = r.samples_per_s;
     if (c.metric == "step_s") p.predicted = p.step_s;
     if (c.metric == "samples_per_s") p.predicted = r.samples_per_s;
     if (c.metric == "throughput_change_pct") {
       p.points = true;
-      p.predicted = 100.0 * (step_of.at(c.relative_to) / p.step_s - 1.0);
+      // Samples per second against the other case's: its step ratio when the global batch is the
+      // same (DDP against DP, one bucket cap against another), not when the GPUs differ.
+      p.predicted = 100.0 * (r.samples_per_s / samples_of.at(c.relative_to) - 1.0);
     }
   }
   return out;

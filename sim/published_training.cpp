@@ -105,24 +105,7 @@ TrainingPrediction predict_training(const TrainingCase& c) {
   // its first moment with mul_ and add_.
   ctx.zero_grad_fill = c.optimizer_impl == OptimizerImpl::kSingleTensor;
   ctx.lerp_moments = c.optimizer_impl != OptimizerImpl::kSingleTensor;
-  KernelCost opt;
-  if (c.optimizer != "none") {
-    opt = optimizer_cost(m, parse_optimizer(c.optimizer), c.optimizer_impl, ctx);
-  } else if (ctx.zero_grad_fill) {
-    // Timed without optimizer.step(): only model.zero_grad(), which before PyTorch 2.0 fills
-    // every gradient with zeros from a Python loop (one fill_ per parameter, the loop's cost).
-    int tensors = 0;
-    double bytes = 0;
-    for (const auto& prm : m.parameters) {
-      if (!prm.requires_grad) continue;
-      ++tensors;
-      bytes += static_cast<double>(prm.bytes());
-    }
-    opt = memory_kernel_cost(bytes, tensors, ctx);
-    opt.gpu_s = opt.time_s;
-    opt.host_s = tensors * rates_for(*ctx.gpu).host_loop_op_s;
-    opt.time_s = std::max(opt.gpu_s, opt.host_s);
-  }
+  const KernelCost opt = optimizer_cost(m, parse_optimizer(c.optimizer), c.optimizer_impl, ctx);
   TrainingPrediction p;
   p.step_s = single_gpu_step_s(cost, opt, c.grad_accum);
   const double samples = static_cast<double>(c.batch * c.grad_accum);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <string>
 
@@ -31,7 +33,7 @@ TEST(PublishedDdp, TheBuiltInTableReadsWithBothSplitsAndRelativeCases) {
     EXPECT_FALSE(c.scenario.model.empty()) << c.id;
   }
   EXPECT_GE(holdout, 6);
-  EXPECT_EQ(relative, 9);
+  EXPECT_EQ(relative, 12);
   EXPECT_EQ(cases[12].id, "ddpbench-resnet101-dgx1-1gpu-bucket1mb");
   EXPECT_EQ(cases[12].relative_to, "ddpbench-resnet101-dgx1-1gpu");
   EXPECT_EQ(cases[12].scenario.bucket_cap_mb, 1.0);
@@ -41,6 +43,30 @@ TEST(PublishedDdp, TheBuiltInTableReadsWithBothSplitsAndRelativeCases) {
   ASSERT_NE(dp, cases.end());
   EXPECT_EQ(dp->id, "hf-clm-gpt2-2xtitanrtx-nvlink-dp");
   EXPECT_EQ(dp->cluster.value("gpu", ""), "titan-rtx");
+}
+
+// A change is in samples per second: DataParallel on two GPUs at 2 per GPU against one GPU at 2 is
+// the ratio of 4 / step2 to 2 / step1, not of the steps.
+TEST(PublishedDdp, AChangeIsInSamplesPerSecondWhenTheGpusDiffer) {
+  const std::string one = R"(
+  - id: one
+    split: holdout
+    source: "x"
+    scenario: {model: resnet18, gpus: GPUS, batch_per_gpu: 2, precision: fp32, optimizer: none, iterations: 2, warmup: 1}
+    cluster: {generate: nvswitch, gpu: a100-sxm4-40gb, gpus: 8}
+    strategy: dp
+)";
+  std::string text = "format: gradsync-published-ddp/1\ncases:\n";
+  std::string a = one, b = one;
+  a.replace(a.find("GPUS"), 4, "1");
+  b.replace(b.find("GPUS"), 4, "2");
+  b.replace(b.find("id: one"), 7, "id: two");
+  text += a + "    metric: {step_s: 0.01}\n" + b + "    relative_to: one\n    metric: {throughput_change_pct: 50}\n";
+  const auto cases = read_ddp_cases(text, "t.yaml");
+  const auto p = predict_ddp_cases(cases, "t.yaml");
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_NEAR(p[1].predicted, 100.0 * ((4.0 / p[1].step_s) / (2.0 / p[0].step_s) - 1.0), 1e-6);
+  EXPECT_GT(std::abs(p[1].predicted - 100.0 * (p[0].step_s / p[1].step_s - 1.0)), 1.0);
 }
 
 TEST(PublishedDdp, ACaseSaysItsStrategy) {

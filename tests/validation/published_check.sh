@@ -100,7 +100,7 @@ check_ddp() {
   fi
 }
 check_ddp time train 7 15
-check_ddp time holdout 7 7
+check_ddp time holdout 21 13
 check_ddp change train 1.6 5
-check_ddp change holdout 2.6 4
+check_ddp change holdout 3.5 7
 exit $status
