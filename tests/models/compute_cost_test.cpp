@@ -121,6 +121,13 @@ TEST(ComputeCost, OptimizerAndCopies) {
   EXPECT_DOUBLE_EQ(loop.time_s, std::max(loop.host_s, loop.gpu_s));
   EXPECT_EQ(optimizer_cost(m, Optimizer::kSGDMomentum, OptimizerImpl::kSingleTensor, fill).kernels, 3 * 4);
   EXPECT_EQ(optimizer_cost(m, Optimizer::kSGDMomentum, OptimizerImpl::kSingleTensor, ctx).kernels, 3 * 3);
+  // No optimizer.step() (optimizer none): nothing, but zero_grad's fill when it fills.
+  EXPECT_EQ(parse_optimizer("none"), Optimizer::kNone);
+  EXPECT_EQ(optimizer_cost(m, Optimizer::kNone, false, ctx).kernels, 0);
+  EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kNone, true, ctx).bytes, 0);
+  EXPECT_EQ(optimizer_cost(m, Optimizer::kNone, OptimizerImpl::kSingleTensor, fill).kernels, 3);
+  EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kNone, OptimizerImpl::kSingleTensor, fill).bytes, 4 * elems);
+  EXPECT_EQ(optimizer_state_bytes_per_param(Optimizer::kNone), 0);
   // foreach with set_to_none=False: one _foreach_zero_ launch writes every gradient once more.
   ComputeContext fill21 = fill;
   fill21.lerp_moments = true;
