@@ -360,7 +360,7 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl,
   if (ctx.mode.master_weights && opt != Optimizer::kNone) k.kernels += 2 * ((tensors + 35) / 36);  // master copies
   if (ctx.zero_grad_fill) k.bytes += 4 * elements;  // the zero fill
   const KernelRates r = rates_for(*ctx.gpu);
-  k.host_s = k.kernels * r.host_loop_op_s;
+  k.host_s = k.kernels * r.host.loop_op_s;
   const double gpu = std::max(k.bytes / (ctx.gpu->memory_bandwidth_Bps * r.memory), k.kernels * r.min_kernel_s);
   k.gpu_s = gpu;
   k.time_s = std::max(gpu, k.host_s);
@@ -387,7 +387,7 @@ KernelCost clip_grad_norm_cost(const Model& model, const ComputeContext& ctx) {
   k = finish(k, 1.0, 1.0, ctx);
   if (!foreach) {
     const KernelRates r = rates_for(*ctx.gpu);
-    k.host_s = k.kernels * r.host_loop_op_s;
+    k.host_s = k.kernels * r.host.loop_op_s;
     k.gpu_s = k.time_s;
     k.time_s = std::max(k.gpu_s, k.host_s);
   }

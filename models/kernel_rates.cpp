@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "models/host_costs.hpp"
 #include "models/op_cost.hpp"
 
 namespace gradsync {
@@ -80,11 +79,6 @@ std::int64_t padded_vocabulary(std::int64_t vocabulary, int multiple) {
 
 KernelRates rates_for(const GpuSpec& gpu) {
   KernelRates r;
-  const OpHostCosts h = op_host_costs();
-  r.host_op_s = h.of(HostCall::kOp);
-  r.host_blas_s = h.of(HostCall::kBlas);
-  r.host_cudnn_s = h.of(HostCall::kCudnn);
-  r.host_loop_op_s = h.loop_op_s;
   const int sm = gpu.sm_version;
   if (sm == 86 || sm == 89) {
     // GA102/AD102 count two FP32 operations per clock and lane in their datasheet peak; one of

@@ -76,10 +76,7 @@ LayerCost OpCoster::layer(const Layer& l) const {
     KernelCost k;
     double gpu = 0, host = 0;
     for (const Kernel& x : ks) {
-      host += x.call == HostCall::kBlas    ? r.host_blas_s
-              : x.call == HostCall::kCudnn ? r.host_cudnn_s
-              : x.call == HostCall::kOp    ? r.host_op_s
-                                           : 0.0;
+      host += r.host.of(x.call);
       k.flops += x.flops;
       k.bytes += x.bytes;
       gpu += x.time;

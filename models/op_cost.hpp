@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "models/compute_cost.hpp"
+#include "models/host_costs.hpp"
 
 namespace gradsync {
 
@@ -54,13 +55,11 @@ struct KernelRates {
   double strided = 1.33;
   int tile = 128;                     // output tile of a GEMM (CUTLASS/cuBLAS 128x128), for wave quantisation
   double min_kernel_s = 2e-6;  // a kernel's GPU time at least (launch to completion)
-  // Host, eager: what one ATen call costs the issuing thread (Python or the autograd engine, the
+  // host: what one eager ATen call costs the issuing thread (Python or the autograd engine, the
   // dispatcher, autocast, the caching allocator, the library's own host code and the launches),
-  // by what it calls (HostCall; host_costs.cpp has the sources). Forward and backward alike.
-  double host_op_s = 0;     // an ATen op launching its own kernel (add, relu_, to, clone, softmax)
-  double host_blas_s = 0;   // a cuBLAS product (mm, addmm, bmm, linear's addmm)
-  double host_cudnn_s = 0;  // a cuDNN call (a convolution or its backward, batch norm either way)
-  double host_loop_op_s = 0;  // an in-place op of a Python loop over the parameters (optimizer)
+  // by what it calls (host.of(HostCall); host_costs.cpp has the sources), forward and backward
+  // alike; host.loop_op_s: an in-place op of a Python loop over the parameters (the optimizer's).
+  OpHostCosts host = op_host_costs();
   double compiled_kernel_s = 4e-6;  // host: torch.compile's generated wrapper launching a kernel
   // module_call_s: host: one eager nn.Module call's own Python (Module.__call__ / _call_impl, the
   // hook checks, forward's dispatch), beside its ops: an empty module's call took 3.08 us against

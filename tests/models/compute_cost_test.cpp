@@ -117,7 +117,7 @@ TEST(ComputeCost, OptimizerAndCopies) {
   const KernelCost loop = optimizer_cost(m, Optimizer::kAdamW, OptimizerImpl::kSingleTensor, fill);
   EXPECT_EQ(loop.kernels, 3 * 10);
   EXPECT_DOUBLE_EQ(loop.bytes, (88 + 4) * elems);
-  EXPECT_DOUBLE_EQ(loop.host_s, 30 * rates_for(gpu).host_loop_op_s);
+  EXPECT_DOUBLE_EQ(loop.host_s, 30 * rates_for(gpu).host.loop_op_s);
   EXPECT_DOUBLE_EQ(loop.time_s, std::max(loop.host_s, loop.gpu_s));
   EXPECT_EQ(optimizer_cost(m, Optimizer::kSGDMomentum, OptimizerImpl::kSingleTensor, fill).kernels, 3 * 4);
   EXPECT_EQ(optimizer_cost(m, Optimizer::kSGDMomentum, OptimizerImpl::kSingleTensor, ctx).kernels, 3 * 3);
@@ -149,7 +149,7 @@ TEST(ComputeCost, OptimizerAndCopies) {
   old.foreach = false;
   const KernelCost clip_loop = clip_grad_norm_cost(m, old);
   EXPECT_EQ(clip_loop.kernels, 2 * 3 + 5);
-  EXPECT_DOUBLE_EQ(clip_loop.host_s, 11 * rates_for(gpu).host_loop_op_s);
+  EXPECT_DOUBLE_EQ(clip_loop.host_s, 11 * rates_for(gpu).host.loop_op_s);
   // optimizer_impl: auto follows the release (foreach from PyTorch 2.0); the others as asked.
   Scenario sc;
   ComputeContext c2;

@@ -34,10 +34,10 @@ TEST(HostCost, ClassesAreTheIsolatedCallsTimesTheInModelFactor) {
   EXPECT_DOUBLE_EQ(h.of(HostCall::kCudnn), 27.01e-6 * h.in_model);
   EXPECT_EQ(h.of(HostCall::kInside), 0.0);
   const KernelRates r = rates_for(gpu_spec("a100"));
-  EXPECT_DOUBLE_EQ(r.host_op_s, h.of(HostCall::kOp));
-  EXPECT_DOUBLE_EQ(r.host_blas_s, h.of(HostCall::kBlas));
-  EXPECT_DOUBLE_EQ(r.host_cudnn_s, h.of(HostCall::kCudnn));
-  EXPECT_DOUBLE_EQ(r.host_loop_op_s, 6.26e-6);  // the optimizer's loop: isolated, as measured
+  EXPECT_DOUBLE_EQ(r.host.of(HostCall::kOp), h.of(HostCall::kOp));
+  EXPECT_DOUBLE_EQ(r.host.of(HostCall::kBlas), h.of(HostCall::kBlas));
+  EXPECT_DOUBLE_EQ(r.host.of(HostCall::kCudnn), h.of(HostCall::kCudnn));
+  EXPECT_DOUBLE_EQ(r.host.loop_op_s, 6.26e-6);  // the optimizer's loop: isolated, as measured
 }
 
 // TF32 on an A100: cuDNN transposes NCHW around its tensor-core kernels, inside the same call.
@@ -48,13 +48,13 @@ TEST(HostCost, AConvolutionIsOneCudnnCallTransposesAndWeightGradientIncluded) {
   const ModelCost c = op_model_cost(m, ctx);
   const LayerCost& conv1 = layer_cost(m, c, "conv1");
   EXPECT_EQ(conv1.forward.kernels, 3);  // the convolution and its two transposes
-  EXPECT_NEAR(conv1.forward.host_s, r.host_cudnn_s + 2 * r.module_call_s, 1e-15);  // the model, conv1
+  EXPECT_NEAR(conv1.forward.host_s, r.host.of(HostCall::kCudnn) + 2 * r.module_call_s, 1e-15);  // the model, conv1
   // conv1's input (the image) needs no gradient: the weight's, and the gradient's transpose.
   EXPECT_EQ(conv1.backward.kernels, 2);
-  EXPECT_NEAR(conv1.backward.host_s, r.host_cudnn_s, 1e-15);
+  EXPECT_NEAR(conv1.backward.host_s, r.host.of(HostCall::kCudnn), 1e-15);
   const LayerCost& inner = layer_cost(m, c, "layer1.0.conv2");
   EXPECT_EQ(inner.backward.kernels, 4);  // input's and weight's gradients, two transposes
-  EXPECT_NEAR(inner.backward.host_s, r.host_cudnn_s, 1e-15);
+  EXPECT_NEAR(inner.backward.host_s, r.host.of(HostCall::kCudnn), 1e-15);
 }
 
 // bn1: num_batches_tracked.add_(1), then batch norm's two kernels in one call.
@@ -65,13 +65,13 @@ TEST(HostCost, BatchNormIsOneCudnnCallInNchwAndPyTorchsOwnInChannelsLast) {
   const ModelCost nchw = op_model_cost(m, ctx);
   const LayerCost& bn = layer_cost(m, nchw, "bn1");
   EXPECT_EQ(bn.forward.kernels, 3);
-  EXPECT_NEAR(bn.forward.host_s, r.host_op_s + r.host_cudnn_s + r.module_call_s, 1e-15);
-  EXPECT_NEAR(bn.backward.host_s, r.host_cudnn_s, 1e-15);
+  EXPECT_NEAR(bn.forward.host_s, r.host.of(HostCall::kOp) + r.host.of(HostCall::kCudnn) + r.module_call_s, 1e-15);
+  EXPECT_NEAR(bn.backward.host_s, r.host.of(HostCall::kCudnn), 1e-15);
   ctx.mode.channels_last = true;
   const ModelCost cl = op_model_cost(m, ctx);
   const LayerCost& bn_cl = layer_cost(m, cl, "bn1");
-  EXPECT_NEAR(bn_cl.forward.host_s, 2 * r.host_op_s + r.module_call_s, 1e-15);
-  EXPECT_NEAR(bn_cl.backward.host_s, r.host_op_s, 1e-15);
+  EXPECT_NEAR(bn_cl.forward.host_s, 2 * r.host.of(HostCall::kOp) + r.module_call_s, 1e-15);
+  EXPECT_NEAR(bn_cl.backward.host_s, r.host.of(HostCall::kOp), 1e-15);
 }
 
 // c_fc under bf16 autocast: its weight and bias cast (two ATen to calls), its input cast (ln_2's
@@ -84,9 +84,22 @@ TEST(HostCost, ALinearUnderAutocastIsItsCastsAndOneProduct) {
   const ModelCost c = op_model_cost(m, ctx);
   const LayerCost& fc = layer_cost(m, c, "transformer.h.0.mlp.c_fc");
   EXPECT_EQ(fc.forward.kernels, 4);
-  EXPECT_NEAR(fc.forward.host_s, 3 * r.host_op_s + r.host_blas_s + 2 * r.module_call_s, 1e-15);  // mlp, c_fc
+  EXPECT_NEAR(fc.forward.host_s, 3 * r.host.of(HostCall::kOp) + r.host.of(HostCall::kBlas) + 2 * r.module_call_s, 1e-15);  // mlp, c_fc
   EXPECT_EQ(fc.backward.kernels, 6);
-  EXPECT_NEAR(fc.backward.host_s, 4 * r.host_op_s + 2 * r.host_blas_s, 1e-15);
+  EXPECT_NEAR(fc.backward.host_s, 4 * r.host.of(HostCall::kOp) + 2 * r.host.of(HostCall::kBlas), 1e-15);
+}
+
+// Compiled, Dynamo traces through the modules: no module calls, and each generated kernel costs
+// its launch from the wrapper (eager: AConvolutionIsOneCudnnCall above, module calls included).
+TEST(HostCost, CompiledKernelsCostTheirLaunchAndNoModuleCalls) {
+  const Model m = load_model("resnet50");
+  ComputeContext ctx = context("v100", Precision::kFP32, 1);
+  ctx.mode.compile = true;
+  const KernelRates r = rates_for(*ctx.gpu);
+  const ModelCost compiled = op_model_cost(m, ctx);
+  ASSERT_EQ(m.layers[0].name, "conv1");
+  EXPECT_GT(compiled.layers[0].forward.kernels, 0);
+  EXPECT_NEAR(compiled.layers[0].forward.host_s, compiled.layers[0].forward.kernels * r.compiled_kernel_s, 1e-15);
 }
 
 // A host-bound step: ResNet-50 at batch 1 on an H200 is its calls, not its kernels.
@@ -102,7 +115,7 @@ TEST(HostCost, ASmallBatchStepIsTheHostsCalls) {
   EXPECT_GT(host, 4 * gpu);
   // 53 convolutions and 53 batch norms forward and backward are 212 cuDNN calls.
   const KernelRates r = rates_for(*ctx.gpu);
-  EXPECT_GT(host, 212 * r.host_cudnn_s);
+  EXPECT_GT(host, 212 * r.host.of(HostCall::kCudnn));
 }
 
 }  // namespace host_cost_test
