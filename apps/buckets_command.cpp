@@ -42,6 +42,8 @@ std::vector<IterationPlan> iterations_of(const BucketSchedule& s) {
 }
 
 std::string what_happens(const BucketOptions& b) {
+  if (!rebuilds_buckets(b.pytorch))
+    return fmt::format("buckets stay as constructed (PyTorch {}: rebuilding came with 1.6)", b.pytorch.text());
   if (!b.rebuilds()) return "buckets stay as constructed (find_unused_parameters: never rebuilt)";
   if (b.static_graph) return "iteration 1 and 2 on the constructed buckets, rebuilt from iteration 2's ready order";
   return "iteration 1 on the constructed buckets, rebuilt from its gradient-ready order for iteration 2 on";

@@ -10,7 +10,8 @@
 // (one bucket) unless find_unused_parameters is set without static_graph ([1 MiB, cap], or
 // [cap] when bucket_cap_mb is given), and reverses them. After the first synced backward (the
 // second with static_graph) the Reducer rebuilds them once from the gradient-ready order with
-// limits [first bucket, cap], never with find_unused_parameters (SEMANTICS.md §2).
+// limits [first bucket, cap], never with find_unused_parameters, and not before PyTorch 1.6
+// (SEMANTICS.md §2).
 //
 //   const BucketSchedule s = bucket_schedule(model, BucketOptions{});
 //   s.at(1).buckets.size() == 1;   s.at(2).buckets[0].params  // the first gradients ready
@@ -52,8 +53,8 @@ struct BucketOptions {
 
   Bytes bucket_cap_bytes() const;
   Bytes first_bucket_bytes() const;
-  // rebuilds: whether the Reducer rebuilds buckets after the first recorded backward.
-  bool rebuilds() const { return static_graph || !find_unused_parameters; }
+  // rebuilds: whether the Reducer rebuilds buckets after the first recorded backward (from 1.6).
+  bool rebuilds() const { return rebuilds_buckets(pytorch) && (static_graph || !find_unused_parameters); }
   // rebuild_iteration: the iteration that first runs with rebuilt buckets (0: never).
   int rebuild_iteration() const { return !rebuilds() ? 0 : static_graph ? 3 : 2; }
 };

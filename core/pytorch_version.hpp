@@ -44,6 +44,11 @@ inline bool single_initial_bucket(PytorchVersion v) { return v.at_least(1, 12); 
 // Reducer::mark_variable_ready, torch/csrc/distributed/c10d/reducer.cpp:322 at v1.4.0): one more
 // kernel per bucket.
 inline bool divides_per_parameter(PytorchVersion v) { return v.at_least(1, 6); }
+// rebuilds_buckets: after the first synced backward the Reducer rebuilds the buckets once, in the
+// order the gradients became ready (pytorch/pytorch#35137, "implement dynamic bucket order in DDP",
+// reviewed 2020-04-16 after 1.5's branch: 1.6); before, every iteration keeps the constructed
+// buckets (model.parameters() reversed, limits [1 MiB, cap]).
+inline bool rebuilds_buckets(PytorchVersion v) { return v.at_least(1, 6); }
 // has_static_graph: DDP(static_graph=True) (pytorch/pytorch#55248, 1.9).
 inline bool has_static_graph(PytorchVersion v) { return v.at_least(1, 9); }
 // foreach_optimizers: torch.optim uses its multi-tensor (foreach) implementations on CUDA by

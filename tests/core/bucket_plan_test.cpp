@@ -335,6 +335,17 @@ TEST(BucketPlan, PytorchVersionRules) {
   unused.first_bucket_mb = 1.0;
   EXPECT_EQ(sizes(bucket_schedule(m, o).at(1)), sizes(bucket_schedule(m, unused).at(1)));
   EXPECT_GT(bucket_schedule(m, o).at(1).buckets.size(), 1u);
+  // Buckets are rebuilt from the gradient-ready order from 1.6 (pytorch/pytorch#35137); 1.5 keeps
+  // the constructed plan in every iteration.
+  o.pytorch = {1, 6};
+  const BucketSchedule rebuilt = bucket_schedule(m, o);
+  EXPECT_EQ(rebuilt.rebuild_iteration, 2);
+  EXPECT_NE(sizes(rebuilt.at(2)), sizes(rebuilt.at(1)));
+  o.pytorch = {1, 5};
+  const BucketSchedule kept = bucket_schedule(m, o);
+  EXPECT_EQ(kept.rebuild_iteration, 0);
+  EXPECT_EQ(sizes(kept.at(5)), sizes(kept.at(1)));
+  EXPECT_EQ(sizes(kept.at(1)), sizes(rebuilt.at(1)));
   EXPECT_EQ(parse_pytorch_version("1.13.0a0").text(), "1.13");
   EXPECT_EQ(parse_pytorch_version("2.4.1+cu121").text(), "2.4");
   EXPECT_THROW(parse_pytorch_version("1.3"), ConfigError);
