@@ -172,6 +172,13 @@ void DpStep::micro_step() {
       WorkPtr reduce = group_.reduce({"dp:reduce", bytes, grads[chunk.front()].dtype, -1}, 0);
       for (int i = 0; i < m; ++i) devices_[i]->stream_wait(Stream::kCompute, *reduce);
     }
+    if (opts_.accumulate_grads) {
+      // Broadcast's backward hands each parameter its reduced gradient: variable_grad += new_grad
+      // (AccumulateGrad), read twice and written once.
+      double bytes = 0;
+      for (const CoalesceTensor& g : grads) bytes += 3.0 * static_cast<double>(g.bytes);
+      devices_[0]->compute(costs_.memory("dp:accumulate_grad", bytes, static_cast<int>(grads.size())));
+    }
   }
 }
 

@@ -84,6 +84,11 @@ struct ComputeContext {
   // zero_grad_fill: optimizer.zero_grad(set_to_none=False) writes zeros into every gradient before
   // the next backward (the default before PyTorch 2.0); costed with the optimizer step.
   bool zero_grad_fill = false;
+  // accumulate_in_backward: each parameter's AccumulateGrad runs in the backward costed here (one
+  // GPU, each DDP replica). False under DataParallel over several GPUs: the replicas' parameters are
+  // not leaves, and the gradients reach the module's own parameters on GPU0 after the reduce
+  // (DpStepOptions::accumulate_grads).
+  bool accumulate_in_backward = true;
   // lerp_moments: Adam's first moment in one lerp_ (PyTorch 2.1 on; adam_lerps_first_moment).
   bool lerp_moments = true;
   // nccl_blocks: the blocks (one per channel) of the NCCL kernels that run beside compute while

@@ -16,7 +16,10 @@ enum class HostCall {
   kOp,     // an ATen op launching its own kernel: TensorIterator ops, casts, copies, reductions
   kBlas,   // a cuBLAS product (mm, addmm, bmm) or a fused attention kernel
   kCudnn,  // a cuDNN call: a convolution, its backward, batch norm forward or backward
-  kInside  // a further kernel of the call before it in the same op
+  kInside,     // a further kernel of the call before it in the same op
+  kAccumulate  // AccumulateGrad's add_ into a gradient still there: the engine repeats one
+               // in-place op over the parameters, from C++, as torch.optim's loop does from
+               // Python: the isolated add_ (loop_op_s), not scaled to a model's calls
 };
 
 // OpHostCosts: seconds per call of each class on the host, in a training step.

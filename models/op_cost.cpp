@@ -69,6 +69,22 @@ LayerCost OpCoster::layer(const Layer& l) const {
     bwd_kernels += static_cast<int>(bwd.size() - before_b);
     ++i;
   }
+  // AccumulateGrad into a gradient that is still there (zero_grad(set_to_none=False) filled it
+  // with zeros): variable_grad += new_grad, one in-place add per parameter (torch/csrc/autograd/
+  // functions/accumulate_grad.h, accumulateGrad's branch for a defined gradient with grad mode
+  // off); a gradient set to None takes new_grad itself, no kernel. Read twice, written once.
+  if (ctx_.zero_grad_fill && ctx_.accumulate_in_backward) {
+    for (std::size_t p : l.params) {
+      const Parameter& param = m_.parameters[p];
+      if (!param.requires_grad || owner_of_grad_[p] != static_cast<std::size_t>(&l - m_.layers.data())) continue;
+      const double element = ctx_.mode.master_weights ? static_cast<double>(low_)
+                                                      : static_cast<double>(dtype_bytes(param.dtype));
+      Kernel add = memory(3.0 * element * static_cast<double>(param.numel()));
+      add.call = HostCall::kAccumulate;
+      bwd.push_back(add);
+      ++bwd_kernels;
+    }
+  }
   // Eager, the host pays each ATen call by its class (host_costs.hpp); compiled, each generated
   // kernel's launch from the wrapper.
   const bool compiled = ctx_.mode.compile;

@@ -73,6 +73,12 @@ class OpCoster {
     for (std::size_t i = 0; i < m.ops.size(); ++i) plan_op(i);
     if (ctx.mode.attention != AttentionImpl::kMath) plan_attention();
     if (ctx.mode.compile) plan_regions();
+    // The layer whose backward runs a parameter's AccumulateGrad: the first in forward order that
+    // uses it (a tied weight's gradients are summed before it); none for an unused parameter.
+    owner_of_grad_.assign(m.parameters.size(), m.layers.size());
+    for (std::size_t li = m.layers.size(); li-- > 0;)
+      for (std::size_t p : m.layers[li].params) owner_of_grad_[p] = li;
+    for (std::size_t u : m.unused_parameters) owner_of_grad_[u] = m.layers.size();
   }
 
   ModelCost run() {
@@ -465,6 +471,7 @@ class OpCoster {
   std::vector<Plan> plans_;
   std::vector<std::vector<std::size_t>> consumers_;
   std::set<std::size_t> cast_params_;
+  std::vector<std::size_t> owner_of_grad_;  // per parameter: the layer running its AccumulateGrad
   std::vector<std::size_t> region_first_, region_last_;  // compile: each region's first and last op
 };
 

@@ -354,6 +354,9 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
   ctx.batch = b.batch;
   ctx.seq_len = b.seq_len;
   apply_framework(ctx, s);
+  // DataParallel over several replicas: AccumulateGrad on GPU0 after the reduce (as simulated).
+  const bool dp_accumulates = strategy == Strategy::kDP && DpStep::replicas(b.batch * rt.world(), rt.world()) > 1;
+  if (dp_accumulates) ctx.accumulate_in_backward = false;
   const RooflineCostModel costs(r.model, ctx, b.optimizer);
 
   StrategyResult out;
@@ -423,6 +426,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
     o.location = input_location(s);
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
+    o.accumulate_grads = dp_accumulates && ctx.zero_grad_fill;
     DpStep step(model, costs, o, global, host, devices, rig->local_group(m));
     for (int it = 1; it <= s.iterations; ++it) step.run_iteration(it);
     for (Device* d : devices) d->synchronize();

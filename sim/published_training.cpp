@@ -100,11 +100,11 @@ TrainingPrediction predict_training(const TrainingCase& c) {
   ctx.mode = execution_mode(c.compile, c.attention);
   ctx.mode.channels_last = c.channels_last;
   ctx.mode.master_weights = c.master_weights;
-  const ModelCost cost = model_cost(m, ctx);
-  // A single-tensor run is a PyTorch before 2.0, whose zero_grad fills zeros and whose Adam updates
-  // its first moment with mul_ and add_.
+  // A single-tensor run is a PyTorch before 2.0, whose zero_grad fills zeros (so that backward
+  // adds into the gradients) and whose Adam updates its first moment with mul_ and add_.
   ctx.zero_grad_fill = c.optimizer_impl == OptimizerImpl::kSingleTensor;
   ctx.lerp_moments = c.optimizer_impl != OptimizerImpl::kSingleTensor;
+  const ModelCost cost = model_cost(m, ctx);
   const KernelCost opt = optimizer_cost(m, parse_optimizer(c.optimizer), c.optimizer_impl, ctx);
   TrainingPrediction p;
   p.step_s = single_gpu_step_s(cost, opt, c.grad_accum);

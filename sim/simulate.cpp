@@ -86,6 +86,10 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid, con
   SimCluster cluster(r.topo, routes, r.gpus, so);
 
   ComputeContext ctx = context_of(r);
+  // DataParallel over several replicas: AccumulateGrad runs on GPU0 after the reduce, not in
+  // each replica's backward.
+  const bool dp_accumulates = strategy == Strategy::kDP && DpStep::replicas(global, r.gpus) > 1;
+  if (dp_accumulates) ctx.accumulate_in_backward = false;
   if (r.gpus > 1) {
     // The NCCL kernel beside backward: a bucket's allreduce as NCCL would run it over every rank.
     const Channels& ch = cluster.channels(r.gpus);
@@ -141,6 +145,7 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid, con
     o.location = input_location(s);
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
+    o.accumulate_grads = dp_accumulates && ctx.zero_grad_fill;
     cluster.spawn(0, [&, o, host, devices, group] {
       CalledGroup called(*group, *host, costs.host().collective_call_s);
       DpStep step(model, costs, o, global, *host, devices, called);

@@ -150,6 +150,26 @@ TEST(DpStep, LossAndOptimizerRunOnGpu0Only) {
   for (int d = 0; d < 8; ++d) EXPECT_EQ(r.calls(Kind::kCompute, "fwd:fc", d).size(), 1u) << d;
 }
 
+TEST(DpStep, GradientsStillThereAreAddedIntoOnGpu0AfterTheReduce) {
+  // zero_grad(set_to_none=False): the module's gradients are zeros, not None, when the reduced
+  // ones arrive, so AccumulateGrad adds each in place on GPU0 (read twice, written once).
+  DpStepOptions opts;
+  opts.accumulate_grads = true;
+  DpRun r("resnet18", 4, 32, opts);
+  r.step.run_iteration(1);
+  const auto adds = r.calls(Kind::kCompute, "dp:accumulate_grad");
+  ASSERT_EQ(adds.size(), 1u);
+  EXPECT_EQ(adds[0].device, 0);
+  EXPECT_EQ(adds[0].bytes, 3 * r.model.gradient_bytes());
+  double last_reduce = 0;
+  for (const RecordedCall& c : r.calls(Kind::kCollective, "dp:reduce")) last_reduce = std::max(last_reduce, c.end_s);
+  EXPECT_GE(adds[0].start_s, last_reduce);
+  // With None (the default from PyTorch 2.0) the reduced tensors become the gradients.
+  DpRun none("resnet18", 4, 32);
+  none.step.run_iteration(1);
+  EXPECT_TRUE(none.calls(Kind::kCompute, "dp:accumulate_grad").empty());
+}
+
 TEST(DpStep, ReduceStartsOnlyAfterEveryReplicasBackward) {
   DpRun r("resnet18", 4, 32);
   r.step.run_iteration(1);

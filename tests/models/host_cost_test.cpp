@@ -33,6 +33,7 @@ TEST(HostCost, ClassesAreTheIsolatedCallsTimesTheInModelFactor) {
   EXPECT_DOUBLE_EQ(h.of(HostCall::kBlas), 11.99e-6 * h.in_model);
   EXPECT_DOUBLE_EQ(h.of(HostCall::kCudnn), 27.01e-6 * h.in_model);
   EXPECT_EQ(h.of(HostCall::kInside), 0.0);
+  EXPECT_DOUBLE_EQ(h.of(HostCall::kAccumulate), h.loop_op_s);  // the engine's add_ loop, not scaled
   const KernelRates r = rates_for(gpu_spec("a100"));
   EXPECT_DOUBLE_EQ(r.host.of(HostCall::kOp), h.of(HostCall::kOp));
   EXPECT_DOUBLE_EQ(r.host.of(HostCall::kBlas), h.of(HostCall::kBlas));
@@ -116,6 +117,44 @@ TEST(HostCost, ASmallBatchStepIsTheHostsCalls) {
   // 53 convolutions and 53 batch norms forward and backward are 212 cuDNN calls.
   const KernelRates r = rates_for(*ctx.gpu);
   EXPECT_GT(host, 212 * r.host.of(HostCall::kCudnn));
+}
+
+// zero_grad(set_to_none=False) leaves zeros in every gradient, so each AccumulateGrad adds the new
+// one in place: one add_ per parameter in the backward of the layer that uses it first (a tied
+// weight once), 3 x its bytes, at the engine's add_ cost; gradients set to None cost nothing.
+TEST(HostCost, GradientsLeftDefinedAreAddedIntoOncePerParameter) {
+  const Model m = load_model("gpt2");
+  ComputeContext ctx = context("a100", Precision::kFP32, 1, 64);
+  const KernelRates r = rates_for(*ctx.gpu);
+  const ModelCost none = op_model_cost(m, ctx);
+  ctx.zero_grad_fill = true;
+  const ModelCost zeros = op_model_cost(m, ctx);
+  int kernels = 0;
+  double bytes = 0, host = 0;
+  for (std::size_t i = 0; i < m.layers.size(); ++i) {
+    kernels += zeros.layers[i].backward.kernels - none.layers[i].backward.kernels;
+    bytes += zeros.layers[i].backward.bytes - none.layers[i].backward.bytes;
+    host += zeros.layers[i].backward.host_s - none.layers[i].backward.host_s;
+    EXPECT_EQ(zeros.layers[i].forward.kernels, none.layers[i].forward.kernels) << m.layers[i].name;
+  }
+  double numel = 0;
+  int params = 0;
+  for (const Parameter& p : m.parameters) {
+    ++params;
+    numel += static_cast<double>(p.numel());
+  }
+  EXPECT_EQ(kernels, params);  // wte is lm_head's weight too: added into once
+  EXPECT_DOUBLE_EQ(bytes, 3 * 4 * numel);
+  EXPECT_NEAR(host, params * r.host.loop_op_s, 1e-12);
+  // c_fc's weight and bias, in its own backward.
+  const LayerCost& fc_none = layer_cost(m, none, "transformer.h.0.mlp.c_fc");
+  const LayerCost& fc_zeros = layer_cost(m, zeros, "transformer.h.0.mlp.c_fc");
+  EXPECT_EQ(fc_zeros.backward.kernels - fc_none.backward.kernels, 2);
+  // Under DataParallel the replicas' parameters are not leaves: no add in their backward.
+  ctx.accumulate_in_backward = false;
+  const ModelCost replica = op_model_cost(m, ctx);
+  for (std::size_t i = 0; i < m.layers.size(); ++i)
+    EXPECT_EQ(replica.layers[i].backward.kernels, none.layers[i].backward.kernels) << m.layers[i].name;
 }
 
 }  // namespace host_cost_test
