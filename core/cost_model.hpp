@@ -49,6 +49,10 @@ class CostModel {
   // forward and backward of layer `layer` (index into StepModel::layers) for `batch` samples.
   virtual ComputeOp forward(std::size_t layer, std::int64_t batch) const = 0;
   virtual ComputeOp backward(std::size_t layer, std::int64_t batch) const = 0;
+  // backward_into: the backward of a later micro-step of a gradient accumulation, whose
+  // AccumulateGrad adds into the gradients the earlier ones summed (as backward when the cost
+  // model has no such add).
+  virtual ComputeOp backward_into(std::size_t layer, std::int64_t batch) const { return backward(layer, batch); }
   // optimizer is one optimizer step over every trainable parameter.
   virtual ComputeOp optimizer() const = 0;
   // clip_grad_norm is torch.nn.utils.clip_grad_norm_ over every trainable gradient.

@@ -77,19 +77,24 @@ void DdpStep::issue(const std::vector<ComputeOp>& ops, bool sync, const char* pa
   dev_.compute_run(ops, fmt::format("{}:micro-step {} of {} (no_sync)", pass, micro_ + 1, opts_.grad_accum));
 }
 
+ComputeOp DdpStep::layer_backward(std::size_t layer) const {
+  // A later micro-step adds into the gradients the earlier ones left (AccumulateGrad).
+  return micro_ > 0 ? costs_.backward_into(layer, batch_) : costs_.backward(layer, batch_);
+}
+
 void DdpStep::backward() {
   if (!previous_synced_) {
     std::vector<ComputeOp> ops;
     if (!model_.has_loss_layer())
       ops.push_back(implicit_loss(costs_, model_.output_bytes_per_sample * static_cast<double>(batch_), true));
-    for (std::size_t i = model_.layers.size(); i-- > 0;) ops.push_back(costs_.backward(i, batch_));
+    for (std::size_t i = model_.layers.size(); i-- > 0;) ops.push_back(layer_backward(i));
     issue(ops, false, "bwd");
     return;
   }
   if (!model_.has_loss_layer())
     dev_.compute(implicit_loss(costs_, model_.output_bytes_per_sample * static_cast<double>(batch_), true));
   for (std::size_t i = model_.layers.size(); i-- > 0;) {
-    dev_.compute(costs_.backward(i, batch_));
+    dev_.compute(layer_backward(i));
     for (std::size_t p : model_.layers[i].grad_order)
       if (ready_layer_[p] == static_cast<int>(i)) reducer_.autograd_hook(p);
   }

@@ -46,6 +46,7 @@ class DdpStep {
  private:
   void forward(bool sync);
   void backward();
+  ComputeOp layer_backward(std::size_t layer) const;
   // issue: a pass's ops, each on its own when the micro-step syncs, else as one compute_run
   // ("fwd:micro-step 2 of 8 (no_sync)").
   void issue(const std::vector<ComputeOp>& ops, bool sync, const char* pass);

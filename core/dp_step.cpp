@@ -46,7 +46,7 @@ DpStep::DpStep(const StepModel& model, const CostModel& costs, const DpStepOptio
                                    group_.size(), global_batch, chunks_.size()));
 }
 
-void DpStep::micro_step() {
+void DpStep::micro_step(int micro) {
   const int m = static_cast<int>(chunks_.size());
   Device& gpu0 = *devices_[0];
   const bool loss_on_gpu0 = !model_.loss_inside;
@@ -157,7 +157,8 @@ void DpStep::micro_step() {
   // 7. Backward on every replica, one autograd worker thread per device.
   host_.parallel(m, [&](int i) {
     for (std::size_t l = model_.layers.size(); l-- > 0;)
-      if (replica_layer(l)) compute(i, costs_.backward(l, chunks_[i]));
+      if (replica_layer(l))
+        compute(i, micro > 0 ? costs_.backward_into(l, chunks_[i]) : costs_.backward(l, chunks_[i]));
   });
 
   // 8. Reduce the gradients to GPU0, chunk by chunk, each flattened on every GPU first.
@@ -172,7 +173,7 @@ void DpStep::micro_step() {
       WorkPtr reduce = group_.reduce({"dp:reduce", bytes, grads[chunk.front()].dtype, -1}, 0);
       for (int i = 0; i < m; ++i) devices_[i]->stream_wait(Stream::kCompute, *reduce);
     }
-    if (opts_.accumulate_grads) {
+    if (opts_.accumulate_grads || micro > 0) {
       // Broadcast's backward hands each parameter its reduced gradient: variable_grad += new_grad
       // (AccumulateGrad), read twice and written once.
       double bytes = 0;
@@ -184,7 +185,7 @@ void DpStep::micro_step() {
 
 void DpStep::run_iteration(int iteration) {
   host_.begin_iteration(iteration);
-  for (int micro = 0; micro < opts_.grad_accum; ++micro) micro_step();
+  for (int micro = 0; micro < opts_.grad_accum; ++micro) micro_step(micro);
   // 9. The optimizer on GPU0 only (after clip_grad_norm_ of the module's gradients, when asked).
   if (opts_.clip_grad_norm) devices_[0]->compute(costs_.clip_grad_norm());
   devices_[0]->compute(costs_.optimizer());

@@ -43,7 +43,8 @@ struct DpStepOptions {
   bool clip_grad_norm = false;  // clip_grad_norm_ on GPU0 before the optimizer
   // accumulate_grads: the module's gradients are still there when the reduced ones arrive
   // (zero_grad(set_to_none=False)): AccumulateGrad adds them in place on GPU0, one kernel per
-  // parameter; with None it takes the reduced tensors, no kernel.
+  // parameter; with None it takes the reduced tensors, no kernel. Micro-steps after the first of a
+  // gradient accumulation add whatever zero_grad did.
   bool accumulate_grads = false;
 };
 
@@ -62,7 +63,8 @@ class DpStep {
   void run_iteration(int iteration);
 
  private:
-  void micro_step();
+  // micro_step: micro-step `micro` (0-based) of a gradient accumulation.
+  void micro_step(int micro);
 
   const StepModel& model_;
   const CostModel& costs_;

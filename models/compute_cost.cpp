@@ -407,14 +407,15 @@ KernelCost matmul_kernel_cost(double flops, double bytes, int kernels, const Com
   return finish(KernelCost{flops, bytes, kernels, 0}, ctx.gpu->peak_flops(p), ctx.efficiency.matmul, ctx);
 }
 
-double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int grad_accum) {
+double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int grad_accum, const ModelCost* later) {
   LaunchQueue q;
   const auto issue = [&q](const KernelCost& k) {
     if (k.kernels > 0 || k.time_s > 0) q.issue(std::max(0.0, k.host_s), k.gpu_time(), k.kernels);
   };
   for (int step = 0; step < std::max(1, grad_accum); ++step) {
-    for (const LayerCost& l : cost.layers) issue(l.forward);
-    for (auto l = cost.layers.rbegin(); l != cost.layers.rend(); ++l) issue(l->backward);
+    const ModelCost& c = step > 0 && later != nullptr ? *later : cost;
+    for (const LayerCost& l : c.layers) issue(l.forward);
+    for (auto l = c.layers.rbegin(); l != c.layers.rend(); ++l) issue(l->backward);
   }
   issue(optimizer);
   return q.end();

@@ -89,6 +89,10 @@ struct ComputeContext {
   // not leaves, and the gradients reach the module's own parameters on GPU0 after the reduce
   // (DpStepOptions::accumulate_grads).
   bool accumulate_in_backward = true;
+  // grads_defined: the gradients are tensors when backward starts (zero_grad filled them with
+  // zeros, or earlier micro-steps of a gradient accumulation summed into them), so AccumulateGrad
+  // adds into each; None (set_to_none=True before the first micro-step): it takes the new tensor.
+  bool grads_defined = false;
   // lerp_moments: Adam's first moment in one lerp_ (PyTorch 2.1 on; adam_lerps_first_moment).
   bool lerp_moments = true;
   // nccl_blocks: the blocks (one per channel) of the NCCL kernels that run beside compute while
@@ -150,7 +154,8 @@ struct ModelCost {
 // issues every layer's kernels, forward in order and backward in reverse, `grad_accum` times,
 // then the optimizer's, while the GPU runs those issued before; neither the sum of per-layer
 // maxima of GPU and host time nor the larger of their totals.
-double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int grad_accum = 1);
+double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int grad_accum = 1,
+                         const ModelCost* later = nullptr);
 ModelCost model_cost(const Model& model, const ComputeContext& ctx);
 
 // Optimizer: the update rule; foreach (PyTorch 2.x default) or fused implementation. kNone: no

@@ -70,10 +70,10 @@ LayerCost OpCoster::layer(const Layer& l) const {
     ++i;
   }
   // AccumulateGrad into a gradient that is still there (zero_grad(set_to_none=False) filled it
-  // with zeros): variable_grad += new_grad, one in-place add per parameter (torch/csrc/autograd/
+  // with zeros, or an earlier micro-step summed into it): variable_grad += new_grad, one in-place add per parameter (torch/csrc/autograd/
   // functions/accumulate_grad.h, accumulateGrad's branch for a defined gradient with grad mode
   // off); a gradient set to None takes new_grad itself, no kernel. Read twice, written once.
-  if (ctx_.zero_grad_fill && ctx_.accumulate_in_backward) {
+  if (ctx_.grads_defined && ctx_.accumulate_in_backward) {
     for (std::size_t p : l.params) {
       const Parameter& param = m_.parameters[p];
       if (!param.requires_grad || owner_of_grad_[p] != static_cast<std::size_t>(&l - m_.layers.data())) continue;

@@ -63,6 +63,7 @@ void apply_framework(ComputeContext& ctx, const Scenario& s) {
                                             : OptimizerImpl::kSingleTensor;
   // zero_grad's default became set_to_none=True in PyTorch 2.0, with the foreach optimizers.
   ctx.zero_grad_fill = s.set_to_none == "false" || (s.set_to_none == "auto" && !ctx.foreach);
+  ctx.grads_defined = ctx.zero_grad_fill;
 }
 
 std::string optimizer_text(const Scenario& s) {

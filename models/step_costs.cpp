@@ -83,13 +83,14 @@ RooflineCostModel::RooflineCostModel(const Model& model, const ComputeContext& c
                                      bool fused_optimizer, HostCosts host)
     : model_(model), ctx_(ctx), optimizer_(optimizer), fused_(fused_optimizer), host_(host) {}
 
-const ModelCost& RooflineCostModel::costs_for(std::int64_t batch) const {
+const ModelCost& RooflineCostModel::costs_for(std::int64_t batch, bool into) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = by_batch_.find(batch);
+  auto it = by_batch_.find({batch, into});
   if (it == by_batch_.end()) {
     ComputeContext c = ctx_;
     c.batch = batch;
-    it = by_batch_.emplace(batch, model_cost(model_, c)).first;
+    if (into) c.grads_defined = true;
+    it = by_batch_.emplace(std::pair{batch, into}, model_cost(model_, c)).first;
   }
   return it->second;
 }
@@ -129,6 +130,11 @@ ComputeOp RooflineCostModel::forward(std::size_t layer, std::int64_t batch) cons
 ComputeOp RooflineCostModel::backward(std::size_t layer, std::int64_t batch) const {
   const Layer& l = model_.layers[layer];
   return op(backward_event(l.name), op_kind(l.kind), costs_for(batch).layers[layer].backward);
+}
+
+ComputeOp RooflineCostModel::backward_into(std::size_t layer, std::int64_t batch) const {
+  const Layer& l = model_.layers[layer];
+  return op(backward_event(l.name), op_kind(l.kind), costs_for(batch, true).layers[layer].backward);
 }
 
 ComputeOp RooflineCostModel::optimizer() const {

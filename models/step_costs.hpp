@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <mutex>
 #include <optional>
 
@@ -44,6 +45,7 @@ class RooflineCostModel final : public CostModel {
 
   ComputeOp forward(std::size_t layer, std::int64_t batch) const override;
   ComputeOp backward(std::size_t layer, std::int64_t batch) const override;
+  ComputeOp backward_into(std::size_t layer, std::int64_t batch) const override;
   ComputeOp optimizer() const override;
   ComputeOp clip_grad_norm() const override;
   ComputeOp memory(const std::string& name, double bytes, int kernels) const override;
@@ -51,7 +53,8 @@ class RooflineCostModel final : public CostModel {
   const HostCosts& host() const override { return host_; }
 
  private:
-  const ModelCost& costs_for(std::int64_t batch) const;
+  // costs_for: the model's costs at `batch`; `into`: with the gradients defined (backward_into).
+  const ModelCost& costs_for(std::int64_t batch, bool into = false) const;
   ComputeOp op(std::string name, OpKind kind, const KernelCost& k) const;
 
   const Model& model_;
@@ -60,7 +63,7 @@ class RooflineCostModel final : public CostModel {
   bool fused_;
   HostCosts host_;
   mutable std::mutex mutex_;  // DataParallel's replica threads ask concurrently on real engines
-  mutable std::map<std::int64_t, ModelCost> by_batch_;
+  mutable std::map<std::pair<std::int64_t, bool>, ModelCost> by_batch_;
 };
 
 // CalibratedCostModel: the sizes of `base` (FLOPs, bytes, kernels, names) with the times a
@@ -73,6 +76,9 @@ class CalibratedCostModel final : public CostModel {
   ComputeOp forward(std::size_t layer, std::int64_t batch) const override { return timed(base_.forward(layer, batch)); }
   ComputeOp backward(std::size_t layer, std::int64_t batch) const override {
     return timed(base_.backward(layer, batch));
+  }
+  ComputeOp backward_into(std::size_t layer, std::int64_t batch) const override {
+    return timed(base_.backward_into(layer, batch));
   }
   ComputeOp optimizer() const override { return timed(base_.optimizer()); }
   ComputeOp clip_grad_norm() const override { return timed(base_.clip_grad_norm()); }

@@ -103,11 +103,16 @@ TrainingPrediction predict_training(const TrainingCase& c) {
   // A single-tensor run is a PyTorch before 2.0, whose zero_grad fills zeros (so that backward
   // adds into the gradients) and whose Adam updates its first moment with mul_ and add_.
   ctx.zero_grad_fill = c.optimizer_impl == OptimizerImpl::kSingleTensor;
+  ctx.grads_defined = ctx.zero_grad_fill;
   ctx.lerp_moments = c.optimizer_impl != OptimizerImpl::kSingleTensor;
   const ModelCost cost = model_cost(m, ctx);
+  // Micro-steps after the first add into the gradients the first left, whatever zero_grad did.
+  ComputeContext later_ctx = ctx;
+  later_ctx.grads_defined = true;
+  const ModelCost later = c.grad_accum > 1 ? model_cost(m, later_ctx) : cost;
   const KernelCost opt = optimizer_cost(m, parse_optimizer(c.optimizer), c.optimizer_impl, ctx);
   TrainingPrediction p;
-  p.step_s = single_gpu_step_s(cost, opt, c.grad_accum);
+  p.step_s = single_gpu_step_s(cost, opt, c.grad_accum, &later);
   const double samples = static_cast<double>(c.batch * c.grad_accum);
   if (c.metric == "samples_per_s") p.predicted = samples / p.step_s;
   if (c.metric == "tokens_per_s") p.predicted = samples * static_cast<double>(ctx.seq_len) / p.step_s;

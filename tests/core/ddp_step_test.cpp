@@ -154,6 +154,29 @@ TEST(DdpStep, NoSyncMicroStepsCopyAndCommunicateNothing) {
   EXPECT_EQ(r.calls(3, "optimizer").size(), 1u);
 }
 
+// A later micro-step's AccumulateGrad adds into the gradients the earlier ones left, whatever
+// zero_grad did: its backward is CostModel::backward_into, the first micro-step's backward.
+TEST(DdpStep, LaterMicroStepsAddIntoTheGradients) {
+  DdpStepOptions o;
+  o.grad_accum = 2;
+  DdpRun r(linear_stack(3), o);
+  r.costs.into_s = 1e-3;
+  r.go(2);
+  const ComputeOp plain = r.costs.backward(1, 4);
+  for (int it = 1; it <= 2; ++it) {
+    const auto b = r.calls(it, "bwd:l1");  // micro-step 1 (no_sync), then 2 (synced)
+    ASSERT_EQ(b.size(), 2u) << it;
+    EXPECT_NEAR(b[0].end_s - b[0].start_s, plain.time_s, 1e-12) << it;
+    EXPECT_NEAR(b[1].end_s - b[1].start_s, plain.time_s + 1e-3, 1e-12) << it;
+  }
+  DdpRun one(linear_stack(3), DdpStepOptions{});
+  one.costs.into_s = 1e-3;
+  one.go(1);
+  const auto b = one.calls(1, "bwd:l1");
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_NEAR(b[0].end_s - b[0].start_s, plain.time_s, 1e-12);
+}
+
 TEST(DdpStep, BufferBroadcastOnlyInForwardsThatFollowASyncedOne) {
   StepModel m = linear_stack(2);
   m.buffers.push_back({"bn.running_mean", 1024, DType::kFloat32});

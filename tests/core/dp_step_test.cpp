@@ -168,6 +168,12 @@ TEST(DpStep, GradientsStillThereAreAddedIntoOnGpu0AfterTheReduce) {
   DpRun none("resnet18", 4, 32);
   none.step.run_iteration(1);
   EXPECT_TRUE(none.calls(Kind::kCompute, "dp:accumulate_grad").empty());
+  // ... in the first micro-step of an accumulation; the later ones add into them.
+  DpStepOptions accum;
+  accum.grad_accum = 3;
+  DpRun micro("resnet18", 4, 32, accum);
+  micro.step.run_iteration(1);
+  EXPECT_EQ(micro.calls(Kind::kCompute, "dp:accumulate_grad", 0).size(), 2u);
 }
 
 TEST(DpStep, ReduceStartsOnlyAfterEveryReplicasBackward) {

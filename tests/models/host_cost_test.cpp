@@ -9,6 +9,7 @@
 #include "models/host_costs.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
+#include "models/step_costs.hpp"
 #include "op_test_util.hpp"
 #include "topologies/gpu_spec.hpp"
 
@@ -127,7 +128,7 @@ TEST(HostCost, GradientsLeftDefinedAreAddedIntoOncePerParameter) {
   ComputeContext ctx = context("a100", Precision::kFP32, 1, 64);
   const KernelRates r = rates_for(*ctx.gpu);
   const ModelCost none = op_model_cost(m, ctx);
-  ctx.zero_grad_fill = true;
+  ctx.grads_defined = true;  // zero_grad(set_to_none=False), or a later micro-step
   const ModelCost zeros = op_model_cost(m, ctx);
   int kernels = 0;
   double bytes = 0, host = 0;
@@ -155,6 +156,21 @@ TEST(HostCost, GradientsLeftDefinedAreAddedIntoOncePerParameter) {
   const ModelCost replica = op_model_cost(m, ctx);
   for (std::size_t i = 0; i < m.layers.size(); ++i)
     EXPECT_EQ(replica.layers[i].backward.kernels, none.layers[i].backward.kernels) << m.layers[i].name;
+}
+
+// A later micro-step of a gradient accumulation adds into what the earlier ones summed, whatever
+// zero_grad did: RooflineCostModel::backward_into has the adds, backward (gradients None) not.
+TEST(HostCost, LaterMicroStepsAddIntoTheGradientsTheFirstLeft) {
+  const Model m = load_model("resnet18");
+  ComputeContext ctx = context("v100", Precision::kFP32, 8);
+  const RooflineCostModel costs(m, ctx, Optimizer::kSGD);
+  const KernelRates r = rates_for(*ctx.gpu);
+  for (std::size_t l = 0; l < m.layers.size(); ++l) {
+    const ComputeOp first = costs.backward(l, 8), later = costs.backward_into(l, 8);
+    const int params = static_cast<int>(m.layers[l].params.size());
+    EXPECT_EQ(later.kernels - first.kernels, params) << m.layers[l].name;
+    EXPECT_NEAR(later.host_s - first.host_s, params * r.host.loop_op_s, 1e-12) << m.layers[l].name;
+  }
 }
 
 }  // namespace host_cost_test

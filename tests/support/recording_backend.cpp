@@ -293,6 +293,12 @@ ComputeOp FixedCostModel::backward(std::size_t layer, std::int64_t batch) const 
   return op;
 }
 
+ComputeOp FixedCostModel::backward_into(std::size_t layer, std::int64_t batch) const {
+  ComputeOp op = backward(layer, batch);
+  op.time_s += into_s;
+  return op;
+}
+
 ComputeOp FixedCostModel::clip_grad_norm() const {
   ComputeOp op;
   op.name = "clip_grad_norm";

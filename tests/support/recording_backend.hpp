@@ -77,6 +77,8 @@ class FixedCostModel final : public CostModel {
   FixedCostModel(const StepModel& model, double layer_s);
   ComputeOp forward(std::size_t layer, std::int64_t batch) const override;
   ComputeOp backward(std::size_t layer, std::int64_t batch) const override;
+  // backward_into: backward plus into_s (AccumulateGrad's adds of a later micro-step).
+  ComputeOp backward_into(std::size_t layer, std::int64_t batch) const override;
   ComputeOp optimizer() const override;
   ComputeOp clip_grad_norm() const override;
   ComputeOp memory(const std::string& name, double bytes, int kernels) const override;
@@ -85,6 +87,7 @@ class FixedCostModel final : public CostModel {
 
   HostCosts host_;
   double launch_s = 0;
+  double into_s = 0;
 
  private:
   std::vector<std::string> names_;
