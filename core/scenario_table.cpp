@@ -174,7 +174,7 @@ std::vector<ScenarioKey> make_scenario_table() {
        .help = "The PyTorch release whose rules apply: DDP's first iteration (one bucket from 1.12), its first "
                "rebuilt bucket under an explicit bucket_cap_mb (the cap from 2.3, 1 MiB before), static_graph "
                "(from 1.9), the Reducer's division by the world size (in each gradient's copy from 1.6; the whole "
-               "bucket once full before), torch.optim's foreach default (2.0; a Python loop over the parameters "
+               "bucket once full before), buckets rebuilt from the gradient-ready order (from 1.6), torch.optim's foreach default (2.0; a Python loop over the parameters "
                "before); "
                "torch.__version__ is accepted",
        .default_text = "2.11",
