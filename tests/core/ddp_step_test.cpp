@@ -11,79 +11,17 @@
 #include "core/metrics.hpp"
 #include "models/model.hpp"
 #include "models/step_costs.hpp"
+#include "tests/core/ddp_run.hpp"
 #include "tests/support/recording_backend.hpp"
 #include "topologies/gpu_spec.hpp"
 
 namespace gradsync {
 namespace {
 
+using namespace ddp_test;
 using testing::FixedCostModel;
 using testing::RecordedCall;
 using testing::RecordingEngine;
-
-// A stack of `layers` linear layers l0..lN-1, each with a [256, 1020] weight and a [1024] bias:
-// exactly 1 MiB of fp32 gradients per layer. Registered in forward order unless `reversed`.
-StepModel linear_stack(int layers, bool reversed = false) {
-  StepModel m;
-  m.name = "stack";
-  m.input_bytes_per_sample = 4096;
-  m.output_bytes_per_sample = 1024;
-  for (int i = 0; i < layers; ++i) {
-    const int l = reversed ? layers - 1 - i : i;
-    m.params.push_back({fmt::format("l{}.weight", l), {256, 1020}});
-    m.params.push_back({fmt::format("l{}.bias", l), {1024}});
-  }
-  for (int l = 0; l < layers; ++l) {
-    const std::size_t w = reversed ? 2 * static_cast<std::size_t>(layers - 1 - l) : 2 * static_cast<std::size_t>(l);
-    m.layers.push_back({fmt::format("l{}", l), {w + 1, w}});  // Linear: bias, then weight
-  }
-  return m;
-}
-
-// DdpRun: a model, costs and options driven for `iterations` on a recording engine of `world` ranks.
-struct DdpRun {
-  StepModel model;
-  FixedCostModel costs;
-  DdpStepOptions opts;
-  RecordingEngine engine;
-  DdpStep step;
-
-  DdpRun(StepModel m, DdpStepOptions o, int world = 8, double layer_s = 1e-4)
-      : model(std::move(m)),
-        costs(model, layer_s),
-        opts(std::move(o)),
-        engine(1, world),
-        step(model, costs, opts, 4, engine.host(), engine.device(0), engine.ddp_group()) {}
-
-  void go(int iterations) {
-    step.construct();
-    for (int it = 1; it <= iterations; ++it) step.run_iteration(it);
-  }
-  std::vector<RecordedCall> calls(int iteration, std::string_view prefix) const {
-    std::vector<RecordedCall> out;
-    for (const RecordedCall& c : engine.calls())
-      if (c.iteration == iteration && c.name.rfind(prefix, 0) == 0) out.push_back(c);
-    return out;
-  }
-  // collectives: the process-group calls among calls(...) (not the kernels named after them).
-  std::vector<RecordedCall> collectives(int iteration, std::string_view prefix) const {
-    std::vector<RecordedCall> out;
-    for (const RecordedCall& c : calls(iteration, prefix))
-      if (c.kind == RecordedCall::Kind::kCollective) out.push_back(c);
-    return out;
-  }
-  Bytes bytes(int iteration, std::string_view prefix) const {
-    Bytes total = 0;
-    for (const RecordedCall& c : collectives(iteration, prefix)) total += c.bytes;
-    return total;
-  }
-};
-
-DdpStepOptions cap_mb(double mb) {
-  DdpStepOptions o;
-  o.ddp.buckets.bucket_cap_mb = mb;
-  return o;
-}
 
 TEST(DdpStep, IterationOneIsOneAllreduceOfAllGradientsThenBucketsInReadyOrder) {
   DdpRun r(linear_stack(4), cap_mb(1));
@@ -385,65 +323,6 @@ TEST(DdpStep, BeforePytorch16EachFullBucketIsDividedOnceBeforeItsAllreduce) {
   }
 }
 
-TEST(DdpStep, CompressionHooksHalveTheAllreducedBytes) {
-  for (const char* hook : {"fp16", "bf16"}) {
-    DdpStepOptions o = cap_mb(1);
-    o.ddp.hook = parse_comm_hook(hook);
-    DdpRun r(linear_stack(4), o);
-    r.go(2);
-    EXPECT_EQ(r.bytes(2, "allreduce:"), r.model.gradient_bytes() / 2) << hook;
-    EXPECT_EQ(r.calls(2, "compress:").size(), 4u);
-    EXPECT_EQ(r.calls(2, "decompress:").size(), 4u);
-    for (const auto& c : r.calls(2, "decompress:")) EXPECT_EQ(c.stream, Stream::kComm);
-  }
-}
-
-TEST(DdpStep, QuantizationHookAllgathersOneBytePerElementAndTheScales) {
-  DdpStepOptions o = cap_mb(1);
-  o.ddp.hook = parse_comm_hook("quantize");
-  DdpRun r(linear_stack(4), o);
-  r.go(2);
-  EXPECT_TRUE(r.calls(2, "allreduce:bucket").empty());
-  EXPECT_EQ(r.bytes(2, "allgather:"), r.model.gradient_bytes() / 4);
-  EXPECT_EQ(r.bytes(2, "allgather_qparams:"), 4u * 8);
-}
-
-TEST(DdpStep, PowerSgdAllreducesPlainlyBeforeItsStartIterationThenLowRankFactors) {
-  DdpStepOptions o = cap_mb(1);
-  o.ddp.hook = parse_comm_hook("powersgd:rank=2,start_iter=2");
-  DdpRun r(linear_stack(4), o);
-  r.go(3);
-  // Iterations 1 and 2 (state.iter 0 and 1 < 2): default allreduce of every gradient.
-  EXPECT_EQ(r.bytes(1, "allreduce:"), r.model.gradient_bytes());
-  EXPECT_EQ(r.bytes(2, "allreduce:"), r.model.gradient_bytes());
-  // Iteration 3: each [256, 1020] weight compresses ((256 + 1020) * 2 * 2 < 256 * 1020) into
-  // P (256 x 2) and Q (1020 x 2); biases go uncompressed. Three allreduces per bucket.
-  EXPECT_EQ(r.bytes(3, "allreduce_uncompressed:"), 4u * 4 * 1024);
-  EXPECT_EQ(r.bytes(3, "allreduce_p:"), 4u * 4 * 256 * 2);
-  EXPECT_EQ(r.bytes(3, "allreduce_q:"), 4u * 4 * 1020 * 2);
-  EXPECT_EQ(r.calls(3, "allreduce:").size(), 0u);
-  // P and Q are sequential: Q's allreduce starts after P's ends, bucket by bucket.
-  const auto p = r.calls(3, "allreduce_p:");
-  const auto q = r.calls(3, "allreduce_q:");
-  for (std::size_t b = 0; b < 4; ++b) EXPECT_GE(q[b].start_s, p[b].end_s);
-}
-
-TEST(DdpStep, CommHookNamesParseAndBadOnesAreErrors) {
-  EXPECT_EQ(parse_comm_hook("none").kind, CommHookKind::kNone);
-  EXPECT_EQ(comm_hook_name(parse_comm_hook("powersgd")), "powersgd:rank=1,start_iter=1000");
-  EXPECT_EQ(parse_comm_hook("powersgd:rank=4").powersgd_rank, 4);
-  EXPECT_THROW(parse_comm_hook("zip"), ConfigError);
-  EXPECT_THROW(parse_comm_hook("fp16:rank=2"), ConfigError);
-  try {
-    parse_comm_hook("powersgd:start_iter=1");
-    FAIL();
-  } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(),
-                 "comm hook \"powersgd:start_iter=1\": start_iter \"1\" must be an integer >= 2; expected none, fp16, "
-                 "bf16, quantize or powersgd[:rank=R,start_iter=S]");
-  }
-}
-
 TEST(DdpStep, IterationOneDoesNotOverlapAndAComputeBoundSteadyStepDoes) {
   // 1 ms per sample per layer forward: backward is long against 4 MiB of allreduce.
   DdpRun r(linear_stack(4), cap_mb(1), 8, 1e-3);
@@ -474,6 +353,8 @@ TEST(DdpStep, TraceHasTheDesignsEventNames) {
 
 namespace gradsync {
 namespace {
+
+using namespace ddp_test;
 
 // Every collective first costs the host its calls (core/called_group.hpp): one host record of
 // exactly call_s per collective, named after it, ending before the collective is issued; and with

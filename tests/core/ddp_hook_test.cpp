@@ -1,0 +1,72 @@
+// ddp_hook_test.cpp: DDP communication hooks (fp16/bf16 compression, quantization, PowerSGD) on
+// the recording backend: what each allreduces or allgathers, and their names.
+#include <gtest/gtest.h>
+
+#include "core/comm_hook.hpp"
+#include "core/error.hpp"
+#include "tests/core/ddp_run.hpp"
+
+namespace gradsync::ddp_hook_test {
+
+using namespace ddp_test;
+
+TEST(DdpStep, CompressionHooksHalveTheAllreducedBytes) {
+  for (const char* hook : {"fp16", "bf16"}) {
+    DdpStepOptions o = cap_mb(1);
+    o.ddp.hook = parse_comm_hook(hook);
+    DdpRun r(linear_stack(4), o);
+    r.go(2);
+    EXPECT_EQ(r.bytes(2, "allreduce:"), r.model.gradient_bytes() / 2) << hook;
+    EXPECT_EQ(r.calls(2, "compress:").size(), 4u);
+    EXPECT_EQ(r.calls(2, "decompress:").size(), 4u);
+    for (const auto& c : r.calls(2, "decompress:")) EXPECT_EQ(c.stream, Stream::kComm);
+  }
+}
+
+TEST(DdpStep, QuantizationHookAllgathersOneBytePerElementAndTheScales) {
+  DdpStepOptions o = cap_mb(1);
+  o.ddp.hook = parse_comm_hook("quantize");
+  DdpRun r(linear_stack(4), o);
+  r.go(2);
+  EXPECT_TRUE(r.calls(2, "allreduce:bucket").empty());
+  EXPECT_EQ(r.bytes(2, "allgather:"), r.model.gradient_bytes() / 4);
+  EXPECT_EQ(r.bytes(2, "allgather_qparams:"), 4u * 8);
+}
+
+TEST(DdpStep, PowerSgdAllreducesPlainlyBeforeItsStartIterationThenLowRankFactors) {
+  DdpStepOptions o = cap_mb(1);
+  o.ddp.hook = parse_comm_hook("powersgd:rank=2,start_iter=2");
+  DdpRun r(linear_stack(4), o);
+  r.go(3);
+  // Iterations 1 and 2 (state.iter 0 and 1 < 2): default allreduce of every gradient.
+  EXPECT_EQ(r.bytes(1, "allreduce:"), r.model.gradient_bytes());
+  EXPECT_EQ(r.bytes(2, "allreduce:"), r.model.gradient_bytes());
+  // Iteration 3: each [256, 1020] weight compresses ((256 + 1020) * 2 * 2 < 256 * 1020) into
+  // P (256 x 2) and Q (1020 x 2); biases go uncompressed. Three allreduces per bucket.
+  EXPECT_EQ(r.bytes(3, "allreduce_uncompressed:"), 4u * 4 * 1024);
+  EXPECT_EQ(r.bytes(3, "allreduce_p:"), 4u * 4 * 256 * 2);
+  EXPECT_EQ(r.bytes(3, "allreduce_q:"), 4u * 4 * 1020 * 2);
+  EXPECT_EQ(r.calls(3, "allreduce:").size(), 0u);
+  // P and Q are sequential: Q's allreduce starts after P's ends, bucket by bucket.
+  const auto p = r.calls(3, "allreduce_p:");
+  const auto q = r.calls(3, "allreduce_q:");
+  for (std::size_t b = 0; b < 4; ++b) EXPECT_GE(q[b].start_s, p[b].end_s);
+}
+
+TEST(DdpStep, CommHookNamesParseAndBadOnesAreErrors) {
+  EXPECT_EQ(parse_comm_hook("none").kind, CommHookKind::kNone);
+  EXPECT_EQ(comm_hook_name(parse_comm_hook("powersgd")), "powersgd:rank=1,start_iter=1000");
+  EXPECT_EQ(parse_comm_hook("powersgd:rank=4").powersgd_rank, 4);
+  EXPECT_THROW(parse_comm_hook("zip"), ConfigError);
+  EXPECT_THROW(parse_comm_hook("fp16:rank=2"), ConfigError);
+  try {
+    parse_comm_hook("powersgd:start_iter=1");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "comm hook \"powersgd:start_iter=1\": start_iter \"1\" must be an integer >= 2; expected none, fp16, "
+                 "bf16, quantize or powersgd[:rank=R,start_iter=S]");
+  }
+}
+
+}  // namespace gradsync::ddp_hook_test
