@@ -19,6 +19,20 @@
 // least median |error| over them; README, "Host time", has the table. 3.1 until AccumulateGrad's
 // add_ into gradients that zero_grad(set_to_none=False) left (kAccumulate) was counted in the
 // torchbench rows (PyTorch 1.11); re-chosen by the same rule with it: 3.0.
+//
+// View calls (view, transpose, t, expand, slice, split, detach, ...: an alias of their input, no
+// kernel) and the backward node each view of a tensor requiring grad adds: view_s, 7.6 us in a
+// step. From the same machines' profiled steps (profile.json.gz of validation/gpu/h200-2026-11-27
+// and h100-2026-11-27, torch.profiler, PyTorch 2.11): the self host time of every view-family aten
+// op in a step (the call and what it nests, as_strided), over the view calls that the zoo's model
+// file records for that step (forward and backward: nanogpt 438 + 388, bert-large 901 + 891):
+//   H200: gpt2 bf16 6.40 us, fp32 7.53, tf32 7.79; bert-large bf16 8.49
+//   H100: gpt2 bf16 6.52, fp32 8.89; bert-large bf16 8.61 and 7.39 (a second call), fp16 4.51,
+//   tf32 7.71                                                        -> median 7.62 us
+// Already a cost in a step, so not scaled by in_model; an upper bound, as the profiler's own time per
+// recorded call is in it and the optimizer's views are counted with the model's. Not used: the
+// GPT-2 step at T=128, the check of README "Host time". In a loop on this development machine's
+// CPU (PyTorch 1.13, CPU tensors: the same ATen code, no device work) a view costs 0.8-3.6 us alone.
 #include "models/host_costs.hpp"
 
 namespace gradsync {
@@ -45,6 +59,7 @@ OpHostCosts op_host_costs() {
   h.blas_s = 11.99e-6;
   h.cudnn_s = 27.01e-6;
   h.loop_op_s = 6.26e-6;  // add_
+  h.view_s = 7.6e-6;
   h.in_model = 3.0;
   return h;
 }

@@ -31,6 +31,9 @@ struct OpHostCosts {
   // (torch.optim's single-tensor loop, clip_grad_norm_ before foreach): the isolated cost, as
   // measured, without `in_model`.
   double loop_op_s = 0;
+  // view_s: a view call (view, transpose, t, expand, slice, ...: no kernel) or the backward
+  // node it adds, in a step, as profiled (not scaled by in_model).
+  double view_s = 0;
   // in_model: how much more a call costs inside a model's step than in a loop that repeats it
   // (the factor applied to the isolated costs).
   double in_model = 1;

@@ -81,6 +81,12 @@ struct Layer {
   std::size_t first_op = 0;
   std::size_t op_count = 0;
   std::vector<SavedTensor> saved;
+  // Format 2: the view calls (view, transpose, t, expand, slice, split, ...) the layer's forward
+  // makes, which launch no kernel but cost the host its time in an eager step; grad_views of them
+  // view a tensor that requires grad, so each adds a backward node (ViewBackward0, ...) whose
+  // call the engine makes in backward. The model file's views: [views, grad_views].
+  int views = 0;
+  int grad_views = 0;
   // With Model::measured: this layer's share of the measured forward and backward, in seconds.
   double measured_forward_s = 0;
   double measured_backward_s = 0;

@@ -86,22 +86,44 @@ class OpCoster {
     // Eager: each nn.Module call costs the host its Python (module_calls); a layer without
     // kernels passes its calls to the next that has some. Compiled: Dynamo traces through the
     // modules, and the generated code calls none.
+    // Eager, view calls cost the host too (OpHostCosts::view_s): a layer's forward views with
+    // its forward, the backward nodes of views of tensors requiring grad with its backward; a
+    // layer without kernels in that pass hands them on in the pass's order. Compiled, they are
+    // inside the graph.
     const std::vector<int> calls = module_calls(m_);
-    int pending = 0;
+    const bool eager = !ctx_.mode.compile;
+    std::vector<LayerCost> costs;
+    costs.reserve(m_.layers.size());
+    double pending = 0;
     for (std::size_t i = 0; i < m_.layers.size(); ++i) {
       LayerCost c = layer(m_.layers[i]);
-      pending += ctx_.mode.compile ? 0 : calls[i];
+      if (eager) pending += calls[i] * r_.module_call_s + m_.layers[i].views * r_.host.view_s;
       if (c.forward.kernels > 0 && pending > 0) {
-        c.forward.host_s += pending * r_.module_call_s;
-        c.forward.time_s = std::max(c.forward.gpu_time(), c.forward.host_s);
+        add_host(c.forward, pending);
         pending = 0;
       }
-      mc.add(c);
+      costs.push_back(c);
     }
+    pending = 0;
+    for (std::size_t i = costs.size(); eager && i-- > 0;) {
+      pending += m_.layers[i].grad_views * r_.host.view_s;
+      if (costs[i].backward.kernels > 0 && pending > 0) {
+        add_host(costs[i].backward, pending);
+        pending = 0;
+      }
+    }
+    for (const LayerCost& c : costs) mc.add(c);
     return mc;
   }
 
  private:
+  // add_host: host time the pass spends beside its kernels' calls; the layer keeps its stream busy
+  // for the longer of the host and the GPU.
+  static void add_host(KernelCost& k, double seconds) {
+    k.host_s += seconds;
+    k.time_s = std::max(k.gpu_time(), k.host_s);
+  }
+
   double ev(const BatchExpr& e) const { return static_cast<double>(e.eval(b_, t_)); }
 
   void size_op(std::size_t i) {

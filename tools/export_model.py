@@ -16,6 +16,8 @@ What it records:
     gives two layers, the second named NAME:2), with the parameters each uses and the shapes the
     cost model needs, per sample. Modules may describe themselves with a method
     gradsync_layers(inputs, output) returning a list of layer dicts.
+  * per layer, the view calls its forward makes (views: [calls, calls on a tensor that requires
+    grad, each adding a backward node]): host time in an eager step, no kernel;
   * per-sample input and output bytes. For sequence models (seq_len given) the model is traced at two
     sequence lengths and every number that grows with T is written as an expression "c*T" or "c*T*T".
 
@@ -340,8 +342,12 @@ def _records(layers):
                 if k in o:
                     r[k] = list(o[k]) if isinstance(o[k], (list, tuple)) else o[k]
             ops.append(r)
-        out.append({"name": l["name"], "kind": l["kind"], "params": list(l["params"]), "dims": dict(l["dims"]),
-                    "ops": ops, "saved": [[ref, n, b or 0, saver] for _, ref, n, b, saver in l["saved"]]})
+        rec = {"name": l["name"], "kind": l["kind"], "params": list(l["params"]), "dims": dict(l["dims"]),
+               "ops": ops, "saved": [[ref, n, b or 0, saver] for _, ref, n, b, saver in l["saved"]]}
+        views = [sum(o.get("views", (0, 0))[k] for o in l["ops"]) for k in (0, 1)]
+        if views[0]:
+            rec["views"] = views
+        out.append(rec)
     return out
 
 
@@ -353,6 +359,11 @@ def _generalise_layers(traces, ts, batch2):
     for path, v1 in _numbers(base):
         leaf = path[-1]
         if "params" in path or "attn" in path:
+            continue
+        if path[1] == "views":  # calls, the same at every batch and length
+            if any(_get(t, path) != v1 for t in traces[1:] + [batch2]):
+                raise ValueError(f"export_model: layer {base[path[0]]['name']} makes a number of view calls that "
+                                 "depends on the sequence length or the batch")
             continue
         if len(path) >= 3 and path[-3] in ("in", "saved") and leaf != 1:
             continue  # a reference's bytes per element, or the saver's index
@@ -457,6 +468,8 @@ def export(model, example_input_fn, name, path, batch, seq_len=None, description
     lines.append("layers:")
     for l in layers:
         fields = "".join(f", {k}: {_v(v)}" for k, v in l["dims"].items())
+        if "views" in l:
+            fields += f", views: {_flow(l['views'])}"
         lines.append(f"  - {{name: {l['name']}, kind: {l['kind']}, params: [{', '.join(l['params'])}]{fields},")
         lines.append("     ops: [")
         for o in l["ops"]:

@@ -20,7 +20,11 @@ Every other operation is one kernel and is recorded with
   * FLOPs of matrix products (mm, addmm, bmm, baddbmm: 2 m n k per product) and convolutions (2 x
     the multiply-adds), with their shapes;
   * the tensors autograd saves for backward (torch.autograd.graph.saved_tensors_hooks), by source,
-    with the op that saved them.
+    with the op that saved them;
+  * the view calls made since the kernel before it ("views": [calls, calls on a tensor that
+    requires grad]): no kernel, but host time in an eager step, in forward and, through the
+    backward node each view of a tensor requiring grad adds (ViewBackward0, TransposeBackward0,
+    ...), in backward. Views after the last kernel go to the last kernel.
 
 On the meta device PyTorch runs dropout as empty_like + bernoulli_ + div_ + mul; CUDA runs one
 fused native_dropout kernel writing the output and a boolean mask, and that is what is recorded.
@@ -32,6 +36,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 # Operations that launch no kernel (allocation without initialisation, autograd bookkeeping).
 NO_KERNEL = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "detach", "lift_fresh",
              "alias", "_unsafe_view", "_reshape_alias"}
+# Of those, the allocations and the tracer's own lifting of constants are not view calls.
+NOT_VIEW_CALLS = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "lift_fresh"}
 GEMMS = {"mm", "addmm", "bmm", "baddbmm"}
 CONVS = {"convolution", "_convolution"}
 
@@ -70,6 +76,7 @@ class _Recorder(TorchDispatchMode):
         super().__init__()
         self.run, self.refs, self.keep, self.current_layer = run, refs, keep, current_layer
         self.masks = {}  # id(bernoulli_'s tensor) -> True while a dropout is being recognised
+        self.views = [0, 0]  # view calls since the last recorded kernel: all, on a tensor requiring grad
 
     def _ref(self, t):
         return self.refs.get(id(t), "c")
@@ -77,6 +84,11 @@ class _Recorder(TorchDispatchMode):
     def _bind(self, t, ref):
         self.refs[id(t)] = ref
         self.keep.append(t)
+
+    def _take_views(self, rec):
+        if self.views[0]:
+            rec["views"] = list(self.views)
+            self.views = [0, 0]
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -89,6 +101,9 @@ class _Recorder(TorchDispatchMode):
         # Views: the output stands for what it views.
         if aliases and all(a is not None and not a.is_write for a in aliases) or name in NO_KERNEL:
             src = ins[0] if ins else None
+            if name not in NOT_VIEW_CALLS:
+                self.views[0] += 1
+                self.views[1] += int(src is not None and src.requires_grad)
             for o in outs:
                 if src is not None and name not in ("empty", "empty_like", "empty_strided", "new_empty",
                                                     "new_empty_strided"):
@@ -111,6 +126,7 @@ class _Recorder(TorchDispatchMode):
             self.run.ops.append({"op": "native_dropout", "layer": self.current_layer(),
                                  "in": [(self._ref(x), _numel(x), None)],
                                  "out": [(_numel(outs[0]), None), (_numel(outs[0]), 1)]})
+            self._take_views(self.run.ops[-1])
             self._bind(outs[0], f"o{idx}")
             self._bind(mask, f"o{idx}.1")
             del self.masks[id(mask)]
@@ -135,6 +151,7 @@ class _Recorder(TorchDispatchMode):
                            int(w.shape[3]), int(args[3][0]), int(args[4][0]), groups]
             rec["flops"] = 2 * _numel(y) * (int(x.shape[1]) // groups) * int(w.shape[2]) * int(w.shape[3])
         self.run.ops.append(rec)
+        self._take_views(rec)
         writes = [a is not None and a.is_write for a in aliases]
         for i, o in enumerate(outs):
             self._bind(o, f"o{idx}" if i == 0 else f"o{idx}.{i}")
@@ -196,9 +213,9 @@ def trace_forward(model, args):
 
     h1 = nn.modules.module.register_module_forward_pre_hook(pre)
     h2 = nn.modules.module.register_module_forward_hook(post)
+    recorder = _Recorder(run, refs, keep, current_layer)
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
-                _Recorder(run, refs, keep, current_layer):
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), recorder:
             out = model(*args)
     finally:
         h1.remove()
@@ -222,6 +239,10 @@ def trace_forward(model, args):
             k = int(ref.split(".")[1]) if "." in ref else 0
             b = run.ops[produced]["out"][k][1]
         run.saved.append((run.ops[saver]["layer"], ref, n, b, saver))
+    if recorder.views[0] and run.ops:  # views after the last kernel (the loss's reshapes)
+        last = run.ops[-1].setdefault("views", [0, 0])
+        last[0] += recorder.views[0]
+        last[1] += recorder.views[1]
     run.output = out
     run.refs = refs
     return run

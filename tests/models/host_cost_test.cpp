@@ -85,10 +85,53 @@ TEST(HostCost, ALinearUnderAutocastIsItsCastsAndOneProduct) {
   const KernelRates r = rates_for(*ctx.gpu);
   const ModelCost c = op_model_cost(m, ctx);
   const LayerCost& fc = layer_cost(m, c, "transformer.h.0.mlp.c_fc");
+  // F.linear on (B, T, C): the input viewed as (B*T, C) and the weight transposed (t): two view
+  // calls on tensors that require grad, each a backward node too.
+  const Layer& layer = m.layers[static_cast<std::size_t>(&fc - c.layers.data())];
+  EXPECT_EQ(layer.views, 2);
+  EXPECT_EQ(layer.grad_views, 2);
   EXPECT_EQ(fc.forward.kernels, 4);
-  EXPECT_NEAR(fc.forward.host_s, 3 * r.host.of(HostCall::kOp) + r.host.of(HostCall::kBlas) + 2 * r.module_call_s, 1e-15);  // mlp, c_fc
+  EXPECT_NEAR(fc.forward.host_s,
+              3 * r.host.of(HostCall::kOp) + r.host.of(HostCall::kBlas) + 2 * r.module_call_s + 2 * r.host.view_s,
+              1e-15);  // mlp, c_fc
   EXPECT_EQ(fc.backward.kernels, 6);
-  EXPECT_NEAR(fc.backward.host_s, 4 * r.host.of(HostCall::kOp) + 2 * r.host.of(HostCall::kBlas), 1e-15);
+  EXPECT_NEAR(fc.backward.host_s, 4 * r.host.of(HostCall::kOp) + 2 * r.host.of(HostCall::kBlas) + 2 * r.host.view_s,
+              1e-15);
+}
+
+// View calls launch no kernel but cost the host view_s each: every layer's forward views in the
+// forward, the backward nodes of views of tensors requiring grad in the backward (a layer without
+// kernels in a pass hands them on); compiled, none.
+TEST(HostCost, ViewCallsCostTheHostInForwardAndTheirNodesInBackward) {
+  const Model m = load_model("nanogpt");
+  Model bare = m;
+  int views = 0, grad_views = 0;
+  for (Layer& l : bare.layers) {
+    views += l.views;
+    grad_views += l.grad_views;
+    l.views = l.grad_views = 0;
+  }
+  // nanoGPT's block (PyTorch's dispatch below autograd): c_attn's 2 (input view, weight t), then
+  // the split, view and transpose of q, k and v, k's transpose for q @ k^T, the matmuls' expands
+  // and reshapes and the causal mask's slices; about 37 a block, 438 in all, 388 with a node.
+  EXPECT_EQ(views, 438);
+  EXPECT_EQ(grad_views, 388);
+  ComputeContext ctx = context("h200", Precision::kBF16, 16, 128);
+  const OpHostCosts h = op_host_costs();
+  EXPECT_DOUBLE_EQ(h.view_s, 7.6e-6);
+  const auto host = [](const ModelCost& c, bool fwd) {
+    double s = 0;
+    for (const LayerCost& l : c.layers) s += fwd ? l.forward.host_s : l.backward.host_s;
+    return s;
+  };
+  const ModelCost with = op_model_cost(m, ctx), without = op_model_cost(bare, ctx);
+  EXPECT_NEAR(host(with, true) - host(without, true), views * h.view_s, 1e-12);
+  EXPECT_NEAR(host(with, false) - host(without, false), grad_views * h.view_s, 1e-12);
+  EXPECT_GT(with.forward_s, without.forward_s);  // GPT-2 at T=128 on an H200: the host decides
+  ctx.mode.compile = true;
+  const ModelCost compiled = op_model_cost(m, ctx), compiled_bare = op_model_cost(bare, ctx);
+  EXPECT_DOUBLE_EQ(host(compiled, true), host(compiled_bare, true));
+  EXPECT_DOUBLE_EQ(host(compiled, false), host(compiled_bare, false));
 }
 
 // Compiled, Dynamo traces through the modules: no module calls, and each generated kernel costs

@@ -229,6 +229,25 @@ TEST(ModelLoader, BadOpsNameTheLayerOpAndValue) {
             "bad.yaml:12: layers[1] \"fc\": a layer of kind ops needs its ops: [...]");
 }
 
+// views: [view calls, of them on a tensor that requires grad] (tools/op_trace.py).
+TEST(ModelLoader, ViewCallsLoadAndBadCountsNameTheLayer) {
+  const std::string with = replace(kOps, "tokens: T,\n     ops: [{op: addmm", "tokens: T, views: [3, 2],\n     ops: [{op: addmm");
+  const Model m = parse_model(with, "views.yaml");
+  EXPECT_EQ(m.layers[0].views, 0);
+  EXPECT_EQ(m.layers[1].views, 3);
+  EXPECT_EQ(m.layers[1].grad_views, 2);
+  EXPECT_EQ(error_of(replace(with, "views: [3, 2]", "views: [2, 3]")),
+            "bad.yaml:13: layers[1] \"fc\": views: 3 on a tensor that requires grad of 2 view calls; expected at most 2");
+  EXPECT_EQ(error_of(replace(with, "views: [3, 2]", "views: [3]")),
+            "bad.yaml:13: layers[1] \"fc\": views: expected [view calls, of them on a tensor that requires grad]");
+  EXPECT_EQ(error_of(replace(with, "views: [3, 2]", "views: [-1, 0]")),
+            "bad.yaml:13: layers[1] \"fc\": field \"views\" is -1; it must be >= 0");
+  EXPECT_EQ(error_of(replace(with, "views: [3, 2]", "views: [2000000, 0]")),
+            "bad.yaml:13: layers[1] \"fc\": views: 2000000 view calls; expected at most 1000000");
+  EXPECT_EQ(error_of(replace(kGood, "tokens: T}\n  - {name: fc", "tokens: T, views: [1, 1]}\n  - {name: fc")),
+            "bad.yaml:11: layers[0] \"emb\": views: only a layer with ops lists its view calls");
+}
+
 TEST(ModelLoader, MissingFileAndUnknownName) {
   try {
     load_model("no/such/model.yaml");

@@ -36,6 +36,23 @@ class Tiny(nn.Module):
         return self.head(h) + self.out(x)
 
 
+# View calls by hand (PyTorch's dispatch below autograd): F.linear on a 2-D input is
+# addmm(bias, x, weight.t()): t; then view and transpose of fc's output; narrow of a buffer is a
+# slice (no grad: no backward node); contiguous() copies (a kernel) and view. Five view calls, four
+# of them on tensors that require grad.
+class Views(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.register_buffer("mask", torch.ones(8, 4))
+
+    def forward(self, x):
+        y = self.fc(x)
+        z = y.view(x.shape[0], 2, 4).transpose(1, 2)
+        m = self.mask.narrow(1, 0, 4)
+        return z.contiguous().view(x.shape[0], 8) @ m
+
+
 failures = []
 
 
@@ -65,6 +82,17 @@ with tempfile.TemporaryDirectory() as tmp:
         check(j["layers"][-1]["name"] == "fn", f"functional segment: {j['layers'][-1]['name']}")
         # fc: 2 * T * 16 * 32 FLOPs per sample, batch 4, T 32.
         check(j["layers"][2]["forward_flops"] == 4 * 2 * 32 * 16 * 32, "linear FLOPs")
+
+    # View calls: counted per layer as views: [calls, calls on a tensor requiring grad].
+    vpath = os.path.join(tmp, "views.yaml")
+    export(Views(), lambda T: (torch.zeros(1, 8),), "views", vpath, batch=4)
+    import re
+    counts = [tuple(map(int, v)) for v in re.findall(r"views: \[(\d+), (\d+)\]", open(vpath).read())]
+    check((sum(c[0] for c in counts), sum(c[1] for c in counts)) == (5, 4),
+          f"view calls by hand: 5, of them 4 on tensors requiring grad; exported {counts}")
+    out = subprocess.run([gradsync, "models", "show", vpath, "--json", "--precision", "fp32"], capture_output=True,
+                         text=True)
+    check(out.returncode == 0, f"gradsync loads the views: {out.stderr}")
 
     # The zoo's torchvision files are reproducible with the command-line exporter.
     regen = os.path.join(tmp, "resnet18.yaml")
