@@ -16,6 +16,41 @@
 namespace gradsync {
 namespace op_detail {
 
+ModelCost OpCoster::run() {
+  ModelCost mc;
+  // Eager: each nn.Module call costs the host its Python (module_calls); a layer without
+  // kernels passes its calls to the next that has some. Compiled: Dynamo traces through the
+  // modules, and the generated code calls none.
+  // Eager, view calls cost the host too (OpHostCosts::view_s): a layer's forward views with
+  // its forward, the backward nodes of views of tensors requiring grad with its backward; a
+  // layer without kernels in that pass hands them on in the pass's order. Compiled, they are
+  // inside the graph.
+  const std::vector<int> calls = module_calls(m_);
+  const bool eager = !ctx_.mode.compile;
+  std::vector<LayerCost> costs;
+  costs.reserve(m_.layers.size());
+  double pending = 0;
+  for (std::size_t i = 0; i < m_.layers.size(); ++i) {
+    LayerCost c = layer(m_.layers[i]);
+    if (eager) pending += calls[i] * r_.module_call_s + m_.layers[i].views * r_.host.view_s;
+    if (c.forward.kernels > 0 && pending > 0) {
+      add_host(c.forward, pending);
+      pending = 0;
+    }
+    costs.push_back(c);
+  }
+  pending = 0;
+  for (std::size_t i = costs.size(); eager && i-- > 0;) {
+    pending += m_.layers[i].grad_views * r_.host.view_s;
+    if (costs[i].backward.kernels > 0 && pending > 0) {
+      add_host(costs[i].backward, pending);
+      pending = 0;
+    }
+  }
+  for (const LayerCost& c : costs) mc.add(c);
+  return mc;
+}
+
 LayerCost OpCoster::layer(const Layer& l) const {
   LayerCost c;
   std::vector<Kernel> fwd, bwd;
