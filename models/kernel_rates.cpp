@@ -115,6 +115,22 @@ KernelRates rates_for(const GpuSpec& gpu) {
   //    sm80 align2 kernel, 130.56 us against 36.96 us at K = 592 (m87-labs/kestrel PR #143):
   //    0.28. Blackwell (sm100) takes Hopper's.
   if (sm == 86 || sm == 89) r.gemm_misaligned = 0.70;
+  // GeForce Ampere and Ada boards (GA102, AD102) run FP32-accumulate MMA, what autocast and TF32
+  // use, at half the rate of FP16 accumulate (gpus.yaml fp16_accumulate; whitepapers), the rate
+  // their datasheet peak states; the SMs' data paths are sized for the full rate, so libraries'
+  // kernels come closer to the halved peak than data-centre parts come to theirs: cuBLAS bf16
+  // N x N x N at N = 2040 ran at 155.9 TFLOP/s on an RTX 4090 against 165.2 (pytorch/pytorch#181718):
+  // 0.94. GA102 shares the design and takes the 4090's figure; convolutions scale with it. Checked
+  // on the train split: the RTX 3090/4090 cases (timm, Lambda, nanoGPT) moved 2-10 points closer
+  // (README, "GeForce tensor cores"). Turing's GeForce boards (TU102) also halve FP32 accumulate
+  // but keep the default: their two train cases (Lambda's RTX 2080 Ti, ResNet-50 -1%, BERT-base
+  // +18% as is) would move away (+4%, +31%).
+  if ((sm == 86 || sm == 89) && gpu.half_rate_fp32_accumulate()) {
+    constexpr double kGeForceTensor = 0.94;
+    r.conv *= kGeForceTensor / r.gemm_tensor;
+    r.gemm_tensor = kGeForceTensor;
+    r.gemm_tf32 = kGeForceTensor;  // TF32 MMA: a quarter of the FP16-accumulate rate there
+  }
   if (sm >= 90) r.gemm_misaligned = 0.28;
   // cuDNN's FP32 convolutions on Volta (sm70): 0.85 of the FP32 peak, counted in direct-convolution
   // FLOPs. Chosen from this architecture's fp32 conv-net cases of the train split (DLE ResNet-50 on a

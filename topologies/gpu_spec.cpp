@@ -62,11 +62,20 @@ std::vector<GpuSpec> parse_gpu_specs(std::string_view text, const std::string& o
       for (const auto& a : aliases) g.aliases.push_back(r.string(a, where, "aliases"));
     }
     const YAML::Node flops = r.required(n, where, "flops");
-    r.only_keys(flops, where + ".flops", {"fp32", "tf32", "fp16", "bf16"});
+    r.only_keys(flops, where + ".flops", {"fp32", "tf32", "fp16", "bf16", "fp16_accumulate"});
     g.fp32_flops = r.positive_number(r.required(flops, where + ".flops", "fp32"), where + ".flops", "fp32");
     g.tf32_flops = r.positive_number(r.required(flops, where + ".flops", "tf32"), where + ".flops", "tf32");
     if (flops["fp16"]) g.fp16_flops = r.positive_number(flops["fp16"], where + ".flops", "fp16");
     if (flops["bf16"]) g.bf16_flops = r.positive_number(flops["bf16"], where + ".flops", "bf16");
+    if (const YAML::Node acc = flops["fp16_accumulate"]) {
+      g.fp16_accumulate_flops = r.positive_number(acc, where + ".flops", "fp16_accumulate");
+      if (!g.fp16_flops || *g.fp16_accumulate_flops <= *g.fp16_flops) {
+        r.fail(acc, where + ".flops",
+               fmt::format("fp16_accumulate {:g} needs fp16 (FP32 accumulate) below it; list it only where the "
+                           "datasheet's FP16-accumulate rate is the higher",
+                           *g.fp16_accumulate_flops));
+      }
+    }
     g.memory_bytes = r.size(r.required(n, where, "memory"), where, "memory");
     g.memory_bandwidth_Bps = r.bandwidth(r.required(n, where, "memory_bandwidth"), where, "memory_bandwidth");
     if (const YAML::Node nv = n["nvlink"]) {

@@ -25,6 +25,9 @@ struct GpuSpec {
   double tf32_flops = 0;
   std::optional<double> fp16_flops;  // tensor cores, FP32 accumulate
   std::optional<double> bf16_flops;  // absent: no bf16 tensor cores (V100, Turing)
+  // fp16_accumulate_flops: the FP16 tensor rate with FP16 accumulate, where the datasheet lists a
+  // higher one than fp16_flops (GeForce boards run FP32 accumulate at half of it).
+  std::optional<double> fp16_accumulate_flops;
   Bytes memory_bytes = 0;
   double memory_bandwidth_Bps = 0;
   int nvlink_links = 0;
@@ -39,6 +42,12 @@ struct GpuSpec {
   int sms = 0;
   int sm_version = 0;  // compute capability x 10: 80 for A100, 90 for H100
 
+  // half_rate_fp32_accumulate: the tensor cores run FP32 accumulate (fp16_flops, what autocast
+  // uses) at half their FP16-accumulate rate, as GeForce boards do (the datasheets round: 330.3
+  // against 165.2 TFLOP/s on the RTX 4090, so "about half": at most 1/1.9).
+  bool half_rate_fp32_accumulate() const {
+    return fp16_flops && fp16_accumulate_flops && *fp16_accumulate_flops >= 1.9 * *fp16_flops;
+  }
   // peak_flops is the dense matmul peak for a precision; ConfigError if the GPU lacks it.
   double peak_flops(Precision p) const;
 };

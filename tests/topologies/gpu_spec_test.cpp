@@ -72,5 +72,35 @@ gpus:
   }
 }
 
+// fp16_accumulate: the FP16-accumulate tensor rate, only where it is above fp16's.
+TEST(GpuSpec, Fp16AccumulateMustBeAboveTheFp32AccumulateRate) {
+  const std::string text = R"(format: gradsync-gpus/1
+gpus:
+  x:
+    name: X
+    source: test
+    flops: {fp32: 1e12, tf32: 1e12, fp16: 8e12, fp16_accumulate: 8e12}
+    memory: 16GiB
+    memory_bandwidth: 500GBps
+    pcie: {gen: 4, lanes: 16}
+    sms: 10
+    compute_capability: "8.6"
+)";
+  try {
+    parse_gpu_specs(text, "gpus.yaml");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "gpus.yaml:6: gpus.x.flops: fp16_accumulate 8e+12 needs fp16 (FP32 accumulate) below it; list it only "
+                 "where the datasheet's FP16-accumulate rate is the higher");
+  }
+  std::string good = text;
+  good.replace(good.find("fp16_accumulate: 8e12"), 21, "fp16_accumulate: 16e12");
+  const std::vector<GpuSpec> specs = parse_gpu_specs(good, "gpus.yaml");
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_DOUBLE_EQ(*specs[0].fp16_accumulate_flops, 16e12);
+  EXPECT_TRUE(specs[0].half_rate_fp32_accumulate());
+}
+
 }  // namespace
 }  // namespace gradsync

@@ -1,0 +1,38 @@
+// kernel_rates_test.cpp: what each architecture's kernels reach of its datasheet peaks
+// (models/kernel_rates.cpp): GeForce Ampere and Ada boards, whose FP32-accumulate tensor rate is half
+// their FP16-accumulate one, reach more of it than the default.
+#include <gtest/gtest.h>
+
+#include "models/op_cost.hpp"
+#include "topologies/gpu_spec.hpp"
+
+namespace gradsync {
+namespace kernel_rates_test {
+
+TEST(KernelRates, HalfRateFp32AccumulateIsReadFromTheDatasheets) {
+  for (const char* g : {"rtx-2080-ti", "rtx-3090", "rtx-4090"})
+    EXPECT_TRUE(gpu_spec(g).half_rate_fp32_accumulate()) << g;  // 107.6/53.8, 142/71, 330.3/165.2
+  for (const char* g : {"titan-rtx", "a40", "l40s", "a100", "h100"})
+    EXPECT_FALSE(gpu_spec(g).half_rate_fp32_accumulate()) << g;
+}
+
+TEST(KernelRates, GeForceAmpereAndAdaReachMoreOfTheirHalvedTensorPeak) {
+  const KernelRates defaults;
+  for (const char* g : {"rtx-3090", "rtx-4090"}) {
+    const KernelRates r = rates_for(gpu_spec(g));
+    EXPECT_DOUBLE_EQ(r.gemm_tensor, 0.94) << g;  // cuBLAS bf16 on an RTX 4090, pytorch/pytorch#181718
+    EXPECT_DOUBLE_EQ(r.gemm_tf32, 0.94) << g;
+    EXPECT_DOUBLE_EQ(r.conv, defaults.conv * 0.94 / defaults.gemm_tensor) << g;
+    // FP32 convolutions stay on the SIMT units' rate: the conv rate scaled as SGEMM (0.5 there).
+    EXPECT_DOUBLE_EQ(r.conv_fp32, defaults.conv * 0.5 / defaults.gemm_tensor) << g;
+  }
+  // Full-rate boards of the same architectures, and Turing's GeForce, keep the default.
+  for (const char* g : {"a40", "l40s", "rtx-2080-ti", "titan-rtx", "a100"}) {
+    const KernelRates r = rates_for(gpu_spec(g));
+    EXPECT_DOUBLE_EQ(r.gemm_tensor, defaults.gemm_tensor) << g;
+    EXPECT_DOUBLE_EQ(r.conv, defaults.conv) << g;
+  }
+}
+
+}  // namespace kernel_rates_test
+}  // namespace gradsync
