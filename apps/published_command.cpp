@@ -167,12 +167,12 @@ void run_ddp(const PublishedArgs& a, std::ostream& out, std::string& csv, std::v
     t.add_row({c.id, c.split, std::string(strategy_label(c.strategy)),
                c.scenario.gpus > 0 ? std::to_string(c.scenario.gpus) : "all", c.metric,
                fmt::format("{:.4g}", p.published), fmt::format("{:.4g}", p.predicted), err});
-    if (!p.points) classes.push_back({sim::step_class(c.scenario, c.strategy), c.id, p.error()});
+    if (!p.points) classes.push_back({p.step_class, c.id, p.error()});
     errors[{p.points ? "change (pts)" : "time (%)", c.split}].push_back(
         std::abs(p.points ? p.error() : 100 * p.error()));
     csv += reports::csv_line({"ddp", c.id, c.split, p.points ? "change" : "time", c.scenario.model, c.metric,
                               reports::number(p.published), reports::number(p.predicted), reports::number(p.error()),
-                              "true", c.scenario.topology, reports::number(p.step_s)});
+                              "true", p.topology, reports::number(p.step_s)});
   }
   out << "#\n";
   t.print(out, {fmt::format("published multi-GPU steps ({}): each scenario simulated with its strategy; error = "

@@ -13,6 +13,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/yaml_reader.hpp"
+#include "sim/confidence.hpp"
 #include "sim/published.hpp"
 #include "sim/published_table.hpp"
 #include "sim/simulate.hpp"
@@ -122,6 +123,8 @@ std::vector<DdpPrediction> predict_ddp_cases(const std::vector<DdpCase>& cases, 
         s.topology = generated.string();
       }
       r = simulate_isolated(s, c.strategy);
+      out[i].step_class = step_class(s, c.strategy);
+      out[i].topology = c.cluster.is_null() ? s.topology : fmt::format("generated {}", c.cluster.value("generate", ""));
     } catch (const Error& e) {
       std::error_code ec;
       if (!generated.empty()) std::filesystem::remove(generated, ec);

@@ -33,7 +33,7 @@ TEST(PublishedDdp, TheBuiltInTableReadsWithBothSplitsAndRelativeCases) {
     EXPECT_FALSE(c.scenario.model.empty()) << c.id;
   }
   EXPECT_GE(holdout, 6);
-  EXPECT_EQ(relative, 12);
+  EXPECT_EQ(relative, 14);
   EXPECT_EQ(cases[12].id, "ddpbench-resnet101-dgx1-1gpu-bucket1mb");
   EXPECT_EQ(cases[12].relative_to, "ddpbench-resnet101-dgx1-1gpu");
   EXPECT_EQ(cases[12].scenario.bucket_cap_mb, 1.0);
@@ -43,6 +43,38 @@ TEST(PublishedDdp, TheBuiltInTableReadsWithBothSplitsAndRelativeCases) {
   ASSERT_NE(dp, cases.end());
   EXPECT_EQ(dp->id, "hf-clm-gpt2-2xtitanrtx-nvlink-dp");
   EXPECT_EQ(dp->cluster.value("gpu", ""), "titan-rtx");
+  // Sixteen GPUs on two DGX-1s: more than the default topology holds, so only the cluster fits.
+  const auto two = std::find_if(cases.begin(), cases.end(),
+                                [](const DdpCase& c) { return c.id == "ddpbench-resnet50-2xdgx1-16gpu"; });
+  ASSERT_NE(two, cases.end());
+  EXPECT_EQ(two->scenario.gpus, 16);
+  EXPECT_EQ(two->cluster.value("generate", ""), "fat-tree");
+  EXPECT_EQ(two->cluster.value("nodes", ""), "2");
+}
+
+// A case on a generated cluster is classed (what `how sure` prints) by the cluster it ran on, not by
+// the default topology: two RTX 4090s over PCIe are a PCIe node, two nodes are multi-node.
+TEST(PublishedDdp, ACaseOnAGeneratedClusterTakesItsClassFromIt) {
+  const std::string text = R"(format: gradsync-published-ddp/1
+cases:
+  - id: pcie
+    split: train
+    source: "x"
+    scenario: {model: resnet18, gpus: 2, batch_per_gpu: 2, precision: fp16, optimizer: none, iterations: 2, warmup: 1}
+    cluster: {generate: pcie, gpu: rtx-4090, gpus: 2, sockets: 1, gpus_per_switch: 0}
+    metric: {step_s: 0.01}
+  - id: nodes
+    split: train
+    source: "x"
+    scenario: {model: resnet18, gpus: 16, batch_per_gpu: 2, precision: fp16, optimizer: none, iterations: 2, warmup: 1}
+    cluster: {generate: fat-tree, nodes: 2, node: dgx1-v100}
+    metric: {step_s: 0.01}
+)";
+  const auto p = predict_ddp_cases(read_ddp_cases(text, "t.yaml"), "t.yaml");
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].step_class, "DDP, PCIe node, conv net");
+  EXPECT_EQ(p[0].topology, "generated pcie");
+  EXPECT_EQ(p[1].step_class, "DDP, multi-node, conv net");
 }
 
 // A change is in samples per second: DataParallel on two GPUs at 2 per GPU against one GPU at 2 is
