@@ -164,10 +164,15 @@ KernelRates rates_for(const GpuSpec& gpu) {
   // step, profile.json.gz). The forward ran at 195, 202 and 203 Gelem/s in fp16 NCHW (cuDNN), fp32
   // NCHW (cuDNN) and bf16 channels_last (native): one rate whatever the bytes per element, so not a
   // DRAM limit (fp16 moved 1.2 TB/s, a quarter of the H200's 4.8; the residual adds beside them 4.3).
-  // Per SM and clock (132 SMs at 1.98 GHz): 0.746. The backward: 114 and 97 Gelem/s in NCHW fp16 and
-  // fp32 (cuDNN), median with native NCHW bf16's 78: 97.4, 0.373 per SM and clock; 249 in
-  // channels_last (native NHWC kernels): 0.953. Per SM and clock is the assumption that carries the
-  // rates to other GPUs (the kernels are reductions over N x H x W per channel, spread over the SMs).
+  // Per SM and clock (132 SMs at 1.98 GHz): 0.746. The backward in NCHW (cuDNN): 114 Gelem/s in fp16,
+  // 97 in fp32 default, strict and tf32: median of the four 0.372 per SM and clock (0.373 while
+  // native bf16's 78 was in the median); 249 in channels_last (native NHWC kernels): 0.953. bf16 in
+  // NCHW runs PyTorch's own kernels, not cuDNN's (Normalization.cpp _select_batch_norm_backend: no
+  // cuDNN for a bf16 input or weight, nor for a half input with half weights): forward 115 Gelem/s
+  // (batch_norm_collect_statistics, then batch_norm_transform_input), 0.440 per SM and clock;
+  // backward 78 (batch_norm_backward_kernel), 0.298. The H100 (validation/gpu/h100-2026-11-27), not
+  // used to choose: 0.431 and 0.294. Per SM and clock is the assumption that carries the rates to
+  // other GPUs (the kernels are reductions over N x H x W per channel, spread over the SMs).
   // Elementwise kernels of PyTorch (aten/src/ATen/native/cuda/Loops.cuh, gpu_kernel_impl): all
   // operands contiguous and of one dtype -> vectorized_elementwise_kernel (16-byte loads); an operand
   // broadcast or non-contiguous -> elementwise_kernel, which computes every operand's offset from

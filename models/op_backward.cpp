@@ -54,7 +54,7 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
     const bool affine = std::any_of(p.in_grad.begin() + 1, p.in_grad.end(), [](bool g) { return g; });
     if (affine) out.push_back(inside(memory(2 * n * ob)));
     if (op.name == "native_batch_norm")
-      bn_floor(out, first, n, ctx_.mode.channels_last ? r_.bn_backward_nhwc : r_.bn_backward_nchw);
+      bn_floor(out, first, n, bn_rate(true));
   } else if (op.name == "embedding" || op.name == "index_select") {
     // embedding_dense_backward: the table's gradient zeroed (fp32), the rows scattered into it.
     const double table = op.in.empty() ? 0 : s.in[0];

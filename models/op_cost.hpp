@@ -44,11 +44,15 @@ struct KernelRates {
   double memory = 0.80;               // memory-bound kernels, of DRAM bandwidth
   // Batch norm in training, elements per SM per clock (of the input N x C x H x W): its kernels
   // reduce each channel over N x H x W and are limited by that, not by DRAM, on GPUs whose DRAM is
-  // fast for their SMs (kernel_rates.cpp). Forward; backward in NCHW (cuDNN's kernels) and in
-  // channels_last (PyTorch's native NHWC kernels).
+  // fast for their SMs (kernel_rates.cpp). Forward (cuDNN's NCHW kernels and PyTorch's NHWC ones);
+  // backward in NCHW (cuDNN's kernels) and in channels_last (PyTorch's native NHWC kernels); and
+  // PyTorch's own NCHW kernels, which run where PyTorch does not call cuDNN (bf16:
+  // op_coster.hpp cudnn_batch_norm).
   double bn_forward = 0.746;
-  double bn_backward_nchw = 0.373;
+  double bn_backward_nchw = 0.372;
   double bn_backward_nhwc = 0.953;
+  double bn_forward_native_nchw = 0.440;
+  double bn_backward_native_nchw = 0.298;
   int fp32_lanes = 64;  // FP32 lanes per SM, whose count the datasheet's FP32 peak is (for the clock)
   // strided: PyTorch's elementwise kernels without vectorised loads (a broadcast or non-contiguous
   // operand: TensorIterator's offset calculator per element), elements per SM per clock at most.

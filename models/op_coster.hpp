@@ -400,10 +400,23 @@ class OpCoster {
     k.call = HostCall::kInside;
     return k;
   }
-  // norm_call: batch norm's call: cuDNN's in NCHW (cudnn_batch_norm and its backward), PyTorch's
-  // own kernels in channels_last; layer and group norm are PyTorch's own.
+  // cudnn_batch_norm: whether PyTorch runs a batch norm with cuDNN (aten/src/ATen/native/
+  // Normalization.cpp, _select_batch_norm_backend): in NCHW, but not for a bf16 input or weight,
+  // nor for a half input whose weight is half too. Autocast leaves batch norm in the input's dtype
+  // with float32 weights, so fp16 autocast runs cuDNN and bf16 does not. A 16-bit model is taken
+  // as apex amp O2 runs it, batch norm's weights kept float32 (keep_batchnorm_fp32's default): cuDNN
+  // in fp16; a plain model.half() would run PyTorch's own kernels, which gradsync does not tell apart.
+  bool cudnn_batch_norm() const { return !ctx_.mode.channels_last && ctx_.precision != Precision::kBF16; }
+  // norm_call: batch norm's call: cuDNN's (cudnn_batch_norm and its backward) where PyTorch uses it,
+  // else PyTorch's own kernels; layer and group norm are PyTorch's own.
   HostCall norm_call(const Op& op) const {
-    return op.name == "native_batch_norm" && !ctx_.mode.channels_last ? HostCall::kCudnn : HostCall::kOp;
+    return op.name == "native_batch_norm" && cudnn_batch_norm() ? HostCall::kCudnn : HostCall::kOp;
+  }
+  // bn_rate: batch norm's elements per SM and clock, forward or backward, by who runs it.
+  double bn_rate(bool backward) const {
+    if (ctx_.mode.channels_last) return backward ? r_.bn_backward_nhwc : r_.bn_forward;
+    if (cudnn_batch_norm()) return backward ? r_.bn_backward_nchw : r_.bn_forward;
+    return backward ? r_.bn_backward_native_nchw : r_.bn_forward_native_nchw;
   }
   Kernel attention(const AttentionCore& a, bool backward) const {
     const double heads = ev(a.heads), q = static_cast<double>(a.q_len.eval(t_)),

@@ -52,7 +52,7 @@ void OpCoster::forward_kernels(std::size_t i, std::vector<Kernel>& out, bool cas
       return;
     }
     out.push_back(bn ? inside(memory(bytes)) : memory(bytes));
-    if (bn) bn_floor(out, first, s.in[0], r_.bn_forward);
+    if (bn) bn_floor(out, first, s.in[0], bn_rate(false));
   }
 }
 

@@ -144,23 +144,33 @@ TEST(OpCost, BatchNormReadsItsInputTwiceByHand) {
 
 // Batch norm in training is bounded by its per-channel reductions where DRAM is fast for the SMs:
 // its kernels take at least elements / (rate x SMs x clock), the clock being the FP32 peak over
-// 2 x lanes x SMs (H200: 67e12 / (2 x 128 x 132) = 1.98 GHz). ResNet-50's bn1 at batch 128 in bf16:
-// 128 x 64 x 112 x 112 elements; forward at 0.746 per SM and clock, backward at 0.373 (NCHW) or
-// 0.953 (channels_last); the forward's num_batches_tracked += 1 stays a kernel at the launch floor
-// (2 us). Where DRAM is the slower (a V100 in fp32 at batch 128: 12 bytes an element of the forward
-// over 0.8 of 900 GB/s, against 0.746 x 80 SMs x 1.53 GHz) the bytes decide as before.
+// 2 x lanes x SMs (H200: 67e12 / (2 x 128 x 132) = 1.98 GHz). ResNet-50's bn1 at batch 128:
+// 128 x 64 x 112 x 112 elements. In fp16 NCHW cuDNN runs it, forward at 0.746 per SM and clock,
+// backward at 0.372; in channels_last PyTorch's NHWC kernels, backward 0.953; in bf16 NCHW
+// PyTorch's own NCHW kernels (no cuDNN for bf16: Normalization.cpp), forward 0.440, backward
+// 0.298, each a call of PyTorch's, not cuDNN's. The forward's num_batches_tracked += 1 stays a
+// kernel at the launch floor (2 us). Where DRAM is the slower (a V100 in fp32 at batch 128:
+// 12 bytes an element of the forward over 0.8 of 900 GB/s, against 0.746 x 80 SMs x 1.53 GHz) the
+// bytes decide as before.
 TEST(OpCost, BatchNormInTrainingIsBoundByItsReductionsByHand) {
   const Model m = load_model("resnet50");
   ComputeContext ctx;
   ctx.gpu = &gpu_spec("h200");
-  ctx.precision = Precision::kBF16;
+  ctx.precision = Precision::kFP16;
   ctx.batch = 128;
   const double x = 128.0 * 64 * 112 * 112;
   const double per_clock = 132 * 67e12 / (2.0 * 128 * 132);  // SMs x clock
   const LayerCost nchw = layer_cost(m, op_model_cost(m, ctx), "bn1");
   EXPECT_NEAR(nchw.forward.time_s, 2e-6 + x / (0.746 * per_clock), 1e-12);
-  EXPECT_NEAR(nchw.backward.time_s, x / (0.373 * per_clock), 1e-12);
+  EXPECT_NEAR(nchw.backward.time_s, x / (0.372 * per_clock), 1e-12);
   EXPECT_EQ(nchw.forward.kernels, 3);  // the kernels stay: their time is stretched
+  ctx.precision = Precision::kBF16;
+  const LayerCost native = layer_cost(m, op_model_cost(m, ctx), "bn1");
+  EXPECT_NEAR(native.forward.time_s, 2e-6 + x / (0.440 * per_clock), 1e-12);
+  EXPECT_NEAR(native.backward.time_s, x / (0.298 * per_clock), 1e-12);
+  const KernelRates r = rates_for(*ctx.gpu);
+  EXPECT_NEAR(native.forward.host_s - nchw.forward.host_s, r.host.of(HostCall::kOp) - r.host.of(HostCall::kCudnn),
+              1e-15);
   ctx.mode.channels_last = true;
   const LayerCost nhwc = layer_cost(m, op_model_cost(m, ctx), "bn1");
   EXPECT_NEAR(nhwc.backward.time_s, x / (0.953 * per_clock), 1e-12);
