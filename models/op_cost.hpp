@@ -57,6 +57,9 @@ struct KernelRates {
   // strided: PyTorch's elementwise kernels without vectorised loads (a broadcast or non-contiguous
   // operand: TensorIterator's offset calculator per element), elements per SM per clock at most.
   double strided = 1.33;
+  // strided_cast: the same loop when an operand's type differs from the result's (each element
+  // loaded through a dynamic cast): elements per SM per clock at most (kernel_rates.cpp).
+  double strided_cast = 0.767;
   int tile = 128;                     // output tile of a GEMM (CUTLASS/cuBLAS 128x128), for wave quantisation
   double min_kernel_s = 2e-6;  // a kernel's GPU time at least (launch to completion)
   // host: what one eager ATen call costs the issuing thread (Python or the autograd engine, the

@@ -256,10 +256,22 @@ class OpCoster {
       if (op.in[k].ref.kind != OpRef::Kind::kConstant && s.in[k] > 1 && s.in[k] < s.out[0]) return true;
     return false;
   }
-  // strided_kernel: kernel k over `elements`, at most KernelRates::strided per SM and clock; then
-  // bound by the SMs.
-  Kernel strided_kernel(Kernel k, double elements) const {
-    const double rate = r_.strided * sm_clock_rate();
+  // casting_op: an elementwise op whose float operands are not all of its output's type: ATen's
+  // TensorIterator then runs gpu_kernel_impl's dynamically casting loop (Loops.cuh: needs_dynamic_
+  // casting), not gpu_kernel_impl_nocast's (BERT's additive mask: bf16 scores + a float32 mask).
+  bool casting_op(std::size_t i) const {
+    const Op& op = m_.ops[i];
+    const Plan& p = plans_[i];
+    if (p.out_bytes.empty()) return false;
+    for (std::size_t k = 0; k < op.in.size(); ++k)
+      if (op.in[k].bytes == 0 && op.in[k].ref.kind != OpRef::Kind::kConstant && p.in_bytes[k] != p.out_bytes[0])
+        return true;
+    return false;
+  }
+  // strided_kernel: kernel k over `elements`, at most KernelRates::strided (strided_cast for a
+  // casting op) per SM and clock; then bound by the SMs.
+  Kernel strided_kernel(Kernel k, double elements, bool casting = false) const {
+    const double rate = (casting ? r_.strided_cast : r_.strided) * sm_clock_rate();
     if (rate <= 0 || !(elements / rate > k.time)) return k;
     k.time = elements / rate;
     k.hbm = 0;

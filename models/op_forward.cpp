@@ -48,7 +48,7 @@ void OpCoster::forward_kernels(std::size_t i, std::vector<Kernel>& out, bool cas
       return;
     }
     if (strided_op(i)) {
-      out.push_back(strided_kernel(memory(bytes), s.out.empty() ? 0 : s.out[0]));
+      out.push_back(strided_kernel(memory(bytes), s.out.empty() ? 0 : s.out[0], casting_op(i)));
       return;
     }
     out.push_back(bn ? inside(memory(bytes)) : memory(bytes));

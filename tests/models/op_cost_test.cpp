@@ -148,6 +148,29 @@ TEST(OpCost, StridedElementwiseKernelsByHand) {
   EXPECT_LT(op_model_cost(m, ctx).forward_s, cost.forward_s);
 }
 
+// A strided elementwise op whose operands are not all of its result's type casts each element as it
+// loads it: BERT-large's additive mask in bf16 autocast (bf16 scores + a float32 mask broadcast over
+// heads and queries, the result float32) at 0.767 elements per SM and clock, not 1.33. In fp32 the
+// same add casts nothing and keeps the strided rate.
+TEST(OpCost, CastingStridedKernelsByHand) {
+  const Model m = test::one_op_per_layer(load_model("bert-large"));
+  ComputeContext ctx;
+  ctx.gpu = &gpu_spec("h200");
+  ctx.precision = Precision::kBF16;
+  ctx.batch = 32;
+  ctx.seq_len = 384;
+  const double sm_clock = 67e12 / (2.0 * 128), bw = 0.8 * 4.8e12;
+  const double scores = 32.0 * 16 * 384 * 384;
+  const std::string add = "encoder.layer.0.attention.self.fn/add/4";
+  const LayerCost& cast = layer_cost(m, op_model_cost(m, ctx), add);
+  // Bytes: bf16 scores and the (32 x 384) float32 mask read, float32 scores written.
+  EXPECT_NEAR(cast.forward.gpu_time(), std::max((2 + 4) * scores / bw, scores / (0.767 * sm_clock)), 1e-12);
+  EXPECT_GT(scores / (0.767 * sm_clock), (2 + 4) * scores / bw);  // the casting loop decides
+  ctx.precision = Precision::kFP32;
+  const LayerCost& same = layer_cost(m, op_model_cost(m, ctx), add);
+  EXPECT_NEAR(same.forward.gpu_time(), std::max((4 + 4) * scores / (0.8 * 4.8e12), scores / (1.33 * sm_clock)), 1e-12);
+}
+
 // cuDNN's tensor-core convolutions work in NHWC: from NCHW tensors each convolution transposes its
 // input and output, in fp16/bf16 and, from Ampere on, in fp32/tf32 (TF32 convolutions), but not on
 // GeForce GA102/AD102, whose TF32 tensor rate is no higher than FP32; channels_last has none.
