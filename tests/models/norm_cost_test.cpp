@@ -9,6 +9,7 @@
 #include "models/compute_cost.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
+#include "op_test_util.hpp"
 #include "topologies/gpu_spec.hpp"
 
 namespace gradsync {
@@ -54,10 +55,7 @@ TEST(OpCost, BatchNormReadsItsInputTwiceByHand) {
 // bytes decide as before.
 TEST(OpCost, BatchNormInTrainingIsBoundByItsReductionsByHand) {
   const Model m = load_model("resnet50");
-  ComputeContext ctx;
-  ctx.gpu = &gpu_spec("h200");
-  ctx.precision = Precision::kFP16;
-  ctx.batch = 128;
+  ComputeContext ctx = test::context("h200", Precision::kFP16, 128);
   const double x = 128.0 * 64 * 112 * 112;
   const double per_clock = 132 * 67e12 / (2.0 * 128 * 132);  // SMs x clock
   const LayerCost nchw = layer_cost(m, op_model_cost(m, ctx), "bn1");

@@ -154,11 +154,7 @@ TEST(OpCost, StridedElementwiseKernelsByHand) {
 // same add casts nothing and keeps the strided rate.
 TEST(OpCost, CastingStridedKernelsByHand) {
   const Model m = test::one_op_per_layer(load_model("bert-large"));
-  ComputeContext ctx;
-  ctx.gpu = &gpu_spec("h200");
-  ctx.precision = Precision::kBF16;
-  ctx.batch = 32;
-  ctx.seq_len = 384;
+  ComputeContext ctx = test::context("h200", Precision::kBF16, 32, 384);
   const double sm_clock = 67e12 / (2.0 * 128), bw = 0.8 * 4.8e12;
   const double scores = 32.0 * 16 * 384 * 384;
   const std::string add = "encoder.layer.0.attention.self.fn/add/4";

@@ -7,8 +7,19 @@
 
 #include "models/compute_cost.hpp"
 #include "models/model.hpp"
+#include "topologies/gpu_spec.hpp"
 
 namespace gradsync::test {
+
+// context: an eager context on `gpu` in `p` at `batch` (sequence length t; 0: the model's).
+inline ComputeContext context(const char* gpu, Precision p, std::int64_t batch, std::int64_t t = 0) {
+  ComputeContext ctx;
+  ctx.gpu = &gpu_spec(gpu);
+  ctx.precision = p;
+  ctx.batch = batch;
+  if (t > 0) ctx.seq_len = t;
+  return ctx;
+}
 
 // layer_cost: the cost of model m's layer `name` in c; std::out_of_range if there is none.
 inline const LayerCost& layer_cost(const Model& m, const ModelCost& c, const std::string& name) {
