@@ -158,12 +158,12 @@ TEST(OpCost, CastingStridedKernelsByHand) {
   const double sm_clock = 67e12 / (2.0 * 128), bw = 0.8 * 4.8e12;
   const double scores = 32.0 * 16 * 384 * 384;
   const std::string add = "encoder.layer.0.attention.self.fn/add/4";
-  const LayerCost& cast = layer_cost(m, op_model_cost(m, ctx), add);
+  const LayerCost cast = layer_cost(m, op_model_cost(m, ctx), add);
   // Bytes: bf16 scores and the (32 x 384) float32 mask read, float32 scores written.
   EXPECT_NEAR(cast.forward.gpu_time(), std::max((2 + 4) * scores / bw, scores / (0.767 * sm_clock)), 1e-12);
   EXPECT_GT(scores / (0.767 * sm_clock), (2 + 4) * scores / bw);  // the casting loop decides
   ctx.precision = Precision::kFP32;
-  const LayerCost& same = layer_cost(m, op_model_cost(m, ctx), add);
+  const LayerCost same = layer_cost(m, op_model_cost(m, ctx), add);
   EXPECT_NEAR(same.forward.gpu_time(), std::max((4 + 4) * scores / (0.8 * 4.8e12), scores / (1.33 * sm_clock)), 1e-12);
 }
 
