@@ -373,21 +373,8 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
         layer.op = r.string(kv.second, where, "op");
         continue;
       }
-      if (key == "views") {
-        const YAML::Node& v = kv.second;
-        if (layer.op_count == 0) r.fail(v, where, "views: only a layer with ops lists its view calls");
-        if (!v.IsSequence() || v.size() != 2)
-          r.fail(v, where, "views: expected [view calls, of them on a tensor that requires grad]");
-        const std::int64_t calls = r.non_negative_int(v[0], where, "views");
-        const std::int64_t grad = r.non_negative_int(v[1], where, "views");
-        constexpr std::int64_t kMaxViews = 1'000'000;
-        if (calls > kMaxViews) r.fail(v[0], where, fmt::format("views: {} view calls; expected at most {}", calls, kMaxViews));
-        if (grad > calls)
-          r.fail(v[1], where,
-                 fmt::format("views: {} on a tensor that requires grad of {} view calls; expected at most {}", grad,
-                             calls, calls));
-        layer.views = static_cast<int>(calls);
-        layer.grad_views = static_cast<int>(grad);
+      if (key == "views") {  // read with the ops (op_loader.cpp)
+        if (layer.op_count == 0) r.fail(kv.second, where, "views: only a layer with ops lists its view calls");
         continue;
       }
       if (key == "causal" && layer.kind == LayerKind::kAttention) {

@@ -242,61 +242,19 @@ class OpCoster {
   // strided_op: an elementwise op that PyTorch runs without vectorised loads: a layout copy
   // (clone/contiguous of a transposed view) or an input broadcast to the output (a mask, a bias of
   // other shape; not a scalar). Eager only: torch.compile generates its own kernels.
-  bool strided_op(std::size_t i) const {
-    const Op& op = m_.ops[i];
-    const Sizes& s = sizes_[i];
-    if (ctx_.mode.compile || s.out.empty()) return false;
-    if (op.name == "clone" || op.name == "contiguous") return true;
-    // Reductions and normalisations have kernels of their own (their per-channel weights are not
-    // a broadcast operand of an elementwise loop); products, convolutions and gathers likewise.
-    if (is_gemm(op) || is_conv(op) || kIndexed.count(op.name) || kReductions.count(op.name) ||
-        op.name.find("norm") != std::string::npos)
-      return false;
-    for (std::size_t k = 0; k < op.in.size(); ++k)
-      if (op.in[k].ref.kind != OpRef::Kind::kConstant && s.in[k] > 1 && s.in[k] < s.out[0]) return true;
-    return false;
-  }
+  bool strided_op(std::size_t i) const;
   // casting_op: an elementwise op whose float operands are not all of its output's type: ATen's
   // TensorIterator then runs gpu_kernel_impl's dynamically casting loop (Loops.cuh: needs_dynamic_
   // casting), not gpu_kernel_impl_nocast's (BERT's additive mask: bf16 scores + a float32 mask).
-  bool casting_op(std::size_t i) const {
-    const Op& op = m_.ops[i];
-    const Plan& p = plans_[i];
-    if (p.out_bytes.empty()) return false;
-    for (std::size_t k = 0; k < op.in.size(); ++k)
-      if (op.in[k].bytes == 0 && op.in[k].ref.kind != OpRef::Kind::kConstant && p.in_bytes[k] != p.out_bytes[0])
-        return true;
-    return false;
-  }
+  bool casting_op(std::size_t i) const;
   // strided_kernel: kernel k over `elements`, at most KernelRates::strided (strided_cast for a
   // casting op) per SM and clock; then bound by the SMs.
-  Kernel strided_kernel(Kernel k, double elements, bool casting = false) const {
-    const double rate = (casting ? r_.strided_cast : r_.strided) * sm_clock_rate();
-    if (rate <= 0 || !(elements / rate > k.time)) return k;
-    k.time = elements / rate;
-    k.hbm = 0;
-    k.sm = k.time;
-    k.sm_held = k.time * linear_stretch(sharing_.sms, held_);
-    return k;
-  }
+  Kernel strided_kernel(Kernel k, double elements, bool casting = false) const;
 
   // bn_floor: batch norm's kernels out[first..] in training, stretched to `elements` at
   // `per_sm_clock` elements per SM and clock when that is slower than their DRAM traffic; they are
   // then bound by the SMs (NCCL's blocks slow them as they slow convolutions). KernelRates::bn_*.
-  void bn_floor(std::vector<Kernel>& out, std::size_t first, double elements, double per_sm_clock) const {
-    if (ctx_.mode.compile || first >= out.size() || sm_clock_rate() <= 0) return;
-    const double floor = elements / (per_sm_clock * sm_clock_rate());
-    double sum = 0;
-    for (std::size_t j = first; j < out.size(); ++j) sum += out[j].time;
-    if (!(floor > sum) || sum <= 0) return;
-    for (std::size_t j = first; j < out.size(); ++j) {
-      Kernel& k = out[j];
-      k.time *= floor / sum;
-      k.hbm = 0;
-      k.sm = k.time;
-      k.sm_held = k.time * linear_stretch(sharing_.sms, held_);
-    }
-  }
+  void bn_floor(std::vector<Kernel>& out, std::size_t first, double elements, double per_sm_clock) const;
 
   bool tf32_tensor_cores() const { return ctx_.gpu->sm_version >= 80 && ctx_.gpu->tf32_flops > 0; }
 
@@ -421,15 +379,9 @@ class OpCoster {
   bool cudnn_batch_norm() const { return !ctx_.mode.channels_last && ctx_.precision != Precision::kBF16; }
   // norm_call: batch norm's call: cuDNN's (cudnn_batch_norm and its backward) where PyTorch uses it,
   // else PyTorch's own kernels; layer and group norm are PyTorch's own.
-  HostCall norm_call(const Op& op) const {
-    return op.name == "native_batch_norm" && cudnn_batch_norm() ? HostCall::kCudnn : HostCall::kOp;
-  }
+  HostCall norm_call(const Op& op) const;
   // bn_rate: batch norm's elements per SM and clock, forward or backward, by who runs it.
-  double bn_rate(bool backward) const {
-    if (ctx_.mode.channels_last) return backward ? r_.bn_backward_nhwc : r_.bn_forward;
-    if (cudnn_batch_norm()) return backward ? r_.bn_backward_nchw : r_.bn_forward;
-    return backward ? r_.bn_backward_native_nchw : r_.bn_forward_native_nchw;
-  }
+  double bn_rate(bool backward) const;
   Kernel attention(const AttentionCore& a, bool backward) const {
     const double heads = ev(a.heads), q = static_cast<double>(a.q_len.eval(t_)),
                  kv = static_cast<double>(a.kv_len.eval(t_)), d = static_cast<double>(a.head_dim.eval(t_));

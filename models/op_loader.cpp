@@ -219,6 +219,20 @@ void OpFileReader::read_layer(const YAML::Node& l, const std::string& where, Lay
     m_.ops.push_back(std::move(op));
   }
   layer.op_count = m_.ops.size() - layer.first_op;
+  if (const YAML::Node v = l["views"]) {
+    if (!v.IsSequence() || v.size() != 2)
+      r_.fail(v, where, "views: expected [view calls, of them on a tensor that requires grad]");
+    const std::int64_t calls = r_.non_negative_int(v[0], where, "views");
+    const std::int64_t grad = r_.non_negative_int(v[1], where, "views");
+    constexpr std::int64_t kMaxViews = 1'000'000;
+    if (calls > kMaxViews) r_.fail(v[0], where, fmt::format("views: {} view calls; expected at most {}", calls, kMaxViews));
+    if (grad > calls)
+      r_.fail(v[1], where,
+              fmt::format("views: {} on a tensor that requires grad of {} view calls; expected at most {}", grad, calls,
+                          calls));
+    layer.views = static_cast<int>(calls);
+    layer.grad_views = static_cast<int>(grad);
+  }
   if (const YAML::Node saved = l["saved"]) {
     if (!saved.IsSequence()) r_.fail(saved, where, "saved: expected a list of [reference, elements, bytes, saver op]");
     for (const auto& s : saved) {

@@ -14,7 +14,8 @@ namespace gradsync {
 class OpFileReader {
  public:
   OpFileReader(const YamlReader& r, Model& m);
-  // read_layer appends the layer's `ops` to the model's and reads its `saved` list.
+  // read_layer appends the layer's `ops` to the model's and reads its `saved` list and its view
+  // calls (`views: [calls, of them on a tensor that requires grad]`).
   void read_layer(const YAML::Node& layer_node, const std::string& where, Layer& layer) const;
 
  private:
