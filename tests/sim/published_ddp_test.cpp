@@ -33,7 +33,7 @@ TEST(PublishedDdp, TheBuiltInTableReadsWithBothSplitsAndRelativeCases) {
     EXPECT_FALSE(c.scenario.model.empty()) << c.id;
   }
   EXPECT_GE(holdout, 6);
-  EXPECT_EQ(relative, 14);
+  EXPECT_EQ(relative, 16);
   EXPECT_EQ(cases[12].id, "ddpbench-resnet101-dgx1-1gpu-bucket1mb");
   EXPECT_EQ(cases[12].relative_to, "ddpbench-resnet101-dgx1-1gpu");
   EXPECT_EQ(cases[12].scenario.bucket_cap_mb, 1.0);
