@@ -131,9 +131,18 @@ struct Routes::Local {
 };
 
 Routes::Routes(const Topology& topo) : topo_(topo), weight_(topo.links().size()), search_(std::make_unique<Search>()) {
-  for (LinkId e : topo.links()) weight_[topo.link(e).index] = topo.link(e).latency_s + kHopTieBreak_s;
   const TopoGraph& g = topo.graph();
   const std::size_t n = topo.vertex_count();
+  nvlink_.assign(topo.links().size(), 0);
+  ends_.assign(topo.links().size(), {0, 0});
+  for (LinkId e : topo.links()) {
+    const TopoLink& l = topo.link(e);
+    weight_[l.index] = l.latency_s + kHopTieBreak_s;
+    nvlink_[l.index] = l.type == LinkType::kNvlink;
+    ends_[l.index] = {static_cast<std::uint32_t>(l.a), static_cast<std::uint32_t>(l.b)};
+  }
+  gpu_.assign(n, 0);
+  for (VertexId v = 0; v < n; ++v) gpu_[v] = g[v].kind == VertexKind::kGpu;
   first_.assign(n + 1, 0);
   for (VertexId v = 0; v < n; ++v) {
     for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
@@ -194,8 +203,20 @@ bool Routes::dijkstra(VertexId source, long target, std::size_t budget, bool mac
     }
     if (static_cast<long>(u) == target) return false;
     if (target >= 0 && ++settled > budget) target = -1;  // far away: finish the whole tree
+    // A GPU passes traffic on only as NCCL's path search lets it (src/graph/paths.cc,
+    // ncclTopoSetPaths: "allow routing through a GPU only as 1 hop"): NVLink in from the source
+    // itself and NVLink out to another GPU (NCCL's NVB); never onto PCIe, a CPU or a NIC.
+    bool relay = true, relay_nvlink_only = false;
+    if (static_cast<VertexId>(u) != source && gpu_[u]) {
+      const std::uint32_t in = s.pred[u];
+      const std::uint32_t back = ends_[in][0] == u ? ends_[in][1] : ends_[in][0];
+      relay = nvlink_[in] && static_cast<VertexId>(back) == source;
+      relay_nvlink_only = true;
+    }
+    if (!relay) continue;
     for (std::uint32_t i = first_[u]; i < first_[u + 1]; ++i) {
       const Adjacent& a = adj_[i];
+      if (relay_nvlink_only && (!nvlink_[a.link] || !gpu_[a.to])) continue;
       const double nd = d + weight_[a.link];
       if (!known(a.to) || nd < s.dist[a.to]) {
         s.stamp[a.to] = s.generation;

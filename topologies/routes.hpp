@@ -10,6 +10,7 @@
 // PHB (through a CPU root complex), SYS (across the CPU interconnect), NET (through a NIC).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -119,6 +120,11 @@ class Routes {
   std::vector<double> weight_;        // per link: latency plus a per-hop tie-break
   std::vector<std::uint32_t> first_;  // adjacency of vertex v: adj_[first_[v] .. first_[v+1])
   std::vector<Adjacent> adj_;
+  // relay rule (NCCL's paths.cc): per vertex whether it is a GPU, per link whether it is NVLink and
+  // its two ends.
+  std::vector<std::uint8_t> gpu_;
+  std::vector<std::uint8_t> nvlink_;
+  std::vector<std::array<std::uint32_t, 2>> ends_;
   std::unique_ptr<Search> search_;                                             // scratch of the last search
   mutable std::list<std::pair<VertexId, std::shared_ptr<const Tree>>> trees_;  // most recent first
   mutable std::unordered_map<VertexId, decltype(trees_)::iterator> index_;

@@ -89,6 +89,54 @@ TEST(Routes, PxbPhbAndNet) {
   EXPECT_NEAR(net.latency_s, 2e-6 + 3e-9, 1e-15);
 }
 
+// A GPU relays traffic only as NCCL's path search lets it (paths.cc, "allow routing through a GPU
+// only as 1 hop"): NVLink in from the source, NVLink out to another GPU. Two bridged pairs on
+// different sockets: gpu0 reaches gpu3 over the CPUs (SYS), not through gpu2's NVLink and then its
+// PCIe switch (which would be a 3-hop "PIX"); a chain of three NVLinks is not NVB either.
+TEST(Routes, AGpuRelaysOnlyNvlinkToNvlinkOneHopFromTheSource) {
+  const std::string bridged = R"(graph g {
+  cpu0 [kind="cpu", host="h"]; cpu1 [kind="cpu", host="h"];
+  p0 [kind="pcie_switch", host="h"]; p1 [kind="pcie_switch", host="h"];
+  g0 [kind="gpu", model="a100-pcie-80gb", host="h"]; g1 [kind="gpu", model="a100-pcie-80gb", host="h"];
+  g2 [kind="gpu", model="a100-pcie-80gb", host="h"]; g3 [kind="gpu", model="a100-pcie-80gb", host="h"];
+  cpu0 -- cpu1 [type="cpu_link", bw="32GBps", latency="100ns"];
+  cpu0 -- p0 [type="pcie", bw="32GBps", latency="150ns"]; cpu1 -- p1 [type="pcie", bw="32GBps", latency="150ns"];
+  p0 -- g0 [type="pcie", bw="32GBps", latency="150ns"]; p0 -- g1 [type="pcie", bw="32GBps", latency="150ns"];
+  p1 -- g2 [type="pcie", bw="32GBps", latency="150ns"]; p1 -- g3 [type="pcie", bw="32GBps", latency="150ns"];
+  g0 -- g2 [type="nvlink", bw="25GBps", latency="100ns", links="12"];
+  g1 -- g3 [type="nvlink", bw="25GBps", latency="100ns", links="12"];
+})";
+  const Topology t = read_topology_dot(bridged, "bridged.dot");
+  Routes routes(t);
+  EXPECT_EQ(routes.gpu_route(0, 2).path_class, PathClass::kNVL);
+  EXPECT_EQ(routes.gpu_route(0, 1).path_class, PathClass::kPIX);
+  for (const auto& [a, b] : {std::pair{0, 3}, std::pair{3, 0}, std::pair{1, 2}, std::pair{2, 1}}) {
+    const Route r = routes.gpu_route(a, b);
+    EXPECT_EQ(r.path_class, PathClass::kSYS) << a << "->" << b;
+    EXPECT_FALSE(r.p2p) << a << "->" << b;
+    for (std::size_t i = 1; i + 1 < r.vertices.size(); ++i)
+      EXPECT_NE(t.vertex(r.vertices[i]).kind, VertexKind::kGpu) << a << "->" << b << " passes through a GPU";
+  }
+  const std::string chain = R"(graph g {
+  cpu [kind="cpu", host="h"]; p [kind="pcie_switch", host="h"];
+  g0 [kind="gpu", model="v100", host="h"]; g1 [kind="gpu", model="v100", host="h"];
+  g2 [kind="gpu", model="v100", host="h"]; g3 [kind="gpu", model="v100", host="h"];
+  cpu -- p [type="pcie", bw="16GBps", latency="1us"];
+  p -- g0 [type="pcie", bw="16GBps", latency="1us"]; p -- g1 [type="pcie", bw="16GBps", latency="1us"];
+  p -- g2 [type="pcie", bw="16GBps", latency="1us"]; p -- g3 [type="pcie", bw="16GBps", latency="1us"];
+  g0 -- g1 [type="nvlink", bw="25GBps", latency="10ns"]; g1 -- g2 [type="nvlink", bw="25GBps", latency="10ns"];
+  g2 -- g3 [type="nvlink", bw="25GBps", latency="10ns"];
+})";
+  const Topology c = read_topology_dot(chain, "chain.dot");
+  Routes chained(c);
+  EXPECT_EQ(chained.gpu_route(0, 2).path_class, PathClass::kNVB);  // one GPU between: NCCL's NVB
+  EXPECT_EQ(chained.gpu_route(0, 2).hops.size(), 2u);
+  const Route far = chained.gpu_route(0, 3);  // two GPUs between: over the PCIe switch instead
+  EXPECT_EQ(far.path_class, PathClass::kPIX);
+  EXPECT_EQ(far.hops.size(), 2u);
+  EXPECT_EQ(chained.gpu_route(3, 0).path_class, PathClass::kPIX);
+}
+
 TEST(Routes, NvswitchAndAcrossNodes) {
   const Topology t = load_topology("2x-dgx-a100-hdr");
   Routes routes(t);
