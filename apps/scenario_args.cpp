@@ -180,6 +180,21 @@ void finish_run(const reports::Report& rep, OutputFolder& out, bool explain) {
   for (const std::string& p : written) names.push_back(std::filesystem::path(p).filename().string());
   std::cout << fmt::format("# wrote {} files to {}/: {} (open the trace in ui.perfetto.dev)\n", written.size(),
                            out.final_path(), fmt::join(names, ", "));
+  // A run that fits under no strategy is an impossible request (exit 1), though its outputs, and
+  // the advice on what would make it fit, are written first.
+  std::vector<std::string> over;
+  bool fits = false;
+  for (const StrategyResult& r : rep.strategies) {
+    if (!r.skipped.empty()) continue;
+    const std::string o = reports::oom_text(r);
+    if (o.empty()) fits = true;
+    else over.push_back(o);
+  }
+  if (!fits && !over.empty()) {
+    throw RuntimeError(fmt::format("out of memory: {}{}", fmt::join(over, "; "),
+                                   rep.advice ? " (the advice above names what would make it fit)"
+                                              : " (gradsync advise names what would make it fit)"));
+  }
 }
 
 std::vector<std::string> scenario_header(const Scenario& s, const std::vector<StrategyResult>& rs,

@@ -48,8 +48,8 @@ void print_advice(const Advice& a, std::ostream& out) {
     for (const auto& h : header) out << "# " << h << '\n';
   } else {
     header.back() +=
-        a.oom ? fmt::format("; the run does not fit the GPU's memory: {} that make it fit, by samples/s:",
-                            plural(best.size(), "change", "changes"))
+        a.oom ? fmt::format("; the run does not fit the GPU's memory: {} that {} it fit, by samples/s:",
+                            plural(best.size(), "change", "changes"), best.size() == 1 ? "makes" : "make")
               : fmt::format("; {} by samples/s (gain: against the run; shown: {:.0f}% or more):",
                             best.size() == 1 ? std::string("the best") : fmt::format("the {} best", best.size()),
                             100 * Advice::kMinGain);

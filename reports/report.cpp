@@ -76,6 +76,19 @@ std::string bytes_text(double b) {
   return fmt::format("{:.0f} B", b);
 }
 
+std::string oom_text(const StrategyResult& r) {
+  if (!r.skipped.empty()) return "";
+  const GpuResult* worst = nullptr;
+  for (const GpuResult& g : r.per_gpu)
+    if (g.oom && (worst == nullptr || g.peak_memory_bytes - g.capacity_bytes >
+                                          worst->peak_memory_bytes - worst->capacity_bytes))
+      worst = &g;
+  if (worst == nullptr) return "";
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  return fmt::format("{} does not fit GPU{}'s memory: it needs {:.2f} GiB of {:.2f} GiB", strategy_label(r.strategy),
+                     worst->rank, worst->peak_memory_bytes / kGiB, worst->capacity_bytes / kGiB);
+}
+
 void print_summary(const Report& rep, std::ostream& out) {
   Table t({{"strategy", "", true},
            {"iter1", "ms"},
@@ -125,6 +138,15 @@ void print_summary(const Report& rep, std::ostream& out) {
         "can differ more); --fidelity step for every flow\n",
         strategy_label(r.strategy), r.fidelity.aggregate_calls, r.fidelity.calls, 100 * r.fidelity.bound);
   }
+  // A strategy that does not fit the GPU's memory has no speed to compare: say which GPU it
+  // overflows, by how much, and which strategy (if any) runs.
+  std::vector<std::string> over;
+  for (const StrategyResult& r : rs) {
+    if (!r.skipped.empty()) continue;
+    if (const std::string o = oom_text(r); !o.empty()) over.push_back(o);
+  }
+  for (const std::string& o : over) out << "# " << o << '\n';
+  if (!over.empty()) return;
   if (rs.size() == 2 && rs[0].skipped.empty() && rs[1].skipped.empty()) {
     const double speedup = rs[0].steady_iteration_time_s / rs[1].steady_iteration_time_s;
     out << fmt::format("# DDP is {:.2f}x {} than DP per steady iteration ({} ms against {} ms).\n",
@@ -151,6 +173,10 @@ void print_confidence(const Report& rep, std::ostream& out) {
       if (c.strategy == label) mine.push_back(&c);
     if (mine.empty()) continue;
     const Confidence& step = *mine.front();
+    if (!oom_text(r).empty()) {
+      out << fmt::format("# how sure: {}: does not fit the GPU's memory, so no time to be sure of\n", label);
+      continue;
+    }
     if (step.cases > 0) {
       out << fmt::format("# how sure: {} {} ms +/- {}\n", label, ms(r.steady_iteration_time_s), measured(step));
       continue;

@@ -60,6 +60,10 @@ struct Report {
 // strategies, DDP's speed-up over DP.
 void print_summary(const Report& r, std::ostream& out);
 
+// oom_text: "<strategy> does not fit GPU<i>'s memory: needs X GiB of Y GiB" for the first GPU a
+// strategy overflows (the most-loaded one); empty when it fits or was skipped.
+std::string oom_text(const StrategyResult& r);
+
 // print_confidence: the "how sure" lines, one per strategy (nothing without confidence rows).
 void print_confidence(const Report& r, std::ostream& out);
 // confidence_json: result.json's "confidence".
