@@ -46,9 +46,13 @@ Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenari
   for (const auto& kv : root) {
     if (!kv.first.IsScalar()) r.fail(kv.first, "scenario", "a key must be a single word (model, gpus, ...)");
     const std::string name = kv.first.as<std::string>();
-    const ScenarioKey* k = find_scenario_key(name);
+    // A key is its row's name or an alias, with dashes or underscores alike (batch-per-gpu is
+    // batch_per_gpu), as README's "Scenario" says; not a flag's spelling (--batch-per-gpu).
+    std::string key = name;
+    std::replace(key.begin(), key.end(), '-', '_');
+    const ScenarioKey* k = name.rfind('-', 0) == 0 ? nullptr : find_scenario_key(key);
     if (k == nullptr ||
-        (k->name != name && std::find(k->aliases.begin(), k->aliases.end(), name) == k->aliases.end())) {
+        (k->name != key && std::find(k->aliases.begin(), k->aliases.end(), key) == k->aliases.end())) {
       r.fail(kv.first, "scenario", fmt::format("unknown key \"{}\"; expected one of {}", name, scenario_key_names()));
     }
     // One key under two of its names (nccl_algo and algo): the mapping's own check cannot see it.

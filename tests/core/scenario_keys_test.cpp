@@ -298,7 +298,14 @@ TEST_F(ScenarioFile, BadFilesNameTheLineAndTheKey) {
             path_ +
                 ":1: scenario: bucket_cap_mb \"-5\": expected a size in MiB > 0 (25, 0.5) or with a unit (25MiB, "
                 "512KiB, 1GiB), at most 1073741824 MiB");
-  EXPECT_NE(error_of_file("bucket-cap-mb: 5\n").find("unknown key \"bucket-cap-mb\""), std::string::npos);
+  // Dashes or underscores alike (README, "Scenario"), but not a flag's spelling; one key under both
+  // spellings is set twice.
+  EXPECT_EQ(error_of_file("bucket-cap-mb: 5\n"), "");
+  EXPECT_EQ(read_scenario_file(write("batch-per-gpu: 8\nbucket-cap-mb: 5\n")).batch_per_gpu, 8);
+  EXPECT_EQ(read_scenario_file(write("bucket-cap-mb: 5\n")).bucket_cap_mb, 5.0);
+  EXPECT_NE(error_of_file("--bucket-cap-mb: 5\n").find("unknown key \"--bucket-cap-mb\""), std::string::npos);
+  EXPECT_EQ(error_of_file("bucket_cap_mb: 5\nbucket-cap-mb: 6\n"),
+            path_ + ":2: scenario: \"bucket-cap-mb\" sets bucket_cap_mb again (already set on line 1)");
 }
 
 }  // namespace
