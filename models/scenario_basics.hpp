@@ -32,6 +32,11 @@ template <class F>
 auto scenario_field(const char* key, const std::string& value, F parse) {
   try {
     return parse();
+  } catch (const DataError& e) {
+    // The file the key names is malformed: still a bad input file (exit 1), not a bad key.
+    const std::string what = e.what();
+    if (what.find("\"" + value + "\"") != std::string::npos) throw;
+    throw DataError(std::string(key) + " \"" + value + "\": " + what);
   } catch (const ConfigError& e) {
     const std::string what = e.what();
     if (what.find("\"" + value + "\"") != std::string::npos) throw;

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include "core/version.hpp"
@@ -51,6 +53,28 @@ TEST(Cli, NoCommandIsAUsageError) {
   const Result r = run({});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "error: no command given\nRun 'gradsync --help' for usage.\n");
+}
+
+// A malformed model or topology file named by a flag is a bad input file (exit 1), as README's exit
+// table says, not a bad flag (2); a zoo name that does not exist is a bad flag.
+TEST(Cli, AMalformedFileNamedByAFlagIsABadInputFile) {
+  const std::string dir = ::testing::TempDir();
+  const std::string model = dir + "/gradsync-cli-empty-model.yaml", topo = dir + "/gradsync-cli-empty.dot";
+  std::ofstream(model).flush();
+  std::ofstream(topo).flush();
+  const Result m = run({"simulate", "--strategy", "ddp", "--model", model, "--iterations", "2", "--warmup", "1",
+                        "--out", dir + "/gradsync-cli-out"});
+  EXPECT_EQ(m.code, 1) << m.err;
+  EXPECT_EQ(m.err.rfind("error: model \"" + model + "\": " + model + ": model file: expected a mapping", 0), 0u)
+      << m.err;
+  const Result t = run({"compare", "--topology", topo, "--iterations", "2", "--warmup", "1", "--out",
+                        dir + "/gradsync-cli-out"});
+  EXPECT_EQ(t.code, 1) << t.err;
+  EXPECT_EQ(t.err.rfind("error: topology \"" + topo + "\": " + topo + ":1: syntax error", 0), 0u) << t.err;
+  const Result z = run({"compare", "--model", "no-such-model", "--iterations", "2", "--warmup", "1"});
+  EXPECT_EQ(z.code, 2) << z.err;
+  std::remove(model.c_str());
+  std::remove(topo.c_str());
 }
 
 // FlashAttention takes fp16 and bf16 only: asking for it in fp32 or tf32 is an error naming the flag
