@@ -49,9 +49,19 @@ std::string usage_message(const CLI::ParseError& e, const CLI::App& app, std::st
     std::vector<std::string> subs;
     for (const CLI::App* sub : where->get_subcommands([](const CLI::App*) { return true; }))
       subs.push_back(sub->get_name());
+    // A word CLI11 left unclaimed is a command that does not exist (gradsync list foo).
+    std::vector<std::string> extras;
+    for (const CLI::App* a = where; a != nullptr && extras.empty(); a = a->get_parent()) extras = a->remaining();
+    if (!extras.empty() && !extras.front().empty() && extras.front()[0] != '-')
+      return fmt::format("unknown command '{}' for '{}'; expected one of {}", extras.front(), hint_for,
+                         fmt::join(subs, ", "));
     return fmt::format("'{}' needs a command: {}", hint_for, fmt::join(subs, ", "));
   }
   std::string text = e.what();
+  // A flag given twice: CLI11 says "--iterations: At Most 1 required but received 2".
+  if (const auto at = text.find(": At Most 1 required but received "); at != std::string::npos)
+    return fmt::format("{} given {} times; give it once", text.substr(0, at),
+                       text.substr(at + std::string_view(": At Most 1 required but received ").size()));
   if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
   return text;
 }
@@ -71,6 +81,21 @@ const CLI::Validator kPositiveInteger(
       return "";
     },
     "INT>=1");
+
+const CLI::Validator kPositiveSeconds(
+    [](std::string& text) -> std::string {
+      double v = 0;
+      std::size_t used = 0;
+      try {
+        v = std::stod(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != text.size() || !(v > 0) || !std::isfinite(v))
+        return fmt::format("value \"{}\" must be a number of seconds > 0 (600, 0.5)", text);
+      return "";
+    },
+    "SECONDS>0");
 
 Model load_model_arg(const std::string& name_or_path) {
   const bool path_like = name_or_path.find('/') != std::string::npos || name_or_path.find('.') != std::string::npos;

@@ -31,6 +31,9 @@ void register_real_commands(CLI::App& app);      // bench, calibrate, validate
 // kPositiveInteger validates a flag that takes an integer >= 1, with a message that quotes the
 // value: "--batch: value \"0\" must be an integer >= 1".
 extern const CLI::Validator kPositiveInteger;
+// kPositiveSeconds: a flag of seconds > 0, finite: "--timeout: value \"-1\" must be a number of
+// seconds > 0 (600, 0.5)".
+extern const CLI::Validator kPositiveSeconds;
 
 // parse_size_flag reads a size flag ("8", "64KiB", "1GiB") > 0; UsageError naming the flag.
 double parse_size_flag(const char* flag, const std::string& text);

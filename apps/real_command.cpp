@@ -42,7 +42,7 @@ void add_launch_options(CLI::App* cmd, real::RealOptions& o) {
   cmd->add_option("--timeout", o.timeout_s,
                   "Seconds a collective may take before the watchdog aborts the run (default 600, as PyTorch's NCCL "
                   "process group)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositiveSeconds);
   cmd->add_option("--backend", o.backend, "auto (GPU when built and one is visible, else CPU), gpu or cpu");
 }
 

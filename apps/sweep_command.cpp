@@ -40,7 +40,7 @@ void register_sweep_command(CLI::App& app) {
   cmd->add_option("--out", o.out, "Output folder: summary.csv, result.json, report.html (default gradsync-sweep)");
   cmd->add_option("--timeout", o.timeout_s,
                   "Under mpirun/srun: seconds rank 0 waits for a rank that finishes no point (default 600)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositiveSeconds);
   cmd->callback([a] {
     sweep::SweepOptions run = a->options;
     run.base = scenario_of(a->scenario);

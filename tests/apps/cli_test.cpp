@@ -55,6 +55,31 @@ TEST(Cli, NoCommandIsAUsageError) {
   EXPECT_EQ(r.err, "error: no command given\nRun 'gradsync --help' for usage.\n");
 }
 
+// CLI11's own wording never reaches the user: an unknown nested command is named, a repeated flag
+// is said to be repeated, seconds are checked as seconds.
+TEST(Cli, ParseErrorsNameTheWordAndWhatWasExpected) {
+  Result r = run({"list", "foo"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err,
+            "error: unknown command 'foo' for 'gradsync list'; expected one of gpus, clusters, models\n"
+            "Run 'gradsync list --help' for usage.\n");
+  r = run({"list"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: 'gradsync list' needs a command: gpus, clusters, models\n", 0), 0u) << r.err;
+  r = run({"compare", "--iterations", "2", "--iterations", "3"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: --iterations given 2 times; give it once\n", 0), 0u) << r.err;
+  for (const char* bad : {"-1", "abc", "0", "inf"}) {
+    r = run({"sweep", "--timeout", bad});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.err.rfind(std::string("error: --timeout: value \"") + bad +
+                              "\" must be a number of seconds > 0 (600, 0.5)\n",
+                          0),
+              0u)
+        << r.err;
+  }
+}
+
 // A malformed model or topology file named by a flag is a bad input file (exit 1), as README's exit
 // table says, not a bad flag (2); a zoo name that does not exist is a bad flag.
 TEST(Cli, AMalformedFileNamedByAFlagIsABadInputFile) {
