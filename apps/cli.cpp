@@ -144,7 +144,9 @@ static double parse_nccl_tests_size(const char* flag, const std::string& text) {
   } catch (const ConfigError&) {
   }
   throw UsageError(fmt::format(
-      "{} \"{}\": expected a size > 0 (8, 64KiB, 1GiB, or nccl-tests' 128M: K, M, G are powers of 1024)", flag, text));
+      "{} \"{}\": expected a size > 0: bytes (8), a number with a unit B, kB, MB, GB, TB, PB, KiB, MiB, GiB, "
+      "TiB or PiB (64KiB, 1GiB), or nccl-tests' letters K, M, G, powers of 1024 (128M)",
+      flag, text));
 }
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

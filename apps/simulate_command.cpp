@@ -244,6 +244,23 @@ void run_collectives(CollectivesArgs a) {
   if (a.sweep.max_bytes < a.sweep.min_bytes) {
     throw UsageError(fmt::format("--max-bytes {} is below --min-bytes {}", a.max_bytes, a.min_bytes));
   }
+  {
+    // nccl-tests allocates each GPU a send and a receive buffer for the largest size (src/common.cu:
+    // sendBytes, recvBytes; allgather sends a rank's share of what it receives, reducescatter
+    // receives a share of what it sends): a size whose buffers do not fit could not run there.
+    const Topology topo = load_topology(a.sweep.topology);
+    const int n = a.sweep.gpus > 0 ? a.sweep.gpus : static_cast<int>(topo.gpu_count());
+    const bool shares = a.sweep.op == Collective::kAllgather || a.sweep.op == Collective::kReduceScatter;
+    const double buffers = a.sweep.max_bytes * (1.0 + (shares ? 1.0 / std::max(1, n) : 1.0));
+    const GpuSpec* gpu = topo.gpu_count() > 0 ? topo.vertex(topo.gpu(0)).gpu : nullptr;
+    if (gpu != nullptr && gpu->memory_bytes > 0 && buffers > static_cast<double>(gpu->memory_bytes)) {
+      throw UsageError(fmt::format(
+          "--max-bytes {}: nccl-tests' send and receive buffers for it take {:.1f} GiB on each GPU, more than "
+          "its {:.1f} GiB ({})",
+          a.max_bytes, buffers / (1024.0 * 1024 * 1024), static_cast<double>(gpu->memory_bytes) / (1024.0 * 1024 * 1024),
+          gpu->key));
+    }
+  }
   std::vector<sim::CollectivePoint> pts;
   sim::NcclInfo info;
   try {

@@ -80,6 +80,18 @@ TEST(Cli, ParseErrorsNameTheWordAndWhatWasExpected) {
   }
 }
 
+// nccl-tests could not allocate a send and a receive buffer larger than the GPU.
+TEST(Cli, CollectivesRefuseSizesWhoseBuffersDoNotFit) {
+  const Result r = run({"collectives", "--topology", "dgx-a100", "-b", "1GiB", "-e", "1TiB"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: --max-bytes 1TiB: nccl-tests' send and receive buffers for it take 2048.0 GiB on each "
+                        "GPU, more than its 80.0 GiB (a100-sxm4-80gb)\n",
+                        0),
+            0u)
+      << r.err;
+  EXPECT_EQ(run({"collectives", "--topology", "dgx-a100", "-b", "32GiB", "-e", "32GiB"}).code, 0);
+}
+
 // A malformed model or topology file named by a flag is a bad input file (exit 1), as README's exit
 // table says, not a bad flag (2); a zoo name that does not exist is a bad flag.
 TEST(Cli, AMalformedFileNamedByAFlagIsABadInputFile) {
