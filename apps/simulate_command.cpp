@@ -138,14 +138,17 @@ void add_advice_options(CLI::App* cmd, ScenarioCommand& c) {
 // ddp_only_settings: the DistributedDataParallel settings a scenario gives (not at their
 // defaults), as flags: the keys that reach DDP only (DataParallel has no buckets, comm hooks,
 // unused-parameter search, static graph or buffer broadcast).
-std::vector<std::string> ddp_only_settings(const Scenario& s) {
+std::vector<std::string> ddp_only_settings(const Scenario& s, bool as_keys = false) {
   std::vector<std::string> given;
   for (const ScenarioKey& k : scenario_table()) {
     if (k.reach != KeyReach::kDdp) continue;
     const auto v = key_value(s, k);
     if (v == key_value(Scenario{}, k)) continue;
     const bool flag_alone = k.kind == KeyKind::kSwitch && v == true;
-    given.push_back(flag_alone ? std::string(k.flag) : fmt::format("{}={}", k.flag, value_text(v)));
+    if (as_keys)  // as a flag or a file gives it alike: bucket_cap_mb 50
+      given.push_back(flag_alone ? std::string(k.name) : fmt::format("{} {}", k.name, value_text(v)));
+    else
+      given.push_back(flag_alone ? std::string(k.flag) : fmt::format("{}={}", k.flag, value_text(v)));
   }
   return given;
 }
@@ -215,8 +218,9 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
   }
   if (!dp_only && !ddp_only.empty() &&
       std::find(strategies.begin(), strategies.end(), Strategy::kDP) != strategies.end()) {
-    rep.header.push_back(
-        fmt::format("{} apply to DDP only (DataParallel has no buckets or hooks)", fmt::join(ddp_only, ", ")));
+    rep.header.push_back(fmt::format("{} {} to DDP only (DataParallel has no buckets or hooks)",
+                                     fmt::join(ddp_only_settings(asked, true), ", "),
+                                     ddp_only.size() == 1 ? "applies" : "apply"));
   }
   finish_run(rep, out, a.explain);
 }

@@ -39,6 +39,11 @@ PytorchVersion parse(std::string_view text) {
     throw ConfigError(expected);
   }
   if (v < kOldestPytorch) throw ConfigError(expected);
+  // A release after the newest modelled has rules gradsync has not read (a new default, a new
+  // Reducer rule): say so rather than assume the newest's.
+  if (kNewestPytorch < v)
+    throw ConfigError(fmt::format("gradsync knows the rules of PyTorch {} to {}; give {} for a later release",
+                                  kOldestPytorch.text(), kNewestPytorch.text(), kNewestPytorch.text()));
   return v;
 }
 

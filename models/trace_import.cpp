@@ -128,6 +128,10 @@ Phases phases_of(const std::vector<Event>& host, const Event& step, const std::s
 }  // namespace
 
 MeasuredStep read_profiler_trace(std::string_view text, const std::string& origin) {
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    throw DataError(fmt::format(
+        "{}: the file is empty: expected the Chrome trace of torch.profiler's export_chrome_trace", origin));
+  }
   json root;
   try {
     root = json::parse(text.begin(), text.end());

@@ -351,6 +351,17 @@ TEST(BucketPlan, PytorchVersionRules) {
   EXPECT_THROW(parse_pytorch_version("1.3"), ConfigError);
   EXPECT_THROW(parse_pytorch_version("2"), ConfigError);
   EXPECT_THROW(parse_pytorch_version("2.x"), ConfigError);
+  // After the newest release modelled: refused, not read as the newest.
+  EXPECT_EQ(parse_pytorch_version("2.11.0+cu130").text(), "2.11");
+  try {
+    (void)parse_pytorch_version("3.5");
+    ADD_FAILURE() << "3.5 accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "pytorch version \"3.5\": gradsync knows the rules of PyTorch 1.4 to 2.11; give 2.11 for a later "
+                 "release");
+  }
+  EXPECT_THROW(parse_pytorch_version("2.12"), ConfigError);
 }
 
 }  // namespace

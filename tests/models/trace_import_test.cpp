@@ -108,6 +108,8 @@ TEST(TraceImport, CpuTracePhasesAreTheHostSpans) {
 
 TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
   auto message = [](const std::string& text) { return error_of([&] { read_profiler_trace(text, "t.json"); }); };
+  for (const char* empty : {"", " \n"})
+    EXPECT_EQ(message(empty), "t.json: the file is empty: expected the Chrome trace of torch.profiler's export_chrome_trace");
   EXPECT_EQ(message("{\"traceEvents\": ["),
             "t.json: not JSON (byte 18): expected the Chrome trace of torch.profiler's export_chrome_trace");
   EXPECT_NE(message("[{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 1, \"dur\": 1}]").find("no ProfilerStep#N"),
