@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "apps/cli.hpp"
+#include "core/comm_hook.hpp"
 #include "core/error.hpp"
 #include "core/scenario_keys.hpp"
 #include "models/model.hpp"
@@ -216,7 +217,8 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}{}; NCCL "
                   "model {}{}{}",
                   value_text(key_value(s, scenario_key("bucket_cap_mb"))),
-                  value_text(key_value(s, scenario_key("first_bucket_mb"))), s.comm_hook, s.broadcast_buffers,
+                  value_text(key_value(s, scenario_key("first_bucket_mb"))), comm_hook_name(parse_comm_hook(s.comm_hook)),
+                  s.broadcast_buffers,
                   s.find_unused_parameters ? ", find_unused_parameters" : "", s.static_graph ? ", static_graph" : "",
                   s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "",
                   s.allreduce_after_backward ? ", allreduce_after_backward" : "", sim::kNcclModelVersion,
@@ -225,6 +227,15 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       fmt::format("simulated {} iterations; steady = mean of iterations {}..{}; DDP times on rank 0, DP times of "
                   "the whole process (all GPUs on one timeline)",
                   s.iterations, s.warmup + 1, s.iterations));
+  // PowerSGD compresses only from start_powerSGD_iter (PowerSGDState's default 1000); before, its
+  // hook is a plain allreduce. Say so when no simulated iteration reaches it.
+  if (const CommHook hook = parse_comm_hook(s.comm_hook);
+      hook.kind == CommHookKind::kPowerSGD && s.iterations <= hook.powersgd_start_iter) {
+    h.push_back(fmt::format(
+        "PowerSGD compresses from iteration {} (start_powerSGD_iter; PowerSGDState's default is 1000): all {} "
+        "simulated iterations run its plain allreduce; --comm-hook powersgd:start_iter=2 simulates its steady state",
+        hook.powersgd_start_iter + 1, s.iterations));
+  }
   return h;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "core/version.hpp"
@@ -90,6 +91,24 @@ TEST(Cli, CollectivesRefuseSizesWhoseBuffersDoNotFit) {
             0u)
       << r.err;
   EXPECT_EQ(run({"collectives", "--topology", "dgx-a100", "-b", "32GiB", "-e", "32GiB"}).code, 0);
+}
+
+// PowerSGD's hook is a plain allreduce until start_powerSGD_iter (1000 by default): the header says
+// so when no simulated iteration gets there, and prints the defaults it assumed.
+TEST(Cli, PowerSgdBeforeItsStartIterationIsSaidToBePlain) {
+  // The scenario commands print their tables on std::cout: catch them there.
+  std::ostringstream printed;
+  std::streambuf* const saved = std::cout.rdbuf(printed.rdbuf());
+  Result r = run({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--comm-hook", "powersgd",
+                  "--iterations", "3", "--warmup", "1", "--out", ::testing::TempDir() + "/gradsync-cli-powersgd"});
+  std::cout.rdbuf(saved);
+  r.out += printed.str();
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("comm hook powersgd:rank=1,start_iter=1000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# PowerSGD compresses from iteration 1001 (start_powerSGD_iter; PowerSGDState's default is "
+                       "1000): all 3 simulated iterations run its plain allreduce"),
+            std::string::npos)
+      << r.out;
 }
 
 // A malformed model or topology file named by a flag is a bad input file (exit 1), as README's exit
