@@ -190,10 +190,12 @@ void show_model(const ShowOptions& o, std::ostream& out) {
 
   out << fmt::format("# gradsync models show {}: {}\n", m.name, m.description);
   out << fmt::format("# from {}; {}\n", m.origin, m.source);
-  out << fmt::format("# on one {} ({}), {}, batch {}{}, optimizer {}; {}\n#\n", ctx.gpu->key, ctx.gpu->name,
+  out << fmt::format("# on one {} ({}), {}, batch {}{}, optimizer {}; {}\n", ctx.gpu->key, ctx.gpu->name,
                      precision_name(ctx.precision), ctx.batch,
                      m.default_seq_len ? fmt::format(", seq_len {}", ctx.seq_len) : "", optimizer_name(opt),
-                     execution_mode_text(ctx.mode, has_attention(m)));
+                     execution_mode_text(effective_mode(m, ctx.mode), has_attention(m)));
+  for (const std::string& inert : inert_settings(m, ctx.mode)) out << fmt::format("# {}: it changes nothing\n", inert);
+  out << "#\n";
   if (m.measured) {
     const MeasuredStep& ms = *m.measured;
     out << fmt::format(

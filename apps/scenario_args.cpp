@@ -207,12 +207,13 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   mode.channels_last = s.channels_last;
   mode.pad_to_multiple_of = s.pad_to_multiple_of;
   mode.master_weights = s.mixed_precision == "master-weights";
+  const Model model = load_model(s.model);
   h.push_back(fmt::format(
       "gradsync {}: {} on {}, {} x {}, batch {}/GPU (global {}{}){}, {}, {}, {}, input {}; PyTorch {}", what, s.model,
       s.topology, r.gpus, r.gpu, per_gpu, r.global_batch,
       s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
       r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, optimizer_text(s),
-      execution_mode_text(mode, has_attention(load_model(s.model))), s.input, s.pytorch_version));
+      execution_mode_text(effective_mode(model, mode), has_attention(model)), s.input, s.pytorch_version));
   h.push_back(
       fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}{}; NCCL "
                   "model {}{}{}",
@@ -227,6 +228,7 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       fmt::format("simulated {} iterations; steady = mean of iterations {}..{}; DDP times on rank 0, DP times of "
                   "the whole process (all GPUs on one timeline)",
                   s.iterations, s.warmup + 1, s.iterations));
+  for (const std::string& inert : inert_settings(model, mode)) h.push_back(inert + ": it changes nothing");
   // PowerSGD compresses only from start_powerSGD_iter (PowerSGDState's default 1000); before, its
   // hook is a plain allreduce. Say so when no simulated iteration reaches it.
   if (const CommHook hook = parse_comm_hook(s.comm_hook);

@@ -55,6 +55,29 @@ bool has_attention(const Model& m) {
   return std::any_of(m.ops.begin(), m.ops.end(), [](const Op& op) { return op.attention.has_value(); });
 }
 
+bool has_convolutions(const Model& m) {
+  return std::any_of(m.ops.begin(), m.ops.end(), [](const Op& op) { return op.conv.has_value(); });
+}
+
+std::vector<std::string> inert_settings(const Model& m, const ExecutionMode& mode) {
+  std::vector<std::string> out;
+  if (mode.attention != AttentionImpl::kMath && !has_attention(m))
+    out.push_back(fmt::format("--attention {}: {} has no attention layer", attention_impl_name(mode.attention), m.name));
+  if (mode.channels_last && !has_convolutions(m))
+    out.push_back(fmt::format("--channels-last: {} has no convolution", m.name));
+  if (mode.pad_to_multiple_of > 1 && !products_span_vocabulary(m))
+    out.push_back(fmt::format("--pad-to-multiple-of {}: {} has no product over a vocabulary", mode.pad_to_multiple_of,
+                              m.name));
+  return out;
+}
+
+ExecutionMode effective_mode(const Model& m, ExecutionMode mode) {
+  if (!has_attention(m)) mode.attention = AttentionImpl::kMath;
+  if (!has_convolutions(m)) mode.channels_last = false;
+  if (!products_span_vocabulary(m)) mode.pad_to_multiple_of = 1;
+  return mode;
+}
+
 std::int64_t vocabulary_size(const Model& m) {
   for (const Op& op : m.ops) {
     if (op.name != "embedding" || op.in.empty() || op.in[0].ref.kind != OpRef::Kind::kParameter) continue;

@@ -100,6 +100,14 @@ ExecutionMode execution_mode(bool compile, std::string_view attention);
 std::string execution_mode_text(const ExecutionMode& m, bool attention = true);
 // has_attention: whether a model records an attention core (what --attention changes).
 bool has_attention(const Model& m);
+// has_convolutions: whether a model records a convolution (what channels_last changes).
+bool has_convolutions(const Model& m);
+// inert_settings: the execution settings `m` has nothing for, each as "--flag value: why":
+// an attention implementation without an attention core, channels_last without convolutions, a
+// vocabulary padding without a product over a vocabulary. They change nothing, and are said to.
+std::vector<std::string> inert_settings(const Model& m, const ExecutionMode& mode);
+// effective_mode: `mode` without its inert settings (what the header should claim).
+ExecutionMode effective_mode(const Model& m, ExecutionMode mode);
 // vocabulary_size: the rows of the table of the model's first embedding op (its token embedding);
 // 0 without one.
 std::int64_t vocabulary_size(const Model& m);

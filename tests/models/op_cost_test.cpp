@@ -231,6 +231,29 @@ TEST(OpCost, CrossEntropyOverTheVocabularyByHand) {
   EXPECT_EQ(loss.forward.kernels, 2);
 }
 
+// A setting a model has nothing for is named (and left out of what the header claims): flash
+// attention on a conv net, channels_last on a transformer, vocabulary padding without a vocabulary.
+TEST(OpCost, SettingsAModelHasNothingForAreNamed) {
+  const Model resnet = load_model("resnet18");
+  const Model gpt2 = load_model("gpt2");
+  ExecutionMode m;
+  m.attention = AttentionImpl::kFlash;
+  m.channels_last = true;
+  m.pad_to_multiple_of = 64;
+  EXPECT_EQ(inert_settings(resnet, m),
+            (std::vector<std::string>{"--attention flash: resnet18 has no attention layer",
+                                      "--pad-to-multiple-of 64: resnet18 has no product over a vocabulary"}));
+  EXPECT_EQ(inert_settings(gpt2, m), (std::vector<std::string>{"--channels-last: gpt2 has no convolution"}));
+  const ExecutionMode r = effective_mode(resnet, m), g = effective_mode(gpt2, m);
+  EXPECT_EQ(r.attention, AttentionImpl::kMath);
+  EXPECT_TRUE(r.channels_last);
+  EXPECT_EQ(r.pad_to_multiple_of, 1);
+  EXPECT_EQ(g.attention, AttentionImpl::kFlash);
+  EXPECT_FALSE(g.channels_last);
+  EXPECT_EQ(g.pad_to_multiple_of, 64);
+  EXPECT_TRUE(inert_settings(gpt2, ExecutionMode{}).empty());
+}
+
 TEST(OpCost, FlashAttentionRemovesTheScoresAndNothingElse) {
   const OpRun math(Precision::kBF16, false, AttentionImpl::kMath);
   const OpRun flash(Precision::kBF16, false, AttentionImpl::kFlash);
