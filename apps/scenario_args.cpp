@@ -14,6 +14,7 @@
 #include "apps/cli.hpp"
 #include "core/comm_hook.hpp"
 #include "core/error.hpp"
+#include "topologies/gpu_spec.hpp"
 #include "core/scenario_keys.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
@@ -229,6 +230,22 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
                   "the whole process (all GPUs on one timeline)",
                   s.iterations, s.warmup + 1, s.iterations));
   for (const std::string& inert : inert_settings(model, mode)) h.push_back(inert + ": it changes nothing");
+  // A model imported from a profiler trace carries the step measured where it ran: its times are
+  // used as they are, whatever GPU, precision or execution mode the scenario names.
+  if (model.measured) {
+    const MeasuredStep& ms = *model.measured;
+    const GpuSpec& here = gpu_spec(r.gpu);
+    const auto lower = [](std::string t) {
+      std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      return t;
+    };
+    const bool same = lower(here.name) == lower(ms.device);
+    h.push_back(fmt::format(
+        "{}'s compute times were measured on {} ({}, batch {}): used as measured, in proportion to batch{}; the precision and execution mode "
+        "above do not change them",
+        model.name, ms.device, ms.trace, ms.batch,
+        same ? "" : fmt::format(" on every {} (gradsync does not move a measured step to another GPU)", r.gpu)));
+  }
   // PowerSGD compresses only from start_powerSGD_iter (PowerSGDState's default 1000); before, its
   // hook is a plain allreduce. Say so when no simulated iteration reaches it.
   if (const CommHook hook = parse_comm_hook(s.comm_hook);

@@ -111,6 +111,28 @@ TEST(Cli, PowerSgdBeforeItsStartIterationIsSaidToBePlain) {
       << r.out;
 }
 
+// A step imported from an H200 trace and simulated on H100s is used as measured, and the header
+// says so (and that precision and execution mode do not change it).
+TEST(Cli, AMeasuredStepOnAnotherGpuIsSaidToBeUsedAsMeasured) {
+  const std::string model = ::testing::TempDir() + "/gradsync-cli-measured.yaml";
+  ASSERT_EQ(run({"models", "import-trace", "validation/gpu/h200-2026-11-27/steps_gpt2-bf16-sdpa.json.gz", "--model",
+                 "gpt2", "--batch", "16", "--gpu", "h200", "--precision", "bf16", "-o", model})
+                .code,
+            0);
+  std::ostringstream printed;
+  std::streambuf* const saved = std::cout.rdbuf(printed.rdbuf());
+  const Result r = run({"simulate", "--strategy", "ddp", "--model", model, "--topology", "dgx-h100", "--gpus", "2",
+                        "--iterations", "2", "--warmup", "1", "--out", ::testing::TempDir() + "/gradsync-cli-measured"});
+  std::cout.rdbuf(saved);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(printed.str().find("'s compute times were measured on NVIDIA H200 (validation/gpu/h200-2026-11-27/"
+                               "steps_gpt2-bf16-sdpa.json.gz, batch 16): used as measured, in proportion to batch on "
+                               "every h100-sxm5-80gb (gradsync does not move a measured step to another GPU)"),
+            std::string::npos)
+      << printed.str();
+  std::remove(model.c_str());
+}
+
 // A malformed model or topology file named by a flag is a bad input file (exit 1), as README's exit
 // table says, not a bad flag (2); a zoo name that does not exist is a bad flag.
 TEST(Cli, AMalformedFileNamedByAFlagIsABadInputFile) {
