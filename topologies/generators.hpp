@@ -23,7 +23,7 @@ namespace gradsync {
 struct NvswitchOptions {
   std::string gpu = "a100-sxm4-80gb";
   int gpus = 8;
-  int nics = 8;
+  int nics = -1;                   // -1: one per GPU
   std::string nic_bw = "200Gbps";  // HDR InfiniBand
 };
 

@@ -31,6 +31,12 @@ double GpuSpec::peak_flops(Precision p) const {
       if (bf16_flops) return *bf16_flops;
       break;
   }
+  // Before Ampere (sm_80) there are no TF32 tensor cores either: allow_tf32 runs those GPUs' float32
+  // as it is, so tf32 is no alternative there.
+  if (sm_version > 0 && sm_version < 80)
+    throw ConfigError(fmt::format("GPU {} ({}) has no {} tensor cores; use {} (tf32 would run as fp32: TF32 tensor "
+                                  "cores came with Ampere)",
+                                  key, name, precision_name(p), fp16_flops ? "fp16 or fp32" : "fp32"));
   throw ConfigError(fmt::format("GPU {} ({}) has no {} tensor cores; use fp32, tf32{}", key, name, precision_name(p),
                                 fp16_flops ? " or fp16" : ""));
 }

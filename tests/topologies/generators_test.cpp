@@ -39,6 +39,13 @@ TEST(Generators, NvswitchNode) {
   EXPECT_DOUBLE_EQ(bisection(t, first_ranks(8)).bw_Bps, 4 * 18 * 20.6e9 + 10e9);
 }
 
+// Without --nics each GPU gets its own NIC (a 4-GPU node does not get a DGX's 8); 0 is no NIC.
+TEST(Generators, NvswitchNicsDefaultToOnePerGpu) {
+  EXPECT_EQ(count(generate_nvswitch({.gpu = "h100", .gpus = 4}), VertexKind::kNic), 4);
+  EXPECT_EQ(count(generate_nvswitch({.gpu = "h100", .gpus = 8}), VertexKind::kNic), 8);
+  EXPECT_EQ(count(generate_nvswitch({.gpu = "h100", .gpus = 4, .nics = 0}), VertexKind::kNic), 0);
+}
+
 TEST(Generators, Dgx1MeshHasSixLinksPerGpu) {
   const Topology t = generate_nvlink_mesh({});
   for (int r = 0; r < 8; ++r) {

@@ -38,7 +38,8 @@ TEST(GpuSpec, MissingPrecisionIsAnError) {
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
-                 "GPU v100-sxm2-32gb (NVIDIA Tesla V100 SXM2 32GB) has no bf16 tensor cores; use fp32, tf32 or fp16");
+                 "GPU v100-sxm2-32gb (NVIDIA Tesla V100 SXM2 32GB) has no bf16 tensor cores; use fp16 or fp32 (tf32 "
+                 "would run as fp32: TF32 tensor cores came with Ampere)");
   }
 }
 
