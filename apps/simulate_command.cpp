@@ -254,6 +254,17 @@ void run_collectives(CollectivesArgs a) {
     // receives a share of what it sends): a size whose buffers do not fit could not run there.
     const Topology topo = load_topology(a.sweep.topology);
     const int n = a.sweep.gpus > 0 ? a.sweep.gpus : static_cast<int>(topo.gpu_count());
+    if (n == 1) {
+      // NCCL's collectives of one rank move nothing (enqueue.cc: in place they return, out of
+      // place they copy the buffer on the GPU): no time to compare with a network's.
+      const int most = topo.gpu_count();
+      throw UsageError(fmt::format(
+          "--ngpus 1: a collective of one rank communicates nothing (NCCL returns in place, or copies the buffer on "
+          "the GPU out of place); {}",
+          most < 2    ? fmt::format("{} has one GPU", a.sweep.topology)
+          : most == 2 ? fmt::format("give -g 2 ({} has 2 GPUs)", a.sweep.topology)
+                      : fmt::format("give -g 2 to {} ({} has {} GPUs)", most, a.sweep.topology, most)));
+    }
     const bool shares = a.sweep.op == Collective::kAllgather || a.sweep.op == Collective::kReduceScatter;
     const double buffers = a.sweep.max_bytes * (1.0 + (shares ? 1.0 / std::max(1, n) : 1.0));
     const GpuSpec* gpu = topo.gpu_count() > 0 ? topo.vertex(topo.gpu(0)).gpu : nullptr;

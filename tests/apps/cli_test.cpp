@@ -91,6 +91,14 @@ TEST(Cli, CollectivesRefuseSizesWhoseBuffersDoNotFit) {
             0u)
       << r.err;
   EXPECT_EQ(run({"collectives", "--topology", "dgx-a100", "-b", "32GiB", "-e", "32GiB"}).code, 0);
+  // One rank communicates nothing: refused rather than printed as a time of 0.
+  const Result one = run({"collectives", "--topology", "dgx-a100", "-g", "1"});
+  EXPECT_EQ(one.code, 2);
+  EXPECT_EQ(one.err.rfind("error: --ngpus 1: a collective of one rank communicates nothing (NCCL returns in place, or "
+                          "copies the buffer on the GPU out of place); give -g 2 to 8 (dgx-a100 has 8 GPUs)\n",
+                          0),
+            0u)
+      << one.err;
 }
 
 // PowerSGD's hook is a plain allreduce until start_powerSGD_iter (1000 by default): the header says
