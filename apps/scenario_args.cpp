@@ -180,6 +180,18 @@ void finish_run(const reports::Report& rep, OutputFolder& out, bool explain) {
   }
   std::vector<std::string> names;
   for (const std::string& p : written) names.push_back(std::filesystem::path(p).filename().string());
+  // Long runs write long traces and event lists: say how to make them smaller.
+  constexpr std::uintmax_t kLarge = std::uintmax_t{100} << 20;
+  for (const std::string& name : names) {
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(std::filesystem::path(out.final_path()) / name, ec);
+    if (ec || size < kLarge) continue;
+    const bool trace = name.starts_with("trace-");
+    std::cerr << fmt::format("note: {}/{} is {:.0f} MiB; {} make it smaller\n", out.final_path(), name,
+                             static_cast<double>(size) / (1 << 20),
+                             trace ? "--trace-format json.gz, --trace-ranks 0 or fewer --iterations"
+                                   : "--trace-ranks 0 or fewer --iterations");
+  }
   std::cout << fmt::format("# wrote {} files to {}/: {} (open the trace in ui.perfetto.dev)\n", written.size(),
                            out.final_path(), fmt::join(names, ", "));
   // A run that fits under no strategy is an impossible request (exit 1), though its outputs, and

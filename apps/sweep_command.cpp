@@ -49,7 +49,9 @@ void register_sweep_command(CLI::App& app) {
     if (st.failed > 0) {
       throw RuntimeError(
           fmt::format("sweep: {} of {} points failed (status failed in {}/summary.csv, the others "
-                      "ran); first: {}; fix it and rerun with --resume --retry-failed",
+                      "ran); first: {}; --resume keeps what ran, and --retry-failed with it runs the failed points "
+                      "again once their cause is fixed (a point the scenario cannot have, such as more GPUs than the "
+                      "topology holds, fails again: leave it out of --vary)",
                       st.failed, st.points, run.out, st.first_failure));
     }
   });
