@@ -25,6 +25,23 @@ Result run(std::vector<std::string> args) {
   return {code, out.str(), err.str()};
 }
 
+// run_printed: run() with std::cout, where the scenario commands print their tables, caught too.
+Result run_printed(std::vector<std::string> args) {
+  std::ostringstream printed;
+  std::streambuf* const saved = std::cout.rdbuf(printed.rdbuf());
+  Result r = run(std::move(args));
+  std::cout.rdbuf(saved);
+  r.out += printed.str();
+  return r;
+}
+
+// expect_error: the exit code, and the error line's start.
+void expect_error(std::vector<std::string> args, int code, const std::string& start) {
+  const Result r = run(std::move(args));
+  EXPECT_EQ(r.code, code) << r.err;
+  EXPECT_EQ(r.err.rfind("error: " + start, 0), 0u) << r.err;
+}
+
 TEST(Cli, VersionPrintsTheVersion) {
   const Result r = run({"--version"});
   EXPECT_EQ(r.code, 0);
@@ -83,34 +100,22 @@ TEST(Cli, ParseErrorsNameTheWordAndWhatWasExpected) {
 
 // nccl-tests could not allocate a send and a receive buffer larger than the GPU.
 TEST(Cli, CollectivesRefuseSizesWhoseBuffersDoNotFit) {
-  const Result r = run({"collectives", "--topology", "dgx-a100", "-b", "1GiB", "-e", "1TiB"});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err.rfind("error: --max-bytes 1TiB: nccl-tests' send and receive buffers for it take 2048.0 GiB on each "
-                        "GPU, more than its 80.0 GiB (a100-sxm4-80gb)\n",
-                        0),
-            0u)
-      << r.err;
+  expect_error({"collectives", "--topology", "dgx-a100", "-b", "1GiB", "-e", "1TiB"}, 2,
+               "--max-bytes 1TiB: nccl-tests' send and receive buffers for it take 2048.0 GiB on each GPU, more than "
+               "its 80.0 GiB (a100-sxm4-80gb)\n");
   EXPECT_EQ(run({"collectives", "--topology", "dgx-a100", "-b", "32GiB", "-e", "32GiB"}).code, 0);
   // One rank communicates nothing: refused rather than printed as a time of 0.
-  const Result one = run({"collectives", "--topology", "dgx-a100", "-g", "1"});
-  EXPECT_EQ(one.code, 2);
-  EXPECT_EQ(one.err.rfind("error: --ngpus 1: a collective of one rank communicates nothing (NCCL returns in place, or "
-                          "copies the buffer on the GPU out of place); give -g 2 to 8 (dgx-a100 has 8 GPUs)\n",
-                          0),
-            0u)
-      << one.err;
+  expect_error({"collectives", "--topology", "dgx-a100", "-g", "1"}, 2,
+               "--ngpus 1: a collective of one rank communicates nothing (NCCL returns in place, or copies the buffer "
+               "on the GPU out of place); give -g 2 to 8 (dgx-a100 has 8 GPUs)\n");
 }
 
 // PowerSGD's hook is a plain allreduce until start_powerSGD_iter (1000 by default): the header says
 // so when no simulated iteration gets there, and prints the defaults it assumed.
 TEST(Cli, PowerSgdBeforeItsStartIterationIsSaidToBePlain) {
-  // The scenario commands print their tables on std::cout: catch them there.
-  std::ostringstream printed;
-  std::streambuf* const saved = std::cout.rdbuf(printed.rdbuf());
-  Result r = run({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--comm-hook", "powersgd",
-                  "--iterations", "3", "--warmup", "1", "--out", ::testing::TempDir() + "/gradsync-cli-powersgd"});
-  std::cout.rdbuf(saved);
-  r.out += printed.str();
+  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--comm-hook",
+                                "powersgd", "--iterations", "3", "--warmup", "1", "--out",
+                                ::testing::TempDir() + "/gradsync-cli-powersgd"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("comm hook powersgd:rank=1,start_iter=1000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("# PowerSGD compresses from iteration 1001 (start_powerSGD_iter; PowerSGDState's default is "
@@ -127,17 +132,15 @@ TEST(Cli, AMeasuredStepOnAnotherGpuIsSaidToBeUsedAsMeasured) {
                  "gpt2", "--batch", "16", "--gpu", "h200", "--precision", "bf16", "-o", model})
                 .code,
             0);
-  std::ostringstream printed;
-  std::streambuf* const saved = std::cout.rdbuf(printed.rdbuf());
-  const Result r = run({"simulate", "--strategy", "ddp", "--model", model, "--topology", "dgx-h100", "--gpus", "2",
-                        "--iterations", "2", "--warmup", "1", "--out", ::testing::TempDir() + "/gradsync-cli-measured"});
-  std::cout.rdbuf(saved);
+  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", model, "--topology", "dgx-h100", "--gpus",
+                                "2", "--iterations", "2", "--warmup", "1", "--out",
+                                ::testing::TempDir() + "/gradsync-cli-measured"});
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(printed.str().find("'s compute times were measured on NVIDIA H200 (validation/gpu/h200-2026-11-27/"
+  EXPECT_NE(r.out.find("'s compute times were measured on NVIDIA H200 (validation/gpu/h200-2026-11-27/"
                                "steps_gpt2-bf16-sdpa.json.gz, batch 16): used as measured, in proportion to batch on "
                                "every h100-sxm5-80gb (gradsync does not move a measured step to another GPU)"),
             std::string::npos)
-      << printed.str();
+      << r.out;
   std::remove(model.c_str());
 }
 

@@ -89,16 +89,21 @@ TEST(Routes, PxbPhbAndNet) {
   EXPECT_NEAR(net.latency_s, 2e-6 + 3e-9, 1e-15);
 }
 
+// four_gpus: DOT declarations of GPUs g0..g3 of `model` on host h.
+std::string four_gpus(const std::string& model) {
+  std::string out;
+  for (int i = 0; i < 4; ++i) out += fmt::format("  g{} [kind=\"gpu\", model=\"{}\", host=\"h\"];\n", i, model);
+  return out;
+}
+
 // A GPU relays traffic only as NCCL's path search lets it (paths.cc, "allow routing through a GPU
 // only as 1 hop"): NVLink in from the source, NVLink out to another GPU. Two bridged pairs on
 // different sockets: gpu0 reaches gpu3 over the CPUs (SYS), not through gpu2's NVLink and then its
 // PCIe switch (which would be a 3-hop "PIX"); a chain of three NVLinks is not NVB either.
 TEST(Routes, AGpuRelaysOnlyNvlinkToNvlinkOneHopFromTheSource) {
-  const std::string bridged = R"(graph g {
+  const std::string bridged = "graph g {\n" + four_gpus("a100-pcie-80gb") + R"(
   cpu0 [kind="cpu", host="h"]; cpu1 [kind="cpu", host="h"];
   p0 [kind="pcie_switch", host="h"]; p1 [kind="pcie_switch", host="h"];
-  g0 [kind="gpu", model="a100-pcie-80gb", host="h"]; g1 [kind="gpu", model="a100-pcie-80gb", host="h"];
-  g2 [kind="gpu", model="a100-pcie-80gb", host="h"]; g3 [kind="gpu", model="a100-pcie-80gb", host="h"];
   cpu0 -- cpu1 [type="cpu_link", bw="32GBps", latency="100ns"];
   cpu0 -- p0 [type="pcie", bw="32GBps", latency="150ns"]; cpu1 -- p1 [type="pcie", bw="32GBps", latency="150ns"];
   p0 -- g0 [type="pcie", bw="32GBps", latency="150ns"]; p0 -- g1 [type="pcie", bw="32GBps", latency="150ns"];
@@ -117,10 +122,8 @@ TEST(Routes, AGpuRelaysOnlyNvlinkToNvlinkOneHopFromTheSource) {
     for (std::size_t i = 1; i + 1 < r.vertices.size(); ++i)
       EXPECT_NE(t.vertex(r.vertices[i]).kind, VertexKind::kGpu) << a << "->" << b << " passes through a GPU";
   }
-  const std::string chain = R"(graph g {
+  const std::string chain = "graph g {\n" + four_gpus("v100") + R"(
   cpu [kind="cpu", host="h"]; p [kind="pcie_switch", host="h"];
-  g0 [kind="gpu", model="v100", host="h"]; g1 [kind="gpu", model="v100", host="h"];
-  g2 [kind="gpu", model="v100", host="h"]; g3 [kind="gpu", model="v100", host="h"];
   cpu -- p [type="pcie", bw="16GBps", latency="1us"];
   p -- g0 [type="pcie", bw="16GBps", latency="1us"]; p -- g1 [type="pcie", bw="16GBps", latency="1us"];
   p -- g2 [type="pcie", bw="16GBps", latency="1us"]; p -- g3 [type="pcie", bw="16GBps", latency="1us"];
