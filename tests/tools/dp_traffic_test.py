@@ -79,7 +79,10 @@ def simulated(name, tmp):
     if name not in build_zoo.VISION:
         cmd += ["--seq-len", str(T)]
     r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
+    # A model that does not fit (llama2-7b's fp32 replica on 80 GB) still writes its outputs, then
+    # exits 1 with the out-of-memory error: its traffic is what this test reads.
+    oom = r.returncode == 1 and r.stderr.startswith("error: out of memory: ")
+    if r.returncode != 0 and not oom:
         raise RuntimeError(f"{' '.join(cmd)}: {r.stderr}")
     got = {"dp:replicate": 0, "dp:scatter": 0, "dp:gather": 0, "dp:reduce": 0}
     with open(os.path.join(out, "events.csv")) as f:
