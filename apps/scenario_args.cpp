@@ -246,12 +246,16 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   // used as they are, whatever GPU, precision or execution mode the scenario names.
   if (model.measured) {
     const MeasuredStep& ms = *model.measured;
-    const GpuSpec& here = gpu_spec(r.gpu);
     const auto lower = [](std::string t) {
       std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
       return t;
     };
-    const bool same = lower(here.name) == lower(ms.device);
+    bool same = false;
+    try {
+      same = lower(gpu_spec(r.gpu).name) == lower(ms.device);
+    } catch (const ConfigError&) {  // no GPU key (a strategy that did not run): say nothing of it
+      same = true;
+    }
     h.push_back(fmt::format(
         "{}'s compute times were measured on {} ({}, batch {}): used as measured, in proportion to batch{}; the precision and execution mode "
         "above do not change them",
