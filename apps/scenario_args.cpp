@@ -100,6 +100,10 @@ Scenario scenario_of(const ScenarioArgs& a) {
           fmt::join(env, " "), env.size() == 1 ? "is" : "are");
     }
   }
+  // warmup unset (neither a flag nor the file gives it): 3, or iterations - 1 when fewer
+  // iterations leave no steady one after 3 (--iterations 2 alone runs, as README says).
+  constexpr int kWarmupUnset = -1;
+  s.warmup = kWarmupUnset;
   if (!a.file.empty()) s = sim::read_scenario_file(a.file, s);
   for (const ScenarioKey& k : scenario_table()) {
     const std::string name(k.name);
@@ -148,6 +152,7 @@ Scenario scenario_of(const ScenarioArgs& a) {
       throw UsageError(fmt::format("--nccl {}=\"{}\": {}", k->name, item.substr(eq + 1), e.what()));
     }
   }
+  if (s.warmup == kWarmupUnset) s.warmup = std::clamp(s.iterations - 1, 0, Scenario{}.warmup);
   return s;
 }
 
@@ -238,9 +243,9 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
                   s.allreduce_after_backward ? ", allreduce_after_backward" : "", sim::kNcclModelVersion,
                   nccl_knobs_text(s), r.fidelity.mode.empty() ? "" : fmt::format(", fidelity {}", s.fidelity)));
   h.push_back(
-      fmt::format("simulated {} iterations; steady = mean of iterations {}..{}; DDP times on rank 0, DP times of "
+      fmt::format("simulated {} iteration{}; steady = mean of iterations {}..{}; DDP times on rank 0, DP times of "
                   "the whole process (all GPUs on one timeline)",
-                  s.iterations, s.warmup + 1, s.iterations));
+                  s.iterations, s.iterations == 1 ? "" : "s", s.warmup + 1, s.iterations));
   for (const std::string& inert : inert_settings(model, mode)) h.push_back(inert + ": it changes nothing");
   // A model imported from a profiler trace carries the step measured where it ran: its times are
   // used as they are, whatever GPU, precision or execution mode the scenario names.

@@ -252,9 +252,8 @@ void check_scenario_keys(const Scenario& s) {
   }
   if (s.warmup >= s.iterations) {
     throw ConfigError(
-        fmt::format("warmup \"{}\": expected 0..{} (fewer than iterations {}, so that a steady iteration is left){}",
-                    s.warmup, s.iterations - 1, s.iterations,
-                    s.warmup == 3 ? "; 3 is warmup's default: with fewer iterations give warmup too (--warmup 1)" : ""));
+        fmt::format("warmup \"{}\": expected 0..{} (fewer than iterations {}, so that a steady iteration is left)",
+                    s.warmup, s.iterations - 1, s.iterations));
   }
 }
 

@@ -144,6 +144,18 @@ TEST(Cli, AMeasuredStepOnAnotherGpuIsSaidToBeUsedAsMeasured) {
   std::remove(model.c_str());
 }
 
+// --iterations alone below warmup's default of 3 runs, with one steady iteration; a warmup given
+// that leaves none is still an error.
+TEST(Cli, FewIterationsWithoutWarmupLeaveOneSteadyIteration) {
+  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations",
+                                "2", "--out", ::testing::TempDir() + "/gradsync-cli-iterations"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("# simulated 2 iterations; steady = mean of iterations 2..2;"), std::string::npos) << r.out;
+  expect_error({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations", "2", "--warmup",
+                "2"},
+               2, "warmup \"2\": expected 0..1 (fewer than iterations 2, so that a steady iteration is left)\n");
+}
+
 // A malformed model or topology file named by a flag is a bad input file (exit 1), as README's exit
 // table says, not a bad flag (2); a zoo name that does not exist is a bad flag.
 TEST(Cli, AMalformedFileNamedByAFlagIsABadInputFile) {
