@@ -14,6 +14,7 @@
 #include "apps/cli.hpp"
 #include "core/comm_hook.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "topologies/gpu_spec.hpp"
 #include "core/scenario_keys.hpp"
 #include "models/model.hpp"
@@ -251,13 +252,9 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   // used as they are, whatever GPU, precision or execution mode the scenario names.
   if (model.measured) {
     const MeasuredStep& ms = *model.measured;
-    const auto lower = [](std::string t) {
-      std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      return t;
-    };
     bool same = false;
     try {
-      same = lower(gpu_spec(r.gpu).name) == lower(ms.device);
+      same = ascii_lower(gpu_spec(r.gpu).name) == ascii_lower(ms.device);
     } catch (const ConfigError&) {  // no GPU key (a strategy that did not run): say nothing of it
       same = true;
     }

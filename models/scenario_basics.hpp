@@ -32,15 +32,13 @@ template <class F>
 auto scenario_field(const char* key, const std::string& value, F parse) {
   try {
     return parse();
-  } catch (const DataError& e) {
-    // The file the key names is malformed: still a bad input file (exit 1), not a bad key.
-    const std::string what = e.what();
-    if (what.find("\"" + value + "\"") != std::string::npos) throw;
-    throw DataError(std::string(key) + " \"" + value + "\": " + what);
   } catch (const ConfigError& e) {
     const std::string what = e.what();
     if (what.find("\"" + value + "\"") != std::string::npos) throw;
-    throw ConfigError(std::string(key) + " \"" + value + "\": " + what);
+    const std::string prefixed = std::string(key) + " \"" + value + "\": " + what;
+    // A malformed file the key names stays a bad input file (exit 1), not a bad key.
+    if (dynamic_cast<const DataError*>(&e) != nullptr) throw DataError(prefixed);
+    throw ConfigError(prefixed);
   }
 }
 
