@@ -54,7 +54,9 @@ struct SimCluster::Impl::StreamActor {
     last = t.work;
     auto w = t.work;
     if (!t.body && queue.empty() && popped == pushed.value()) {
-      if (const auto start = ready_at(t)) {
+      // The compute stream places a kernel no sooner than it starts (settle), so that an NCCL
+      // kernel ending meanwhile slows the kernels it overlapped, not the ones queued behind them.
+      if (const auto start = ready_at(t); start && (!placed || *start <= sg4::Engine::get_clock())) {
         place(t, *start);
         return w;
       }
@@ -92,6 +94,17 @@ struct SimCluster::Impl::StreamActor {
     free_at = std::max(free_at, end);
     t.work->finish(end);
   }
+  // settle: wait until t's start, which an NCCL kernel's contention (Dev::contend: free_at) may
+  // move later while it waits.
+  void settle(const Task& t) {
+    for (;;) {
+      const double now = sg4::Engine::get_clock();
+      const double start = *ready_at(t);
+      if (!(start > now)) return;
+      sleep_for(start - now);
+      if (!(sg4::Engine::get_clock() > now)) return;  // a wait below the engine's time precision
+    }
+  }
   void place(Task& t, double start) {
     record(t, start, std::max(start + t.duration, t.issued + t.window.last_end));
   }
@@ -103,6 +116,7 @@ struct SimCluster::Impl::StreamActor {
       queue.pop_front();
       if (!t.body) {
         for (auto& d : t.deps) static_cast<SimWork&>(*d).wait_resolved();
+        if (placed) settle(t);
         place(t, *ready_at(t));
         ++popped;
         continue;

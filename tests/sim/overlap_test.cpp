@@ -90,6 +90,51 @@ TEST(Overlap, SmBoundComputeBesideAllreduceLosesTheHeldSms) {
   EXPECT_NEAR(r.kernel_end, 10e-3 + expected, 1e-9);
 }
 
+// The host issues the whole backward at once, far ahead of the GPU: the time the first kernel
+// loses beside the allreduce lands right after it, before the second, which (and the gradient
+// that a later bucket waits for) it delays, not after the last kernel of the step.
+TEST(Overlap, TheLostTimeDelaysTheNextKernelNotTheEndOfTheQueue) {
+  auto engine = create_engine();
+  const Topology topo = read_topology_dot(kPair, "pair.dot");
+  const Routes routes(topo);
+  SimCluster cluster(topo, routes, 2, {});
+  ComputeLoad load;
+  load.gpu_s = 10e-3;
+  load.sm_s = 10e-3;
+  load.sm_held_s = 12e-3;
+  for (int r = 0; r < 2; ++r) {
+    ProcessGroup* pg = &cluster.world_group(r);
+    Device* dev = &cluster.device(r);
+    cluster.spawn(r, [pg, dev, load] {
+      WorkPtr ar = pg->allreduce({"allreduce:bucket0", 64 << 20, DType::kFloat32, 0});
+      for (const char* name : {"bwd:first", "bwd:second", "bwd:third"})
+        dev->compute({name, OpKind::kConv, 0, 0, 1, 10e-3, 0, -1, load});
+      ar->wait();
+      dev->synchronize();
+    });
+  }
+  cluster.run();
+  double first_end = 0, second_start = 0, third_end = 0, slowdown_start = -1, slowdown = 0, coll = 0;
+  for (const TraceEvent& e : cluster.trace().events) {
+    if (e.rank != 0) continue;
+    if (e.name == "bwd:first") first_end = e.end_s;
+    if (e.name == "bwd:second") second_start = e.start_s;
+    if (e.name == "bwd:third") third_end = e.end_s;
+    if (e.name == "allreduce:bucket0") coll = e.end_s - e.start_s;
+    if (e.name == slowdown_event("allreduce:bucket0")) {
+      slowdown_start = e.start_s;
+      slowdown += e.duration_s();
+    }
+  }
+  const CollectiveRecord& rec = cluster.collectives().at(0);
+  const double works = std::min(coll, rec.choice.predicted_s + rec.choice.sync_s);
+  ASSERT_GT(works, 0);
+  EXPECT_NEAR(slowdown, 0.2 * works, 1e-9);
+  EXPECT_NEAR(slowdown_start, first_end, 1e-12);
+  EXPECT_NEAR(second_start, first_end + slowdown, 1e-12);
+  EXPECT_NEAR(third_end, 30e-3 + slowdown, 1e-9);
+}
+
 TEST(Overlap, MemoryBoundComputeSharesDramWithNcclsCopies) {
   ComputeLoad load;
   load.gpu_s = 10e-3;
@@ -146,6 +191,8 @@ TEST(ComputeRun, EndsWhereTheOpsOneByOneEnd) {
       one_by_one_end = std::max(one_by_one_end, e.end_s);
       sum += e.duration_s();
     }
+  }
+  for (const TraceEvent& e : cluster.trace().events) {
     if (e.rank == 1 && e.stream == Stream::kCompute) {
       ++merged;
       EXPECT_EQ(e.name, "fwd:micro-step 1 of 2 (no_sync)");
