@@ -63,6 +63,14 @@ struct SimCluster::Impl::Instance {
     links.route = [impl](int from, int to) -> const std::vector<sg4::Link*>& {
       return impl->nccl_route(from, to).links;
     };
+    links.direct_send = [impl, it, name = op.name](int from, int to, double bytes, double wire) {
+      return impl->send(it, name, from, to, bytes, wire);
+    };
+    links.direct_latency = [impl](int from, int to) { return impl->gpu_route(from, to).latency_s; };
+    links.direct_bandwidth = [impl](int from, int to) { return impl->gpu_route(from, to).bottleneck_Bps; };
+    links.direct_route = [impl](int from, int to) -> const std::vector<sg4::Link*>& {
+      return impl->gpu_route(from, to).links;
+    };
     links.record = [impl, it, name = op.name](int from, int to, double bytes, double wire) {
       (void)impl->record(it, name, from, to, bytes, wire);
     };

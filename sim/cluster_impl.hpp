@@ -317,6 +317,10 @@ struct SimCluster::Impl {
   }
   // nccl_route: the route of NCCL's flows between two ranks' GPUs.
   const PairRoute& nccl_route(int from, int to) { return pair_route(nccl_host(from), nccl_host(to)); }
+  // gpu_route: the topology's route between two ranks' GPUs (peer copies; NVLS's multicast).
+  const PairRoute& gpu_route(int from, int to) {
+    return pair_route(platform.gpus[static_cast<std::size_t>(from)], platform.gpus[static_cast<std::size_t>(to)]);
+  }
 
   // Guard an actor's body: the first exception is kept and every other actor is killed, so the
   // simulation ends and run() rethrows it.

@@ -112,6 +112,15 @@ struct CollectiveLinks {
   // solved calls); record counts a closed-form hop's payload and wire bytes as put does a flow's.
   std::function<const std::vector<simgrid::s4u::Link*>&(int from, int to)> route;
   std::function<void(int from, int to, double bytes, double wire)> record;
+  // direct_*: the same between the two GPUs themselves, along the topology's route (NVLink through
+  // the NVSwitch), whatever transport NCCL's P2P, SHM and NET rules pick for the pair: the path
+  // of NVLS's multicast memory, which NCCL_P2P_DISABLE does not divert through the CPU (paths.cc
+  // reroutes GPU-to-GPU paths only; the NVLS graph follows the GPUs' paths to the NVSwitch).
+  // direct_send starts such a flow (a host-to-host communication, counted as `record` counts).
+  std::function<simgrid::s4u::CommPtr(int from, int to, double bytes, double wire)> direct_send;
+  std::function<double(int from, int to)> direct_latency;
+  std::function<double(int from, int to)> direct_bandwidth;
+  std::function<const std::vector<simgrid::s4u::Link*>&(int from, int to)> direct_route;
   // record_totals counts a solved call's bytes (per member and per link direction, as record
   // would flow by flow), when it is solved and again when a later call alike takes its result.
   std::function<void(const SolvedCalls::Result&)> record_totals;

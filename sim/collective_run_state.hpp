@@ -134,7 +134,15 @@ struct CollectiveRun::State {
     bool local = false;   // a tree hop inside a machine: a candidate for closed form (plan), then
                           // timed in closed form (local_hops)
     double duration = 0;  // closed form: from start to its end
+    bool direct = false;  // along the GPUs' own route (CollectiveLinks::direct_*): NVLS's multicast
   };
+  // route_of, latency_of: the links and latency of member r's flow f.
+  const std::vector<simgrid::s4u::Link*>& route_of(int r, const Flow& f) const {
+    return f.direct ? links_.direct_route(r, f.to) : links_.route(r, f.to);
+  }
+  double latency_of(int r, const Flow& f) const {
+    return f.direct ? links_.direct_latency(r, f.to) : links_.latency(r, f.to);
+  }
   // phase: member me's flows of one phase, each started at its time (ring: all together) once
   // its receiver has joined; me receives its incoming flows and then waits for every member's.
   void phase(int me, std::vector<Flow> flows);

@@ -51,7 +51,8 @@ void CollectiveRun::State::phase(int me, std::vector<Flow> flows) {
       continue;
     }
     sleep_for(t0 + f.start - sg4::Engine::get_clock());
-    comms.push_back(links_.put(me, f.to, f.payload, f.wire));
+    comms.push_back(f.direct ? links_.direct_send(me, f.to, f.payload, f.wire)
+                             : links_.put(me, f.to, f.payload, f.wire));
   }
   for (auto& cm : comms) cm->wait();
   sleep_for(t0 + hops_end - sg4::Engine::get_clock());
@@ -80,7 +81,7 @@ void CollectiveRun::State::aggregate(int me) {
     local_hops();
     for (const auto& flows : plans_)
       for (const Flow& f : flows)
-        if (!f.local) ++incoming_[static_cast<std::size_t>(f.to)];
+        if (!f.local && !f.direct) ++incoming_[static_cast<std::size_t>(f.to)];
   }
   phase(me, std::move(plans_[static_cast<std::size_t>(me)]));
 }
@@ -112,7 +113,7 @@ double CollectiveRun::State::solve_call() {
   for (int r = 0; r < k; ++r) {
     const double t0 = joined_at_[static_cast<std::size_t>(r)];
     for (const Flow& f : plans_[static_cast<std::size_t>(r)]) {
-      const auto& route = links_.route(r, f.to);
+      const auto& route = route_of(r, f);
       result.out[static_cast<std::size_t>(r)] += f.payload;
       result.in[static_cast<std::size_t>(f.to)] += f.payload;
       for (const sg4::Link* l : route) wire_on[l] += whole_wire(f.wire);
@@ -121,7 +122,7 @@ double CollectiveRun::State::solve_call() {
         continue;
       }
       FluidFlow x;
-      const double latency = links_.latency(r, f.to);
+      const double latency = latency_of(r, f);
       x.start = std::max(t0 + f.start, joined_at_[static_cast<std::size_t>(f.to)]) + latency;
       x.bytes = whole_wire(f.wire);
       x.weight = latency > 0 ? 1 / latency : 1.0;  // SimGrid's sharing penalty: the latency, else 1
@@ -150,14 +151,14 @@ void CollectiveRun::State::local_hops() {
   for (int r = 0; r < k; ++r)
     for (const Flow& f : plans_[static_cast<std::size_t>(r)])
       if (!f.local) {
-        const auto& route = links_.route(r, f.to);
+        const auto& route = route_of(r, f);
         flowing.insert(route.begin(), route.end());
       }
   for (bool changed = true; changed;) {
     changed = false;
     for (int r = 0; r < k; ++r) {
       for (Flow& f : plans_[static_cast<std::size_t>(r)]) {
-        const auto& route = links_.route(r, f.to);
+        const auto& route = route_of(r, f);
         if (!f.local || std::none_of(route.begin(), route.end(), [&](Link l) { return flowing.count(l) > 0; }))
           continue;
         f.local = false;
@@ -170,16 +171,16 @@ void CollectiveRun::State::local_hops() {
   for (int r = 0; r < k; ++r)
     for (const Flow& f : plans_[static_cast<std::size_t>(r)])
       if (f.local)
-        for (Link l : links_.route(r, f.to)) sharing[l] += 1;
+        for (Link l : route_of(r, f)) sharing[l] += 1;
   for (int r = 0; r < k; ++r) {
     for (Flow& f : plans_[static_cast<std::size_t>(r)]) {
       if (!f.local) continue;
       double rate = std::numeric_limits<double>::infinity();
-      for (Link l : links_.route(r, f.to)) {
+      for (Link l : route_of(r, f)) {
         const bool shared = l->get_sharing_policy() != sg4::Link::SharingPolicy::FATPIPE;
         rate = std::min(rate, l->get_bandwidth() / (shared ? sharing[l] : 1.0));
       }
-      f.duration = links_.latency(r, f.to) + whole_wire(f.wire) / rate;
+      f.duration = latency_of(r, f) + whole_wire(f.wire) / rate;
     }
   }
 }
@@ -190,8 +191,12 @@ auto CollectiveRun::State::plan(int me) -> std::vector<Flow> {
   if (nvls()) {
     if (nvls_nodes_.nodes.empty()) nvls_nodes_ = nvls_nodes(*links_.channels, *links_.topo);
     std::vector<Flow> flows;
-    for (const NvlsFlow& f : nvls_flows(me, S, nvls_nodes_, *links_.channels->nvls, choice, links_.bandwidth))
-      flows.push_back({f.to, f.payload, f.wire});
+    for (const NvlsFlow& f :
+         nvls_flows(me, S, nvls_nodes_, *links_.channels->nvls, choice, links_.bandwidth, links_.direct_bandwidth)) {
+      Flow x{f.to, f.payload, f.wire};
+      x.direct = f.direct;
+      flows.push_back(x);
+    }
     return flows;
   }
   switch (coll) {

@@ -25,7 +25,8 @@ NvlsNodes nvls_nodes(const Channels& ch, const Topology& topo) {
 }
 
 std::vector<NvlsFlow> nvls_flows(int me, double bytes, const NvlsNodes& nn, const NvlsGraph& g,
-                                 const CollectiveChoice& choice, const std::function<double(int, int)>& bandwidth) {
+                                 const CollectiveChoice& choice, const std::function<double(int, int)>& bandwidth,
+                                 const std::function<double(int, int)>& direct_bandwidth) {
   const std::vector<std::vector<int>>& nodes = nn.nodes;
   const int node = nn.node_of[static_cast<std::size_t>(me)];
   const int local = nn.local_of[static_cast<std::size_t>(me)];
@@ -38,7 +39,7 @@ std::vector<NvlsFlow> nvls_flows(int me, double bytes, const NvlsNodes& nn, cons
   const double intra_rate = choice.algorithm == Algorithm::kNvls
                                 ? choice.alg_bw_Bps
                                 : static_cast<double>(g.channels) * g.bw_intra_Bps * 5.0 / 6.0;
-  out.push_back({peer, bytes, bytes * bandwidth(me, peer) / intra_rate});
+  out.push_back({peer, bytes, bytes * direct_bandwidth(me, peer) / intra_rate, true});
   if (choice.algorithm == Algorithm::kNvlsTree && nodes.size() > 1) {
     // Between nodes: this GPU's share to the same GPU of the next node, at NCCL's inter rate
     // (bwInter, half of it beyond two nodes, x 5/6) for its share of the channels.

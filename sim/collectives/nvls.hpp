@@ -23,6 +23,7 @@ struct NvlsFlow {
   int to = 0;
   double payload = 0;
   double wire = 0;
+  bool direct = false;  // into the NVSwitch and back: the GPUs' own NVLink, not NCCL's P2P transport
 };
 
 // NvlsNodes: a group's members by node (hosts in order, each node's members in rank order) and
@@ -36,9 +37,12 @@ struct NvlsNodes {
 NvlsNodes nvls_nodes(const Channels& channels, const Topology& topo);
 
 // nvls_flows: member `me`'s flows of one NVLS or NVLSTree allreduce of `bytes` (members are
-// channels.ranks, ranks 0..k-1, grouped by `nodes`). `bandwidth(from, to)` is the route's payload
-// bandwidth per direction (its bottleneck over the transport's wire factor).
+// channels.ranks, ranks 0..k-1, grouped by `nodes`). `bandwidth(from, to)` is NCCL's route's
+// payload bandwidth per direction (its bottleneck over the transport's wire factor), the route of
+// the flows between nodes; `direct_bandwidth` the GPUs' own route's, that of the flow through the
+// NVSwitch (direct).
 std::vector<NvlsFlow> nvls_flows(int me, double bytes, const NvlsNodes& nodes, const NvlsGraph& graph,
-                                 const CollectiveChoice& choice, const std::function<double(int, int)>& bandwidth);
+                                 const CollectiveChoice& choice, const std::function<double(int, int)>& bandwidth,
+                                 const std::function<double(int, int)>& direct_bandwidth);
 
 }  // namespace gradsync::sim

@@ -3,6 +3,9 @@
 // call (pipeline_sync_s) and its choice of algorithm. One SimGrid engine per process.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
 
 #include "sim/engine.hpp"
@@ -64,6 +67,57 @@ TEST(Nvls, UncontendedAllreduceTakesTheModelsTime) {
 // time is NCCL's model (latency, then S at 8 x 24 GB/s x 16/30) plus the P2P read handshakes of
 // its hops inside the nodes (16 launched channels: 1 GiB is 4 MiB per rank and channel, 2 loops
 // of 2 slices in each of 30 steps) plus the route latency of every step (the network hop's, which the ring waits for).
+// in_child: simulate's points' times and algorithms, from a child process (one engine per
+// process: the test's own run needs this one's).
+std::vector<std::pair<double, int>> in_child(const Topology& topo, int gpus, std::vector<double> sizes,
+                                             NcclSettings nccl = {}) {
+  int fds[2];
+  if (::pipe(fds) != 0) return {};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    for (const CollectivePoint& p : simulate(topo, gpus, Collective::kAllreduce, sizes, nccl)) {
+      const std::pair<double, int> x{p.time_s, static_cast<int>(p.choice.algorithm)};
+      if (::write(fds[1], &x, sizeof x) != static_cast<ssize_t>(sizeof x)) ::_exit(1);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::vector<std::pair<double, int>> out;
+  std::pair<double, int> x;
+  while (::read(fds[0], &x, sizeof x) == static_cast<ssize_t>(sizeof x)) out.push_back(x);
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? out : std::vector<std::pair<double, int>>{};
+}
+
+// NCCL_P2P_DISABLE=1 diverts a node's GPU-to-GPU paths through the CPU (paths.cc), so rings take
+// SHM; NVLS's multicast memory is reached over each GPU's NVLink to the NVSwitch, which it does
+// not divert: the allreduce is still NVLS and takes the same time, on one node and across two
+// (NVLSTree, whose flows between nodes take the NICs either way).
+void expect_p2p_off_keeps_nvls(const char* topology, int gpus, Algorithm algorithm) {
+  const Topology topo = load_topology(topology);
+  const std::vector<double> sizes{64 * kMiB, kGiB};
+  const std::vector<std::pair<double, int>> base = in_child(topo, gpus, sizes);
+  ASSERT_EQ(base.size(), sizes.size());
+  NcclSettings off;
+  off.transport.p2p_disable = true;
+  const std::vector<CollectivePoint> p2p_off = simulate(topo, gpus, Collective::kAllreduce, sizes, off);
+  ASSERT_EQ(p2p_off.size(), sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    EXPECT_EQ(base[i].second, static_cast<int>(algorithm)) << sizes[i];
+    EXPECT_EQ(p2p_off[i].choice.algorithm, algorithm) << sizes[i];
+    EXPECT_NEAR(p2p_off[i].time_s, base[i].first, 1e-9 * base[i].first) << sizes[i];
+  }
+}
+
+TEST(Nvls, P2pDisabledKeepsTheNvswitchPathOnOneNode) { expect_p2p_off_keeps_nvls("dgx-h100", 8, Algorithm::kNvls); }
+
+TEST(Nvls, P2pDisabledKeepsTheNvswitchPathAcrossTwoNodes) {
+  expect_p2p_off_keeps_nvls("16x-dgx-h100-ndr", 16, Algorithm::kNvlsTree);
+}
+
 TEST(TwoNodes, RingReachesNicsTimesTheirPathsRate) {
   const Topology topo = load_topology("2x-dgx-a100-hdr");
   NcclSettings ring;
