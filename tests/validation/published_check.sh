@@ -99,8 +99,8 @@ check_ddp() {
     status=1
   fi
 }
-check_ddp time train 7 23
-check_ddp time holdout 21 13
+check_ddp time train 6 47
+check_ddp time holdout 12 24
 check_ddp change train 1.6 8
 check_ddp change holdout 3.5 8
 exit $status
