@@ -85,11 +85,17 @@ void CollectiveRun::State::ring_steps(int me, int steps, double chunk) {
   const double lat = ring_step_latency(steps);
   std::vector<sg4::CommPtr> comms(C());
   std::vector<int> to(C());
-  for (std::size_t c = 0; c < C(); ++c) to[c] = next(c, me);
+  double route = 0;  // the slowest channel's route latency: its first byte's, before the cap counts
+  for (std::size_t c = 0; c < C(); ++c) {
+    to[c] = next(c, me);
+    route = std::max(route, links_.latency(me, to[c]));
+  }
   for (int s = 0; s < steps; ++s) {
     sleep_for(lat);
+    const double t0 = sg4::Engine::get_clock();
     for (std::size_t c = 0; c < C(); ++c) comms[c] = send(me, to[c], chunk, wire);
     for (auto& cm : comms) cm->wait();
+    sleep_for(capped_end(t0 + route, whole_wire(wire), channel_rate()) - sg4::Engine::get_clock());
     for (std::size_t c = 0; c < C(); ++c) recv[static_cast<std::size_t>(to[c])].add(1);
     recv[static_cast<std::size_t>(me)].wait_at_least(static_cast<long>(C()) * (s + 1));
   }

@@ -64,6 +64,12 @@ struct CollectiveRun::State {
       for (int m = 1; m < k && links_.fluid && !solved_; ++m) solved_ = !same_machine(0, m);
       if (solved_) joined_at_.assign(static_cast<std::size_t>(k), 0.0);
     }
+    // The fastest a channel may go in NCCL's own search (search.cc: the first of the speed array
+    // for the GPUs' generation, intra-node or across nodes; topologies/nccl_graphs.cpp).
+    if (links_.channels && links_.channels->sm_version > 0) {
+      const std::vector<double> speeds = nccl_speeds(links_.channels->nodes() > 1, links_.channels->sm_version);
+      if (!speeds.empty()) channel_cap_ = speeds.front();
+    }
   }
 
   // find_repeats: the channels aggregate fidelity runs (reps_), one of each set of channels with
@@ -75,6 +81,24 @@ struct CollectiveRun::State {
   std::vector<std::vector<std::pair<int, int>>> where_;  // tree: per channel, per rank: (node, place in chain)
 
   sg4::CommPtr send(int from, int to, double bytes, double wire) { return links_.send(from, to, bytes, wire); }
+  static constexpr double kUncapped = std::numeric_limits<double>::infinity();
+  // channel_rate: the wire rate one ring channel's flow may reach, however fast its links: one
+  // block moves a channel's data, and NCCL's search never plans a channel faster than its speed
+  // array's first entry (40 GB/s before Hopper, 60 on Hopper, 90 on Blackwell inside a node; 48,
+  // 48, 96 across nodes), in wire bytes (a protocol's flags ride at that speed too). The channel
+  // speed NCCL's graph settles on (Channels::channel_bw_Bps) is a plan, not a ceiling: two GeForce
+  // GPUs broadcast through host memory at 11 GB/s where NCCL plans one channel of 5, and 8 H100s
+  // ring-allreduce at 368 GB/s over 12 channels planned at 30. A flow that carries `channels`
+  // channels may reach as many times that. SimGrid 3.32
+  // drops a host-to-host comm's rate and a mailbox comm's whose receive came first, so the
+  // engine keeps the cap itself, alike at every fidelity: a flow ends no sooner than its first
+  // byte's arrival (the route latency) and then its wire bytes at this rate (capped_end).
+  double channel_rate(double channels = 1) const { return channel_cap_ * channels; }
+  double channel_cap_ = kUncapped;
+  // capped_end: when a flow of `wire` bytes started at `start` may end at `rate` at most.
+  static double capped_end(double start, double wire, double rate) {
+    return std::isfinite(rate) && rate > 0 ? start + wire / rate : start;
+  }
 
   std::size_t C() const { return links_.channels->rings.size(); }
   const RingChannel& ring(std::size_t c) const { return links_.channels->rings[c]; }
@@ -135,6 +159,7 @@ struct CollectiveRun::State {
                           // timed in closed form (local_hops)
     double duration = 0;  // closed form: from start to its end
     bool direct = false;  // along the GPUs' own route (CollectiveLinks::direct_*): NVLS's multicast
+    double cap = kUncapped;  // wire bytes/s at most (channel_rate of the channels it carries)
   };
   // route_of, latency_of: the links and latency of member r's flow f.
   const std::vector<simgrid::s4u::Link*>& route_of(int r, const Flow& f) const {

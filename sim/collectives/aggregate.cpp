@@ -53,6 +53,7 @@ void CollectiveRun::State::phase(int me, std::vector<Flow> flows) {
     sleep_for(t0 + f.start - sg4::Engine::get_clock());
     comms.push_back(f.direct ? links_.direct_send(me, f.to, f.payload, f.wire)
                              : links_.put(me, f.to, f.payload, f.wire));
+    hops_end = std::max(hops_end, capped_end(f.start + latency_of(me, f), whole_wire(f.wire), f.cap));
   }
   for (auto& cm : comms) cm->wait();
   sleep_for(t0 + hops_end - sg4::Engine::get_clock());
@@ -126,6 +127,7 @@ double CollectiveRun::State::solve_call() {
       x.start = std::max(t0 + f.start, joined_at_[static_cast<std::size_t>(f.to)]) + latency;
       x.bytes = whole_wire(f.wire);
       x.weight = latency > 0 ? 1 / latency : 1.0;  // SimGrid's sharing penalty: the latency, else 1
+      end = std::max(end, capped_end(t0 + f.start + latency, whole_wire(f.wire), f.cap));
       for (const sg4::Link* l : route) {
         const auto [it, fresh] = index.try_emplace(l, static_cast<int>(fluid_links.size()));
         if (fresh) {
@@ -219,7 +221,11 @@ auto CollectiveRun::State::aggregate_ring(int me, int steps, double chunk) -> st
   double route = 0;
   std::vector<Flow> flows;
   for (std::size_t c = 0; c < C(); ++c) route = std::max(route, links_.latency(me, next(c, me)));
-  for (std::size_t c : reps_) flows.push_back({next(c, me), mult_ * steps * chunk, mult_ * steps * whole(chunk)});
+  for (std::size_t c : reps_) {
+    Flow f{next(c, me), mult_ * steps * chunk, mult_ * steps * whole(chunk)};
+    f.cap = channel_rate(mult_);
+    flows.push_back(f);
+  }
   for (Flow& f : flows) f.start = steps * lat + (steps - 1) * route;
   return flows;
 }
@@ -234,8 +240,10 @@ auto CollectiveRun::State::aggregate_chain(int me) -> std::vector<Flow> {
     const int to = next(c, me);
     if (!(bcast ? to != root : me != root)) continue;
     const double route = links_.latency(me, to);
-    flows.push_back({to, mult_ * per_channel, mult_ * chunk_wire(per_channel),
-                     offset_[c][static_cast<std::size_t>(me)] + pipeline_pause(J, out_latency(c, me), route)});
+    Flow f{to, mult_ * per_channel, mult_ * chunk_wire(per_channel),
+           offset_[c][static_cast<std::size_t>(me)] + pipeline_pause(J, out_latency(c, me), route)};
+    f.cap = channel_rate(mult_);
+    flows.push_back(f);
   }
   return flows;
 }

@@ -21,7 +21,10 @@ void CollectiveRun::State::chain(int me) {
       if (receives) arrivals(c, me).wait_at_least(j + 1);
       if (!sends) continue;
       sleep_for(lat);
+      const double t0 = sg4::Engine::get_clock();
       send(me, to, chunk, chunk * wf)->wait();
+      sleep_for(capped_end(t0 + links_.latency(me, to), whole_wire(chunk * wf), channel_rate()) -
+                sg4::Engine::get_clock());
       arrivals(c, to).add(1);
     }
   });

@@ -11,6 +11,7 @@
 #include "sim/engine.hpp"
 #include "sim/nccl_model.hpp"
 #include "sim/simulate.hpp"
+#include "topologies/channels.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/routes.hpp"
 
@@ -116,6 +117,31 @@ TEST(Nvls, P2pDisabledKeepsTheNvswitchPathOnOneNode) { expect_p2p_off_keeps_nvls
 
 TEST(Nvls, P2pDisabledKeepsTheNvswitchPathAcrossTwoNodes) {
   expect_p2p_off_keeps_nvls("16x-dgx-h100-ndr", 16, Algorithm::kNvlsTree);
+}
+
+// NCCL_MAX_NCHANNELS: one block moves a channel's data, however many NVLinks the NVSwitch spreads
+// it over, and NCCL's search never plans a channel above 40 GB/s on an A100 (search.cc
+// speedArrayIntra[0]): one channel of 8 A100s reaches at most 40 GB/s busbw and four at most 160,
+// not the links' 240; P2P read handshakes and latencies take up to a tenth of it at 1 GiB.
+TEST(Channels, EachMovesAtMostItsSpeedNotTheLinks) {
+  const Topology topo = load_topology("dgx-a100");
+  NcclSettings one;
+  one.request = CollectiveRequest::only(Algorithm::kRing, Protocol::kSimple);
+  one.max_channels = 1;
+  NcclSettings four = one;
+  four.max_channels = 4;
+  const std::vector<std::pair<double, int>> single = in_child(topo, 8, {kGiB}, one);
+  const std::vector<CollectivePoint> quad = simulate(topo, 8, Collective::kAllreduce, {kGiB}, four);
+  ASSERT_EQ(single.size(), 1u);
+  ASSERT_EQ(quad.size(), 1u);
+  const double cap = nccl_speeds(false, 80).front();
+  ASSERT_DOUBLE_EQ(cap, 40e9);
+  const double bus = 2.0 * 7 / 8 * kGiB;  // nccl-tests' busbw bytes of an allreduce on 8 ranks
+  const double single_bw = bus / single[0].first;
+  EXPECT_LE(single_bw, cap);
+  EXPECT_GE(single_bw, 0.9 * cap);
+  EXPECT_LE(quad[0].busbw_GBps * 1e9, 4 * cap);
+  EXPECT_GE(quad[0].busbw_GBps * 1e9, 0.9 * 4 * cap);
 }
 
 TEST(TwoNodes, RingReachesNicsTimesTheirPathsRate) {
