@@ -90,6 +90,18 @@ ResolvedScenario resolve(const Scenario& requested) {
   if (!r.gpu)
     throw ConfigError(
         fmt::format("topology {}: GPU {} has no known model", s.topology, r.topo.vertex(r.topo.gpu(0)).name));
+  for (int g = 1; g < r.gpus; ++g) {
+    // One cost model per run: the step's compute is priced for one GPU model. A synchronous DDP
+    // or DP step runs at its slowest rank, which gradsync does not pick for the user.
+    const GpuSpec* other = r.topo.vertex(r.topo.gpu(g)).gpu;
+    if (other && other->name != r.gpu->name) {
+      throw ConfigError(fmt::format(
+          "topology {}: GPU {} is a {} and GPU {} a {}; gradsync simulates a run on one GPU model (its compute is "
+          "priced for one), so give a topology whose GPUs used are alike, or --gpus {} to use the first {} only",
+          s.topology, r.topo.vertex(r.topo.gpu(0)).name, r.gpu->name, r.topo.vertex(r.topo.gpu(g)).name,
+          other->name, g, g));
+    }
+  }
   for (int g = 0; g < r.gpus; ++g) r.hosts.insert(r.topo.host_of(g));
   const ScenarioBasics basics = resolve_basics(s, r.model, *r.gpu);
   ScenarioFacts facts = scenario_facts(basics, r.model, r.gpus);

@@ -156,6 +156,26 @@ TEST(Cli, FewIterationsWithoutWarmupLeaveOneSteadyIteration) {
                2, "warmup \"2\": expected 0..1 (fewer than iterations 2, so that a steady iteration is left)\n");
 }
 
+// A topology whose GPUs used are of two models: one run is priced for one GPU model, so it is
+// refused (naming both), not costed as if every GPU were GPU 0's; its first GPU alone runs.
+TEST(Cli, AMixedGpuTopologyIsRefusedNotCostedAsGpuZero) {
+  const std::string dir = ::testing::TempDir();
+  const std::string topo = dir + "/gradsync-cli-mixed.dot";
+  std::ofstream(topo) << "graph t { cpu0 [kind=\"cpu\", host=\"n0\"]; sw [kind=\"pcie_switch\", host=\"n0\"];\n"
+                         "  g0 [kind=\"gpu\", model=\"a100\", host=\"n0\"]; g1 [kind=\"gpu\", model=\"v100\", host=\"n0\"];\n"
+                         "  sw -- cpu0 [type=\"pcie\", bw=\"31.5GBps\", latency=\"150ns\"];\n"
+                         "  g0 -- sw [type=\"pcie\", bw=\"31.5GBps\", latency=\"150ns\"];\n"
+                         "  g1 -- sw [type=\"pcie\", bw=\"31.5GBps\", latency=\"150ns\"]; }\n";
+  const std::vector<std::string> base{"compare", "--topology", topo, "--model", "resnet18", "--iterations", "2",
+                                      "--warmup", "1", "--advice-budget", "0", "--out", dir + "/gradsync-cli-mixed-out"};
+  expect_error(base, 2,
+               "topology " + topo + ": GPU g0 is a NVIDIA A100 SXM4 80GB and GPU g1 a NVIDIA Tesla V100 SXM2 32GB; "
+               "gradsync simulates a run on one GPU model");
+  std::vector<std::string> one = base;
+  one.insert(one.end(), {"--gpus", "1"});
+  EXPECT_EQ(run_printed(one).code, 0);
+}
+
 // A malformed model or topology file named by a flag is a bad input file (exit 1), as README's exit
 // table says, not a bad flag (2); a zoo name that does not exist is a bad flag.
 TEST(Cli, AMalformedFileNamedByAFlagIsABadInputFile) {
