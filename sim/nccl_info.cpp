@@ -22,6 +22,7 @@ NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl) {
   i.nodes = ch.nodes();
   i.channels = static_cast<int>(ch.rings.size());
   i.channel_bw_Bps = ch.channel_bw_Bps;
+  i.fallback = ch.fallback;
   if (i.nodes > 1) {
     i.tree_bw_intra_Bps = ch.tree_bw_intra_Bps;
     i.tree_bw_inter_Bps = ch.tree_bw_inter_Bps;
@@ -44,6 +45,7 @@ NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl) {
 
 std::vector<std::string> nccl_info_lines(const NcclInfo& i) {
   std::vector<std::string> out;
+  if (i.fallback) out.push_back("NCCL INFO Could not find a path for pattern 4, falling back to simple order");
   std::string graphs =
       fmt::format("NCCL INFO {} coll channels: ring {} x {:.1f} GB/s", i.channels, i.channels, i.channel_bw_Bps / 1e9);
   if (i.nodes > 1) {

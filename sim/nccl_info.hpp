@@ -28,6 +28,7 @@ struct NcclInfo {
   int nodes = 0;
   int channels = 0;                                     // ring channels (after NCCL_MIN/MAX_NCHANNELS)
   double channel_bw_Bps = 0;                            // each ring channel's speed
+  bool fallback = false;                                // no ring fit: NCCL's one channel at 0.1 GB/s
   double tree_bw_intra_Bps = 0, tree_bw_inter_Bps = 0;  // across nodes only
   int nvls_channels = 0;                                // 0: no NVLS graph
   double nvls_bw_intra_Bps = 0, nvls_bw_inter_Bps = 0;

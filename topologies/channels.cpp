@@ -21,6 +21,8 @@ namespace {
 // speed (NCCL bounds its search by a step budget too).
 constexpr long kSearchBudget = 20000;
 constexpr double kRelEps = 1e-9;
+// kFallbackBw: the channel speed of NCCL's fallback ring (search.cc: bwIntra = bwInter = 0.1).
+constexpr double kFallbackBw = 0.1e9;
 // kExhaustiveMaxGpus / kMaxRings: the node size and ring count up to which ring sets are chosen
 // from all rings rather than greedily.
 constexpr std::size_t kExhaustiveMaxGpus = 8;
@@ -463,8 +465,21 @@ Channels build_channels(const Topology& topo, const Routes& routes, const std::v
     }
   }
   if (out.rings.empty()) {
-    throw ConfigError(fmt::format("{}: no ring through GPUs {} fits the links", topo.origin(),
-                                  fmt::format("{}", fmt::join(out.ranks, ","))));
+    // NCCL's ncclTopoCompute (search.cc): no ring at any speed, so one channel "in simple order"
+    // at bwIntra = bwInter = 0.1 GB/s over paths of any type (PATH_SYS). The search at that speed
+    // finds the ring (its order follows the links, its NICs are pinned as any ring's).
+    std::vector<RingChannel> rings = search.channels(PathClass::kSYS, kFallbackBw);
+    if (!rings.empty()) {
+      rings.resize(1);
+      out.rings = std::move(rings);
+      out.channel_bw_Bps = kFallbackBw;
+      out.fallback = true;
+    }
+  }
+  if (out.rings.empty()) {
+    throw ConfigError(fmt::format("{}: no ring through GPUs {} fits the links, not even at the {} GB/s NCCL falls "
+                                  "back to: a link on their paths carries less",
+                                  topo.origin(), fmt::format("{}", fmt::join(out.ranks, ",")), kFallbackBw / 1e9));
   }
   // NCCL's ncclTopoDupChannels (src/graph/search.cc): fast channels are doubled at half the speed
   // (more CTAs in flight, the same bandwidth), except below 25 GB/s and, past Ampere, below

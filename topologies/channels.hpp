@@ -79,6 +79,10 @@ struct Channels {
   int sm_version = 0;     // the slowest GPU's compute capability x 10 (NCCL's minCompCap)
   bool amd = false;       // AMD CPUs (NCCL's network overhead: 2 us instead of 1)
   bool p2p_read = false;  // a hop inside a node in P2P read mode (A100 pairs over NVLink)
+  // fallback: no ring fit the links at any of NCCL's speeds, so, as NCCL does ("Could not find a
+  // path for pattern 4, falling back to simple order", search.cc), one channel planned at
+  // 0.1 GB/s on paths of any class; its flows still move at the links' rates.
+  bool fallback = false;
 
   double total_bw_Bps() const { return channel_bw_Bps * static_cast<double>(rings.size()); }
   int nodes() const { return std::max<int>(1, static_cast<int>(hosts.size())); }

@@ -162,6 +162,39 @@ TEST(Channels, HostsWithoutNicsCannotFormAMultiNodeRing) {
   }
 }
 
+// A link slower than every speed NCCL's search tries (3 GB/s of PCIe carries 2.3 of payload,
+// below the 3 GB/s at the end of speedArrayIntra): NCCL falls back to one channel in simple
+// order at 0.1 GB/s (search.cc) rather than failing, and so does gradsync; a link slower still
+// than that fallback is an error that says so.
+TEST(Channels, NoRingAtAnySpeedFallsBackToNcclsSimpleOrder) {
+  const auto dot = [](const std::string& bw) {
+    return "graph g { cpu0 [kind=\"cpu\", host=\"n0\"]; sw [kind=\"pcie_switch\", host=\"n0\"];\n"
+           "  a [kind=\"gpu\", model=\"a100\", host=\"n0\"]; b [kind=\"gpu\", model=\"a100\", host=\"n0\"];\n"
+           "  sw -- cpu0 [type=\"pcie\", bw=\"31.5GBps\", latency=\"150ns\"];\n"
+           "  a -- sw [type=\"pcie\", bw=\"" + bw + "\", latency=\"150ns\"];\n"
+           "  b -- sw [type=\"pcie\", bw=\"31.5GBps\", latency=\"150ns\"]; }\n";
+  };
+  const Topology slow = read_topology_dot(dot("3GBps"), "slow.dot");
+  const Routes routes(slow);
+  const Channels ch = build_channels(slow, routes, first_ranks(2));
+  EXPECT_TRUE(ch.fallback);
+  ASSERT_EQ(ch.rings.size(), 1u);
+  EXPECT_DOUBLE_EQ(ch.channel_bw_Bps, 0.1e9);
+  const Topology fine = read_topology_dot(dot("31.5GBps"), "fine.dot");
+  const Routes fine_routes(fine);
+  EXPECT_FALSE(build_channels(fine, fine_routes, first_ranks(2)).fallback);
+  const Topology slower = read_topology_dot(dot("50MBps"), "slower.dot");
+  const Routes slower_routes(slower);
+  try {
+    build_channels(slower, slower_routes, first_ranks(2));
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "slower.dot: no ring through GPUs 0,1 fits the links, not even at the 0.1 GB/s NCCL falls back to: a "
+                 "link on their paths carries less");
+  }
+}
+
 TEST(Channels, SixteenDgxH100UseEveryNic) {
   const Topology t = load_topology("16x-dgx-h100-ndr");
   Routes routes(t);
