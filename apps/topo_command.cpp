@@ -74,6 +74,7 @@ std::map<LinkType, LinkTypeSummary> links_by_type(const Topology& t) {
 
 void validate(const std::string& file, std::ostream& out) {
   const Topology t = load_topology(file);
+  check_host_memory(t);
   Routes routes(t);
   const Channels ch = build_channels(t, routes, first_ranks(t.gpu_count()));
   out << fmt::format("{}: OK: {}, {} nodes, {} links; {} ring channel{} of {} GB/s\n", file, gpu_summary(t),

@@ -118,6 +118,7 @@ class TopologyZone final : public sgr::NetZoneImpl {
 Platform build_platform(const Topology& topo, const Routes& routes, const Transports* transports) {
   if (!sg4::Engine::has_instance()) throw RuntimeError("sim: build_platform needs the engine (create_engine) first");
   auto* zone = new TopologyZone(topo, routes, transports);  // the root zone; the engine owns and deletes it
+  check_host_memory(topo);
   Platform p;
   for (VertexId g : topo.gpus()) {
     p.gpus.push_back(zone->create_host(topo.vertex(g).name, {kHostSpeed}));

@@ -2,7 +2,11 @@
 // then NET) under its defaults and knobs.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "core/error.hpp"
+#include "topologies/dot_parser.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/routes.hpp"
 #include "topologies/topology.hpp"
@@ -77,6 +81,44 @@ TEST(Transports, NetworkWithGpuDirectRdmaUnlessTooFarOrSockets) {
   EXPECT_EQ(host.name, "NET/IB");
   EXPECT_GT(host.route.hops.size(), gdr.route.hops.size());  // staged through host memory
   EXPECT_EQ(hop_of(t, 0, 8, {.ib_disable = true}).name, "NET/Socket");
+}
+
+// topologies/README.md's DOT example: it loads, its GPUs reach host memory, and the pair talks P2P
+// over the NVSwitch. Without its CPU, P2P still connects the pair (only two GPUs on an AMD host
+// would widen the P2P level, and there is no CPU to be AMD), and what is missing is said: no CPU
+// socket behind which host memory is.
+TEST(Transports, TheReadmeExampleTalksP2pAndAHostWithoutCpuIsNamed) {
+  std::ifstream in("topologies/README.md");
+  ASSERT_TRUE(in) << "run from the source directory";
+  std::string line, dot;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (line == "```dot") {
+      inside = true;
+      continue;
+    }
+    if (inside && line == "```") break;
+    if (inside) dot += line + "\n";
+  }
+  ASSERT_NE(dot.find("kind=\"cpu\""), std::string::npos);
+  const Topology t = read_topology_dot(dot, "README.dot");
+  EXPECT_NO_THROW(check_host_memory(t));
+  const Hop h = hop_of(t, 0, 1);
+  EXPECT_EQ(h.kind, TransportKind::kP2P);
+  EXPECT_EQ(h.route.path_class, PathClass::kNVL);
+
+  std::string no_cpu;
+  std::istringstream lines(dot);
+  while (std::getline(lines, line))
+    if (line.find("cpu0") == std::string::npos) no_cpu += line + "\n";
+  const Topology bare = read_topology_dot(no_cpu, "bare.dot");
+  EXPECT_EQ(hop_of(bare, 0, 1).kind, TransportKind::kP2P);
+  try {
+    check_host_memory(bare);
+    FAIL() << "expected an error";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("bare.dot: GPU gpu0 on host node0 reaches no CPU socket", 0), 0u) << e.what();
+  }
 }
 
 }  // namespace

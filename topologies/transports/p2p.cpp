@@ -15,7 +15,8 @@ class P2pTransport final : public Transport {
     // NCCL's default level is PXB ("by default don't use P2P across CPU host bridges"), SYS for
     // pairs of GPUs on AMD (paths.cc, NCCL >= 2.23).
     PathClass level = PathClass::kPXB;
-    if (ctx.gpus_in_machine(from) <= 2 && ctx.topo.vertex(ctx.cpu_of(ctx.topo.gpu(from))).amd())
+    const VertexId gpu = ctx.topo.gpu(from);
+    if (ctx.gpus_in_machine(from) <= 2 && ctx.has_cpu(gpu) && ctx.topo.vertex(ctx.cpu_of(gpu)).amd())
       level = PathClass::kSYS;
     if (ctx.options.p2p_level) level = *ctx.options.p2p_level;
     if (r.path_class > level) return std::nullopt;

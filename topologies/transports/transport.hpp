@@ -60,8 +60,10 @@ struct TransportContext {
   const TransportOptions& options;
   const MachineIndex& machines;
   int gpus_in_machine(int rank) const;
-  // cpu_of: the CPU socket whose root complex a GPU (or NIC) sits under: its host memory.
+  // cpu_of: the CPU socket whose root complex a GPU (or NIC) sits under: its host memory
+  // (ConfigError when its host has none); has_cpu: whether its host has one.
   VertexId cpu_of(VertexId v) const;
+  bool has_cpu(VertexId v) const { return machines.cpus.count(topo.vertex(v).host) > 0; }
   // via_cpu: a -> the CPU socket of a -> b, the path of data staged in a's host memory.
   Route via_cpu(VertexId a, VertexId b) const;
   // intel_overhead: 6/5 when a route is of class PHB through an Intel CPU (NCCL counts a GPU's

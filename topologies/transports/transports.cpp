@@ -79,10 +79,11 @@ Hop Transports::hop(int from, int to) const {
       if (std::optional<Hop> h = t->connect(ctx, from, to)) return *h;
     } catch (const ConfigError& e) {
       if (topo_.host_of(from) != topo_.host_of(to)) throw;
-      throw ConfigError(
-          fmt::format("GPU {} to GPU {} of one host: P2P does not connect them{} and SHM is off "
-                      "(NCCL_SHM_DISABLE=1), so NCCL would go through the network, but {}",
-                      from, to, options_.p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "", e.what()));
+      throw ConfigError(fmt::format(
+          "GPU {} to GPU {} of one host: P2P does not connect them{}, so NCCL would go {}, but {}", from, to,
+          options_.p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "",
+          options_.shm_disable ? "through the network (SHM is off: NCCL_SHM_DISABLE=1)" : "through host memory (SHM)",
+          e.what()));
     }
   }
   throw ConfigError(
