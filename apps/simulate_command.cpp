@@ -241,7 +241,13 @@ Collective parse_op(const std::string& op) {
 
 void run_collectives(CollectivesArgs a) {
   const Scenario knobs = scenario_of(a.knobs);
-  a.sweep.nccl = sim::nccl_settings(knobs);
+  try {
+    a.sweep.nccl = sim::nccl_settings(knobs);
+  } catch (const DataError&) {
+    throw;
+  } catch (const ConfigError& e) {
+    throw UsageError(e.what());  // knobs that contradict each other: the command line, as compare has it
+  }
   a.sweep.op = parse_op(a.op);
   a.sweep.min_bytes = parse_nccl_tests_size_flag("--min-bytes", a.min_bytes);
   a.sweep.max_bytes = parse_nccl_tests_size_flag("--max-bytes", a.max_bytes);

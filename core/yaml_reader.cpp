@@ -95,7 +95,14 @@ struct StructureCheck {
 YAML::Node YamlReader::load(std::string_view text) const {
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(text));
+    // Every document, so that a second one ("---" or "..." and more) is refused, not dropped.
+    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    if (docs.size() > 1) {
+      throw DataError(fmt::format("{}:{}: a second YAML document (after \"---\" or \"...\"); expected one: put "
+                                  "its keys in the first",
+                                  origin_, docs[1].Mark().line + 1));
+    }
+    if (!docs.empty()) root = docs.front();
   } catch (const YAML::ParserException& e) {
     throw DataError(fmt::format("{}:{}: syntax error: {}", origin_, e.mark.line + 1, e.msg));
   }

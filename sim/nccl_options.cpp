@@ -1,6 +1,10 @@
 // nccl_options.cpp: NCCL's knobs from the scenario to the simulator.
 #include "sim/nccl_options.hpp"
 
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
 namespace gradsync::sim {
 
 std::optional<PathClass> path_level(std::string_view level) {
@@ -39,6 +43,11 @@ NcclSettings nccl_settings(const Scenario& s) {
   n.transport.ib_disable = s.nccl_ib_disable;
   n.min_channels = s.nccl_min_nchannels;
   n.max_channels = s.nccl_max_nchannels;
+  if (n.min_channels > 0 && n.max_channels > 0 && n.min_channels > n.max_channels) {
+    throw ConfigError(fmt::format("NCCL_MIN_NCHANNELS {} is above NCCL_MAX_NCHANNELS {}; expected at most it (one "
+                                  "bounds the channels from below, the other from above)",
+                                  n.min_channels, n.max_channels));
+  }
   return n;
 }
 

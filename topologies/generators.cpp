@@ -323,7 +323,7 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
   const ClusterNode& type = cluster_node(o.node);
   const GpuSpec& g = spec_of(type.gpu, "--node");
   need(o.nodes >= 1 && o.nodes <= 4096, fmt::format("--nodes {}: expected 1 to 4096", o.nodes));
-  const int nics = o.nics_per_node == 0 ? type.nics : o.nics_per_node;
+  const int nics = o.nics_per_node < 0 ? type.nics : o.nics_per_node;
   need(nics >= 1 && nics <= type.nics,
        fmt::format("--nics-per-node {}: a {} has 1 to {} compute NICs", o.nics_per_node, type.key, type.nics));
   need(o.oversubscription >= 1 && o.oversubscription <= 64,
@@ -408,7 +408,7 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
   }
   const std::string kind = o.rail_optimized ? "rail-optimized" : "fat-tree";
   std::string cmd = fmt::format("gradsync topo generate {} --nodes {} --node {}", kind, o.nodes, o.node);
-  if (o.nics_per_node != 0) cmd += fmt::format(" --nics-per-node {}", o.nics_per_node);
+  if (o.nics_per_node >= 0) cmd += fmt::format(" --nics-per-node {}", o.nics_per_node);
   if (!o.nic_bw.empty()) cmd += fmt::format(" --nic-bw {}", o.nic_bw);
   if (o.oversubscription != 1) cmd += fmt::format(" --oversubscription {}", o.oversubscription);
   if (o.leaf_ports != 0) cmd += fmt::format(" --leaf-ports {}", o.leaf_ports);

@@ -55,7 +55,7 @@ struct PcieOptions {
 struct FatTreeOptions {
   int nodes = 2;
   std::string node = "dgx-a100";
-  int nics_per_node = 0;    // 0: all of the node type's NICs
+  int nics_per_node = -1;   // -1 (not given): all of the node type's NICs
   std::string nic_bw = {};  // empty: the node type's NIC speed (200Gbps HDR on dgx-a100, 400Gbps NDR on H100/B200)
   double oversubscription = 1;
   int leaf_ports = 0;   // 0: the node type's switch (HDR 40, NDR 64, EDR 36 ports)

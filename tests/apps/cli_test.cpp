@@ -176,6 +176,15 @@ TEST(Cli, AMixedGpuTopologyIsRefusedNotCostedAsGpuZero) {
   EXPECT_EQ(run_printed(one).code, 0);
 }
 
+// NCCL_MIN_NCHANNELS above NCCL_MAX_NCHANNELS contradict each other: refused, on every command.
+TEST(Cli, ChannelBoundsThatContradictAreRefused) {
+  const std::string msg = "NCCL_MIN_NCHANNELS 16 is above NCCL_MAX_NCHANNELS 4; expected at most it";
+  expect_error({"collectives", "--topology", "dgx-a100", "--nccl", "NCCL_MIN_NCHANNELS=16", "--nccl",
+                "NCCL_MAX_NCHANNELS=4", "-b", "1M", "-e", "1M"},
+               2, msg);
+  expect_error({"compare", "--nccl", "NCCL_MIN_NCHANNELS=16", "--nccl", "NCCL_MAX_NCHANNELS=4"}, 2, msg);
+}
+
 // A malformed model or topology file named by a flag is a bad input file (exit 1), as README's exit
 // table says, not a bad flag (2); a zoo name that does not exist is a bad flag.
 TEST(Cli, AMalformedFileNamedByAFlagIsABadInputFile) {

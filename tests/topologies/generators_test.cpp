@@ -143,6 +143,9 @@ TEST(Generators, BadOptions) {
             "--oversubscription 0.5: expected 1 (non-blocking) to 64");
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx1-v100", .nics_per_node = 8}); }),
             "--nics-per-node 8: a dgx1-v100 has 1 to 4 compute NICs");
+  // 0 is a value given, not "all of them": out of range like any other.
+  EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-a100", .nics_per_node = 0}); }),
+            "--nics-per-node 0: a dgx-a100 has 1 to 8 compute NICs");
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 16, .node = "dgx-h100", .leaf_ports = 8, .spine_ports = 4}); }),
             "fat-tree: 16 pods of 2 leaves need core switches with at least 16 ports; --spine-ports is 4");
 }
