@@ -44,22 +44,40 @@ std::string text_field(const json& e, const char* key) {
   return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-std::vector<Event> complete_events(const json& list) {
+// kMaxEventUs: the longest event a trace of training steps holds, in microseconds (a day): a
+// longer one (1e300) is a broken trace, not a step to import.
+constexpr double kMaxEventUs = 86400e6;
+
+std::vector<Event> complete_events(const json& list, const std::string& origin) {
   std::vector<Event> out;
+  std::size_t index = 0;
   for (const json& e : list) {
+    const std::size_t at = index++;
     if (!e.is_object() || text_field(e, "ph") != "X") continue;
     const auto name = e.find("name");
+    if (name == e.end() || !name->is_string()) continue;
     const auto ts = e.find("ts");
     const auto dur = e.find("dur");
-    if (name == e.end() || !name->is_string() || ts == e.end() || !ts->is_number() || dur == e.end() ||
-        !dur->is_number())
-      continue;
+    const bool step = starts_with(name->get<std::string>(), "ProfilerStep#");
+    if (ts == e.end() || !ts->is_number() || dur == e.end() || !dur->is_number()) {
+      if (!step) continue;  // not an event gradsync reads the time of
+      throw DataError(fmt::format("{}: traceEvents[{}] \"{}\": \"ts\" and \"dur\" must be numbers (microseconds); "
+                                  "got ts {} and dur {}",
+                                  origin, at, name->get<std::string>(), ts == e.end() ? "missing" : ts->dump(),
+                                  dur == e.end() ? "missing" : dur->dump()));
+    }
+    const double start = ts->get<double>(), length = dur->get<double>();
+    if (!std::isfinite(start) || !std::isfinite(length) || length < 0 || length > kMaxEventUs ||
+        std::abs(start) > 1e18) {
+      throw DataError(fmt::format("{}: traceEvents[{}] \"{}\": ts {} dur {}; expected a duration of 0 to {} us (a day) "
+                                  "at a finite time",
+                                  origin, at, name->get<std::string>(), ts->dump(), dur->dump(), kMaxEventUs));
+    }
     Event ev;
     ev.name = name->get<std::string>();
     ev.cat = text_field(e, "cat");
-    ev.start = ts->get<double>();
-    ev.end = ev.start + std::max(0.0, dur->get<double>());
-    if (!std::isfinite(ev.start) || !std::isfinite(ev.end)) continue;
+    ev.start = start;
+    ev.end = start + length;
     if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
       if (const auto c = args->find("correlation"); c != args->end() && c->is_number_integer())
         ev.correlation = c->get<std::int64_t>();
@@ -152,7 +170,7 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
   } else if (!root.is_array()) {
     throw DataError(fmt::format("{}: expected a JSON object with \"traceEvents\" or a list of events", origin));
   }
-  const std::vector<Event> events = complete_events(*list);
+  const std::vector<Event> events = complete_events(*list, origin);
 
   std::vector<Event> host, gpu, steps;
   std::set<std::string> gpus;
@@ -176,6 +194,14 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
         fmt::format("{}: no ProfilerStep#N event: profile with torch.profiler.profile(schedule=...) and "
                     "call prof.step() after every training step",
                     origin));
+  }
+  {
+    std::set<std::string> seen;
+    for (const Event& s : steps)
+      if (!seen.insert(s.name).second)
+        throw DataError(fmt::format("{}: {} appears twice; expected each step once (prof.step() numbers them): two "
+                                    "traces joined, or one written twice",
+                                    origin, s.name));
   }
   if (gpus.size() > 1) {
     throw DataError(

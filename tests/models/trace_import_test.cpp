@@ -118,6 +118,20 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
   EXPECT_NE(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 1, \"dur\": 9}]")
                 .find("ProfilerStep#1 has no backward"),
             std::string::npos);
+  // Times no profiler writes: named with the event, not imported (1e300 us) or read as "no step".
+  EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 1e300}]"),
+            "t.json: traceEvents[0] \"ProfilerStep#1\": ts 0 dur 1e+300; expected a duration of 0 to 86400000000 us "
+            "(a day) at a finite time");
+  EXPECT_EQ(message("[{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 5, \"dur\": -1000}]"),
+            "t.json: traceEvents[0] \"aten::mm\": ts 5 dur -1000; expected a duration of 0 to 86400000000 us (a day) "
+            "at a finite time");
+  EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": \"abc\", \"dur\": 10}]"),
+            "t.json: traceEvents[0] \"ProfilerStep#1\": \"ts\" and \"dur\" must be numbers (microseconds); got ts "
+            "\"abc\" and dur 10");
+  EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 10}, "
+                    "{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 10}]"),
+            "t.json: ProfilerStep#1 appears twice; expected each step once (prof.step() numbers them): two traces "
+            "joined, or one written twice");
 }
 
 // The measured section replaces the roofline: layers in proportion to the batch, the optimizer
