@@ -247,6 +247,12 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       fmt::format("simulated {} iteration{}; steady = mean of iterations {}..{}; DDP times on rank 0, DP times of "
                   "the whole process (all GPUs on one timeline)",
                   s.iterations, s.iterations == 1 ? "" : "s", s.warmup + 1, s.iterations));
+  if (s.warmup == 0) {
+    h.push_back(
+        "the steady mean includes iteration 1, which is not a steady step: DDP's first iteration reduces one "
+        "bucket after backward (nothing overlapped; PyTorch >= 1.12) and every run starts cold; --iterations 2 or "
+        "more leaves it out");
+  }
   for (const std::string& inert : inert_settings(model, mode)) h.push_back(inert + ": it changes nothing");
   // A model imported from a profiler trace carries the step measured where it ran: its times are
   // used as they are, whatever GPU, precision or execution mode the scenario names.

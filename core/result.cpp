@@ -20,14 +20,16 @@ json result_json(const StrategyResult& r, bool full, bool events) {
   j["precision"] = r.precision;
   j["gpu"] = r.gpu;
   j["warmup"] = r.warmup;
-  j["iteration_1_time_s"] = r.iteration_1_time_s;
-  j["steady_iteration_time_s"] = r.steady_iteration_time_s;
-  j["compute_s"] = r.compute_s;
-  j["communication_s"] = r.communication_s;
-  j["exposed_communication_s"] = r.exposed_communication_s;
-  j["overlap"] = r.overlap;
-  j["samples_per_s"] = r.samples_per_s;
-  j["tokens_per_s"] = r.tokens_per_s;
+  // A strategy not simulated (skipped) has no times: null, not a step of 0 s.
+  const auto timed = [&](double v) { return r.skipped.empty() ? json(v) : json(nullptr); };
+  j["iteration_1_time_s"] = timed(r.iteration_1_time_s);
+  j["steady_iteration_time_s"] = timed(r.steady_iteration_time_s);
+  j["compute_s"] = timed(r.compute_s);
+  j["communication_s"] = timed(r.communication_s);
+  j["exposed_communication_s"] = timed(r.exposed_communication_s);
+  j["overlap"] = timed(r.overlap);
+  j["samples_per_s"] = timed(r.samples_per_s);
+  j["tokens_per_s"] = timed(r.tokens_per_s);
   auto& gpus = j["gpus"] = json::array();
   for (const GpuResult& g : r.per_gpu) {
     gpus.push_back({{"rank", g.rank},
@@ -106,14 +108,16 @@ StrategyResult read_result(const json& j) {
   r.precision = j.at("precision").get<std::string>();
   r.gpu = j.at("gpu").get<std::string>();
   r.warmup = j.at("warmup").get<int>();
-  r.iteration_1_time_s = j.at("iteration_1_time_s").get<double>();
-  r.steady_iteration_time_s = j.at("steady_iteration_time_s").get<double>();
-  r.compute_s = j.at("compute_s").get<double>();
-  r.communication_s = j.at("communication_s").get<double>();
-  r.exposed_communication_s = j.at("exposed_communication_s").get<double>();
-  r.overlap = j.at("overlap").get<double>();
-  r.samples_per_s = j.at("samples_per_s").get<double>();
-  r.tokens_per_s = j.at("tokens_per_s").get<double>();
+  // null: a skipped strategy's times (result_json).
+  const auto timed = [&](const char* key) { return j.at(key).is_null() ? 0.0 : j.at(key).get<double>(); };
+  r.iteration_1_time_s = timed("iteration_1_time_s");
+  r.steady_iteration_time_s = timed("steady_iteration_time_s");
+  r.compute_s = timed("compute_s");
+  r.communication_s = timed("communication_s");
+  r.exposed_communication_s = timed("exposed_communication_s");
+  r.overlap = timed("overlap");
+  r.samples_per_s = timed("samples_per_s");
+  r.tokens_per_s = timed("tokens_per_s");
   for (const auto& g : j.at("gpus")) {
     r.per_gpu.push_back({g.at("rank").get<int>(), g.at("bytes_in").get<double>(), g.at("bytes_out").get<double>(),
                          g.at("peak_memory_bytes").get<double>(), g.at("capacity_bytes").get<double>(),

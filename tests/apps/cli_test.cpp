@@ -151,6 +151,14 @@ TEST(Cli, FewIterationsWithoutWarmupLeaveOneSteadyIteration) {
                                 "2", "--out", ::testing::TempDir() + "/gradsync-cli-iterations"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("# simulated 2 iterations; steady = mean of iterations 2..2;"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("the steady mean includes iteration 1"), std::string::npos) << r.out;
+  // One iteration: its mean is iteration 1, which the header says is not a steady step.
+  const Result one = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2",
+                                  "--iterations", "1", "--out", ::testing::TempDir() + "/gradsync-cli-iterations"});
+  EXPECT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("# simulated 1 iteration; steady = mean of iterations 1..1;"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("# the steady mean includes iteration 1, which is not a steady step"), std::string::npos)
+      << one.out;
   expect_error({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations", "2", "--warmup",
                 "2"},
                2, "warmup \"2\": expected 0..1 (fewer than iterations 2, so that a steady iteration is left)\n");

@@ -48,6 +48,13 @@ with tempfile.TemporaryDirectory() as tmp:
         errors = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(docs[name])]
         check(not errors, f"{name}: result.json does not match the schema: {errors[:5]}")
 
+    if "compare-dp-skipped" in docs:
+        # A skipped strategy's times are null, not 0 s.
+        dp = [s for s in docs["compare-dp-skipped"]["strategies"] if s["strategy"] == "dp"]
+        check(len(dp) == 1 and "skipped" in dp[0], "compare-dp-skipped: DP is there, marked skipped")
+        check(all(dp[0][k] is None for k in ("steady_iteration_time_s", "samples_per_s", "overlap")) if dp else False,
+              "compare-dp-skipped: DP's times are null")
+
     if "compare" in docs:
         doc = docs["compare"]
         check(set(schema["properties"]["scenario"]["properties"]) == set(doc["scenario"]),

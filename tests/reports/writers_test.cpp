@@ -216,6 +216,22 @@ TEST(Html, SelfContainedAndRequestsNothing) {
   EXPECT_EQ(page, html_report(report()));  // deterministic
 }
 
+// A strategy not simulated (DataParallel across hosts) has no times: result.json says null, not a
+// step of 0 s, and reads back as the record it was.
+TEST(ResultJson, ASkippedStrategyHasNullTimes) {
+  StrategyResult r = ddp_result();
+  r.skipped = "DataParallel runs in one process on one host";
+  const auto j = result_json(r, false);
+  for (const char* key : {"iteration_1_time_s", "steady_iteration_time_s", "compute_s", "communication_s",
+                          "exposed_communication_s", "overlap", "samples_per_s", "tokens_per_s"})
+    EXPECT_TRUE(j.at(key).is_null()) << key;
+  EXPECT_EQ(j.at("skipped"), r.skipped);
+  EXPECT_GT(result_json(ddp_result(), false).at("steady_iteration_time_s").get<double>(), 0);
+  const StrategyResult back = result_from_bytes(result_bytes(r, false));
+  EXPECT_EQ(back.skipped, r.skipped);
+  EXPECT_EQ(json_text(result_json(back, false)), json_text(j));
+}
+
 // The child process's record (core/result.hpp): every event and field back as it was, the
 // names shared, and a record cut short or not one an error that says so.
 TEST(ResultBytes, RoundTripsEveryEventAndRefusesABadRecord) {
