@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "core/text.hpp"
 #include "apps/cli.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -51,9 +52,9 @@ void import_trace(const ImportOptions& o) {
     write_file_atomic(o.out, text);
   }
   std::cerr << fmt::format(
-      "# {}: {} steps on {}, mean step {:.6g} ms: forward {:.6g} ms, backward {:.6g} ms, optimizer {:.6g} ms, "
+      "# {}: {} on {}, mean step {:.6g} ms: forward {:.6g} ms, backward {:.6g} ms, optimizer {:.6g} ms, "
       "other {:.6g} ms{}\n",
-      o.trace, ms.steps, ms.device, ms.step_s * 1e3, ms.forward_s * 1e3, ms.backward_s * 1e3, ms.optimizer_s * 1e3,
+      o.trace, counted(ms.steps, "step"), ms.device, ms.step_s * 1e3, ms.forward_s * 1e3, ms.backward_s * 1e3, ms.optimizer_s * 1e3,
       ms.other_s * 1e3, o.out.empty() ? "" : fmt::format("; wrote {}", o.out));
 }
 

@@ -87,8 +87,8 @@ std::vector<std::string> real_header(const Scenario& s, const StrategyResult& r,
       r.gpu, per_gpu, r.global_batch, s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
       r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, optimizer_text(s)));
   h.push_back(fmt::format(
-      "DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}{}; backend {}, launched "
-      "by {} ({} process{})",
+      "DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}{}; backend {}, launcher "
+      "{} ({} process{})",
       value_text(key_value(s, scenario_key("bucket_cap_mb"))),
       value_text(key_value(s, scenario_key("first_bucket_mb"))), s.comm_hook, s.broadcast_buffers,
       s.find_unused_parameters ? ", find_unused_parameters" : "", s.static_graph ? ", static_graph" : "",

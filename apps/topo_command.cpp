@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/text.hpp"
 #include "apps/cli.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -77,9 +78,9 @@ void validate(const std::string& file, std::ostream& out) {
   check_host_memory(t);
   Routes routes(t);
   const Channels ch = build_channels(t, routes, first_ranks(t.gpu_count()));
-  out << fmt::format("{}: OK: {}, {} nodes, {} links; {} ring channel{} of {} GB/s\n", file, gpu_summary(t),
-                     t.vertex_count(), t.links().size(), ch.rings.size(), ch.rings.size() == 1 ? "" : "s",
-                     gb(ch.channel_bw_Bps));
+  out << fmt::format("{}: OK: {}, {}, {}; {} of {} GB/s\n", file, gpu_summary(t), counted(t.vertex_count(), "node"),
+                     counted(static_cast<long long>(t.links().size()), "link"),
+                     counted(static_cast<long long>(ch.rings.size()), "ring channel"), gb(ch.channel_bw_Bps));
 }
 
 void show(const std::string& file, bool json, std::ostream& out) {
@@ -178,7 +179,8 @@ void show(const std::string& file, bool json, std::ostream& out) {
   out << fmt::format("# gradsync topo show {}\n", file);
   std::istringstream comment(t.comment());
   for (std::string line; std::getline(comment, line);) out << "# " << line << '\n';
-  out << fmt::format("#\n# {}, {} nodes, {} links\n", gpu_summary(t), t.vertex_count(), t.links().size());
+  out << fmt::format("#\n# {}, {}, {}\n", gpu_summary(t), counted(t.vertex_count(), "node"),
+                     counted(static_cast<long long>(t.links().size()), "link"));
 
   reports::Table hosts({{"host", "", true}, {"gpus", ""}, {"nics", ""}, {"ranks", "", true}});
   for (std::size_t h = 0; h < t.hosts().size(); ++h) {

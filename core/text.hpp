@@ -23,4 +23,9 @@ inline std::string_view trim_blanks(std::string_view s) {
   return s;
 }
 
+// counted: "1 step", "2 steps", "0 links": a count and its noun, plural unless the count is one.
+inline std::string counted(long long n, std::string_view noun) {
+  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
 }  // namespace gradsync

@@ -81,6 +81,17 @@ void SweepCsvReporter::load(const std::string& path, const std::vector<CsvRow>& 
           where, index, fmt::join(CsvRow(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(key.size())), ","),
           fmt::join(key, ",")));
     }
+    // The cells read back as they are (the table, result.json and the report take them): a
+    // status this gradsync never writes is an edited file, not a result.
+    const auto status = std::find(header_.begin(), header_.end(), "status");
+    if (status != header_.end()) {
+      const std::string& st = row[static_cast<std::size_t>(status - header_.begin())];
+      if (st != "ok" && st != "oom" && st != "skipped" && st != "failed") {
+        throw ConfigError(fmt::format("{}: status \"{}\"; expected ok, oom, skipped or failed (the file was edited?); "
+                                      "start over without --resume or with another --out",
+                                      where, st));
+      }
+    }
     rows_[index] = row;
   }
 }

@@ -59,4 +59,12 @@ if "$bin" sweep --model gpt2 --iterations 2 --warmup 1 --vary gpus=2,4 --resume 
   exit 1
 fi
 grep -q "summary.csv:2: point 0 was another scenario" "$tmp/other.err" || { cat "$tmp/other.err" >&2; exit 1; }
+# A status edited into the saved file: refused, not copied into result.json and the report.
+sed -i '2s/,ok,/,okk,/' "$tmp/killed/summary.csv"
+grep -q ",okk," "$tmp/killed/summary.csv" || { echo "FAIL: the test could not edit a status" >&2; exit 1; }
+if "$bin" "${args[@]}" --resume --out "$tmp/killed" >/dev/null 2>"$tmp/edited.err"; then
+  echo "FAIL: --resume accepted a status gradsync never writes" >&2
+  exit 1
+fi
+grep -q 'summary.csv:2: status "okk"; expected ok, oom, skipped or failed' "$tmp/edited.err" || { cat "$tmp/edited.err" >&2; exit 1; }
 echo "sweep killed after $done_before of $total points, resumed: same summary.csv and result.json"

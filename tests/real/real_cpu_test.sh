@@ -39,7 +39,7 @@ case "$case_" in
   mpi2 | mpi4)
     n=${case_#mpi}
     mpirun -np "$n" "$bin" bench "${small[@]}" --out "$tmp/b" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "bench"; }
-    grep -q "backend cpu, launched by mpirun ($n processes)" "$tmp/out" || { cat "$tmp/out"; fail "header"; }
+    grep -q "backend cpu, launcher mpirun ($n processes)" "$tmp/out" || { cat "$tmp/out"; fail "header"; }
     grep -q '^  ddp ' "$tmp/out" || fail "no ddp row"
     [[ $(grep -c '"mode": "real"' "$tmp/b/result.json") == 1 ]] || fail "result.json is not mode real"
     [[ -f "$tmp/b/trace-ddp.json" && -f "$tmp/b/report.html" ]] || fail "missing outputs"
