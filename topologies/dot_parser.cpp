@@ -346,7 +346,14 @@ class Parser {
               origin_, value.line, element.empty() ? std::string("defaults") : fmt::format("element {}", element),
               key.text, value.text, key.text, key.text == "latency" ? "150ns" : "25GBps"));
         }
-        if (ours && out != nullptr) (*out)[key.text] = value.text;
+        if (ours && out != nullptr) {
+          // Graphviz keeps the last of a repeated attribute; a topology saying two bandwidths for
+          // one link is a mistake to name, not a choice to make for the user.
+          if (const auto [it, fresh] = out->emplace(key.text, value.text); !fresh) {
+            throw ConfigError(fmt::format("{}:{}: element {}: attribute {} given twice ({} and {}); keep one", origin_,
+                                          key.line, element, key.text, it->second, value.text));
+          }
+        }
         if (peek().kind == Tok::kComma || peek().kind == Tok::kSemi) ++p_;
         if (peek().kind == Tok::kEnd) fail(peek(), "an attribute list '[' is never closed");
       }

@@ -8,6 +8,7 @@
 
 #include <cctype>
 #include <set>
+#include <map>
 #include <sstream>
 #include <unordered_map>
 
@@ -126,6 +127,27 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
   std::vector<RawNode> nodes;
   std::vector<RawLink> links;
   std::unordered_map<std::string, std::size_t> index;
+  // A <data> key twice on one element: Boost keeps the last; a link with two bandwidths is a
+  // mistake to name.
+  const auto once_each = [&](const pt::ptree& element, const std::string& what) {
+    std::map<std::string, std::string> seen;
+    for (const auto& [tag, data] : element) {
+      if (tag != "data") continue;
+      const std::string key = data.get<std::string>("<xmlattr>.key", "");
+      const std::string value = data.get_value<std::string>();
+      if (const auto [it, fresh] = seen.emplace(key, value); !fresh) {
+        throw ConfigError(
+            fmt::format("{}: {}: <data key=\"{}\"> given twice ({} and {}); keep one", origin, what, key, it->second, value));
+      }
+    }
+  };
+  for (const auto& [tag, child] : *graph) {
+    if (tag == "node") once_each(child, "node " + child.get<std::string>("<xmlattr>.id", ""));
+    if (tag == "edge") {
+      once_each(child, "edge " + child.get<std::string>("<xmlattr>.source", "") + "--" +
+                           child.get<std::string>("<xmlattr>.target", ""));
+    }
+  }
   for (const auto& [tag, child] : *graph) {
     if (tag == "node") {
       const std::string id = child.get<std::string>("<xmlattr>.id", "");

@@ -219,6 +219,15 @@ TEST(TopologyReaderErrors, DuplicateLink) {
             "instead");
 }
 
+// Graphviz (and Boost) keep the last of a repeated attribute; a link given two bandwidths is named,
+// in one list or across two.
+TEST(TopologyReaderErrors, AnAttributeGivenTwice) {
+  EXPECT_EQ(dot_error(replace(kGood, "bw=\"25GBps\"", "bw=\"25GBps\", bw=\"1GBps\"")),
+            "t.dot:6: element gpu0--nvs: attribute bw given twice (25GBps and 1GBps); keep one");
+  EXPECT_EQ(dot_error(replace(kGood, "links=\"12\"]", "links=\"12\"][bw=\"2GBps\"]")),
+            "t.dot:6: element gpu0--nvs: attribute bw given twice (25GBps and 2GBps); keep one");
+}
+
 TEST(TopologyReaderErrors, UnknownGpuModel) {
   const std::string e =
       dot_error(replace(kGood, "model=\"a100\", host=\"h0\"];\n  gpu1", "model=\"a1000\", host=\"h0\"];\n  gpu1"));
@@ -283,6 +292,9 @@ TEST(TopologyReaderGraphml, Errors) {
             "t.graphml:12: syntax error: expected >");
   EXPECT_EQ(graphml_error(replace(kGraphml, "<data key=\"bw\">25GBps</data>", "<data key=\"bw\">-1GBps</data>")),
             "t.graphml: edge gpu9--gpu1: attribute \"bw\": bandwidth \"-1GBps\" must be > 0");
+  EXPECT_EQ(graphml_error(replace(kGraphml, "<data key=\"bw\">25GBps</data>",
+                                  "<data key=\"bw\">25GBps</data><data key=\"bw\">1GBps</data>")),
+            "t.graphml: edge gpu9--gpu1: <data key=\"bw\"> given twice (25GBps and 1GBps); keep one");
 }
 
 // Same vertices (names, kinds, hosts, models) and links (ends, type, numbers), in order.
