@@ -1,6 +1,11 @@
 // yaml_reader.cpp: typed YAML access with located errors (see yaml_reader.hpp).
 #include "core/yaml_reader.hpp"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
+#include <sstream>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -90,19 +95,40 @@ struct StructureCheck {
   }
 };
 
+// DocumentStarts: the documents a parser reported and the line the second begins on.
+struct DocumentStarts final : YAML::EventHandler {
+  int count = 0;
+  int second_line = 0;
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++count == 2) second_line = mark.line + 1;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 }  // namespace
 
 YAML::Node YamlReader::load(std::string_view text) const {
   YAML::Node root;
   try {
-    // Every document, so that a second one ("---" or "..." and more) is refused, not dropped.
-    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.size() > 1) {
+    root = YAML::Load(std::string(text));
+    // A second document ("---" or "..." and more) is refused, not dropped. Its start is found by
+    // a parser asked for two documents at most: yaml-cpp 0.7's LoadAll never returns on some
+    // malformed input (",$"; the fuzzers found it).
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    if (parser.HandleNextDocument(starts) && parser.HandleNextDocument(starts) && starts.count > 1) {
       throw DataError(fmt::format("{}:{}: a second YAML document (after \"---\" or \"...\"); expected one: put "
                                   "its keys in the first",
-                                  origin_, docs[1].Mark().line + 1));
+                                  origin_, starts.second_line));
     }
-    if (!docs.empty()) root = docs.front();
   } catch (const YAML::ParserException& e) {
     throw DataError(fmt::format("{}:{}: syntax error: {}", origin_, e.mark.line + 1, e.msg));
   }

@@ -481,34 +481,7 @@ Channels build_channels(const Topology& topo, const Routes& routes, const std::v
                                   "back to: a link on their paths carries less",
                                   topo.origin(), fmt::format("{}", fmt::join(out.ranks, ",")), kFallbackBw / 1e9));
   }
-  // NCCL's ncclTopoDupChannels (src/graph/search.cc): fast channels are doubled at half the speed
-  // (more CTAs in flight, the same bandwidth), except below 25 GB/s and, past Ampere, below
-  // 50 GB/s with more than 4 channels. The model's per-channel caps count the doubled channels.
-  int sm = std::numeric_limits<int>::max();
-  for (int r : out.ranks) sm = std::min(sm, topo.vertex(topo.gpu(r)).gpu->sm_version);
-  const double gbps = out.channel_bw_Bps / 1e9;
-  const auto n = out.rings.size();
-  if (gbps >= 25.0 * (1 - kRelEps) && !(sm > 80 && gbps < 50.0 * (1 - kRelEps) && n > 4)) {
-    const std::size_t dup = std::min<std::size_t>(2 * n, kMaxDupChannels);
-    for (std::size_t c = n; c < dup; ++c) out.rings.push_back(out.rings[c - n]);
-    out.channel_bw_Bps /= static_cast<double>((dup + n - 1) / n);
-  }
-  out.sm_version = sm;
-  for (int r : out.ranks) {
-    const VertexId g = topo.gpu(r);
-    for (VertexId c = 0; c < topo.vertex_count(); ++c)
-      if (topo.vertex(c).kind == VertexKind::kCpu && topo.vertex(c).host == topo.vertex(g).host)
-        out.amd = topo.vertex(c).amd();
-    break;
-  }
-  graph_nvls_and_tree(topo, routes, out);
-  out.intra_class = PathClass::kNVL;
-  for (const RingChannel& ch : out.rings)
-    for (const Hop& r : ch.hops)
-      if (r.route.path_class != PathClass::kNET) {
-        out.intra_class = std::max(out.intra_class, r.route.path_class);
-        out.p2p_read = out.p2p_read || r.read;
-      }
+  finish_graphs(topo, routes, out);
   return out;
 }
 

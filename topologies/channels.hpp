@@ -103,6 +103,11 @@ std::vector<double> nccl_speeds(bool inter, int sm);
 // (topologies/nccl_graphs.cpp).
 void graph_nvls_and_tree(const Topology& topo, const Routes& routes, Channels& ch);
 
+// finish_graphs completes the searched rings as NCCL does after its search: fast channels doubled
+// at half the speed (ncclTopoDupChannels), the GPUs' generation and CPU vendor, the tree and NVLS
+// graphs (graph_nvls_and_tree), and the worst path class of a hop inside a node.
+void finish_graphs(const Topology& topo, const Routes& routes, Channels& ch);
+
 // first_ranks returns {0, 1, ..., n-1}.
 std::vector<int> first_ranks(int n);
 
