@@ -157,8 +157,27 @@ Scenario scenario_of(const ScenarioArgs& a) {
   return s;
 }
 
+// file_key_error: a resolve error about a key the scenario file set (and no flag overrode),
+// located at the key's line in the file.
+static std::string file_key_error(const ScenarioArgs& a, std::string_view message) {
+  ScenarioLines lines;
+  (void)sim::read_scenario_file(a.file, {}, &lines);  // read before, so it reads again
+  for (const auto& [name, option] : a.given)
+    if (option->count() > 0) lines.erase(name);
+  for (const std::string& item : a.nccl) lines.erase(item.substr(0, item.find('=')));
+  return located_scenario_error(message, a.file, lines);
+}
+
 Scenario resolve_args(const ScenarioArgs& a, const Scenario& requested) {
-  if (!a.file.empty()) return sim::resolve_scenario(requested);  // errors name the file's keys (ConfigError)
+  if (!a.file.empty()) {
+    try {
+      return sim::resolve_scenario(requested);
+    } catch (const DataError& e) {
+      throw DataError(file_key_error(a, e.what()));
+    } catch (const ConfigError& e) {
+      throw ConfigError(file_key_error(a, e.what()));
+    }
+  }
   try {
     return sim::resolve_scenario(requested);
   } catch (const DataError&) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -17,11 +18,14 @@ namespace gradsync {
 
 using json = nlohmann::ordered_json;
 
-Scenario read_scenario_file(const std::string& path, Scenario s) {
-  return parse_scenario(read_input_file(path, "scenario file"), path, std::move(s));
-}
+static Scenario parse_scenario_unchecked(std::string_view text, const std::string& origin, Scenario s,
+                                         const std::string& folder, ScenarioLines* lines);
 
-static Scenario parse_scenario_unchecked(std::string_view text, const std::string& origin, Scenario s);
+Scenario read_scenario_file(const std::string& path, Scenario s, ScenarioLines* lines) {
+  const std::string text = read_input_file(path, "scenario file");
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  return as_data_error([&] { return parse_scenario_unchecked(text, path, std::move(s), folder, lines); });
+}
 
 // Every error of the file's content is a DataError (exit 1), whoever named the file.
 InputLocation input_location(const Scenario& s) {
@@ -32,15 +36,26 @@ InputLocation input_location(const Scenario& s) {
 }
 
 Scenario parse_scenario(std::string_view text, const std::string& origin, Scenario s) {
-  return as_data_error([&] { return parse_scenario_unchecked(text, origin, std::move(s)); });
+  return as_data_error([&] { return parse_scenario_unchecked(text, origin, std::move(s), {}, nullptr); });
 }
 
-static Scenario parse_scenario_unchecked(std::string_view text, const std::string& origin, Scenario s) {
+static Scenario parse_scenario_unchecked(std::string_view text, const std::string& origin, Scenario s,
+                                         const std::string& folder, ScenarioLines* lines) {
   const YamlReader r(origin);
-  return scenario_from_node(r, r.load(text), std::move(s));
+  return scenario_from_node(r, r.load(text), std::move(s), folder, lines);
 }
 
-Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenario s) {
+// in_folder: a NAME|FILE value as the file means it: a relative path (holding '/' or '.', which
+// no built-in name does) joined to the file's folder; names and absolute paths unchanged.
+static std::string in_folder(const std::string& value, const std::string& folder) {
+  if (folder.empty() || value.find_first_of("/.") == std::string::npos) return value;
+  const std::filesystem::path p(value);
+  if (p.is_absolute()) return value;
+  return (std::filesystem::path(folder) / p).lexically_normal().string();
+}
+
+Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenario s, const std::string& folder,
+                            ScenarioLines* lines) {
   if (!root.IsMap()) r.fail(root, "scenario", "expected a mapping of scenario keys (model: gpt2, gpus: 8, ...)");
   std::map<std::string, int> seen;  // key -> line (1-based)
   for (const auto& kv : root) {
@@ -70,12 +85,24 @@ Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenari
     }
     const std::string value = v.Scalar();
     try {
-      set_key(s, *k, parse_key_value(*k, value));
+      nlohmann::ordered_json parsed = parse_key_value(*k, value);
+      if (k->kind == KeyKind::kName) parsed = in_folder(parsed.get<std::string>(), folder);
+      set_key(s, *k, parsed);
     } catch (const ConfigError& e) {
       r.fail(v, "scenario", fmt::format("{} \"{}\": {}", name, value, e.what()));
     }
   }
+  if (lines != nullptr) lines->insert(seen.begin(), seen.end());
   return s;
+}
+
+std::string located_scenario_error(std::string_view message, const std::string& file, const ScenarioLines& lines) {
+  const std::string_view first = message.substr(0, message.find_first_of(" :"));
+  const ScenarioKey* k = find_scenario_key(first);
+  if (k == nullptr || k->name != first) return std::string(message);
+  const auto at = lines.find(k->name);
+  if (at == lines.end()) return std::string(message);
+  return fmt::format("{}:{}: {}", file, at->second, message);
 }
 
 json scenario_json(const Scenario& s) {

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -74,16 +76,30 @@ struct Scenario {
 // input_location: the `input` key as the steps take it (a checked choice of the key table).
 InputLocation input_location(const Scenario& s);
 
+// ScenarioLines: the line (1-based) of each key a scenario file set, by the key's name.
+using ScenarioLines = std::map<std::string, int, std::less<>>;
+
 // read_scenario_file reads a YAML mapping of scenario keys into `base`. Each value is read as the
 // key's flag reads it (units, choices, bounds). ConfigError at file:line naming the key for an
 // unknown key, a key given twice, a value that is empty (null), a list or a mapping, or a bad value.
-Scenario read_scenario_file(const std::string& path, Scenario base = {});
-// parse_scenario: the same from a file's text; `origin` names it in errors.
+// A model, topology or calibration given as a relative path (one holding a '/' or a '.'; a
+// built-in name holds neither) is relative to the file's folder, as compose files and CMake
+// read theirs. `lines`, when given, receives the line of every key the file set.
+Scenario read_scenario_file(const std::string& path, Scenario base = {}, ScenarioLines* lines = nullptr);
+// parse_scenario: the same from a file's text; `origin` names it in errors (its paths are taken
+// as they are written).
 Scenario parse_scenario(std::string_view text, const std::string& origin, Scenario base = {});
 
 // scenario_from_node: parse_scenario's reading of a mapping already loaded by `r` (a scenario
-// inside another file: validation/published/ddp_steps.yaml); ConfigError at its lines.
-Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenario base = {});
+// inside another file: validation/published/ddp_steps.yaml); ConfigError at its lines. Relative
+// paths are joined to `folder` when it is not empty; `lines` as read_scenario_file's.
+Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenario base = {},
+                            const std::string& folder = {}, ScenarioLines* lines = nullptr);
+
+// located_scenario_error: `message` (a ConfigError about a resolved scenario, which names its key
+// first: "gpus 9: ...", "warmup \"50\": ...") with "file:line: " before it when that key is one
+// of `lines`, i.e. the scenario file set it; `message` unchanged otherwise.
+std::string located_scenario_error(std::string_view message, const std::string& file, const ScenarioLines& lines);
 
 // scenario_json: every key and its value, in the table's order (null for an engine default left
 // unset).

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -213,6 +214,34 @@ TEST(Cli, AMalformedFileNamedByAFlagIsABadInputFile) {
   EXPECT_EQ(z.code, 2) << z.err;
   std::remove(model.c_str());
   std::remove(topo.c_str());
+}
+
+// A scenario file's value that fails only once the model and cluster are known (too many GPUs, a
+// sequence length for a conv net, a warmup as long as the run) is named at its line in the file;
+// the same key given by a flag overrides the file and is named as the flag's value.
+TEST(Cli, AScenarioFilesResolveErrorsNameTheFileAndLine) {
+  const std::string file = ::testing::TempDir() + "/gradsync-cli-resolve.yaml";
+  std::ofstream(file) << "model: resnet50\ntopology: dgx1-v100\ngpus: 9\n";
+  expect_error({"compare", file}, 1, file + ":3: gpus 9: topology dgx1-v100 has 8 GPUs; expected 1..8");
+  expect_error({"compare", file, "--gpus", "10"}, 1, "gpus 10: topology dgx1-v100 has 8 GPUs");
+  std::ofstream(file) << "model: resnet50\nseq_len: 512\n";
+  expect_error({"compare", file}, 1, file + ":2: seq_len \"512\": model resnet50 has no sequence length");
+  std::ofstream(file) << "model: resnet50\ntopology: dgx1-v100\niterations: 3\nwarmup: 50\n";
+  expect_error({"compare", file}, 1, file + ":4: warmup \"50\": expected 0..2");
+  std::remove(file.c_str());
+}
+
+// A topology file named in a scenario file is found beside it, wherever the command runs.
+TEST(Cli, AScenarioFilesTopologyIsFoundBesideIt) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "gradsync-cli-beside";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file("topologies/pcie-4gpu.dot", dir / "mine.dot",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(dir / "run.yaml") << "model: resnet18\ntopology: mine.dot\ngpus: 2\niterations: 2\nwarmup: 1\n";
+  const Result r = run_printed({"compare", (dir / "run.yaml").string(), "--out", (dir / "out").string()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("resnet18 on " + (dir / "mine.dot").string() + ", 2 x rtx-4090"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
 }
 
 // FlashAttention takes fp16 and bf16 only: asking for it in fp32 or tf32 is an error naming the flag

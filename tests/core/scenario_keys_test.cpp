@@ -259,6 +259,36 @@ TEST_F(ScenarioFile, ValuesReadAsTheirFlags) {
   EXPECT_EQ(s.precision, "fp16");
 }
 
+// A model, topology or calibration path in a file is the file's own: relative to its folder, as
+// compose files read theirs. Names (no '/' or '.') and absolute paths are left as written.
+TEST_F(ScenarioFile, RelativePathsAreTheFilesFolders) {
+  const std::string folder = std::filesystem::path(path_).parent_path().string();
+  ScenarioLines lines;
+  const Scenario s = read_scenario_file(
+      write("model: models/mine.yaml\ntopology: ../racks/a.dot\ncalibration: /abs/cal.yaml\n"), {}, &lines);
+  EXPECT_EQ(s.model, (std::filesystem::path(folder) / "models/mine.yaml").lexically_normal().string());
+  EXPECT_EQ(s.topology, (std::filesystem::path(folder) / "../racks/a.dot").lexically_normal().string());
+  EXPECT_EQ(s.calibration, "/abs/cal.yaml");
+  EXPECT_EQ(lines, (ScenarioLines{{"model", 1}, {"topology", 2}, {"calibration", 3}}));
+  const Scenario names = read_scenario_file(write("model: resnet50\ntopology: dgx1-v100\n"));
+  EXPECT_EQ(names.model, "resnet50");
+  EXPECT_EQ(names.topology, "dgx1-v100");
+  // Text that is not a file's keeps its paths as written.
+  EXPECT_EQ(parse_scenario("model: models/mine.yaml\n", "inline").model, "models/mine.yaml");
+}
+
+// A resolve error names its key first; the file's line goes before it when the file set that key.
+TEST(ScenarioLocate, ErrorsOfKeysTheFileSetGetTheirLine) {
+  const ScenarioLines lines{{"gpus", 3}, {"warmup", 5}};
+  EXPECT_EQ(located_scenario_error("gpus 9: topology x has 8 GPUs", "run.yaml", lines),
+            "run.yaml:3: gpus 9: topology x has 8 GPUs");
+  EXPECT_EQ(located_scenario_error("warmup \"5\": expected 0..2", "run.yaml", lines),
+            "run.yaml:5: warmup \"5\": expected 0..2");
+  EXPECT_EQ(located_scenario_error("seq_len \"9\": no", "run.yaml", lines), "seq_len \"9\": no");
+  EXPECT_EQ(located_scenario_error("gpus-ish: no", "run.yaml", lines), "gpus-ish: no");
+  EXPECT_EQ(located_scenario_error("", "run.yaml", lines), "");
+}
+
 TEST_F(ScenarioFile, BadFilesNameTheLineAndTheKey) {
   EXPECT_EQ(error_of_file("gpus: 8\ngpus: 4\n"),
             path_ + ":2: document: key \"gpus\" appears twice in one mapping (lines 1 and 2); keep one");
