@@ -7,8 +7,8 @@
 #include <boost/property_tree/xml_parser.hpp>
 
 #include <cctype>
-#include <set>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -127,6 +127,24 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
   std::vector<RawNode> nodes;
   std::vector<RawLink> links;
   std::unordered_map<std::string, std::size_t> index;
+  // The <key> declarations, checked here because Boost's read_graphml names neither a <data> whose
+  // key is not declared nor a declaration's bad type ("unrecognized type \"\" for key").
+  std::set<std::string> declared;
+  for (const auto& [tag, key] : *root) {
+    if (tag != "key") continue;
+    const std::string id = key.get<std::string>("<xmlattr>.id", "");
+    if (id.empty()) throw ConfigError(fmt::format("{}: a <key> without an id", origin));
+    // "attr.type" holds ptree's path separator: read it under '/' as the separator.
+    const std::string type = key.get<std::string>(pt::ptree::path_type("<xmlattr>/attr.type", '/'), "");
+    static const std::set<std::string> kTypes{"boolean", "int", "long", "float", "double", "string"};
+    if (!kTypes.contains(type)) {
+      throw ConfigError(fmt::format(
+          "{}: <key id=\"{}\">: attr.type \"{}\"; expected one of GraphML's boolean, int, long, float, double, "
+          "string",
+          origin, id, type));
+    }
+    declared.insert(id);
+  }
   // A <data> key twice on one element: Boost keeps the last; a link with two bandwidths is a
   // mistake to name.
   const auto once_each = [&](const pt::ptree& element, const std::string& what) {
@@ -134,6 +152,10 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
     for (const auto& [tag, data] : element) {
       if (tag != "data") continue;
       const std::string key = data.get<std::string>("<xmlattr>.key", "");
+      if (!declared.contains(key)) {
+        throw ConfigError(fmt::format("{}: {}: <data key=\"{}\"> names no <key id=\"{}\"> declared in <graphml>",
+                                      origin, what, key, key));
+      }
       const std::string value = data.get_value<std::string>();
       if (const auto [it, fresh] = seen.emplace(key, value); !fresh) {
         throw ConfigError(

@@ -295,6 +295,13 @@ TEST(TopologyReaderGraphml, Errors) {
   EXPECT_EQ(graphml_error(replace(kGraphml, "<data key=\"bw\">25GBps</data>",
                                   "<data key=\"bw\">25GBps</data><data key=\"bw\">1GBps</data>")),
             "t.graphml: edge gpu9--gpu1: <data key=\"bw\"> given twice (25GBps and 1GBps); keep one");
+  // Boost names neither of these ("unrecognized type \"\" for key").
+  EXPECT_EQ(graphml_error(replace(kGraphml, "  <key id=\"model\" for=\"node\" attr.name=\"model\" attr.type=\"string\"/>\n",
+                                  "")),
+            "t.graphml: node gpu9: <data key=\"model\"> names no <key id=\"model\"> declared in <graphml>");
+  EXPECT_EQ(graphml_error(replace(kGraphml, "attr.name=\"bw\" attr.type=\"string\"", "attr.name=\"bw\" attr.type=\"str\"")),
+            "t.graphml: <key id=\"bw\">: attr.type \"str\"; expected one of GraphML's boolean, int, long, float, "
+            "double, string");
 }
 
 // Same vertices (names, kinds, hosts, models) and links (ends, type, numbers), in order.
