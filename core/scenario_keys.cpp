@@ -80,8 +80,11 @@ json parse_count(const ScenarioKey& k, std::string_view text) {
 
 json parse_mib(const ScenarioKey& k, std::string_view text) {
   const std::string_view t = trim(text);
+  // min 0: 0 is taken too (DDP(bucket_cap_mb=0): every gradient closes its bucket).
+  const bool zero = k.min == 0;
   const std::string expected =
-      fmt::format("expected a size in MiB > 0 (25, 0.5) or with a unit (25MiB, 512KiB, 1GiB), at most {} MiB", k.max);
+      fmt::format("expected a size in MiB {} (25, 0.5{}) or with a unit (25MiB, 512KiB, 1GiB), at most {} MiB",
+                  zero ? ">= 0" : "> 0", zero ? "; 0: one bucket per gradient" : "", k.max);
   double mib = 0;
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), mib);
   if (!t.empty() && ec == std::errc() && end == t.data() + t.size()) {
@@ -95,6 +98,7 @@ json parse_mib(const ScenarioKey& k, std::string_view text) {
       throw ConfigError(expected);
     }
   }
+  if (zero && mib == 0) return 0.0;
   if (!std::isfinite(mib) || !(mib > 0) || mib > static_cast<double>(k.max)) throw ConfigError(expected);
   // A whole number of bytes, as PyTorch's int(bucket_cap_mb * 1024 * 1024) makes it.
   if (mib * static_cast<double>(kMiB) < 1) throw ConfigError(expected + " (at least one byte)");
@@ -233,8 +237,9 @@ void check_scenario_keys(const Scenario& s) {
     try {
       (void)parse_key_value(k, value_text(v));
       // A number that does not survive its text (0.1 MiB) is checked as a number too.
-      if (k.kind == KeyKind::kSizeMiB && !(v.get<double>() > 0 && v.get<double>() <= static_cast<double>(k.max)))
-        throw ConfigError(fmt::format("expected a size in MiB > 0, at most {} MiB", k.max));
+      if (k.kind == KeyKind::kSizeMiB && !((v.get<double>() > 0 || (k.min == 0 && v.get<double>() == 0)) &&
+                                            v.get<double>() <= static_cast<double>(k.max)))
+        throw ConfigError(fmt::format("expected a size in MiB {}, at most {} MiB", k.min == 0 ? ">= 0" : "> 0", k.max));
     } catch (const ConfigError& e) {
       throw ConfigError(fmt::format("{} \"{}\": {}", k.name, value_text(v), e.what()));
     }

@@ -52,7 +52,7 @@ struct ScenarioKey {
   KeyField field = {};
   KeyReach reach = KeyReach::kEvery;
   std::vector<std::string_view> choices = {};  // kChoice: the accepted words
-  std::int64_t min = 1, max = 0;               // kCount: bounds; kSizeMiB: max in MiB
+  std::int64_t min = 1, max = 0;               // kCount: bounds; kSizeMiB: max in MiB, min 0 takes 0 too
   // kSpec: the value in its one spelling; throws ConfigError with what was expected.
   std::string (*canonical)(std::string_view text) = nullptr;
   // engine_default: unset (0, empty or none) until an engine resolves it for the model, cluster or

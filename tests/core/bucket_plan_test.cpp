@@ -238,6 +238,19 @@ TEST(BucketPlan, ExplicitCapDropsTheOneMibFirstBucketUnlessAsked) {
   EXPECT_EQ(sizes(bucket_schedule(m, o).at(2)), sizes(bucket_schedule(m, {}).at(2)));
 }
 
+// DDP(bucket_cap_mb=0): every tensor reaches the 0-byte limit, so each gradient is a bucket of its
+// own once the buckets are rebuilt (iteration 1 still runs PyTorch's one constructed bucket).
+TEST(BucketPlan, CapZeroIsOneBucketPerGradient) {
+  BucketOptions o;
+  o.bucket_cap_mb = 0.0;
+  const StepModel m = zoo("resnet50");
+  const auto schedule = bucket_schedule(m, o);
+  EXPECT_EQ(schedule.at(1).buckets.size(), 1u);
+  const BucketPlan& steady = schedule.at(2);
+  ASSERT_EQ(steady.buckets.size(), m.trainable().size());
+  for (const Bucket& b : steady.buckets) EXPECT_EQ(b.params.size(), 1u);
+}
+
 TEST(BucketPlan, LastBucketCapPutsTheSmallBucketLast) {
   BucketOptions o;
   o.last_bucket_cap = true;

@@ -80,8 +80,19 @@ TEST(ScenarioKeys, SizesInMiBTakeUnits) {
   EXPECT_EQ(parse_key_value(cap, "1GiB"), json(1024.0));
   EXPECT_EQ(parse_key_value(cap, "0.5"), json(0.5));
   EXPECT_DOUBLE_EQ(parse_key_value(cap, "25MB").get<double>(), 25e6 / 1048576.0);
-  for (const char* bad : {"0", "-1", "0MiB", "25 parsecs", "", "1e400", "nan", "inf", "2PiB"}) {
-    EXPECT_NE(error_of(cap, bad).find("expected a size in MiB > 0"), std::string::npos) << bad;
+  // DDP(bucket_cap_mb=0) is PyTorch's too: every gradient closes its bucket.
+  EXPECT_EQ(parse_key_value(cap, "0"), json(0.0));
+  EXPECT_EQ(parse_key_value(cap, "0MiB"), json(0.0));
+  for (const char* bad : {"-1", "25 parsecs", "", "1e400", "nan", "inf", "2PiB", "1e-9"}) {
+    EXPECT_NE(error_of(cap, bad).find("expected a size in MiB >= 0 (25, 0.5; 0: one bucket per gradient)"),
+              std::string::npos)
+        << bad;
+  }
+  // The first bucket's cap has no such meaning: 0 stays an error there.
+  for (const char* bad : {"0", "-1", "0MiB"}) {
+    EXPECT_NE(error_of(scenario_key("first_bucket_mb"), bad).find("expected a size in MiB > 0 (25, 0.5)"),
+              std::string::npos)
+        << bad;
   }
 }
 
@@ -186,11 +197,13 @@ TEST(ScenarioKeys, ChecksOfAScenarioBuiltInCode) {
   EXPECT_THROW(check_scenario_keys(s), ConfigError);
   s = {};
   s.bucket_cap_mb = 0;
+  EXPECT_NO_THROW(check_scenario_keys(s));
+  s.bucket_cap_mb = -1;
   try {
     check_scenario_keys(s);
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("bucket_cap_mb \"0\": expected a size in MiB > 0", 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("bucket_cap_mb \"-1\": expected a size in MiB >= 0", 0), 0u) << e.what();
   }
   s = {};
   s.gpus = -2;
@@ -326,8 +339,8 @@ TEST_F(ScenarioFile, BadFilesNameTheLineAndTheKey) {
             std::string::npos);
   EXPECT_EQ(error_of_file("bucket_cap_mb: -5\n"),
             path_ +
-                ":1: scenario: bucket_cap_mb \"-5\": expected a size in MiB > 0 (25, 0.5) or with a unit (25MiB, "
-                "512KiB, 1GiB), at most 1073741824 MiB");
+                ":1: scenario: bucket_cap_mb \"-5\": expected a size in MiB >= 0 (25, 0.5; 0: one bucket per "
+                "gradient) or with a unit (25MiB, 512KiB, 1GiB), at most 1073741824 MiB");
   // Dashes or underscores alike (README, "Scenario"), but not a flag's spelling; one key under both
   // spellings is set twice.
   EXPECT_EQ(error_of_file("bucket-cap-mb: 5\n"), "");
