@@ -250,7 +250,7 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       "gradsync {}: {} on {}, {} x {}, batch {}/GPU (global {}{}){}, {}, {}, {}, input {}; PyTorch {}", what, s.model,
       s.topology, r.gpus, r.gpu, per_gpu, r.global_batch,
       s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
-      r.tokens_per_sample > 1 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, optimizer_text(s),
+      r.tokens_per_sample > 0 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, optimizer_text(s),
       execution_mode_text(effective_mode(model, mode), has_attention(model)), s.input, s.pytorch_version));
   h.push_back(
       fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}{}; NCCL "

@@ -16,7 +16,8 @@ json result_json(const StrategyResult& r, bool full, bool events) {
   j["gpus_used"] = r.gpus;
   j["replicas"] = r.replicas;
   j["global_batch"] = r.global_batch;
-  j["tokens_per_sample"] = r.tokens_per_sample;
+  // A model without a sequence (images) has no tokens: null, as its tokens_per_s.
+  j["tokens_per_sample"] = r.tokens_per_sample > 0 ? json(r.tokens_per_sample) : json(nullptr);
   j["precision"] = r.precision;
   j["gpu"] = r.gpu;
   j["warmup"] = r.warmup;
@@ -29,7 +30,7 @@ json result_json(const StrategyResult& r, bool full, bool events) {
   j["exposed_communication_s"] = timed(r.exposed_communication_s);
   j["overlap"] = timed(r.overlap);
   j["samples_per_s"] = timed(r.samples_per_s);
-  j["tokens_per_s"] = timed(r.tokens_per_s);
+  j["tokens_per_s"] = r.tokens_per_sample > 0 ? timed(r.tokens_per_s) : json(nullptr);
   auto& gpus = j["gpus"] = json::array();
   for (const GpuResult& g : r.per_gpu) {
     gpus.push_back({{"rank", g.rank},
@@ -104,7 +105,7 @@ StrategyResult read_result(const json& j) {
   r.gpus = j.at("gpus_used").get<int>();
   r.replicas = j.at("replicas").get<int>();
   r.global_batch = j.at("global_batch").get<std::int64_t>();
-  r.tokens_per_sample = j.at("tokens_per_sample").get<std::int64_t>();
+  r.tokens_per_sample = j.at("tokens_per_sample").is_null() ? 0 : j.at("tokens_per_sample").get<std::int64_t>();
   r.precision = j.at("precision").get<std::string>();
   r.gpu = j.at("gpu").get<std::string>();
   r.warmup = j.at("warmup").get<int>();

@@ -91,7 +91,7 @@ struct StrategyResult {
   int gpus = 0;
   int replicas = 0;               // GPUs that compute (DP with a small batch uses fewer)
   std::int64_t global_batch = 0;  // samples per optimizer step
-  std::int64_t tokens_per_sample = 1;
+  std::int64_t tokens_per_sample = 1;  // the sequence length; 0 for a model without one (images)
   std::string precision;  // as resolved: "bf16", ...
   std::string gpu;        // the GPU model key
   int warmup = 0;         // leading iterations left out of the steady means

@@ -362,7 +362,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
   StrategyResult out;
   out.strategy = strategy;
   out.gpus = rt.world();
-  out.tokens_per_sample = r.model.default_seq_len ? b.seq_len : 1;
+  out.tokens_per_sample = r.model.default_seq_len ? b.seq_len : 0;
   out.precision = std::string(precision_name(b.precision));
   const std::int64_t global = b.batch * rt.world();
   out.global_batch = global * s.grad_accum;

@@ -132,7 +132,7 @@ json strategy_data(const StrategyResult& r, int per_node, const TraceOptions& tr
   j["other_ms"] = std::max(0.0, r.steady_iteration_time_s - r.compute_s - r.exposed_communication_s) * 1e3;
   j["overlap"] = r.overlap;
   j["samples_per_s"] = r.samples_per_s;
-  j["tokens_per_s"] = r.tokens_per_sample > 1 ? json(r.tokens_per_s) : json(nullptr);
+  j["tokens_per_s"] = r.tokens_per_sample > 0 ? json(r.tokens_per_s) : json(nullptr);
   auto& gpus = j["per_gpu"] = json::array();
   for (const GpuResult& g : r.per_gpu) {
     gpus.push_back({{"gpu", g.rank},

@@ -118,7 +118,7 @@ void print_summary(const Report& rep, std::ostream& out) {
     t.add_row({label, ms(r.iteration_1_time_s), ms(r.steady_iteration_time_s), ms(r.compute_s), ms(r.communication_s),
                ms(r.exposed_communication_s), fmt::format("{:.1f}", 100 * r.overlap),
                fmt::format("{:.1f}", r.samples_per_s),
-               r.tokens_per_sample > 1 ? fmt::format("{:.0f}", r.tokens_per_s) : "-", bytes_text(g0.bytes_in),
+               r.tokens_per_sample > 0 ? fmt::format("{:.0f}", r.tokens_per_s) : "-", bytes_text(g0.bytes_in),
                bytes_text(g0.bytes_out), fmt::format("{:.2f} GiB", g0.peak_memory_bytes / (1024.0 * 1024 * 1024)),
                oom ? "OOM" : "ok"});
   }

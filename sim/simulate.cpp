@@ -51,7 +51,7 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid, con
   StrategyResult out;
   out.strategy = strategy;
   out.gpus = r.gpus;
-  out.tokens_per_sample = r.model.default_seq_len ? r.seq_len : 1;
+  out.tokens_per_sample = r.model.default_seq_len ? r.seq_len : 0;
   out.precision = std::string(precision_name(r.precision));
   out.gpu = r.gpu->key;
   out.fidelity.mode = s.fidelity;

@@ -232,6 +232,33 @@ TEST(ResultJson, ASkippedStrategyHasNullTimes) {
   EXPECT_EQ(json_text(result_json(back, false)), json_text(j));
 }
 
+// A model without a sequence (a conv net) has no tokens: result.json says null and the CSV leaves
+// the cells empty, where it said samples per second under tokens_per_s before; a sequence model
+// of one token still counts it.
+TEST(ResultJson, AnImageModelHasNoTokens) {
+  StrategyResult r = ddp_result();
+  r.tokens_per_sample = 0;
+  r.tokens_per_s = 0;
+  const auto j = result_json(r, false);
+  EXPECT_TRUE(j.at("tokens_per_sample").is_null());
+  EXPECT_TRUE(j.at("tokens_per_s").is_null());
+  EXPECT_EQ(result_from_bytes(result_bytes(r, false)).tokens_per_sample, 0);
+  const CsvRow header = summary_header();
+  const CsvRow row = summary_row(0, "simulated", report("resnet50").scenario, r);
+  const auto column = [&](const char* name) {
+    return row.at(static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin()));
+  };
+  EXPECT_EQ(column("tokens_per_sample"), "");
+  EXPECT_EQ(column("tokens_per_s"), "");
+  EXPECT_EQ(column("samples_per_s"), "800");
+  r.tokens_per_sample = 1;
+  r.tokens_per_s = 800;
+  const CsvRow one = summary_row(0, "simulated", report().scenario, r);
+  EXPECT_EQ(one.at(static_cast<std::size_t>(std::find(header.begin(), header.end(), "tokens_per_s") - header.begin())),
+            "800");
+  EXPECT_EQ(result_json(r, false).at("tokens_per_sample"), 1);
+}
+
 // The child process's record (core/result.hpp): every event and field back as it was, the
 // names shared, and a record cut short or not one an error that says so.
 TEST(ResultBytes, RoundTripsEveryEventAndRefusesABadRecord) {
