@@ -195,6 +195,24 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
       throw ConfigError(
           where + fmt::format("a cpu_link joins two cpus, not a {} and a {}", to_string(a.kind), to_string(b.kind)));
     }
+    // A network cable ends at a NIC or a network switch: a GPU reaches the network through a NIC
+    // on its PCIe tree (NCCL's NET transport), never by a cable of its own. PCIe joins the PCIe
+    // tree's devices, not a network switch or an NVSwitch.
+    const auto net_end = [](const TopoVertex& v) { return v.kind == VertexKind::kNic || v.kind == VertexKind::kSwitch; };
+    const bool network = s.link.type == LinkType::kInfiniband || s.link.type == LinkType::kEthernet;
+    if (network && !(net_end(a) && net_end(b))) {
+      const TopoVertex& off = net_end(a) ? b : a;
+      throw ConfigError(where + fmt::format("an {} cable joins nics and network switches, not a {} ({}); connect the "
+                                            "{} to a nic over pcie",
+                                            to_string(s.link.type), to_string(off.kind), off.name, to_string(off.kind)));
+    }
+    const auto pcie_end = [](const TopoVertex& v) {
+      return v.kind != VertexKind::kSwitch && v.kind != VertexKind::kNvswitch;
+    };
+    if (s.link.type == LinkType::kPcie && !(pcie_end(a) && pcie_end(b))) {
+      throw ConfigError(where + fmt::format("a pcie link joins gpus, cpus, pcie_switches and nics, not a {} and a {}",
+                                            to_string(a.kind), to_string(b.kind)));
+    }
     s.link.index = i;
     s.link.a = s.a;
     s.link.b = s.b;

@@ -248,6 +248,16 @@ TEST(TopologyReaderErrors, LinkRules) {
   EXPECT_EQ(dot_error(cpu), "t.dot:6: edge gpu0--nvs: an nvlink joins gpus and nvswitches, not a gpu and a cpu");
   EXPECT_EQ(dot_error(replace(kGood, "type=\"nvlink\"", "type=\"cpu_link\"")),
             "t.dot:6: edge gpu0--nvs: a cpu_link joins two cpus, not a gpu and a nvswitch");
+  // A GPU reaches the network through a NIC on PCIe, not by a cable of its own.
+  const std::string ib = replace(replace(kGood, "nvs [kind=\"nvswitch\", host=\"h0\"]", "nvs [kind=\"switch\"]"),
+                                 "type=\"nvlink\"", "type=\"infiniband\"");
+  EXPECT_EQ(dot_error(ib),
+            "t.dot:6: edge gpu0--nvs: an infiniband cable joins nics and network switches, not a gpu (gpu0); connect "
+            "the gpu to a nic over pcie");
+  EXPECT_EQ(dot_error(replace(ib, "type=\"infiniband\"", "type=\"pcie\"")),
+            "t.dot:6: edge gpu0--nvs: a pcie link joins gpus, cpus, pcie_switches and nics, not a gpu and a switch");
+  EXPECT_EQ(dot_error(replace(kGood, "type=\"nvlink\"", "type=\"pcie\"")),
+            "t.dot:6: edge gpu0--nvs: a pcie link joins gpus, cpus, pcie_switches and nics, not a gpu and a nvswitch");
   EXPECT_EQ(dot_error(replace(kGood, "gpu0 -- nvs", "gpu0 -- gpu0")),
             "t.dot:6: edge gpu0--gpu0: a link from a node to itself");
   EXPECT_EQ(dot_error("graph g { s [kind=\"switch\", host=\"h\"] }"),
