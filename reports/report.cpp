@@ -181,8 +181,13 @@ void print_confidence(const Report& rep, std::ostream& out) {
       out << fmt::format("# how sure: {} {} ms +/- {}\n", label, ms(r.steady_iteration_time_s), measured(step));
       continue;
     }
+    const bool calibrated = step.cls.ends_with(", calibrated");
     out << fmt::format("# how sure: {}: no published step of class \"{}\" in gradsync's validation tables{}\n", label,
-                       step.cls, mine.size() > 1 ? "; its parts:" : "");
+                       step.cls,
+                       calibrated    ? " (they hold the models' predictions; this run's times are the calibration's "
+                                       "measurements: `gradsync validate` runs the scenario for real beside them)"
+                       : mine.size() > 1 ? "; its parts:"
+                                         : "");
     for (std::size_t i = 1; i < mine.size(); ++i) {
       const Confidence& c = *mine[i];
       out << (c.cases > 0 ? fmt::format("#   {} +/- {}\n", c.part, measured(c))

@@ -28,6 +28,14 @@ StepClasses step_classes(const Scenario& s, Strategy strategy) {
       std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.kind == LayerKind::kConv2d; });
   const std::string kind = conv ? "conv net" : "transformer";
   StepClasses c;
+  if (!s.calibration.empty()) {
+    // Measured times replace the compute and network models: no class of the validation tables
+    // (all of them the models' predictions) says how sure such a run is, nor do its parts'.
+    c.step = c.compute = fmt::format("{}, calibrated", r.gpus <= 1                 ? "one GPU"
+                                                       : strategy == Strategy::kDP ? "DP"
+                                                                                   : "DDP");
+    return c;
+  }
   c.compute = "one GPU, " + kind;
   if (r.gpus <= 1) {
     c.step = c.compute;

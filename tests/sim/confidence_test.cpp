@@ -31,6 +31,18 @@ TEST(Confidence, StepClassNamesStrategyInterconnectAndKind) {
   EXPECT_EQ(parts.compute, "one GPU, transformer");
   EXPECT_EQ(parts.communication, "NCCL collectives, multi-node");
   EXPECT_TRUE(step_classes(on("gpt2", "dgx-a100", 1), Strategy::kDDP).communication.empty());
+  // A calibration's measured times replace both models: none of the tables' classes, nor the parts'.
+  Scenario calibrated = on("resnet18", "pcie-4gpu", 2);
+  calibrated.calibration = "tests/fuzz/seeds/calibration/cpu-2ranks.yaml";
+  calibrated.precision = "fp32";  // as its GEMMs were timed
+  const StepClasses c = step_classes(calibrated, Strategy::kDDP);
+  EXPECT_EQ(c.step, "DDP, calibrated");
+  EXPECT_EQ(c.compute, c.step);
+  EXPECT_TRUE(c.communication.empty());
+  EXPECT_FALSE(class_confidence(c.step).has_value());
+  EXPECT_EQ(step_class(calibrated, Strategy::kDP), "DP, calibrated");
+  calibrated.gpus = 1;
+  EXPECT_EQ(step_class(calibrated, Strategy::kDDP), "one GPU, calibrated");
 }
 
 TEST(Confidence, TheShippedTableHasTheDdpCasesOfPyTorchsBenchmark) {
