@@ -1,8 +1,6 @@
 // fidelity_test.cpp: aggregate fidelity against step fidelity. Each simulation runs in a forked
 // child (one SimGrid engine per process).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,39 +14,12 @@
 #include "sim/simulate.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/topology.hpp"
+#include "tests/support/in_child.hpp"
 
 namespace gradsync::sim {
 namespace {
 
-// in_child runs fn in a forked child and returns the doubles it wrote.
-template <class F>
-std::vector<double> in_child(F fn) {
-  int fds[2];
-  if (::pipe(fds) != 0) std::abort();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    int status = 0;
-    try {
-      const std::vector<double> out = fn();
-      const auto n = static_cast<ssize_t>(out.size() * sizeof(double));
-      if (::write(fds[1], out.data(), static_cast<std::size_t>(n)) != n) status = 2;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "child: %s\n", e.what());
-      status = 1;
-    }
-    ::_exit(status);
-  }
-  ::close(fds[1]);
-  std::vector<double> out;
-  double v = 0;
-  while (::read(fds[0], &v, sizeof v) == static_cast<ssize_t>(sizeof v)) out.push_back(v);
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  return out;
-}
+using testing_support::in_child;
 
 std::vector<double> collective_times(CollectiveSweep sw, const std::string& fidelity) {
   sw.fidelity = fidelity;

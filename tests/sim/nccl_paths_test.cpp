@@ -3,9 +3,6 @@
 // call (pipeline_sync_s) and its choice of algorithm. One SimGrid engine per process.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cmath>
 
 #include "sim/engine.hpp"
@@ -14,6 +11,7 @@
 #include "topologies/channels.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/routes.hpp"
+#include "tests/support/in_child.hpp"
 
 namespace gradsync::sim {
 namespace {
@@ -72,25 +70,17 @@ TEST(Nvls, UncontendedAllreduceTakesTheModelsTime) {
 // process: the test's own run needs this one's).
 std::vector<std::pair<double, int>> in_child(const Topology& topo, int gpus, std::vector<double> sizes,
                                              NcclSettings nccl = {}) {
-  int fds[2];
-  if (::pipe(fds) != 0) return {};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
+  const std::vector<double> flat = testing_support::in_child([&] {
+    std::vector<double> out;
     for (const CollectivePoint& p : simulate(topo, gpus, Collective::kAllreduce, sizes, nccl)) {
-      const std::pair<double, int> x{p.time_s, static_cast<int>(p.choice.algorithm)};
-      if (::write(fds[1], &x, sizeof x) != static_cast<ssize_t>(sizeof x)) ::_exit(1);
+      out.push_back(p.time_s);
+      out.push_back(static_cast<double>(p.choice.algorithm));
     }
-    ::_exit(0);
-  }
-  ::close(fds[1]);
+    return out;
+  });
   std::vector<std::pair<double, int>> out;
-  std::pair<double, int> x;
-  while (::read(fds[0], &x, sizeof x) == static_cast<ssize_t>(sizeof x)) out.push_back(x);
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? out : std::vector<std::pair<double, int>>{};
+  for (std::size_t i = 0; i + 1 < flat.size(); i += 2) out.emplace_back(flat[i], static_cast<int>(flat[i + 1]));
+  return out;
 }
 
 // NCCL_P2P_DISABLE=1 diverts a node's GPU-to-GPU paths through the CPU (paths.cc), so rings take
