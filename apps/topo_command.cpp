@@ -75,8 +75,8 @@ std::map<LinkType, LinkTypeSummary> links_by_type(const Topology& t) {
 
 void validate(const std::string& file, std::ostream& out) {
   const Topology t = load_topology(file);
-  check_host_memory(t);
   Routes routes(t);
+  check_host_memory(routes);
   const Channels ch = build_channels(t, routes, first_ranks(t.gpu_count()));
   out << fmt::format("{}: OK: {}, {}, {}; {} of {} GB/s\n", file, gpu_summary(t), counted(t.vertex_count(), "node"),
                      counted(static_cast<long long>(t.links().size()), "link"),

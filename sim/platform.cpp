@@ -118,7 +118,7 @@ class TopologyZone final : public sgr::NetZoneImpl {
 Platform build_platform(const Topology& topo, const Routes& routes, const Transports* transports) {
   if (!sg4::Engine::has_instance()) throw RuntimeError("sim: build_platform needs the engine (create_engine) first");
   auto* zone = new TopologyZone(topo, routes, transports);  // the root zone; the engine owns and deletes it
-  check_host_memory(topo);
+  check_host_memory(routes);
   Platform p;
   for (VertexId g : topo.gpus()) {
     p.gpus.push_back(zone->create_host(topo.vertex(g).name, {kHostSpeed}));
@@ -129,28 +129,10 @@ Platform build_platform(const Topology& topo, const Routes& routes, const Transp
     zone->place_nccl(p.nccl.back(), r);
   }
 
-  // Host memory: per GPU the CPU socket of its machine with the fewest-latency route.
-  std::map<std::string, std::vector<VertexId>> cpus;  // by machine
-  for (VertexId v = 0; v < topo.vertex_count(); ++v)
-    if (topo.vertex(v).kind == VertexKind::kCpu) cpus[topo.vertex(v).host].push_back(v);
+  // Host memory: per GPU its machine's CPU socket (Routes::host_cpu; check_host_memory found one).
   std::map<VertexId, sg4::Host*> cpu_hosts;
   for (VertexId g : topo.gpus()) {
-    double best = std::numeric_limits<double>::infinity();
-    VertexId chosen = g;
-    const auto found = cpus.find(topo.vertex(g).host);
-    if (found != cpus.end()) {
-      for (VertexId v : found->second) {
-        const double lat = routes.route(v, g).latency_s;
-        if (lat < best) {
-          best = lat;
-          chosen = v;
-        }
-      }
-    }
-    if (chosen == g) {
-      throw ConfigError(fmt::format("{}: GPU {} on host {} has no CPU socket (kind=\"cpu\") for host memory",
-                                    topo.origin(), topo.vertex(g).name, topo.vertex(g).host));
-    }
+    const VertexId chosen = *routes.host_cpu(g);
     auto [it, fresh] = cpu_hosts.try_emplace(chosen, nullptr);
     if (fresh) {
       it->second = zone->create_host("mem:" + topo.vertex(chosen).name, {kHostSpeed});

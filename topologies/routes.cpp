@@ -161,6 +161,28 @@ Routes::Routes(const Topology& topo) : topo_(topo), weight_(topo.links().size())
     machine_[v] = it->second;
     ++machine_size_[static_cast<std::size_t>(it->second)];
   }
+  machine_cpus_.resize(machine_size_.size());
+  for (VertexId v = 0; v < n; ++v)
+    if (machine_[v] >= 0 && g[v].kind == VertexKind::kCpu)
+      machine_cpus_[static_cast<std::size_t>(machine_[v])].push_back(v);
+  // Connected parts, so that host_cpu never asks for a route that does not exist.
+  component_.assign(n, -1);
+  std::vector<std::uint32_t> stack;
+  for (VertexId start = 0, part = 0; start < n; ++start) {
+    if (component_[start] >= 0) continue;
+    component_[start] = static_cast<std::int32_t>(part);
+    stack.assign(1, static_cast<std::uint32_t>(start));
+    while (!stack.empty()) {
+      const std::uint32_t u = stack.back();
+      stack.pop_back();
+      for (std::uint32_t i = first_[u]; i < first_[u + 1]; ++i) {
+        if (component_[adj_[i].to] >= 0) continue;
+        component_[adj_[i].to] = static_cast<std::int32_t>(part);
+        stack.push_back(adj_[i].to);
+      }
+    }
+    ++part;
+  }
   // Keep at most ~4M (distance, link) entries of whole trees: 48 MB whatever the cluster.
   max_trees_ = std::max<std::size_t>(4, (std::size_t{4} << 20) / std::max<std::size_t>(1, n));
 }
@@ -452,6 +474,33 @@ Route Routes::fabric_route(VertexId nic_a, VertexId nic_b, std::uint64_t flow) c
     return join(topo_, join(topo_, out, route_by_destination(sa, sb, nic_ordinal(nic_b))), in);
   }
   return join(topo_, join(topo_, out, route(sa, sb, flow)), in);
+}
+
+std::optional<VertexId> Routes::host_cpu(VertexId v) const {
+  if (machine_[v] < 0) return std::nullopt;
+  std::optional<VertexId> best;
+  double best_latency = std::numeric_limits<double>::infinity();
+  for (VertexId c : machine_cpus_[static_cast<std::size_t>(machine_[v])]) {
+    if (component_[c] != component_[v]) continue;
+    const double latency = c == v ? 0.0 : route(v, c).latency_s;
+    if (latency < best_latency) {
+      best_latency = latency;
+      best = c;
+    }
+  }
+  return best;
+}
+
+void check_host_memory(const Routes& routes) {
+  const Topology& topo = routes.topology();
+  for (VertexId g : topo.gpus()) {
+    if (routes.host_cpu(g)) continue;
+    throw DataError(fmt::format(
+        "{}: GPU {} on host {} reaches no CPU socket (a node with kind=\"cpu\", host=\"{}\", linked to its PCIe "
+        "switch); a run needs host memory behind one (the batch copied in, NCCL's SHM, a network without "
+        "GPUDirect RDMA), as every machine has",
+        topo.origin(), topo.vertex(g).name, topo.vertex(g).host, topo.vertex(g).host));
+  }
 }
 
 }  // namespace gradsync

@@ -15,6 +15,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -97,6 +98,12 @@ class Routes {
   // route_by_destination: route() choosing among equal-latency next hops by D-mod-K on `ordinal`.
   Route route_by_destination(VertexId from, VertexId to, std::uint64_t ordinal) const;
 
+  // host_cpu: where v's host memory is: among the CPU sockets of v's machine that v reaches, the
+  // one of least route latency (the first in file order on a tie). The batch starts there, and
+  // NCCL's SHM transport and a NIC without GPUDirect RDMA stage data there. nullopt when v's
+  // machine has no CPU socket v reaches.
+  std::optional<VertexId> host_cpu(VertexId v) const;
+
  private:
   struct Tree;
   struct Search;
@@ -130,9 +137,16 @@ class Routes {
   mutable std::unordered_map<VertexId, decltype(trees_)::iterator> index_;
   std::size_t max_trees_ = 4;
   std::vector<std::int32_t> machine_;      // per vertex: its machine (-1: a network switch)
+  std::vector<std::int32_t> component_;    // per vertex: its connected part of the graph
+  std::vector<std::vector<VertexId>> machine_cpus_;  // per machine: its CPU sockets
   std::vector<std::size_t> machine_size_;  // vertices per machine
   mutable std::unordered_map<VertexId, std::unique_ptr<Local>> locals_;  // per source, its machine
   mutable std::vector<std::int64_t> nic_of_;                             // per rank, -1 until asked
 };
+
+// check_host_memory: DataError naming the first GPU whose machine has no CPU socket it reaches
+// (host_cpu): a run needs host memory (the batch copied in, NCCL's SHM, a network without
+// GPUDirect RDMA), and every real machine has one.
+void check_host_memory(const Routes& routes);
 
 }  // namespace gradsync

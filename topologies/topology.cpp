@@ -324,23 +324,4 @@ Topology load_topology(const std::string& name_or_path) {
   });
 }
 
-void check_host_memory(const Topology& topo) {
-  std::vector<int> component(topo.vertex_count());
-  boost::connected_components(topo.graph(), component.data());
-  for (int r = 0; r < topo.gpu_count(); ++r) {
-    const VertexId g = topo.gpu(r);
-    bool cpu = false;
-    for (VertexId v = 0; v < topo.vertex_count() && !cpu; ++v)
-      cpu = topo.vertex(v).kind == VertexKind::kCpu && topo.vertex(v).host == topo.vertex(g).host &&
-            component[v] == component[g];
-    if (!cpu) {
-      throw DataError(fmt::format(
-          "{}: GPU {} on host {} reaches no CPU socket (a node with kind=\"cpu\", host=\"{}\", linked to its PCIe "
-          "switch); a run needs host memory behind one (the batch copied in, NCCL's SHM, a network without "
-          "GPUDirect RDMA), as every machine has",
-          topo.origin(), topo.vertex(g).name, topo.vertex(g).host, topo.vertex(g).host));
-    }
-  }
-}
-
 }  // namespace gradsync

@@ -160,11 +160,6 @@ std::optional<std::string_view> builtin_topology_text(std::string_view name);
 // GraphML). A name that is neither a file nor built in is a ConfigError listing the built-ins.
 Topology load_topology(const std::string& name_or_path);
 
-// check_host_memory: DataError naming the first GPU whose host has no CPU socket it reaches (a
-// node of kind "cpu" on its host, in its connected part): a run needs host memory (the batch
-// copied in, NCCL's SHM, a network without GPUDirect RDMA), and every real machine has one.
-void check_host_memory(const Topology& topo);
-
 // read_topology_dot / read_topology_graphml parse text; `origin` names it in errors.
 Topology read_topology_dot(std::string_view text, const std::string& origin);
 Topology read_topology_graphml(std::string_view text, const std::string& origin);

@@ -102,7 +102,7 @@ TEST(Transports, TheReadmeExampleTalksP2pAndAHostWithoutCpuIsNamed) {
   }
   ASSERT_NE(dot.find("kind=\"cpu\""), std::string::npos);
   const Topology t = read_topology_dot(dot, "README.dot");
-  EXPECT_NO_THROW(check_host_memory(t));
+  EXPECT_NO_THROW(check_host_memory(Routes(t)));
   const Hop h = hop_of(t, 0, 1);
   EXPECT_EQ(h.kind, TransportKind::kP2P);
   EXPECT_EQ(h.route.path_class, PathClass::kNVL);
@@ -114,11 +114,41 @@ TEST(Transports, TheReadmeExampleTalksP2pAndAHostWithoutCpuIsNamed) {
   const Topology bare = read_topology_dot(no_cpu, "bare.dot");
   EXPECT_EQ(hop_of(bare, 0, 1).kind, TransportKind::kP2P);
   try {
-    check_host_memory(bare);
+    check_host_memory(Routes(bare));
     FAIL() << "expected an error";
   } catch (const DataError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("bare.dot: GPU gpu0 on host node0 reaches no CPU socket", 0), 0u) << e.what();
   }
+}
+
+// Host memory is the machine's CPU socket that a GPU reaches with the least latency; a socket it
+// cannot reach at all is never chosen, nor asked for a route.
+TEST(HostCpu, TheNearestReachableSocketOfTheMachine) {
+  const std::string text = R"(graph g {
+  gpu0 [kind="gpu", model="rtx-4090", host="h"];
+  gpu1 [kind="gpu", model="rtx-4090", host="h"];
+  sw [kind="pcie_switch", host="h"];
+  lost [kind="cpu", host="h"];
+  far [kind="cpu", host="h"];
+  near [kind="cpu", host="h"];
+  gpu0 -- sw [type="pcie", bw="32GBps", latency="1us"];
+  gpu1 -- sw [type="pcie", bw="32GBps", latency="1us"];
+  sw -- near [type="pcie", bw="32GBps", latency="1us"];
+  near -- far [type="cpu_link", bw="40GBps", latency="2us"];
+})";
+  const Topology t = read_topology_dot(text, "t.dot");
+  const Routes routes(t);
+  ASSERT_TRUE(routes.host_cpu(t.gpu(0)).has_value());
+  EXPECT_EQ(t.vertex(*routes.host_cpu(t.gpu(0))).name, "near");
+  EXPECT_EQ(t.vertex(*routes.host_cpu(t.gpu(1))).name, "near");
+  EXPECT_NO_THROW(check_host_memory(routes));
+  // Without the socket it is linked to, the GPUs reach none: `far` and `lost` are apart.
+  std::string cut = text;
+  cut.erase(cut.find("  sw -- near"), cut.find("  near -- far") - cut.find("  sw -- near"));
+  const Topology apart = read_topology_dot(cut, "t.dot");
+  const Routes apart_routes(apart);
+  EXPECT_FALSE(apart_routes.host_cpu(apart.gpu(0)).has_value());
+  EXPECT_THROW(check_host_memory(apart_routes), DataError);
 }
 
 }  // namespace

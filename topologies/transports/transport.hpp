@@ -46,9 +46,8 @@ struct Hop {
   bool read = false;
 };
 
-// MachineIndex: per host, its CPU sockets and its GPU count; per vertex, its CPU (filled on use).
+// MachineIndex: per host, its GPU count; per vertex, its CPU (Routes::host_cpu, filled on use).
 struct MachineIndex {
-  std::unordered_map<std::string, std::vector<VertexId>> cpus;
   std::unordered_map<std::string, int> gpus;
   mutable std::unordered_map<VertexId, VertexId> cpu_of;
 };
@@ -61,9 +60,9 @@ struct TransportContext {
   const MachineIndex& machines;
   int gpus_in_machine(int rank) const;
   // cpu_of: the CPU socket whose root complex a GPU (or NIC) sits under: its host memory
-  // (ConfigError when its host has none); has_cpu: whether its host has one.
+  // (Routes::host_cpu; ConfigError when its host has none it reaches); has_cpu: whether it has one.
   VertexId cpu_of(VertexId v) const;
-  bool has_cpu(VertexId v) const { return machines.cpus.count(topo.vertex(v).host) > 0; }
+  bool has_cpu(VertexId v) const { return machines.cpu_of.contains(v) || routes.host_cpu(v).has_value(); }
   // via_cpu: a -> the CPU socket of a -> b, the path of data staged in a's host memory.
   Route via_cpu(VertexId a, VertexId b) const;
   // intel_overhead: 6/5 when a route is of class PHB through an Intel CPU (NCCL counts a GPU's

@@ -12,26 +12,15 @@ int TransportContext::gpus_in_machine(int rank) const { return machines.gpus.at(
 
 VertexId TransportContext::cpu_of(VertexId v) const {
   if (const auto known = machines.cpu_of.find(v); known != machines.cpu_of.end()) return known->second;
-  const std::string& host = topo.vertex(v).host;
-  double best = std::numeric_limits<double>::infinity();
-  VertexId chosen = v;
-  if (const auto cpus = machines.cpus.find(host); cpus != machines.cpus.end()) {
-    for (VertexId c : cpus->second) {
-      const double lat = routes.route(v, c).latency_s;
-      if (lat < best) {
-        best = lat;
-        chosen = c;
-      }
-    }
-  }
-  if (chosen == v) {
+  const std::optional<VertexId> chosen = routes.host_cpu(v);
+  if (!chosen) {
     throw ConfigError(
         fmt::format("{}: {} on host {} has no CPU socket (kind=\"cpu\"): NCCL's SHM transport and a "
                     "network without GPUDirect RDMA stage data in host memory",
-                    topo.origin(), topo.vertex(v).name, host));
+                    topo.origin(), topo.vertex(v).name, topo.vertex(v).host));
   }
-  machines.cpu_of.emplace(v, chosen);
-  return chosen;
+  machines.cpu_of.emplace(v, *chosen);
+  return *chosen;
 }
 
 Route TransportContext::via_cpu(VertexId a, VertexId b) const {
@@ -62,7 +51,6 @@ Transports::Transports(const Topology& topo, const Routes& routes, TransportOpti
     : topo_(topo), routes_(routes), options_(options) {
   for (VertexId v = 0; v < topo.vertex_count(); ++v) {
     const TopoVertex& tv = topo.vertex(v);
-    if (tv.kind == VertexKind::kCpu) machines_.cpus[tv.host].push_back(v);
     if (tv.kind == VertexKind::kGpu) ++machines_.gpus[tv.host];
   }
   order_.push_back(make_p2p_transport());
