@@ -16,8 +16,11 @@ NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl) {
   const Routes routes(topo);
   const Transports transports(topo, routes, nccl.transport);
   Channels ch = build_channels(topo, routes, first_ranks(gpus), transports);
-  limit_channels(ch, nccl.min_channels, nccl.max_channels);
   NcclInfo i;
+  i.coll_channels = std::min(64, 2 * static_cast<int>(ch.rings.size()));
+  if (nccl.max_channels > 0) i.coll_channels = std::min(i.coll_channels, nccl.max_channels);
+  i.coll_channels = std::max(i.coll_channels, nccl.min_channels);
+  limit_channels(ch, nccl.min_channels, nccl.max_channels);
   i.gpus = gpus;
   i.nodes = ch.nodes();
   i.channels = static_cast<int>(ch.rings.size());
@@ -47,7 +50,8 @@ std::vector<std::string> nccl_info_lines(const NcclInfo& i) {
   std::vector<std::string> out;
   if (i.fallback) out.push_back("NCCL INFO Could not find a path for pattern 4, falling back to simple order");
   std::string graphs =
-      fmt::format("NCCL INFO {} coll channels: ring {} x {:.1f} GB/s", i.channels, i.channels, i.channel_bw_Bps / 1e9);
+      fmt::format("NCCL INFO {} coll channels: ring {} x {:.1f} GB/s{}", i.coll_channels, i.channels,
+                  i.channel_bw_Bps / 1e9, i.coll_channels == 2 * i.channels ? " (each ring run by 2 channels)" : "");
   if (i.nodes > 1) {
     graphs += fmt::format(", tree {} x {:.1f}/{:.1f} GB/s (intra/inter)", i.channels, i.tree_bw_intra_Bps / 1e9,
                           i.tree_bw_inter_Bps / 1e9);
@@ -64,7 +68,7 @@ std::vector<std::string> nccl_info_lines(const NcclInfo& i) {
   for (std::size_t c = 0; c < shown; ++c) {
     const auto& o = i.rings[c];
     const std::size_t cut = std::min<std::size_t>(o.size(), 16);
-    out.push_back(fmt::format("NCCL INFO Channel {:02}/{:02} : {}{}", c, i.rings.size(),
+    out.push_back(fmt::format("NCCL INFO Channel {:02}/{:02} : {}{}", c, i.coll_channels,
                               fmt::join(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(cut), " "),
                               cut < o.size() ? fmt::format(" ... ({} GPUs)", o.size()) : ""));
   }
@@ -77,6 +81,7 @@ std::vector<std::string> nccl_info_lines(const NcclInfo& i) {
 nlohmann::json nccl_info_json(const NcclInfo& i) {
   nlohmann::json j;
   j["channels"] = i.channels;
+  j["coll_channels"] = i.coll_channels;
   j["channel_GBps"] = i.channel_bw_Bps / 1e9;
   if (i.nodes > 1) j["tree_GBps"] = {{"intra", i.tree_bw_intra_Bps / 1e9}, {"inter", i.tree_bw_inter_Bps / 1e9}};
   if (i.nvls_channels > 0) {

@@ -27,6 +27,10 @@ struct NcclInfo {
   int gpus = 0;
   int nodes = 0;
   int channels = 0;                                     // ring channels (after NCCL_MIN/MAX_NCHANNELS)
+  // coll_channels: NCCL's comm->nChannels, what NCCL_DEBUG=INFO counts: the rings the search
+  // found, doubled (connect.cc: "Duplicate channels"), at most 64, then NCCL_MAX_NCHANNELS and
+  // NCCL_MIN_NCHANNELS.
+  int coll_channels = 0;
   double channel_bw_Bps = 0;                            // each ring channel's speed
   bool fallback = false;                                // no ring fit: NCCL's one channel at 0.1 GB/s
   double tree_bw_intra_Bps = 0, tree_bw_inter_Bps = 0;  // across nodes only
