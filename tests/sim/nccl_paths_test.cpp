@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "sim/engine.hpp"
+#include "sim/nccl_info.hpp"
 #include "sim/nccl_model.hpp"
 #include "sim/simulate.hpp"
 #include "topologies/channels.hpp"
@@ -233,6 +234,34 @@ TEST(NcclModel, AcrossTwoNodesTreeOnA100sAndNvlsTreeOnH100s) {
     const Channels ch = build_channels(topo, routes, first_ranks(16));
     EXPECT_EQ(choose_collective(Collective::kAllreduce, kGiB, ch, {}).algorithm, Algorithm::kNvlsTree);
   }
+}
+
+}  // namespace
+}  // namespace gradsync::sim
+
+namespace gradsync::sim {
+namespace {
+
+// NCCL_DEBUG=INFO counts comm->nChannels: the rings the search found, doubled (connect.cc), then
+// NCCL_MAX_NCHANNELS and NCCL_MIN_NCHANNELS; the Channel lines count the same.
+TEST(NcclInfo, CollChannelsAreTheSearchedRingsDoubledThenTheKnobs) {
+  const Topology topo = load_topology("dgx-a100");
+  const NcclInfo base = nccl_info(topo, 8, {});
+  EXPECT_EQ(base.channels, 12);
+  EXPECT_EQ(base.coll_channels, 24);
+  const std::vector<std::string> lines = nccl_info_lines(base);
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[0].rfind("NCCL INFO 24 coll channels: ring 12 x 20.0 GB/s (each ring run by 2 channels)", 0), 0u)
+      << lines[0];
+  EXPECT_EQ(lines[1], "NCCL INFO Channel 00/24 : 0 1 2 3 4 5 6 7");
+  NcclSettings knobs;
+  knobs.max_channels = 16;
+  EXPECT_EQ(nccl_info(topo, 8, knobs).coll_channels, 16);
+  knobs.max_channels = 1;
+  EXPECT_EQ(nccl_info(topo, 8, knobs).coll_channels, 1);
+  knobs.max_channels = 0;
+  knobs.min_channels = 32;
+  EXPECT_EQ(nccl_info(topo, 8, knobs).coll_channels, 32);
 }
 
 }  // namespace
