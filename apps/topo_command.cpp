@@ -253,6 +253,10 @@ void show(const std::string& file, bool json, std::ostream& out) {
                                                    : fmt::format(" (NICs {}, ... one per host)", fmt::join(nics, ", "));
       if (n <= kRingTextMax) {
         out << fmt::format("#   ring {:>2}: {}{}\n", c, ranks_text(r.order), via);
+      } else if (r.chains.size() <= 1) {
+        // One host (an NVL72 rack, a big PCIe box): its ring's first GPUs, then the count.
+        const std::vector<int> head(r.order.begin(), r.order.begin() + std::min<std::ptrdiff_t>(16, std::ssize(r.order)));
+        out << fmt::format("#   ring {:>2}: {} ... ({} GPUs){}\n", c, ranks_text(head), r.order.size(), via);
       } else {
         out << fmt::format("#   ring {:>2}: host {} chain {} ... then every host in order{}\n", c,
                            t.hosts()[static_cast<std::size_t>(ch.hosts.front())], ranks_text(r.chains.front()), via);

@@ -244,6 +244,17 @@ TEST(Cli, AScenarioFilesTopologyIsFoundBesideIt) {
   std::filesystem::remove_all(dir);
 }
 
+// topo show on one host of more than 32 GPUs (an NVL72 rack, a big PCIe box) lists each ring's
+// first GPUs and its size; it read a host chain that a single host's ring does not have.
+TEST(Cli, TopoShowOfOneHostOfManyGpus) {
+  const std::string file = ::testing::TempDir() + "/gradsync-cli-nvl72.dot";
+  ASSERT_EQ(run({"topo", "generate", "nvswitch", "--gpus", "72", "--nics", "8", "--gpu", "b200", "-o", file}).code, 0);
+  const Result r = run_printed({"topo", "show", file});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("#   ring  0: 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 ... (72 GPUs)"), std::string::npos) << r.out;
+  std::remove(file.c_str());
+}
+
 // FlashAttention takes fp16 and bf16 only: asking for it in fp32 or tf32 is an error naming the flag
 // or key and what PyTorch runs instead, from models show and from a scenario alike.
 TEST(Cli, FlashAttentionInFloat32IsRefused) {
