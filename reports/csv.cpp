@@ -259,15 +259,16 @@ json typed_cell(const CsvColumn& c, const std::string& cell) {
       break;
     }
     case T::kNumber: {
+      // Only what number() writes: a finite number (nan, inf and 1e999 are never results).
       double v = 0;
       const auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), v);
-      if (ec == std::errc() && end == cell.data() + cell.size()) return v;
+      if (ec == std::errc() && end == cell.data() + cell.size() && std::isfinite(v)) return v;
       break;
     }
   }
   throw ConfigError(fmt::format("column {}: \"{}\" is not a{} value", c.name, cell,
                                 c.type == T::kInteger  ? "n integer"
-                                : c.type == T::kNumber ? " number"
+                                : c.type == T::kNumber ? " finite number"
                                                        : " boolean"));
 }
 

@@ -92,6 +92,17 @@ void SweepCsvReporter::load(const std::string& path, const std::vector<CsvRow>& 
                                       where, st));
       }
     }
+    // Every cell as its column's type, so that the table, the efficiencies and result.json
+    // read what this gradsync writes (an edited 1e999 or nan is named here, not met later).
+    const std::vector<reports::CsvColumn>& columns = reports::summary_columns();
+    for (std::size_t c = 0; c < columns.size() && c < row.size(); ++c) {
+      try {
+        (void)reports::typed_cell(columns[c], row[c]);
+      } catch (const ConfigError& e) {
+        throw ConfigError(fmt::format("{}: {} (the file was edited?); start over without --resume or with another --out",
+                                      where, e.what()));
+      }
+    }
     rows_[index] = row;
   }
 }

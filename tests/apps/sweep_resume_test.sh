@@ -67,4 +67,16 @@ if "$bin" "${args[@]}" --resume --out "$tmp/killed" >/dev/null 2>"$tmp/edited.er
   exit 1
 fi
 grep -q 'summary.csv:2: status "okk"; expected ok, oom, skipped or failed' "$tmp/edited.err" || { cat "$tmp/edited.err" >&2; exit 1; }
+# A number edited into a result cell (nan, 1e999, text): named with its file, line and column.
+sed -i '2s/,okk,/,ok,/' "$tmp/killed/summary.csv"
+col=$(awk -F, 'NR==1 { for (i = 1; i <= NF; i++) if ($i == "samples_per_s") print i }' "$tmp/killed/summary.csv")
+for bad in nan 1e999 abc; do
+  awk -F, -v OFS=, -v c="$col" -v b="$bad" 'NR==2 { $c = b } { print }' "$tmp/full/summary.csv" >"$tmp/killed/summary.csv"
+  if "$bin" "${args[@]}" --resume --out "$tmp/killed" >/dev/null 2>"$tmp/edited.err"; then
+    echo "FAIL: --resume accepted samples_per_s $bad" >&2
+    exit 1
+  fi
+  grep -q "summary.csv:2: column samples_per_s: \"$bad\" is not a finite number value (the file was edited?)" "$tmp/edited.err" ||
+    { cat "$tmp/edited.err" >&2; exit 1; }
+done
 echo "sweep killed after $done_before of $total points, resumed: same summary.csv and result.json"
