@@ -14,6 +14,12 @@
 
 namespace gradsync {
 
+// kMaxLaunchS, kMaxPointS: bounds on a calibration's times, not physical constants: a kernel
+// launch takes microseconds and `calibrate` times each point in well under a day; larger values
+// (inf, 1e300) are an edited file, and the simulator would carry them into every step.
+constexpr double kMaxLaunchS = 1.0;
+constexpr double kMaxPointS = 86400.0;
+
 double CalibrationTable::time(double size) const {
   if (size <= 0 || points.empty()) return 0.0;
   if (points.size() == 1 || size <= points.front().first) {
@@ -107,6 +113,9 @@ CalibrationTable read_table(const YamlReader& r, const YAML::Node& n, const std:
     if (!(size > 0) || !std::isfinite(size)) r.fail(p, at, fmt::format("size {} must be > 0", size));
     if (!(sec > 0) || !std::isfinite(sec))
       r.fail(p, at, fmt::format("time {} s must be > 0 (a measured time; nothing runs in no time)", sec));
+    if (sec > kMaxPointS)
+      r.fail(p, at, fmt::format("time {} s: expected at most {} s (one day), a time `gradsync calibrate` measures", sec,
+                                kMaxPointS));
     if (!t.points.empty() && size <= t.points.back().first) {
       r.fail(p, at,
              fmt::format("size {} is not larger than the previous {}; expected increasing sizes", size,
@@ -202,7 +211,11 @@ static Calibration parse_calibration_unchecked(std::string_view text, const std:
   } catch (const YAML::Exception&) {
     r.fail(launch, "calibration", fmt::format("launch_s \"{}\": expected seconds", YamlReader::scalar_text(launch)));
   }
-  if (!(c.launch_s >= 0)) r.fail(launch, "calibration", fmt::format("launch_s {}: expected >= 0", c.launch_s));
+  // A kernel launch takes microseconds; a second or more (or inf) is not a measurement.
+  if (!(c.launch_s >= 0) || !(c.launch_s < kMaxLaunchS)) {
+    r.fail(launch, "calibration",
+           fmt::format("launch_s {}: expected a launch time in seconds, >= 0 and below {} s", c.launch_s, kMaxLaunchS));
+  }
 
   const YAML::Node compute = r.required(root, "calibration", "compute");
   if (!compute.IsMap()) r.fail(compute, "compute", "expected a mapping of kind: table");

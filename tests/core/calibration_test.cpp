@@ -148,6 +148,16 @@ TEST(Calibration, ErrorsNameTheFileLineAndField) {
   EXPECT_EQ(error(head + "collectives:\n  - {op: allreduce, ranks: 2, points: [[8, 1e-5]]}\n"
                          "  - {op: allreduce, ranks: 4, points: [[8, 2e-5]]}\n"),
             "no error");
+  // Times no measurement gives (inf, a launch of a second, a point of more than a day) are refused
+  // here, where the simulator would carry them into every step (SimGrid aborts on inf).
+  const std::string no_launch = "schema_version: 1\nhardware: {backend: cpu, host: h, device: d, ranks: 2}\n";
+  EXPECT_EQ(error(no_launch + "launch_s: .inf\ncompute: {}\ncollectives: []\n"),
+            "cal.yaml:3: calibration: launch_s inf: expected a launch time in seconds, >= 0 and below 1 s");
+  EXPECT_EQ(error(no_launch + "launch_s: 1e300\ncompute: {}\ncollectives: []\n"),
+            "cal.yaml:3: calibration: launch_s 1e+300: expected a launch time in seconds, >= 0 and below 1 s");
+  EXPECT_EQ(error(head + "collectives:\n  - {op: allreduce, ranks: 2, points: [[8, 1e300]]}\n"),
+            "cal.yaml:6: collectives[0].points[0]: time 1e+300 s: expected at most 86400 s (one day), a time `gradsync "
+            "calibrate` measures");
 }
 
 }  // namespace
