@@ -389,7 +389,7 @@ void register_simulate_commands(CLI::App& app) {
               if (used == text.size() && v > 1 && v < 1e9) return {};
             } catch (const std::exception&) {
             }
-            return fmt::format("value \"{}\" must be a number > 1", text);
+            return fmt::format("value \"{}\" must be a number > 1 and below 1e9", text);
           },
           "FACTOR"));
   add_scenario_options(coll, co->knobs, {"NCCL_ALGO", "NCCL_PROTO", "nccl"});

@@ -377,6 +377,17 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw, con
     throw ConfigError(fmt::format("sizes {}..{}: expected 0 < min-bytes <= max-bytes", sw.min_bytes, sw.max_bytes));
   }
   if (!(sw.step_factor > 1)) throw ConfigError(fmt::format("step-factor {}: expected a number > 1", sw.step_factor));
+  // kMaxRows: a table to read, not a search: nccl-tests' -f 2 from 8 B to 16 GiB is 32 rows. A
+  // factor a hair above 1 would make millions of simulations.
+  constexpr double kMaxRows = 4096;
+  if (sw.sizes.empty()) {
+    const double rows = std::floor(std::log(sw.max_bytes / sw.min_bytes) / std::log(sw.step_factor)) + 1;
+    if (rows > kMaxRows) {
+      throw ConfigError(fmt::format("step-factor {}: {:.0f} sizes from {} to {} bytes; expected at most {:.0f} (a larger "
+                                    "factor or a narrower min-bytes..max-bytes)",
+                                    sw.step_factor, rows, sw.min_bytes, sw.max_bytes, kMaxRows));
+    }
+  }
   SimOptions so;
   so.nccl = sw.nccl.request;
   so.transport = sw.nccl.transport;

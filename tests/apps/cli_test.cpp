@@ -244,6 +244,15 @@ TEST(Cli, AScenarioFilesTopologyIsFoundBesideIt) {
   std::filesystem::remove_all(dir);
 }
 
+// A step factor a hair above 1 would make millions of sizes (it ran for ever): refused with the
+// count; the factor's upper bound is said too.
+TEST(Cli, CollectivesRefuseATableOfMillionsOfSizes) {
+  expect_error({"collectives", "--topology", "dgx-a100", "-b", "8", "-e", "1G", "-f", "1.0000001"}, 2,
+               "step-factor 1.0000001: 187149748 sizes from 8 to 1073741824 bytes; expected at most 4096");
+  expect_error({"collectives", "--topology", "dgx-a100", "-f", "1e9"}, 2,
+               "--step-factor: value \"1e9\" must be a number > 1 and below 1e9");
+}
+
 // topo show on one host of more than 32 GPUs (an NVL72 rack, a big PCIe box) lists each ring's
 // first GPUs and its size; it read a host chain that a single host's ring does not have.
 TEST(Cli, TopoShowOfOneHostOfManyGpus) {
