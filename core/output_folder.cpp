@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -97,6 +98,16 @@ OutputFolder::OutputFolder(std::string final_path) {
   if (fs::exists(st)) {
     if (!fs::is_directory(st)) {
       throw UsageError(fmt::format("--out {}: exists and is not a folder; give a new or empty folder", final_));
+    }
+    // The run swaps a whole new folder into place: the folder this process (and its shell) sits
+    // in cannot be that one (renaming onto "." fails once the run is over; onto $PWD it leaves
+    // the shell in a deleted folder).
+    const fs::path here = fs::weakly_canonical(fs::current_path(ec));
+    const fs::path out = fs::weakly_canonical(target, ec);
+    if (!ec && !here.empty() && std::mismatch(out.begin(), out.end(), here.begin(), here.end()).first == out.end()) {
+      throw UsageError(fmt::format("--out {}: is the current folder or holds it, and a run replaces its whole output "
+                                   "folder; give a folder of its own, such as --out {}",
+                                   final_, (fs::path(final_) / "gradsync-out").lexically_normal().string()));
     }
     refuse_foreign_files(target, final_);
   }

@@ -244,6 +244,19 @@ TEST(Cli, AScenarioFilesTopologyIsFoundBesideIt) {
   std::filesystem::remove_all(dir);
 }
 
+// --out naming the folder the command runs in (".", $PWD, a parent): the run swaps a new folder
+// into place, which failed on "." after the whole run; refused before anything runs.
+TEST(Cli, OutCannotBeTheCurrentFolder) {
+  const std::string here = std::filesystem::current_path().string();
+  expect_error({"compare", "--model", "resnet18", "--gpus", "2", "--out", "."}, 2,
+               "--out .: is the current folder or holds it, and a run replaces its whole output folder; give a folder "
+               "of its own, such as --out gradsync-out");
+  expect_error({"compare", "--model", "resnet18", "--gpus", "2", "--out", here}, 2,
+               "--out " + here + ": is the current folder or holds it");
+  expect_error({"compare", "--model", "resnet18", "--gpus", "2", "--out", ".."}, 2,
+               "--out ..: is the current folder or holds it");
+}
+
 // A step factor a hair above 1 would make millions of sizes (it ran for ever): refused with the
 // count; the factor's upper bound is said too.
 TEST(Cli, CollectivesRefuseATableOfMillionsOfSizes) {
