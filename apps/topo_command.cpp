@@ -353,7 +353,7 @@ void register_topo_command(CLI::App& app) {
   CLI::App* nvs = gen->add_subcommand("nvswitch", "n GPUs on an NVSwitch fabric (DGX/HGX A100, H100 style)");
   nvs->add_option("--gpu", nv->gpu, "GPU key or alias (gpus.yaml); needs NVLink")->capture_default_str();
   nvs->add_option("--gpus", nv->gpus, "Number of GPUs")->capture_default_str();
-  nvs->add_option("--nics", nv->nics, "Number of NICs (default: one per GPU)");
+  nvs->add_option("--nics", nv->nics, "Number of NICs, 0 to 64 (default: one per GPU, at most 64)");
   nvs->add_option("--nic-bw", nv->nic_bw, "Bandwidth of each NIC")->capture_default_str();
   add_out(nvs);
   nvs->callback(

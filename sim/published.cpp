@@ -158,7 +158,7 @@ Topology published_topology(const PublishedCase& c) {
     NvswitchOptions o;
     o.gpu = text_of(s, "gpu", o.gpu);
     o.gpus = int_of(s, "gpus", o.gpus, c);
-    o.nics = int_of(s, "nics", o.nics, c);
+    if (s.contains("nics")) o.nics = int_of(s, "nics", 0, c);
     return generate_nvswitch(o);
   }
   if (kind == "nvlink-mesh") {
@@ -181,7 +181,7 @@ Topology published_topology(const PublishedCase& c) {
     FatTreeOptions o;
     o.nodes = int_of(s, "nodes", o.nodes, c);
     o.node = text_of(s, "node", o.node);
-    o.nics_per_node = int_of(s, "nics_per_node", o.nics_per_node, c);
+    if (s.contains("nics_per_node")) o.nics_per_node = int_of(s, "nics_per_node", 0, c);
     o.nic_bw = text_of(s, "nic_bw", o.nic_bw);
     o.rail_optimized = kind == "rail-optimized";
     return generate_fat_tree(o);

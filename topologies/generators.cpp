@@ -219,9 +219,9 @@ std::vector<std::string> cluster_node_types() {
 Topology generate_nvswitch(const NvswitchOptions& o) {
   const GpuSpec& g = nvlink_gpu(o.gpu, "an NVSwitch fabric");
   need(o.gpus >= 1 && o.gpus <= 72, fmt::format("--gpus {}: expected 1 to 72 GPUs on one NVSwitch fabric", o.gpus));
-  // Unset (-1): one NIC per GPU, as DGX/HGX nodes pair each GPU with its own NIC.
-  const int nics = o.nics < 0 ? o.gpus : o.nics;
-  need(nics >= 0 && nics <= 64, fmt::format("--nics {}: expected 0 to 64", o.nics));
+  // Unset: one NIC per GPU, as DGX/HGX nodes pair each GPU with its own NIC (at most 64).
+  if (o.nics) need(*o.nics >= 0 && *o.nics <= 64, fmt::format("--nics {}: expected 0 to 64", *o.nics));
+  const int nics = o.nics.value_or(std::min(o.gpus, 64));
   (void)bandwidth_flag(o.nic_bw, "--nic-bw");  // checked; one node's NICs carry no traffic between its GPUs
   Builder b;
   add_nvswitch_node(b, "", "node0", g, o.gpu, o.gpus, nics);
@@ -323,13 +323,13 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
   const ClusterNode& type = cluster_node(o.node);
   const GpuSpec& g = spec_of(type.gpu, "--node");
   need(o.nodes >= 1 && o.nodes <= 4096, fmt::format("--nodes {}: expected 1 to 4096", o.nodes));
-  const int nics = o.nics_per_node < 0 ? type.nics : o.nics_per_node;
+  const int nics = o.nics_per_node.value_or(type.nics);
   need(nics >= 1 && nics <= type.nics,
-       fmt::format("--nics-per-node {}: a {} has 1 to {} compute NICs", o.nics_per_node, type.key, type.nics));
+       fmt::format("--nics-per-node {}: a {} has 1 to {} compute NICs", nics, type.key, type.nics));
   need(o.oversubscription >= 1 && o.oversubscription <= 64,
        fmt::format("--oversubscription {}: expected 1 (non-blocking) to 64", o.oversubscription));
-  const int ports = o.leaf_ports == 0 ? type.switch_ports : o.leaf_ports;
-  const int spine_ports = o.spine_ports == 0 ? ports : o.spine_ports;
+  const int ports = o.leaf_ports.value_or(type.switch_ports);
+  const int spine_ports = o.spine_ports.value_or(ports);
   need(ports >= 2, fmt::format("--leaf-ports {}: expected at least 2", ports));
   need(spine_ports >= 2, fmt::format("--spine-ports {}: expected at least 2", spine_ports));
   const int down = std::max(1, static_cast<int>(std::floor(ports * o.oversubscription / (o.oversubscription + 1))));
@@ -408,11 +408,11 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
   }
   const std::string kind = o.rail_optimized ? "rail-optimized" : "fat-tree";
   std::string cmd = fmt::format("gradsync topo generate {} --nodes {} --node {}", kind, o.nodes, o.node);
-  if (o.nics_per_node >= 0) cmd += fmt::format(" --nics-per-node {}", o.nics_per_node);
+  if (o.nics_per_node) cmd += fmt::format(" --nics-per-node {}", *o.nics_per_node);
   if (!o.nic_bw.empty()) cmd += fmt::format(" --nic-bw {}", o.nic_bw);
   if (o.oversubscription != 1) cmd += fmt::format(" --oversubscription {}", o.oversubscription);
-  if (o.leaf_ports != 0) cmd += fmt::format(" --leaf-ports {}", o.leaf_ports);
-  if (o.spine_ports != 0) cmd += fmt::format(" --spine-ports {}", o.spine_ports);
+  if (o.leaf_ports) cmd += fmt::format(" --leaf-ports {}", *o.leaf_ports);
+  if (o.spine_ports) cmd += fmt::format(" --spine-ports {}", *o.spine_ports);
   const std::string layout =
       std::string(type.key) == "dgx1-v100"
           ? std::string("Each node: DGX-1 hybrid cube-mesh (see gradsync topo generate nvlink-mesh).")

@@ -10,6 +10,7 @@
 // the simulator. Each generated file opens with the command that made it and its sources.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ namespace gradsync {
 struct NvswitchOptions {
   std::string gpu = "a100-sxm4-80gb";
   int gpus = 8;
-  int nics = -1;                   // -1: one per GPU
+  std::optional<int> nics = {};    // unset: one per GPU
   std::string nic_bw = "200Gbps";  // HDR InfiniBand
 };
 
@@ -55,11 +56,11 @@ struct PcieOptions {
 struct FatTreeOptions {
   int nodes = 2;
   std::string node = "dgx-a100";
-  int nics_per_node = -1;   // -1 (not given): all of the node type's NICs
+  std::optional<int> nics_per_node = {};  // unset: all of the node type's NICs
   std::string nic_bw = {};  // empty: the node type's NIC speed (200Gbps HDR on dgx-a100, 400Gbps NDR on H100/B200)
   double oversubscription = 1;
-  int leaf_ports = 0;   // 0: the node type's switch (HDR 40, NDR 64, EDR 36 ports)
-  int spine_ports = 0;  // 0: as leaf_ports
+  std::optional<int> leaf_ports = {};   // unset: the node type's switch (HDR 40, NDR 64, EDR 36 ports)
+  std::optional<int> spine_ports = {};  // unset: as leaf_ports
   bool rail_optimized = false;
 };
 

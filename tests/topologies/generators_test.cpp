@@ -44,6 +44,8 @@ TEST(Generators, NvswitchNicsDefaultToOnePerGpu) {
   EXPECT_EQ(count(generate_nvswitch({.gpu = "h100", .gpus = 4}), VertexKind::kNic), 4);
   EXPECT_EQ(count(generate_nvswitch({.gpu = "h100", .gpus = 8}), VertexKind::kNic), 8);
   EXPECT_EQ(count(generate_nvswitch({.gpu = "h100", .gpus = 4, .nics = 0}), VertexKind::kNic), 0);
+  // One per GPU up to NCCL's 64 NICs, with no flag left unset claiming a value (it said "--nics -1").
+  EXPECT_EQ(count(generate_nvswitch({.gpu = "h100", .gpus = 72}), VertexKind::kNic), 64);
 }
 
 TEST(Generators, Dgx1MeshHasSixLinksPerGpu) {
@@ -146,6 +148,12 @@ TEST(Generators, BadOptions) {
   // 0 is a value given, not "all of them": out of range like any other.
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-a100", .nics_per_node = 0}); }),
             "--nics-per-node 0: a dgx-a100 has 1 to 8 compute NICs");
+  // A value given is checked as given: -1 and 0 mean no default.
+  EXPECT_EQ(error([] { generate_nvswitch({.nics = -1}); }), "--nics -1: expected 0 to 64");
+  EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-a100", .nics_per_node = -1}); }),
+            "--nics-per-node -1: a dgx-a100 has 1 to 8 compute NICs");
+  EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-a100", .leaf_ports = 0}); }),
+            "--leaf-ports 0: expected at least 2");
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 16, .node = "dgx-h100", .leaf_ports = 8, .spine_ports = 4}); }),
             "fat-tree: 16 pods of 2 leaves need core switches with at least 16 ports; --spine-ports is 4");
 }
