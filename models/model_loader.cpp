@@ -173,7 +173,15 @@ void Model::check_sizes(std::int64_t t, std::int64_t batch) const {
     for (const OpOutput& out : op.out) per_batch(name_i + " output", out.elements);
     per_batch(name_i + " flops", op.flops);
     if (op.gemm) {
-      for (const BatchExpr& g : *op.gemm) per_batch(name_i + " gemm", g);
+      // Each dimension as any size, and their product (the GEMM's multiply-adds, which its
+      // backward's cost is taken from) inside 64 bits as every count is.
+      std::vector<std::int64_t> dims;
+      for (const BatchExpr& g : *op.gemm) {
+        per_batch(name_i + " gemm", g);
+        dims.push_back(g.eval(batch, t));
+      }
+      (void)checked_product(dims, fmt::format("model {} at T={}, B={}: {} gemm [{}] (from {})", name, t, batch, name_i,
+                                              fmt::join(dims, ", "), origin));
     }
     if (op.attention) {
       per_batch(name_i + " heads", op.attention->heads);

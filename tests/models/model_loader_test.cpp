@@ -229,6 +229,23 @@ TEST(ModelLoader, BadOpsNameTheLayerOpAndValue) {
             "bad.yaml:12: layers[1] \"fc\": a layer of kind ops needs its ops: [...]");
 }
 
+// A GEMM whose multiply-adds (batch x m x n x k) do not fit in 64 bits is refused when the run's
+// sizes are known, as every size is; each dimension alone fit.
+TEST(ModelLoader, AGemmBeyond64BitsIsRefusedAtTheRunsSizes) {
+  // The loader checks the file's own default sizes (B=4, T=8) as it reads it.
+  try {
+    (void)parse_model(replace(kOps, "gemm: [1, B*T, 10, 4]", "gemm: [1, B*T, 4000000000, 4000000000]"), "g.yaml");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "g.yaml:1: model file: model tiny at T=8, B=4: op 1 addmm gemm [1, 32, 4000000000, 4000000000] (from "
+              "g.yaml): 128000000000 x 4000000000 does not fit in 64 bits");
+  }
+  const Model m = parse_model(replace(kOps, "gemm: [1, B*T, 10, 4]", "gemm: [1, B*T, 100000000, 100000000]"), "g.yaml");
+  EXPECT_NO_THROW(m.check_sizes(8, 4));
+  EXPECT_THROW(m.check_sizes(8, 1 << 20), ConfigError);  // a batch that takes it past 64 bits
+}
+
 // views: [view calls, of them on a tensor that requires grad] (tools/op_trace.py).
 TEST(ModelLoader, ViewCallsLoadAndBadCountsNameTheLayer) {
   const std::string with = replace(kOps, "tokens: T,\n     ops: [{op: addmm", "tokens: T, views: [3, 2],\n     ops: [{op: addmm");
