@@ -106,6 +106,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   ctx.mode = flag_value("--attention", [&] {
     const ExecutionMode mode = execution_mode(o.compile, o.attention);
     check_attention_precision(mode, ctx.precision);
+    check_attention_gpu(mode, ctx.gpu->sm_version, ctx.gpu->name, PytorchVersion{});  // models show: the newest rules
     return mode;
   });
   ctx.mode.channels_last = o.channels_last;

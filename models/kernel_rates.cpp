@@ -42,6 +42,17 @@ void check_attention_precision(const ExecutionMode& m, Precision p) {
   }
 }
 
+void check_attention_gpu(const ExecutionMode& m, int sm_version, const std::string& gpu_name, PytorchVersion pytorch) {
+  if (m.attention != AttentionImpl::kFlash) return;
+  const int needed = pytorch.at_least(2, 2) ? 80 : 75;
+  if (sm_version > 0 && sm_version < needed) {
+    throw ConfigError(fmt::format(
+        "FlashAttention needs compute capability {}.{} or later in PyTorch {}; the {} is {}.{}, where "
+        "F.scaled_dot_product_attention takes its memory-efficient kernel: expected attention mem-efficient or math",
+        needed / 10, needed % 10, pytorch.text(), gpu_name, sm_version / 10, sm_version % 10));
+  }
+}
+
 std::string execution_mode_text(const ExecutionMode& m, bool attention) {
   std::string text = m.compile ? "torch.compile" : "eager";
   if (attention) text += fmt::format(", {} attention", attention_impl_name(m.attention));

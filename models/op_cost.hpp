@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/pytorch_version.hpp"
 #include "models/compute_cost.hpp"
 #include "models/host_costs.hpp"
 
@@ -92,6 +93,11 @@ std::string_view attention_impl_name(AttentionImpl a);
 // kernels take fp16 and bf16 only, and F.scaled_dot_product_attention runs its memory-efficient
 // kernel for float32 inputs (on the H200 in tf32: fmha_cutlassF/B_f32, 36 of GPT-2's 104 ms).
 void check_attention_precision(const ExecutionMode& m, Precision p);
+// check_attention_gpu: ConfigError for flash attention on a GPU its kernels do not run on:
+// PyTorch's FlashAttention-2 kernels (SDPA's flash backend from PyTorch 2.2, sdp_utils.cpp
+// check_flash_attention_hardware_support) need compute capability 8.0 or later; 2.0 and 2.1's
+// FlashAttention took 7.5 (Turing) and later. SDPA then takes its memory-efficient kernel.
+void check_attention_gpu(const ExecutionMode& m, int sm_version, const std::string& gpu_name, PytorchVersion pytorch);
 // execution_mode: the scenario keys compile and attention ("math", "flash", "mem-efficient") as a
 // mode; ConfigError for another attention name.
 ExecutionMode execution_mode(bool compile, std::string_view attention);

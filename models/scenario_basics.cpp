@@ -32,6 +32,8 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
     });
   scenario_field("attention", s.attention, [&] {
     check_attention_precision(execution_mode(s.compile, s.attention), r.precision);
+    check_attention_gpu(execution_mode(s.compile, s.attention), gpu.sm_version, gpu.name,
+                        parse_pytorch_version(s.pytorch_version));
     return 0;
   });
   r.optimizer = parse_optimizer(s.optimizer);

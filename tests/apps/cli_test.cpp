@@ -294,5 +294,17 @@ TEST(Cli, FlashAttentionInFloat32IsRefused) {
   EXPECT_EQ(run({"models", "show", "nanogpt", "--gpu", "h200", "--precision", "bf16", "--attention", "flash"}).code, 0);
 }
 
+// PyTorch's FlashAttention-2 kernels need compute capability 8.0 (7.5 for 2.0 and 2.1's
+// FlashAttention): flash on a V100 is refused as in fp32, naming the GPU and the release.
+TEST(Cli, FlashAttentionOnAGpuItsKernelsDoNotRunOn) {
+  expect_error({"models", "show", "gpt2", "--gpu", "v100", "--attention", "flash"}, 2,
+               "--attention: FlashAttention needs compute capability 8.0 or later in PyTorch 2.11; the NVIDIA Tesla V100 "
+               "SXM2 32GB is 7.0, where F.scaled_dot_product_attention takes its memory-efficient kernel");
+  expect_error({"compare", "--model", "gpt2", "--topology", "dgx1-v100", "--gpus", "2", "--attention", "flash",
+                "--pytorch-version", "2.1"},
+               2, "attention \"flash\": FlashAttention needs compute capability 7.5 or later in PyTorch 2.1");
+  EXPECT_EQ(run({"models", "show", "gpt2", "--gpu", "rtx-2080-ti", "--attention", "mem-efficient"}).code, 0);
+}
+
 }  // namespace
 }  // namespace gradsync::apps
