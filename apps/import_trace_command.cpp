@@ -2,6 +2,7 @@
 // step the user measured with torch.profiler, as a model file whose times are the measurement.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -28,7 +29,18 @@ struct ImportOptions {
 
 void import_trace(const ImportOptions& o) {
   TraceImport t;
-  load_model_arg(o.model);  // a zoo name that does not exist is a usage error naming --model
+  const Model m = load_model_arg(o.model);  // a zoo name that does not exist is a usage error naming --model
+  if (o.seq_len > 0) {
+    try {
+      m.check_seq_len(o.seq_len);
+    } catch (const ConfigError& e) {
+      throw UsageError(fmt::format("--seq-len {}: {}", o.seq_len, e.what()));
+    }
+  }
+  std::error_code same_ec;
+  if (!o.out.empty() && std::filesystem::equivalent(o.out, o.trace, same_ec)) {
+    throw UsageError(fmt::format("--out {}: is the trace being read; give the model file another name", o.out));
+  }
   t.model = o.model;
   t.batch = o.batch;
   t.seq_len = o.seq_len;

@@ -203,6 +203,21 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
                                     "traces joined, or one written twice",
                                     origin, s.name));
   }
+  {
+    // Steps follow one another (prof.step() closes one and opens the next): a step inside another
+    // would count the same kernels twice.
+    std::vector<const Event*> order;
+    for (const Event& s : steps) order.push_back(&s);
+    std::sort(order.begin(), order.end(), [](const Event* a, const Event* b) { return a->start < b->start; });
+    for (std::size_t i = 1; i < order.size(); ++i) {
+      if (order[i]->start < order[i - 1]->end) {
+        throw DataError(fmt::format("{}: {} starts at {} us, inside {} ({} to {} us); expected steps one after "
+                                    "another, as prof.step() makes them",
+                                    origin, order[i]->name, order[i]->start, order[i - 1]->name, order[i - 1]->start,
+                                    order[i - 1]->end));
+      }
+    }
+  }
   if (gpus.size() > 1) {
     throw DataError(
         fmt::format("{}: kernels on {} devices ({}): expected one GPU's step; profile a single-GPU run "

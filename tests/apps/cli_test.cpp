@@ -257,6 +257,17 @@ TEST(Cli, OutCannotBeTheCurrentFolder) {
                "--out ..: is the current folder or holds it");
 }
 
+// import-trace: --seq-len as every command checks it, and --out never the trace being read.
+TEST(Cli, ImportTraceChecksSeqLenAndWillNotOverwriteItsTrace) {
+  const std::string trace = "tests/fuzz/seeds/trace/kineto-gpu.json";
+  expect_error({"models", "import-trace", trace, "--model", "resnet18", "--batch", "8", "--seq-len", "128"}, 2,
+               "--seq-len 128: model resnet18 has no sequence length");
+  expect_error({"models", "import-trace", trace, "--model", "gpt2", "--batch", "8", "--seq-len", "4096"}, 2,
+               "--seq-len 4096: model gpt2 has 1024 positions");
+  expect_error({"models", "import-trace", trace, "--model", "resnet18", "--batch", "8", "-o", trace}, 2,
+               "--out " + trace + ": is the trace being read");
+}
+
 // A step factor a hair above 1 would make millions of sizes (it ran for ever): refused with the
 // count; the factor's upper bound is said too.
 TEST(Cli, CollectivesRefuseATableOfMillionsOfSizes) {

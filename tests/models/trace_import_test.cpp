@@ -132,6 +132,11 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
                     "{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 10}]"),
             "t.json: ProfilerStep#1 appears twice; expected each step once (prof.step() numbers them): two traces "
             "joined, or one written twice");
+  // A step inside another counted its kernels twice.
+  EXPECT_EQ(message("[{\"name\": \"ProfilerStep#3\", \"ph\": \"X\", \"ts\": 1000, \"dur\": 1000}, "
+                    "{\"name\": \"ProfilerStep#4\", \"ph\": \"X\", \"ts\": 1100, \"dur\": 500}]"),
+            "t.json: ProfilerStep#4 starts at 1100 us, inside ProfilerStep#3 (1000 to 2000 us); expected steps one "
+            "after another, as prof.step() makes them");
 }
 
 // The measured section replaces the roofline: layers in proportion to the batch, the optimizer
