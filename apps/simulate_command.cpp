@@ -303,7 +303,7 @@ void run_collectives(CollectivesArgs a) {
     j["nccl"] = sim::nccl_info_json(info);
     auto& rows = j["rows"] = json::array();
     for (const auto& p : pts) {
-      rows.push_back({{"bytes", p.bytes},
+      rows.push_back({{"bytes", whole_json(p.bytes)},
                       {"time_us", p.time_s * 1e6},
                       {"algbw_GBps", p.algbw_GBps},
                       {"busbw_GBps", p.busbw_GBps},

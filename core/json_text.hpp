@@ -16,4 +16,13 @@ std::string json_text(const Json& j, int indent = -1) {
   return j.dump(indent, ' ', false, Json::error_handler_t::replace);
 }
 
+// whole_json: a count held as a double (bytes) written as a JSON integer when it is a whole
+// number below 2^53, so that readers that decode counts into integers (Rust's u64, Go's int64)
+// take it ("1048576", not "1048576.0"); otherwise the number as it is.
+inline nlohmann::ordered_json whole_json(double v) {
+  if (v >= -9007199254740992.0 && v <= 9007199254740992.0 && v == static_cast<double>(static_cast<long long>(v)))
+    return static_cast<long long>(v);
+  return v;
+}
+
 }  // namespace gradsync

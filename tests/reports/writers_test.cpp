@@ -259,6 +259,18 @@ TEST(ResultJson, AnImageModelHasNoTokens) {
   EXPECT_EQ(result_json(r, false).at("tokens_per_sample"), 1);
 }
 
+// Byte counts are whole numbers and are written as JSON integers ("4096", not "4096.0"), which
+// readers decoding into u64 or int64 need; a fraction stays a number.
+TEST(ResultJson, ByteCountsAreIntegers) {
+  const auto j = result_json(ddp_result(), false);
+  for (const char* key : {"bytes_in", "bytes_out", "peak_memory_bytes", "capacity_bytes"})
+    EXPECT_TRUE(j.at("gpus").at(0).at(key).is_number_integer()) << key;
+  EXPECT_TRUE(j.at("links").at(0).at("bytes").is_number_integer());
+  EXPECT_EQ(json_text(whole_json(4096.0)), "4096");
+  EXPECT_EQ(json_text(whole_json(0.5)), "0.5");
+  EXPECT_EQ(json_text(whole_json(1e300)), "1e+300");
+}
+
 // The child process's record (core/result.hpp): every event and field back as it was, the
 // names shared, and a record cut short or not one an error that says so.
 TEST(ResultBytes, RoundTripsEveryEventAndRefusesABadRecord) {
