@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -120,14 +122,13 @@ void add_advice_options(CLI::App* cmd, ScenarioCommand& c) {
                   "Seconds (wall clock) for simulating the changes to try; 0: no advice (default 120)")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
-            // A plain decimal number of seconds in [0, 86400] (not nan, inf or hex).
-            const bool plain = !text.empty() && text.find_first_not_of("0123456789.") == std::string::npos;
-            try {
-              std::size_t used = 0;
-              const double v = std::stod(text, &used);
-              if (plain && used == text.size() && v >= 0 && v <= 86400) return {};
-            } catch (const std::exception&) {
-            }
+            // A decimal number of seconds in [0, 86400], with an exponent or not (1e-3); not nan,
+            // inf or hex.
+            double v = -1;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, std::chars_format::general);
+            if (!text.empty() && ec == std::errc() && end == text.data() + text.size() && std::isfinite(v) && v >= 0 &&
+                v <= 86400)
+              return {};
             return fmt::format("\"{}\" is not a number of seconds from 0 to 86400", text);
           },
           "SECONDS"));

@@ -1,6 +1,7 @@
 // cli_test.cpp: exit codes and error lines of the command line.
 #include "apps/cli.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -266,6 +267,16 @@ TEST(Cli, ImportTraceChecksSeqLenAndWillNotOverwriteItsTrace) {
                "--seq-len 4096: model gpt2 has 1024 positions");
   expect_error({"models", "import-trace", trace, "--model", "resnet18", "--batch", "8", "-o", trace}, 2,
                "--out " + trace + ": is the trace being read");
+}
+
+// --advice-budget reads a number as a number (1e-3 as 0.001); nan, inf and hex are refused.
+TEST(Cli, AdviceBudgetTakesExponents) {
+  for (const char* bad : {"nan", "inf", "0x10", "1e5", "-1"})
+    expect_error({"compare", "--advice-budget", bad}, 2,
+                 fmt::format("--advice-budget: \"{}\" is not a number of seconds from 0 to 86400", bad));
+  const Result r = run_printed({"compare", "--model", "resnet18", "--gpus", "2", "--iterations", "2", "--advice-budget",
+                                "1e-9", "--out", ::testing::TempDir() + "/gradsync-cli-budget"});
+  EXPECT_EQ(r.code, 0) << r.err;
 }
 
 // A step factor a hair above 1 would make millions of sizes (it ran for ever): refused with the
