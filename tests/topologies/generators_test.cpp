@@ -148,6 +148,10 @@ TEST(Generators, BadOptions) {
   // 0 is a value given, not "all of them": out of range like any other.
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-a100", .nics_per_node = 0}); }),
             "--nics-per-node 0: a dgx-a100 has 1 to 8 compute NICs");
+  // 2,048 nodes is the largest cluster the benches check (4,096 took 20 GB to validate).
+  EXPECT_EQ(error([] { generate_fat_tree({.nodes = 4096, .node = "dgx-h100"}); }),
+            "--nodes 4096: expected 1 to 2048 (16,384 GPUs of 8-GPU nodes: the largest cluster gradsync is checked "
+            "on)");
   // A value given is checked as given: -1 and 0 mean no default.
   EXPECT_EQ(error([] { generate_nvswitch({.nics = -1}); }), "--nics -1: expected 0 to 64");
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-a100", .nics_per_node = -1}); }),
