@@ -59,8 +59,12 @@ std::vector<Event> complete_events(const json& list, const std::string& origin) 
     const auto ts = e.find("ts");
     const auto dur = e.find("dur");
     const bool step = starts_with(name->get<std::string>(), "ProfilerStep#");
+    // The events whose times gradsync reads: the steps and the GPU's (a kernel without a time was
+    // dropped, and the step came out shorter than it ran).
+    const std::string cat = text_field(e, "cat");
+    const bool gpu = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
     if (ts == e.end() || !ts->is_number() || dur == e.end() || !dur->is_number()) {
-      if (!step) continue;  // not an event gradsync reads the time of
+      if (!step && !gpu) continue;  // not an event gradsync reads the time of
       throw DataError(fmt::format("{}: traceEvents[{}] \"{}\": \"ts\" and \"dur\" must be numbers (microseconds); "
                                   "got ts {} and dur {}",
                                   origin, at, name->get<std::string>(), ts == e.end() ? "missing" : ts->dump(),
@@ -78,6 +82,13 @@ std::vector<Event> complete_events(const json& list, const std::string& origin) 
     ev.cat = text_field(e, "cat");
     ev.start = start;
     ev.end = start + length;
+    if (const auto args = e.find("args"); gpu && args != e.end() &&
+                                            (!args->is_object() || (args->contains("correlation") &&
+                                                                    !(*args)["correlation"].is_number_integer()))) {
+      throw DataError(fmt::format("{}: traceEvents[{}] \"{}\" ({}): args {}; expected an object whose \"correlation\" is "
+                                  "an integer (the launch that queued it)",
+                                  origin, at, ev.name, cat, args->dump()));
+    }
     if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
       if (const auto c = args->find("correlation"); c != args->end() && c->is_number_integer())
         ev.correlation = c->get<std::int64_t>();

@@ -132,6 +132,15 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
                     "{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 10}]"),
             "t.json: ProfilerStep#1 appears twice; expected each step once (prof.step() numbers them): two traces "
             "joined, or one written twice");
+  // A kernel whose time or launch cannot be read was dropped, and the step came out shorter.
+  EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 10}, "
+                    "{\"name\": \"gemm\", \"cat\": \"kernel\", \"ph\": \"X\", \"dur\": 5}]"),
+            "t.json: traceEvents[1] \"gemm\": \"ts\" and \"dur\" must be numbers (microseconds); got ts missing and dur 5");
+  EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 10}, "
+                    "{\"name\": \"gemm\", \"cat\": \"kernel\", \"ph\": \"X\", \"ts\": 1, \"dur\": 5, "
+                    "\"args\": {\"correlation\": \"7\"}}]"),
+            "t.json: traceEvents[1] \"gemm\" (kernel): args {\"correlation\":\"7\"}; expected an object whose "
+            "\"correlation\" is an integer (the launch that queued it)");
   // A step inside another counted its kernels twice.
   EXPECT_EQ(message("[{\"name\": \"ProfilerStep#3\", \"ph\": \"X\", \"ts\": 1000, \"dur\": 1000}, "
                     "{\"name\": \"ProfilerStep#4\", \"ph\": \"X\", \"ts\": 1100, \"dur\": 500}]"),
