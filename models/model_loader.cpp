@@ -445,7 +445,8 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
   try {
     m.check_sizes(m.seq_len(std::nullopt), m.default_batch);  // the defaults must run
   } catch (const ConfigError& e) {
-    r.fail(root, "model file", e.what());
+    // At the defaults' line (the sizes it was checked at); the message names the field.
+    r.fail(defaults, "defaults", e.what());
   }
   if (const YAML::Node measured = root["measured"]) read_measured_section(r, measured, m);
   return m;

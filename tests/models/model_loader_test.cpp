@@ -65,9 +65,10 @@ TEST(ModelLoader, SizesThatDoNotFitOrGoNegative) {
             "bad.yaml:3: document: key \"name\" appears twice in one mapping (lines 2 and 3); keep one");
   EXPECT_EQ(error_of(replace(kGood, "name: tiny", "name: \"\"")),
             "bad.yaml:2: model file: name \"\" must be 1 to 200 printable characters (gpt2, my-resnet)");
-  // A size negative at the default T is refused at load; at another T, when that T is asked for.
+  // A size negative at the default T is refused at load, at the defaults' line (the T it was
+  // checked at); at another T, when that T is asked for.
   EXPECT_EQ(error_of(replace(kGood, "elements: 10*T,", "elements: 10*T-100,")),
-            "bad.yaml:1: model file: model tiny at T=8: output elements \"10*T-100\" is -20; every size must be >= 0 "
+            "bad.yaml:3: defaults: model tiny at T=8: output elements \"10*T-100\" is -20; every size must be >= 0 "
             "(from bad.yaml)");
   const Model m = parse_model(replace(kGood, "elements: 10*T,", "elements: 10*T-50,"), "t.yaml");
   EXPECT_NO_THROW(m.check_sizes(8, 4));
@@ -238,7 +239,7 @@ TEST(ModelLoader, AGemmBeyond64BitsIsRefusedAtTheRunsSizes) {
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "g.yaml:1: model file: model tiny at T=8, B=4: op 1 addmm gemm [1, 32, 4000000000, 4000000000] (from "
+              "g.yaml:3: defaults: model tiny at T=8, B=4: op 1 addmm gemm [1, 32, 4000000000, 4000000000] (from "
               "g.yaml): 128000000000 x 4000000000 does not fit in 64 bits");
   }
   const Model m = parse_model(replace(kOps, "gemm: [1, B*T, 10, 4]", "gemm: [1, B*T, 100000000, 100000000]"), "g.yaml");
