@@ -1,5 +1,7 @@
 // topology_bench.cpp: how long gradsync takes to understand a 1024-GPU cluster: read and
 // validate the DOT file, route, and search NCCL-like rings and trees. Target: under 1 s in all.
+// And the largest cluster the generator builds (2,048 nodes, 16,384 GPUs): its channels, which
+// `topo validate` and every simulation search, grow linearly with the nodes.
 //
 //   build/default/bench/topology_bench --benchmark_min_time=1
 #include <benchmark/benchmark.h>
@@ -60,6 +62,16 @@ void BM_LoadValidateRouteRings1024(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_LoadValidateRouteRings1024)->Unit(benchmark::kMillisecond);
+
+// Rings and trees over the generator's largest fat-tree: 2,048 DGX H100 nodes, three switch levels.
+void BM_Channels16384(benchmark::State& state) {
+  const Topology t = generate_fat_tree({.nodes = 2048, .node = "dgx-h100"});
+  for (auto _ : state) {
+    Routes routes(t);
+    benchmark::DoNotOptimize(build_channels(t, routes, first_ranks(t.gpu_count())));
+  }
+}
+BENCHMARK(BM_Channels16384)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace gradsync

@@ -189,10 +189,11 @@ Routes::Routes(const Topology& topo) : topo_(topo), weight_(topo.links().size())
 Routes::~Routes() = default;
 
 // dijkstra runs from `source` until `target` leaves the heap (every vertex nearer than the target
-// has left it before), or in `machine` mode until every vertex of the source's machine has (every
-// vertex when target < 0 or when more than `budget` vertices are settled first); returns whether
-// it ran to the end.
-bool Routes::dijkstra(VertexId source, long target, std::size_t budget, bool machine) const {
+// has left it before; every vertex when target < 0 or when more than `budget` vertices are settled
+// first); kWithinMachine settles only the source's machine (recording them in `settled`), never
+// relaxing a link to another machine or a network switch. Returns whether it ran to the end.
+bool Routes::dijkstra(VertexId source, long target, std::size_t budget, Scope scope) const {
+  const bool machine = scope == Scope::kWithinMachine;
   Search& s = *search_;
   const std::size_t n = topo_.vertex_count();
   if (s.dist.size() != n) {
@@ -212,17 +213,13 @@ bool Routes::dijkstra(VertexId source, long target, std::size_t budget, bool mac
   s.heap.emplace_back(0.0, static_cast<std::uint32_t>(source));
   std::size_t settled = 0;
   const std::int32_t home = machine_[source];
-  std::size_t home_left = machine && home >= 0 ? machine_size_[static_cast<std::size_t>(home)] : 0;
   s.settled.clear();
   while (!s.heap.empty()) {
     std::pop_heap(s.heap.begin(), s.heap.end(), cmp);
     const auto [d, u] = s.heap.back();
     s.heap.pop_back();
     if (d > s.dist[u]) continue;  // a stale entry
-    if (machine) {
-      s.settled.push_back(u);
-      if (machine_[u] == home && --home_left == 0) return false;
-    }
+    if (machine) s.settled.push_back(u);
     if (static_cast<long>(u) == target) return false;
     if (target >= 0 && ++settled > budget) target = -1;  // far away: finish the whole tree
     // A GPU passes traffic on only as NCCL's path search lets it (src/graph/paths.cc,
@@ -239,6 +236,7 @@ bool Routes::dijkstra(VertexId source, long target, std::size_t budget, bool mac
     for (std::uint32_t i = first_[u]; i < first_[u + 1]; ++i) {
       const Adjacent& a = adj_[i];
       if (relay_nvlink_only && (!nvlink_[a.link] || !gpu_[a.to])) continue;
+      if (machine && machine_[a.to] != home) continue;
       const double nd = d + weight_[a.link];
       if (!known(a.to) || nd < s.dist[a.to]) {
         s.stamp[a.to] = s.generation;
@@ -254,7 +252,7 @@ bool Routes::dijkstra(VertexId source, long target, std::size_t budget, bool mac
 
 std::shared_ptr<const Routes::Tree> Routes::tree(VertexId source) const {
   if (auto t = kept(source)) return t;
-  (void)dijkstra(source, -1, 0, false);
+  (void)dijkstra(source, -1, 0, Scope::kAll);
   return keep(source);
 }
 
@@ -313,24 +311,30 @@ Route Routes::route(VertexId from, VertexId to) const {
   if (whole) {
     pred = [&](VertexId v) { return whole->pred[v]; };
   } else if (machine_[from] >= 0 && machine_[from] == machine_[to]) {
-    // Within one machine: the source's paths to its whole machine, found once and kept (a few
-    // dozen vertices each).
+    // Within one machine: the source's paths inside its machine, found once and kept (a few dozen
+    // vertices each). NCCL routes within a node only through the node (leaving by one NIC and
+    // coming back by another is NET, a path between nodes: src/graph/paths.cc), so the search
+    // does not step outside; a vertex it cannot reach that way (a machine whose parts meet only
+    // through the network, no real server) gets the point-to-point search below.
     auto& local = locals_[from];
     if (!local) {
       local = std::make_unique<Local>();
-      (void)dijkstra(from, -1, 0, true);
+      (void)dijkstra(from, -1, 0, Scope::kWithinMachine);
       for (std::uint32_t v : search_->settled)
         if (v != from) local->pred.emplace_back(v, search_->pred[v]);
       std::sort(local->pred.begin(), local->pred.end());
     }
-    pred = [l = local.get()](VertexId v) {
-      return std::lower_bound(l->pred.begin(), l->pred.end(), std::make_pair(static_cast<std::uint32_t>(v), 0u))
-          ->second;
+    const auto& kept_pred = local->pred;
+    const auto at = [&kept_pred](VertexId v) {
+      return std::lower_bound(kept_pred.begin(), kept_pred.end(), std::make_pair(static_cast<std::uint32_t>(v), 0u));
     };
-  } else {
+    if (const auto it = at(to); it != kept_pred.end() && it->first == to)
+      pred = [at](VertexId v) { return at(v)->second; };
+  }
+  if (!pred) {
     // A point-to-point search stops once `to` is settled; one that has to cross most of the
     // fabric becomes a kept tree, since the same source is usually asked again.
-    if (dijkstra(from, static_cast<long>(to), topo_.vertex_count() / 8, false)) whole = keep(from);
+    if (dijkstra(from, static_cast<long>(to), topo_.vertex_count() / 8, Scope::kAll)) whole = keep(from);
     pred = [&](VertexId v) { return whole ? whole->pred[v] : search_->pred[v]; };
   }
   std::vector<LinkId> links;
@@ -367,7 +371,7 @@ Route Routes::route_choosing(VertexId from, VertexId to,
   // is: the destination's kept tree, or a search from it that stops at `from` (all of those have
   // left the heap by then; a vertex still in it cannot be on a shortest path).
   std::shared_ptr<const Tree> tt = kept(to);
-  if (!tt && dijkstra(to, static_cast<long>(from), topo_.vertex_count() / 4, false)) tt = keep(to);
+  if (!tt && dijkstra(to, static_cast<long>(from), topo_.vertex_count() / 4, Scope::kAll)) tt = keep(to);
   const Search& s = *search_;
   const auto dist = [&](std::uint32_t v) {
     if (tt) return tt->dist[v];

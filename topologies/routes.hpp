@@ -112,7 +112,9 @@ class Routes {
     std::uint32_t to;
     std::uint32_t link;
   };
-  bool dijkstra(VertexId source, long target, std::size_t budget, bool machine) const;
+  // Scope of a search: the whole graph, or only the source's machine.
+  enum class Scope { kAll, kWithinMachine };
+  bool dijkstra(VertexId source, long target, std::size_t budget, Scope scope) const;
   // route_choosing: a shortest route, `choose(v, options)` picking among equal next hops at v.
   Route route_choosing(VertexId from, VertexId to,
                        const std::function<std::size_t(VertexId, std::size_t)>& choose) const;
