@@ -157,14 +157,14 @@ Scenario scenario_of(const ScenarioArgs& a) {
   return s;
 }
 
-// file_key_error: a resolve error about a key the scenario file set (and no flag overrode),
-// located at the key's line in the file.
-static std::string file_key_error(const ScenarioArgs& a, std::string_view message) {
+std::string file_key_error(const ScenarioArgs& a, std::string_view message, const std::vector<std::string>& also_set) {
+  if (a.file.empty()) return std::string(message);
   ScenarioLines lines;
   (void)sim::read_scenario_file(a.file, {}, &lines);  // read before, so it reads again
   for (const auto& [name, option] : a.given)
     if (option->count() > 0) lines.erase(name);
   for (const std::string& item : a.nccl) lines.erase(item.substr(0, item.find('=')));
+  for (const std::string& name : also_set) lines.erase(name);
   return located_scenario_error(message, a.file, lines);
 }
 

@@ -51,6 +51,12 @@ std::string nccl_knobs_text(const sim::Scenario& s);
 // ConfigError becomes a UsageError when every value came from flags.
 sim::Scenario resolve_args(const ScenarioArgs& a, const sim::Scenario& requested);
 
+// file_key_error: a resolve error about a key the scenario file set (and neither a flag nor one
+// of `also_set`, such as sweep's --vary keys, overrode), located at the key's line in the file;
+// `message` as it is without a file.
+std::string file_key_error(const ScenarioArgs& a, std::string_view message,
+                           const std::vector<std::string>& also_set = {});
+
 // finish_run: writes every output of `rep` into --out, whole or not at all (the folder's staging
 // copy is swapped into place), then prints the table, --explain and where the files went.
 void finish_run(const reports::Report& rep, OutputFolder& out, bool explain);

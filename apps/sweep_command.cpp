@@ -2,6 +2,9 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "apps/cli.hpp"
 #include "apps/scenario_args.hpp"
@@ -44,6 +47,11 @@ void register_sweep_command(CLI::App& app) {
   cmd->callback([a] {
     sweep::SweepOptions run = a->options;
     run.base = scenario_of(a->scenario);
+    run.locate = [a](std::string_view error) {
+      std::vector<std::string> varied;
+      for (const std::string& text : a->options.vary) varied.push_back(parse_vary(text).key);
+      return file_key_error(a->scenario, error, varied);
+    };
     if (run.retry_failed && !run.resume) throw UsageError("--retry-failed: give it with --resume");
     const sweep::SweepStats st = sweep::run_sweep(run);
     if (st.failed > 0) {

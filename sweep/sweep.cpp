@@ -269,14 +269,17 @@ SweepStats run_sweep(const SweepOptions& o) {
     p.key.assign(cells.begin(), cells.begin() + static_cast<std::ptrdiff_t>(reports::summary_key_columns()));
     points.push_back(std::move(p));
   }
+  const auto located = [&o](const std::string& error) { return o.locate ? o.locate(error) : error; };
   if (invalid == static_cast<int>(points.size())) {
     const Point& p = points.front();
-    throw UsageError(fmt::format("sweep: no point can run; point {} ({}): {}", p.grid.index, p.grid.label, p.error));
+    throw UsageError(
+        fmt::format("sweep: no point can run; point {} ({}): {}", p.grid.index, p.grid.label, located(p.error)));
   }
   if (w.rank == 0) {
     for (const Point& p : points)
       if (!p.error.empty())
-        *o.progress << fmt::format("sweep: point {} ({}) cannot run: {}\n", p.grid.index, p.grid.label, p.error);
+        *o.progress << fmt::format("sweep: point {} ({}) cannot run: {}\n", p.grid.index, p.grid.label,
+                                   located(p.error));
   }
   std::vector<CsvRow> keys;
   for (const Point& p : points) keys.push_back(p.key);

@@ -11,9 +11,11 @@
 //   const SweepStats st = run_sweep(o);   // out/summary.csv, result.json, report.html; the table on stdout
 #pragma once
 
+#include <functional>
 #include <iostream>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/scenario.hpp"
@@ -31,6 +33,9 @@ struct SweepOptions {
   double timeout_s = 600;               // under mpirun/srun: how long rank 0 waits for a silent rank
   std::ostream* table = &std::cout;     // the table (rank 0)
   std::ostream* progress = &std::cerr;  // the progress line or bar
+  // locate: a point's resolve error with where its key came from ("run.yaml:3: gpus 9: ..."
+  // when the scenario file set it and neither a flag nor --vary did); unset: as it is.
+  std::function<std::string(std::string_view)> locate;
 };
 
 // SweepStats: what a run did (this rank's share under mpirun).

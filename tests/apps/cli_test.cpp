@@ -232,6 +232,24 @@ TEST(Cli, AScenarioFilesResolveErrorsNameTheFileAndLine) {
   std::remove(file.c_str());
 }
 
+// sweep names the file's line too when no point can run for a key the file set; a --vary of the
+// same key overrides the file, and its value is named as it is.
+TEST(Cli, ASweepsFileKeyThatFailsEveryPointNamesItsLine) {
+  const std::string file = ::testing::TempDir() + "/gradsync-cli-sweep.yaml";
+  std::ofstream(file) << "model: resnet50\ntopology: dgx1-v100\ngpus: 9\n";
+  const std::string out = ::testing::TempDir() + "/gradsync-cli-sweep-out";
+  const Result a = run({"sweep", file, "--vary", "batch_per_gpu=4,8", "--out", out});
+  EXPECT_EQ(a.code, 2) << a.err;
+  EXPECT_NE(a.err.find("point 0 (batch_per_gpu=4 dp): " + file + ":3: gpus 9: topology dgx1-v100 has 8 GPUs"),
+            std::string::npos)
+      << a.err;
+  const Result b = run({"sweep", file, "--vary", "gpus=9,10", "--out", out});
+  EXPECT_EQ(b.code, 2) << b.err;
+  EXPECT_NE(b.err.find("point 0 (gpus=9 dp): gpus 9: topology"), std::string::npos) << b.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  std::remove(file.c_str());
+}
+
 // A topology file named in a scenario file is found beside it, wherever the command runs.
 TEST(Cli, AScenarioFilesTopologyIsFoundBesideIt) {
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "gradsync-cli-beside";
