@@ -30,8 +30,8 @@ using namespace cpu_detail;
 // One rank's view of MPI_COMM_WORLD.
 class MpiGroup final : public CollectiveCalls {
  public:
-  MpiGroup(Rig& rig, CpuDevice& d, int rank, int size, Watchdog& wd, std::string host)
-      : rig_(rig), dev_(d), rank_(rank), size_(size), wd_(wd), host_(std::move(host)) {}
+  MpiGroup(Rig& rig, CpuDevice& d, int rank, int size, Watchdog& wd, std::string host, bool crowded)
+      : rig_(rig), dev_(d), rank_(rank), size_(size), wd_(wd), host_(std::move(host)), crowded_(crowded) {}
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   WorkPtr call(Collective c, const CollectiveOp& op, int root) override {
@@ -88,12 +88,20 @@ class MpiGroup final : public CollectiveCalls {
         break;
       }
     }
-    // Progress it while the compute stream runs: test, and back off to a short sleep so that a
-    // rank's comm thread does not take a core from its compute thread.
+    // Progress it: a non-blocking collective moves only inside MPI calls (Open MPI's reduce one
+    // pipelined segment per call), so the comm thread polls without pause, yielding its core to
+    // any thread waiting for one. Only when this host's ranks outnumber half its cores (a comm
+    // and a compute thread each) and the rank's compute or copy stream is running does it back
+    // off to short sleeps, so as not to take the core its compute needs: a 2 MiB reduce between
+    // two ranks took 35 ms with sleeps, against 1.1 ms for the allreduce.
     int done = 0;
     for (int spin = 0; !done; ++spin) {
       check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", op);
-      if (!done && spin > 64) std::this_thread::sleep_for(std::chrono::microseconds(spin > 1000 ? 200 : 20));
+      if (done) break;
+      if (spin > 64 && crowded_ && dev_.computing())
+        std::this_thread::sleep_for(std::chrono::microseconds(spin > 1000 ? 200 : 20));
+      else
+        std::this_thread::yield();
     }
     wd_.end(ticket);
   }
@@ -103,6 +111,7 @@ class MpiGroup final : public CollectiveCalls {
   int rank_, size_;
   Watchdog& wd_;
   std::string host_;
+  bool crowded_;  // this host's ranks have fewer than two cores each
 };
 
 // ThreadComm: collectives among devices that are threads of this process. Each member's comm
@@ -305,8 +314,10 @@ class CpuRig final : public Rig {
     for (auto& d : devs_) raw.push_back(d.get());
     if (o.launch == Launch::kMpi) {
       if (o.local != 1) throw RuntimeError("real: under MPI each process drives one device");
+      const int local_ranks = mpi::ranks_on_this_host();
+      const bool crowded = static_cast<long>(std::thread::hardware_concurrency()) < 2L * local_ranks;
       rank_groups_.push_back(
-          std::make_unique<MpiGroup>(*this, *devs_[0], o.first_rank, o.world, *watchdog_, o.host_name));
+          std::make_unique<MpiGroup>(*this, *devs_[0], o.first_rank, o.world, *watchdog_, o.host_name, crowded));
       link_ = mpi::all_ranks_on_one_host() ? "shm" : "net";
     } else if (o.launch == Launch::kFile) {
       throw UsageError(

@@ -75,6 +75,8 @@ class CpuDevice final : public Device {
       if (auto last = w->last()) last->wait();
   }
 
+  // computing: whether this device's compute or copy stream is running a task now.
+  bool computing() const { return compute_.running() || copy_.running(); }
   StreamWorker& stream(Stream s) {
     switch (s) {
       case Stream::kComm:

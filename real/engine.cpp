@@ -57,6 +57,11 @@ void StreamWorker::loop() {
     try {
       for (auto& d : task.deps) d->wait();
       const double start = now_s();
+      running_.store(true, std::memory_order_relaxed);
+      struct Idle {
+        std::atomic<bool>& flag;
+        ~Idle() { flag.store(false, std::memory_order_relaxed); }
+      } idle{running_};
       if (task.body) task.body();
       if (!task.event.name.empty()) {
         task.event.start_s = start;

@@ -129,6 +129,8 @@ class StreamWorker {
   WorkPtr push(Task t);
   // last: the work of the last task pushed (null before the first).
   WorkPtr last();
+  // running: whether a task's body is running now (not waiting for its dependencies).
+  bool running() const { return running_.load(std::memory_order_relaxed); }
 
  private:
   void loop();
@@ -139,6 +141,7 @@ class StreamWorker {
   std::size_t head_ = 0;
   WorkPtr last_;
   bool stop_ = false;
+  std::atomic<bool> running_{false};
   std::thread thread_;
 };
 

@@ -121,6 +121,15 @@ bool all_ranks_on_one_host() {
   return same != 0;
 }
 
+int ranks_on_this_host() {
+  MPI_Comm local = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) != MPI_SUCCESS) return 1;
+  int n = 1;
+  MPI_Comm_size(local, &n);
+  MPI_Comm_free(&local);
+  return n;
+}
+
 void abort(int code) {
   if (initialized()) MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);

@@ -26,6 +26,8 @@ std::vector<std::string> gather(const std::string& mine);
 std::string broadcast(const std::string& from_root);
 // all_ranks_on_one_host: whether every rank reports the same processor name.
 bool all_ranks_on_one_host();
+// ranks_on_this_host: how many ranks share this rank's host (MPI_COMM_TYPE_SHARED); collective.
+int ranks_on_this_host();
 [[noreturn]] void abort(int code);
 
 }  // namespace gradsync::real::mpi
