@@ -30,7 +30,18 @@ double CalibrationTable::time(double size) const {
   }
   auto hi = std::lower_bound(points.begin(), points.end(), size,
                              [](const std::pair<double, double>& p, double s) { return p.first < s; });
-  if (hi == points.end()) hi = points.end() - 1;  // past the last point: the last segment goes on
+  if (hi == points.end()) {
+    // Past the last point: the last segment goes on when the last point was bandwidth-bound
+    // (its line's latency under half its time: the measured rate carries on). A table that never
+    // left its latency (a flat 2.7 us memory table up to 64 KiB) holds no rate: the time grows in
+    // proportion from the last point, at that point's average rate, the fastest it showed.
+    const auto& [s1, t1] = points.back();
+    const auto& [s0, t0] = points[points.size() - 2];
+    const double slope = (t1 - t0) / (s1 - s0);
+    const double latency = t1 - s1 * slope;
+    if (slope > 0 && latency <= t1 / 2) return t1 + (size - s1) * slope;
+    return t1 * size / s1;
+  }
   const auto lo = hi - 1;
   const double slope = (hi->second - lo->second) / (hi->first - lo->first);
   return std::max(0.0, lo->second + (size - lo->first) * slope);

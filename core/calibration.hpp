@@ -2,8 +2,9 @@
 // it. Every table holds measured (size, seconds) points, size in bytes (copies, collectives,
 // memory-bound kernels) or FLOPs (GEMM kinds); between two points the time is the straight line
 // through them, a fitted latency + size / bandwidth per size segment, and past the largest point
-// the last segment goes on. Below the smallest point the smallest point's time holds (latency
-// bound). Times are made non-decreasing in size when read (measurement noise).
+// the last segment goes on when that point was bandwidth-bound (else the time grows in proportion
+// from it). Below the smallest point the smallest point's time holds (latency bound). Times are
+// made non-decreasing in size when read (measurement noise).
 //
 //   const Calibration c = read_calibration("calibration.yaml");
 //   c.collective_time(Collective::kAllreduce, /*ranks=*/2, 64 << 20)   // seconds, or nullopt

@@ -30,6 +30,12 @@ TEST(CalibrationTable, LinearBetweenPointsLatencyBelowAndLastSlopeBeyond) {
   EXPECT_DOUBLE_EQ(t.time(10), 10e-6);         // below the smallest: its time
   EXPECT_NEAR(t.time(199e6), 2020e-6, 1e-12);  // past the largest: the last segment goes on
   EXPECT_EQ(t.time(0), 0.0);
+  // A table that stayed latency-bound (flat, as a memory sweep that stopped at 64 KiB) holds no
+  // rate to carry on: past it the time grows in proportion from its last point.
+  CalibrationTable flat;
+  flat.points = {{1024, 2.6e-6}, {65536, 2.7e-6}};
+  EXPECT_NEAR(flat.time(65536 * 1000.0), 2.7e-3, 1e-15);
+  EXPECT_DOUBLE_EQ(flat.time(32768), 2.6e-6 + (32768 - 1024) * (0.1e-6 / (65536 - 1024)));
   const auto seg = t.segments();
   ASSERT_EQ(seg.size(), 2u);
   EXPECT_NEAR(seg[1].rate, 99e6 / 1000e-6, 1.0);  // bytes per second along the last segment
