@@ -35,6 +35,12 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
     out.push_back(change(fmt::format("bucket_cap_mb {}", mib_text(mib)), {{"bucket_cap_mb", mib_text(mib)}},
                          fmt::format("DDP(model, bucket_cap_mb={})", mib_text(mib))));
   }
+  if (s.find_unused_parameters) {
+    // The autograd graph walk after each forward and the used-parameter map's allreduce go.
+    out.push_back(change("find_unused_parameters off", {{"find_unused_parameters", "false"}},
+                         "DDP(model, find_unused_parameters=False)",
+                         "DDP raises an error if a parameter gets no gradient in an iteration"));
+  }
   if (!s.static_graph && !s.find_unused_parameters) {
     out.push_back(change("static_graph", {{"static_graph", "true"}}, "DDP(model, static_graph=True)"));
   }
@@ -115,9 +121,10 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
     out.push_back(change("torch.compile", {{"compile", "true"}}, "model = torch.compile(model)"));
   }
   if (traits.attention && s.attention == "math") {
-    // The flash kernel takes fp16 and bf16 only; mem-efficient takes fp32 too.
+    // The flash kernel takes fp16 and bf16 only, on GPUs that have it; mem-efficient takes fp32
+    // too, and every GPU: SDPA's own choice where flash cannot run.
     const bool half = s.precision == "bf16" || s.precision == "fp16";
-    const char* kernel = half ? "flash" : "mem-efficient";
+    const char* kernel = half && traits.flash ? "flash" : "mem-efficient";
     out.push_back(change(fmt::format("{} attention", kernel), {{"attention", kernel}},
                          traits.causal ? "F.scaled_dot_product_attention(q, k, v, is_causal=True)"
                                        : "F.scaled_dot_product_attention(q, k, v, attn_mask=mask)"));

@@ -41,6 +41,9 @@ struct ModelTraits {
   bool causal = false;       // its attention is causal (a decoder: is_causal=True)
   bool convolution = false;  // convolutions (channels_last applies)
   bool batchnorm = false;    // BatchNorm: buffers that change every step (broadcast_buffers matters)
+  // flash: the GPU runs SDPA's flash kernel (compute capability 8.0 from PyTorch 2.2); where it
+  // does not, SDPA takes the memory-efficient kernel, and that is the change to try.
+  bool flash = true;
   // vocabulary: the token embedding's rows when a product spans them (padding applies); else 0.
   std::int64_t vocabulary = 0;
 };

@@ -33,6 +33,15 @@ ModelTraits traits_of(const Scenario& s) {
   t.batchnorm =
       std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.kind == LayerKind::kBatchNorm; });
   if (products_span_vocabulary(m)) t.vocabulary = vocabulary_size(m);
+  if (t.attention) {
+    Scenario flash = s;
+    flash.attention = "flash";
+    try {
+      (void)resolve_scenario(flash);
+    } catch (const ConfigError&) {
+      t.flash = false;  // check_attention_gpu: this GPU (or precision) has no flash kernel
+    }
+  }
   return t;
 }
 

@@ -101,6 +101,28 @@ TEST(Advice, AVocabularyOffSixtyFourIsPaddedOnce) {
   for (const Change& c : candidate_changes(s, Strategy::kDDP, t)) EXPECT_EQ(c.what.rfind("vocabulary", 0), std::string::npos);
 }
 
+// A GPU without SDPA's flash kernel (a V100, compute capability 7.0) gets the memory-efficient
+// kernel tried, as SDPA itself picks there; find_unused_parameters=True gets "off" tried (and
+// static_graph, which DDP does not take with it, is not).
+TEST(Advice, AGpuWithoutFlashTriesMemEfficientAndFindUnusedIsTriedOff) {
+  ModelTraits v100 = traits(true, false);
+  v100.flash = false;
+  const std::vector<Change> cs = candidate_changes(resolved_8(), Strategy::kDDP, v100);
+  EXPECT_EQ(find(cs, "flash attention"), nullptr);
+  ASSERT_NE(find(cs, "mem-efficient attention"), nullptr);
+  EXPECT_EQ(find(cs, "mem-efficient attention")->keys,
+            (std::vector<std::pair<std::string, std::string>>{{"attention", "mem-efficient"}}));
+  EXPECT_EQ(find(cs, "find_unused_parameters off"), nullptr) << "it is off already";
+  Scenario s = resolved_8();
+  s.find_unused_parameters = true;
+  const std::vector<Change> un = candidate_changes(s, Strategy::kDDP, traits(true, false));
+  ASSERT_NE(find(un, "find_unused_parameters off"), nullptr);
+  EXPECT_EQ(find(un, "find_unused_parameters off")->pytorch, "DDP(model, find_unused_parameters=False)");
+  EXPECT_FALSE(find(un, "find_unused_parameters off")->alters.empty());
+  EXPECT_EQ(find(un, "static_graph"), nullptr);
+  EXPECT_EQ(find(candidate_changes(s, Strategy::kDP, traits(true, false)), "find_unused_parameters off"), nullptr);
+}
+
 TEST(Advice, ChangesAlreadyMadeAreNotTriedAgain) {
   Scenario s = resolved_8();
   s.static_graph = true;
