@@ -183,16 +183,18 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       throw UsageError("no command given");
     }
   } catch (const CLI::ParseError& e) {
+    // Each message in one write: the ranks of an mpirun share a terminal, and std::cerr writes
+    // every << at once, so pieces of two ranks' messages interleaved ("error: error: ...").
     std::string hint_for;
-    err << "error: " << usage_message(e, app, hint_for) << '\n';
-    err << "Run '" << hint_for << " --help' for usage.\n";
+    const std::string message = usage_message(e, app, hint_for);
+    err << ("error: " + message + "\nRun '" + hint_for + " --help' for usage.\n");
     return kExitUsage;
   } catch (const UsageError& e) {
-    err << "error: " << e.what() << '\n';
-    err << "Run '" << command_path(deepest_parsed(&app)) << " --help' for usage.\n";
+    err << ("error: " + std::string(e.what()) + "\nRun '" + command_path(deepest_parsed(&app)) +
+            " --help' for usage.\n");
     return kExitUsage;
   } catch (const Error& e) {
-    err << "error: " << e.what() << '\n';
+    err << ("error: " + std::string(e.what()) + "\n");
     return e.exit_code();
   }
   return kExitSuccess;

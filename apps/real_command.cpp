@@ -179,11 +179,28 @@ void validate_command(const ValidateArgs& va) {
   if (s.calibration.empty())
     throw UsageError("--calibration FILE: validate simulates with a calibration (write one with gradsync calibrate)");
   const Calibration cal = read_calibration(s.calibration);  // a bad file fails before anything runs
-  if (!s.precision.empty() && s.precision != cal.precision)
-    throw ConfigError(fmt::format("calibration {}: its GEMMs were timed in {} (hardware.precision), the scenario runs "
-                                  "{}; calibrate with --precision {}",
-                                  s.calibration, cal.precision, s.precision, s.precision));
+  // Without --precision the run takes the calibration's (the CPU backend's is always fp32).
+  if (s.precision.empty()) s.precision = cal.precision;
+  if (s.precision != cal.precision)
+    throw ConfigError(fmt::format(
+        "calibration {}: its GEMMs were timed in {} (hardware.precision), the scenario runs {}; {}", s.calibration,
+        cal.precision, s.precision,
+        cal.backend == "cpu" ? fmt::format("the CPU backend computes in fp32 only: give --precision {}", cal.precision)
+                             : fmt::format("calibrate with --precision {}, or give --precision {}", s.precision,
+                                           cal.precision)));
   real::Runtime rt(a.launch);
+  if (rt.world() > 1 && !cal.collective_time(Collective::kAllreduce, rt.world(), 1.0)) {
+    int measured = 0;
+    for (const CollectiveTable& t : cal.collectives)
+      if (t.collective == Collective::kAllreduce) measured = t.ranks;
+    throw ConfigError(fmt::format(
+        "calibration {}: allreduce was measured on {} rank{}, this run has {}; calibrate on as many ranks, "
+        "launched as this run is ({})",
+        s.calibration, measured, measured == 1 ? "" : "s", rt.world(),
+        rt.launch() == real::Launch::kMpi
+            ? fmt::format("{} -np {} gradsync calibrate", rt.launcher() == "srun" ? "srun" : "mpirun", rt.world())
+            : fmt::format("gradsync calibrate --launch local --world-size {}", rt.world())));
+  }
   const std::vector<Strategy> strategies = strategies_for(a.strategy, rt);
   Scenario measured = s;
   measured.calibration.clear();

@@ -130,11 +130,14 @@ ResolvedScenario resolve(const Scenario& requested) {
   if (!s.calibration.empty()) {
     r.calibration = read_calibration(s.calibration);
     if (r.calibration->precision != precision_name(r.precision)) {
+      const std::string wanted(precision_name(r.precision));
       throw ConfigError(fmt::format(
-          "calibration {}: its GEMMs were timed in {} (hardware.precision), the scenario runs {}; calibrate with "
-          "--precision {} or simulate with --precision {}",
-          s.calibration, r.calibration->precision, precision_name(r.precision), precision_name(r.precision),
-          r.calibration->precision));
+          "calibration {}: its GEMMs were timed in {} (hardware.precision), the scenario runs {}; {}", s.calibration,
+          r.calibration->precision, wanted,
+          r.calibration->backend == "cpu"
+              ? fmt::format("the CPU backend computes in fp32 only: give --precision {}", r.calibration->precision)
+              : fmt::format("calibrate with --precision {}, or give --precision {}", wanted,
+                            r.calibration->precision)));
     }
     if (r.calibration->collective_time(Collective::kAllreduce, r.gpus, 1.0) == std::nullopt && r.gpus > 1) {
       int measured = 0;

@@ -90,7 +90,7 @@ case "$case_" in
     rc=$?
     set -e
     [[ $rc != 0 && ! -e $tmp/s16 ]] || { cat "$tmp/s16.out"; fail "a bf16 scenario ran on an fp32 calibration"; }
-    grep -q "calibration $tmp/cal.yaml: its GEMMs were timed in fp32 (hardware.precision), the scenario runs bf16; calibrate with --precision bf16 or simulate with --precision fp32" "$tmp/s16.out" \
+    grep -q "calibration $tmp/cal.yaml: its GEMMs were timed in fp32 (hardware.precision), the scenario runs bf16; the CPU backend computes in fp32 only: give --precision fp32" "$tmp/s16.out" \
       || { cat "$tmp/s16.out"; fail "precision mismatch message"; }
     set +e
     "$bin" calibrate --backend cpu --launch local --precision bf16 --out "$tmp/c16.yaml" >"$tmp/c16.out" 2>&1
@@ -102,8 +102,20 @@ case "$case_" in
     "$bin" simulate --strategy ddp "${small[@]}" --precision fp32 --gpus 2 --calibration "$tmp/cal.yaml" --out "$tmp/s" \
       >"$tmp/sim.out" || fail "simulate --calibration"
     grep -q "(calibrated)" "$tmp/sim.out" || { cat "$tmp/sim.out"; fail "not calibrated"; }
-    mpirun -np 2 "$bin" validate "${small[@]}" --precision fp32 --calibration "$tmp/cal.yaml" --out "$tmp/v" \
+    # Without --precision, validate runs the calibration's (fp32 here, the CPU backend's only one).
+    mpirun -np 2 "$bin" validate "${small[@]}" --calibration "$tmp/cal.yaml" --out "$tmp/v" \
       >"$tmp/val.out" 2>&1 || { cat "$tmp/val.out"; fail "validate"; }
+    grep -q "^# gradsync validate: .*, fp32, " "$tmp/val.out" || { cat "$tmp/val.out"; fail "validate's precision"; }
+    # A calibration of another rank count: calibrate again as this run is launched (each rank's
+    # error in one write, so two ranks' lines do not interleave).
+    set +e
+    mpirun -np 3 --oversubscribe "$bin" validate "${small[@]}" --calibration "$tmp/cal.yaml" --out "$tmp/v3" \
+      >"$tmp/v3.out" 2>&1
+    rc=$?
+    set -e
+    [[ $rc != 0 && ! -e $tmp/v3 ]] || { cat "$tmp/v3.out"; fail "validate on 3 ranks with a 2-rank calibration"; }
+    [[ $(grep -c "^error: calibration $tmp/cal.yaml: allreduce was measured on 2 ranks, this run has 3; calibrate on as many ranks, launched as this run is (mpirun -np 3 gradsync calibrate)$" "$tmp/v3.out") == 3 ]] \
+      || { cat "$tmp/v3.out"; fail "rank-count message"; }
     grep -q "measured against simulated" "$tmp/val.out" || fail "no validation table"
     grep -q '^  ddp       steady       step ' "$tmp/val.out" || { cat "$tmp/val.out"; fail "no step row"; }
     grep -q '^  ddp       iteration 3  step ' "$tmp/val.out" || fail "no per-iteration row"
