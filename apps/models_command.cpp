@@ -162,6 +162,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
                    {"gradients", mem.gradients},
                    {"optimizer_state", mem.optimizer_state},
                    {"activations", mem.activations},
+                   {"loss", mem.loss},
                    {"buckets", mem.buckets},
                    {"context", mem.context},
                    {"total", mem.total},
@@ -241,6 +242,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   t.add_row({"memory: grads", human_bytes(mem.gradients)});
   t.add_row({"memory: optimizer", human_bytes(mem.optimizer_state)});
   t.add_row({"memory: activations", human_bytes(mem.activations)});
+  t.add_row({"memory: loss", human_bytes(mem.loss)});
   t.add_row({"memory: DDP bucket", human_bytes(mem.buckets)});
   t.add_row({"memory: context", human_bytes(mem.context)});
   t.add_row({"memory: total", fmt::format("{} of {}: {}", human_bytes(mem.total), human_bytes(mem.capacity),

@@ -31,23 +31,36 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
 
   const double e = static_cast<double>(activation_bytes(ctx.precision));
   const double t = static_cast<double>(model.seq_len(ctx.seq_len));
-  const double out_per_sample = static_cast<double>(model.output_elements.eval(static_cast<std::int64_t>(t))) * e;
+  const double out_elements = static_cast<double>(model.output_elements.eval(static_cast<std::int64_t>(t)));
+  const double out_per_sample = out_elements * e;
+  // The loss in float32 (autocast runs cross_entropy, log_softmax and nll_loss in float32); a
+  // model.half() run computes it in its own 16-bit type. Measured with torch 1.13 on the CPU
+  // (tests/tools/loss_memory_test.py): GPT-2 at B=4, T=256 in fp32 peaks inside cross_entropy and
+  // again at nll_loss_backward exactly B x T x 50257 x 4 bytes above the live bytes at the end of
+  // forward, which equal gradsync's activations.
+  const double loss_bytes_per_sample = out_elements * (ctx.mode.master_weights ? e : 4.0);
   if (opts.strategy == Strategy::kDDP) {
     m.optimizer_state = state;
     if (!opts.gradient_as_bucket_view) m.buckets = trainable;
+    m.loss = static_cast<double>(ctx.batch) * loss_bytes_per_sample;
   } else if (opts.dp_gpu0) {
     // GPU0 holds the module, its replica's activations, the gathered output and its gradient, and
     // the only optimizer state; the replica on GPU0 shares the module's parameters.
     m.optimizer_state = state;
     const double global = static_cast<double>(opts.dp_global_batch > 0 ? opts.dp_global_batch : ctx.batch);
     m.outputs = 2 * global * out_per_sample;
+    // A loss inside forward runs on every replica over its own chunk; one outside, on the
+    // gathered outputs.
+    m.loss = (model.loss_inside ? static_cast<double>(ctx.batch) : global) * loss_bytes_per_sample;
     // The 10 MiB coalescing buffers of broadcast and reduce.
     m.buckets = 2 * 10.0 * kMiB;
   } else {
     // A replica: broadcast parameters (fp32) and its own gradients until the reduce; no optimizer.
     m.buckets = 2 * 10.0 * kMiB;
+    if (model.loss_inside) m.loss = static_cast<double>(ctx.batch) * loss_bytes_per_sample;
   }
-  m.total = m.parameters + m.gradients + m.optimizer_state + m.activations + m.buckets + m.outputs + m.context;
+  m.total =
+      m.parameters + m.gradients + m.optimizer_state + m.activations + m.buckets + m.outputs + m.loss + m.context;
   m.capacity = static_cast<double>(ctx.gpu->memory_bytes);
   m.oom = m.total > m.capacity;
   return m;

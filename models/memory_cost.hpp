@@ -7,8 +7,9 @@
 // Counted: parameters (fp32; under autocast also the low-precision weight copies autocast caches
 // for backward), gradients (fp32), optimizer state, activations saved for backward, DDP's buckets
 // (unless gradient_as_bucket_view), DP's GPU0 extras (gathered outputs and their gradient, the
-// only optimizer state) and the CUDA context. A sum of what is alive at the end of backward, the
-// usual peak of a training step.
+// only optimizer state), the loss's working tensor and the CUDA context. A sum of what is alive
+// at the start of backward (every saved tensor, the loss's gradient over the output), with the
+// gradients and buckets of its end: the usual peak of a training step, or a little above.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,12 @@ struct MemoryBreakdown {
   double activations = 0;
   double buckets = 0;
   double outputs = 0;  // DP GPU0: gathered outputs and their gradient
+  // loss: the loss's float32 working tensor over the output (cross_entropy's log-softmax input,
+  // then its gradient: batch x output elements x 4 bytes; the model's 16-bit type under
+  // master weights), alive beside every saved tensor as backward starts. GPT-2 at B=16, T=1024:
+  // 3.3 GB. Where the loss runs: every DDP rank; under DP every replica when the model computes
+  // it inside forward (GPT-2's), else GPU0 over the gathered batch.
+  double loss = 0;
   double context = 0;
   double total = 0;
   double capacity = 0;

@@ -213,6 +213,33 @@ TEST(MemoryCost, DpGpu0HoldsOutputsAndOptimizer) {
   EXPECT_GT(gpu0.optimizer_state, 0);
   EXPECT_EQ(replica.optimizer_state, 0);
   EXPECT_EQ(replica.outputs, 0);
+  // The loss runs on GPU0 over the gathered batch, in float32 under autocast; a loss inside
+  // forward runs on every replica over its own chunk (GPU0's here).
+  EXPECT_DOUBLE_EQ(gpu0.loss, 32.0 * 1024 * 128 * 4);
+  EXPECT_EQ(replica.loss, 0);
+  Model inside = m;
+  inside.loss_inside = true;
+  o.dp_gpu0 = true;
+  EXPECT_DOUBLE_EQ(memory_cost(inside, ctx, o).loss, 8.0 * 1024 * 128 * 4);
+  o.dp_gpu0 = false;
+  EXPECT_DOUBLE_EQ(memory_cost(inside, ctx, o).loss, 8.0 * 1024 * 128 * 4);
+}
+
+// The loss's working tensor: batch x output elements in float32 beside every saved tensor (the
+// output 1024*T elements a sample here), whatever the autocast precision; a model.half() run
+// computes its loss in 16 bits. It adds to the total once.
+TEST(MemoryCost, TheLossWorksInFloat32OverTheOutput) {
+  const Model m = parse_model(kModel, "small.yaml");
+  const GpuSpec gpu = round_gpu();
+  MemoryOptions o;
+  const ComputeContext bf16{&gpu, Precision::kBF16, 8, 128, {}};
+  const MemoryBreakdown a = memory_cost(m, bf16, o);
+  EXPECT_DOUBLE_EQ(a.loss, 8.0 * 1024 * 128 * 4);
+  EXPECT_DOUBLE_EQ(a.total, a.parameters + a.gradients + a.optimizer_state + a.activations + a.buckets + a.loss +
+                                a.context);
+  ComputeContext half = bf16;
+  half.mode.master_weights = true;
+  EXPECT_DOUBLE_EQ(memory_cost(m, half, o).loss, 8.0 * 1024 * 128 * 2);
 }
 
 TEST(MemoryCost, Verdicts) {
