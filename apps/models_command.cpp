@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -208,9 +209,16 @@ void show_model(const ShowOptions& o, std::ostream& out) {
         ms.seq_len ? " x T" : "", human_duration(ms.other_s));
   }
   reports::Table t({{"quantity", "", true}, {"value", "", true}});
+  // Their dtypes as the file has them: one, or each in order of first use ("fp32 and fp64").
+  std::vector<std::string> dtypes;
+  for (const auto& p : m.parameters)
+    if (std::string d(precision_of(p.dtype)); std::find(dtypes.begin(), dtypes.end(), d) == dtypes.end())
+      dtypes.push_back(d);
+  if (dtypes.empty()) dtypes.emplace_back("fp32");
+  std::string dtype_text = dtypes.front();
+  for (std::size_t i = 1; i < dtypes.size(); ++i) dtype_text += (i + 1 == dtypes.size() ? " and " : ", ") + dtypes[i];
   t.add_row({"parameters", fmt::format("{} ({} tensors, {} {})", with_commas(m.total_params()), m.parameters.size(),
-                                       human_bytes(static_cast<double>(m.parameter_bytes())),
-                                       m.parameters.empty() ? "fp32" : precision_of(m.parameters.front().dtype))});
+                                       human_bytes(static_cast<double>(m.parameter_bytes())), dtype_text)});
   t.add_row(
       {"buffers", fmt::format("{} tensors, {}", m.buffers.size(), human_bytes(static_cast<double>(m.buffer_bytes())))});
   t.add_row({"layers", std::to_string(m.layers.size())});

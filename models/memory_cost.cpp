@@ -5,12 +5,17 @@ namespace gradsync {
 
 MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const MemoryOptions& opts) {
   MemoryBreakdown m;
-  double trainable = 0, elements = 0;
+  // Optimizer state: `slots` tensors like each trainable parameter, in its own dtype (torch.optim's
+  // zeros_like(p)), or float32 for the master copies of a 16-bit model.
+  const double slots = optimizer_state_bytes_per_param(opts.optimizer) / 4.0;
+  double trainable = 0, elements = 0, float32_trainable = 0, state = 0;
   for (const auto& p : model.parameters) {
     m.parameters += static_cast<double>(p.bytes());
     if (p.requires_grad) {
       trainable += static_cast<double>(p.bytes());
       elements += static_cast<double>(p.numel());
+      if (p.dtype == DType::kFloat32) float32_trainable += static_cast<double>(p.bytes());
+      state += slots * (ctx.mode.master_weights ? 4.0 * static_cast<double>(p.numel()) : static_cast<double>(p.bytes()));
     }
   }
   m.parameters += static_cast<double>(model.buffer_bytes());
@@ -22,12 +27,12 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
     m.parameters += 4 * elements;
     m.gradients += 4 * elements;
   } else if (activation_bytes(ctx.precision) == 2) {
-    // Autocast keeps a bf16/fp16 copy of every weight it casts for the matmuls' backward.
-    m.parameters += trainable / 2;
+    // Autocast keeps a bf16/fp16 copy of every weight it casts for the matmuls' backward: float32
+    // ones (it never casts float64, and a 16-bit weight is used as it is).
+    m.parameters += float32_trainable / 2;
   }
   m.activations = model_cost(model, ctx).saved_activation_bytes;
   m.context = static_cast<double>(kCudaContextBytes);
-  const double state = elements * optimizer_state_bytes_per_param(opts.optimizer);
 
   const double e = static_cast<double>(activation_bytes(ctx.precision));
   const double t = static_cast<double>(model.seq_len(ctx.seq_len));

@@ -346,5 +346,21 @@ TEST(Cli, FlashAttentionOnAGpuItsKernelsDoNotRunOn) {
   EXPECT_EQ(run({"models", "show", "gpt2", "--gpu", "rtx-2080-ti", "--attention", "mem-efficient"}).code, 0);
 }
 
+// A model whose parameters have two dtypes says both (it said the first one's for the whole).
+TEST(Cli, ModelsShowNamesEveryParameterDtype) {
+  const std::string file = ::testing::TempDir() + "/gradsync-cli-fp64.yaml";
+  std::ofstream(file) << "format: gradsync-model/2\nname: mixed\ndefaults: {batch: 4}\ninput: {bytes: 64}\n"
+                         "output: {elements: 16}\nparameters:\n"
+                         "  - {name: a.weight, shape: [16, 16]}\n"
+                         "  - {name: b.weight, shape: [16, 16], dtype: float64}\n"
+                         "layers:\n"
+                         "  - {name: a, kind: linear, params: [a.weight], in: 16, out: 16, tokens: 1}\n"
+                         "  - {name: b, kind: linear, params: [b.weight], in: 16, out: 16, tokens: 1}\n";
+  const Result r = run_printed({"models", "show", file});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("512 (2 tensors, 3.00 KiB fp32 and fp64)"), std::string::npos) << r.out;
+  std::remove(file.c_str());
+}
+
 }  // namespace
 }  // namespace gradsync::apps

@@ -225,6 +225,24 @@ TEST(MemoryCost, DpGpu0HoldsOutputsAndOptimizer) {
   EXPECT_DOUBLE_EQ(memory_cost(inside, ctx, o).loss, 8.0 * 1024 * 128 * 4);
 }
 
+// torch.optim keeps its state like each parameter (zeros_like): a float64 weight's Adam moments
+// take 16 bytes an element; autocast never casts float64, so it has no 16-bit copy.
+TEST(MemoryCost, OptimizerStateAndAutocastCopiesFollowEachParametersDtype) {
+  Model m = parse_model(kModel, "small.yaml");
+  const GpuSpec gpu = round_gpu();
+  MemoryOptions o;
+  o.optimizer = Optimizer::kAdamW;
+  const ComputeContext bf16{&gpu, Precision::kBF16, 8, 128, {}};
+  const MemoryBreakdown before = memory_cost(m, bf16, o);
+  m.parameters[0].dtype = DType::kFloat64;  // fc.weight: 1024 x 1024
+  const MemoryBreakdown after = memory_cost(m, bf16, o);
+  const double n = 1024.0 * 1024;
+  EXPECT_DOUBLE_EQ(after.optimizer_state - before.optimizer_state, 2 * n * (8 - 4));
+  EXPECT_DOUBLE_EQ(after.gradients - before.gradients, n * (8 - 4));
+  // Its bytes doubled (4 more per element) and its 2-byte autocast copy is gone.
+  EXPECT_DOUBLE_EQ(after.parameters - before.parameters, n * (8 - 4) - n * 2);
+}
+
 // The loss's working tensor: batch x output elements in float32 beside every saved tensor (the
 // output 1024*T elements a sample here), whatever the autocast precision; a model.half() run
 // computes its loss in 16 bits. It adds to the total once.
