@@ -59,11 +59,11 @@ std::vector<AssignedBucket> compute_bucket_assignment_by_size(const std::vector<
     std::vector<std::size_t> indices;
     Bytes size = 0;
     Bytes size_limit = 0;
-    std::size_t first_position = 0;
   };
   std::vector<AssignedBucket> result;
   std::map<DType, std::size_t> limit_position;  // per dtype: where in bucket_size_limits
   std::map<DType, Accumulator> buckets;
+  std::vector<DType> keys_inserted;  // the order each dtype first came
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const BucketTensor& t = tensors[i];
     const std::size_t index = tensor_indices.empty() ? i : tensor_indices[i];
@@ -71,8 +71,8 @@ std::vector<AssignedBucket> compute_bucket_assignment_by_size(const std::vector<
       result.push_back({{index}, kNoSizeLimit});
       continue;
     }
+    if (!buckets.contains(t.dtype)) keys_inserted.push_back(t.dtype);
     Accumulator& b = buckets[t.dtype];
-    if (b.indices.empty()) b.first_position = i;
     b.indices.push_back(index);
     b.size += t.bytes;
     std::size_t& pos = limit_position[t.dtype];  // starts at 0, the first limit
@@ -83,13 +83,17 @@ std::vector<AssignedBucket> compute_bucket_assignment_by_size(const std::vector<
       if (pos + 1 < bucket_size_limits.size()) ++pos;
     }
   }
-  // Leftovers: c10d walks an unordered_map here; we take them by first position, deterministic.
-  std::vector<const Accumulator*> left;
-  for (const auto& [dtype, b] : buckets)
-    if (!b.indices.empty()) left.push_back(&b);
-  std::sort(left.begin(), left.end(),
-            [](const Accumulator* a, const Accumulator* b) { return a->first_position < b->first_position; });
-  for (const Accumulator* b : left) result.push_back({b->indices, b->size_limit});
+  // Leftovers: c10d walks its std::unordered_map<BucketKey, BucketAccumulator> here. libstdc++'s
+  // (PyTorch's Linux builds) links each new key in at the front of its list while the table has
+  // fewer elements than its first rehash threshold (13 buckets from the first insertion), so a
+  // handful of dtype/device keys come back newest first: the reverse of their first tensor's
+  // order. Only the rebuilt plan keeps this order (the initial one is sorted below); it decides
+  // which leftover bucket launches first (a float32 and a float64 bucket: float32's when a float32
+  // tensor was seen after the first float64 one).
+  for (auto k = keys_inserted.rbegin(); k != keys_inserted.rend(); ++k) {
+    const Accumulator& b = buckets.at(*k);
+    if (!b.indices.empty()) result.push_back({b.indices, b.size_limit});
+  }
 
   if (tensor_indices.empty()) {
     std::stable_sort(result.begin(), result.end(), [](const AssignedBucket& a, const AssignedBucket& b) {

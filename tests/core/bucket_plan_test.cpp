@@ -67,6 +67,24 @@ TEST(BucketAssignment, DtypesBucketSeparatelyWithTheirOwnLimitPosition) {
   EXPECT_EQ(b[3].indices, (std::vector<std::size_t>{4}));
 }
 
+// With indices (a rebuilt plan, unsorted) the buckets left open at the end come in the order
+// libstdc++'s unordered_map walks them: newest key first. Four Linear weights in ready order d
+// (float64), c (float32), b (float64), a (float32): d and c each fill their dtype's 1 MiB first
+// bucket; b and a are left over, float32's first. Real DDP (torch 1.13, gloo, two ranks, a comm
+// hook recording bucket.parameters()) gave [d], [c], [a], [b] for this model.
+TEST(BucketAssignment, LeftoverBucketsComeNewestDtypeFirstAsLibstdcxxWalksThem) {
+  const std::vector<BucketTensor> t = {{2 * kMiB, DType::kFloat64},
+                                       {2 * kMiB, DType::kFloat32},
+                                       {kKiB, DType::kFloat64},
+                                       {kKiB, DType::kFloat32}};
+  const auto b = compute_bucket_assignment_by_size(t, {kMiB, 25 * kMiB}, {3, 2, 1, 0});
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_EQ(b[0].indices, (std::vector<std::size_t>{3}));
+  EXPECT_EQ(b[1].indices, (std::vector<std::size_t>{2}));
+  EXPECT_EQ(b[2].indices, (std::vector<std::size_t>{0}));  // float32's leftover: its key came second
+  EXPECT_EQ(b[3].indices, (std::vector<std::size_t>{1}));
+}
+
 TEST(BucketAssignment, WithIndicesTheOrderIsKeptAndIndicesReported) {
   const auto b = compute_bucket_assignment_by_size({{kMiB}, {kMiB}, {10}}, {kMiB}, {7, 3, 5});
   ASSERT_EQ(b.size(), 3u);
