@@ -150,7 +150,7 @@ TEST(Channels, SubsetsAndSingleGpu) {
 TEST(Channels, HostsWithoutNicsCannotFormAMultiNodeRing) {
   const std::string text = R"(graph g {
   a [kind="gpu", model="a100", host="h0"]; b [kind="gpu", model="a100", host="h1"];
-  a -- b [type="nvlink", bw="25GBps", latency="0ns"];
+  a -- b [type="pcie", bw="25GBps", latency="0ns"];
 })";
   const Topology t = read_topology_dot(text, "t.dot");
   Routes routes(t);

@@ -380,5 +380,26 @@ TEST(TopologyLoad, NamesFilesAndErrors) {
   std::filesystem::remove(path);
 }
 
+// NVLink between hosts (GB200 NVL72's multi-node NVLink, NCCL's MNNVL) is refused, named at the
+// first GPU of another host in the domain, whether through an NVSwitch or a direct link.
+TEST(TopologyReaderDot, NvlinkBetweenHostsIsRefused) {
+  const std::string head = R"(graph g {
+  a0 [kind="gpu", model="h100", host="a"]; b0 [kind="gpu", model="h100", host="b"];
+)";
+  const std::string rest = R"(  na [kind="nic", host="a"]; nb [kind="nic", host="b"]; ib [kind="switch"];
+  a0 -- na [type="pcie", bw="64GBps", latency="1us"]; b0 -- nb [type="pcie", bw="64GBps", latency="1us"];
+  na -- ib [type="infiniband", bw="50GBps", latency="1us"]; nb -- ib [type="infiniband", bw="50GBps", latency="1us"];
+}
+)";
+  const std::string why = "; NVLink between hosts (multi-node NVLink as in GB200 NVL72, NCCL's MNNVL) is not "
+                          "modelled: give each host its own NVLink and NVSwitches, joined through NICs";
+  EXPECT_EQ(dot_error(head + "  sw [kind=\"nvswitch\"];\n  a0 -- sw [type=\"nvlink\", bw=\"450GBps\", latency=\"100ns\"];\n"
+                             "  b0 -- sw [type=\"nvlink\", bw=\"450GBps\", latency=\"100ns\"];\n" + rest),
+            "t.dot:2: node b0: gpu of host \"b\" is in one NVLink domain with gpu a0 of host \"a\"" + why);
+  EXPECT_EQ(dot_error(head + "  a0 -- b0 [type=\"nvlink\", bw=\"50GBps\", latency=\"100ns\"];\n" + rest),
+            "t.dot:2: node b0: gpu of host \"b\" is in one NVLink domain with gpu a0 of host \"a\"" + why);
+  EXPECT_NO_THROW(read_topology_dot(head + rest, "t.dot"));
+}
+
 }  // namespace
 }  // namespace gradsync
