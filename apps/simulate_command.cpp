@@ -18,6 +18,7 @@
 #include "apps/cli.hpp"
 #include "apps/scenario_args.hpp"
 #include "core/atomic_file.hpp"
+#include "core/calibration.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/metrics.hpp"
@@ -183,6 +184,29 @@ std::vector<reports::Confidence> confidence_of(const Scenario& s, const std::vec
   return out;
 }
 
+// note_uncalibrated: a note on stderr for each collective a strategy calls that the calibration
+// did not measure over the run's rank count (a hand-made or cut file): those calls keep the
+// topology's network model, which a CPU calibration does not describe.
+void note_uncalibrated(const Scenario& s, const std::vector<Strategy>& strategies) {
+  if (s.calibration.empty() || s.gpus <= 1) return;
+  const Calibration cal = read_calibration(s.calibration);
+  std::vector<std::string> missing;
+  for (Strategy st : strategies) {
+    const std::vector<Collective> calls = st == Strategy::kDDP
+                                              ? std::vector<Collective>{Collective::kAllreduce, Collective::kBroadcast}
+                                              : std::vector<Collective>{Collective::kBroadcast, Collective::kReduce};
+    for (Collective c : calls) {
+      const std::string name(collective_name(c));
+      if (!cal.collective_time(c, s.gpus, 1.0) && std::find(missing.begin(), missing.end(), name) == missing.end())
+        missing.push_back(name);
+    }
+  }
+  if (missing.empty()) return;
+  std::cerr << fmt::format(
+      "note: calibration {} measured no {} over {} ranks; those calls keep the network model of topology {}\n",
+      s.calibration, fmt::join(missing, " or "), s.gpus, s.topology);
+}
+
 void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, const std::string& what) {
   const Scenario asked = scenario_of(a.scenario);
   const std::vector<std::string> ddp_only = ddp_only_settings(asked);
@@ -194,6 +218,7 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
                     fmt::join(ddp_only, ", ")));
   }
   const Scenario s = resolve_args(a.scenario, asked);
+  note_uncalibrated(s, strategies);
   const reports::TraceOptions trace = trace_options(a, s.gpus);  // a bad list fails before simulating
   OutputFolder out(a.out);  // before the simulation: a folder that cannot be replaced fails now
   reports::Report rep;

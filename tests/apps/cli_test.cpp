@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 
 #include "core/version.hpp"
@@ -344,6 +345,31 @@ TEST(Cli, FlashAttentionOnAGpuItsKernelsDoNotRunOn) {
                 "--pytorch-version", "2.1"},
                2, "attention \"flash\": FlashAttention needs compute capability 7.5 or later in PyTorch 2.1");
   EXPECT_EQ(run({"models", "show", "gpt2", "--gpu", "rtx-2080-ti", "--attention", "mem-efficient"}).code, 0);
+}
+
+// A calibration that measured no broadcast over the run's ranks (a file cut short or made by
+// hand): DDP's broadcasts keep the topology's network model, and a note says so.
+TEST(Cli, ACalibrationWithoutACollectiveTheRunCallsIsNoted) {
+  std::ifstream in("tests/fuzz/seeds/calibration/cpu-2ranks.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t from = text.find("  - op: broadcast"), to = text.find("  - op: reduce\n");
+  ASSERT_NE(from, std::string::npos);
+  ASSERT_NE(to, std::string::npos);
+  const std::string file = ::testing::TempDir() + "/gradsync-cli-nobroadcast.yaml";
+  std::ofstream(file) << text.substr(0, from) + text.substr(to);
+  std::ostringstream noted;
+  std::streambuf* const saved = std::cerr.rdbuf(noted.rdbuf());
+  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--precision",
+                                "fp32", "--batch-per-gpu", "1", "--iterations", "2", "--warmup", "1", "--calibration",
+                                file, "--out", ::testing::TempDir() + "/gradsync-cli-nobroadcast"});
+  std::cerr.rdbuf(saved);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(noted.str().find("note: calibration " + file +
+                             " measured no broadcast over 2 ranks; those calls keep the network model of topology "
+                             "dgx-a100\n"),
+            std::string::npos)
+      << noted.str();
+  std::remove(file.c_str());
 }
 
 // A model whose parameters have two dtypes says both (it said the first one's for the whole).
