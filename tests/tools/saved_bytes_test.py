@@ -78,16 +78,6 @@ def gradsync_saved_bytes(name):
     return json.loads(out)["memory"]["activations"]
 
 
-failures = []
-print(f"{'model':12} {'pytorch':>12} {'gradsync':>12} {'error':>8}")
-for name in MODELS:
-    want = pytorch_saved_bytes(name)
-    got = gradsync_saved_bytes(name)
-    err = got / want - 1
-    print(f"{name:12} {want:12.0f} {got:12.0f} {100 * err:+7.1f}%")
-    if abs(err) > TOLERANCE:
-        failures.append(f"{name}: gradsync {got:.0f} B, PyTorch {want:.0f} B ({100 * err:+.1f}%)")
-if failures:
-    print("FAIL: saved activations differ by more than 5%:\n  " + "\n  ".join(failures))
-    sys.exit(1)
+torch_support.check_bytes([(name, pytorch_saved_bytes(name), gradsync_saved_bytes(name)) for name in MODELS],
+                          TOLERANCE, "model")
 print(f"every model within {100 * TOLERANCE:.0f}% of PyTorch's saved tensors (batch {BATCH}, T {T}, fp32)")

@@ -11,3 +11,18 @@ except ImportError as e:
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+
+def check_bytes(rows, tolerance, label):
+    """Print `rows` of (what, PyTorch's bytes, gradsync's bytes) with their error; exit 1 naming
+    each row off by more than `tolerance` (a fraction). `label` heads the first column."""
+    failures = []
+    print(f"{label:28} {'pytorch':>12} {'gradsync':>12} {'error':>8}")
+    for what, want, got in rows:
+        err = got / want - 1
+        print(f"{what:28} {want:12.0f} {got:12.0f} {100 * err:+7.1f}%")
+        if abs(err) > tolerance:
+            failures.append(f"{what}: gradsync {got:.0f} B, PyTorch {want:.0f} B ({100 * err:+.1f}%)")
+    if failures:
+        print(f"FAIL: more than {100 * tolerance:.0f}% off:\n  " + "\n  ".join(failures))
+        sys.exit(1)
