@@ -40,9 +40,9 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
   const double out_per_sample = out_elements * e;
   // The loss in float32 (autocast runs cross_entropy, log_softmax and nll_loss in float32); a
   // model.half() run computes it in its own 16-bit type. Measured with torch 1.13 on the CPU
-  // (tests/tools/loss_memory_test.py): GPT-2 at B=4, T=256 in fp32 peaks inside cross_entropy and
-  // again at nll_loss_backward exactly B x T x 50257 x 4 bytes above the live bytes at the end of
-  // forward, which equal gradsync's activations.
+  // (tests/tools/loss_memory_test.py, B=2, T=128; by hand also B=4, T=256): GPT-2 in fp32 peaks
+  // inside cross_entropy and again after nll_loss_backward B x T x 50257 x 4 bytes (to within 300
+  // bytes) above the live bytes at the end of forward, which equal gradsync's activations.
   const double loss_bytes_per_sample = out_elements * (ctx.mode.master_weights ? e : 4.0);
   if (opts.strategy == Strategy::kDDP) {
     m.optimizer_state = state;
