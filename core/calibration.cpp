@@ -144,13 +144,14 @@ std::string calibration_yaml(const Calibration& c) {
   std::string out;
   out += "# gradsync calibration: measured by `gradsync calibrate`; load with `gradsync simulate --calibration`.\n";
   out += "# Tables are measured points; segments are their fit (latency + size / rate), shown for people.\n";
-  out += "schema_version: 2\n";
+  out += "schema_version: 3\n";
   out += "hardware:\n";
   out += fmt::format("  backend: {}\n  host: {}\n  device: {}\n  library: {}\n  ranks: {}\n", quoted(c.backend),
                      quoted(c.host), quoted(c.device), quoted(c.library), c.ranks);
   out += fmt::format("  precision: {}  # the GEMM kinds' data type\n", c.precision);
   out += fmt::format("launch_s: {}\n", c.launch_s);
-  out += "compute:  # GEMM kinds by FLOPs, memory-bound kernels by bytes read + written\n";
+  out += c.compute.empty() ? "compute: {}  # none measured\n"
+                           : "compute:  # GEMM kinds by FLOPs, memory-bound kernels by bytes read + written\n";
   for (OpKind k : kKinds) {
     const auto it = c.compute.find(k);
     if (it == c.compute.end()) continue;
@@ -166,12 +167,14 @@ std::string calibration_yaml(const Calibration& c) {
     out += "  host_to_device:\n";
     write_table(out, "    ", c.host_copy, "bytes");
   }
-  out += "collectives:\n";
+  out += c.collectives.empty() ? "collectives: []  # none measured\n" : "collectives:\n";
   for (const CollectiveTable& t : c.collectives) {
     out += fmt::format("  - op: {}\n    ranks: {}\n    link_class: {}\n", collective_name(t.collective), t.ranks,
                        quoted(t.link_class));
     write_table(out, "    ", t.table, "bytes");
   }
+  // Written last: a copy cut short (a full disk, an interrupted transfer) lacks it and is refused.
+  out += "end: true  # the last line of the file\n";
   return out;
 }
 
@@ -190,13 +193,28 @@ static Calibration parse_calibration_unchecked(std::string_view text, const std:
   const YamlReader r(path);
   const YAML::Node root = r.load(text);
   if (!root.IsMap()) r.fail(root, "calibration", "expected a mapping (the file `gradsync calibrate` writes)");
-  r.only_keys(root, "calibration", {"schema_version", "hardware", "launch_s", "compute", "copies", "collectives"});
   const YAML::Node version = r.required(root, "calibration", "schema_version");
   const auto schema = r.positive_int(version, "calibration", "schema_version");
-  if (schema != 1 && schema != 2)
+  if (schema < 1 || schema > 3)
     r.fail(version, "calibration",
-           fmt::format("schema_version {}: expected 1 or 2 (2 records hardware.precision)",
+           fmt::format("schema_version {}: expected 1, 2 or 3 (2 records hardware.precision, 3 ends with end: true)",
                        YamlReader::scalar_text(version)));
+  if (schema < 3) {
+    r.only_keys(root, "calibration", {"schema_version", "hardware", "launch_s", "compute", "copies", "collectives"});
+  } else {
+    r.only_keys(root, "calibration",
+                {"schema_version", "hardware", "launch_s", "compute", "copies", "collectives", "end"});
+    // Schema 3 ends with `end: true`: a file without it was cut short, and its tables (the
+    // collectives come last) would be read with points or whole tables missing.
+    const YAML::Node end = root["end"];
+    if (!end)
+      throw ConfigError(fmt::format("{}:{}: the file ends without its last line `end: true`, which `gradsync "
+                                    "calibrate` writes: it was cut short (a full disk, an interrupted copy); copy it "
+                                    "again or run `gradsync calibrate` again",
+                                    path, std::count(text.begin(), text.end(), '\n') + 1));
+    if (!end.IsScalar() || end.Scalar() != "true")
+      r.fail(end, "calibration", fmt::format("end \"{}\": expected true", YamlReader::scalar_text(end)));
+  }
   Calibration c;
   c.origin = path;
   const YAML::Node hw = r.required(root, "calibration", "hardware");

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -111,8 +112,44 @@ TEST(Calibration, PrecisionOfTheGemmTables) {
   EXPECT_NE(bad.find("precision \"int8\": expected fp32, tf32, bf16 or fp16"), std::string::npos) << bad;
   EXPECT_NE(error("{backend: gpu, host: h, device: d, ranks: 1, precision: bf16}", 1).find("precision"),
             std::string::npos);  // schema 1 knows no such key
-  EXPECT_NE(error("{backend: gpu, host: h, device: d, ranks: 1, precision: bf16}", 3).find("expected 1 or 2"),
+  EXPECT_NE(error("{backend: gpu, host: h, device: d, ranks: 1, precision: bf16}", 4).find("expected 1, 2 or 3"),
             std::string::npos);
+}
+
+// Schema 3 files end with `end: true`: one cut short anywhere before it (here inside the last
+// collective's points, which still parse as YAML) is refused, naming the file's last line.
+TEST(Calibration, AFileCutShortIsRefused) {
+  Calibration c;
+  c.backend = "gpu";
+  c.host = "h";
+  c.device = "d";
+  c.ranks = 2;
+  c.launch_s = 1e-6;
+  c.collectives.push_back({Collective::kAllreduce, 2, "nvlink", table()});
+  c.collectives.push_back({Collective::kAllgather, 2, "nvlink", table()});
+  const std::string text = calibration_yaml(c);
+  EXPECT_EQ(parse_calibration(text, "cal.yaml").collectives.size(), 2u);
+  const std::size_t cut = text.rfind("  - [");  // the last point's line
+  ASSERT_NE(cut, std::string::npos);
+  const std::string shorter = text.substr(0, cut);
+  try {
+    parse_calibration(shorter, "cal.yaml");
+    FAIL() << "a calibration cut short was accepted";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    const auto lines = std::count(shorter.begin(), shorter.end(), '\n') + 1;
+    EXPECT_NE(what.find(fmt::format("cal.yaml:{}: the file ends without its last line `end: true`", lines)),
+              std::string::npos)
+        << what;
+  }
+  std::string wrong = text;
+  wrong.replace(wrong.rfind("end: true"), 9, "end: 1");
+  try {
+    parse_calibration(wrong, "cal.yaml");
+    FAIL() << "end: 1 was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("end \"1\": expected true"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Calibration, ErrorsNameTheFileLineAndField) {
