@@ -252,20 +252,24 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
       r.tokens_per_sample > 0 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, optimizer_text(s),
       execution_mode_text(effective_mode(model, mode), has_attention(model)), s.input, s.pytorch_version));
-  h.push_back(
-      fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}{}; NCCL "
-                  "model {}{}{}",
+  // The DDP settings are said only where DDP ran; DP's broadcast and reduce still run on NCCL.
+  const bool ddp = std::any_of(rs.begin(), rs.end(), [](const StrategyResult& x) { return x.strategy == Strategy::kDDP; });
+  const std::string nccl = fmt::format("NCCL model {}{}{}", sim::kNcclModelVersion, nccl_knobs_text(s),
+                                       r.fidelity.mode.empty() ? "" : fmt::format(", fidelity {}", s.fidelity));
+  if (!ddp) h.push_back(nccl);
+  else h.push_back(
+      fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}{}; {}",
                   value_text(key_value(s, scenario_key("bucket_cap_mb"))),
                   value_text(key_value(s, scenario_key("first_bucket_mb"))), comm_hook_name(parse_comm_hook(s.comm_hook)),
                   s.broadcast_buffers,
                   s.find_unused_parameters ? ", find_unused_parameters" : "", s.static_graph ? ", static_graph" : "",
                   s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "",
-                  s.allreduce_after_backward ? ", allreduce_after_backward" : "", sim::kNcclModelVersion,
-                  nccl_knobs_text(s), r.fidelity.mode.empty() ? "" : fmt::format(", fidelity {}", s.fidelity)));
-  h.push_back(
-      fmt::format("simulated {} iteration{}; steady = mean of iterations {}..{}; DDP times on rank 0, DP times of "
-                  "the whole process (all GPUs on one timeline)",
-                  s.iterations, s.iterations == 1 ? "" : "s", s.warmup + 1, s.iterations));
+                  s.allreduce_after_backward ? ", allreduce_after_backward" : "", nccl));
+  const bool dp = std::any_of(rs.begin(), rs.end(), [](const StrategyResult& x) { return x.strategy == Strategy::kDP; });
+  h.push_back(fmt::format("simulated {} iteration{}; steady = mean of iterations {}..{}{}{}", s.iterations,
+                          s.iterations == 1 ? "" : "s", s.warmup + 1, s.iterations, ddp ? "; DDP times on rank 0" : "",
+                          dp ? fmt::format("{} DP times of the whole process (all GPUs on one timeline)", ddp ? "," : ";")
+                             : ""));
   if (s.warmup == 0) {
     h.push_back(
         "the steady mean includes iteration 1, which is not a steady step: DDP's first iteration reduces one "
