@@ -81,7 +81,7 @@ void CollectiveRun::State::run(int me) {
 }
 
 void CollectiveRun::State::ring_steps(int me, int steps, double chunk) {
-  const double wire = chunk * wire_factor(choice.protocol);
+  const double wire = chunk * choice.wire_bytes_per_byte();
   const double lat = ring_step_latency(steps);
   std::vector<sg4::CommPtr> comms(C());
   std::vector<int> to(C());

@@ -137,7 +137,7 @@ struct CollectiveRun::State {
   static double whole_wire(double wire) { return std::max(1.0, std::ceil(wire - 1e-9)); }
   // whole: the wire bytes a step or chunk of `payload` puts on the wire (whole bytes, at least
   // one, as send() rounds each step fidelity flow).
-  double whole(double payload) const { return std::max(1.0, std::ceil(payload * wire_factor(choice.protocol) - 1e-9)); }
+  double whole(double payload) const { return std::max(1.0, std::ceil(payload * choice.wire_bytes_per_byte() - 1e-9)); }
   // Pipeline of `chunks` chunks of the protocol's size over `per_channel_bytes`.
   long chunk_count(double per_channel_bytes) const {
     return std::max(1L, static_cast<long>(std::ceil(per_channel_bytes / chunk_bytes(choice.protocol))));

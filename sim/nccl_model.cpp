@@ -245,6 +245,11 @@ double wire_factor(Protocol p) {
   return 1.0;
 }
 
+double ampere_nvlink_write_factor(Protocol p, const Channels& ch) {
+  if (p == Protocol::kSimple || !ch.p2p_read || ch.nodes() > 1) return 1.0;
+  return 1.0 / kAmpereNvlinkWriteEfficiency;
+}
+
 double chunk_bytes(Protocol p) {
   switch (p) {
     case Protocol::kLL:
@@ -372,6 +377,7 @@ CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels
     }
   }
   best.sync_s = pipeline_sync_s(c, bytes, ch, best.algorithm, best.protocol, best.alg_bw_Bps);
+  best.write_factor = ampere_nvlink_write_factor(best.protocol, ch);
   return best;
 }
 

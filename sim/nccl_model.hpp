@@ -43,6 +43,20 @@ double hop_latency_s(HopKind h, Algorithm a, Protocol p);
 // wire_factor: bytes on the wire per payload byte: LL 2 (4 B of data per 8 B line), LL128
 // 128/120, Simple 1.
 double wire_factor(Protocol p);
+// ampere_nvlink_write_factor: wire bytes per payload byte, beyond the protocol's, of LL and LL128
+// between A100s over NVLink, where NCCL's P2P transport stores into the peer's buffer. NCCL reads
+// instead for Simple on exactly these pairs ("Enable P2P Read for Ampere/NVLink only", paths.cc
+// ncclTopoCheckP2p; p2p.cc keeps only the Simple buffer on the sender's side for reads), because
+// NVLink3 carries the SMs' remote stores less efficiently than their remote loads. NCCL's tuning
+// model plans LL128 at 0.92 of the Simple rate; on A100 the stores reach less. The factor is
+// 1 / 0.73: the LL128 rate between 4 and 16 MiB of the two public 8 x A100 NVSwitch tables run as
+// NCCL runs under DDP, one process per GPU (validation/published/nccl_tests.yaml, cases
+// a100x8-hgx-thanos-mpirun-allreduce-default and a100x8-azure-aml-ndv4-allreduce-default: 11.3 us
+// per MiB against NCCL's model's 8.2), NCCL's latency for the call unchanged (their intercept,
+// 45 us, is its 41). Multi-node calls keep 1 (their network hops are not NVLink).
+inline constexpr double kAmpereNvlinkWriteEfficiency = 0.73;
+double ampere_nvlink_write_factor(Protocol p, const Channels& ch);
+
 // chunk_bytes: payload per pipeline chunk of one channel (Simple 2 MiB: a 4 MiB buffer in 8 steps,
 // 4 steps per chunk; LL 32 KiB; LL128 576 KiB).
 double chunk_bytes(Protocol p);
@@ -72,6 +86,11 @@ struct CollectiveChoice {
   // critical path that its tuning model leaves out (pipeline_sync_s). A simulated collective takes
   // latency_s + sync_s + its bytes at the links' shared rates.
   double sync_s = 0;
+  // write_factor: what a payload byte of this call costs on its links beyond the protocol's own
+  // wire_factor: NVLink's write mode between A100s for LL and LL128 (ampere_nvlink_write_factor),
+  // else 1. wire_bytes_per_byte is the product, what the simulated flows carry.
+  double write_factor = 1;
+  double wire_bytes_per_byte() const { return wire_factor(protocol) * write_factor; }
 };
 
 // choose_collective: among the allowed (algorithm, protocol) pairs, the one with the smallest

@@ -9,7 +9,7 @@ void CollectiveRun::State::chain(int me) {
   const double per_channel_bytes = bytes_ / static_cast<double>(C());
   const double cb = chunk_bytes(choice.protocol);
   const long chunks = std::max(1L, static_cast<long>(std::ceil(per_channel_bytes / cb)));
-  const double wf = wire_factor(choice.protocol);
+  const double wf = choice.wire_bytes_per_byte();
   per_channel([&](std::size_t c) {
     const int first = bcast ? root : next(c, root);
     const bool receives = me != first;
@@ -58,7 +58,7 @@ void CollectiveRun::State::tree(int me) {
   const double per_channel_bytes = bytes_ / static_cast<double>(C());
   const double cb = chunk_bytes(choice.protocol);
   const long chunks = std::max(1L, static_cast<long>(std::ceil(per_channel_bytes / cb)));
-  const double wf = wire_factor(choice.protocol);
+  const double wf = choice.wire_bytes_per_byte();
   auto chunk_of = [&](long j) { return std::min(cb, per_channel_bytes - static_cast<double>(j) * cb); };
   per_channel([&](std::size_t c) {
     const int parent = t.parent[c];

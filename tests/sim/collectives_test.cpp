@@ -113,8 +113,11 @@ TEST(RingAllreduce, LowLatencyProtocolDoublesTheWireBytes) {
   double S = 0;
   const CollectiveRecord rec = run_one(n, Collective::kAllreduce, 4096.0 * n, forced(Protocol::kLL), &channels, &S);
   const double alpha = kRouteLat + hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kLL);
+  // 2 wire bytes per payload byte, stored into the peer over the A100s' NVLink (write mode): each
+  // step's flow carries its chunk's wire bytes, whole.
+  const double step_wire = std::ceil(2 / kAmpereNvlinkWriteEfficiency * S / (n * channels)) * channels;
   const double expected =
-      base_latency_s(Algorithm::kRing, Protocol::kLL) + 2.0 * (n - 1) / n * 2 * S / kLinkBw + 2.0 * (n - 1) * alpha;
+      base_latency_s(Algorithm::kRing, Protocol::kLL) + 2.0 * (n - 1) * step_wire / kLinkBw + 2.0 * (n - 1) * alpha;
   EXPECT_NEAR(rec.end_s - rec.start_s, expected, 1e-6 * expected);
 }
 

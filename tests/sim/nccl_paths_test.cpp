@@ -199,6 +199,39 @@ TEST(PipelineSync, P2pReadCostsAHandshakePerSliceOfEveryLoop) {
   EXPECT_EQ(pipeline_sync_s(Collective::kAllreduce, kGiB, hc, Algorithm::kRing, Protocol::kSimple, 1), 0);
 }
 
+// Between A100s over NVLink NCCL reads for Simple and writes for LL and LL128: those calls carry
+// 1 / kAmpereNvlinkWriteEfficiency wire bytes more per byte; H100s (always written), Simple and
+// calls across nodes carry the protocol's own. NCCL's prediction, and so its choice, is unchanged.
+TEST(NcclModel, LlAndLl128WritesBetweenA100sOverNvlinkCostMoreWireThanNcclPlans) {
+  auto engine = create_engine();
+  const Topology a = load_topology("dgx-a100");
+  const Routes ar(a);
+  const Channels ach = build_channels(a, ar, first_ranks(8));
+  const CollectiveChoice ll128 = choose_collective(Collective::kAllreduce, 16 * kMiB, ach, {});
+  ASSERT_EQ(ll128.protocol, Protocol::kLL128);
+  EXPECT_DOUBLE_EQ(ll128.write_factor, 1 / kAmpereNvlinkWriteEfficiency);
+  EXPECT_DOUBLE_EQ(ll128.wire_bytes_per_byte(), 128.0 / 120.0 / kAmpereNvlinkWriteEfficiency);
+  const CollectiveChoice ll = choose_collective(Collective::kAllreduce, 64 * 1024, ach, {});
+  ASSERT_EQ(ll.protocol, Protocol::kLL);
+  EXPECT_DOUBLE_EQ(ll.wire_bytes_per_byte(), 2 / kAmpereNvlinkWriteEfficiency);
+  const CollectiveChoice simple = choose_collective(Collective::kAllreduce, kGiB, ach, {});
+  ASSERT_EQ(simple.protocol, Protocol::kSimple);
+  EXPECT_DOUBLE_EQ(simple.wire_bytes_per_byte(), 1.0);
+
+  const Topology h = load_topology("dgx-h100");
+  const Routes hr(h);
+  const Channels hch = build_channels(h, hr, first_ranks(8));
+  const CollectiveChoice h128 = choose_collective(Collective::kAllreduce, 16 * kMiB, hch,
+                                                  CollectiveRequest::only(Algorithm::kRing, Protocol::kLL128));
+  EXPECT_DOUBLE_EQ(h128.wire_bytes_per_byte(), 128.0 / 120.0);
+
+  const Topology two = load_topology("2x-dgx-a100-hdr");
+  const Routes tr(two);
+  const Channels tch = build_channels(two, tr, first_ranks(16));
+  EXPECT_TRUE(tch.p2p_read);
+  EXPECT_DOUBLE_EQ(ampere_nvlink_write_factor(Protocol::kLL128, tch), 1.0);
+}
+
 TEST(NcclModel, ChoosesNvlsOnH100sForLargeCallsAndRingWhenItIsOff) {
   auto engine = create_engine();
   const Topology topo = load_topology("dgx-h100");
