@@ -40,8 +40,14 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(C, C, device=META)
         self.attn_dropout = nn.Dropout(c["dropout"])
         self.resid_dropout = nn.Dropout(c["dropout"])
-        self.register_buffer("bias", torch.tril(torch.ones(c["block"], c["block"], device=META))
+        # nanoGPT's causal mask is float32; transformers' GPT2Attention (4.x) keeps it in uint8 (bool
+        # from 4.28) beside a float32 scalar masked_bias, and DDP broadcasts both with the buffers.
+        hf = c.get("hf_buffers", False)
+        self.register_buffer("bias", torch.tril(torch.ones(c["block"], c["block"], device=META,
+                                                           dtype=torch.uint8 if hf else torch.float32))
                              .view(1, 1, c["block"], c["block"]))
+        if hf:
+            self.register_buffer("masked_bias", torch.tensor(-1e4, device=META))
 
     def forward(self, x):
         B, T, C = x.size()
@@ -114,9 +120,10 @@ def _tokens(T):
     return (torch.zeros(1, T, dtype=torch.long, device=META), torch.zeros(1, T, dtype=torch.long, device=META))
 
 
-def _export_gpt(name, vocab, dropout, description, source, dims=(12, 12, 768)):
+def _export_gpt(name, vocab, dropout, description, source, dims=(12, 12, 768), hf_buffers=False):
     n_layer, n_head, n_embd = dims
-    c = dict(vocab=vocab, block=1024, n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout)
+    c = dict(vocab=vocab, block=1024, n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout,
+             hf_buffers=hf_buffers)
     export(GPT(c), _tokens, name, _out(name), batch=16, seq_len=1024, description=description, source=source,
            input_what="token ids and targets, int64",
            output_what=f"logits (B, T, {vocab}) and the loss, computed inside forward", loss_inside=True)
@@ -140,7 +147,8 @@ def build_gpt2_hf(name):
                 "GPT-2 124M as Hugging Face's GPT2LMHeadModel trains it: 12 layers, 12 heads, d_model 768, "
                 "tied wte/lm_head, vocabulary 50257, dropout 0.1",
                 "nanoGPT model.py (GPT; attention without SDPA) with dropout 0.1, the embd_pdrop, attn_pdrop and "
-                "resid_pdrop of transformers' GPT2Config")
+                "resid_pdrop of transformers' GPT2Config, and GPT2Attention's buffers (a uint8 causal mask and a "
+                "float32 masked_bias per layer)", hf_buffers=True)
 
 
 # nanoGPT (since commit 77e7e04, 2023-02-04) and build-nanogpt train GPT-2 124M from scratch with the
