@@ -299,6 +299,11 @@ def export(model, example_input_fn, name, path, batch, seq_len=None, description
         in_bytes = sum(_numel(a.shape) * a.element_size() for a in configs[0] if isinstance(a, torch.Tensor))
         out_elems = sum(_numel(o.shape) for o in outs[0]) // 2
     input_dtypes = [DTYPE_NAMES[a.dtype] for a in configs[0] if isinstance(a, torch.Tensor)]
+    # Outputs that do not grow with the batch (a scalar loss returned by forward) are no sample's:
+    # `elements` counts per sample; the rest is said in a comment, not lost in the division.
+    at2 = sum(_numel(o.shape) for o in outs[0])
+    at4 = sum(_numel(o.shape) for o in traced2[2])
+    fixed_elems = at2 - (at4 - at2)
 
     sparse = set()
     for mname, mod in model.named_modules():
@@ -320,7 +325,9 @@ def export(model, example_input_fn, name, path, batch, seq_len=None, description
     lines.append(f"  dtypes: [{', '.join(input_dtypes)}]")
     lines.append("output:")
     lines.append(f"  what: {_q(output_what or 'output')}")
-    lines.append(f"  elements: {_v(out_elems)}")
+    lines.append(f"  elements: {_v(out_elems)}" +
+                 (f"  # per sample; plus {fixed_elems} that do not grow with the batch (a scalar loss)"
+                  if fixed_elems > 0 else ""))
     lines.append(f"  loss: {'inside' if loss_inside else 'outside'}")
     lines.append("parameters:")
     for pname, p in model.named_parameters():

@@ -94,6 +94,30 @@ with tempfile.TemporaryDirectory() as tmp:
                          text=True)
     check(out.returncode == 0, f"gradsync loads the views: {out.stderr}")
 
+    # A forward that returns its loss (a scalar, whatever the batch) has no per-sample output; the
+    # exporter says so beside elements: 0 instead of dropping it silently, and logits beside the
+    # loss count per sample.
+    class WithLoss(nn.Module):
+        def __init__(self, logits):
+            super().__init__()
+            self.fc = nn.Linear(8, 3)
+            self.logits = logits
+
+        def forward(self, x):
+            y = self.fc(x)
+            loss = y.square().mean()
+            return (y, loss) if self.logits else loss
+
+    for logits, elements in ((False, "0"), (True, "3")):
+        lpath = os.path.join(tmp, "loss.yaml")
+        export(WithLoss(logits), lambda T: (torch.zeros(1, 8),), "loss", lpath, batch=4, loss_inside=True)
+        line = [l for l in open(lpath).read().splitlines() if l.startswith("  elements:")][0]
+        check(line == f"  elements: {elements}  # per sample; plus 1 that do not grow with the batch (a scalar loss)",
+              f"output elements of a forward returning {'logits and ' if logits else ''}its loss: {line!r}")
+        out = subprocess.run([gradsync, "models", "show", lpath, "--json", "--precision", "fp32"], capture_output=True,
+                             text=True)
+        check(out.returncode == 0, f"gradsync loads a model returning its loss: {out.stderr}")
+
     # The zoo's torchvision files are reproducible with the command-line exporter.
     regen = os.path.join(tmp, "resnet18.yaml")
     subprocess.run([sys.executable, os.path.join(ROOT, "tools", "export_model.py"), "torchvision:resnet18", "-o", regen,
