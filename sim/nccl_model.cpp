@@ -246,7 +246,8 @@ double wire_factor(Protocol p) {
 }
 
 double ampere_nvlink_write_factor(Protocol p, const Channels& ch) {
-  if (p == Protocol::kSimple || !ch.p2p_read || ch.nodes() > 1) return 1.0;
+  // Every hop an NVLink between A100s (a ring through PCIe hops is set by them, not by NVLink).
+  if (p == Protocol::kSimple || !ch.p2p_read || ch.intra_class != PathClass::kNVL || ch.nodes() > 1) return 1.0;
   return 1.0 / kAmpereNvlinkWriteEfficiency;
 }
 

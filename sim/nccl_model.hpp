@@ -53,7 +53,8 @@ double wire_factor(Protocol p);
 // NCCL runs under DDP, one process per GPU (validation/published/nccl_tests.yaml, cases
 // a100x8-hgx-thanos-mpirun-allreduce-default and a100x8-azure-aml-ndv4-allreduce-default: 11.3 us
 // per MiB against NCCL's model's 8.2), NCCL's latency for the call unchanged (their intercept,
-// 45 us, is its 41). Multi-node calls keep 1 (their network hops are not NVLink).
+// 45 us, is its 41). Only for a node whose every ring hop is such an NVLink; a ring with PCIe hops
+// and multi-node calls keep 1.
 inline constexpr double kAmpereNvlinkWriteEfficiency = 0.73;
 double ampere_nvlink_write_factor(Protocol p, const Channels& ch);
 

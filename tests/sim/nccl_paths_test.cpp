@@ -225,6 +225,23 @@ TEST(NcclModel, LlAndLl128WritesBetweenA100sOverNvlinkCostMoreWireThanNcclPlans)
                                                   CollectiveRequest::only(Algorithm::kRing, Protocol::kLL128));
   EXPECT_DOUBLE_EQ(h128.wire_bytes_per_byte(), 128.0 / 120.0);
 
+  // A100 PCIe boards bridged in pairs: the ring of 4 also crosses PCIe, where NCCL writes for every
+  // protocol and PCIe sets the pace; no NVLink write factor.
+  PcieOptions po;
+  po.gpu = "a100-pcie-80gb";
+  po.gpus = 4;
+  po.nvlink_bridge = true;
+  const Topology bridged = generate_pcie(po);
+  const Routes br(bridged);
+  const Channels bch = build_channels(bridged, br, first_ranks(4));
+  EXPECT_TRUE(bch.p2p_read);
+  EXPECT_NE(bch.intra_class, PathClass::kNVL);
+  EXPECT_DOUBLE_EQ(ampere_nvlink_write_factor(Protocol::kLL, bch), 1.0);
+  // The bridged pair alone is one NVLink between A100s.
+  const Channels pair = build_channels(bridged, br, first_ranks(2));
+  EXPECT_EQ(pair.intra_class, PathClass::kNVL);
+  EXPECT_DOUBLE_EQ(ampere_nvlink_write_factor(Protocol::kLL, pair), 1 / kAmpereNvlinkWriteEfficiency);
+
   const Topology two = load_topology("2x-dgx-a100-hdr");
   const Routes tr(two);
   const Channels tch = build_channels(two, tr, first_ranks(16));
