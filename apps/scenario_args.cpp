@@ -157,15 +157,46 @@ Scenario scenario_of(const ScenarioArgs& a) {
   return s;
 }
 
-std::string file_key_error(const ScenarioArgs& a, std::string_view message, const std::vector<std::string>& also_set) {
-  if (a.file.empty()) return std::string(message);
+namespace {
+
+// file_lines: the lines of the keys the scenario file set and no flag, --nccl or `also_set` key
+// overrode, and the file's values.
+ScenarioLines file_lines(const ScenarioArgs& a, const std::vector<std::string>& also_set, Scenario* values = nullptr) {
   ScenarioLines lines;
-  (void)sim::read_scenario_file(a.file, {}, &lines);  // read before, so it reads again
+  if (a.file.empty()) return lines;
+  const Scenario read = sim::read_scenario_file(a.file, {}, &lines);  // read before, so it reads again
+  if (values) *values = read;
   for (const auto& [name, option] : a.given)
     if (option->count() > 0) lines.erase(name);
   for (const std::string& item : a.nccl) lines.erase(item.substr(0, item.find('=')));
   for (const std::string& name : also_set) lines.erase(name);
-  return located_scenario_error(message, a.file, lines);
+  return lines;
+}
+
+}  // namespace
+
+std::optional<int> file_line_of(const ScenarioArgs& a, std::string_view key) {
+  const ScenarioLines lines = file_lines(a, {});
+  const auto at = lines.find(key);
+  if (at == lines.end()) return std::nullopt;
+  return at->second;
+}
+
+std::string file_key_error(const ScenarioArgs& a, std::string_view message, const std::vector<std::string>& also_set) {
+  if (a.file.empty()) return std::string(message);
+  Scenario values;
+  const ScenarioLines lines = file_lines(a, also_set, &values);
+  const std::string located = located_scenario_error(message, a.file, lines);
+  if (located != message) return located;
+  // A message that quotes a value the file gave a key (unknown topology "dgx-a101"; ...) is
+  // about that key's line.
+  for (const auto& [name, line] : lines) {
+    const ScenarioKey& k = scenario_key(name);
+    const std::string text = value_text(key_value(values, k));
+    if (text.empty() || message.find(fmt::format("\"{}\"", text)) == std::string_view::npos) continue;
+    return fmt::format("{}:{}: {}", a.file, line, message);
+  }
+  return located;
 }
 
 Scenario resolve_args(const ScenarioArgs& a, const Scenario& requested) {

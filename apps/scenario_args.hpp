@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,10 @@ std::string nccl_knobs_text(const sim::Scenario& s);
 // resolve_args: the scenario resolved for its model and cluster (sim::resolve_scenario); its
 // ConfigError becomes a UsageError when every value came from flags.
 sim::Scenario resolve_args(const ScenarioArgs& a, const sim::Scenario& requested);
+
+// file_line_of: the line of the scenario file that set `key` when no flag (nor --nccl) overrode it;
+// nullopt otherwise (no file, the file leaves the key, or a flag set it).
+std::optional<int> file_line_of(const ScenarioArgs& a, std::string_view key);
 
 // file_key_error: a resolve error about a key the scenario file set (and neither a flag nor one
 // of `also_set`, such as sweep's --vary keys, overrode), located at the key's line in the file;

@@ -138,19 +138,29 @@ void add_advice_options(CLI::App* cmd, ScenarioCommand& c) {
 }
 
 // ddp_only_settings: the DistributedDataParallel settings a scenario gives (not at their
-// defaults), as flags: the keys that reach DDP only (DataParallel has no buckets, comm hooks,
-// unused-parameter search, static graph or buffer broadcast).
-std::vector<std::string> ddp_only_settings(const Scenario& s, bool as_keys = false) {
+// defaults): the keys that reach DDP only (DataParallel has no buckets, comm hooks,
+// unused-parameter search, static graph or buffer broadcast). Each as its flag, or, with `args`,
+// as the scenario file's key where the file set it (bucket_cap_mb 5, its line in `from_file` for
+// the first such, after the others: comm_hook fp16 (d1.yaml:4)); with `as_keys`, as a key (a flag
+// or a file gives it alike: bucket_cap_mb 50).
+std::vector<std::string> ddp_only_settings(const Scenario& s, bool as_keys = false, const ScenarioArgs* args = nullptr,
+                                           std::string* from_file = nullptr) {
   std::vector<std::string> given;
   for (const ScenarioKey& k : scenario_table()) {
     if (k.reach != KeyReach::kDdp) continue;
     const auto v = key_value(s, k);
     if (v == key_value(Scenario{}, k)) continue;
     const bool flag_alone = k.kind == KeyKind::kSwitch && v == true;
-    if (as_keys)  // as a flag or a file gives it alike: bucket_cap_mb 50
+    const int line = args ? file_line_of(*args, k.name).value_or(0) : 0;
+    if (as_keys || line > 0) {
       given.push_back(flag_alone ? std::string(k.name) : fmt::format("{} {}", k.name, value_text(v)));
-    else
+      if (line > 0 && !as_keys) {
+        if (from_file && from_file->empty()) *from_file = fmt::format("{}:{}", args->file, line);
+        if (given.size() > 1) given.back() += fmt::format(" ({}:{})", args->file, line);
+      }
+    } else {
       given.push_back(flag_alone ? std::string(k.flag) : fmt::format("{}={}", k.flag, value_text(v)));
+    }
   }
   return given;
 }
@@ -209,13 +219,17 @@ void note_uncalibrated(const Scenario& s, const std::vector<Strategy>& strategie
 
 void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, const std::string& what) {
   const Scenario asked = scenario_of(a.scenario);
-  const std::vector<std::string> ddp_only = ddp_only_settings(asked);
+  std::string from_file;  // where the scenario file set the first of them
+  const std::vector<std::string> ddp_only = ddp_only_settings(asked, false, &a.scenario, &from_file);
   const bool dp_only = strategies.size() == 1 && strategies.front() == Strategy::kDP;
   if (dp_only && !ddp_only.empty()) {
-    throw UsageError(
+    const std::string message =
         fmt::format("{}: DistributedDataParallel settings; DataParallel (--strategy dp) has no "
                     "buckets, comm hooks, unused-parameter search, static graph or buffer broadcast",
-                    fmt::join(ddp_only, ", ")));
+                    fmt::join(ddp_only, ", "));
+    // A value of the file is the file's fault (exit 1, at its line); a flag's, the command line's.
+    if (!from_file.empty()) throw ConfigError(fmt::format("{}: {}", from_file, message));
+    throw UsageError(message);
   }
   const Scenario s = resolve_args(a.scenario, asked);
   note_uncalibrated(s, strategies);
@@ -229,6 +243,13 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
   rep.requested = requested_json(asked, s);
   for (Strategy st : strategies) rep.strategies.push_back(sim::simulate_isolated(asked, st, &trace));
   if (dp_only && !rep.strategies.front().skipped.empty()) {
+    // DataParallel across hosts: the GPU count (or the topology) the file gave is at fault there.
+    for (const char* key : {"gpus", "topology"}) {
+      if (const int line = file_line_of(a.scenario, key).value_or(0); line > 0) {
+        throw ConfigError(fmt::format("{}:{}: {} {}: --strategy dp: {}", a.scenario.file, line, key,
+                                      value_text(key_value(asked, scenario_key(key))), rep.strategies.front().skipped));
+      }
+    }
     throw UsageError(fmt::format("--strategy dp: {}", rep.strategies.front().skipped));
   }
   rep.header = scenario_header(s, rep.strategies, what);

@@ -53,6 +53,19 @@ void register_sweep_command(CLI::App& app) {
       return file_key_error(a->scenario, error, varied);
     };
     if (run.retry_failed && !run.resume) throw UsageError("--retry-failed: give it with --resume");
+    // A key both varied and set by a flag: the flag would be dropped without a word.
+    for (const std::string& text : a->options.vary) {
+      const std::string key = parse_vary(text).key;
+      if (const auto f = a->scenario.given.find(key); f != a->scenario.given.end() && f->second->count() > 0) {
+        throw UsageError(fmt::format("{} and --vary {} both set {}; give one of them (--vary lists every value the "
+                                     "sweep takes)",
+                                     f->second->get_name(), key, key));
+      }
+      for (const std::string& item : a->scenario.nccl) {
+        if (item.substr(0, item.find('=')) == key)
+          throw UsageError(fmt::format("--nccl {} and --vary {} both set {}; give one of them", item, key, key));
+      }
+    }
     const sweep::SweepStats st = sweep::run_sweep(run);
     if (st.failed > 0) {
       throw RuntimeError(

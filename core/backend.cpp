@@ -95,4 +95,8 @@ std::string slowdown_event(std::string_view collective) { return fmt::format("sl
 
 bool is_host_copy_event(std::string_view name) { return name.rfind("h2d:", 0) == 0; }
 
+std::string wait_event(std::string_view collective) { return "wait:" + std::string(collective); }
+
+bool is_wait_event(std::string_view name) { return name.rfind("wait:", 0) == 0; }
+
 }  // namespace gradsync

@@ -76,7 +76,9 @@ std::vector<IterationMetrics> iteration_metrics(const Trace& trace, int rank) {
       m.time_s = e.end_s - e.start_s;
     } else if (e.stream == Stream::kCompute && !is_host_copy_event(e.name)) {
       compute.emplace_back(e.start_s, e.end_s);
-    } else if (e.stream == Stream::kComm || e.stream == Stream::kCopy || e.stream == Stream::kCompute) {
+    } else if ((e.stream == Stream::kComm || e.stream == Stream::kCopy || e.stream == Stream::kCompute) &&
+               !is_wait_event(e.name)) {
+      // A collective's wait for its last member is no communication (the phase "waiting for peers").
       comm.emplace_back(e.start_s, e.end_s);
     }
   }

@@ -97,9 +97,12 @@ Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenari
 }
 
 std::string located_scenario_error(std::string_view message, const std::string& file, const ScenarioLines& lines) {
-  const std::string_view first = message.substr(0, message.find_first_of(" :"));
+  // The key the message starts with: its name (bucket_cap_mb 5: ...), its flag (--bucket-cap-mb=5:
+  // ...) or an NCCL knob with its value (NCCL_ALGO=tree: ...).
+  std::string_view first = message.substr(0, message.find_first_of(" :"));
+  first = first.substr(0, first.find('='));
   const ScenarioKey* k = find_scenario_key(first);
-  if (k == nullptr || k->name != first) return std::string(message);
+  if (k == nullptr || (k->name != first && k->flag != first)) return std::string(message);
   const auto at = lines.find(k->name);
   if (at == lines.end()) return std::string(message);
   return fmt::format("{}:{}: {}", file, at->second, message);

@@ -47,6 +47,12 @@ std::string iteration_event(int iteration);                   // "iteration:3"
 // slowdown_event: the compute stream's extra time from running beside collective `collective`
 // (its SMs and DRAM shared with NCCL's kernel): "slowdown:allreduce:bucket3".
 std::string slowdown_event(std::string_view collective);
+// wait_event: the name of the time a collective's kernel spent waiting for the call's last member
+// before its own work ("wait:allreduce:bucket3"); is_wait_event tells such names. Neither
+// communication nor compute: the --explain phase "waiting for peers".
+std::string wait_event(std::string_view collective);
+bool is_wait_event(std::string_view name);
+
 // is_host_copy_event: a copy from host memory ("h2d:input"). x.to(device) runs it on the current
 // stream, so it sits in the compute lane, but it moves bytes and counts as communication.
 bool is_host_copy_event(std::string_view name);

@@ -16,6 +16,7 @@ std::string phase_of(const std::string& n) {
   if (n.rfind("copy_in:", 0) == 0 || n.rfind("copy_out:", 0) == 0 || n.rfind("div:bucket", 0) == 0)
     return "bucket copies";
   if (n.rfind("slowdown:", 0) == 0) return "overlap slowdown";
+  if (n.rfind("wait:", 0) == 0) return "waiting for peers";
   if (n.rfind("call:", 0) == 0) return "collective calls";
   if (n.rfind("host:", 0) == 0) return "host work";
   if (n.rfind("dp:", 0) == 0 || n.rfind("h2d:", 0) == 0 || n == "optimizer" || n.rfind("broadcast:", 0) == 0) return n;

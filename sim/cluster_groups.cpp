@@ -18,6 +18,10 @@ struct SimCluster::Impl::Instance {
   std::unique_ptr<CollectiveRun> algorithm;
   int finished = 0;
   double start = 1e300, end = 0;
+  // arrived_members, last_arrival: the members (with those they mirror) whose comm stream reached
+  // the call, and when the last of them did: the call's own work starts then.
+  int arrived_members = 0;
+  double last_arrival = 0;
   // Calibrated: the measured time, once every member has arrived.
   std::optional<double> measured_s;
   Counter arrived;
@@ -144,7 +148,16 @@ struct SimCluster::Impl::GroupState {
     StreamActor::Task t;
     if (compute.last) t.deps.push_back(compute.last);
     for (const auto& p : compute.pending) t.deps.push_back(p);
-    t.body = [inst, me] { inst->run(me); };
+    t.body = [this, inst, me] {
+      inst->arrived_members += 1 + static_cast<int>(impl->mirrors_of(me).size());
+      inst->last_arrival = std::max(inst->last_arrival, sg4::Engine::get_clock());
+      inst->run(me);
+    };
+    // A member that reached the call before the others waited for them (a broadcast's root runs
+    // ahead of its receivers): that time is "wait:<name>", the rest the call's own.
+    t.work_from = [this, inst](double start, double) {
+      return inst->arrived_members >= size ? std::max(start, inst->last_arrival) : start;
+    };
     t.event = d.event(gradsync::Stream::kComm, inst->op.name, inst->op.bytes, inst->op.bucket, -1);
     t.done = [this, inst, seq, me](double start, double end) {
       if (size > 1) {

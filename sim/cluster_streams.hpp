@@ -28,6 +28,9 @@ struct SimCluster::Impl::StreamActor {
     TraceEvent event;
     std::function<void(double, double)> done;  // told the start and end, after the trace
     ComputeLoad load{};                        // a compute kernel's, for contention with NCCL
+    // work_from: when, between its start and end, the task's own work began (an NCCL kernel's,
+    // once the last member of its call arrived); the time before is traced as "wait:<name>".
+    std::function<double(double, double)> work_from;
   };
   // Placed: a compute kernel on the timeline, kept while an NCCL kernel may still overlap it.
   struct Placed {
@@ -84,6 +87,17 @@ struct SimCluster::Impl::StreamActor {
   void record(Task& t, double start, double end) {
     t.event.start_s = start;
     t.event.end_s = end;
+    if (t.work_from) {
+      const double from = std::clamp(t.work_from(start, end), start, end);
+      if (from > start) {
+        TraceEvent wait = t.event;
+        wait.name = wait_event(t.event.name);
+        wait.bytes = 0;
+        wait.end_s = from;
+        impl->trace.add(std::move(wait));
+        t.event.start_s = from;
+      }
+    }
     impl->trace.add(t.event);
     if (placed && t.load.gpu_s > 0) {
       // Bounded: an NCCL kernel ending later pops what ends before it starts (Dev::contend).

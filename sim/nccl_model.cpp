@@ -299,7 +299,9 @@ double pipeline_sync_s(Collective c, double nbytes, const Channels& ch, Algorith
   const int k = static_cast<int>(ch.ranks.size());
   if (k <= 1 || p != Protocol::kSimple || !(nbytes > 0)) return 0;
   const double handshake = hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kSimple);
-  if (a == Algorithm::kRing && ch.p2p_read &&
+  // A ring that also crosses PCIe (A100 PCIe boards bridged in pairs) is paced by those hops; the
+  // read hops' handshakes pass while they move.
+  if (a == Algorithm::kRing && ch.p2p_read && ch.intra_class == PathClass::kNVL &&
       (c == Collective::kAllreduce || c == Collective::kAllgather || c == Collective::kReduceScatter)) {
     // Launched channels: the searched ones doubled (connect.cc: nChannels*2, at most MAXCHANNELS).
     const double launched = std::min(64.0, 2.0 * static_cast<double>(ch.rings.size()));

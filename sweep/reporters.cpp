@@ -75,11 +75,14 @@ void SweepCsvReporter::load(const std::string& path, const std::vector<CsvRow>& 
     }
     const CsvRow& key = keys[static_cast<std::size_t>(index)];
     if (!std::equal(key.begin(), key.end(), row.begin())) {
+      // Name the columns that differ (a row holds some 45): "iterations was 5, is 6".
+      std::vector<std::string> differ;
+      for (std::size_t c = 0; c < key.size(); ++c)
+        if (key[c] != row[c]) differ.push_back(fmt::format("{} was {}, is {}", header_[c], row[c], key[c]));
       throw ConfigError(fmt::format(
-          "{}: point {} was another scenario ({}) than this sweep's ({}); start over without --resume or with "
+          "{}: point {} was another scenario than this sweep's: {}; start over without --resume or with "
           "another --out",
-          where, index, fmt::join(CsvRow(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(key.size())), ","),
-          fmt::join(key, ",")));
+          where, index, fmt::join(differ, "; ")));
     }
     // The cells read back as they are (the table, result.json and the report take them): a
     // status this gradsync never writes is an edited file, not a result.

@@ -240,6 +240,21 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
       t.host_nics_[static_cast<std::size_t>(h->second)].push_back(v);
   }
 
+  // PCIe and the CPUs' own links stay inside a machine: hosts meet through their NICs and network
+  // switches (which belong to no host). A pcie or cpu_link edge between two hosts' nodes would make
+  // a path between machines that is neither a network path nor one inside a host.
+  for (auto [e, end] = boost::edges(t.graph_); e != end; ++e) {
+    const TopoLink& l = t.graph_[*e];
+    if (l.type != LinkType::kPcie && l.type != LinkType::kCpuLink) continue;
+    const TopoVertex& a = t.graph_[boost::source(*e, t.graph_)];
+    const TopoVertex& b = t.graph_[boost::target(*e, t.graph_)];
+    if (a.host.empty() || b.host.empty() || a.host == b.host) continue;
+    throw ConfigError(fmt::format(
+        "{}link {} -- {}: a {} link between host \"{}\" and host \"{}\"; PCIe and CPU links stay inside one "
+        "machine: join hosts through their NICs and a network switch",
+        loc.at(l.line), a.name, b.name, to_string(l.type), a.host, b.host));
+  }
+
   // One NVLink domain per host: NVLink between machines (multi-node NVLink, GB200 NVL72's, which
   // NCCL 2.20+ drives as MNNVL) is not modelled; gradsync's hosts meet through their NICs, and an
   // NVLink path between two of them would be taken for a path inside one.

@@ -233,6 +233,35 @@ TEST(Cli, AScenarioFilesResolveErrorsNameTheFileAndLine) {
   std::remove(file.c_str());
 }
 
+// Errors about a value the scenario file gave name the file's line even when the message starts
+// with the value (an unknown topology), an NCCL knob (NCCL_ALGO=tree) or a setting DataParallel
+// has not (a DDP key under --strategy dp: the file's fault, exit 1, not a flag never given).
+TEST(Cli, AScenarioFilesValueErrorsNameItsLineWhateverTheMessageStartsWith) {
+  const std::string file = ::testing::TempDir() + "/gradsync-cli-lines.yaml";
+  std::ofstream(file) << "model: resnet18\ntopology: dgx-a101\n";
+  expect_error({"simulate", "--strategy", "ddp", file}, 1, file + ":2: unknown topology \"dgx-a101\"");
+  std::ofstream(file) << "model: resnet18\nNCCL_ALGO: tree\n";
+  expect_error({"simulate", "--strategy", "ddp", file}, 1, file + ":2: NCCL_ALGO=tree: allreduce over 8 GPUs");
+  std::ofstream(file) << "model: resnet18\ngpus: 2\nbucket_cap_mb: 5\ncomm_hook: fp16\n";
+  expect_error({"simulate", "--strategy", "dp", file}, 1,
+               file + ":3: bucket_cap_mb 5, comm_hook fp16 (" + file + ":4): DistributedDataParallel settings");
+  // The same settings as flags are the command line's (exit 2), named as flags.
+  expect_error({"simulate", "--strategy", "dp", "--model", "resnet18", "--bucket-cap-mb", "5"}, 2,
+               "--bucket-cap-mb=5: DistributedDataParallel settings");
+  std::ofstream(file) << "model: resnet18\ntopology: 2x-dgx-a100-hdr\ngpus: 16\n";
+  expect_error({"simulate", "--strategy", "dp", file}, 1,
+               file + ":3: gpus 16: --strategy dp: DataParallel runs in one process on one machine");
+  std::remove(file.c_str());
+}
+
+// sweep refuses a key both varied and set by a flag (the flag would be dropped without a word).
+TEST(Cli, ASweepRefusesAKeyBothVariedAndGivenAsAFlag) {
+  expect_error({"sweep", "--model", "resnet18", "--vary", "gpus=2", "--gpus", "4"}, 2,
+               "--gpus and --vary gpus both set gpus; give one of them");
+  expect_error({"sweep", "--model", "resnet18", "--vary", "NCCL_ALGO=ring,tree", "--nccl", "NCCL_ALGO=ring"}, 2,
+               "--nccl NCCL_ALGO=ring and --vary NCCL_ALGO both set NCCL_ALGO");
+}
+
 // sweep names the file's line too when no point can run for a key the file set; a --vary of the
 // same key overrides the file, and its value is named as it is.
 TEST(Cli, ASweepsFileKeyThatFailsEveryPointNamesItsLine) {

@@ -58,7 +58,8 @@ if "$bin" sweep --model gpt2 --iterations 2 --warmup 1 --vary gpus=2,4 --resume 
   echo "FAIL: --resume accepted another sweep's summary.csv" >&2
   exit 1
 fi
-grep -q "summary.csv:2: point 0 was another scenario" "$tmp/other.err" || { cat "$tmp/other.err" >&2; exit 1; }
+grep -q "summary.csv:2: point 0 was another scenario than this sweep's: .*gpus was 1, is 2" "$tmp/other.err" ||
+  { cat "$tmp/other.err" >&2; exit 1; }
 # A status edited into the saved file: refused, not copied into result.json and the report.
 sed -i '2s/,ok,/,okk,/' "$tmp/killed/summary.csv"
 grep -q ",okk," "$tmp/killed/summary.csv" || { echo "FAIL: the test could not edit a status" >&2; exit 1; }

@@ -22,10 +22,11 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # names FILE: the event names of events.csv (column "name"), sorted and unique; without the
 # simulator's "slowdown:" events (what compute loses beside NCCL's kernels: a real run's kernels
 # are simply longer), "call:" events (the host's cost of issuing a collective: a real run makes
-# the calls) and "host:" events (the simulated host's work under the GIL: a real run does it).
+# the calls), "host:" events (the simulated host's work under the GIL: a real run does it) and
+# "wait:" events (a collective's wait for its last member: a real run times the call whole).
 names() {
   awk -F, 'NR==1 { for (i = 1; i <= NF; i++) if ($i == "name") c = i; next } { print $c }' "$1" | sort -u \
-    | grep -v -e '^slowdown:' -e '^call:' -e '^host:' || true
+    | grep -v -e '^slowdown:' -e '^call:' -e '^host:' -e '^wait:' || true
 }
 
 same_names_as_simulation() {  # DIR GPUS STRATEGY

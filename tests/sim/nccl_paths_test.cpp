@@ -237,6 +237,8 @@ TEST(NcclModel, LlAndLl128WritesBetweenA100sOverNvlinkCostMoreWireThanNcclPlans)
   EXPECT_TRUE(bch.p2p_read);
   EXPECT_NE(bch.intra_class, PathClass::kNVL);
   EXPECT_DOUBLE_EQ(ampere_nvlink_write_factor(Protocol::kLL, bch), 1.0);
+  // Nor the read hops' handshakes: PCIe paces that ring, so a bridge never slows it.
+  EXPECT_EQ(pipeline_sync_s(Collective::kAllreduce, kGiB, bch, Algorithm::kRing, Protocol::kSimple, 1), 0);
   // The bridged pair alone is one NVLink between A100s.
   const Channels pair = build_channels(bridged, br, first_ranks(2));
   EXPECT_EQ(pair.intra_class, PathClass::kNVL);

@@ -30,10 +30,12 @@ namespace {
 using Sequences = std::map<std::pair<int, Stream>, std::vector<std::string>>;
 
 // Event names per (rank, stream), in order.
+// sequences: per rank and stream, the event names in order; without the simulator's own "wait:"
+// events (a collective's wait for its last member, which a recording backend does not time).
 Sequences sequences(const Trace& t, int only_rank = -1) {
   Sequences s;
   for (const TraceEvent& e : t.events)
-    if (only_rank < 0 || e.rank == only_rank) s[{e.rank, e.stream}].push_back(e.name);
+    if ((only_rank < 0 || e.rank == only_rank) && !is_wait_event(e.name)) s[{e.rank, e.stream}].push_back(e.name);
   return s;
 }
 

@@ -147,18 +147,33 @@ TEST(Channels, SubsetsAndSingleGpu) {
   EXPECT_EQ(error({1, 1}), "topologies/dgx-a100.dot: GPU rank 1 selected twice");
 }
 
-TEST(Channels, HostsWithoutNicsCannotFormAMultiNodeRing) {
+// Hosts meet through NICs: a PCIe (or CPU) link between two hosts' nodes is refused when the file
+// is read, naming the link's line (the channel search would otherwise find no NIC to ring through).
+TEST(Channels, HostsJoinedByPcieAreRefused) {
   const std::string text = R"(graph g {
   a [kind="gpu", model="a100", host="h0"]; b [kind="gpu", model="a100", host="h1"];
   a -- b [type="pcie", bw="25GBps", latency="0ns"];
 })";
-  const Topology t = read_topology_dot(text, "t.dot");
-  Routes routes(t);
   try {
-    build_channels(t, routes, first_ranks(2));
+    (void)read_topology_dot(text, "t.dot");
     FAIL() << "expected an error";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "t.dot: host h0 has GPUs but no nic; GPUs on several hosts talk through NICs");
+    EXPECT_STREQ(e.what(),
+                 "t.dot:3: link a -- b: a pcie link between host \"h0\" and host \"h1\"; PCIe and CPU links stay "
+                 "inside one machine: join hosts through their NICs and a network switch");
+  }
+  const std::string cpus = R"(graph g {
+  a [kind="gpu", model="a100", host="h0"]; c0 [kind="cpu", host="h0"]; c1 [kind="cpu", host="h1"];
+  b [kind="gpu", model="a100", host="h1"];
+  a -- c0 [type="pcie", bw="25GBps", latency="0ns"]; b -- c1 [type="pcie", bw="25GBps", latency="0ns"];
+  c0 -- c1 [type="cpu_link", bw="20GBps", latency="0ns"];
+})";
+  try {
+    (void)read_topology_dot(cpus, "t.dot");
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.dot:5: link c0 -- c1: a cpu_link link between host"), std::string::npos)
+        << e.what();
   }
 }
 
