@@ -154,7 +154,7 @@ std::vector<ScenarioKey> make_scenario_table() {
       {.name = "channels_last",
        .flag = "--channels-last",
        .help = "model.to(memory_format=torch.channels_last): convolutions run NHWC without cuDNN's transposes "
-               "(fp16/bf16 tensor cores)",
+               "(fp16/bf16 tensor cores, and fp32/tf32 ones from Ampere on, which run as TF32)",
        .default_text = "false: NCHW, as an unmodified script",
        .kind = KeyKind::kSwitch,
        .field = &S::channels_last},
