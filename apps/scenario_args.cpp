@@ -242,11 +242,14 @@ void finish_run(const reports::Report& rep, OutputFolder& out, bool explain) {
     std::error_code ec;
     const std::uintmax_t size = std::filesystem::file_size(std::filesystem::path(out.final_path()) / name, ec);
     if (ec || size < kLarge) continue;
-    const bool trace = name.starts_with("trace-");
-    std::cerr << fmt::format("note: {}/{} is {:.0f} MiB; {} make it smaller\n", out.final_path(), name,
-                             static_cast<double>(size) / (1 << 20),
-                             trace ? "--trace-format json.gz, --trace-ranks 0 or fewer --iterations"
-                                   : "--trace-ranks 0 or fewer --iterations");
+    // Up to 16 GPUs every rank is traced and --trace-ranks only adds ranks: compression or fewer
+    // iterations make the files smaller, whatever the GPU count.
+    const std::string how =
+        name.ends_with(".gz") ? "fewer --iterations make it smaller"
+                              : fmt::format("--trace-format json.gz (compressed: {}) or fewer --iterations make it smaller",
+                                            name.starts_with("events") ? "events.csv.gz" : "trace-<strategy>.json.gz");
+    std::cerr << fmt::format("note: {}/{} is {:.0f} MiB; {}\n", out.final_path(), name,
+                             static_cast<double>(size) / (1 << 20), how);
   }
   std::cout << fmt::format("# wrote {} files to {}/: {} (open the trace in ui.perfetto.dev)\n", written.size(),
                            out.final_path(), fmt::join(names, ", "));

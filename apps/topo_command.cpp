@@ -78,9 +78,14 @@ void validate(const std::string& file, std::ostream& out) {
   Routes routes(t);
   check_host_memory(routes);
   const Channels ch = build_channels(t, routes, first_ranks(t.gpu_count()));
-  out << fmt::format("{}: OK: {}, {}, {}; {} of {} GB/s\n", file, gpu_summary(t), counted(t.vertex_count(), "node"),
-                     counted(static_cast<long long>(t.links().size()), "link"),
-                     counted(static_cast<long long>(ch.rings.size()), "ring channel"), gb(ch.channel_bw_Bps));
+  // One GPU: no ring to describe (NCCL builds none).
+  const std::string rings = ch.rings.empty()
+                                ? std::string("no ring (one GPU)")
+                                : fmt::format("{} of {} GB/s", counted(static_cast<long long>(ch.rings.size()),
+                                                                       "ring channel"),
+                                              gb(ch.channel_bw_Bps));
+  out << fmt::format("{}: OK: {}, {}, {}; {}\n", file, gpu_summary(t), counted(t.vertex_count(), "node"),
+                     counted(static_cast<long long>(t.links().size()), "link"), rings);
 }
 
 void show(const std::string& file, bool json, std::ostream& out) {
@@ -241,9 +246,13 @@ void show(const std::string& file, bool json, std::ostream& out) {
   if (ch.rings.empty()) {
     out << "# Rings: none (one GPU)\n";
   } else {
+    // One GPU per host: every hop crosses the network, none is inside a node.
+    bool inside = false;
+    for (const RingChannel& r : ch.rings)
+      for (const Hop& h : r.hops) inside = inside || h.kind != TransportKind::kNet;
     out << fmt::format("# Rings: {} channel{} x {} GB/s = {} GB/s per direction; worst hop inside a node: {}\n",
                        ch.rings.size(), ch.rings.size() == 1 ? "" : "s", gb(ch.channel_bw_Bps), gb(ch.total_bw_Bps()),
-                       to_string(ch.intra_class));
+                       inside ? std::string(to_string(ch.intra_class)) : std::string("none (one GPU per node)"));
     for (std::size_t c = 0; c < ch.rings.size(); ++c) {
       const RingChannel& r = ch.rings[c];
       std::vector<std::string> nics;

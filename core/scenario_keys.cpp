@@ -277,6 +277,11 @@ Scenario resolved_scenario(const Scenario& requested, const ScenarioFacts& f) {
   const auto mib = [](Bytes bytes) { return static_cast<double>(bytes) / static_cast<double>(kMiB); };
   if (!r.bucket_cap_mb) r.bucket_cap_mb = mib(b.bucket_cap_bytes());
   if (!r.first_bucket_mb) r.first_bucket_mb = mib(b.first_bucket_bytes());
+  // torch.optim's implementation and zero_grad's set_to_none: the release's defaults (foreach and
+  // True from PyTorch 2.0; a Python loop and filling zeros before), as apply_framework runs them.
+  const bool foreach = foreach_optimizers(b.pytorch);
+  if (r.optimizer_impl == "auto") r.optimizer_impl = foreach ? "foreach" : "for-loop";
+  if (r.set_to_none == "auto") r.set_to_none = foreach ? "true" : "false";
   return r;
 }
 

@@ -225,10 +225,19 @@ TEST(ScenarioKeys, ResolvedScenarioMakesEveryDefaultExplicit) {
   EXPECT_EQ(r.precision, "bf16");
   EXPECT_EQ(r.bucket_cap_mb, 25.0);   // PyTorch's default
   EXPECT_EQ(r.first_bucket_mb, 1.0);  // _DEFAULT_FIRST_BUCKET_BYTES
+  EXPECT_EQ(r.optimizer_impl, "foreach");  // PyTorch 2.x's defaults
+  EXPECT_EQ(r.set_to_none, "true");
+  Scenario old_torch;
+  old_torch.pytorch_version = "1.13";
+  const Scenario o = resolved_scenario(old_torch, {8, 16, 1024, "bf16"});
+  EXPECT_EQ(o.optimizer_impl, "for-loop");  // before 2.0: a Python loop, zero_grad fills zeros
+  EXPECT_EQ(o.set_to_none, "false");
   EXPECT_EQ(requested_json(asked, r), json({{"gpus", "default"},
                                             {"batch_per_gpu", "default"},
                                             {"seq_len", "default"},
                                             {"precision", "default"},
+                                            {"optimizer_impl", "auto"},
+                                            {"set_to_none", "auto"},
                                             {"bucket_cap_mb", "default"},
                                             {"first_bucket_mb", "default"}}));
   // An explicit cap is the first bucket too (PyTorch >= 2.3); a model without T keeps seq_len unset.
