@@ -347,6 +347,32 @@ TEST(Cli, TopoShowOfOneHostOfManyGpus) {
   std::remove(file.c_str());
 }
 
+// One GPU per node: topo show names no "worst hop inside a node" (there is none); one GPU in all:
+// topo validate says there is no ring rather than "0 ring channels of 0 GB/s".
+TEST(Cli, TopoShowAndValidateWithoutHopsInsideANode) {
+  const std::string file = ::testing::TempDir() + "/gradsync-cli-one-per-node.dot";
+  std::ofstream(file) << "graph g {\n"
+                         "  g0 [kind=\"gpu\", model=\"a100\", host=\"h0\"]; c0 [kind=\"cpu\", host=\"h0\"];\n"
+                         "  n0 [kind=\"nic\", host=\"h0\"]; g1 [kind=\"gpu\", model=\"a100\", host=\"h1\"];\n"
+                         "  c1 [kind=\"cpu\", host=\"h1\"]; n1 [kind=\"nic\", host=\"h1\"]; sw [kind=\"switch\"];\n"
+                         "  g0 -- c0 [type=\"pcie\", bw=\"31.5GBps\", latency=\"1us\"];\n"
+                         "  n0 -- c0 [type=\"pcie\", bw=\"31.5GBps\", latency=\"1us\"];\n"
+                         "  g1 -- c1 [type=\"pcie\", bw=\"31.5GBps\", latency=\"1us\"];\n"
+                         "  n1 -- c1 [type=\"pcie\", bw=\"31.5GBps\", latency=\"1us\"];\n"
+                         "  n0 -- sw [type=\"infiniband\", bw=\"25GBps\", latency=\"1us\"];\n"
+                         "  n1 -- sw [type=\"infiniband\", bw=\"25GBps\", latency=\"1us\"];\n}\n";
+  const Result show = run_printed({"topo", "show", file});
+  ASSERT_EQ(show.code, 0) << show.err;
+  EXPECT_NE(show.out.find("worst hop inside a node: none (one GPU per node)"), std::string::npos) << show.out;
+  const std::string one = ::testing::TempDir() + "/gradsync-cli-one-gpu.dot";
+  ASSERT_EQ(run({"topo", "generate", "nvswitch", "--gpus", "1", "-o", one}).code, 0);
+  const Result v = run_printed({"topo", "validate", one});
+  ASSERT_EQ(v.code, 0) << v.err;
+  EXPECT_NE(v.out.find("; no ring (one GPU)"), std::string::npos) << v.out;
+  std::remove(file.c_str());
+  std::remove(one.c_str());
+}
+
 // FlashAttention takes fp16 and bf16 only: asking for it in fp32 or tf32 is an error naming the flag
 // or key and what PyTorch runs instead, from models show and from a scenario alike.
 TEST(Cli, FlashAttentionInFloat32IsRefused) {
