@@ -64,8 +64,9 @@ Scenario real_scenario(const ScenarioArgs& a, const char* command) {
   }
   Scenario s = scenario_of(a);
   if (!a.file.empty() && s.topology != Scenario{}.topology && std::string(command) == "bench") {
-    throw ConfigError(
-        fmt::format("{}: topology \"{}\": bench runs on this machine; remove the key", a.file, s.topology));
+    const int line = file_line_of(a, "topology").value_or(0);
+    throw ConfigError(fmt::format("{}{}: topology \"{}\": bench runs on this machine; remove the key", a.file,
+                                  line > 0 ? fmt::format(":{}", line) : std::string(), s.topology));
   }
   return s;
 }
@@ -102,12 +103,26 @@ std::vector<std::string> real_header(const Scenario& s, const StrategyResult& r,
   return h;
 }
 
-reports::Report run_bench(const Scenario& s, const std::vector<Strategy>& strategies, real::Runtime& rt,
-                          const std::string& what) {
+// real_resolved: the scenario resolved for this machine (real::resolve_scenario); an error about
+// a key the scenario file set names the file's line, one about a flag's value is the command
+// line's (as resolve_args for the simulator).
+Scenario real_resolved(const ScenarioArgs& a, const Scenario& s, real::Runtime& rt) {
+  try {
+    return real::resolve_scenario(s, rt);
+  } catch (const DataError&) {
+    throw;  // a model file's content
+  } catch (const ConfigError& e) {
+    if (a.file.empty()) throw UsageError(e.what());
+    throw ConfigError(file_key_error(a, e.what()));
+  }
+}
+
+reports::Report run_bench(const ScenarioArgs& a, const Scenario& s, const std::vector<Strategy>& strategies,
+                          real::Runtime& rt, const std::string& what) {
   reports::Report rep;
   rep.command = what;
   rep.mode = "real";
-  const Scenario resolved = real::resolve_scenario(s, rt);
+  const Scenario resolved = real_resolved(a, s, rt);
   rep.scenario = scenario_json(resolved);
   rep.requested = requested_json(s, resolved);
   rep.scenario["topology"] = fmt::format("host {}", rt.host());  // this machine, not a topology
@@ -123,7 +138,7 @@ void bench_command(const BenchArgs& a) {
   real::Runtime rt(a.launch);
   std::optional<OutputFolder> out;  // the root writes the outputs
   if (rt.root()) out.emplace(a.out);
-  const reports::Report rep = run_bench(s, strategies_for(a.strategy, rt), rt, "bench");
+  const reports::Report rep = run_bench(a.scenario, s, strategies_for(a.strategy, rt), rt, "bench");
   if (!rt.root()) return;
   finish_run(rep, *out, a.explain);
 }
@@ -206,7 +221,7 @@ void validate_command(const ValidateArgs& va) {
   measured.calibration.clear();
   std::optional<OutputFolder> out;
   if (rt.root()) out.emplace(a.out);
-  reports::Report rep = run_bench(measured, strategies, rt, "validate");
+  reports::Report rep = run_bench(a.scenario, measured, strategies, rt, "validate");
   if (!rt.root()) return;
   Scenario simulated = s;
   simulated.gpus = rt.world();
