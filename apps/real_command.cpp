@@ -103,26 +103,13 @@ std::vector<std::string> real_header(const Scenario& s, const StrategyResult& r,
   return h;
 }
 
-// real_resolved: the scenario resolved for this machine (real::resolve_scenario); an error about
-// a key the scenario file set names the file's line, one about a flag's value is the command
-// line's (as resolve_args for the simulator).
-Scenario real_resolved(const ScenarioArgs& a, const Scenario& s, real::Runtime& rt) {
-  try {
-    return real::resolve_scenario(s, rt);
-  } catch (const DataError&) {
-    throw;  // a model file's content
-  } catch (const ConfigError& e) {
-    if (a.file.empty()) throw UsageError(e.what());
-    throw ConfigError(file_key_error(a, e.what()));
-  }
-}
-
 reports::Report run_bench(const ScenarioArgs& a, const Scenario& s, const std::vector<Strategy>& strategies,
                           real::Runtime& rt, const std::string& what) {
   reports::Report rep;
   rep.command = what;
   rep.mode = "real";
-  const Scenario resolved = real_resolved(a, s, rt);
+  // Resolved for this machine; an error names the file's line or is the command line's, as simulate's.
+  const Scenario resolved = resolve_located(a, [&] { return real::resolve_scenario(s, rt); });
   rep.scenario = scenario_json(resolved);
   rep.requested = requested_json(s, resolved);
   rep.scenario["topology"] = fmt::format("host {}", rt.host());  // this machine, not a topology

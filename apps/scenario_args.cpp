@@ -199,10 +199,10 @@ std::string file_key_error(const ScenarioArgs& a, std::string_view message, cons
   return located;
 }
 
-Scenario resolve_args(const ScenarioArgs& a, const Scenario& requested) {
+Scenario resolve_located(const ScenarioArgs& a, const std::function<Scenario()>& resolve) {
   if (!a.file.empty()) {
     try {
-      return sim::resolve_scenario(requested);
+      return resolve();
     } catch (const DataError& e) {
       throw DataError(file_key_error(a, e.what()));
     } catch (const ConfigError& e) {
@@ -210,12 +210,16 @@ Scenario resolve_args(const ScenarioArgs& a, const Scenario& requested) {
     }
   }
   try {
-    return sim::resolve_scenario(requested);
+    return resolve();
   } catch (const DataError&) {
     throw;  // a model, topology or calibration file the flags named: its content is at fault
   } catch (const ConfigError& e) {
     throw UsageError(e.what());  // every other value came from a flag
   }
+}
+
+Scenario resolve_args(const ScenarioArgs& a, const Scenario& requested) {
+  return resolve_located(a, [&] { return sim::resolve_scenario(requested); });
 }
 
 void finish_run(const reports::Report& rep, OutputFolder& out, bool explain) {

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -48,8 +49,13 @@ sim::Scenario scenario_of(const ScenarioArgs& a);
 // NCCL's defaults" when none), for header lines.
 std::string nccl_knobs_text(const sim::Scenario& s);
 
-// resolve_args: the scenario resolved for its model and cluster (sim::resolve_scenario); its
-// ConfigError becomes a UsageError when every value came from flags.
+// resolve_located: `resolve` (a resolution of the scenario: the simulator's, real mode's) with its
+// errors placed: one about a key the scenario file set names the file's line (DataError stays a
+// DataError, exit 1); without a file every value came from flags, and a ConfigError becomes a
+// UsageError (exit 2), while a DataError (a model or topology file's content) stays as it is.
+sim::Scenario resolve_located(const ScenarioArgs& a, const std::function<sim::Scenario()>& resolve);
+
+// resolve_args: the scenario resolved for its model and cluster (sim::resolve_scenario), located.
 sim::Scenario resolve_args(const ScenarioArgs& a, const sim::Scenario& requested);
 
 // file_line_of: the line of the scenario file that set `key` when no flag (nor --nccl) overrode it;
