@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "core/error.hpp"
@@ -21,6 +22,21 @@ std::string command_path(const CLI::App* app) {
   std::string path = app->get_name();
   for (const CLI::App* p = app->get_parent(); p != nullptr; p = p->get_parent()) path = p->get_name() + " " + path;
   return path;
+}
+
+// launched_rank: this process's rank when mpirun (Open MPI, PMI, PMIx) or srun started it, or -1.
+// Only which rank prints a command-line error depends on it.
+int launched_rank() {
+  const auto rank_of = [](const char* v) -> int {
+    if (v == nullptr || *v == '\0') return -1;
+    char* end = nullptr;
+    const long r = std::strtol(v, &end, 10);
+    return (*end == '\0' && r >= 0 && r < (1L << 30)) ? static_cast<int>(r) : -1;
+  };
+  for (const char* key : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const int r = rank_of(std::getenv(key)); r >= 0) return r;
+  if (std::getenv("SLURM_STEP_ID") != nullptr) return rank_of(std::getenv("SLURM_PROCID"));
+  return -1;
 }
 
 // deepest_parsed returns the innermost subcommand the user selected (the app itself if none).
@@ -183,11 +199,13 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       throw UsageError("no command given");
     }
   } catch (const CLI::ParseError& e) {
-    // Each message in one write: the ranks of an mpirun share a terminal, and std::cerr writes
-    // every << at once, so pieces of two ranks' messages interleaved ("error: error: ...").
+    // The command line alone decides a parse error, so every rank of an mpirun or srun finds the
+    // same one: rank 0 says it, the others exit as quietly with the same status (once, not once
+    // per rank). Each message in one write: the ranks share a terminal, and std::cerr writes every
+    // << at once, so pieces of two ranks' messages interleaved ("error: error: ...").
     std::string hint_for;
     const std::string message = usage_message(e, app, hint_for);
-    err << ("error: " + message + "\nRun '" + hint_for + " --help' for usage.\n");
+    if (launched_rank() <= 0) err << ("error: " + message + "\nRun '" + hint_for + " --help' for usage.\n");
     return kExitUsage;
   } catch (const UsageError& e) {
     err << ("error: " + std::string(e.what()) + "\nRun '" + command_path(deepest_parsed(&app)) +

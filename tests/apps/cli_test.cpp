@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -50,6 +51,38 @@ TEST(Cli, VersionPrintsTheVersion) {
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out, std::string("gradsync ") + kVersion + "\n");
   EXPECT_EQ(r.err, "");
+}
+
+// A parse error under mpirun or srun: the command line decides it, so every rank finds the same
+// one; rank 0 prints it, the other ranks exit 2 without a word (once, not once per rank).
+TEST(Cli, ParseErrorUnderALauncherIsPrintedByRankZeroOnly) {
+  const char* const keys[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_STEP_ID", "SLURM_PROCID"};
+  for (const char* k : keys) unsetenv(k);
+  const std::vector<std::string> bad = {"bench", "--no-such-flag"};
+  ::setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  Result r = run(bad);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "");
+  ::setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+  r = run(bad);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  // srun: SLURM_PROCID counts only inside a job step (SLURM_STEP_ID), as srun sets it.
+  ::setenv("SLURM_PROCID", "3", 1);
+  r = run(bad);
+  EXPECT_NE(r.err, "") << "SLURM_PROCID without a step is not srun";
+  ::setenv("SLURM_STEP_ID", "0", 1);
+  r = run(bad);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "");
+  for (const char* k : keys) unsetenv(k);
+  // Errors that are not the command line's own (a file, a device) are still said by every rank.
+  ::setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  r = run({"topo", "validate", "/nonexistent/cluster.dot"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  unsetenv("OMPI_COMM_WORLD_RANK");
 }
 
 TEST(Cli, HelpExitsZero) {

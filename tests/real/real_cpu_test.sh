@@ -205,6 +205,10 @@ case "$case_" in
     [[ $rc == 2 ]] && grep -q 'the CPU backend.s ranks reach each other through MPI' "$tmp/out" || { cat "$tmp/out"; fail "file init on cpu: $rc"; }
     rc=0; "$bin" bench "${small[@]}" --backend cpu --mixed-precision master-weights --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
     [[ $rc == 2 ]] && grep -q 'mixed_precision master-weights: real mode trains' "$tmp/out" || { cat "$tmp/out"; fail "master-weights in real mode: $rc"; }
+    # A flag mistyped under mpirun: every rank finds the same parse error; it is said once (rank 0).
+    rc=0; mpirun -np 3 "$bin" bench "${small[@]}" --no-such-flag --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc != 0 && $(grep -c '^error: ' "$tmp/out") == 1 ]] && grep -q -- '--no-such-flag' "$tmp/out" ||
+      { cat "$tmp/out"; fail "a parse error under mpirun -np 3 is said once: rc $rc"; }
     [[ ! -e "$tmp/b" ]] || fail "a failed run wrote outputs"
     echo "bad launches are errors with exit codes 1/2"
     ;;
