@@ -19,7 +19,64 @@ double CollectiveRun::State::chunk_wire(double per_channel_bytes) const {
   return static_cast<double>(n - 1) * whole(cb) + whole(last);
 }
 
-double CollectiveRun::State::chunk_time(int a, int b, double per_channel_bytes) const {
+double CollectiveRun::State::chunk_time(int a, int b, double per_channel_bytes, const LinkShares& share) const {
+  const bool net = !same_machine(a, b);
+  const double cb = std::min(chunk_bytes(choice.protocol), per_channel_bytes);
+  return hop_latency(net ? PathClass::kNET : links_.channels->intra_class) + links_.latency(a, b) +
+         whole(cb) / shared_rate(links_.route(a, b), share);
+}
+
+double CollectiveRun::State::shared_rate(const std::vector<sg4::Link*>& route, const LinkShares& share) {
+  double rate = std::numeric_limits<double>::infinity();
+  for (const sg4::Link* l : route) {
+    const bool fat = l->get_sharing_policy() == sg4::Link::SharingPolicy::FATPIPE;
+    const auto it = share.find(l);
+    const double n = fat || it == share.end() ? 1.0 : std::max(1.0, it->second);
+    rate = std::min(rate, l->get_bandwidth() / n);
+  }
+  return rate;
+}
+
+auto CollectiveRun::State::overlaps(const std::vector<Busy>& busy) -> std::vector<LinkShares> {
+  // Per link, the intervals of the hops that cross it, sorted by start and by end, with the
+  // running sums of their weights: the weight busy on a link during [s, e) is what started
+  // before e less what ended by s.
+  struct OnLink {
+    std::vector<std::pair<double, double>> starts, ends;  // (time, weight), sorted by time
+  };
+  std::unordered_map<const sg4::Link*, OnLink> on;
+  for (const Busy& b : busy)
+    for (const sg4::Link* l : *b.route) {
+      if (l->get_sharing_policy() == sg4::Link::SharingPolicy::FATPIPE) continue;
+      on[l].starts.emplace_back(b.start, b.weight);
+      on[l].ends.emplace_back(b.end, b.weight);
+    }
+  for (auto& [l, o] : on) {
+    std::sort(o.starts.begin(), o.starts.end());
+    std::sort(o.ends.begin(), o.ends.end());
+    for (std::size_t i = 1; i < o.starts.size(); ++i) o.starts[i].second += o.starts[i - 1].second;
+    for (std::size_t i = 1; i < o.ends.size(); ++i) o.ends[i].second += o.ends[i - 1].second;
+  }
+  const auto sum_before = [](const std::vector<std::pair<double, double>>& v, double t, bool inclusive) {
+    const auto it = inclusive ? std::upper_bound(v.begin(), v.end(), std::make_pair(t, std::numeric_limits<double>::infinity()))
+                              : std::lower_bound(v.begin(), v.end(), std::make_pair(t, -std::numeric_limits<double>::infinity()));
+    return it == v.begin() ? 0.0 : std::prev(it)->second;
+  };
+  std::vector<LinkShares> out(busy.size());
+  for (std::size_t i = 0; i < busy.size(); ++i) {
+    const Busy& b = busy[i];
+    for (const sg4::Link* l : *b.route) {
+      const auto it = on.find(l);
+      if (it == on.end()) continue;
+      // Started before this hop ends, less ended by the time it starts (itself counted).
+      const double n = sum_before(it->second.starts, b.end, false) - sum_before(it->second.ends, b.start, true);
+      out[i][l] = std::max(n, b.weight);
+    }
+  }
+  return out;
+}
+
+double CollectiveRun::State::chain_chunk_time(int a, int b, double per_channel_bytes) const {
   const bool net = !same_machine(a, b);
   const double cb = std::min(chunk_bytes(choice.protocol), per_channel_bytes);
   const double sharing =
@@ -169,21 +226,23 @@ void CollectiveRun::State::local_hops() {
       }
     }
   }
-  std::unordered_map<Link, double> sharing;
+  // The closed-form hops share each link with those that cross it at the same time (a pipeline's
+  // hops are busy one after another down its depth, each channel at its own place): their
+  // durations and overlaps found together, pass after pass from the links' whole bandwidth.
+  std::vector<std::pair<int, Flow*>> local;
   for (int r = 0; r < k; ++r)
-    for (const Flow& f : plans_[static_cast<std::size_t>(r)])
-      if (f.local)
-        for (Link l : route_of(r, f)) sharing[l] += 1;
-  for (int r = 0; r < k; ++r) {
-    for (Flow& f : plans_[static_cast<std::size_t>(r)]) {
-      if (!f.local) continue;
-      double rate = std::numeric_limits<double>::infinity();
-      for (Link l : route_of(r, f)) {
-        const bool shared = l->get_sharing_policy() != sg4::Link::SharingPolicy::FATPIPE;
-        rate = std::min(rate, l->get_bandwidth() / (shared ? sharing[l] : 1.0));
-      }
-      f.duration = latency_of(r, f) + whole_wire(f.wire) / rate;
+    for (Flow& f : plans_[static_cast<std::size_t>(r)])
+      if (f.local) local.emplace_back(r, &f);
+  std::vector<LinkShares> share(local.size());
+  for (int pass = 0; pass < kFillPasses; ++pass) {
+    std::vector<Busy> busy;
+    busy.reserve(local.size());
+    for (std::size_t i = 0; i < local.size(); ++i) {
+      const auto [r, f] = local[i];
+      f->duration = latency_of(r, *f) + whole_wire(f->wire) / shared_rate(route_of(r, *f), share[i]);
+      busy.push_back({&route_of(r, *f), f->start, f->start + f->duration, 1.0});
     }
+    if (pass + 1 < kFillPasses) share = overlaps(busy);
   }
 }
 
@@ -259,7 +318,7 @@ void CollectiveRun::State::chain_offsets(double per_channel) {
     for (int i = 0; i + 1 < k; ++i) {
       at[static_cast<std::size_t>(r)] = t;
       const int nr = next(c, r);
-      t += chunk_time(r, nr, per_channel);
+      t += chain_chunk_time(r, nr, per_channel);
       r = nr;
     }
     offset_[c] = std::move(at);
@@ -294,29 +353,53 @@ void CollectiveRun::State::tree_offsets(double per_channel) {
   trees_.reserve(static_cast<std::size_t>(k));
   for (int r = 0; r < k; ++r) trees_.push_back(tree_links(r));
   const std::vector<TreeLinks>& all = trees_;
-  const auto edge = [&](int a, int b) { return chunk_time(a, b, per_channel); };
-  offset_.resize(C());
-  down_.resize(C());
+  offset_.assign(C(), {});
+  down_.assign(C(), {});
+  // Per channel, the members breadth first from the root, and each member's hop to its parent
+  // (up) and from it (down) by index into `share`.
+  std::vector<std::vector<int>> orders(C());
   for (std::size_t c : reps_) {
-    std::vector<int> order;  // breadth first from the root
+    std::vector<int>& order = orders[c];
     for (int r = 0; r < k; ++r)
       if (all[static_cast<std::size_t>(r)].parent[c] < 0) order.push_back(r);
     for (std::size_t i = 0; i < order.size(); ++i)
       for (int kid : all[static_cast<std::size_t>(order[i])].children[c]) order.push_back(kid);
-    std::vector<double> up(static_cast<std::size_t>(k), 0.0), dn(static_cast<std::size_t>(k), 0.0);
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      for (int kid : all[static_cast<std::size_t>(*it)].children[c]) {
-        up[static_cast<std::size_t>(*it)] =
-            std::max(up[static_cast<std::size_t>(*it)], up[static_cast<std::size_t>(kid)] + edge(kid, *it));
+  }
+  const auto slot = [&](std::size_t c, int r, bool downward) {
+    return (c * static_cast<std::size_t>(k) + static_cast<std::size_t>(r)) * 2 + (downward ? 1 : 0);
+  };
+  std::vector<LinkShares> share(C() * static_cast<std::size_t>(k) * 2);
+  for (int pass = 0; pass < kFillPasses; ++pass) {
+    std::vector<Busy> busy;
+    std::vector<std::size_t> busy_slot;
+    for (std::size_t c : reps_) {
+      const std::vector<int>& order = orders[c];
+      std::vector<double> up(static_cast<std::size_t>(k), 0.0), dn(static_cast<std::size_t>(k), 0.0);
+      for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        for (int kid : all[static_cast<std::size_t>(*it)].children[c]) {
+          const double e = chunk_time(kid, *it, per_channel, share[slot(c, kid, false)]);
+          busy.push_back({&links_.route(kid, *it), up[static_cast<std::size_t>(kid)],
+                          up[static_cast<std::size_t>(kid)] + e, mult_});
+          busy_slot.push_back(slot(c, kid, false));
+          up[static_cast<std::size_t>(*it)] = std::max(up[static_cast<std::size_t>(*it)], up[static_cast<std::size_t>(kid)] + e);
+        }
       }
+      for (int r : order) {
+        const int p = all[static_cast<std::size_t>(r)].parent[c];
+        if (p < 0) {
+          dn[static_cast<std::size_t>(r)] = up[static_cast<std::size_t>(r)];
+          continue;
+        }
+        const double e = chunk_time(p, r, per_channel, share[slot(c, r, true)]);
+        dn[static_cast<std::size_t>(r)] = dn[static_cast<std::size_t>(p)] + e;
+        busy.push_back({&links_.route(p, r), dn[static_cast<std::size_t>(p)], dn[static_cast<std::size_t>(r)], mult_});
+        busy_slot.push_back(slot(c, r, true));
+      }
+      offset_[c] = std::move(up);
+      down_[c] = std::move(dn);
     }
-    for (int r : order) {
-      const int p = all[static_cast<std::size_t>(r)].parent[c];
-      dn[static_cast<std::size_t>(r)] =
-          p < 0 ? up[static_cast<std::size_t>(r)] : dn[static_cast<std::size_t>(p)] + edge(p, r);
-    }
-    offset_[c] = std::move(up);
-    down_[c] = std::move(dn);
+    const std::vector<LinkShares> found = overlaps(busy);
+    for (std::size_t i = 0; i < found.size(); ++i) share[busy_slot[i]] = found[i];
   }
 }
 

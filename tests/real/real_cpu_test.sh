@@ -78,11 +78,21 @@ case "$case_" in
     grep -q 'backend: "cpu"' "$tmp/cal.yaml" && grep -q 'ranks: 2' "$tmp/cal.yaml" || fail "calibration hardware"
     # MPI's non-blocking reduce moves one segment per progress call: a comm thread that slept
     # between MPI_Test calls made a 2-rank reduce 30-60 times an allreduce of the same size.
-    # It moves half an allreduce's bytes; allow it five times the allreduce's time (noise).
-    ar=$(awk '$1 == "allreduce" { t = $3 } END { print t }' "$tmp/out")
-    rd=$(awk '$1 == "reduce" { t = $3 } END { print t }' "$tmp/out")
-    awk -v r="$rd" -v a="$ar" 'BEGIN { exit !(r > 0 && a > 0 && r <= 5 * a) }' \
-      || { cat "$tmp/out"; fail "reduce took $rd us against allreduce $ar us at the largest size"; }
+    # It moves half an allreduce's bytes; allow it five times the allreduce's time (noise). A
+    # machine busy with other work can stretch one sweep's times (a CI run beside a build: every
+    # call took milliseconds, the reduce 22 times the allreduce), so a second sweep decides.
+    reduce_in_time() {
+      local ar rd
+      ar=$(awk '$1 == "allreduce" { t = $3 } END { print t }' "$1")
+      rd=$(awk '$1 == "reduce" { t = $3 } END { print t }' "$1")
+      echo "reduce $rd us, allreduce $ar us at the largest size"
+      awk -v r="$rd" -v a="$ar" 'BEGIN { exit !(r > 0 && a > 0 && r <= 5 * a) }'
+    }
+    if ! reduce_in_time "$tmp/out" >/dev/null; then
+      mpirun -np 2 "$bin" calibrate --max-bytes 1MiB --max-flops 1e8 --repeats 2 --out "$tmp/cal2.yaml" >"$tmp/out2" 2>&1 \
+        || { cat "$tmp/out2"; fail "calibrate (again)"; }
+      reduce_in_time "$tmp/out2" >"$tmp/ratio" || { cat "$tmp/out" "$tmp/out2"; fail "twice: $(cat "$tmp/ratio")"; }
+    fi
     grep -q '^  precision: fp32 ' "$tmp/cal.yaml" || fail "calibration precision (the CPU's sgemm: fp32)"
     # A calibration serves scenarios of its GEMMs' precision only: a bf16 scenario is refused, named.
     set +e

@@ -92,6 +92,38 @@ TEST(Fidelity, UncontendedRingAllreduceAgrees256Gpus) {
   std::filesystem::remove(t);
 }
 
+// A tree allreduce across machines: aggregate fidelity plans each hop from the time the first
+// chunk reaches it, the channels' first chunks sharing a link only where they cross it at the same
+// time. Against step fidelity (every chunk a flow) on two DGX A100s and on eight under a fat-tree,
+// 1 to 64 MiB: within 10% (-8.6% to +4.1%). With every channel counted on every hop inside a
+// machine, as until 2026-11-29, aggregate came out 1.7 to 2.4 times step's on two nodes.
+TEST(Fidelity, UncontendedTreeAllreduceWithinTenPercentOfStep) {
+  const auto path =
+      std::filesystem::temp_directory_path() / ("gradsync-fidelity-tree-" + std::to_string(::getpid()) + ".dot");
+  std::ofstream(path) << write_topology_dot(generate_fat_tree({.nodes = 8, .node = "dgx-a100"}));
+  for (const std::string& topology : {std::string("2x-dgx-a100-hdr"), path.string()}) {
+    CollectiveSweep sw;
+    sw.topology = topology;
+    sw.op = Collective::kAllreduce;
+    sw.nccl.request = CollectiveRequest::only(Algorithm::kTree, std::nullopt);
+    sw.min_bytes = 1 << 20;
+    sw.max_bytes = 64 << 20;
+    sw.step_factor = 8;
+    const std::vector<double> step = collective_times(sw, "step");
+    const std::vector<double> agg = collective_times(sw, "aggregate");
+    ASSERT_EQ(step.size(), 3u);
+    ASSERT_EQ(agg.size(), step.size());
+    for (std::size_t i = 0; i < step.size(); ++i) {
+      SCOPED_TRACE(::testing::Message() << topology << ", size " << i);
+      std::printf("%s %zu: step %.2f us, aggregate %.2f us (%+.1f%%)\n", topology.c_str(), i, 1e6 * step[i],
+                  1e6 * agg[i], 100 * (agg[i] / step[i] - 1));
+      std::fflush(stdout);  // before the next child copies the buffer
+      EXPECT_NEAR(agg[i] / step[i], 1.0, 0.10);
+    }
+  }
+  std::filesystem::remove(path);
+}
+
 // One steady DDP step of GPT-2 on 4 nodes under a 4:1 oversubscribed fat-tree (rings and
 // trees cross the spines and share them): aggregate keeps to the bound it prints.
 void expect_within_bound(const std::string& algo, const std::string& dot = "") {
@@ -180,8 +212,11 @@ TEST(Fidelity, TreeHopsSharingTheNicsLinksStayFlowsWithinBound) { expect_within_
 // run as SimGrid flows; both give the same times where flows contend: an oversubscribed
 // fat-tree (rings and trees across the spines) and PCIe machines whose NIC shares the GPUs'
 // switch (flows of different route latencies, so of different weights, on one link).
+// `relative`: the tolerance where the solve is not exact by design: with more than
+// kFluidExactFlows flows in flight it solves again only after every 1/kFluidExactFlows of them
+// end (sim/fluid.hpp), the bandwidth an ended flow frees idle until then.
 void expect_solved_equals_flows(const std::string& dot, const std::string& algo,
-                                Collective op = Collective::kAllreduce) {
+                                Collective op = Collective::kAllreduce, double relative = 1e-9) {
   const auto path =
       std::filesystem::temp_directory_path() / ("gradsync-fidelity-fluid-" + std::to_string(::getpid()) + ".dot");
   std::ofstream(path) << dot;
@@ -203,7 +238,7 @@ void expect_solved_equals_flows(const std::string& dot, const std::string& algo,
     EXPECT_GT(flows[i], 0);
     // To 1e-9 of the time, or 2 ns: a flow's channel cap ends it by a sleep (capped_end), which
     // SimGrid times to its precision (1e-9 s) where the solve computes the end exactly.
-    EXPECT_NEAR(solved[i], flows[i], std::max(1e-9 * flows[i], 2e-9));
+    EXPECT_NEAR(solved[i], flows[i], std::max(relative * flows[i], 2e-9));
   }
 }
 
@@ -211,7 +246,10 @@ TEST(Fidelity, SolvedCallsAcrossMachinesEqualSimGridFlows) {
   const std::string fat =
       write_topology_dot(generate_fat_tree({.nodes = 8, .node = "dgx-h100", .oversubscription = 4, .leaf_ports = 16}));
   expect_solved_equals_flows(fat, "ring");
-  expect_solved_equals_flows(fat, "tree");
+  // 64 ranks' tree hops, up and down at once across the spines: at 32 MiB more flows are in flight
+  // than the solve times exactly; it comes out 0.30% long (2026-11-29, when the trees' hops began
+  // to be planned from their overlaps; exact before, with every channel counted on every hop).
+  expect_solved_equals_flows(fat, "tree", Collective::kAllreduce, 5e-3);
   expect_solved_equals_flows(pcie_machines_dot(), "tree");
   expect_solved_equals_flows(pcie_machines_dot(), "ring");
   // The other collectives: ring steps (allgather, reduce-scatter) and pipelined chains.
