@@ -161,30 +161,26 @@ struct CollectiveRun::State {
   // kFillPasses: the passes that find a pipeline's times and sharing together (times from shares,
   // shares from the times' overlaps), from every link unshared.
   static constexpr int kFillPasses = 3;
-  // chunk_time: one chunk of a tree's pipeline over the hop a -> b (the fill of a tree is this
+  // chunk_time: one chunk of a pipeline over the hop a -> b (the fill of a chain or tree is this
   // once per hop of its depth): the hop latency, the route's, and the chunk at the route's links
-  // shared `share` ways (tree_offsets: by the channels' first chunks on those links at the same
-  // time; every channel orders its tree's chains its own way, so they are seldom all on one link
-  // at once). Until 2026-11-29 trees took chain_chunk_time, every channel counted on every hop
-  // inside a machine, and came out up to 2.4x slower than at step fidelity (two DGX A100s).
+  // shared `share` ways (chain_offsets, tree_offsets: by the channels' first chunks on those links
+  // at the same time; every channel orders its chain or tree its own way, so they are seldom all
+  // on one link at once). A chain's chunk also takes at least its wire at the channel's rate, as
+  // step fidelity's does (a tree's is not capped there). Until 2026-11-29 every channel was
+  // counted on every hop inside a machine (across machines, the channels over the NICs) and the
+  // chain's channel rate was left out: on two DGX A100s aggregate trees came out 1.7 to 2.4
+  // times step's, chains 13% to 41% long from 2 to 128 DGX A100s.
   double chunk_time(int a, int b, double per_channel_bytes, const LinkShares& share) const;
-  // chain_chunk_time: the same for a chain (broadcast, reduce), the route's bottleneck shared by
-  // the channels that cross it (inside a machine every channel passes every GPU; across machines
-  // the channels are spread over the NICs). Counting overlaps as trees do is no better there: a
-  // chain is as deep as the group, and its later hops start before their upstream would have fed
-  // them (against step fidelity on 2 to 32 DGX A100s: -2% to -38% that way, +13% to +41% this).
-  double chain_chunk_time(int a, int b, double per_channel_bytes) const;
-  std::size_t nics_per_node() const;
 
   struct Flow {
     int to;
     double payload;
     double wire;
-    double start = 0;     // after the phase began
-    bool local = false;   // a tree hop inside a machine: a candidate for closed form (plan), then
-                          // timed in closed form (local_hops)
-    double duration = 0;  // closed form: from start to its end
-    bool direct = false;  // along the GPUs' own route (CollectiveLinks::direct_*): NVLS's multicast
+    double start = 0;        // after the phase began
+    bool local = false;      // a tree hop inside a machine: a candidate for closed form (plan), then
+                             // timed in closed form (local_hops)
+    double duration = 0;     // closed form: from start to its end
+    bool direct = false;     // along the GPUs' own route (CollectiveLinks::direct_*): NVLS's multicast
     double cap = kUncapped;  // wire bytes/s at most (channel_rate of the channels it carries)
   };
   // route_of, latency_of: the links and latency of member r's flow f.

@@ -58,8 +58,9 @@ auto CollectiveRun::State::overlaps(const std::vector<Busy>& busy) -> std::vecto
     for (std::size_t i = 1; i < o.ends.size(); ++i) o.ends[i].second += o.ends[i - 1].second;
   }
   const auto sum_before = [](const std::vector<std::pair<double, double>>& v, double t, bool inclusive) {
-    const auto it = inclusive ? std::upper_bound(v.begin(), v.end(), std::make_pair(t, std::numeric_limits<double>::infinity()))
-                              : std::lower_bound(v.begin(), v.end(), std::make_pair(t, -std::numeric_limits<double>::infinity()));
+    const auto it =
+        inclusive ? std::upper_bound(v.begin(), v.end(), std::make_pair(t, std::numeric_limits<double>::infinity()))
+                  : std::lower_bound(v.begin(), v.end(), std::make_pair(t, -std::numeric_limits<double>::infinity()));
     return it == v.begin() ? 0.0 : std::prev(it)->second;
   };
   std::vector<LinkShares> out(busy.size());
@@ -74,23 +75,6 @@ auto CollectiveRun::State::overlaps(const std::vector<Busy>& busy) -> std::vecto
     }
   }
   return out;
-}
-
-double CollectiveRun::State::chain_chunk_time(int a, int b, double per_channel_bytes) const {
-  const bool net = !same_machine(a, b);
-  const double cb = std::min(chunk_bytes(choice.protocol), per_channel_bytes);
-  const double sharing =
-      net ? std::max(1.0, static_cast<double>(C()) / static_cast<double>(nics_per_node())) : static_cast<double>(C());
-  const double bw = links_.bandwidth(a, b) / sharing;
-  return hop_latency(net ? PathClass::kNET : links_.channels->intra_class) + links_.latency(a, b) + whole(cb) / bw;
-}
-
-std::size_t CollectiveRun::State::nics_per_node() const {
-  std::vector<VertexId> nics;
-  for (const RingChannel& rc : links_.channels->rings)
-    if (!rc.nics.empty() && std::find(nics.begin(), nics.end(), rc.nics.front()) == nics.end())
-      nics.push_back(rc.nics.front());
-  return std::max<std::size_t>(1, nics.size());
 }
 
 void CollectiveRun::State::phase(int me, std::vector<Flow> flows) {
@@ -310,18 +294,34 @@ auto CollectiveRun::State::aggregate_chain(int me) -> std::vector<Flow> {
 void CollectiveRun::State::chain_offsets(double per_channel) {
   if (!offset_.empty()) return;
   const bool bcast = coll == Collective::kBroadcast;
-  offset_.resize(C());
+  offset_.assign(C(), std::vector<double>(static_cast<std::size_t>(k), 0.0));
+  std::vector<std::pair<int, int>> hop;  // (from, to), channel by channel from its first member
+  std::vector<std::size_t> hop_channel;
   for (std::size_t c : reps_) {
-    std::vector<double> at(static_cast<std::size_t>(k), 0.0);
     int r = bcast ? root : next(c, root);
-    double t = 0;
     for (int i = 0; i + 1 < k; ++i) {
-      at[static_cast<std::size_t>(r)] = t;
-      const int nr = next(c, r);
-      t += chain_chunk_time(r, nr, per_channel);
-      r = nr;
+      hop.emplace_back(r, next(c, r));
+      hop_channel.push_back(c);
+      r = next(c, r);
     }
-    offset_[c] = std::move(at);
+  }
+  const double cb = std::min(chunk_bytes(choice.protocol), per_channel);
+  std::vector<LinkShares> share(hop.size());
+  for (int pass = 0; pass < kFillPasses; ++pass) {
+    std::vector<Busy> busy;
+    busy.reserve(hop.size());
+    double t = 0;
+    for (std::size_t h = 0; h < hop.size(); ++h) {
+      const auto [a, b] = hop[h];
+      if (h == 0 || hop_channel[h] != hop_channel[h - 1]) t = 0;
+      offset_[hop_channel[h]][static_cast<std::size_t>(a)] = t;
+      // As at step fidelity, a chunk of a chain's hop takes at least its wire at the channel's rate.
+      const double e =
+          std::max(chunk_time(a, b, per_channel, share[h]), links_.latency(a, b) + whole(cb) / channel_rate());
+      busy.push_back({&links_.route(a, b), t, t + e, mult_});
+      t += e;
+    }
+    share = overlaps(busy);
   }
 }
 
@@ -381,7 +381,8 @@ void CollectiveRun::State::tree_offsets(double per_channel) {
           busy.push_back({&links_.route(kid, *it), up[static_cast<std::size_t>(kid)],
                           up[static_cast<std::size_t>(kid)] + e, mult_});
           busy_slot.push_back(slot(c, kid, false));
-          up[static_cast<std::size_t>(*it)] = std::max(up[static_cast<std::size_t>(*it)], up[static_cast<std::size_t>(kid)] + e);
+          up[static_cast<std::size_t>(*it)] =
+              std::max(up[static_cast<std::size_t>(*it)], up[static_cast<std::size_t>(kid)] + e);
         }
       }
       for (int r : order) {
