@@ -159,11 +159,22 @@ KernelRates rates_for(const GpuSpec& gpu) {
   // (README, "GeForce tensor cores"). Turing's GeForce boards (TU102) also halve FP32 accumulate
   // but keep the default: their two train cases (Lambda's RTX 2080 Ti, ResNet-50 -1%, BERT-base
   // +18% as is) would move away (+4%, +31%).
+  r.conv_16bit = r.conv;
   if ((sm == 86 || sm == 89) && gpu.half_rate_fp32_accumulate()) {
     constexpr double kGeForceTensor = 0.94;
     r.conv *= kGeForceTensor / r.gemm_tensor;
     r.gemm_tensor = kGeForceTensor;
     r.gemm_tf32 = kGeForceTensor;  // TF32 MMA: a quarter of the FP16-accumulate rate there
+    // 16-bit convolutions there are tensor-core kernels with FP32 accumulate at the halved rate,
+    // as the GEMMs are, and reach what the GEMMs reach (0.94) rather than the data-centre conv rate
+    // scaled (0.705). Chosen on the train split's GA102/AD102 16-bit conv nets (Lambda's RTX 4090
+    // ResNet-50; timm's RTX 3090 ResNet-50 NCHW and NHWC, ResNet-101 NHWC and VGG-16; Lambda's two
+    // RTX 4090s under DDP): median |error| 13.6% at 0.705, 9.6% at 0.85, 7.7% at 0.92, 8.3% at 0.94,
+    // 7.5% at 0.99 (flat from 0.92 on: the GEMMs' figure is taken, not a fit). Every one of them was
+    // too slow (-6% to -21%). TF32 convolutions keep 0.705: on these boards the TF32 tensor rate is
+    // no higher than FP32 SIMT's (op_coster.hpp transposes), and Lambda's RTX 3090 and RTX 4090 and
+    // the A40's TF32 ResNet-50 fit it (+1.0%, +0.5%, -0.3%).
+    r.conv_16bit = kGeForceTensor;
   }
   if (sm >= 90) r.gemm_misaligned = 0.28;
   // cuDNN's FP32 convolutions on Volta (sm70): 0.85 of the FP32 peak, counted in direct-convolution

@@ -36,6 +36,9 @@ struct KernelRates {
   // the output's innermost dimension is not a multiple of 16 bytes (rates_for: per architecture).
   double gemm_misaligned = 1.0 / 3.0;
   double conv = 0.60;         // cuDNN convolutions, of the same peak as the GEMMs
+  // conv_16bit: cuDNN convolutions in fp16/bf16 (autocast, a 16-bit model), of the 16-bit tensor
+  // peak; rates_for: conv unless measured (GeForce Ampere and Ada: the GEMMs' rate).
+  double conv_16bit = 0.60;
   // conv_fp32: cuDNN FP32 convolutions on the SIMT units (before Ampere, where fp32 convolutions
   // do not run as TF32), of the FP32 peak. rates_for sets it per architecture: the conv rate scaled
   // as SGEMM to the tensor GEMM (conv * gemm_fp32 / gemm_tensor) unless measured.

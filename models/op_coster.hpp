@@ -336,6 +336,7 @@ class OpCoster {
       if (!tf32) eff = r_.conv_fp32;
     } else {
       peak = g.peak_flops(ctx_.precision);
+      eff = r_.conv_16bit;
     }
     Kernel k{flops, bytes, 0};
     k.call = HostCall::kCudnn;

@@ -23,6 +23,7 @@ TEST(KernelRates, GeForceAmpereAndAdaReachMoreOfTheirHalvedTensorPeak) {
     EXPECT_DOUBLE_EQ(r.gemm_tensor, 0.94) << g;  // cuBLAS bf16 on an RTX 4090, pytorch/pytorch#181718
     EXPECT_DOUBLE_EQ(r.gemm_tf32, 0.94) << g;
     EXPECT_DOUBLE_EQ(r.conv, defaults.conv * 0.94 / defaults.gemm_tensor) << g;
+    EXPECT_DOUBLE_EQ(r.conv_16bit, 0.94) << g;  // 16-bit convolutions: the GEMMs' rate
     // FP32 convolutions stay on the SIMT units' rate: the conv rate scaled as SGEMM (0.5 there).
     EXPECT_DOUBLE_EQ(r.conv_fp32, defaults.conv * 0.5 / defaults.gemm_tensor) << g;
   }
@@ -31,6 +32,7 @@ TEST(KernelRates, GeForceAmpereAndAdaReachMoreOfTheirHalvedTensorPeak) {
     const KernelRates r = rates_for(gpu_spec(g));
     EXPECT_DOUBLE_EQ(r.gemm_tensor, defaults.gemm_tensor) << g;
     EXPECT_DOUBLE_EQ(r.conv, defaults.conv) << g;
+    EXPECT_DOUBLE_EQ(r.conv_16bit, defaults.conv) << g;
   }
 }
 

@@ -363,6 +363,40 @@ TEST(OpCost, Fp32ConvolutionsBeforeAmpereRunAtTheirArchitecturesSimtRate) {
   EXPECT_DOUBLE_EQ(rates_for(gpu_spec("rtx-2080-ti")).conv_fp32, 0.60 * 0.85 / 0.80);
 }
 
+// 16-bit convolutions on GeForce Ampere and Ada run at the GEMMs' rate of the halved (FP32
+// accumulate) tensor peak, 0.94; TF32 ones there keep the scaled conv rate, 0.705; a data-centre
+// part runs both at its conv rate. The same 3x3 convolution as above, compute-bound in each, in
+// channels_last and a 16-bit model (no layout transposes, no autocast casts: the kernel alone).
+TEST(OpCost, SixteenBitConvolutionsOnGeForceRunAtTheGemmRate) {
+  const Model m = load_model("resnet50");
+  const double flops = 2.0 * 64 * 14 * 14 * 256 * 256 * 9;
+  const auto conv_time = [&m](const char* gpu, Precision p) {
+    ComputeContext ctx;
+    ctx.gpu = &gpu_spec(gpu);
+    ctx.precision = p;
+    ctx.batch = 64;
+    ctx.mode.channels_last = true;
+    ctx.mode.master_weights = p == Precision::kFP16 || p == Precision::kBF16;
+    const ModelCost c = op_model_cost(m, ctx);
+    for (std::size_t i = 0; i < m.layers.size(); ++i)
+      if (m.layers[i].name == "layer3.1.conv2") return c.layers[i].forward;
+    throw std::out_of_range("layer3.1.conv2");
+  };
+  for (const char* gpu : {"rtx-3090", "rtx-4090"}) {
+    const GpuSpec& g = gpu_spec(gpu);
+    const auto fp16 = conv_time(gpu, Precision::kFP16);
+    ASSERT_DOUBLE_EQ(fp16.flops, flops) << gpu;
+    EXPECT_NEAR(fp16.gpu_time(), flops / (g.peak_flops(Precision::kFP16) * 0.94), 1e-12) << gpu;
+    EXPECT_NEAR(conv_time(gpu, Precision::kBF16).gpu_time(), flops / (g.peak_flops(Precision::kBF16) * 0.94), 1e-12)
+        << gpu;
+    EXPECT_NEAR(conv_time(gpu, Precision::kTF32).gpu_time(), flops / (g.tf32_flops * 0.60 * 0.94 / 0.80), 1e-12)
+        << gpu;
+  }
+  const GpuSpec& a100 = gpu_spec("a100");
+  EXPECT_NEAR(conv_time("a100", Precision::kFP16).gpu_time(), flops / (a100.peak_flops(Precision::kFP16) * 0.60),
+              1e-12);
+}
+
 // lm_head's products against the vocabulary: 50257 elements (gpt2) is no multiple of 16 bytes in
 // any dtype, 50304 (nanogpt) is. Forward and both backward products are compute-bound at T = 1024,
 // with the same waves (393 tiles across the vocabulary either way); TF32 (no autocast casts beside the products).
