@@ -170,8 +170,9 @@ KernelRates rates_for(const GpuSpec& gpu) {
     // scaled (0.705). Chosen on the train split's GA102/AD102 16-bit conv nets (Lambda's RTX 4090
     // ResNet-50; timm's RTX 3090 ResNet-50 NCHW and NHWC, ResNet-101 NHWC and VGG-16; Lambda's two
     // RTX 4090s under DDP): median |error| 13.6% at 0.705, 9.6% at 0.85, 7.7% at 0.92, 8.3% at 0.94,
-    // 7.5% at 0.99 (flat from 0.92 on: the GEMMs' figure is taken, not a fit). Every one of them was
-    // too slow (-6% to -21%). TF32 convolutions keep 0.705: on these boards the TF32 tensor rate is
+    // 6.9% at 0.99 (level from 0.92 on within the cases' spread, and a convolution at 0.99 of the
+    // peak would outrun the GEMMs: their figure is taken, not a fit). Every one of them had been too
+    // slow (-6% to -21%). TF32 convolutions keep 0.705: on these boards the TF32 tensor rate is
     // no higher than FP32 SIMT's (op_coster.hpp transposes), and Lambda's RTX 3090 and RTX 4090 and
     // the A40's TF32 ResNet-50 fit it (+1.0%, +0.5%, -0.3%).
     r.conv_16bit = kGeForceTensor;
