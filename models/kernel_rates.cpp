@@ -173,8 +173,8 @@ KernelRates rates_for(const GpuSpec& gpu) {
     // 6.9% at 0.99 (level from 0.92 on within the cases' spread, and a convolution at 0.99 of the
     // peak would outrun the GEMMs: their figure is taken, not a fit). Every one of them had been too
     // slow (-6% to -21%). TF32 convolutions keep 0.705: on these boards the TF32 tensor rate is
-    // no higher than FP32 SIMT's (op_coster.hpp transposes), and Lambda's RTX 3090 and RTX 4090 and
-    // the A40's TF32 ResNet-50 fit it (+1.0%, +0.5%, -0.3%).
+    // no higher than FP32 SIMT's (op_coster.hpp transposes), and Lambda's RTX 3090 and RTX 4090
+    // TF32 ResNet-50 fit it (+1.0%, +0.5%; both hold-out, so they did not set it).
     r.conv_16bit = kGeForceTensor;
   }
   if (sm >= 90) r.gemm_misaligned = 0.28;
