@@ -24,12 +24,7 @@ constexpr double H = 12;     // heads
 constexpr double V = 50257;  // vocabulary
 constexpr double n = T * D;  // one activation of the residual stream (batch 1)
 
-// layer_cost: the cost of model m's layer `name` in c.
-const LayerCost& layer_cost(const Model& m, const ModelCost& c, const std::string& name) {
-  for (std::size_t i = 0; i < m.layers.size(); ++i)
-    if (m.layers[i].name == name) return c.layers.at(i);
-  throw std::out_of_range(name);
-}
+using test::layer_cost;
 
 struct OpRun {
   Model model = load_model("gpt2");
@@ -104,9 +99,9 @@ TEST(OpCost, FewTilesSplitKAcrossTheSms) {
   EXPECT_NEAR(c.backward.gpu_time(), dx + dw + bias + cat, 1e-12);
   const double partials = 2.0 * 4 * T * D * 2;  // 1024 x 768 fp32, two slices, written and read
   EXPECT_DOUBLE_EQ(c.backward.bytes, 4 * ((T * 3 * D + 3 * D * D) + T * D) + partials  // dX
-                                         + 4 * ((T * 3 * D + T * D) + D * 3 * D)   // dW
-                                         + 4 * (T * 3 * D + 3 * D)                  // bias
-                                         + 4 * (2 * T * 3 * D));                    // cat
+                                         + 4 * ((T * 3 * D + T * D) + D * 3 * D)       // dW
+                                         + 4 * (T * 3 * D + 3 * D)                     // bias
+                                         + 4 * (2 * T * 3 * D));                       // cat
 }
 
 TEST(OpCost, LayerNormByHand) {
@@ -165,34 +160,6 @@ TEST(OpCost, CastingStridedKernelsByHand) {
   ctx.precision = Precision::kFP32;
   const LayerCost same = layer_cost(m, op_model_cost(m, ctx), add);
   EXPECT_NEAR(same.forward.gpu_time(), std::max((4 + 4) * scores / (0.8 * 4.8e12), scores / (1.33 * sm_clock)), 1e-12);
-}
-
-// cuDNN's tensor-core convolutions work in NHWC: from NCHW tensors each convolution transposes its
-// input and output, in fp16/bf16 and, from Ampere on, in fp32/tf32 (TF32 convolutions), but not on
-// GeForce GA102/AD102, whose TF32 tensor rate is no higher than FP32; channels_last has none.
-TEST(OpCost, ConvolutionTransposesWhereItRunsOnTensorCores) {
-  const Model m = load_model("resnet50");
-  // transposes: conv1's forward kernels in NCHW beyond those in channels_last (autocast adds the
-  // same input and weight casts to both).
-  const auto transposes = [&](const char* gpu, Precision p) {
-    const auto kernels = [&](bool channels_last) {
-      ComputeContext ctx;
-      ctx.gpu = &gpu_spec(gpu);
-      ctx.precision = p;
-      ctx.batch = 1;
-      ctx.mode.channels_last = channels_last;
-      return layer_cost(m, op_model_cost(m, ctx), "conv1").forward.kernels;
-    };
-    return kernels(false) - kernels(true);
-  };
-  EXPECT_EQ(transposes("a100", Precision::kFP32), 2);  // TF32 convolutions: input and output
-  EXPECT_EQ(transposes("a100", Precision::kTF32), 2);
-  EXPECT_EQ(transposes("a100", Precision::kBF16), 2);
-  EXPECT_EQ(transposes("h200", Precision::kTF32), 2);
-  EXPECT_EQ(transposes("v100", Precision::kFP32), 0);  // FP32 SIMT before Ampere
-  EXPECT_EQ(transposes("v100", Precision::kFP16), 2);
-  EXPECT_EQ(transposes("rtx-3090", Precision::kTF32), 0);
-  EXPECT_EQ(transposes("rtx-3090", Precision::kFP16), 2);
 }
 
 // nanoGPT's attention without SDPA: q and k made contiguous, q @ k^T, the scale, the causal
@@ -331,70 +298,9 @@ TEST(OpCost, GeForceTf32RunsOnTheTensorCores) {
   const KernelRates r = rates_for(gpu_spec("rtx-3090"));
   ASSERT_LT(r.gemm_fp32, r.gemm_tensor);
   // The MLP's 1024 x 3072 x 768 product is compute-bound either way.
-  EXPECT_NEAR(tf32.layer("transformer.h.0.mlp.c_fc").forward.time_s /
-                  fp32.layer("transformer.h.0.mlp.c_fc").forward.time_s,
-              r.gemm_fp32 / r.gemm_tensor, 1e-12);
-}
-
-// FP32 convolutions before Ampere run on the SIMT units at conv_fp32 of the FP32 peak: Volta's own
-// rate (0.85, from its train cases), Turing the default (the tensor conv rate scaled as SGEMM).
-TEST(OpCost, Fp32ConvolutionsBeforeAmpereRunAtTheirArchitecturesSimtRate) {
-  const Model m = load_model("resnet50");
-  const auto conv_time = [&m](const char* gpu) {
-    ComputeContext ctx;
-    ctx.gpu = &gpu_spec(gpu);
-    ctx.precision = Precision::kFP32;
-    ctx.batch = 64;
-    const ModelCost c = op_model_cost(m, ctx);
-    for (std::size_t i = 0; i < m.layers.size(); ++i)
-      if (m.layers[i].name == "layer3.1.conv2") return std::make_pair(c.layers[i].forward, ctx.gpu);
-    throw std::out_of_range("layer3.1.conv2");
-  };
-  // A 3x3 convolution, 256 -> 256 channels over 14 x 14 outputs at batch 64: 14.8 GFLOP against
-  // 28 MB, compute-bound on either GPU.
-  const double flops = 2.0 * 64 * 14 * 14 * 256 * 256 * 9;
-  for (const char* gpu : {"v100", "rtx-2080-ti"}) {
-    const auto [k, spec] = conv_time(gpu);
-    ASSERT_DOUBLE_EQ(k.flops, flops) << gpu;
-    const double rate = rates_for(*spec).conv_fp32;
-    EXPECT_NEAR(k.gpu_time(), flops / (spec->fp32_flops * rate), 1e-12) << gpu;
-  }
-  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("v100")).conv_fp32, 0.85);
-  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("rtx-2080-ti")).conv_fp32, 0.60 * 0.85 / 0.80);
-}
-
-// 16-bit convolutions on GeForce Ampere and Ada run at the GEMMs' rate of the halved (FP32
-// accumulate) tensor peak, 0.94; TF32 ones there keep the scaled conv rate, 0.705; a data-centre
-// part runs both at its conv rate. The same 3x3 convolution as above, compute-bound in each, in
-// channels_last and a 16-bit model (no layout transposes, no autocast casts: the kernel alone).
-TEST(OpCost, SixteenBitConvolutionsOnGeForceRunAtTheGemmRate) {
-  const Model m = load_model("resnet50");
-  const double flops = 2.0 * 64 * 14 * 14 * 256 * 256 * 9;
-  const auto conv_time = [&m](const char* gpu, Precision p) {
-    ComputeContext ctx;
-    ctx.gpu = &gpu_spec(gpu);
-    ctx.precision = p;
-    ctx.batch = 64;
-    ctx.mode.channels_last = true;
-    ctx.mode.master_weights = p == Precision::kFP16 || p == Precision::kBF16;
-    const ModelCost c = op_model_cost(m, ctx);
-    for (std::size_t i = 0; i < m.layers.size(); ++i)
-      if (m.layers[i].name == "layer3.1.conv2") return c.layers[i].forward;
-    throw std::out_of_range("layer3.1.conv2");
-  };
-  for (const char* gpu : {"rtx-3090", "rtx-4090"}) {
-    const GpuSpec& g = gpu_spec(gpu);
-    const auto fp16 = conv_time(gpu, Precision::kFP16);
-    ASSERT_DOUBLE_EQ(fp16.flops, flops) << gpu;
-    EXPECT_NEAR(fp16.gpu_time(), flops / (g.peak_flops(Precision::kFP16) * 0.94), 1e-12) << gpu;
-    EXPECT_NEAR(conv_time(gpu, Precision::kBF16).gpu_time(), flops / (g.peak_flops(Precision::kBF16) * 0.94), 1e-12)
-        << gpu;
-    EXPECT_NEAR(conv_time(gpu, Precision::kTF32).gpu_time(), flops / (g.tf32_flops * 0.60 * 0.94 / 0.80), 1e-12)
-        << gpu;
-  }
-  const GpuSpec& a100 = gpu_spec("a100");
-  EXPECT_NEAR(conv_time("a100", Precision::kFP16).gpu_time(), flops / (a100.peak_flops(Precision::kFP16) * 0.60),
-              1e-12);
+  EXPECT_NEAR(
+      tf32.layer("transformer.h.0.mlp.c_fc").forward.time_s / fp32.layer("transformer.h.0.mlp.c_fc").forward.time_s,
+      r.gemm_fp32 / r.gemm_tensor, 1e-12);
 }
 
 // lm_head's products against the vocabulary: 50257 elements (gpt2) is no multiple of 16 bytes in
@@ -506,7 +412,7 @@ TEST(OpCost, ModuleCallsFollowTheModulePaths) {
   EXPECT_EQ(at("conv1"), 2);           // the model, then conv1
   EXPECT_EQ(at("layer1.0.conv1"), 3);  // layer1, layer1.0, conv1
   EXPECT_EQ(at("layer1.0.relu:2"), 1);
-  EXPECT_EQ(at("layer1.0.fn"), 0);     // Bottleneck.forward's own residual add
+  EXPECT_EQ(at("layer1.0.fn"), 0);  // Bottleneck.forward's own residual add
   EXPECT_EQ(at("layer1.0.relu:3"), 1);
   EXPECT_EQ(at("layer1.1.conv1"), 2);  // layer1.1, conv1
 }

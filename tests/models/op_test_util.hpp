@@ -1,4 +1,4 @@
-// op_test_util.hpp: helpers of the op-level cost tests (op_cost_test.cpp, op_backward_test.cpp).
+// op_test_util.hpp: helpers of the op-level cost tests (op_cost_test.cpp, conv_cost_test.cpp, op_backward_test.cpp).
 #pragma once
 
 #include <stdexcept>
