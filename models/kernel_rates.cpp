@@ -231,7 +231,20 @@ KernelRates rates_for(const GpuSpec& gpu) {
   // gpu_kernel_impl with dynamic casting): BERT-large's additive mask in bf16 autocast (bf16 scores
   // + a float32 mask broadcast over heads and queries, 32 x 16 x 384 x 384 a layer) ran at 200.5 G
   // elements/s on the H200 (0.767 per SM and clock; the H100, not used to choose: 0.762 and 0.752
-  // in two calls, 0.765 in fp16). KernelRates::strided_cast.
+  // in two calls, 0.765 in fp16). KernelRates::strided_cast. Contiguous operands of mixed dtypes
+  // take a third loop (launch_unrolled_kernel with LoadWithCast and StoreWithCast: scalar loads,
+  // each through a switch on the dtype), and so does every cast from 16 bits to float32: Copy.cu
+  // has vectorised kernels for float32 to bf16 and fp16 only (bfloat16_copy_kernel_cuda,
+  // float16_copy_kernel_cuda; the reverse ones are ROCm's). On the H200 (GPT-2 124M in bf16
+  // autocast, B=16, T=1024, trace_gpt2-bf16-math.json.gz: each kernel's elements from its aten op's
+  // shapes) the 148 bf16-to-float32 copies ran at 386 G elements/s, 2.3 TB/s: 0.48 of the DRAM's
+  // 4.8, where the step's vectorised copies the other way ran at DRAM speed. Per SM and clock 1.48
+  // elements, one load and one store each: 2.95 operand accesses. KernelRates::unrolled_cast. The residual adds of a bf16 result to
+  // float32 (two loads, one store) ran at 3.00 (GPT-2) and 2.77 (BERT-large, profile.json.gz). The
+  // H100, whose DRAM is 0.7 of the H200's with the same SMs and clock, took 6.7% longer over the
+  // copies (2.77) and 12% over GPT-2's adds, where its vectorised kernels took 42-44% longer: the
+  // loop is bound by the SMs, not DRAM (not used to choose).
+  r.unrolled_cast = 2.95;
   return r;
 }
 

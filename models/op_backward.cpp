@@ -110,8 +110,8 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
   }
   // Autocast's casts differentiate into casts of the gradient back.
   if (casts)
-    for (const auto& [cn, ft] : p.casts) out.push_back(memory(cn * (ft.first + ft.second)));
-  for (std::size_t w : p.weight_casts) out.push_back(memory(6.0 * static_cast<double>(m_.parameters[w].numel())));
+    for (const auto& [cn, ft] : p.casts) out.push_back(cast_kernel(cn, ft.second, ft.first));
+  for (std::size_t w : p.weight_casts) out.push_back(cast_kernel(static_cast<double>(m_.parameters[w].numel()), 2, 4));
 }
 
 // accumulate_gradients: autograd sums the gradients of a tensor that several ops read

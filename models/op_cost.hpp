@@ -64,6 +64,10 @@ struct KernelRates {
   // strided_cast: the same loop when an operand's type differs from the result's (each element
   // loaded through a dynamic cast): elements per SM per clock at most (kernel_rates.cpp).
   double strided_cast = 0.767;
+  // unrolled_cast: contiguous operands of mixed dtypes (a 16-bit to float32 cast, a bf16 result
+  // added to a float32 residual): PyTorch's unrolled casting loop, operand elements loaded or
+  // stored per SM per clock at most (kernel_rates.cpp).
+  double unrolled_cast = 2.95;
   int tile = 128;                     // output tile of a GEMM (CUTLASS/cuBLAS 128x128), for wave quantisation
   double min_kernel_s = 2e-6;  // a kernel's GPU time at least (launch to completion)
   // host: what one eager ATen call costs the issuing thread (Python or the autograd engine, the

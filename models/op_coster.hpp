@@ -250,6 +250,21 @@ class OpCoster {
   // strided_kernel: kernel k over `elements`, at most KernelRates::strided (strided_cast for a
   // casting op) per SM and clock; then bound by the SMs.
   Kernel strided_kernel(Kernel k, double elements, bool casting = false) const;
+  // unrolled_kernel: kernel k as gpu_kernel_impl's loop for contiguous operands of mixed dtypes
+  // (Loops.cuh: launch_unrolled_kernel with LoadWithCast and StoreWithCast, no vectorised loads):
+  // `accesses` operand elements loaded or stored per element, at most KernelRates::unrolled_cast
+  // of them per SM and clock; then bound by the SMs. Eager only.
+  Kernel unrolled_kernel(Kernel k, double elements, double accesses) const;
+  // sm_bound: kernel k taking `seconds` when that is longer than its DRAM time, then bound by the SMs.
+  Kernel sm_bound(Kernel k, double seconds) const;
+  // cast_kernel: a cast of n elements from `from` to `to` bytes per element (autocast's casts, their
+  // gradients' casts back): float32 to 16 bits runs Copy.cu's vectorised bfloat16_copy_kernel_cuda /
+  // float16_copy_kernel_cuda at the DRAM rate; 16 bits to float32 has no such kernel outside ROCm
+  // and runs direct_copy_kernel_cuda's casting loop (unrolled_kernel: one load, one store).
+  Kernel cast_kernel(double n, int from, int to) const;
+  // pointwise_op: op i is one of TensorIterator's elementwise loops (not a product, convolution,
+  // indexed read, reduction, normalisation or dropout: those have kernels of their own).
+  bool pointwise_op(std::size_t i) const;
 
   // bn_floor: batch norm's kernels out[first..] in training, stretched to `elements` at
   // `per_sm_clock` elements per SM and clock when that is slower than their DRAM traffic; they are

@@ -14,12 +14,16 @@ bool OpCoster::strided_op(std::size_t i) const {
   if (op.name == "clone" || op.name == "contiguous") return true;
   // Reductions and normalisations have kernels of their own (their per-channel weights are not
   // a broadcast operand of an elementwise loop); products, convolutions and gathers likewise.
-  if (is_gemm(op) || is_conv(op) || kIndexed.count(op.name) || kReductions.count(op.name) ||
-      op.name.find("norm") != std::string::npos)
-    return false;
+  if (!pointwise_op(i)) return false;
   for (std::size_t k = 0; k < op.in.size(); ++k)
     if (op.in[k].ref.kind != OpRef::Kind::kConstant && s.in[k] > 1 && s.in[k] < s.out[0]) return true;
   return false;
+}
+
+bool OpCoster::pointwise_op(std::size_t i) const {
+  const Op& op = m_.ops[i];
+  return !(is_gemm(op) || is_conv(op) || kIndexed.count(op.name) || kReductions.count(op.name) ||
+           op.name.find("norm") != std::string::npos || op.name == "native_dropout");
 }
 
 bool OpCoster::casting_op(std::size_t i) const {
@@ -32,14 +36,28 @@ bool OpCoster::casting_op(std::size_t i) const {
   return false;
 }
 
-Kernel OpCoster::strided_kernel(Kernel k, double elements, bool casting) const {
-  const double rate = (casting ? r_.strided_cast : r_.strided) * sm_clock_rate();
-  if (rate <= 0 || !(elements / rate > k.time)) return k;
-  k.time = elements / rate;
+Kernel OpCoster::sm_bound(Kernel k, double seconds) const {
+  if (!(seconds > k.time)) return k;
+  k.time = seconds;
   k.hbm = 0;
   k.sm = k.time;
   k.sm_held = k.time * linear_stretch(sharing_.sms, held_);
   return k;
+}
+
+Kernel OpCoster::strided_kernel(Kernel k, double elements, bool casting) const {
+  const double rate = (casting ? r_.strided_cast : r_.strided) * sm_clock_rate();
+  return rate > 0 ? sm_bound(k, elements / rate) : k;
+}
+
+Kernel OpCoster::unrolled_kernel(Kernel k, double elements, double accesses) const {
+  const double rate = r_.unrolled_cast * sm_clock_rate();
+  return rate > 0 && !ctx_.mode.compile ? sm_bound(k, elements * accesses / rate) : k;
+}
+
+Kernel OpCoster::cast_kernel(double n, int from, int to) const {
+  const Kernel k = memory(n * (from + to));
+  return from < to ? unrolled_kernel(k, n, 2) : k;
 }
 
 void OpCoster::bn_floor(std::vector<Kernel>& out, std::size_t first, double elements, double per_sm_clock) const {

@@ -11,9 +11,9 @@ void OpCoster::forward_kernels(std::size_t i, std::vector<Kernel>& out, bool cas
   const Plan& p = plans_[i];
   const Sizes& s = sizes_[i];
   if (p.skipped) return;
-  for (std::size_t w : p.weight_casts) out.push_back(memory(6.0 * static_cast<double>(m_.parameters[w].numel())));
+  for (std::size_t w : p.weight_casts) out.push_back(cast_kernel(static_cast<double>(m_.parameters[w].numel()), 4, 2));
   if (casts)
-    for (const auto& [n, ft] : p.casts) out.push_back(memory(n * (ft.first + ft.second)));
+    for (const auto& [n, ft] : p.casts) out.push_back(cast_kernel(n, ft.first, ft.second));
   if (p.flash) {
     out.push_back(attention(*op.attention, false));
     return;
@@ -49,6 +49,14 @@ void OpCoster::forward_kernels(std::size_t i, std::vector<Kernel>& out, bool cas
     }
     if (strided_op(i)) {
       out.push_back(strided_kernel(memory(bytes), s.out.empty() ? 0 : s.out[0], casting_op(i)));
+      return;
+    }
+    // Contiguous operands of mixed dtypes (a bf16 result added to a float32 residual under
+    // autocast) run the unrolled casting loop: each operand loaded and the result stored.
+    if (!bn && pointwise_op(i) && casting_op(i)) {
+      double operands = 1;
+      for (const OpInput& in : op.in) operands += in.ref.kind != OpRef::Kind::kConstant ? 1 : 0;
+      out.push_back(unrolled_kernel(memory(bytes), s.out[0], operands));
       return;
     }
     out.push_back(bn ? inside(memory(bytes)) : memory(bytes));
