@@ -108,6 +108,14 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
       out.push_back(memory(n * ob + s.in[k] * in_b(k) + std::min(extra, n * 8)));
     }
   }
+  // The autograd engine hands each input the gradient in that input's dtype (torch/csrc/autograd/
+  // engine.cpp, validate_outputs: grad.to(metadata.scalar_type()) where they differ): an op that
+  // promoted a bf16 input to a float32 result (a bf16 branch added to the float32 residual, bf16
+  // scores plus a float32 mask) sends that input a float32 gradient, cast back to bf16.
+  if (!ctx_.mode.compile && pointwise_op(i) && casting_op(i))
+    for (std::size_t k = 0; k < op.in.size(); ++k)
+      if (p.in_grad[k] && op.in[k].bytes == 0 && p.in_bytes[k] != p.out_bytes.front())
+        out.push_back(cast_kernel(s.in[k], p.out_bytes.front(), p.in_bytes[k]));
   // Autocast's casts differentiate into casts of the gradient back.
   if (casts)
     for (const auto& [cn, ft] : p.casts) out.push_back(cast_kernel(cn, ft.second, ft.first));

@@ -144,13 +144,14 @@ class OpCoster {
     Plan& p = plans_[i];
     const bool lp = kLowerPrecision.count(op.name) > 0;
     const bool f32 = kFloat32.count(op.name) > 0;
+    const bool bias = linear_bias_add(i);
     int widest = 0;
     bool any_grad = false;
     for (std::size_t k = 0; k < op.in.size(); ++k) {
       const OpInput& in = op.in[k];
       const bool is_float = in.bytes == 0;
       int b = is_float ? ref_bytes(in.ref) : in.bytes;
-      if (is_float && autocast_ && lp && b == 4) {
+      if (is_float && autocast_ && (lp || (bias && in.ref.kind == OpRef::Kind::kParameter)) && b == 4) {
         if (in.ref.kind == OpRef::Kind::kParameter) {
           if (cast_params_.insert(in.ref.index).second) p.weight_casts.push_back(in.ref.index);
         } else {
@@ -181,6 +182,23 @@ class OpCoster {
                                                    : 4;
     for (const OpOutput& o : op.out) p.out_bytes.push_back(o.bytes == 0 ? out_float : o.bytes);
     p.grad = any_grad && kNoGrad.count(op.name) == 0 && op.out.front().bytes == 0;
+  }
+
+  // linear_bias_add: op i adds a parameter to a product's result, as F.linear does on an input it
+  // does not flatten to one addmm (aten/src/ATen/native/Linear.cpp: matmul, then the bias added;
+  // nn.MultiheadAttention's packed in-projection of a transposed input). The exporter records the
+  // two ops, but autocast casts linear's arguments before either runs (autocast_mode.cpp: linear
+  // is lower_precision_fp), the bias among them: the add is 16-bit and the bias a cast weight.
+  bool linear_bias_add(std::size_t i) const {
+    const Op& op = m_.ops[i];
+    if (!autocast_ || (op.name != "add" && op.name != "add_") || op.in.size() != 2) return false;
+    bool product = false, parameter = false;
+    for (const OpInput& in : op.in) {
+      if (in.bytes != 0) return false;
+      if (in.ref.kind == OpRef::Kind::kParameter) parameter = true;
+      if (in.ref.kind == OpRef::Kind::kOp && kLowerPrecision.count(m_.ops[in.ref.index].name) > 0) product = true;
+    }
+    return product && parameter;
   }
 
   // plan_attention: the cores SDPA's fused kernels replace: the first product carries the kernel,

@@ -70,5 +70,36 @@ TEST(CastCost, MixedDtypeAddRunsTheUnrolledLoop) {
   EXPECT_LT(op_model_cost(whole, ctx).forward_s, op_model_cost(whole, eager).forward_s);
 }
 
+// Backward, the autograd engine hands each input its gradient in the input's dtype: the float32
+// gradient of BERT's residual add reaches the bf16 branch cast back to bf16 (the vectorised copy,
+// 6 bytes an element at the DRAM rate). In fp32 nothing is cast and the add's backward is free.
+TEST(CastCost, PromotedInputGetsItsGradientCastBack) {
+  const Model m = test::one_op_per_layer(load_model("bert-large"));
+  const std::string add = "encoder.layer.0.attention.output.fn/add/0";
+  ComputeContext ctx = test::context("h200", Precision::kBF16, 32, 384);
+  const double act = 32.0 * 384 * 1024, bw = 0.8 * 4.8e12;
+  const LayerCost mixed = cost_of(m, ctx, add);
+  EXPECT_NEAR(mixed.backward.gpu_time(), 6 * act / bw, 1e-12);
+  EXPECT_EQ(mixed.backward.kernels, 1);
+  ctx.precision = Precision::kFP32;
+  EXPECT_EQ(cost_of(m, ctx, add).backward.kernels, 0);
+}
+
+// nn.MultiheadAttention's packed in-projection of a transposed input is F.linear's matmul, then
+// the bias added (the exporter records mm and add). Autocast casts linear's bias with its weight,
+// so the add is 16-bit: the bias cast once (4 bytes read, 2 written an element), then the product's
+// fp16 result plus the fp16 bias, written in fp16. Without the rule the float32 bias would promote
+// the q, k and v it writes to float32.
+TEST(CastCost, LinearsBiasAddRunsIn16Bits) {
+  const Model m = test::one_op_per_layer(load_model("vit-b-16"));
+  const std::string add = "encoder.layers.encoder_layer_0.self_attention/add/2";
+  ComputeContext ctx = test::context("a100", Precision::kFP16, 1);
+  const double qkv = 197.0 * 2304, bias = 2304;
+  EXPECT_DOUBLE_EQ(cost_of(m, ctx, add).forward.bytes, 6 * bias + (2 * qkv + 2 * bias) + 2 * qkv);
+  EXPECT_EQ(cost_of(m, ctx, add).forward.kernels, 2);
+  ctx.precision = Precision::kFP32;
+  EXPECT_DOUBLE_EQ(cost_of(m, ctx, add).forward.bytes, (4 * qkv + 4 * bias) + 4 * qkv);
+}
+
 }  // namespace
 }  // namespace gradsync
