@@ -107,7 +107,7 @@ void run_training(const PublishedArgs& a, std::ostream& out, std::string& csv, s
                fmt::format("{:.4g}", p.predicted), fmt::format("{:+.1f}", 100 * p.error())});
     errors[{p.cls, c.split}].push_back(std::abs(p.error()));
     errors[{"all", c.split}].push_back(std::abs(p.error()));
-    classes.push_back({"one GPU, " + p.cls, c.id, p.error()});
+    classes.push_back({"one GPU, " + p.cls, c.id, p.error(), sim::predicted_faster(c.metric, p.error())});
     csv += reports::csv_line({"training", c.id, c.split, p.cls, c.model, c.metric, reports::number(p.published),
                               reports::number(p.predicted), reports::number(p.error()), "true", mode, c.precision});
   }
@@ -167,7 +167,7 @@ void run_ddp(const PublishedArgs& a, std::ostream& out, std::string& csv, std::v
     t.add_row({c.id, c.split, std::string(strategy_label(c.strategy)),
                c.scenario.gpus > 0 ? std::to_string(c.scenario.gpus) : "all", c.metric,
                fmt::format("{:.4g}", p.published), fmt::format("{:.4g}", p.predicted), err});
-    if (!p.points) classes.push_back({p.step_class, c.id, p.error()});
+    if (!p.points) classes.push_back({p.step_class, c.id, p.error(), sim::predicted_faster(c.metric, p.error())});
     errors[{p.points ? "change (pts)" : "time (%)", c.split}].push_back(
         std::abs(p.points ? p.error() : 100 * p.error()));
     csv += reports::csv_line({"ddp", c.id, c.split, p.points ? "change" : "time", c.scenario.model, c.metric,
@@ -293,7 +293,8 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
                                 scored ? "true" : "false", p.algorithm, p.protocol});
       if (scored)
         classes.push_back(
-            {"NCCL collectives, " + (r.cls == "PCIe" ? std::string("PCIe node") : r.cls), c->id, p.error()});
+            {"NCCL collectives, " + (r.cls == "PCIe" ? std::string("PCIe node") : r.cls), c->id, p.error(),
+             sim::predicted_faster("busbw", p.error())});
     }
   }
   t.print(out, {fmt::format("gradsync validate --published: {} cases of {}; busbw as nccl-tests prints it (GB/s); "

@@ -182,6 +182,7 @@ std::vector<reports::Confidence> confidence_of(const Scenario& s, const std::vec
         c.points = k->points;
         c.median_abs_error = k->median_abs_error;
         c.worst_abs_error = k->worst_abs_error;
+        c.faster = k->faster;
         c.worst_case = k->worst_case;
       }
       out.push_back(c);

@@ -159,12 +159,18 @@ void print_confidence(const Report& rep, std::ostream& out) {
   auto measured = [](const Confidence& c) {
     const bool points = c.part == "communication";
     const int n = points ? c.points : c.cases;
+    // Which way the errors go: a class predicted faster than measured in most of its points is
+    // one whose times are likely short (and its speed-ups over other classes likely large).
+    const std::string every = n == 1 ? "" : " in every one";
+    const std::string way = c.faster == 0   ? "slower than measured" + every
+                            : c.faster == n ? "faster than measured" + every
+                                            : fmt::format("faster than measured in {} of {}", c.faster, n);
     if (n == 1)
-      return fmt::format("{:.1f}% (|error| of the one published {} of class \"{}\", {})", 100 * c.median_abs_error,
-                         points ? "nccl-tests point" : "step", c.cls, c.worst_case);
-    return fmt::format("{:.1f}% (median |error|; worst {:.1f}%, {}) over {} published {} of class \"{}\"",
+      return fmt::format("{:.1f}% (|error| of the one published {} of class \"{}\", {}; predicted {})",
+                         100 * c.median_abs_error, points ? "nccl-tests point" : "step", c.cls, c.worst_case, way);
+    return fmt::format("{:.1f}% (median |error|; worst {:.1f}%, {}) over {} published {} of class \"{}\"; predicted {}",
                        100 * c.median_abs_error, 100 * c.worst_abs_error, c.worst_case, n,
-                       points ? "nccl-tests points" : "steps", c.cls);
+                       points ? "nccl-tests points" : "steps", c.cls, way);
   };
   for (const StrategyResult& r : rep.strategies) {
     const std::string label(strategy_label(r.strategy));
@@ -204,6 +210,7 @@ json confidence_json(const std::vector<Confidence>& cs) {
       j["median_abs_error_frac"] = c.median_abs_error;
       j["worst_abs_error_frac"] = c.worst_abs_error;
       j["worst_case"] = c.worst_case;
+      j["predicted_faster_points"] = c.faster;
     }
     a.push_back(j);
   }

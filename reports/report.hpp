@@ -35,6 +35,7 @@ struct Confidence {
   int points = 0;
   double median_abs_error = 0;
   double worst_abs_error = 0;
+  int faster = 0;  // of `points`, those predicted faster than measured
   std::string worst_case;
 };
 

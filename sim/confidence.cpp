@@ -55,10 +55,15 @@ StepClasses step_classes(const Scenario& s, Strategy strategy) {
   return c;
 }
 
+bool predicted_faster(std::string_view metric, double error) {
+  const bool rate = metric.ends_with("_per_s") || metric.starts_with("busbw");
+  return rate ? error > 0 : error < 0;
+}
+
 std::string confidence_csv(std::vector<ClassError> errors) {
   std::map<std::string, std::vector<ClassError>> by;
   for (ClassError& e : errors) by[e.cls].push_back(std::move(e));
-  std::string out = "class,cases,points,median_abs_error_frac,worst_abs_error_frac,worst_case\n";
+  std::string out = "class,cases,points,median_abs_error_frac,worst_abs_error_frac,predicted_faster,worst_case\n";
   for (auto& [cls, es] : by) {
     std::sort(es.begin(), es.end(), [](const ClassError& a, const ClassError& b) {
       return std::abs(a.error) != std::abs(b.error) ? std::abs(a.error) < std::abs(b.error) : a.id < b.id;
@@ -67,9 +72,13 @@ std::string confidence_csv(std::vector<ClassError> errors) {
     const double median =
         n % 2 ? std::abs(es[n / 2].error) : (std::abs(es[n / 2 - 1].error) + std::abs(es[n / 2].error)) / 2;
     std::set<std::string> ids;
-    for (const ClassError& e : es) ids.insert(e.id);
-    out += fmt::format("\"{}\",{},{},{:.4f},{:.4f},{}\n", cls, ids.size(), n, median, std::abs(es.back().error),
-                       es.back().id);
+    int faster = 0;
+    for (const ClassError& e : es) {
+      ids.insert(e.id);
+      faster += e.faster ? 1 : 0;
+    }
+    out += fmt::format("\"{}\",{},{},{:.4f},{:.4f},{},{}\n", cls, ids.size(), n, median, std::abs(es.back().error),
+                       faster, es.back().id);
   }
   return out;
 }
@@ -79,23 +88,25 @@ std::optional<ClassConfidence> class_confidence(std::string_view cls) {
   std::string line;
   std::getline(in, line);  // header
   while (std::getline(in, line)) {
-    // "class",cases,median,worst,case: the class is quoted (it holds commas).
+    // "class",cases,points,median,worst,faster,case: the class is quoted (it holds commas).
     const std::size_t close = line.find('"', 1);
     if (line.empty() || line[0] != '"' || close == std::string::npos) continue;
     if (std::string_view(line).substr(1, close - 1) != cls) continue;
     ClassConfidence c;
     c.cls = std::string(cls);
     std::istringstream rest(line.substr(close + 2));
-    std::string cases, points, median, worst;
+    std::string cases, points, median, worst, faster;
     std::getline(rest, cases, ',');
     std::getline(rest, points, ',');
     std::getline(rest, median, ',');
     std::getline(rest, worst, ',');
+    std::getline(rest, faster, ',');
     std::getline(rest, c.worst_case);
     c.cases = std::stoi(cases);
     c.points = std::stoi(points);
     c.median_abs_error = std::stod(median);
     c.worst_abs_error = std::stod(worst);
+    c.faster = std::stoi(faster);
     return c;
   }
   return std::nullopt;

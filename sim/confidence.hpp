@@ -45,6 +45,7 @@ struct ClassConfidence {
   int points = 0;               // measurements: a step each, or a size of an nccl-tests run
   double median_abs_error = 0;  // median of |predicted / published - 1| over the points
   double worst_abs_error = 0;
+  int faster = 0;          // points predicted faster than measured (more throughput, less time)
   std::string worst_case;  // the id of the case with the worst error
 };
 
@@ -55,8 +56,14 @@ std::optional<ClassConfidence> class_confidence(std::string_view cls);
 struct ClassError {
   std::string cls;
   std::string id;
-  double error = 0;  // predicted / published - 1 (a time or a rate)
+  double error = 0;     // predicted / published - 1 (a time or a rate)
+  bool faster = false;  // predicted faster than measured: a rate above it, or a time below it
 };
+
+// predicted_faster: whether an error (predicted / published - 1) of `metric` is a prediction faster
+// than the measurement: a rate ("samples_per_s", "tokens_per_s", busbw) above it, a time ("step_s",
+// "ms_per_3_iterations") below it.
+bool predicted_faster(std::string_view metric, double error);
 
 // confidence_csv: the table of every class in `errors` (sorted by class), as confidence.csv holds it.
 std::string confidence_csv(std::vector<ClassError> errors);

@@ -84,9 +84,12 @@
     const measured = c => {
       const n = c.part === 'communication' ? c.points : c.cases;
       const what = c.part === 'communication' ? 'nccl-tests point' : 'step';
-      if (n === 1) return '±' + pct(c.median_abs_error_frac) + ' (the error on the one published ' + what + ' of class "' + c['class'] + '", ' + c.worst_case + ')';
+      const f = c.predicted_faster_points;
+      const way = f === 0 ? 'slower than measured' + (n === 1 ? '' : ' in every one')
+        : f === n ? 'faster than measured' + (n === 1 ? '' : ' in every one') : 'faster than measured in ' + f + ' of ' + n;
+      if (n === 1) return '±' + pct(c.median_abs_error_frac) + ' (the error on the one published ' + what + ' of class "' + c['class'] + '", ' + c.worst_case + '; predicted ' + way + ')';
       return '±' + pct(c.median_abs_error_frac) + ' (median error; worst ' + pct(c.worst_abs_error_frac) + ', ' + c.worst_case + ') over ' +
-        n + ' published ' + what + 's of class "' + c['class'] + '"';
+        n + ' published ' + what + 's of class "' + c['class'] + '"; predicted ' + way;
     };
     const ul = el('ul', null, 'confidence');
     rows.forEach(c => {
