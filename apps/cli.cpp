@@ -78,6 +78,13 @@ std::string usage_message(const CLI::ParseError& e, const CLI::App& app, std::st
   if (const auto at = text.find(": At Most 1 required but received "); at != std::string::npos)
     return fmt::format("{} given {} times; give it once", text.substr(0, at),
                        text.substr(at + std::string_view(": At Most 1 required but received ").size()));
+  // A switch given a value it cannot read: CLI11 says "Could not convert: --compile = maybe".
+  if (const std::string_view lead = "Could not convert: "; text.rfind(lead, 0) == 0) {
+    const std::string rest = text.substr(lead.size());
+    if (const auto eq = rest.find(" = "); eq != std::string::npos)
+      return fmt::format("{}: value \"{}\" must be true or false (or the flag alone, for true)", rest.substr(0, eq),
+                         rest.substr(eq + 3));
+  }
   if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
   return text;
 }

@@ -198,6 +198,10 @@ void show_model(const ShowOptions& o, std::ostream& out) {
                      m.default_seq_len ? fmt::format(", seq_len {}", ctx.seq_len) : "", optimizer_name(opt),
                      execution_mode_text(effective_mode(m, ctx.mode), has_attention(m)));
   for (const std::string& inert : inert_settings(m, ctx.mode)) out << fmt::format("# {}: it changes nothing\n", inert);
+  if (ctx.precision == Precision::kTF32 && ctx.gpu->sm_version > 0 && ctx.gpu->sm_version < 80)
+    out << fmt::format("# tf32: the {} has no TF32 tensor cores (they came with Ampere): allow_tf32 leaves its "
+                       "float32 as it is, so this runs as --precision fp32\n",
+                       ctx.gpu->key);
   out << "#\n";
   if (m.measured) {
     const MeasuredStep& ms = *m.measured;

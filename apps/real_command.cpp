@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "apps/cli.hpp"
 #include "apps/published.hpp"
@@ -165,6 +166,8 @@ struct ValidateArgs {
   BenchArgs bench;
   CLI::Option* published = nullptr;
   PublishedArgs published_args;
+  std::vector<CLI::Option*> run_only;        // running a scenario: --out, --strategy, the launch options
+  std::vector<CLI::Option*> published_only;  // --case, --csv, --confidence, --jobs
 };
 
 void validate_command(const ValidateArgs& va) {
@@ -173,9 +176,17 @@ void validate_command(const ValidateArgs& va) {
       if (option->count() > 0)
         throw UsageError(
             fmt::format("--{}: --published validates against published measurements, not a scenario", key));
+    for (const CLI::Option* o : va.run_only)
+      if (o->count() > 0)
+        throw UsageError(fmt::format(
+            "{}: --published prints its tables (--csv FILE and --confidence FILE write them); {} is for "
+            "running a scenario with --calibration",
+            o->get_name(), o->get_name()));
     run_published(va.published_args, std::cout);
     return;
   }
+  for (const CLI::Option* o : va.published_only)
+    if (o->count() > 0) throw UsageError(fmt::format("{}: only with --published", o->get_name()));
   const BenchArgs& a = va.bench;
   Scenario s = scenario_of(a.scenario);
   if (s.calibration.empty())
@@ -262,6 +273,11 @@ void register_real_commands(CLI::App& app) {
   CLI::App* val = app.add_subcommand(
       "validate", "Run a scenario for real and simulated with --calibration; measured vs simulated per phase");
   add_bench_options(val, va->bench, "gradsync-validate");
+  for (CLI::Option* o : val->get_options()) {
+    bool scenario = false;
+    for (const auto& [key, option] : va->bench.scenario.given) scenario = scenario || option == o;
+    if (!scenario && o->get_name() != "--help") va->run_only.push_back(o);
+  }
   va->published =
       val->add_option("--published", va->published_args.file,
                       "Simulate every case of a table of published nccl-tests measurements (FILE, or "
@@ -269,13 +285,14 @@ void register_real_commands(CLI::App& app) {
                       "single-GPU training and multi-GPU DDP tables (validation/published/)")
           ->expected(0, 1)
           ->type_name("[FILE]");
-  val->add_option("--case", va->published_args.only, "With --published: only the case of this id");
-  val->add_option("--csv", va->published_args.csv, "With --published: write every point as CSV to this file");
-  val->add_option("--confidence", va->published_args.confidence,
-                  "With --published: write each validation class's median and worst step-time error of the training "
-                  "and DDP tables as CSV to this file (what validation/published/confidence.csv ships)");
-  val->add_option("--jobs", va->published_args.jobs, "With --published: cases simulated at once (default 1)")
-      ->check(kPositiveInteger);
+  va->published_only = {
+      val->add_option("--case", va->published_args.only, "With --published: only the case of this id"),
+      val->add_option("--csv", va->published_args.csv, "With --published: write every point as CSV to this file"),
+      val->add_option("--confidence", va->published_args.confidence,
+                      "With --published: write each validation class's median and worst step-time error of the "
+                      "training and DDP tables as CSV to this file (what validation/published/confidence.csv ships)"),
+      val->add_option("--jobs", va->published_args.jobs, "With --published: cases simulated at once (default 1)")
+          ->check(kPositiveInteger)};
   val->callback([va] { validate_command(*va); });
 }
 

@@ -315,6 +315,13 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
         "more leaves it out");
   }
   for (const std::string& inert : inert_settings(model, mode)) h.push_back(inert + ": it changes nothing");
+  try {
+    if (const GpuSpec& g = gpu_spec(r.gpu); s.precision == "tf32" && g.sm_version > 0 && g.sm_version < 80)
+      h.push_back(fmt::format("tf32: the {} has no TF32 tensor cores (they came with Ampere): allow_tf32 leaves its "
+                              "float32 as it is, so this runs as --precision fp32",
+                              g.key));
+  } catch (const ConfigError&) {  // no GPU key (a strategy that did not run): say nothing of it
+  }
   // A model imported from a profiler trace carries the step measured where it ran: its times are
   // used as they are, whatever GPU, precision or execution mode the scenario names.
   if (model.measured) {

@@ -123,6 +123,19 @@ TEST(Cli, ParseErrorsNameTheWordAndWhatWasExpected) {
   r = run({"compare", "--iterations", "2", "--iterations", "3"});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err.rfind("error: --iterations given 2 times; give it once\n", 0), 0u) << r.err;
+  r = run({"compare", "--compile=maybe"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: --compile: value \"maybe\" must be true or false (or the flag alone, for true)\n", 0),
+            0u)
+      << r.err;
+  // validate --published prints tables: the options of a scenario run are refused beside it, and
+  // its own options without it.
+  r = run({"validate", "--published", "--out", "val1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: --out: --published prints its tables", 0), 0u) << r.err;
+  r = run({"validate", "--case", "x"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: --case: only with --published\n", 0), 0u) << r.err;
   for (const char* bad : {"-1", "abc", "0", "inf"}) {
     r = run({"sweep", "--timeout", bad});
     EXPECT_EQ(r.code, 2);
@@ -461,6 +474,20 @@ TEST(Cli, ACalibrationWithoutACollectiveTheRunCallsIsNoted) {
 }
 
 // A model whose parameters have two dtypes says both (it said the first one's for the whole).
+// tf32 on a GPU before Ampere runs as fp32 (allow_tf32 has no tensor cores to use there): the
+// header says so rather than printing fp32's numbers under "tf32".
+TEST(Cli, Tf32BeforeAmpereIsSaidToRunAsFp32) {
+  const Result r = run_printed({"models", "show", "resnet18", "--gpu", "v100", "--precision", "tf32"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("# tf32: the v100-sxm2-32gb has no TF32 tensor cores (they came with Ampere): allow_tf32 "
+                       "leaves its float32 as it is, so this runs as --precision fp32\n"),
+            std::string::npos)
+      << r.out;
+  const Result a100 = run_printed({"models", "show", "resnet18", "--gpu", "a100", "--precision", "tf32"});
+  EXPECT_NE(a100.out.find("# on one a100-sxm4-80gb"), std::string::npos) << a100.out;
+  EXPECT_EQ(a100.out.find("no TF32 tensor cores"), std::string::npos) << a100.out;
+}
+
 TEST(Cli, ModelsShowNamesEveryParameterDtype) {
   const std::string file = ::testing::TempDir() + "/gradsync-cli-fp64.yaml";
   std::ofstream(file) << "format: gradsync-model/2\nname: mixed\ndefaults: {batch: 4}\ninput: {bytes: 64}\n"
