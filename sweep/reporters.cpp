@@ -188,11 +188,16 @@ void SweepTableReporter::finish() {
   auto ms = [](const std::string& s) {
     return s.empty() ? std::string("-") : fmt::format("{:.3f}", std::stod(s) * 1e3);
   };
+  std::vector<std::string> oom;
   for (const CsvRow& row : rows_) {
     std::vector<std::string> cells{row[0]};
     for (const std::string& v : varied) cells.push_back(row[col(v)]);
-    const std::string& eff = row[col("scaling_efficiency_frac")];
-    const std::string& sps = row[col("samples_per_s")];
+    // A point that does not fit the GPU's memory has times (what it would take if it fit) but no
+    // throughput to rank: the table shows none, summary.csv keeps them beside status oom.
+    const bool fits = row[col("status")] != "oom";
+    if (!fits) oom.push_back(row[0]);
+    const std::string eff = fits ? row[col("scaling_efficiency_frac")] : "";
+    const std::string sps = fits ? row[col("samples_per_s")] : "";
     cells.push_back(row[col("strategy")]);
     cells.push_back(row[col("status")]);
     if (!gpus_varied) cells.push_back(row[col("gpus")]);
@@ -203,6 +208,11 @@ void SweepTableReporter::finish() {
     table.add_row(cells);
   }
   table.print(out_, sweep_header_lines(ctx_));
+  if (!oom.empty())
+    out_ << fmt::format("# point{} {}: {} not fit the GPU's memory (status oom): no samples/s is shown; the times are "
+                        "what {} would take if {} fit (summary.csv keeps them)\n",
+                        oom.size() == 1 ? "" : "s", fmt::join(oom, ", "), oom.size() == 1 ? "does" : "do",
+                        oom.size() == 1 ? "it" : "they", oom.size() == 1 ? "it" : "they");
   out_ << fmt::format("# wrote {}/summary.csv, result.json, report.html\n", folder_);
 }
 
