@@ -29,12 +29,18 @@ namespace gradsync::apps {
 
 using sim::Scenario;
 
+// mib_text: a size in MiB as a header shows it: six significant digits (25GB is 23841.9 MiB).
+std::string mib_text(const nlohmann::ordered_json& v) {
+  return v.is_number() ? fmt::format("{:.6g}", v.get<double>()) : value_text(v);
+}
+
 std::string nccl_knobs_text(const Scenario& s) {
   std::vector<std::string> set;
   for (const ScenarioKey& k : scenario_table()) {
     if (!k.nccl) continue;
     const nlohmann::ordered_json v = key_value(s, k);
-    if (!v.is_null() && v != false) set.push_back(fmt::format("{}={}", k.name, value_text(v)));
+    // As NCCL's environment takes it: a switch is 1.
+    if (!v.is_null() && v != false) set.push_back(fmt::format("{}={}", k.name, v.is_boolean() ? "1" : value_text(v)));
   }
   return set.empty() ? ", NCCL's defaults" : fmt::format(", {}", fmt::join(set, " "));
 }
@@ -105,7 +111,14 @@ Scenario scenario_of(const ScenarioArgs& a) {
   // iterations leave no steady one after 3 (--iterations 2 alone runs, as README says).
   constexpr int kWarmupUnset = -1;
   s.warmup = kWarmupUnset;
-  if (!a.file.empty()) s = sim::read_scenario_file(a.file, s);
+  if (!a.file.empty()) {
+    // A zoo model's name where the scenario file goes (gradsync compare resnet50) is a model meant
+    // for --model: say so beside the missing file.
+    const auto zoo = zoo_model_names();
+    if (!std::filesystem::exists(a.file) && std::find(zoo.begin(), zoo.end(), a.file) != zoo.end())
+      throw UsageError(fmt::format("{}: no such scenario file; the zoo model is --model {}", a.file, a.file));
+    s = sim::read_scenario_file(a.file, s);
+  }
   for (const ScenarioKey& k : scenario_table()) {
     const std::string name(k.name);
     const auto o = a.given.find(name);
@@ -297,8 +310,8 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   if (!ddp) h.push_back(nccl);
   else h.push_back(
       fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}{}; {}",
-                  value_text(key_value(s, scenario_key("bucket_cap_mb"))),
-                  value_text(key_value(s, scenario_key("first_bucket_mb"))), comm_hook_name(parse_comm_hook(s.comm_hook)),
+                  mib_text(key_value(s, scenario_key("bucket_cap_mb"))),
+                  mib_text(key_value(s, scenario_key("first_bucket_mb"))), comm_hook_name(parse_comm_hook(s.comm_hook)),
                   s.broadcast_buffers,
                   s.find_unused_parameters ? ", find_unused_parameters" : "", s.static_graph ? ", static_graph" : "",
                   s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "",

@@ -140,7 +140,9 @@ OutputFolder::OutputFolder(std::string final_path) {
   fs::create_directory(staging_, ec);
   if (ec)
     throw RuntimeError(
-        fmt::format("--out {}: cannot create the staging folder {}: {}", final_, staging_, ec.message()));
+        fmt::format("--out {}: cannot create a folder in {} (outputs are written beside the folder, then renamed "
+                    "to it): {}",
+                    final_, parent.string(), ec.message()));
 }
 
 OutputFolder::~OutputFolder() {

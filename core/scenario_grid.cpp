@@ -168,8 +168,13 @@ Vary parse_vary(std::string_view text) {
       }
     } catch (const ConfigError& e) {
       const std::string what = e.what();
-      throw UsageError(what.rfind("range \"", 0) == 0 ? fmt::format("--vary \"{}\": {}", shown, what)
-                                                      : fmt::format("--vary \"{}\": \"{}\": {}", shown, item, what));
+      // A:B without a step reads as one value: say what a range looks like.
+      const std::string hint = split(item, ':').size() == 2
+                                   ? fmt::format(" (a range takes a step: {}:x2 doubles, {}:+1 counts)", item, item)
+                                   : "";
+      throw UsageError(what.rfind("range \"", 0) == 0
+                           ? fmt::format("--vary \"{}\": {}", shown, what)
+                           : fmt::format("--vary \"{}\": \"{}\": {}{}", shown, item, what, hint));
     }
   }
   return v;

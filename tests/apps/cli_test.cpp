@@ -193,6 +193,32 @@ TEST(Cli, AMeasuredStepOnAnotherGpuIsSaidToBeUsedAsMeasured) {
   std::remove(model.c_str());
 }
 
+// The header shows sizes as a reader reads them (25GB is 23841.9 MiB, not 23841.85791015625) and
+// NCCL's switches as NCCL's environment takes them (NCCL_P2P_DISABLE=1).
+TEST(Cli, HeaderShowsSizesAndNcclSwitchesAsGiven) {
+  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations",
+                                "2", "--bucket-cap-mb", "25GB", "--nccl", "NCCL_P2P_DISABLE=1", "--out",
+                                ::testing::TempDir() + "/gradsync-cli-header"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("# DDP: bucket_cap_mb 23841.9, first bucket 23841.9 MiB,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", NCCL_P2P_DISABLE=1,"), std::string::npos) << r.out;
+}
+
+// A zoo model's name where the scenario file goes is a model meant for --model; a range without a
+// step reads as one value, and the error says what a range looks like.
+TEST(Cli, MistakesNameWhatWasMeant) {
+  Result r = run({"compare", "resnet50"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: resnet50: no such scenario file; the zoo model is --model resnet50\n", 0), 0u) << r.err;
+  r = run({"sweep", "--vary", "gpus=1:8"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: --vary \"gpus=1:8\": \"1:8\": expected an integer from 1 to 1048576 (a range takes a "
+                        "step: 1:8:x2 doubles, 1:8:+1 counts)\n",
+                        0),
+            0u)
+      << r.err;
+}
+
 // --iterations alone below warmup's default of 3 runs, with one steady iteration; a warmup given
 // that leaves none is still an error.
 TEST(Cli, FewIterationsWithoutWarmupLeaveOneSteadyIteration) {
