@@ -61,7 +61,7 @@ bool fill_largest_batch(const Scenario& asked, const Scenario& resolved, Strateg
   // DataParallel splits the DataLoader's batch across its GPUs; under DDP each rank loads its own.
   c.change.pytorch =
       fmt::format("DataLoader(dataset, batch_size={}){}", strategy == Strategy::kDP ? b * resolved.gpus : b,
-                  strategy == Strategy::kDP ? "  # DataParallel splits it across the GPUs" : "");
+                  strategy == Strategy::kDP && resolved.gpus > 1 ? "  # DataParallel splits it across the GPUs" : "");
   c.change.alters = fmt::format("global batch {} instead of {}", b * per_step, resolved.batch_per_gpu * per_step);
   return true;
 }

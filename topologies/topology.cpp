@@ -361,6 +361,10 @@ Topology load_topology(const std::string& name_or_path) {
   }
   const bool dot = ext == ".dot" || ext == ".gv";
   const bool graphml = ext == ".graphml" || ext == ".xml";
+  if (std::error_code ec; std::filesystem::is_directory(name_or_path, ec))
+    throw ConfigError(fmt::format("{}: is a folder; expected a topology file (.dot, .gv, .graphml or .xml) or a "
+                                  "built-in: {}",
+                                  name_or_path, fmt::join(builtin_topology_names(), ", ")));
   if (!dot && !graphml) {
     throw ConfigError(fmt::format("{}: unknown topology file extension \"{}\"; expected .dot, .gv, .graphml or .xml",
                                   name_or_path, ext));

@@ -46,6 +46,17 @@ TEST(AdviceSim, AdvisedChangesAreTheSimulatedStepsOfTheChangedScenario) {
   ASSERT_NE(ddp, a.changes.end());
   EXPECT_EQ(ddp->status, "ok");
   EXPECT_DOUBLE_EQ(ddp->steady_s, simulate_isolated(s, Strategy::kDDP).steady_iteration_time_s);
+  // DataParallel's largest batch is the DataLoader's, split across its GPUs; on one GPU nothing splits.
+  const auto largest = [](const Advice& x) {
+    return std::find_if(x.changes.begin(), x.changes.end(), [](const ChangeResult& c) { return c.change.largest_batch; });
+  };
+  ASSERT_NE(largest(a), a.changes.end());
+  EXPECT_NE(largest(a)->change.pytorch.find("# DataParallel splits it across the GPUs"), std::string::npos);
+  Scenario one = s;
+  one.gpus = 1;
+  const Advice a1 = advise(one, simulate_isolated(one, Strategy::kDP), {.budget_s = 600, .jobs = 2});
+  ASSERT_NE(largest(a1), a1.changes.end());
+  EXPECT_EQ(largest(a1)->change.pytorch.find("splits"), std::string::npos) << largest(a1)->change.pytorch;
 }
 
 TEST(AdviceSim, LargestBatchFitsAndOneMoreDoesNot) {

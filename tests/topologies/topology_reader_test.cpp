@@ -374,6 +374,9 @@ TEST(TopologyLoad, NamesFilesAndErrors) {
   EXPECT_EQ(error("/dev/zero.dot"), "/dev/zero.dot: cannot read the topology file: no such file");
   EXPECT_EQ(error("topologies/README.md"),
             "topologies/README.md: unknown topology file extension \".md\"; expected .dot, .gv, .graphml or .xml");
+  EXPECT_EQ(error("topologies/hardware"),
+            "topologies/hardware: is a folder; expected a topology file (.dot, .gv, .graphml or .xml) or a built-in: "
+            "16x-dgx-h100-ndr, 2x-dgx-a100-hdr, dgx-a100, dgx-h100, dgx1-v100, pcie-2gpu-nvlink-bridge, pcie-4gpu");
   const auto path = std::filesystem::temp_directory_path() / "gradsync-reader-test.graphml";
   { std::ofstream(path) << kGraphml; }
   EXPECT_EQ(load_topology(path.string()).gpu_count(), 2);
