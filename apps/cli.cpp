@@ -207,12 +207,15 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
   } catch (const CLI::ParseError& e) {
     // The command line alone decides a parse error, so every rank of an mpirun or srun finds the
-    // same one: rank 0 says it, the others exit as quietly with the same status (once, not once
-    // per rank). Each message in one write: the ranks share a terminal, and std::cerr writes every
-    // << at once, so pieces of two ranks' messages interleaved ("error: error: ...").
+    // same one: rank 0 says it and exits 2, the others exit 0 without a word (once, not once per
+    // rank). Not 2: a launcher kills the job at the first rank that fails, and a rank that failed
+    // first killed rank 0 before it had printed (a CI run of mpirun -np 3 showed no message at
+    // all); the job's status is still rank 0's 2. Each message in one write: the ranks share a
+    // terminal, and std::cerr writes every << at once, so two ranks' pieces interleaved.
     std::string hint_for;
     const std::string message = usage_message(e, app, hint_for);
-    if (launched_rank() <= 0) err << ("error: " + message + "\nRun '" + hint_for + " --help' for usage.\n");
+    if (launched_rank() > 0) return kExitSuccess;
+    err << ("error: " + message + "\nRun '" + hint_for + " --help' for usage.\n");
     return kExitUsage;
   } catch (const UsageError& e) {
     err << ("error: " + std::string(e.what()) + "\nRun '" + command_path(deepest_parsed(&app)) +

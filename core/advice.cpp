@@ -105,6 +105,11 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
   Change batch = change("largest batch that fits", {}, "DataLoader(dataset, batch_size=B)");
   batch.largest_batch = true;
   out.push_back(batch);
+  Change micro = change("micro-batches that fit, same global batch", {}, "");
+  micro.accumulate_to_fit = true;
+  // BatchNorm normalises over each micro-batch: its statistics are over fewer samples.
+  if (traits.batchnorm) micro.alters = "BatchNorm's statistics over each micro-batch";
+  out.push_back(micro);
   if ((s.optimizer == "adam" || s.optimizer == "adamw") && s.optimizer_impl != "fused") {
     out.push_back(change(
         "fused optimizer", {{"optimizer_impl", "fused"}},

@@ -33,6 +33,10 @@ struct Change {
   // largest_batch: batch_per_gpu is the largest that fits the GPU's memory, found by the engine
   // (keys are filled in then).
   bool largest_batch = false;
+  // accumulate_to_fit: a run that does not fit keeps its global batch in micro-batches that do:
+  // batch_per_gpu divided by the fewest k that fit, grad_accum multiplied by k (the engine fills
+  // the keys; nothing is tried for a run that fits).
+  bool accumulate_to_fit = false;
 };
 
 // ModelTraits: what decides which changes apply to a model.

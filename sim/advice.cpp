@@ -66,6 +66,29 @@ bool fill_largest_batch(const Scenario& asked, const Scenario& resolved, Strateg
   return true;
 }
 
+// fill_accumulation: the keys of a "micro-batches that fit, same global batch" change: the run's
+// batch_per_gpu B in k micro-batches for the fewest k that divides B and fits (B / k no more than
+// the largest batch that fits), grad_accum times k, so that the global batch stays; false when
+// the run fits, when nothing does, or when no divisor of B fits.
+bool fill_accumulation(const Scenario& asked, const Scenario& resolved, Strategy strategy, ChangeResult& c) {
+  const std::int64_t whole = resolved.batch_per_gpu;
+  const std::int64_t fits = largest_batch_per_gpu(asked, strategy);
+  if (fits >= whole || fits == 0) return false;
+  std::int64_t k = 2;
+  while (k <= whole && (whole % k != 0 || whole / k > fits)) ++k;
+  if (k > whole) return false;
+  const std::int64_t micro = whole / k, accum = resolved.grad_accum * k;
+  c.change.what = fmt::format("batch_per_gpu {} x grad_accum {} (same global batch)", micro, accum);
+  c.change.keys = {{"batch_per_gpu", std::to_string(micro)}, {"grad_accum", std::to_string(accum)}};
+  // DataParallel's DataLoader batch is split across its GPUs; under DDP each rank loads its own,
+  // and every micro-batch but the last runs under no_sync() (what grad_accum simulates).
+  c.change.pytorch = fmt::format(
+      "DataLoader(dataset, batch_size={}); (loss / {}).backward() on {} micro-batches per optimizer.step(){}",
+      strategy == Strategy::kDP ? micro * resolved.gpus : micro, accum, accum,
+      strategy == Strategy::kDDP && resolved.gpus > 1 ? ", all but the last under model.no_sync()" : "");
+  return true;
+}
+
 Scenario changed(const Scenario& asked, const Change& c) {
   Scenario s = asked;
   for (const auto& [name, text] : c.keys) {
@@ -106,6 +129,9 @@ Advice advise(const Scenario& asked, const StrategyResult& run, const AdviceOpti
     ChangeResult r;
     r.change = std::move(c);
     if (r.change.largest_batch && !fill_largest_batch(asked, resolved, r.change.strategy.value_or(run.strategy), r))
+      continue;
+    if (r.change.accumulate_to_fit &&
+        !fill_accumulation(asked, resolved, r.change.strategy.value_or(run.strategy), r))
       continue;
     a.changes.push_back(std::move(r));
   }

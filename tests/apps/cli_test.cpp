@@ -59,9 +59,10 @@ TEST(Cli, ParseErrorUnderALauncherIsPrintedByRankZeroOnly) {
   const char* const keys[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_STEP_ID", "SLURM_PROCID"};
   for (const char* k : keys) unsetenv(k);
   const std::vector<std::string> bad = {"bench", "--no-such-flag"};
+  // The other ranks exit 0, so that the launcher does not kill rank 0 before it has said it.
   ::setenv("OMPI_COMM_WORLD_RANK", "1", 1);
   Result r = run(bad);
-  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.err, "");
   ::setenv("OMPI_COMM_WORLD_RANK", "0", 1);
   r = run(bad);
@@ -74,7 +75,7 @@ TEST(Cli, ParseErrorUnderALauncherIsPrintedByRankZeroOnly) {
   EXPECT_NE(r.err, "") << "SLURM_PROCID without a step is not srun";
   ::setenv("SLURM_STEP_ID", "0", 1);
   r = run(bad);
-  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.err, "");
   for (const char* k : keys) unsetenv(k);
   // Errors that are not the command line's own (a file, a device) are still said by every rank.

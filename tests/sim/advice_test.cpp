@@ -81,6 +81,36 @@ TEST(AdviceSim, LargestBatchFitsAndOneMoreDoesNot) {
   EXPECT_NE(c->change.alters.find("global batch"), std::string::npos);
 }
 
+// A run that does not fit keeps its global batch in micro-batches that do: batch_per_gpu B in k
+// micro-batches for the fewest k dividing B that fit, grad_accum k. With B four times the largest
+// batch that fits, k = 2 and 3 leave micro-batches above it, so k is 4. A run that fits gets no such
+// change.
+TEST(AdviceSim, ARunThatDoesNotFitKeepsItsGlobalBatchInMicroBatches) {
+  Scenario s = small();
+  s.topology = "pcie-4gpu";
+  const std::int64_t fits = largest_batch_per_gpu(s, Strategy::kDDP);
+  ASSERT_GT(fits, 4);
+  s.batch_per_gpu = 4 * fits;
+  const StrategyResult run = simulate_isolated(s, Strategy::kDDP);
+  const Advice a = advise(s, run, {.budget_s = 600, .jobs = 2});
+  ASSERT_TRUE(a.oom);
+  const auto micro = [](const Advice& x) {
+    return std::find_if(x.changes.begin(), x.changes.end(),
+                        [](const ChangeResult& c) { return c.change.accumulate_to_fit; });
+  };
+  ASSERT_NE(micro(a), a.changes.end());
+  const ChangeResult& c = *micro(a);
+  EXPECT_EQ(c.change.keys, (std::vector<std::pair<std::string, std::string>>{
+                               {"batch_per_gpu", std::to_string(fits)}, {"grad_accum", "4"}}));
+  EXPECT_EQ(c.status, "ok") << c.error;
+  EXPECT_TRUE(c.change.alters.find("BatchNorm") != std::string::npos) << "resnet18 normalises each micro-batch";
+  const auto shown = advised(a);
+  EXPECT_NE(std::find(shown.begin(), shown.end(), &c), shown.end()) << "a change that makes the run fit is advice";
+  s.batch_per_gpu = fits;
+  const Advice fitting = advise(s, simulate_isolated(s, Strategy::kDDP), {.budget_s = 600, .jobs = 2});
+  EXPECT_EQ(micro(fitting), fitting.changes.end());
+}
+
 TEST(AdviceSim, NothingRunsPastTheBudget) {
   const Scenario s = small();
   const Advice a = advise(s, simulate_isolated(s, Strategy::kDDP), {.budget_s = 0, .jobs = 1});
