@@ -77,3 +77,14 @@ grep -q ", 6 already done (--resume)" "$tmp/r.err" || { cat "$tmp/r.err"; fail "
 grep -q ", 5 already done (--resume)" "$tmp/rf.err" || { cat "$tmp/rf.err"; fail "--retry-failed did not run just the failed point"; }
 [[ $(status_of "$tmp/b/summary.csv" | grep -c " ok $") == 6 ]] || fail "after --retry-failed not every point is ok"
 echo "--resume keeps failed points; --retry-failed runs them again"
+
+# 4. A point that does not fit the GPU's memory ran: status oom, no samples/s in the table, a note
+# naming it; it is a result, so the sweep exits 0.
+"$bin" sweep --model gpt2 --gpus 2 --vary batch_per_gpu=8,64 --vary strategy=ddp --iterations 2 --warmup 1 --jobs 1 \
+  --out "$tmp/o" >"$tmp/o.out" 2>"$tmp/o.err" || { cat "$tmp/o.err" >&2; fail "a sweep with an oom point did not exit 0"; }
+grep -Eq '^ +1 +64 +ddp +oom +2 +[0-9.]+ +[0-9.]+ +- +-$' "$tmp/o.out" || { cat "$tmp/o.out"; fail "the oom row shows a throughput"; }
+grep -Eq '^ +0 +8 +ddp +ok +2 +[0-9.]+ +[0-9.]+ +[0-9.]+ +-$' "$tmp/o.out" || { cat "$tmp/o.out"; fail "the point that fits"; }
+grep -q "^# point 1: does not fit the GPU's memory (status oom): no samples/s is shown; the times are what it would take if it fit (summary.csv keeps them)$" "$tmp/o.out" \
+  || { cat "$tmp/o.out"; fail "the oom note"; }
+[[ $(status_of "$tmp/o/summary.csv" | grep -c "^1 oom") == 1 ]] || fail "summary.csv's oom status"
+echo "an oom point shows no throughput, is named, and the sweep exits 0"
