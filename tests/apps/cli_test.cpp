@@ -12,39 +12,16 @@
 #include <iterator>
 #include <sstream>
 
+#include "cli_test_util.hpp"
 #include "core/version.hpp"
 
 namespace gradsync::apps {
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Result run(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = run_cli(args, out, err);
-  return {code, out.str(), err.str()};
-}
-
-// run_printed: run() with std::cout, where the scenario commands print their tables, caught too.
-Result run_printed(std::vector<std::string> args) {
-  std::ostringstream printed;
-  std::streambuf* const saved = std::cout.rdbuf(printed.rdbuf());
-  Result r = run(std::move(args));
-  std::cout.rdbuf(saved);
-  r.out += printed.str();
-  return r;
-}
-
-// expect_error: the exit code, and the error line's start.
-void expect_error(std::vector<std::string> args, int code, const std::string& start) {
-  const Result r = run(std::move(args));
-  EXPECT_EQ(r.code, code) << r.err;
-  EXPECT_EQ(r.err.rfind("error: " + start, 0), 0u) << r.err;
-}
+using test::expect_error;
+using test::Result;
+using test::run;
+using test::run_printed;
 
 TEST(Cli, VersionPrintsTheVersion) {
   const Result r = run({"--version"});
@@ -54,7 +31,7 @@ TEST(Cli, VersionPrintsTheVersion) {
 }
 
 // A parse error under mpirun or srun: the command line decides it, so every rank finds the same
-// one; rank 0 prints it, the other ranks exit 2 without a word (once, not once per rank).
+// one; rank 0 prints it and exits 2, the other ranks exit 0 without a word (once, not once per rank).
 TEST(Cli, ParseErrorUnderALauncherIsPrintedByRankZeroOnly) {
   const char* const keys[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_STEP_ID", "SLURM_PROCID"};
   for (const char* k : keys) unsetenv(k);
@@ -160,51 +137,6 @@ TEST(Cli, CollectivesRefuseSizesWhoseBuffersDoNotFit) {
                "on the GPU out of place); give -g 2 to 8 (dgx-a100 has 8 GPUs)\n");
 }
 
-// PowerSGD's hook is a plain allreduce until start_powerSGD_iter (1000 by default): the header says
-// so when no simulated iteration gets there, and prints the defaults it assumed.
-TEST(Cli, PowerSgdBeforeItsStartIterationIsSaidToBePlain) {
-  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--comm-hook",
-                                "powersgd", "--iterations", "3", "--warmup", "1", "--out",
-                                ::testing::TempDir() + "/gradsync-cli-powersgd"});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("comm hook powersgd:rank=1,start_iter=1000"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("# PowerSGD compresses from iteration 1001 (start_powerSGD_iter; PowerSGDState's default is "
-                       "1000): all 3 simulated iterations run its plain allreduce"),
-            std::string::npos)
-      << r.out;
-}
-
-// A step imported from an H200 trace and simulated on H100s is used as measured, and the header
-// says so (and that precision and execution mode do not change it).
-TEST(Cli, AMeasuredStepOnAnotherGpuIsSaidToBeUsedAsMeasured) {
-  const std::string model = ::testing::TempDir() + "/gradsync-cli-measured.yaml";
-  ASSERT_EQ(run({"models", "import-trace", "validation/gpu/h200-2026-11-27/steps_gpt2-bf16-sdpa.json.gz", "--model",
-                 "gpt2", "--batch", "16", "--gpu", "h200", "--precision", "bf16", "-o", model})
-                .code,
-            0);
-  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", model, "--topology", "dgx-h100", "--gpus",
-                                "2", "--iterations", "2", "--warmup", "1", "--out",
-                                ::testing::TempDir() + "/gradsync-cli-measured"});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("'s compute times were measured on NVIDIA H200 (validation/gpu/h200-2026-11-27/"
-                               "steps_gpt2-bf16-sdpa.json.gz, batch 16): used as measured, in proportion to batch on "
-                               "every h100-sxm5-80gb (gradsync does not move a measured step to another GPU)"),
-            std::string::npos)
-      << r.out;
-  std::remove(model.c_str());
-}
-
-// The header shows sizes as a reader reads them (25GB is 23841.9 MiB, not 23841.85791015625) and
-// NCCL's switches as NCCL's environment takes them (NCCL_P2P_DISABLE=1).
-TEST(Cli, HeaderShowsSizesAndNcclSwitchesAsGiven) {
-  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations",
-                                "2", "--bucket-cap-mb", "25GB", "--nccl", "NCCL_P2P_DISABLE=1", "--out",
-                                ::testing::TempDir() + "/gradsync-cli-header"});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("# DDP: bucket_cap_mb 23841.9, first bucket 23841.9 MiB,"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(", NCCL_P2P_DISABLE=1,"), std::string::npos) << r.out;
-}
-
 // A zoo model's name where the scenario file goes is a model meant for --model; a range without a
 // step reads as one value, and the error says what a range looks like.
 TEST(Cli, MistakesNameWhatWasMeant) {
@@ -218,26 +150,6 @@ TEST(Cli, MistakesNameWhatWasMeant) {
                         0),
             0u)
       << r.err;
-}
-
-// --iterations alone below warmup's default of 3 runs, with one steady iteration; a warmup given
-// that leaves none is still an error.
-TEST(Cli, FewIterationsWithoutWarmupLeaveOneSteadyIteration) {
-  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations",
-                                "2", "--out", ::testing::TempDir() + "/gradsync-cli-iterations"});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("# simulated 2 iterations; steady = mean of iterations 2..2;"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("the steady mean includes iteration 1"), std::string::npos) << r.out;
-  // One iteration: its mean is iteration 1, which the header says is not a steady step.
-  const Result one = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2",
-                                  "--iterations", "1", "--out", ::testing::TempDir() + "/gradsync-cli-iterations"});
-  EXPECT_EQ(one.code, 0) << one.err;
-  EXPECT_NE(one.out.find("# simulated 1 iteration; steady = mean of iterations 1..1;"), std::string::npos) << one.out;
-  EXPECT_NE(one.out.find("# the steady mean includes iteration 1, which is not a steady step"), std::string::npos)
-      << one.out;
-  expect_error({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations", "2", "--warmup",
-                "2"},
-               2, "warmup \"2\": expected 0..1 (fewer than iterations 2, so that a steady iteration is left)\n");
 }
 
 // A topology whose GPUs used are of two models: one run is priced for one GPU model, so it is
@@ -444,90 +356,6 @@ TEST(Cli, TopoShowAndValidateWithoutHopsInsideANode) {
   EXPECT_NE(v.out.find("; no ring (one GPU)"), std::string::npos) << v.out;
   std::remove(file.c_str());
   std::remove(one.c_str());
-}
-
-// FlashAttention takes fp16 and bf16 only: asking for it in fp32 or tf32 is an error naming the flag
-// or key and what PyTorch runs instead, from models show and from a scenario alike.
-TEST(Cli, FlashAttentionInFloat32IsRefused) {
-  const std::string why =
-      "FlashAttention runs in fp16 and bf16 only, not tf32; F.scaled_dot_product_attention takes its "
-      "memory-efficient kernel for float32 inputs: expected attention mem-efficient or math, or precision bf16 or "
-      "fp16\n";
-  const Result show = run({"models", "show", "nanogpt", "--gpu", "h200", "--precision", "tf32", "--attention", "flash"});
-  EXPECT_EQ(show.code, 2);
-  EXPECT_EQ(show.err.substr(0, show.err.find('\n') + 1), "error: --attention: " + why) << show.err;
-  const Result sim = run({"simulate", "--strategy", "ddp", "--model", "nanogpt", "--gpus", "2", "--precision", "tf32",
-                          "--attention", "flash", "--out", testing::TempDir() + "/flash-tf32"});
-  EXPECT_EQ(sim.code, 2);
-  EXPECT_EQ(sim.err.substr(0, sim.err.find('\n') + 1), "error: attention \"flash\": " + why) << sim.err;
-  EXPECT_EQ(run({"models", "show", "nanogpt", "--gpu", "h200", "--precision", "bf16", "--attention", "flash"}).code, 0);
-}
-
-// PyTorch's FlashAttention-2 kernels need compute capability 8.0 (7.5 for 2.0 and 2.1's
-// FlashAttention): flash on a V100 is refused as in fp32, naming the GPU and the release.
-TEST(Cli, FlashAttentionOnAGpuItsKernelsDoNotRunOn) {
-  expect_error({"models", "show", "gpt2", "--gpu", "v100", "--attention", "flash"}, 2,
-               "--attention: FlashAttention needs compute capability 8.0 or later in PyTorch 2.11; the NVIDIA Tesla V100 "
-               "SXM2 32GB is 7.0, where F.scaled_dot_product_attention takes its memory-efficient kernel");
-  expect_error({"compare", "--model", "gpt2", "--topology", "dgx1-v100", "--gpus", "2", "--attention", "flash",
-                "--pytorch-version", "2.1"},
-               2, "attention \"flash\": FlashAttention needs compute capability 7.5 or later in PyTorch 2.1");
-  EXPECT_EQ(run({"models", "show", "gpt2", "--gpu", "rtx-2080-ti", "--attention", "mem-efficient"}).code, 0);
-}
-
-// A calibration that measured no broadcast over the run's ranks (a file cut short or made by
-// hand): DDP's broadcasts keep the topology's network model, and a note says so.
-TEST(Cli, ACalibrationWithoutACollectiveTheRunCallsIsNoted) {
-  std::ifstream in("tests/fuzz/seeds/calibration/cpu-2ranks.yaml");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::size_t from = text.find("  - op: broadcast"), to = text.find("  - op: reduce\n");
-  ASSERT_NE(from, std::string::npos);
-  ASSERT_NE(to, std::string::npos);
-  const std::string file = ::testing::TempDir() + "/gradsync-cli-nobroadcast.yaml";
-  std::ofstream(file) << text.substr(0, from) + text.substr(to);
-  std::ostringstream noted;
-  std::streambuf* const saved = std::cerr.rdbuf(noted.rdbuf());
-  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--precision",
-                                "fp32", "--batch-per-gpu", "1", "--iterations", "2", "--warmup", "1", "--calibration",
-                                file, "--out", ::testing::TempDir() + "/gradsync-cli-nobroadcast"});
-  std::cerr.rdbuf(saved);
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(noted.str().find("note: calibration " + file +
-                             " measured no broadcast over 2 ranks; those calls keep the network model of topology "
-                             "dgx-a100\n"),
-            std::string::npos)
-      << noted.str();
-  std::remove(file.c_str());
-}
-
-// A model whose parameters have two dtypes says both (it said the first one's for the whole).
-// tf32 on a GPU before Ampere runs as fp32 (allow_tf32 has no tensor cores to use there): the
-// header says so rather than printing fp32's numbers under "tf32".
-TEST(Cli, Tf32BeforeAmpereIsSaidToRunAsFp32) {
-  const Result r = run_printed({"models", "show", "resnet18", "--gpu", "v100", "--precision", "tf32"});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("# tf32: the v100-sxm2-32gb has no TF32 tensor cores (they came with Ampere): allow_tf32 "
-                       "leaves its float32 as it is, so this runs as --precision fp32\n"),
-            std::string::npos)
-      << r.out;
-  const Result a100 = run_printed({"models", "show", "resnet18", "--gpu", "a100", "--precision", "tf32"});
-  EXPECT_NE(a100.out.find("# on one a100-sxm4-80gb"), std::string::npos) << a100.out;
-  EXPECT_EQ(a100.out.find("no TF32 tensor cores"), std::string::npos) << a100.out;
-}
-
-TEST(Cli, ModelsShowNamesEveryParameterDtype) {
-  const std::string file = ::testing::TempDir() + "/gradsync-cli-fp64.yaml";
-  std::ofstream(file) << "format: gradsync-model/2\nname: mixed\ndefaults: {batch: 4}\ninput: {bytes: 64}\n"
-                         "output: {elements: 16}\nparameters:\n"
-                         "  - {name: a.weight, shape: [16, 16]}\n"
-                         "  - {name: b.weight, shape: [16, 16], dtype: float64}\n"
-                         "layers:\n"
-                         "  - {name: a, kind: linear, params: [a.weight], in: 16, out: 16, tokens: 1}\n"
-                         "  - {name: b, kind: linear, params: [b.weight], in: 16, out: 16, tokens: 1}\n";
-  const Result r = run_printed({"models", "show", file});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("512 (2 tensors, 3.00 KiB fp32 and fp64)"), std::string::npos) << r.out;
-  std::remove(file.c_str());
 }
 
 }  // namespace
