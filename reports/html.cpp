@@ -17,7 +17,7 @@
 
 namespace gradsync::detail {
 std::span<const EmbeddedFile> html_vendor_files();  // vega, vega-lite, vega-embed (npm)
-std::span<const EmbeddedFile> html_page_files();    // reports/html/report.js, report.css
+std::span<const EmbeddedFile> html_page_files();    // reports/html/report.js, report_sweep.js, report.css
 }  // namespace gradsync::detail
 
 namespace gradsync::reports {
@@ -197,7 +197,9 @@ std::string page(const std::string& title, const json& data) {
   out += "<header><h1>" + html_escape(title) + "</h1></header>\n<main id=\"report\"></main>\n";
   out += "<pre id=\"gradsync-selftest\" hidden></pre>\n";
   out += "<script type=\"application/json\" id=\"gradsync-data\">" + script_json(data) + "</script>\n";
-  out += "<script>" + inline_script(embedded(own, "report.js")) + "</script>\n";
+  // report.js and report_sweep.js are one function's body: its helpers serve both pages.
+  out += "<script>(function () {\n'use strict';\n" + inline_script(embedded(own, "report.js")) +
+         inline_script(embedded(own, "report_sweep.js")) + "})();</script>\n";
   out += "</body>\n</html>\n";
   return out;
 }

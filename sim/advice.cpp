@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include "core/error.hpp"
@@ -45,10 +46,9 @@ ModelTraits traits_of(const Scenario& s) {
   return t;
 }
 
-// fill_largest_batch: the batch of a "largest batch that fits" change; false when it is the
+// fill_largest_batch: a "largest batch that fits" change at b, the largest; false when b is the
 // run's own batch (nothing to try).
-bool fill_largest_batch(const Scenario& asked, const Scenario& resolved, Strategy strategy, ChangeResult& c) {
-  const std::int64_t b = largest_batch_per_gpu(asked, strategy);
+bool fill_largest_batch(const Scenario& resolved, Strategy strategy, std::int64_t b, ChangeResult& c) {
   if (b == resolved.batch_per_gpu) return false;
   if (b == 0) {
     c.status = "failed";
@@ -68,11 +68,10 @@ bool fill_largest_batch(const Scenario& asked, const Scenario& resolved, Strateg
 
 // fill_accumulation: the keys of a "micro-batches that fit, same global batch" change: the run's
 // batch_per_gpu B in k micro-batches for the fewest k that divides B and fits (B / k no more than
-// the largest batch that fits), grad_accum times k, so that the global batch stays; false when
+// `fits`, the largest batch that fits), grad_accum times k, so that the global batch stays; false when
 // the run fits, when nothing does, or when no divisor of B fits.
-bool fill_accumulation(const Scenario& asked, const Scenario& resolved, Strategy strategy, ChangeResult& c) {
+bool fill_accumulation(const Scenario& resolved, Strategy strategy, std::int64_t fits, ChangeResult& c) {
   const std::int64_t whole = resolved.batch_per_gpu;
-  const std::int64_t fits = largest_batch_per_gpu(asked, strategy);
   if (fits >= whole || fits == 0) return false;
   std::int64_t k = 2;
   while (k <= whole && (whole % k != 0 || whole / k > fits)) ++k;
@@ -125,14 +124,19 @@ Advice advise(const Scenario& asked, const StrategyResult& run, const AdviceOpti
   a.budget_s = o.budget_s;
   for (const GpuResult& g : run.per_gpu) a.oom = a.oom || g.oom;
   const Scenario resolved = resolve_scenario(asked);
+  // The largest batch that fits (a search of the memory model), once per strategy for the changes
+  // that need it.
+  std::map<Strategy, std::int64_t> fits;
+  const auto largest = [&](Strategy st) {
+    const auto f = fits.find(st);
+    return f != fits.end() ? f->second : fits[st] = largest_batch_per_gpu(asked, st);
+  };
   for (Change& c : candidate_changes(resolved, run.strategy, traits_of(asked))) {
     ChangeResult r;
     r.change = std::move(c);
-    if (r.change.largest_batch && !fill_largest_batch(asked, resolved, r.change.strategy.value_or(run.strategy), r))
-      continue;
-    if (r.change.accumulate_to_fit &&
-        !fill_accumulation(asked, resolved, r.change.strategy.value_or(run.strategy), r))
-      continue;
+    const Strategy st = r.change.strategy.value_or(run.strategy);
+    if (r.change.largest_batch && !fill_largest_batch(resolved, st, largest(st), r)) continue;
+    if (r.change.accumulate_to_fit && !fill_accumulation(resolved, st, largest(st), r)) continue;
     a.changes.push_back(std::move(r));
   }
 
