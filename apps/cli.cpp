@@ -89,6 +89,26 @@ std::string usage_message(const CLI::ParseError& e, const CLI::App& app, std::st
   return text;
 }
 
+// A switch takes true or false, as scenario files write it, and the words CLI11 reads for them
+// (1/0, yes/no, on/off); CLI11 alone also takes any integer ("--compile=2" as true, "=-3" as
+// false), which hides a typo.
+const CLI::Validator kSwitchValue(
+    [](std::string& text) -> std::string {
+      std::string t = text;
+      for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      for (const char* word : {"true", "false", "1", "0", "yes", "no", "on", "off"})
+        if (t == word) return "";
+      return fmt::format("value \"{}\" must be true or false (or the flag alone, for true)", text);
+    },
+    "");  // nothing added to --help: the flag's own help says what it switches
+
+// check_switch_values: every switch of `app` and its commands checks its value (kSwitchValue).
+void check_switch_values(CLI::App* app) {
+  for (CLI::Option* o : app->get_options())
+    if (o->get_expected_max() == 0) o->check(kSwitchValue);  // a flag: no argument of its own
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) check_switch_values(sub);
+}
+
 }  // namespace
 
 const CLI::Validator kPositiveInteger(
@@ -187,6 +207,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   register_simulate_commands(app);
   register_sweep_command(app);
   register_real_commands(app);
+  check_switch_values(&app);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
   try {

@@ -384,6 +384,19 @@ void run_collectives(CollectivesArgs a) {
       fmt::format("NCCL model {}{}; one collective per size, ranks aligned before each", sim::kNcclModelVersion,
                   nccl_knobs_text(knobs))};
   for (std::string& line : sim::nccl_info_lines(info)) header.push_back(std::move(line));
+  // A size that is not a whole number of floats (of n of them for allgather and reducescatter)
+  // runs rounded down, as nccl-tests runs it: said once, with the first size it changed.
+  const bool shares = a.sweep.op == Collective::kAllgather || a.sweep.op == Collective::kReduceScatter;
+  const double align = shares ? 4.0 * n : 4.0;
+  for (double b = a.sweep.min_bytes; b <= a.sweep.max_bytes * (1 + 1e-12); b *= a.sweep.step_factor) {
+    const double runs = std::max(align, std::floor(b / align) * align);
+    if (runs == b) continue;
+    header.push_back(fmt::format(
+        "sizes run as nccl-tests runs them: a whole number of 4-byte floats{} (a requested {:.0f} B runs as {:.0f} "
+        "B)",
+        shares ? fmt::format(" per rank ({}'s size is all {} ranks' shares)", a.op, n) : "", b, runs));
+    break;
+  }
   t.print(std::cout, header);
   std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n",
                            pts.empty() ? 0.0 : sum / static_cast<double>(pts.size()));

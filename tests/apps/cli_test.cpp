@@ -106,6 +106,14 @@ TEST(Cli, ParseErrorsNameTheWordAndWhatWasExpected) {
   EXPECT_EQ(r.err.rfind("error: --compile: value \"maybe\" must be true or false (or the flag alone, for true)\n", 0),
             0u)
       << r.err;
+  // CLI11 alone reads any integer as a switch's value (2 as true, -3 as false): refused, on every
+  // command's switches.
+  r = run({"compare", "--find-unused-parameters=2"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: --find-unused-parameters: value \"2\" must be true or false", 0), 0u) << r.err;
+  r = run({"collectives", "--nccl-from-env=-3"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: --nccl-from-env: value \"-3\" must be true or false", 0), 0u) << r.err;
   // validate --published prints tables: the options of a scenario run are refused beside it, and
   // its own options without it.
   r = run({"validate", "--published", "--out", "val1"});
