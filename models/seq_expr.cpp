@@ -20,14 +20,15 @@ class Parser {
   SeqExpr parse() {
     SeqExpr e = expr();
     skip_space();
-    if (pos_ != text_.size()) fail(fmt::format("unexpected '{}'", text_[pos_]));
+    if (pos_ != text_.size()) fail(fmt::format("unexpected '{}'", text_[pos_]), "+, -, * or the end");
     return e;
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ConfigError(fmt::format("expression \"{}\": {} at character {}; expected integers, T, +, -, * and ( )", text_,
-                                  what, pos_ + 1));
+  // fail: what is wrong where, and what could stand there (expressions hold integers, T, +, -, *
+  // and parentheses).
+  [[noreturn]] void fail(const std::string& what, std::string_view expected) const {
+    throw ConfigError(fmt::format("expression \"{}\": {} at character {}; expected {}", text_, what, pos_ + 1, expected));
   }
   void skip_space() {
     while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) ++pos_;
@@ -59,7 +60,8 @@ class Parser {
   }
   SeqExpr factor() {
     skip_space();
-    if (pos_ >= text_.size()) fail("missing operand");
+    constexpr std::string_view kOperand = "an integer, T or (";
+    if (pos_ >= text_.size()) fail("missing operand", kOperand);
     const char c = text_[pos_];
     if (c == 'T') {
       ++pos_;
@@ -69,7 +71,7 @@ class Parser {
       ++pos_;
       SeqExpr e = expr();
       skip_space();
-      if (pos_ >= text_.size() || text_[pos_] != ')') fail("missing ')'");
+      if (pos_ >= text_.size() || text_[pos_] != ')') fail("missing ')'", "+, -, * or )");
       ++pos_;
       return e;
     }
@@ -77,12 +79,14 @@ class Parser {
       std::int64_t v = 0;
       while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
         const int d = text_[pos_++] - '0';
-        if (v > (std::numeric_limits<std::int64_t>::max() - d) / 10) fail("number too large");
+        if (v > (std::numeric_limits<std::int64_t>::max() - d) / 10) fail("number too large", "at most 2^63 - 1");
         v = v * 10 + d;
       }
       return SeqExpr(v);
     }
-    fail(fmt::format("unexpected '{}'", c));
+    // A leading minus is no operand: counts and sizes are never negative.
+    if (c == '-') fail("unexpected '-'", "an integer, T or ( (counts and sizes are not negative)");
+    fail(fmt::format("unexpected '{}'", c), kOperand);
   }
 
   std::string_view text_;

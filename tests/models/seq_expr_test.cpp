@@ -37,9 +37,24 @@ TEST(SeqExpr, BadText) {
     SeqExpr::parse("3 + S");
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(),
-                 "expression \"3 + S\": unexpected 'S' at character 5; expected integers, T, +, -, * and ( )");
+    EXPECT_STREQ(e.what(), "expression \"3 + S\": unexpected 'S' at character 5; expected an integer, T or (");
   }
+  // Each error says what could stand where it stopped: an operand, an operator, a ')'; a leading
+  // minus is no operand (sizes and counts are not negative).
+  const auto message = [](std::string_view text) {
+    try {
+      (void)SeqExpr::parse(text);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("-1"),
+            "expression \"-1\": unexpected '-' at character 1; expected an integer, T or ( (counts and sizes are not "
+            "negative)");
+  EXPECT_EQ(message("3x"), "expression \"3x\": unexpected 'x' at character 2; expected +, -, * or the end");
+  EXPECT_EQ(message("(3*T"), "expression \"(3*T\": missing ')' at character 5; expected +, -, * or )");
+  EXPECT_EQ(message("3*"), "expression \"3*\": missing operand at character 3; expected an integer, T or (");
 }
 
 }  // namespace
