@@ -28,13 +28,24 @@ std::string xml_message(const boost::property_tree::xml_parser_error& e, const s
   return fmt::format("{}:{}: syntax error: {}", origin, e.line(), e.message());
 }
 
+// located: "origin:line: ", or "origin: " without a line (as the DOT reader's errors start).
+std::string located(const std::string& origin, int line) {
+  return line > 0 ? fmt::format("{}:{}: ", origin, line) : origin + ": ";
+}
+
 // kMaxElementDepth: GraphML nests graphml > graph > node > data (4 levels); property_tree's XML
 // parser recurses per level, so a hostile file could exhaust the stack long before memory.
 constexpr int kMaxElementDepth = 100;
 
-// check_element_depth scans the tags (skipping comments, CDATA, declarations and quoted attribute
-// values) and fails past kMaxElementDepth, before the recursive parser sees the text.
-void check_element_depth(std::string_view text, const std::string& origin) {
+// TagLines: the line of each opening tag, by tag name, in document order (property_tree keeps
+// no lines; a <node>'s or <edge>'s error names its line by its rank among the tags of its name).
+using TagLines = std::map<std::string, std::vector<int>, std::less<>>;
+
+// scan_tags scans the tags (skipping comments, CDATA, declarations and quoted attribute values),
+// fails past kMaxElementDepth before the recursive parser sees the text, and returns each opening
+// tag's line.
+TagLines scan_tags(std::string_view text, const std::string& origin) {
+  TagLines lines;
   int depth = 0;
   int line = 1;
   std::size_t i = 0;
@@ -61,7 +72,11 @@ void check_element_depth(std::string_view text, const std::string& origin) {
       --depth;
       skip_past(">");
     } else {
-      // An opening tag: find its end outside quoted attribute values.
+      // An opening tag: its name, then its end outside quoted attribute values.
+      std::size_t name_end = i + 1;
+      while (name_end < text.size() && std::string_view(" \t\r\n/>").find(text[name_end]) == std::string_view::npos)
+        ++name_end;
+      lines[std::string(text.substr(i + 1, name_end - i - 1))].push_back(line);
       char quote = 0;
       std::size_t j = i + 1;
       for (; j < text.size(); ++j) {
@@ -85,6 +100,15 @@ void check_element_depth(std::string_view text, const std::string& origin) {
       i = j + 1;
     }
   }
+  return lines;
+}
+
+// line_of: the line of the rank-th <tag> when the file's <tag>s are exactly the ones read (count
+// of them), else 0 (no line: a <tag> elsewhere, as inside a <desc>, would shift them).
+int line_of(const TagLines& lines, std::string_view tag, std::size_t rank, std::size_t count) {
+  const auto it = lines.find(tag);
+  if (it == lines.end() || it->second.size() != count || rank >= count) return 0;
+  return it->second[rank];
 }
 
 }  // namespace
@@ -99,7 +123,7 @@ Topology read_topology_graphml(std::string_view text, const std::string& origin)
 static Topology read_topology_graphml_unchecked(std::string_view text, const std::string& origin) {
   namespace pt = boost::property_tree;
   pt::ptree tree;
-  check_element_depth(text, origin);
+  const TagLines tag_lines = scan_tags(text, origin);
   {
     std::istringstream in{std::string(text)};
     try {
@@ -153,43 +177,64 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
       if (tag != "data") continue;
       const std::string key = data.get<std::string>("<xmlattr>.key", "");
       if (!declared.contains(key)) {
-        throw ConfigError(fmt::format("{}: {}: <data key=\"{}\"> names no <key id=\"{}\"> declared in <graphml>",
-                                      origin, what, key, key));
+        throw ConfigError(
+            fmt::format("{}: <data key=\"{}\"> names no <key id=\"{}\"> declared in <graphml>", what, key, key));
       }
       const std::string value = data.get_value<std::string>();
       if (const auto [it, fresh] = seen.emplace(key, value); !fresh) {
-        throw ConfigError(
-            fmt::format("{}: {}: <data key=\"{}\"> given twice ({} and {}); keep one", origin, what, key, it->second, value));
+        throw ConfigError(fmt::format("{}: <data key=\"{}\"> given twice ({} and {}); keep one", what, key, it->second, value));
       }
     }
   };
+  // Each <node> and <edge> of the graph with its line.
+  std::size_t node_count = 0, edge_count = 0;
   for (const auto& [tag, child] : *graph) {
-    if (tag == "node") once_each(child, "node " + child.get<std::string>("<xmlattr>.id", ""));
+    node_count += tag == "node";
+    edge_count += tag == "edge";
+  }
+  std::vector<int> node_lines, edge_lines;
+  for (const auto& [tag, child] : *graph) {
+    if (tag == "node") node_lines.push_back(line_of(tag_lines, "node", node_lines.size(), node_count));
+    if (tag == "edge") edge_lines.push_back(line_of(tag_lines, "edge", edge_lines.size(), edge_count));
+  }
+  std::size_t node_rank = 0, edge_rank = 0;
+  for (const auto& [tag, child] : *graph) {
+    if (tag == "node") {
+      once_each(child, located(origin, node_lines[node_rank++]) + "node " + child.get<std::string>("<xmlattr>.id", ""));
+    }
     if (tag == "edge") {
-      once_each(child, "edge " + child.get<std::string>("<xmlattr>.source", "") + "--" +
+      once_each(child, located(origin, edge_lines[edge_rank++]) + "edge " +
+                           child.get<std::string>("<xmlattr>.source", "") + "--" +
                            child.get<std::string>("<xmlattr>.target", ""));
     }
   }
+  node_rank = 0;
   for (const auto& [tag, child] : *graph) {
     if (tag == "node") {
+      const int line = node_lines[node_rank++];
       const std::string id = child.get<std::string>("<xmlattr>.id", "");
-      if (id.empty()) throw ConfigError(fmt::format("{}: a <node> without an id", origin));
-      if (!index.emplace(id, nodes.size()).second) {
-        throw ConfigError(fmt::format("{}: node {}: duplicate name; node ids must be unique", origin, id));
+      if (id.empty()) throw ConfigError(fmt::format("{}a <node> without an id", located(origin, line)));
+      if (const auto [it, fresh] = index.emplace(id, nodes.size()); !fresh) {
+        const int first = nodes[it->second].line;
+        throw ConfigError(fmt::format("{}node {}: duplicate name{}; node ids must be unique", located(origin, line),
+                                      id, first > 0 ? fmt::format(" (first on line {})", first) : ""));
       }
-      nodes.push_back(RawNode{id, 0, {}});
+      nodes.push_back(RawNode{id, line, {}});
     }
   }
+  edge_rank = 0;
   for (const auto& [tag, child] : *graph) {
     if (tag != "edge") continue;
+    const int line = edge_lines[edge_rank++];
     const std::string a = child.get<std::string>("<xmlattr>.source", "");
     const std::string b = child.get<std::string>("<xmlattr>.target", "");
     for (const std::string* end : {&a, &b}) {
       if (!index.contains(*end)) {
-        throw ConfigError(fmt::format("{}: edge {}--{}: node \"{}\" is not declared by a <node>", origin, a, b, *end));
+        throw ConfigError(fmt::format("{}edge {}--{}: node \"{}\" is not declared by a <node>",
+                                      located(origin, line), a, b, *end));
       }
     }
-    links.push_back(RawLink{a, b, 0, {}});
+    links.push_back(RawLink{a, b, line, {}});
   }
 
   detail::BoostAttrGraph g;

@@ -295,23 +295,38 @@ TEST(TopologyReaderGraphml, Errors) {
             "t.graphml: a directed graph (edgedefault=\"directed\"); a topology is undirected: write "
             "edgedefault=\"undirected\"");
   EXPECT_EQ(graphml_error(replace(kGraphml, "<node id=\"gpu1\">", "<node id=\"gpu9\">")),
-            "t.graphml: node gpu9: duplicate name; node ids must be unique");
+            "t.graphml:11: node gpu9: duplicate name (first on line 10); node ids must be unique");
   EXPECT_EQ(graphml_error(replace(kGraphml, "target=\"gpu1\"", "target=\"gpu2\"")),
-            "t.graphml: edge gpu9--gpu2: node \"gpu2\" is not declared by a <node>");
+            "t.graphml:12: edge gpu9--gpu2: node \"gpu2\" is not declared by a <node>");
   EXPECT_EQ(graphml_error(replace(kGraphml, "<edge source", "<edge <source")),
             "t.graphml:12: syntax error: expected >");
   EXPECT_EQ(graphml_error(replace(kGraphml, "<data key=\"bw\">25GBps</data>", "<data key=\"bw\">-1GBps</data>")),
-            "t.graphml: edge gpu9--gpu1: attribute \"bw\": bandwidth \"-1GBps\" must be > 0");
+            "t.graphml:12: edge gpu9--gpu1: attribute \"bw\": bandwidth \"-1GBps\" must be > 0");
   EXPECT_EQ(graphml_error(replace(kGraphml, "<data key=\"bw\">25GBps</data>",
                                   "<data key=\"bw\">25GBps</data><data key=\"bw\">1GBps</data>")),
-            "t.graphml: edge gpu9--gpu1: <data key=\"bw\"> given twice (25GBps and 1GBps); keep one");
+            "t.graphml:12: edge gpu9--gpu1: <data key=\"bw\"> given twice (25GBps and 1GBps); keep one");
   // Boost names neither of these ("unrecognized type \"\" for key").
   EXPECT_EQ(graphml_error(replace(kGraphml, "  <key id=\"model\" for=\"node\" attr.name=\"model\" attr.type=\"string\"/>\n",
                                   "")),
-            "t.graphml: node gpu9: <data key=\"model\"> names no <key id=\"model\"> declared in <graphml>");
+            "t.graphml:9: node gpu9: <data key=\"model\"> names no <key id=\"model\"> declared in <graphml>");
   EXPECT_EQ(graphml_error(replace(kGraphml, "attr.name=\"bw\" attr.type=\"string\"", "attr.name=\"bw\" attr.type=\"str\"")),
             "t.graphml: <key id=\"bw\">: attr.type \"str\"; expected one of GraphML's boolean, int, long, float, "
             "double, string");
+  // Each node's and edge's line, as the DOT reader gives it: a tag inside a comment, a CDATA section
+  // or an attribute value shifts nothing.
+  EXPECT_EQ(graphml_error(replace(replace(kGraphml, "<data key=\"model\">v100</data><data key=\"host\">h</data></node>\n    <edge",
+                                          "<data key=\"model\">v999</data><data key=\"host\">h</data></node>\n    <edge"),
+                                  "  <graph id=\"g\"", "  <!-- <node id=\"x\"> -->\n  <graph id=\"g\"")),
+            graphml_error(replace(replace(kGraphml, "<data key=\"model\">v100</data><data key=\"host\">h</data></node>\n    <edge",
+                                          "<data key=\"model\">v999</data><data key=\"host\">h</data></node>\n    <edge"),
+                                  "  <graph id=\"g\"", "\n  <graph id=\"g\"")));
+  EXPECT_EQ(graphml_error(replace(kGraphml, "<data key=\"bw\">25GBps</data>", "<data key=\"bw\">fast</data>"))
+                .substr(0, 46),
+            "t.graphml:12: edge gpu9--gpu1: attribute \"bw\":");
+  EXPECT_EQ(graphml_error(replace(kGraphml, "<node id=\"gpu1\"><data key=\"kind\">gpu</data><data key=\"model\">v100",
+                                  "<node id=\"gpu1\"><data key=\"kind\">gpu</data><data key=\"model\">v999"))
+                .substr(0, 38),
+            "t.graphml:11: node gpu1: attribute \"mo");
 }
 
 // Same vertices (names, kinds, hosts, models) and links (ends, type, numbers), in order.
