@@ -209,6 +209,17 @@ std::string file_key_error(const ScenarioArgs& a, std::string_view message, cons
     if (text.empty() || message.find(fmt::format("\"{}\"", text)) == std::string_view::npos) continue;
     return fmt::format("{}:{}: {}", a.file, line, message);
   }
+  // A file the scenario names that cannot be read ("cal.yaml: cannot read ..."), or that does not
+  // fit the scenario ("calibration cal.yaml: its GEMMs were timed in fp32 ..."): the key's line.
+  // An error inside that file ("cal.yaml:4: ...") keeps the file's own line.
+  for (const auto& [name, line] : lines) {
+    const ScenarioKey& k = scenario_key(name);
+    const std::string text = value_text(key_value(values, k));
+    if (text.empty()) continue;
+    const bool whole_file =
+        message.rfind(text + ": ", 0) == 0 || message.rfind(fmt::format("{} {}: ", name, text), 0) == 0;
+    if (whole_file) return fmt::format("{}:{}: {}", a.file, line, message);
+  }
   return located;
 }
 

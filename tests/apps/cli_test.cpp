@@ -244,6 +244,19 @@ TEST(Cli, AScenarioFilesValueErrorsNameItsLineWhateverTheMessageStartsWith) {
   std::ofstream(file) << "model: resnet18\ntopology: 2x-dgx-a100-hdr\ngpus: 16\n";
   expect_error({"simulate", "--strategy", "dp", file}, 1,
                file + ":3: gpus 16: --strategy dp: DataParallel runs in one process on one machine");
+  // A calibration the file names that cannot be read, or that does not fit the run: the key's
+  // line; an error inside the calibration keeps that file's own line.
+  const auto beside = [&](const char* name) {
+    return (std::filesystem::path(file).parent_path() / name).lexically_normal().string();
+  };
+  std::ofstream(file) << "model: resnet18\ngpus: 2\ncalibration: gradsync-cli-no-such-cal.yaml\n";
+  expect_error({"compare", file}, 1,
+               file + ":3: " + beside("gradsync-cli-no-such-cal.yaml") + ": cannot read the calibration file: no such file");
+  const std::string cal = beside("gradsync-cli-cal.yaml");
+  std::ofstream(cal) << "format: x\n";
+  std::ofstream(file) << "model: resnet18\ngpus: 2\ncalibration: gradsync-cli-cal.yaml\n";
+  expect_error({"compare", file}, 1, cal + ":1: calibration: missing field \"schema_version\"");
+  std::remove(cal.c_str());
   std::remove(file.c_str());
 }
 
