@@ -200,7 +200,8 @@ void SweepTableReporter::finish() {
     const std::string sps = fits ? row[col("samples_per_s")] : "";
     cells.push_back(row[col("strategy")]);
     cells.push_back(row[col("status")]);
-    if (!gpus_varied) cells.push_back(row[col("gpus")]);
+    // A point that failed before it resolved has no GPU count to show (summary.csv leaves it blank).
+    if (!gpus_varied) cells.push_back(row[col("gpus")].empty() ? std::string("-") : row[col("gpus")]);
     for (const std::string& c : {ms(row[col("steady_iteration_time_s")]), ms(row[col("exposed_communication_s")]),
                                  sps.empty() ? std::string("-") : fmt::format("{:.1f}", std::stod(sps)),
                                  eff.empty() ? std::string("-") : fmt::format("{:.1f}", 100 * std::stod(eff))})

@@ -32,6 +32,17 @@ grep -q "gpus 16: topology dgx-a100 has 8 GPUs" "$tmp/a/result.json" || fail "re
 grep -Eq '^ +0 +dgx-a100 +16 +ddp +failed ' "$tmp/a.out" || { cat "$tmp/a.out"; fail "the table"; }
 echo "points that cannot run are recorded as failed; the others ran; exit 1"
 
+# 1b. A point that fails before it resolves has no GPU count: the table shows "-", not a blank.
+set +e
+"$bin" sweep --model resnet18 --topology pcie-4gpu --precision fp32 --iterations 2 --warmup 1 \
+  --vary mixed_precision=autocast,master-weights --vary strategy=ddp --out "$tmp/g" >"$tmp/g.out" 2>"$tmp/g.err"
+rc=$?
+set -e
+[[ $rc == 1 ]] || { cat "$tmp/g.err" >&2; fail "a sweep with a failed point exited $rc, expected 1"; }
+grep -Eq '^ +0 +autocast +ddp +ok +4 ' "$tmp/g.out" || { cat "$tmp/g.out"; fail "the point that ran"; }
+grep -Eq '^ +1 +master-weights +ddp +failed +- +- ' "$tmp/g.out" || { cat "$tmp/g.out"; fail "the failed point's gpus"; }
+echo "a failed point's unresolved GPU count shows as -"
+
 # 2. A simulation process killed mid-sweep: that point fails, the later ones run.
 args=(sweep --model gpt2 --iterations 2 --warmup 1 --vary strategy=ddp --vary gpus=2,4,8 --vary bucket_cap_mb=5,25 --jobs 1)
 "$bin" "${args[@]}" --out "$tmp/b" >/dev/null 2>"$tmp/b.err" &
