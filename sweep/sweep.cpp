@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <thread>
@@ -48,6 +49,21 @@ CsvRow failed_row(const Point& p, const std::string& error) {
   r.strategy = p.grid.strategy;
   r.failed = error;
   return reports::summary_row(p.grid.index, "simulated", p.resolved, r);
+}
+
+// check_resumable: a folder whose result.json another command wrote (compare, simulate, advise)
+// holds no sweep to continue; its summary.csv rows would read as points of another scenario.
+void check_resumable(const std::filesystem::path& dir, const std::string& out) {
+  std::ifstream in(dir / "result.json");
+  if (!in) return;  // a new folder, or a sweep killed before it wrote result.json
+  const json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return;  // summary.csv's rows are judged as they load
+  const auto c = j.find("command");
+  if (c == j.end() || !c->is_string() || *c == "sweep") return;
+  throw UsageError(fmt::format(
+      "--out {} --resume: the folder holds a `gradsync {}` run (its result.json), not a sweep; --resume continues a "
+      "sweep in the folder it wrote: give that folder, or another --out",
+      out, c->get<std::string>()));
 }
 
 // Group: points that share one simulation, in point order.
@@ -303,6 +319,7 @@ SweepStats run_sweep(const SweepOptions& o) {
   const std::string summary = (dir / "summary.csv").string();
   SweepCsvReporter csv(w.size > 1 ? part_path(dir, w.rank, w.size) : summary);
   if (o.resume) {
+    check_resumable(dir, o.out);
     csv.load(summary, keys);
     if (w.size > 1) csv.load(part_path(dir, w.rank, w.size), keys);
     if (o.retry_failed) csv.drop_failed();  // failed points run again only when asked

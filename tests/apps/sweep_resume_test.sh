@@ -80,4 +80,15 @@ for bad in nan 1e999 abc; do
   grep -q "summary.csv:2: column samples_per_s: \"$bad\" is not a finite number value (the file was edited?)" "$tmp/edited.err" ||
     { cat "$tmp/edited.err" >&2; exit 1; }
 done
+# A folder another command wrote (compare): no sweep to continue, said as such, left as it was.
+mkdir -p "$tmp/compare"
+printf '{"schema_version": 2, "command": "compare"}\n' >"$tmp/compare/result.json"
+cp "$tmp/full/summary.csv" "$tmp/compare/summary.csv"
+if "$bin" "${args[@]}" --resume --out "$tmp/compare" >/dev/null 2>"$tmp/compare.err"; then
+  echo "FAIL: --resume continued a compare folder" >&2
+  exit 1
+fi
+grep -q "the folder holds a \`gradsync compare\` run (its result.json), not a sweep" "$tmp/compare.err" ||
+  { cat "$tmp/compare.err" >&2; exit 1; }
+cmp -s "$tmp/full/summary.csv" "$tmp/compare/summary.csv" || { echo "FAIL: the compare folder changed" >&2; exit 1; }
 echo "sweep killed after $done_before of $total points, resumed: same summary.csv and result.json"
