@@ -192,11 +192,19 @@ const ClusterNode& cluster_node(const std::string& key) {
 }
 
 double bandwidth_flag(const std::string& text, const char* flag) {
+  double bps = 0;
   try {
-    return parse_bandwidth(text);
+    bps = parse_bandwidth(text);
   } catch (const ConfigError& e) {
     throw ConfigError(fmt::format("{}: {}", flag, e.what()));
   }
+  // The bounds the topology reader puts on every link (topology_attributes.cpp), so that what is
+  // generated loads again.
+  if (bps < 1e3 || bps > 1e15) {
+    throw ConfigError(fmt::format("{} {}: expected 1kBps to 1PBps per link and direction (NDR InfiniBand is 400Gbps)",
+                                  flag, text));
+  }
+  return bps;
 }
 
 std::string nvswitch_comment(const GpuSpec& g, int gpus, int nics, const std::string& nic_bw) {
@@ -262,6 +270,21 @@ Topology generate_pcie(const PcieOptions& o) {
     need(g.nvlink_links > 0, fmt::format("--nvlink-bridge: {} has no NVLink", g.name));
     need(o.gpus % 2 == 0, fmt::format("--nvlink-bridge: bridges join GPU pairs; --gpus {} is odd", o.gpus));
   }
+  // GPUs split evenly over sockets in order (socket s holds GPUs i with i * sockets / gpus == s),
+  // and a switch hangs under one socket: a switch cannot hold more GPUs than its socket has.
+  if (o.gpus_per_switch > 0) {
+    int fewest = o.gpus;
+    for (int s = 0; s < o.sockets; ++s) {
+      int on_socket = 0;
+      for (int i = 0; i < o.gpus; ++i) on_socket += i * o.sockets / o.gpus == s;
+      fewest = std::min(fewest, on_socket);
+    }
+    need(o.gpus_per_switch <= fewest,
+         fmt::format("--gpus-per-switch {}: the {} GPUs split over {} sockets leave {} GPU{} on a socket, and a PCIe "
+                     "switch hangs under one socket; expected --gpus-per-switch 0 (CPU root ports) to {}{}",
+                     o.gpus_per_switch, o.gpus, o.sockets, fewest, fewest == 1 ? "" : "s", fewest,
+                     o.sockets == 2 ? " (or --sockets 1)" : ""));
+  }
   Builder b;
   const std::string host = "node0";
   const double pcie = pcie_Bps(g.pcie_gen, g.pcie_lanes);
@@ -273,6 +296,7 @@ Topology generate_pcie(const PcieOptions& o) {
   if (o.sockets == 2) b.link(cpus[0], cpus[1], LinkType::kCpuLink, parse_bandwidth("20.8GBps"), kCpuLinkLatency_s, 2);
   // GPUs split evenly over sockets in order; on each socket, groups of gpus_per_switch share a switch.
   std::vector<std::size_t> gpus;
+  std::vector<int> per_switch;  // GPUs under each switch, in order
   std::size_t current_switch = 0;
   int in_switch = 0, switches = 0, last_socket = -1;
   for (int i = 0; i < o.gpus; ++i) {
@@ -289,9 +313,26 @@ Topology generate_pcie(const PcieOptions& o) {
       b.link(cpus[static_cast<std::size_t>(socket)], current_switch, LinkType::kPcie, pcie, kPcieLatency_s);
       in_switch = 0;
       last_socket = socket;
+      per_switch.push_back(0);
     }
     b.link(current_switch, gpu, LinkType::kPcie, pcie, kPcieLatency_s);
     ++in_switch;
+    ++per_switch.back();
+  }
+  // The header says what was built: "2 per PCIe switch", or the groups when they differ (3 GPUs, 2
+  // per switch: "PCIe switches of 2 and 1 GPUs").
+  std::string switch_text = ", on CPU root ports";
+  if (!per_switch.empty()) {
+    const bool even = std::all_of(per_switch.begin(), per_switch.end(), [&](int n) { return n == per_switch[0]; });
+    if (even) {
+      switch_text = fmt::format(", {} per PCIe switch", per_switch[0]);
+    } else {
+      std::vector<std::string> sizes;
+      for (int n : per_switch) sizes.push_back(std::to_string(n));
+      const std::string last = sizes.back();
+      sizes.pop_back();
+      switch_text = fmt::format(", PCIe switches of {} and {} GPUs", fmt::join(sizes, ", "), last);
+    }
   }
   if (o.nvlink_bridge) {
     for (int i = 0; i + 1 < o.gpus; i += 2) {
@@ -310,7 +351,7 @@ Topology generate_pcie(const PcieOptions& o) {
           "{} {} on PCIe Gen{} x{} ({} per direction){}{}{}.\n"
           "Sources: {}; PCIe bandwidth from the PCI-SIG base specifications (8/16/32 GT/s, 128b/130b){}\n{}",
           cmd, o.gpus, g.name, g.pcie_gen, g.pcie_lanes, human_bandwidth(pcie),
-          o.gpus_per_switch > 0 ? fmt::format(", {} per PCIe switch", o.gpus_per_switch) : ", on CPU root ports",
+          switch_text,
           o.sockets == 2 ? ", split over two CPU sockets" : ", one CPU socket",
           o.nvlink_bridge ? fmt::format(", NVLink bridges joining pairs ({} links x {})", g.nvlink_links,
                                         human_bandwidth(g.nvlink_bw_Bps))
@@ -390,9 +431,14 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
       // Non-blocking above the leaves.
       const int per_pod = spine_ports / 2, up = spine_ports - per_pod;
       pods = (leaves + per_pod - 1) / per_pod;
-      need(pods <= spine_ports, fmt::format("fat-tree: {} pods of {} leaves need core switches with at least {} ports; "
-                                            "--spine-ports is {}",
-                                            pods, per_pod, pods, spine_ports));
+      // The spine's ports are --spine-ports, or --leaf-ports when only that was given (the
+      // switches alike): the message says which.
+      need(pods <= spine_ports,
+           fmt::format("fat-tree: {} pod{} of {} lea{} need{} core switches with at least {} ports; {}", pods,
+                       pods == 1 ? "" : "s", per_pod, per_pod == 1 ? "f" : "ves", pods == 1 ? "s" : "", pods,
+                       o.spine_ports ? fmt::format("--spine-ports is {}", spine_ports)
+                                     : fmt::format("the spines have --leaf-ports' {} (no --spine-ports given)",
+                                                   spine_ports)));
       cores = spines * up;
       std::vector<std::size_t> core;
       for (int c = 0; c < cores; ++c) core.push_back(b.add(fmt::format("core{}", c), VertexKind::kSwitch, ""));

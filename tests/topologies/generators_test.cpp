@@ -71,6 +71,13 @@ TEST(Generators, PcieBoxes) {
   const Topology eight = generate_pcie({.gpu = "l40s", .gpus = 8, .sockets = 2, .gpus_per_switch = 4});
   EXPECT_EQ(count(eight, VertexKind::kPcieSwitch), 2);
   EXPECT_EQ(count(eight, LinkType::kCpuLink), 1);
+  // The header says what was built: groups of gpus_per_switch on each socket, the last one short.
+  const Topology three = generate_pcie({.gpu = "rtx-4090", .gpus = 3, .sockets = 1, .gpus_per_switch = 2});
+  EXPECT_EQ(count(three, VertexKind::kPcieSwitch), 2);
+  EXPECT_NE(three.comment().find(", PCIe switches of 2 and 1 GPUs, one CPU socket"), std::string::npos)
+      << three.comment();
+  EXPECT_NE(eight.comment().find(", 4 per PCIe switch, split over two CPU sockets"), std::string::npos)
+      << eight.comment();
 }
 
 TEST(Generators, FatTreeLeavesSpinesAndOversubscription) {
@@ -136,7 +143,14 @@ TEST(Generators, BadOptions) {
             "--gpu rtx-4090: NVIDIA GeForce RTX 4090 has no NVLink; an NVSwitch fabric needs NVLink GPUs");
   EXPECT_EQ(error([] { generate_nvswitch({.gpus = 0}); }), "--gpus 0: expected 1 to 72 GPUs on one NVSwitch fabric");
   EXPECT_EQ(error([] { generate_nvswitch({.nic_bw = "-1Gbps"}); }), "--nic-bw: bandwidth \"-1Gbps\" must be > 0");
+  // What the topology reader would refuse is refused here, not written.
+  EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-a100", .nic_bw = "1bps"}); }),
+            "--nic-bw 1bps: expected 1kBps to 1PBps per link and direction (NDR InfiniBand is 400Gbps)");
   EXPECT_EQ(error([] { generate_pcie({.sockets = 3}); }), "--sockets 3: expected 1 or 2");
+  // A switch hangs under one socket: 2 GPUs over 2 sockets cannot share one.
+  EXPECT_EQ(error([] { generate_pcie({.gpus = 2, .sockets = 2, .gpus_per_switch = 2}); }),
+            "--gpus-per-switch 2: the 2 GPUs split over 2 sockets leave 1 GPU on a socket, and a PCIe switch hangs "
+            "under one socket; expected --gpus-per-switch 0 (CPU root ports) to 1 (or --sockets 1)");
   EXPECT_EQ(error([] { generate_pcie({.gpu = "l4", .nvlink_bridge = true}); }),
             "--nvlink-bridge: NVIDIA L4 has no NVLink");
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-z"}); }),
@@ -160,6 +174,10 @@ TEST(Generators, BadOptions) {
             "--leaf-ports 0: expected at least 2");
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 16, .node = "dgx-h100", .leaf_ports = 8, .spine_ports = 4}); }),
             "fat-tree: 16 pods of 2 leaves need core switches with at least 16 ports; --spine-ports is 4");
+  // Only --leaf-ports given: the spines have as many ports, and the message says so.
+  EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-a100", .leaf_ports = 3}); }),
+            "fat-tree: 16 pods of 1 leaf need core switches with at least 16 ports; the spines have --leaf-ports' 3 "
+            "(no --spine-ports given)");
 }
 
 }  // namespace
