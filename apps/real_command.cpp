@@ -151,8 +151,10 @@ void calibrate_command(const CalibrateArgs& a) {
   reports::Table t(
       {{"what", "", true}, {"size", "(B|FLOP)"}, {"time", "(us)"}, {"algbw", "(GB/s|GFLOP/s)"}, {"busbw", "(GB/s)"}});
   for (const auto& r : run.rows) {
+    // busbw is a collective's over two or more ranks; copies, compute and memory rows have none.
     t.add_row({r.what, fmt::format("{:.0f}", r.size), fmt::format("{:.2f}", r.time_s * 1e6),
-               fmt::format("{:.2f}", r.algbw_GBps), fmt::format("{:.2f}", r.busbw_GBps)});
+               fmt::format("{:.2f}", r.algbw_GBps),
+               r.busbw_GBps > 0 ? fmt::format("{:.2f}", r.busbw_GBps) : std::string("-")});
   }
   t.print(std::cout, {fmt::format("gradsync calibrate: {} backend on host {}: {} ({}), {} rank{} over {}; GEMMs in {}",
                                   c.backend, c.host, c.device, c.library, c.ranks, c.ranks == 1 ? "" : "s",
@@ -160,6 +162,13 @@ void calibrate_command(const CalibrateArgs& a) {
                       "nccl-tests definitions: algbw = size / time, busbw = algbw x bus factor; compute rows: "
                       "algbw = achieved GFLOP/s (memory: GB/s)"});
   std::cout << fmt::format("# kernel launch (host time to issue): {:.2f} us\n# wrote {}\n", c.launch_s * 1e6, a.out);
+  // One rank (no launcher): its collectives cross no link, and a simulation of N GPUs finds no
+  // table for N ranks; said now rather than when validate refuses the file.
+  if (c.ranks == 1) {
+    std::cerr << "note: one rank: the collective tables time calls that cross no link, so this calibration serves "
+                 "one-GPU scenarios only (a scenario of N GPUs needs allreduce measured over N ranks: mpirun -np N "
+                 "gradsync calibrate)\n";
+  }
 }
 
 struct ValidateArgs {

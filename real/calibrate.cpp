@@ -86,6 +86,11 @@ CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
   if (!(o.step_factor > 1)) throw UsageError(fmt::format("--step-factor {}: expected a number > 1", o.step_factor));
   if (o.repeats < 1) throw UsageError(fmt::format("--repeats {}: expected an integer >= 1", o.repeats));
   const double max_flops = o.max_flops > 0 ? o.max_flops : (rt.backend() == "gpu" ? 1e12 : 2e10);
+  // The GEMM sweep starts at kFirstFlops: a largest size below it would time none, and a
+  // calibration without compute points is one the loader refuses.
+  constexpr double kFirstFlops = 1e6;
+  if (max_flops < kFirstFlops)
+    throw UsageError(fmt::format("--max-flops {:g}: expected at least 1e6, the sweep's first GEMM", max_flops));
   check_calibration_fits(o, rt);
 
   CalibrationRun run;
@@ -185,7 +190,7 @@ CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
     pair.reset();
     for (OpKind kind : {OpKind::kMatmul, OpKind::kConv, OpKind::kAttention}) {
       CalibrationTable& t = cal.compute[kind];
-      for (double f = 1e6; f <= max_flops * (1 + 1e-12); f *= 4) {
+      for (double f = kFirstFlops; f <= max_flops * (1 + 1e-12); f *= 4) {
         ComputeOp op;
         op.name = fmt::format("calibrate:{}", op_kind_name(kind));
         op.kind = kind;

@@ -76,6 +76,13 @@ case "$case_" in
       grep -q "^  $k " "$tmp/out" || fail "calibrate printed no $k row"
     done
     grep -q 'backend: "cpu"' "$tmp/cal.yaml" && grep -q 'ranks: 2' "$tmp/cal.yaml" || fail "calibration hardware"
+    # Compute rows have no bus bandwidth: "-", not 0.00.
+    grep -Eq '^  matmul +[0-9]+ +[0-9.]+ +[0-9.]+ +-$' "$tmp/out" || { cat "$tmp/out"; fail "a matmul row with a busbw"; }
+    # One rank (no launcher): the file serves one-GPU scenarios only, and calibrate says so.
+    "$bin" calibrate --backend cpu --launch local --max-bytes 64 --max-flops 1e6 --repeats 1 --out "$tmp/one.yaml" \
+      >"$tmp/one.out" 2>"$tmp/one.err" || { cat "$tmp/one.out" "$tmp/one.err"; fail "calibrate on one rank"; }
+    grep -q "^note: one rank: the collective tables time calls that cross no link, so this calibration serves one-GPU" \
+      "$tmp/one.err" || { cat "$tmp/one.err"; fail "no note for a one-rank calibration"; }
     # MPI's non-blocking reduce moves one segment per progress call: a comm thread that slept
     # between MPI_Test calls made a 2-rank reduce 30-60 times an allreduce of the same size.
     # It moves half an allreduce's bytes; allow it five times the allreduce's time (noise). A
