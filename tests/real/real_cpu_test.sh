@@ -68,6 +68,14 @@ case "$case_" in
     for s in dp ddp; do grep -q "^$s,1,comm," "$tmp/b/events.csv" || fail "no $s collectives on rank 1"; done
     grep -q '^dp,0,copy,dp:scatter,' "$tmp/b/events.csv" || fail "DP scatter missing"
     echo "--launch local --world-size 2: DP and DDP as threads, both measured"
+    # One rank: as NCCL with one rank, an allreduce has nothing to combine: each takes microseconds,
+    # not the pass over its bucket or the first touch of a rebuilt bucket's memory (14 ms for
+    # ResNet-18's 28 MB bucket, which a 2 ms bound tells apart even under a sanitizer).
+    "$bin" bench "${small[@]}" --launch local --world-size 1 --strategy ddp --out "$tmp/one" >"$tmp/one.out" 2>&1 \
+      || { cat "$tmp/one.out"; fail "bench on one rank"; }
+    awk -F, '$3 == "comm" && $4 ~ /^allreduce:/ { n++; if ($10 > 0.002) { print; bad++ } } END { exit !(n > 0 && !bad) }' \
+      "$tmp/one/events.csv" || fail "a one-rank allreduce took more than 2 ms"
+    echo "one rank: each allreduce a no-op, as NCCL's"
     ;;
   calibrate)
     mpirun -np 2 "$bin" calibrate --max-bytes 1MiB --max-flops 1e8 --repeats 2 --out "$tmp/cal.yaml" >"$tmp/out" 2>&1 \
