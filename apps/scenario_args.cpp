@@ -292,9 +292,12 @@ void finish_run(const reports::Report& rep, OutputFolder& out, bool explain) {
     else over.push_back(o);
   }
   if (!fits && !over.empty()) {
+    // The advice names what would make it fit only when one of its changes does.
+    const bool advice_fits = rep.advice && !advised(*rep.advice).empty();
     throw RuntimeError(fmt::format("out of memory: {}{}", fmt::join(over, "; "),
-                                   rep.advice ? " (the advice above names what would make it fit)"
-                                              : " (gradsync advise names what would make it fit)"));
+                                   advice_fits   ? " (the advice above names what would make it fit)"
+                                   : rep.advice ? " (none of the changes the advice simulated makes it fit)"
+                                                : " (gradsync advise names what would make it fit)"));
   }
 }
 

@@ -70,7 +70,14 @@ void print_advice(const Advice& a, std::ostream& out) {
     for (const std::string& s : alters) out << "# maths CHANGED by " << s << '\n';
   }
   if (oom > 0) out << fmt::format("# {} would not fit the GPU's memory\n", plural(oom, "change", "changes"));
-  if (failed > 0) out << fmt::format("# {} could not run (result.json: advice)\n", plural(failed, "change", "changes"));
+  // The largest-batch search that found no batch fitting, when the verdict above already says
+  // why, is no change that "could not run".
+  std::size_t unexplained = failed;
+  if (best.empty() && a.oom)
+    for (const ChangeResult& c : a.changes)
+      if (c.change.largest_batch && c.status == "failed" && unexplained > 0) --unexplained;
+  if (unexplained > 0)
+    out << fmt::format("# {} could not run (result.json: advice)\n", plural(unexplained, "change", "changes"));
   if (budget > 0) {
     std::vector<std::string> names;
     for (const ChangeResult& c : a.changes)
