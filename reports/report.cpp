@@ -188,10 +188,15 @@ void print_confidence(const Report& rep, std::ostream& out) {
       continue;
     }
     const bool calibrated = step.cls.ends_with(", calibrated");
+    const bool imported = step.cls.ends_with("measured step");
     out << fmt::format("# how sure: {}: no published step of class \"{}\" in gradsync's validation tables{}\n", label,
                        step.cls,
-                       calibrated    ? " (they hold the models' predictions; this run's times are the calibration's "
-                                       "measurements: `gradsync validate` runs the scenario for real beside them)"
+                       calibrated ? " (they hold the models' predictions; this run's times are the calibration's "
+                                    "measurements: `gradsync validate` runs the scenario for real beside them)"
+                       : imported ? (mine.size() > 1 ? " (its compute is the imported trace's measured step, not a "
+                                                       "prediction); its parts:"
+                                                     : " (its compute is the imported trace's measured step, not a "
+                                                       "prediction)")
                        : mine.size() > 1 ? "; its parts:"
                                          : "");
     for (std::size_t i = 1; i < mine.size(); ++i) {

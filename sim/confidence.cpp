@@ -36,7 +36,11 @@ StepClasses step_classes(const Scenario& s, Strategy strategy) {
                                                                                    : "DDP");
     return c;
   }
-  c.compute = "one GPU, " + kind;
+  // A model imported with its measured step (models import-trace): its compute is that
+  // measurement, not the roofline's the validation tables score, so no class of theirs covers
+  // it; its communication stays the network model's, scored as any other.
+  const bool measured = m.measured.has_value();
+  c.compute = measured ? std::string("one GPU, measured step") : "one GPU, " + kind;
   if (r.gpus <= 1) {
     c.step = c.compute;
     return c;
@@ -50,7 +54,7 @@ StepClasses step_classes(const Scenario& s, Strategy strategy) {
     const Channels ch = build_channels(topo, routes, first_ranks(r.gpus), transports);
     link = ch.intra_class <= PathClass::kNVB ? "NVLink node" : "PCIe node";
   }
-  c.step = fmt::format("{}, {}, {}", strategy == Strategy::kDP ? "DP" : "DDP", link, kind);
+  c.step = fmt::format("{}, {}, {}", strategy == Strategy::kDP ? "DP" : "DDP", link, measured ? "measured step" : kind);
   c.communication = "NCCL collectives, " + link;
   return c;
 }

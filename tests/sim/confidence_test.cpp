@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "core/error.hpp"
+#include "models/trace_import.hpp"
+#include "topologies/gpu_spec.hpp"
 
 namespace gradsync::sim {
 namespace {
@@ -43,6 +48,33 @@ TEST(Confidence, StepClassNamesStrategyInterconnectAndKind) {
   EXPECT_EQ(step_class(calibrated, Strategy::kDP), "DP, calibrated");
   calibrated.gpus = 1;
   EXPECT_EQ(step_class(calibrated, Strategy::kDDP), "one GPU, calibrated");
+}
+
+// A model imported with its measured step: its compute is the measurement, of no class the
+// tables score, while its communication is the network model's, scored as any other.
+TEST(Confidence, AnImportedStepIsNoPredictionButItsCommunicationIs) {
+  const char* trace = R"([
+    {"name": "ProfilerStep#2", "ph": "X", "ts": 0, "dur": 1000, "tid": 1, "pid": "CPU functions"},
+    {"name": "aten::linear", "ph": "X", "ts": 30, "dur": 300, "tid": 1},
+    {"name": "autograd::engine::evaluate_function: AddmmBackward0", "ph": "X", "ts": 400, "dur": 200, "tid": 1},
+    {"name": "Optimizer.step#SGD.step", "ph": "X", "ts": 750, "dur": 200, "tid": 1}
+  ])";
+  TraceImport opts;
+  opts.model = "resnet18";
+  opts.batch = 16;
+  opts.split.gpu = &gpu_spec("v100");
+  opts.split.precision = Precision::kFP32;
+  const std::filesystem::path file = std::filesystem::path(::testing::TempDir()) / "confidence_imported.yaml";
+  std::ofstream(file) << imported_model_text(read_profiler_trace(trace, "cpu.json"), opts);
+  const StepClasses c = step_classes(on(file.string(), "dgx-a100", 8), Strategy::kDDP);
+  EXPECT_EQ(c.step, "DDP, NVLink node, measured step");
+  EXPECT_EQ(c.compute, "one GPU, measured step");
+  EXPECT_EQ(c.communication, "NCCL collectives, NVLink node");
+  EXPECT_FALSE(class_confidence(c.step).has_value());
+  EXPECT_FALSE(class_confidence(c.compute).has_value());
+  EXPECT_TRUE(class_confidence(c.communication).has_value());
+  EXPECT_EQ(step_class(on(file.string(), "dgx-a100", 1), Strategy::kDDP), "one GPU, measured step");
+  std::filesystem::remove(file);
 }
 
 TEST(Confidence, TheShippedTableHasTheDdpCasesOfPyTorchsBenchmark) {
