@@ -401,7 +401,11 @@ void register_topo_command(CLI::App& app) {
                                            : "Nodes under leaf switches joined by spines");
     f->add_option("--nodes", ft->nodes, "Number of nodes")->required();
     f->add_option("--node", ft->node, fmt::format("Node type: {}", fmt::join(cluster_node_types(), ", ")))->required();
-    f->add_option("--nics-per-node", ft->nics_per_node, "Compute NICs per node (default: all of the node type's)");
+    f->add_option("--gpus-per-node", ft->gpus_per_node,
+                  "GPUs per node on its NVSwitch, 1 to 8: a node per GPU for a scaling study (default: 8; the "
+                  "dgx1-v100 mesh is 8)");
+    f->add_option("--nics-per-node", ft->nics_per_node,
+                  "Compute NICs per node (default: the node type's, one per GPU at most)");
     f->add_option("--nic-bw", ft->nic_bw, "Speed of each NIC, e.g. 100Gbps (default: the node type's)");
     f->add_option("--oversubscription", ft->oversubscription, "Leaf down:up bandwidth ratio R (R:1)")
         ->capture_default_str();

@@ -60,9 +60,9 @@ int torchrun_gpus(const Scenario& s, const Topology& topo) {
     if (nnodes > 1 && nproc < has) {
       throw ConfigError(fmt::format(
           "nproc_per_node {} on {} nodes: host {} has {} GPUs, and gradsync places ranks on the topology's first "
-          "GPUs, so P of each node's GPUs cannot be chosen yet; give a topology with {} GPUs per node (gradsync topo "
-          "generate) or nproc_per_node {}",
-          nproc, nnodes, topo.hosts()[static_cast<std::size_t>(h)], has, nproc, has));
+          "GPUs, so P of each node's GPUs cannot be chosen yet; give a topology with {} GPU{} per node (gradsync topo "
+          "generate fat-tree --gpus-per-node {}) or nproc_per_node {}",
+          nproc, nnodes, topo.hosts()[static_cast<std::size_t>(h)], has, nproc, nproc == 1 ? "" : "s", nproc, has));
     }
   }
   const int world = nnodes * nproc;

@@ -56,7 +56,9 @@ struct PcieOptions {
 struct FatTreeOptions {
   int nodes = 2;
   std::string node = "dgx-a100";
-  std::optional<int> nics_per_node = {};  // unset: all of the node type's NICs
+  // gpus_per_node: the node's GPUs on its NVSwitch (1 to 8; the DGX-1's mesh is 8); unset: 8.
+  std::optional<int> gpus_per_node = {};
+  std::optional<int> nics_per_node = {};  // unset: the node type's NICs, one per GPU at most
   std::string nic_bw = {};  // empty: the node type's NIC speed (200Gbps HDR on dgx-a100, 400Gbps NDR on H100/B200)
   double oversubscription = 1;
   std::optional<int> leaf_ports = {};   // unset: the node type's switch (HDR 40, NDR 64, EDR 36 ports)

@@ -80,6 +80,20 @@ TEST(Generators, PcieBoxes) {
       << eight.comment();
 }
 
+// A node per GPU (a scaling study's layout): the node type's NVSwitch node with one GPU and, by
+// default, one NIC; nproc_per_node 1 on it is what a 2-node ring of one GPU each runs.
+TEST(Generators, FatTreeOfOneGpuPerNode) {
+  const Topology t = generate_fat_tree({.nodes = 4, .node = "dgx-h100", .gpus_per_node = 1});
+  EXPECT_EQ(t.gpu_count(), 4);
+  EXPECT_EQ(t.hosts().size(), 4u);
+  EXPECT_EQ(count(t, VertexKind::kNic), 4);
+  EXPECT_NE(t.comment().find("4 dgx-h100s (4 GPUs), 1 NIC of 400Gbps"), std::string::npos) << t.comment();
+  EXPECT_NE(t.comment().find("Each node: 1 GPU NVIDIA H100"), std::string::npos) << t.comment();
+  const Topology two = generate_fat_tree({.nodes = 2, .node = "dgx-a100", .gpus_per_node = 2, .nics_per_node = 2});
+  EXPECT_EQ(two.gpu_count(), 4);
+  EXPECT_EQ(count(two, VertexKind::kNic), 4);
+}
+
 TEST(Generators, FatTreeLeavesSpinesAndOversubscription) {
   // 32 dgx-h100 nodes, 8 NICs each = 256 NIC ports; QM9700 leaves: 32 down, 32 up.
   const Topology full = generate_fat_tree({.nodes = 32, .node = "dgx-h100"});
@@ -170,6 +184,10 @@ TEST(Generators, BadOptions) {
   EXPECT_EQ(error([] { generate_nvswitch({.nics = -1}); }), "--nics -1: expected 0 to 64");
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-a100", .nics_per_node = -1}); }),
             "--nics-per-node -1: a dgx-a100 has 1 to 8 compute NICs");
+  EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-a100", .gpus_per_node = 9}); }),
+            "--gpus-per-node 9: expected 1 to 8 (a dgx-a100 holds 8)");
+  EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx1-v100", .gpus_per_node = 4}); }),
+            "--gpus-per-node 4: a dgx1-v100 is its 8-GPU hybrid cube-mesh; other counts are for NVSwitch nodes");
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-a100", .leaf_ports = 0}); }),
             "--leaf-ports 0: expected at least 2");
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 16, .node = "dgx-h100", .leaf_ports = 8, .spine_ports = 4}); }),
