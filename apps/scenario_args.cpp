@@ -22,6 +22,7 @@
 #include "models/scenario_basics.hpp"
 #include "reports/advice.hpp"
 #include "sim/nccl_model.hpp"
+#include "sim/resolved.hpp"
 
 extern char** environ;
 
@@ -340,6 +341,23 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
         "the steady mean includes iteration 1, which is not a steady step: DDP's first iteration reduces one "
         "bucket after backward (nothing overlapped; PyTorch >= 1.12) and every run starts cold; --iterations 2 or "
         "more leaves it out");
+  }
+  // static_graph rebuilds DDP's buckets for iteration 3 (core/bucket_plan.hpp): an iteration
+  // before it in the steady mean runs on the constructed ones.
+  if (ddp) {
+    const int rebuilt = sim::buckets_of(s).rebuild_iteration();
+    if (rebuilt > 2 && s.warmup + 1 < rebuilt && s.warmup > 0) {
+      h.push_back(s.iterations < rebuilt
+                      ? fmt::format("no steady iteration runs on DDP's rebuilt buckets: with static_graph the Reducer "
+                                    "rebuilds them for iteration {}; --iterations {} --warmup {} or more reach them",
+                                    rebuilt, rebuilt, rebuilt - 1)
+                      : fmt::format("the steady mean includes iteration{} {}, on DDP's constructed buckets: with "
+                                    "static_graph the Reducer rebuilds them for iteration {}; --warmup {} leaves {} out",
+                                    rebuilt - 1 - s.warmup == 1 ? "" : "s",
+                                    rebuilt - 1 - s.warmup == 1 ? std::to_string(s.warmup + 1)
+                                                                : fmt::format("{}..{}", s.warmup + 1, rebuilt - 1),
+                                    rebuilt, rebuilt - 1, rebuilt - 1 - s.warmup == 1 ? "it" : "them"));
+    }
   }
   for (const std::string& inert : inert_settings(model, mode)) h.push_back(inert + ": it changes nothing");
   try {

@@ -42,7 +42,15 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
                          "DDP raises an error if a parameter gets no gradient in an iteration"));
   }
   if (!s.static_graph && !s.find_unused_parameters) {
-    out.push_back(change("static_graph", {{"static_graph", "true"}}, "DDP(model, static_graph=True)"));
+    // static_graph rebuilds the buckets for iteration 3, not 2 (core/bucket_plan.hpp): its steady
+    // mean starts there, whatever the run's warm-up, so that iteration 2's constructed buckets
+    // are not taken for its steady state.
+    Change sg = change("static_graph", {{"static_graph", "true"}}, "DDP(model, static_graph=True)");
+    if (s.warmup < 2) {
+      sg.keys.push_back({"warmup", "2"});
+      if (s.iterations < 3) sg.keys.push_back({"iterations", "3"});
+    }
+    out.push_back(sg);
   }
   if (!s.gradient_as_bucket_view) {
     out.push_back(change("gradient_as_bucket_view", {{"gradient_as_bucket_view", "true"}},

@@ -83,6 +83,18 @@ TEST(Cli, FewIterationsWithoutWarmupLeaveOneSteadyIteration) {
                2, "warmup \"2\": expected 0..1 (fewer than iterations 2, so that a steady iteration is left)\n");
 }
 
+// static_graph rebuilds DDP's buckets for iteration 3: a steady mean from iteration 2 says so.
+TEST(Cli, StaticGraphsConstructedBucketsInTheSteadyMeanAreSaid) {
+  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations",
+                                "4", "--warmup", "1", "--static-graph", "--out",
+                                ::testing::TempDir() + "/gradsync-cli-static-graph"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("# the steady mean includes iteration 2, on DDP's constructed buckets: with static_graph the "
+                       "Reducer rebuilds them for iteration 3; --warmup 2 leaves it out\n"),
+            std::string::npos)
+      << r.out;
+}
+
 // FlashAttention takes fp16 and bf16 only: asking for it in fp32 or tf32 is an error naming the flag
 // or key and what PyTorch runs instead, from models show and from a scenario alike.
 TEST(Cli, FlashAttentionInFloat32IsRefused) {

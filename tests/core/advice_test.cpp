@@ -123,6 +123,25 @@ TEST(Advice, AGpuWithoutFlashTriesMemEfficientAndFindUnusedIsTriedOff) {
   EXPECT_EQ(find(candidate_changes(s, Strategy::kDP, traits(true, false)), "find_unused_parameters off"), nullptr);
 }
 
+// static_graph rebuilds the buckets for iteration 3: its candidate's steady mean starts there,
+// not at the run's iteration 2 (which would average its constructed buckets in).
+TEST(Advice, StaticGraphIsSimulatedToItsRebuiltBuckets) {
+  Scenario s = resolved_8();
+  s.iterations = 2;
+  s.warmup = 1;
+  const Change* sg = nullptr;
+  const std::vector<Change> cs = candidate_changes(s, Strategy::kDDP, traits(true, false));
+  sg = find(cs, "static_graph");
+  ASSERT_NE(sg, nullptr);
+  EXPECT_EQ(sg->keys, (std::vector<std::pair<std::string, std::string>>{
+                          {"static_graph", "true"}, {"warmup", "2"}, {"iterations", "3"}}));
+  s.iterations = 5;
+  s.warmup = 3;
+  const std::vector<Change> later = candidate_changes(s, Strategy::kDDP, traits(true, false));
+  EXPECT_EQ(find(later, "static_graph")->keys,
+            (std::vector<std::pair<std::string, std::string>>{{"static_graph", "true"}}));
+}
+
 TEST(Advice, ChangesAlreadyMadeAreNotTriedAgain) {
   Scenario s = resolved_8();
   s.static_graph = true;
