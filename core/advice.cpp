@@ -136,11 +136,14 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
   if (traits.attention && s.attention == "math") {
     // The flash kernel takes fp16 and bf16 only, on GPUs that have it; mem-efficient takes fp32
     // too, and every GPU: SDPA's own choice where flash cannot run.
+    // A mask other than the causal one goes in as attn_mask, which the flash kernel does not take
+    // (PyTorch's SDPA docs; its dispatcher then picks mem-efficient).
     const bool half = s.precision == "bf16" || s.precision == "fp16";
-    const char* kernel = half && traits.flash ? "flash" : "mem-efficient";
+    const char* kernel = half && traits.flash && !traits.masked ? "flash" : "mem-efficient";
     out.push_back(change(fmt::format("{} attention", kernel), {{"attention", kernel}},
-                         traits.causal ? "F.scaled_dot_product_attention(q, k, v, is_causal=True)"
-                                       : "F.scaled_dot_product_attention(q, k, v, attn_mask=mask)"));
+                         traits.causal   ? "F.scaled_dot_product_attention(q, k, v, is_causal=True)"
+                         : traits.masked ? "F.scaled_dot_product_attention(q, k, v, attn_mask=mask)"
+                                         : "F.scaled_dot_product_attention(q, k, v)"));
   }
   // nanoGPT's padding of 50257 to 50304: a multiple of 64 elements meets cuBLAS's 16-byte alignment
   // in every dtype and A100's 128-byte preference (NVIDIA's "Matrix Multiplication Background").

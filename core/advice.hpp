@@ -43,6 +43,9 @@ struct Change {
 struct ModelTraits {
   bool attention = false;    // an attention core (--attention applies)
   bool causal = false;       // its attention is causal (a decoder: is_causal=True)
+  // masked: a non-causal attention that adds a mask to its scores (BERT's padding mask): SDPA
+  // takes it as attn_mask, which its flash kernel does not accept (the memory-efficient one does).
+  bool masked = false;
   bool convolution = false;  // convolutions (channels_last applies)
   bool batchnorm = false;    // BatchNorm: buffers that change every step (broadcast_buffers matters)
   // flash: the GPU runs SDPA's flash kernel (compute capability 8.0 from PyTorch 2.2); where it

@@ -29,6 +29,11 @@ ModelTraits traits_of(const Scenario& s) {
   t.attention = has_attention(m);
   t.causal = std::any_of(m.ops.begin(), m.ops.end(),
                          [](const Op& op) { return op.attention.has_value() && op.attention->causal; });
+  // A non-causal attention that adds to or fills its scores with a second input: a mask (BERT's
+  // padding mask, added to the scores before the softmax).
+  t.masked = !t.causal && std::any_of(m.ops.begin(), m.ops.end(), [](const Op& op) {
+    return op.attn >= 0 && (op.name == "add" || op.name == "masked_fill") && op.in.size() >= 2;
+  });
   t.convolution =
       std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.kind == LayerKind::kConv2d; });
   t.batchnorm =

@@ -125,6 +125,27 @@ TEST(Advice, AGpuWithoutFlashTriesMemEfficientAndFindUnusedIsTriedOff) {
 
 // static_graph rebuilds the buckets for iteration 3: its candidate's steady mean starts there,
 // not at the run's iteration 2 (which would average its constructed buckets in).
+// SDPA as each attention takes it: causal (is_causal=True) and unmasked on the flash kernel; a
+// padding mask goes in as attn_mask, which flash does not accept, so mem-efficient is tried.
+TEST(Advice, AttentionIsTriedAsSdpaTakesItsMask) {
+  ModelTraits t = traits(true, false);
+  t.causal = true;
+  const std::vector<Change> decoder = candidate_changes(resolved_8(), Strategy::kDDP, t);
+  const Change* causal = find(decoder, "flash attention");
+  ASSERT_NE(causal, nullptr);
+  EXPECT_EQ(causal->pytorch, "F.scaled_dot_product_attention(q, k, v, is_causal=True)");
+  t.causal = false;
+  const std::vector<Change> encoder = candidate_changes(resolved_8(), Strategy::kDDP, t);
+  const Change* plain = find(encoder, "flash attention");
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->pytorch, "F.scaled_dot_product_attention(q, k, v)");
+  t.masked = true;
+  const std::vector<Change> masked = candidate_changes(resolved_8(), Strategy::kDDP, t);
+  EXPECT_EQ(find(masked, "flash attention"), nullptr);
+  ASSERT_NE(find(masked, "mem-efficient attention"), nullptr);
+  EXPECT_EQ(find(masked, "mem-efficient attention")->pytorch, "F.scaled_dot_product_attention(q, k, v, attn_mask=mask)");
+}
+
 TEST(Advice, StaticGraphIsSimulatedToItsRebuiltBuckets) {
   Scenario s = resolved_8();
   s.iterations = 2;
