@@ -64,6 +64,10 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
   }
   if (phase.rfind("broadcast", 0) == 0) return fmt::format("rank 0 -> all {} GPUs", gpus);
   if (phase == "overlap slowdown") return "every GPU: compute beside NCCL's kernels (SMs and DRAM shared)";
+  // A collective's wait for its last rank, on the comm stream: hidden where backward runs beside
+  // it (the exposed column says what reached the step), not a straggler's cost by itself.
+  if (phase == "waiting for peers")
+    return "comm stream: waiting for the last rank (hidden beside backward)";
   return fmt::format("every GPU (0-{})", gpus - 1);
 }
 
