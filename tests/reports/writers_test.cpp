@@ -86,6 +86,21 @@ Report report(std::string model = "gpt2") {
   return rep;
 }
 
+// --explain's rows: a collective's wait for its last rank is its own phase, on the comm stream and
+// hidden beside backward (its time is not the exposed column's).
+TEST(Explain, WaitingForPeersIsTheCommStreamsHiddenWait) {
+  StrategyResult r = ddp_result();
+  r.trace.add(event(0, Stream::kComm, "wait:allreduce:bucket0", 0.005, 0.006));
+  bool shown = false;
+  for (const ExplainRow& row : explain(r)) {
+    if (row.phase != "waiting for peers") continue;
+    shown = true;
+    EXPECT_EQ(row.where, "comm stream: waiting for the last rank (hidden beside backward)");
+    EXPECT_NEAR(row.time_s, 0.001, 1e-12);
+  }
+  EXPECT_TRUE(shown);
+}
+
 TEST(Csv, QuotesWhatNeedsQuotingAndReadsItBack) {
   const CsvRow row{"plain", "with,comma", "with \"quote\"", "two\nlines", ""};
   const std::string line = csv_line(row);
