@@ -68,6 +68,13 @@ void import_trace(const ImportOptions& o) {
       "other {:.6g} ms{}\n",
       o.trace, counted(ms.steps, "step"), ms.device, ms.step_s * 1e3, ms.forward_s * 1e3, ms.backward_s * 1e3, ms.optimizer_s * 1e3,
       ms.other_s * 1e3, o.out.empty() ? "" : fmt::format("; wrote {}", o.out));
+  // torch.optim labels its step (Optimizer.step#<class>.step); an optimizer that does not
+  // (DeepSpeed's, a hand-written update) leaves its time in "other", which the simulator places
+  // before the first layer, not after backward.
+  if (ms.optimizer_s <= 0) {
+    std::cerr << "note: no Optimizer.step#... event in the steps: the optimizer's time, if one ran, is counted as "
+                 "'other' (an optimizer torch.profiler does not label: DeepSpeed's, a hand-written update)\n";
+  }
 }
 
 }  // namespace

@@ -140,6 +140,17 @@ Phases phases_of(const std::vector<Event>& host, const Event& step, const std::s
     }
   }
   if (bwd_hi < bwd_lo) {
+    // A backward that starts inside the step but ends after it: the step event was cut short, not
+    // a step without backward.
+    for (const Event& e : host) {
+      if (e.start >= step.start && e.start < step.end && e.end > step.end &&
+          starts_with(e.name, "autograd::engine::evaluate_function:")) {
+        throw DataError(fmt::format(
+            "{}: {}'s backward runs past its end ({} starts at {} us and ends at {} us, the step at {} us); "
+            "expected each step to hold its whole backward: call prof.step() after optimizer.step()",
+            origin, step.name, e.name, e.start, e.end, step.end));
+      }
+    }
     throw DataError(fmt::format(
         "{}: {} has no backward (no autograd::engine::evaluate_function event inside it); expected a trace of "
         "training steps: forward, loss.backward(), optimizer.step(), then prof.step()",
@@ -196,7 +207,16 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
       if ((e.cat == "cuda_runtime" && starts_with(e.name, "cudaLaunchKernel")) ||
           (e.cat == "cuda_driver" && starts_with(e.name, "cuLaunchKernel")))
         launches = true;
-      if (starts_with(e.name, "ProfilerStep#")) steps.push_back(e);
+      if (starts_with(e.name, "ProfilerStep#")) {
+        // prof.step() numbers its steps: ProfilerStep#<N>.
+        const std::string n = e.name.substr(std::string_view("ProfilerStep#").size());
+        if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) {
+          throw DataError(fmt::format("{}: event \"{}\": expected ProfilerStep#N, N the step's number, as "
+                                      "prof.step() names them",
+                                      origin, e.name));
+        }
+        steps.push_back(e);
+      }
       host.push_back(e);
     }
   }
@@ -286,6 +306,13 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
             fmt::format("{}: {} launched no kernel that the trace records (no kernel's correlation id "
                         "matches a launch inside the step)",
                         origin, step.name));
+      }
+      // A training step's backward launches kernels (every gradient is one); none on the GPU means
+      // the profiled loop is not one (inference, or a backward on the CPU).
+      if (b.empty()) {
+        throw DataError(fmt::format("{}: {}'s backward launched no kernel on the GPU (the rest of the step did); expected a "
+                                    "trace of training steps on one GPU",
+                                    origin, step.name));
       }
       fwd = union_length(f);
       bwd = union_length(b);

@@ -146,6 +146,26 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
                     "{\"name\": \"ProfilerStep#4\", \"ph\": \"X\", \"ts\": 1100, \"dur\": 500}]"),
             "t.json: ProfilerStep#4 starts at 1100 us, inside ProfilerStep#3 (1000 to 2000 us); expected steps one "
             "after another, as prof.step() makes them");
+  // A step's number is a number.
+  EXPECT_EQ(message("[{\"name\": \"ProfilerStep#abc\", \"ph\": \"X\", \"ts\": 0, \"dur\": 10}]"),
+            "t.json: event \"ProfilerStep#abc\": expected ProfilerStep#N, N the step's number, as prof.step() names "
+            "them");
+  // A backward that overruns its step is named as such, not as a step without backward.
+  EXPECT_EQ(message("[{\"name\": \"ProfilerStep#2\", \"ph\": \"X\", \"ts\": 0, \"dur\": 100}, "
+                    "{\"name\": \"autograd::engine::evaluate_function: AddmmBackward0\", \"ph\": \"X\", \"ts\": 50, "
+                    "\"dur\": 100}]"),
+            "t.json: ProfilerStep#2's backward runs past its end (autograd::engine::evaluate_function: AddmmBackward0 "
+            "starts at 50 us and ends at 150 us, the step at 100 us); expected each step to hold its whole backward: "
+            "call prof.step() after optimizer.step()");
+  // On a GPU, a backward that launched no kernel is no training step.
+  EXPECT_EQ(message(R"([
+    {"name": "ProfilerStep#2", "ph": "X", "ts": 0, "dur": 1000, "tid": 1},
+    {"name": "cudaLaunchKernel", "cat": "cuda_runtime", "ph": "X", "ts": 10, "dur": 5, "args": {"correlation": 1}},
+    {"name": "autograd::engine::evaluate_function: AddmmBackward0", "ph": "X", "ts": 400, "dur": 200, "tid": 2},
+    {"name": "gemm", "cat": "kernel", "ph": "X", "ts": 20, "dur": 100, "args": {"correlation": 1, "device": 0}}
+  ])"),
+            "t.json: ProfilerStep#2's backward launched no kernel on the GPU (the rest of the step did); expected a "
+            "trace of training steps on one GPU");
 }
 
 // The measured section replaces the roofline: layers in proportion to the batch, the optimizer
