@@ -22,7 +22,7 @@
 #include "models/scenario_basics.hpp"
 #include "reports/advice.hpp"
 #include "sim/nccl_model.hpp"
-#include "sim/resolved.hpp"
+#include "sim/simulate.hpp"
 
 extern char** environ;
 
@@ -345,7 +345,7 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   // static_graph rebuilds DDP's buckets for iteration 3 (core/bucket_plan.hpp): an iteration
   // before it in the steady mean runs on the constructed ones.
   if (ddp) {
-    const int rebuilt = sim::buckets_of(s).rebuild_iteration();
+    const int rebuilt = sim::bucket_rebuild_iteration(s);
     if (rebuilt > 2 && s.warmup + 1 < rebuilt && s.warmup > 0) {
       h.push_back(s.iterations < rebuilt
                       ? fmt::format("no steady iteration runs on DDP's rebuilt buckets: with static_graph the Reducer "

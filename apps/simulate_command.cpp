@@ -199,7 +199,7 @@ std::vector<reports::Confidence> confidence_of(const Scenario& s, const std::vec
 // did not measure over the run's rank count (a hand-made or cut file): those calls keep the
 // topology's network model, which a CPU calibration does not describe.
 void note_uncalibrated(const Scenario& s, const std::vector<Strategy>& strategies) {
-  if (s.calibration.empty() || s.gpus <= 1) return;
+  if (s.calibration.empty()) return;
   const Calibration cal = read_calibration(s.calibration);
   std::vector<std::string> missing;
   for (Strategy st : strategies) {
@@ -208,14 +208,22 @@ void note_uncalibrated(const Scenario& s, const std::vector<Strategy>& strategie
                                               : std::vector<Collective>{Collective::kBroadcast, Collective::kReduce};
     for (Collective c : calls) {
       const std::string name(collective_name(c));
+      if (s.gpus <= 1) break;  // one GPU: no collective to measure
       if (!cal.collective_time(c, s.gpus, 1.0) && std::find(missing.begin(), missing.end(), name) == missing.end())
         missing.push_back(name);
     }
   }
-  if (missing.empty()) return;
-  std::cerr << fmt::format(
-      "note: calibration {} measured no {} over {} ranks; those calls keep the network model of topology {}\n",
-      s.calibration, fmt::join(missing, " or "), s.gpus, s.topology);
+  if (!missing.empty()) {
+    std::cerr << fmt::format(
+        "note: calibration {} measured no {} over {} ranks; those calls keep the network model of topology {}\n",
+        s.calibration, fmt::join(missing, " or "), s.gpus, s.topology);
+  }
+  // Kernels far beyond what the calibration timed: their times extend its last line.
+  for (const std::string& beyond : sim::calibration_extrapolations(s)) {
+    std::cerr << fmt::format("note: calibration {} timed {}: those kernels' times are extrapolated (calibrate "
+                             "with a larger --max-flops or --max-bytes)\n",
+                             s.calibration, beyond);
+  }
 }
 
 void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, const std::string& what) {

@@ -174,6 +174,42 @@ BucketOptions buckets_of(const Scenario& s) {
 
 Scenario resolve_scenario(const Scenario& s) { return resolve(s).resolved; }
 
+int bucket_rebuild_iteration(const Scenario& s) { return buckets_of(s).rebuild_iteration(); }
+
+std::vector<std::string> calibration_extrapolations(const Scenario& s) {
+  if (s.calibration.empty()) return {};
+  const ResolvedScenario r = resolve(s);
+  if (!r.calibration) return {};
+  // The roofline's ops, per kernel, as CalibratedCostModel times them (models/step_costs.cpp).
+  const RooflineCostModel costs(r.model, context_of(r), r.optimizer);
+  std::map<OpKind, double> largest;
+  auto see = [&](const ComputeOp& op) {
+    const double k = std::max(1, op.kernels);
+    const double size = op.kind == OpKind::kMemory || !(op.flops > 0) ? op.bytes / k : op.flops / k;
+    const OpKind kind = op.kind != OpKind::kMemory && op.flops > 0 ? op.kind : OpKind::kMemory;
+    largest[kind] = std::max(largest[kind], size);
+  };
+  for (std::size_t i = 0; i < r.model.layers.size(); ++i) {
+    see(costs.forward(i, r.batch));
+    see(costs.backward(i, r.batch));
+  }
+  see(costs.optimizer());
+  // kReach: beyond 4x the last point a calibration's line is a guess (calibrate's sizes grow 4x
+  // per row: one row further than it measured).
+  constexpr double kReach = 4;
+  std::vector<std::string> out;
+  for (const auto& [kind, size] : largest) {
+    const auto it = r.calibration->compute.find(kind);
+    if (it == r.calibration->compute.end() || it->second.points.empty()) continue;
+    const double last = it->second.points.back().first;
+    if (size <= kReach * last) continue;
+    const bool bytes = kind == OpKind::kMemory;
+    out.push_back(fmt::format("{} up to {:.3g} {}, and the model's largest is {:.3g} {} ({:.0f}x)", op_kind_name(kind),
+                              last, bytes ? "B" : "FLOP", size, bytes ? "B" : "FLOP", size / last));
+  }
+  return out;
+}
+
 std::int64_t largest_batch_per_gpu(const Scenario& s, Strategy strategy) {
   const ResolvedScenario r = resolve(s);
   ComputeContext ctx = context_of(r);

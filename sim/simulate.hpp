@@ -126,6 +126,17 @@ ClosedForm closed_form_ddp(const Scenario& s);
 // what result.json and the CSV files write.
 Scenario resolve_scenario(const Scenario& s);
 
+// bucket_rebuild_iteration: the first iteration DDP runs on its rebuilt buckets under `s`'s
+// options (2; 3 with static_graph; 0 when it never rebuilds: before PyTorch 1.6, or with
+// find_unused_parameters).
+int bucket_rebuild_iteration(const Scenario& s);
+
+// calibration_extrapolations: for a scenario with a calibration, each compute kind whose
+// largest kernel (FLOPs, or bytes for memory) lies more than 4x beyond the calibration's largest
+// measured point, as "matmul up to 4e+09 FLOP, and the model's largest is 3.2e+11 FLOP (80x)";
+// empty without a calibration or when every kernel is within reach.
+std::vector<std::string> calibration_extrapolations(const Scenario& s);
+
 // largest_batch_per_gpu: the largest batch_per_gpu whose step fits the GPU's memory under
 // `strategy` (the memory model simulate reports peak_mem with); 0 when not even 1 fits.
 std::int64_t largest_batch_per_gpu(const Scenario& s, Strategy strategy);

@@ -91,6 +91,12 @@ case "$case_" in
       >"$tmp/one.out" 2>"$tmp/one.err" || { cat "$tmp/one.out" "$tmp/one.err"; fail "calibrate on one rank"; }
     grep -q "^note: one rank: the collective tables time calls that cross no link, so this calibration serves one-GPU" \
       "$tmp/one.err" || { cat "$tmp/one.err"; fail "no note for a one-rank calibration"; }
+    # Kernels far past what it timed (GEMMs up to 1e6 FLOPs, a ResNet-18 convolution is 1e8): said.
+    "$bin" simulate --strategy ddp --gpus 1 --precision fp32 --model resnet18 --batch-per-gpu 1 --iterations 2 \
+      --warmup 1 --calibration "$tmp/one.yaml" --out "$tmp/one-sim" >/dev/null 2>"$tmp/one-sim.err" \
+      || { cat "$tmp/one-sim.err"; fail "simulate with the one-rank calibration"; }
+    grep -q "^note: calibration $tmp/one.yaml timed conv up to 1e+06 FLOP, and the model's largest is .* those kernels' times are extrapolated" \
+      "$tmp/one-sim.err" || { cat "$tmp/one-sim.err"; fail "no note for kernels past the calibration"; }
     # MPI's non-blocking reduce moves one segment per progress call: a comm thread that slept
     # between MPI_Test calls made a 2-rank reduce 30-60 times an allreduce of the same size.
     # It moves half an allreduce's bytes; allow it five times the allreduce's time (noise). A
