@@ -71,6 +71,7 @@ struct ChangeResult {
   double samples_per_s = 0;
   double gain = 0;  // samples/s against the run's, minus 1 (0.10: 10% more samples per second)
   double peak_memory_bytes = 0;
+  double capacity_bytes = 0;  // the memory of the GPU with that peak
 };
 
 // Advice: every change tried on one run, the best first.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/report.hpp"
 #include "reports/table.hpp"
 
 namespace gradsync::reports {
@@ -68,6 +69,16 @@ void print_advice(const Advice& a, std::ostream& out) {
     }
     t.print(out, header);
     for (const std::string& s : alters) out << "# maths CHANGED by " << s << '\n';
+    // The largest batch fills the GPU to what gradsync's memory model counts: say how little is
+    // left, since the caching allocator's rounding and fragmentation can take more in a real run.
+    for (const ChangeResult* c : best) {
+      if (!c->change.largest_batch || !(c->capacity_bytes > 0)) continue;
+      const double spare = c->capacity_bytes - c->peak_memory_bytes;
+      out << fmt::format(
+          "# {} leaves {} of the GPU's {:.1f} GiB free by gradsync's memory model; PyTorch's caching allocator "
+          "rounds and fragments beyond it: a real run may need a smaller batch\n",
+          c->change.what, bytes_text(spare), c->capacity_bytes / (1024.0 * 1024 * 1024));
+    }
   }
   if (oom > 0) out << fmt::format("# {} would not fit the GPU's memory\n", plural(oom, "change", "changes"));
   // The largest-batch search that found no batch fitting, when the verdict above already says

@@ -113,7 +113,10 @@ void record(ChangeResult& c, const StrategyResult& r, double base_samples_per_s)
   c.gain = base_samples_per_s > 0 ? r.samples_per_s / base_samples_per_s - 1 : 0;
   bool oom = false;
   for (const GpuResult& g : r.per_gpu) {
-    c.peak_memory_bytes = std::max(c.peak_memory_bytes, g.peak_memory_bytes);
+    if (g.peak_memory_bytes >= c.peak_memory_bytes) {
+      c.peak_memory_bytes = g.peak_memory_bytes;
+      c.capacity_bytes = g.capacity_bytes;
+    }
     oom = oom || g.oom;
   }
   c.status = oom ? "oom" : "ok";
