@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -81,7 +82,7 @@ std::vector<Strategy> strategies_for(const std::string& flag, const real::Runtim
 }
 
 std::vector<std::string> real_header(const Scenario& s, const StrategyResult& r, const real::Runtime& rt,
-                                     const std::string& what) {
+                                     const std::string& what, const std::vector<Strategy>& ran) {
   std::vector<std::string> h;
   const std::int64_t per_gpu = r.gpus > 0 ? r.global_batch / s.grad_accum / r.gpus : 0;
   h.push_back(fmt::format(
@@ -97,10 +98,15 @@ std::vector<std::string> real_header(const Scenario& s, const StrategyResult& r,
       s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "",
       s.allreduce_after_backward ? ", allreduce_after_backward" : "", rt.backend(), rt.launcher(), rt.processes(),
       rt.processes() == 1 ? "" : "es"));
-  h.push_back(fmt::format(
-      "measured {} iterations; steady = mean of iterations {}..{}; DDP times on rank 0, DP times of the whole "
-      "process",
-      s.iterations, s.warmup + 1, s.iterations));
+  // Whose times these are, for the strategies that ran.
+  const bool dp = std::find(ran.begin(), ran.end(), Strategy::kDP) != ran.end();
+  const bool ddp = std::find(ran.begin(), ran.end(), Strategy::kDDP) != ran.end();
+  std::vector<std::string> whose;
+  if (ddp) whose.push_back("DDP times on rank 0");
+  if (dp) whose.push_back("DP times of the whole process");
+  h.push_back(fmt::format("measured {} iteration{}; steady = mean of iterations {}..{}{}{}", s.iterations,
+                          s.iterations == 1 ? "" : "s", s.warmup + 1, s.iterations, whose.empty() ? "" : "; ",
+                          fmt::join(whose, ", ")));
   return h;
 }
 
@@ -116,7 +122,7 @@ reports::Report run_bench(const ScenarioArgs& a, const Scenario& s, const std::v
   rep.scenario["topology"] = fmt::format("host {}", rt.host());  // this machine, not a topology
   rep.requested.erase("topology");
   for (Strategy st : strategies) rep.strategies.push_back(real::bench(s, st, rt));
-  if (rt.root()) rep.header = real_header(resolved, rep.strategies.front(), rt, what);
+  if (rt.root()) rep.header = real_header(resolved, rep.strategies.front(), rt, what, strategies);
   return rep;
 }
 

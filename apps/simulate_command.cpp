@@ -271,6 +271,9 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
       if (base == nullptr || r.steady_iteration_time_s < base->steady_iteration_time_s) base = &r;
     }
     if (base != nullptr) rep.advice = sim::advise(asked, *base, a.advice_options);
+  } else if (a.advice && what == "advise") {
+    // advise's answer is the advice: a budget of 0 leaves none, said rather than left out.
+    rep.header.push_back("no change simulated: --advice-budget 0 (give it seconds to simulate the changes)");
   }
   if (!dp_only && !ddp_only.empty() &&
       std::find(strategies.begin(), strategies.end(), Strategy::kDP) != strategies.end()) {

@@ -308,7 +308,7 @@ std::vector<ScenarioKey> make_scenario_table() {
       {.name = "iterations",
        .flag = "--iterations",
        .value_name = "N",
-       .help = "Optimizer steps simulated",
+       .help = "Optimizer steps simulated (bench, validate: run)",
        .default_text = "5",
        .kind = KeyKind::kCount,
        .field = &S::iterations,

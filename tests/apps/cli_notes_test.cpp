@@ -95,6 +95,14 @@ TEST(Cli, StaticGraphsConstructedBucketsInTheSteadyMeanAreSaid) {
       << r.out;
 }
 
+// advise's answer is its advice: a budget of 0 simulates none, and says so.
+TEST(Cli, AdviseWithoutABudgetSaysNoChangeWasSimulated) {
+  const Result r = run_printed({"advise", "--model", "resnet18", "--gpus", "2", "--iterations", "2", "--advice-budget",
+                                "0", "--out", ::testing::TempDir() + "/gradsync-cli-advise-budget"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("# no change simulated: --advice-budget 0"), std::string::npos) << r.out;
+}
+
 // FlashAttention takes fp16 and bf16 only: asking for it in fp32 or tf32 is an error naming the flag
 // or key and what PyTorch runs instead, from models show and from a scenario alike.
 TEST(Cli, FlashAttentionInFloat32IsRefused) {

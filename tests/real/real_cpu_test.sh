@@ -75,6 +75,9 @@ case "$case_" in
       || { cat "$tmp/one.out"; fail "bench on one rank"; }
     awk -F, '$3 == "comm" && $4 ~ /^allreduce:/ { n++; if ($10 > 0.002) { print; bad++ } } END { exit !(n > 0 && !bad) }' \
       "$tmp/one/events.csv" || fail "a one-rank allreduce took more than 2 ms"
+    # Only DDP ran: the header speaks of DDP's times only.
+    grep -q "^# measured 3 iterations; steady = mean of iterations 2..3; DDP times on rank 0$" "$tmp/one.out" \
+      || { cat "$tmp/one.out"; fail "the header of a DDP-only bench"; }
     echo "one rank: each allreduce a no-op, as NCCL's"
     ;;
   calibrate)
