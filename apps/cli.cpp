@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "core/version.hpp"
 
 namespace gradsync::apps {
@@ -188,8 +189,8 @@ static double parse_nccl_tests_size(const char* flag, const std::string& text) {
   }
   throw UsageError(fmt::format(
       "{} \"{}\": expected a size > 0: bytes (8), a number with a unit B, kB, MB, GB, TB, PB, KiB, MiB, GiB, "
-      "TiB or PiB (64KiB, 1GiB), or nccl-tests' letters K, M, G, powers of 1024 (128M)",
-      flag, text));
+      "TiB or PiB (64KiB, 1GiB), or nccl-tests' letters K, M, G, powers of 1024 (128M){}",
+      flag, text, size_unit_case_hint(text)));
 }
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -95,7 +95,7 @@ json parse_mib(const ScenarioKey& k, std::string_view text) {
     try {
       mib = static_cast<double>(parse_size(t)) / static_cast<double>(kMiB);
     } catch (const ConfigError&) {
-      throw ConfigError(expected);
+      throw ConfigError(expected + size_unit_case_hint(t));
     }
   }
   if (zero && mib == 0) return 0.0;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -111,6 +112,24 @@ std::optional<double> prefix_multiplier(std::string_view prefix) {
 
 }  // namespace
 
+std::string size_unit_case_hint(std::string_view text) {
+  // Units are case-sensitive (M is mega, m would be milli): one that differs only in case is
+  // named, not guessed.
+  const std::string_view t = trim(text);
+  std::size_t at = t.size();
+  while (at > 0 && std::isalpha(static_cast<unsigned char>(t[at - 1]))) --at;
+  const std::string_view unit = t.substr(at);
+  if (unit.empty() || at == 0) return "";
+  for (std::string_view u : {"B", "kB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "PiB"}) {
+    if (u == unit || u.size() != unit.size()) continue;
+    if (std::equal(u.begin(), u.end(), unit.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+        }))
+      return fmt::format(" (units are case-sensitive: {})", u);
+  }
+  return "";
+}
+
 Bytes parse_size(std::string_view text) {
   // A plain integer is exact even beyond 2^53, so it does not go through double.
   const std::string_view t = trim(text);
@@ -133,7 +152,8 @@ Bytes parse_size(std::string_view text) {
     factor = prefix_multiplier(q.unit.substr(0, q.unit.size() - 1));
   }
   if (!factor) {
-    throw ConfigError(fmt::format("size \"{}\" has unknown unit \"{}\"; expected {}", text, q.unit, kSizeUnits));
+    throw ConfigError(fmt::format("size \"{}\" has unknown unit \"{}\"{}; expected {}", text, q.unit,
+                                  size_unit_case_hint(text), kSizeUnits));
   }
   const double bytes = q.value * *factor;
   if (bytes >= 18446744073709551616.0) {

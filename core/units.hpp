@@ -30,6 +30,9 @@ inline constexpr Bytes kGiB = 1024 * kMiB;
 // parse_size reads a size: a non-negative number with an optional unit B, kB/KB, MB, GB, TB, PB
 // (powers of 1000) or KiB, MiB, GiB, TiB, PiB (powers of 1024). It must be a whole number of bytes.
 Bytes parse_size(std::string_view text);
+// size_unit_case_hint: " (units are case-sensitive: MiB)" when `text` is a size whose unit differs
+// from one parse_size takes only in case ("25mib"), else "": for messages that refuse it.
+std::string size_unit_case_hint(std::string_view text);
 
 // parse_bandwidth reads a bandwidth in bytes per second: a number > 0 with a unit made of an
 // optional prefix (k/K, M, G, T, P or Ki, Mi, Gi, Ti, Pi), then B (bytes) or b (bits), then "ps"

@@ -55,7 +55,13 @@ TEST(ParseSize, BadForms) {
   expect_error([] { parse_size("20000000000000000000"); }, {"too large"});
   expect_error([] { parse_size("1e30B"); }, {"too large"});
   expect_error([] { parse_size("1e999"); }, {"out of range"});
-  expect_error([] { parse_size("25mib"); }, {"unknown unit \"mib\""});
+  // Units are case-sensitive; one that differs only in case is named, not guessed.
+  expect_error([] { parse_size("25mib"); }, {"unknown unit \"mib\" (units are case-sensitive: MiB);"});
+  expect_error([] { parse_size("25mb"); }, {"unknown unit \"mb\" (units are case-sensitive: MB);"});
+  EXPECT_EQ(size_unit_case_hint("25 kib"), " (units are case-sensitive: KiB)");
+  EXPECT_EQ(size_unit_case_hint("25MiB"), "");
+  EXPECT_EQ(size_unit_case_hint("25 parsecs"), "");
+  EXPECT_EQ(size_unit_case_hint("mib"), "");
   expect_error([] { parse_size("25MiBps"); }, {"unknown unit"});
   expect_error([] { parse_size("."); }, {"does not start with a number"});
   expect_error([] { parse_size("1..2B"); }, {"unknown unit"});
