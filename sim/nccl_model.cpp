@@ -373,8 +373,9 @@ CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels
       if (!req.nvls) set.push_back("NCCL_NVLS_ENABLE=0");
       const std::string asked = fmt::format("{}", fmt::join(set, " "));
       throw ConfigError(fmt::format(
-          "{}: {} over {} GPU{} on {} node{} has no algorithm and protocol left (tree serves allreduce across "
-          "nodes; nvls allreduce on one node of 3 or more NVSwitch-connected Hopper or later GPUs, nvlstree across "
+          "{}: {} over {} GPU{} on {} node{} has no algorithm and protocol left that gradsync models (tree: "
+          "allreduce across nodes; NCCL also runs it inside one node, as a chain, which gradsync does not model "
+          "yet; nvls: allreduce on one node of 3 or more NVSwitch-connected Hopper or later GPUs, nvlstree across "
           "such nodes, both Simple only)",
           asked, collective_name(c), k, k == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s"));
     }
