@@ -55,6 +55,19 @@ inline bool has_static_graph(PytorchVersion v) { return v.at_least(1, 9); }
 // default and zero_grad sets gradients to None (2.0; before, a Python loop over the parameters and
 // zero_grad filling zeros).
 inline bool foreach_optimizers(PytorchVersion v) { return v.at_least(2, 0); }
+// Features a script can use only from some release, refused before it (check_scenario_keys):
+// has_compile: torch.compile (2.0). has_sdpa: F.scaled_dot_product_attention, its flash and
+// memory-efficient kernels (2.0). has_comm_hooks: DDP.register_comm_hook with the hooks of
+// torch.distributed.algorithms.ddp_comm_hooks, fp16 compression, quantization and PowerSGD (1.8;
+// 1.7 had a prototype without that module). has_bf16_comm_hook: bf16_compress_hook
+// (pytorch/pytorch#63260, August 2021: 1.10). has_bf16_autocast: autocast to bfloat16 on CUDA
+// (torch.autocast's dtype, 1.10). has_channels_last: torch.channels_last (1.5).
+inline bool has_compile(PytorchVersion v) { return v.at_least(2, 0); }
+inline bool has_sdpa(PytorchVersion v) { return v.at_least(2, 0); }
+inline bool has_comm_hooks(PytorchVersion v) { return v.at_least(1, 8); }
+inline bool has_bf16_comm_hook(PytorchVersion v) { return v.at_least(1, 10); }
+inline bool has_bf16_autocast(PytorchVersion v) { return v.at_least(1, 10); }
+inline bool has_channels_last(PytorchVersion v) { return v.at_least(1, 5); }
 // adam_lerps_first_moment: Adam and AdamW update their first moment with one lerp_ kernel
 // (exp_avg.lerp_(grad, 1 - beta1), _foreach_lerp_ in the foreach path) instead of mul_ then add_
 // (pytorch/pytorch#104796, "[optim] use lerp whenever possible", merged 2023-07-11: 2.1).

@@ -251,10 +251,27 @@ void check_scenario_keys(const Scenario& s) {
                                                       : std::pair{"seq_len", s.seq_len};
     throw ConfigError(fmt::format("{} \"{}\": expected an integer >= 1", name, value));
   }
-  if (s.static_graph && !has_static_graph(parse_pytorch_version(s.pytorch_version))) {
+  const PytorchVersion version = parse_pytorch_version(s.pytorch_version);
+  if (s.static_graph && !has_static_graph(version)) {
     throw ConfigError(fmt::format("static_graph: DDP(static_graph=True) exists from PyTorch 1.9; pytorch_version is {}",
                                   s.pytorch_version));
   }
+  // What the script could not call in that release (core/pytorch_version.hpp).
+  const auto before = [&](const std::string& what, const char* since) {
+    throw ConfigError(fmt::format("{} came with PyTorch {}; pytorch_version is {}", what, since, s.pytorch_version));
+  };
+  if (s.compile && !has_compile(version)) before("compile: torch.compile", "2.0");
+  if ((s.attention == "flash" || s.attention == "mem-efficient") && !has_sdpa(version))
+    before(fmt::format("attention {}: F.scaled_dot_product_attention", s.attention), "2.0");
+  if (s.channels_last && !has_channels_last(version)) before("channels_last: torch.channels_last", "1.5");
+  if (s.comm_hook != "none" && !s.comm_hook.empty()) {
+    if (!has_comm_hooks(version))
+      before(fmt::format("comm_hook {}: DDP's comm hooks (torch.distributed.algorithms.ddp_comm_hooks)", s.comm_hook),
+             "1.8");
+    if (s.comm_hook == "bf16" && !has_bf16_comm_hook(version)) before("comm_hook bf16: bf16_compress_hook", "1.10");
+  }
+  if (s.precision == "bf16" && s.mixed_precision != "master-weights" && !has_bf16_autocast(version))
+    before("precision bf16: autocast to bfloat16 on CUDA", "1.10 (fp16 before it)");
   if (s.warmup >= s.iterations) {
     throw ConfigError(
         fmt::format("warmup \"{}\": expected 0..{} (fewer than iterations {}, so that a steady iteration is left)",

@@ -19,8 +19,10 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
   check_scenario_keys(s);  // every key's own rule (core/scenario_keys.hpp), and warmup < iterations
   ScenarioBasics r;
   r.precision = scenario_field("precision", s.precision, [&] {
+    // The default: bf16 where the GPU has it and the release's autocast takes it (1.10), else fp16.
+    const bool bf16 = gpu.bf16_flops && has_bf16_autocast(parse_pytorch_version(s.pytorch_version));
     const Precision p = !s.precision.empty() ? parse_precision(s.precision)
-                        : gpu.bf16_flops     ? Precision::kBF16
+                        : bf16               ? Precision::kBF16
                                              : Precision::kFP16;
     gpu.peak_flops(p);
     return p;

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -214,6 +216,46 @@ TEST(ScenarioKeys, ChecksOfAScenarioBuiltInCode) {
   s = {};
   s.precision = "fp8";
   EXPECT_THROW(check_scenario_keys(s), ConfigError);
+}
+
+// A release before a feature cannot run it: refused naming the release that brought it; from that
+// release on it is taken.
+TEST(ScenarioKeys, FeaturesNewerThanPytorchVersionAreRefused) {
+  const auto message = [](const std::function<void(Scenario&)>& set, const std::string& version) {
+    Scenario s;
+    s.pytorch_version = version;
+    set(s);
+    try {
+      check_scenario_keys(s);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message([](Scenario& s) { s.compile = true; }, "1.13"),
+            "compile: torch.compile came with PyTorch 2.0; pytorch_version is 1.13");
+  EXPECT_EQ(message([](Scenario& s) { s.compile = true; }, "2.0"), "accepted");
+  EXPECT_EQ(message([](Scenario& s) { s.attention = "mem-efficient"; }, "1.13"),
+            "attention mem-efficient: F.scaled_dot_product_attention came with PyTorch 2.0; pytorch_version is 1.13");
+  EXPECT_EQ(message([](Scenario& s) { s.comm_hook = "fp16"; }, "1.7"),
+            "comm_hook fp16: DDP's comm hooks (torch.distributed.algorithms.ddp_comm_hooks) came with PyTorch 1.8; "
+            "pytorch_version is 1.7");
+  EXPECT_EQ(message([](Scenario& s) { s.comm_hook = "fp16"; }, "1.8"), "accepted");
+  EXPECT_EQ(message([](Scenario& s) { s.comm_hook = "bf16"; }, "1.9"),
+            "comm_hook bf16: bf16_compress_hook came with PyTorch 1.10; pytorch_version is 1.9");
+  EXPECT_EQ(message([](Scenario& s) { s.precision = "bf16"; }, "1.9"),
+            "precision bf16: autocast to bfloat16 on CUDA came with PyTorch 1.10 (fp16 before it); pytorch_version is "
+            "1.9");
+  // A model in bf16 (model.bfloat16(), master weights) needs no autocast.
+  EXPECT_EQ(message(
+                [](Scenario& s) {
+                  s.precision = "bf16";
+                  s.mixed_precision = "master-weights";
+                },
+                "1.9"),
+            "accepted");
+  EXPECT_EQ(message([](Scenario& s) { s.channels_last = true; }, "1.4"),
+            "channels_last: torch.channels_last came with PyTorch 1.5; pytorch_version is 1.4");
 }
 
 TEST(ScenarioKeys, ResolvedScenarioMakesEveryDefaultExplicit) {

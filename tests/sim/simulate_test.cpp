@@ -219,6 +219,17 @@ TEST(Simulate, EveryCollectiveCallIsAHostEventAndAPhase) {
   EXPECT_TRUE(shown);
 }
 
+// The default precision is bf16 where the GPU has it and the release's autocast takes it (1.10
+// on), else fp16.
+TEST(Scenario, DefaultPrecisionFollowsTheRelease) {
+  Scenario s = small("resnet18", "dgx-a100", 2);
+  EXPECT_EQ(resolve_scenario(s).precision, "bf16");
+  s.pytorch_version = "1.9";
+  EXPECT_EQ(resolve_scenario(s).precision, "fp16");
+  s.pytorch_version = "1.10";
+  EXPECT_EQ(resolve_scenario(s).precision, "bf16");
+}
+
 // torchrun's --nnodes and --nproc-per-node: the world size they name, where it is the topology's
 // first GPUs; a layout gradsync cannot place, or one that disagrees with gpus, is an error naming
 // the key.
