@@ -7,6 +7,8 @@
 #include <cmath>
 #include <string_view>
 
+#include "core/pytorch_version.hpp"
+
 namespace gradsync {
 namespace {
 
@@ -61,10 +63,14 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
                          "DDP(model, broadcast_buffers=False)",
                          traits.batchnorm ? "each rank keeps its own BatchNorm running statistics" : ""));
   }
-  if (s.comm_hook == "none") {
-    out.push_back(change("comm hook bf16", {{"comm_hook", "bf16"}},
-                         "model.register_comm_hook(None, default_hooks.bf16_compress_hook)",
-                         "gradients are averaged in bf16"));
+  // Only what the script's release can call (core/pytorch_version.hpp).
+  const PytorchVersion v = parse_pytorch_version(s.pytorch_version);
+  if (s.comm_hook == "none" && has_comm_hooks(v)) {
+    if (has_bf16_comm_hook(v)) {
+      out.push_back(change("comm hook bf16", {{"comm_hook", "bf16"}},
+                           "model.register_comm_hook(None, default_hooks.bf16_compress_hook)",
+                           "gradients are averaged in bf16"));
+    }
     out.push_back(change("comm hook fp16", {{"comm_hook", "fp16"}},
                          "model.register_comm_hook(None, default_hooks.fp16_compress_hook)",
                          "gradients are averaged in fp16"));
@@ -118,7 +124,10 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
   // BatchNorm normalises over each micro-batch: its statistics are over fewer samples.
   if (traits.batchnorm) micro.alters = "BatchNorm's statistics over each micro-batch";
   out.push_back(micro);
-  if ((s.optimizer == "adam" || s.optimizer == "adamw") && s.optimizer_impl != "fused") {
+  // fused=True: Adam's from PyTorch 1.13, AdamW's from 2.0 (transformers#22141 on 2.0's release).
+  const PytorchVersion v = parse_pytorch_version(s.pytorch_version);
+  const bool fused_exists = s.optimizer == "adam" ? v.at_least(1, 13) : v.at_least(2, 0);
+  if ((s.optimizer == "adam" || s.optimizer == "adamw") && s.optimizer_impl != "fused" && fused_exists) {
     out.push_back(change(
         "fused optimizer", {{"optimizer_impl", "fused"}},
         fmt::format("torch.optim.{}(model.parameters(), fused=True)", s.optimizer == "adam" ? "Adam" : "AdamW")));
@@ -130,10 +139,10 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
   if (s.set_to_none == "false") {
     out.push_back(change("zero_grad set_to_none", {{"set_to_none", "true"}}, "optimizer.zero_grad(set_to_none=True)"));
   }
-  if (!s.compile) {
+  if (!s.compile && has_compile(v)) {
     out.push_back(change("torch.compile", {{"compile", "true"}}, "model = torch.compile(model)"));
   }
-  if (traits.attention && s.attention == "math") {
+  if (traits.attention && s.attention == "math" && has_sdpa(v)) {
     // The flash kernel takes fp16 and bf16 only, on GPUs that have it; mem-efficient takes fp32
     // too, and every GPU: SDPA's own choice where flash cannot run.
     // A mask other than the causal one goes in as attn_mask, which the flash kernel does not take
@@ -156,7 +165,7 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
                                      kPad, padded),
                          fmt::format("{} output classes that no token uses join the softmax", padded - traits.vocabulary)));
   }
-  if (traits.convolution && !s.channels_last) {
+  if (traits.convolution && !s.channels_last && has_channels_last(v)) {
     out.push_back(
         change("channels_last", {{"channels_last", "true"}}, "model = model.to(memory_format=torch.channels_last)"));
   }

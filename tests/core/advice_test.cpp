@@ -146,6 +146,26 @@ TEST(Advice, AttentionIsTriedAsSdpaTakesItsMask) {
   EXPECT_EQ(find(masked, "mem-efficient attention")->pytorch, "F.scaled_dot_product_attention(q, k, v, attn_mask=mask)");
 }
 
+// Only what the script's PyTorch release can call is tried: no torch.compile, SDPA, comm hooks or
+// fused AdamW on 1.7, no bf16 hook before 1.10, no channels_last on 1.4.
+TEST(Advice, OnlyWhatTheReleaseHasIsTried) {
+  Scenario s = resolved_8();
+  s.pytorch_version = "1.7";
+  s.optimizer = "adamw";
+  ModelTraits t = traits(true, true);
+  const std::vector<Change> old = candidate_changes(s, Strategy::kDDP, t);
+  for (const char* what : {"torch.compile", "flash attention", "mem-efficient attention", "comm hook bf16",
+                           "comm hook fp16", "fused optimizer"})
+    EXPECT_EQ(find(old, what), nullptr) << what;
+  EXPECT_NE(find(old, "channels_last"), nullptr);
+  s.pytorch_version = "1.9";
+  const std::vector<Change> hooks = candidate_changes(s, Strategy::kDDP, t);
+  EXPECT_NE(find(hooks, "comm hook fp16"), nullptr);
+  EXPECT_EQ(find(hooks, "comm hook bf16"), nullptr);
+  s.pytorch_version = "1.4";
+  EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, t), "channels_last"), nullptr);
+}
+
 TEST(Advice, StaticGraphIsSimulatedToItsRebuiltBuckets) {
   Scenario s = resolved_8();
   s.iterations = 2;
