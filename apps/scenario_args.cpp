@@ -361,6 +361,12 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   }
   for (const std::string& inert : inert_settings(model, mode)) h.push_back(inert + ": it changes nothing");
   try {
+    // The scenario says fp32; the run (StrategyResult::precision) says what it ran as.
+    if (const GpuSpec& g = gpu_spec(r.gpu); s.precision == "fp32" && r.precision == "tf32")
+      h.push_back(fmt::format("fp32: PyTorch {} runs float32 matmuls as TF32 on the {} by default "
+                              "(torch.backends.cuda.matmul.allow_tf32 was True from 1.7 to 1.11), so this runs as "
+                              "--precision tf32",
+                              s.pytorch_version, g.key));
     if (const GpuSpec& g = gpu_spec(r.gpu); s.precision == "tf32" && g.sm_version > 0 && g.sm_version < 80)
       h.push_back(fmt::format("tf32: the {} has no TF32 tensor cores (they came with Ampere): allow_tf32 leaves its "
                               "float32 as it is, so this runs as --precision fp32",

@@ -68,6 +68,10 @@ inline bool has_comm_hooks(PytorchVersion v) { return v.at_least(1, 8); }
 inline bool has_bf16_comm_hook(PytorchVersion v) { return v.at_least(1, 10); }
 inline bool has_bf16_autocast(PytorchVersion v) { return v.at_least(1, 10); }
 inline bool has_channels_last(PytorchVersion v) { return v.at_least(1, 5); }
+// matmul_tf32_by_default: torch.backends.cuda.matmul.allow_tf32 defaulted to True from 1.7 (when
+// TF32 came) to 1.11, and to False from 1.12 (pytorch/pytorch#76509): a float32 script on Ampere
+// or later ran its matmuls as TF32 in those releases.
+inline bool matmul_tf32_by_default(PytorchVersion v) { return v.at_least(1, 7) && !v.at_least(1, 12); }
 // adam_lerps_first_moment: Adam and AdamW update their first moment with one lerp_ kernel
 // (exp_avg.lerp_(grad, 1 - beta1), _foreach_lerp_ in the foreach path) instead of mul_ then add_
 // (pytorch/pytorch#104796, "[optim] use lerp whenever possible", merged 2023-07-11: 2.1).

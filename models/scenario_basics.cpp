@@ -21,9 +21,14 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
   r.precision = scenario_field("precision", s.precision, [&] {
     // The default: bf16 where the GPU has it and the release's autocast takes it (1.10), else fp16.
     const bool bf16 = gpu.bf16_flops && has_bf16_autocast(parse_pytorch_version(s.pytorch_version));
-    const Precision p = !s.precision.empty() ? parse_precision(s.precision)
-                        : bf16               ? Precision::kBF16
-                                             : Precision::kFP16;
+    Precision p = !s.precision.empty() ? parse_precision(s.precision)
+                  : bf16               ? Precision::kBF16
+                                       : Precision::kFP16;
+    // float32 from 1.7 to 1.11 on a GPU with TF32 tensor cores: matmuls ran as TF32 by default
+    // (convolutions do in every release, cudnn.allow_tf32): the run is tf32.
+    if (p == Precision::kFP32 && gpu.sm_version >= 80 &&
+        matmul_tf32_by_default(parse_pytorch_version(s.pytorch_version)))
+      p = Precision::kTF32;
     gpu.peak_flops(p);
     return p;
   });

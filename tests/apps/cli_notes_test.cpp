@@ -172,6 +172,19 @@ TEST(Cli, Tf32BeforeAmpereIsSaidToRunAsFp32) {
   EXPECT_EQ(a100.out.find("no TF32 tensor cores"), std::string::npos) << a100.out;
 }
 
+// From PyTorch 1.7 to 1.11 allow_tf32 defaulted to True for matmuls: an fp32 script on an A100
+// ran them as TF32, and the header says so (the run's precision is tf32); from 1.12 fp32 is fp32.
+TEST(Cli, Fp32BeforePytorch112RunsMatmulsAsTf32) {
+  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations",
+                                "2", "--precision", "fp32", "--pytorch-version", "1.11", "--out",
+                                ::testing::TempDir() + "/gradsync-cli-fp32-111"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("# fp32: PyTorch 1.11 runs float32 matmuls as TF32 on the a100-sxm4-80gb by default"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(", tf32, "), std::string::npos) << r.out;
+}
+
 TEST(Cli, ModelsShowNamesEveryParameterDtype) {
   const std::string file = ::testing::TempDir() + "/gradsync-cli-fp64.yaml";
   std::ofstream(file) << "format: gradsync-model/2\nname: mixed\ndefaults: {batch: 4}\ninput: {bytes: 64}\n"
