@@ -397,6 +397,12 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
         "PowerSGD compresses from iteration {} (start_powerSGD_iter; PowerSGDState's default is 1000): all {} "
         "simulated iterations run its plain allreduce; --comm-hook powersgd:start_iter=2 simulates its steady state",
         hook.powersgd_start_iter + 1, s.iterations));
+  } else if (hook.kind == CommHookKind::kPowerSGD && s.warmup < hook.powersgd_start_iter) {
+    // Some steady iterations compress and some do not: their mean is neither.
+    h.push_back(fmt::format(
+        "the steady mean mixes PowerSGD's plain allreduce (iterations {}..{}) with its compressed iterations (from {}); "
+        "--warmup {} leaves the plain ones out",
+        s.warmup + 1, hook.powersgd_start_iter, hook.powersgd_start_iter + 1, hook.powersgd_start_iter));
   }
   return h;
 }

@@ -185,6 +185,18 @@ TEST(Cli, Fp32BeforePytorch112RunsMatmulsAsTf32) {
   EXPECT_NE(r.out.find(", tf32, "), std::string::npos) << r.out;
 }
 
+// PowerSGD compresses from start_iter + 1: a steady mean that begins before it mixes the two.
+TEST(Cli, PowerSgdsPlainIterationsInTheSteadyMeanAreSaid) {
+  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations",
+                                "4", "--warmup", "1", "--comm-hook", "powersgd:rank=4,start_iter=2", "--out",
+                                ::testing::TempDir() + "/gradsync-cli-powersgd"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("# the steady mean mixes PowerSGD's plain allreduce (iterations 2..2) with its compressed "
+                       "iterations (from 3); --warmup 2 leaves the plain ones out\n"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(Cli, ModelsShowNamesEveryParameterDtype) {
   const std::string file = ::testing::TempDir() + "/gradsync-cli-fp64.yaml";
   std::ofstream(file) << "format: gradsync-model/2\nname: mixed\ndefaults: {batch: 4}\ninput: {bytes: 64}\n"
