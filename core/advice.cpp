@@ -76,11 +76,16 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
                          "gradients are averaged in fp16"));
     // PowerSGD's steady state: start_iter 2 so that the simulated steady iterations (after the
     // warm-up) run the compressed path that a real run reaches after start_powerSGD_iter.
-    out.push_back(change("comm hook PowerSGD rank 1 (after its warm-up)",
-                         {{"comm_hook", "powersgd:rank=1,start_iter=2"}},
+    Change psgd = change("comm hook PowerSGD rank 1 (after its warm-up)", {{"comm_hook", "powersgd:rank=1,start_iter=2"}},
                          "model.register_comm_hook(powerSGD_hook.PowerSGDState(None, "
                          "matrix_approximation_rank=1), powerSGD_hook.powerSGD_hook)",
-                         "gradients are compressed to rank 1 (with error feedback)"));
+                         "gradients are compressed to rank 1 (with error feedback)");
+    // It compresses from iteration 3: its steady mean starts there, as static_graph's.
+    if (s.warmup < 2) {
+      psgd.keys.push_back({"warmup", "2"});
+      if (s.iterations < 3) psgd.keys.push_back({"iterations", "3"});
+    }
+    out.push_back(psgd);
   }
   if (s.grad_accum == 1) {
     out.push_back(change("grad_accum 4 with no_sync", {{"grad_accum", "4"}},

@@ -176,6 +176,11 @@ TEST(Advice, StaticGraphIsSimulatedToItsRebuiltBuckets) {
   ASSERT_NE(sg, nullptr);
   EXPECT_EQ(sg->keys, (std::vector<std::pair<std::string, std::string>>{
                           {"static_graph", "true"}, {"warmup", "2"}, {"iterations", "3"}}));
+  // PowerSGD (start_iter 2) compresses from iteration 3 as well.
+  const Change* psgd = find(cs, "comm hook PowerSGD rank 1 (after its warm-up)");
+  ASSERT_NE(psgd, nullptr);
+  EXPECT_EQ(psgd->keys, (std::vector<std::pair<std::string, std::string>>{
+                            {"comm_hook", "powersgd:rank=1,start_iter=2"}, {"warmup", "2"}, {"iterations", "3"}}));
   s.iterations = 5;
   s.warmup = 3;
   const std::vector<Change> later = candidate_changes(s, Strategy::kDDP, traits(true, false));
