@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <algorithm>
 #include <set>
 
 #include "core/error.hpp"
@@ -132,6 +133,16 @@ Vary parse_vary(std::string_view text) {
     if (k == nullptr || std::string_view(name).rfind("--", 0) == 0) {
       throw UsageError(
           fmt::format("--vary \"{}\": unknown key \"{}\"; expected one of {}", shown, name, vary_key_names()));
+    }
+    // NCCL's knobs go by NCCL's own names, as in scenario files and --nccl (NCCL_ALGO, not
+    // nccl_algo), or by their flag's (algo for --algo).
+    std::string flag = k->flag.size() > 2 ? std::string(k->flag.substr(2)) : std::string();  // "algo"
+    std::string flag_underscored = flag;
+    std::replace(flag_underscored.begin(), flag_underscored.end(), '-', '_');
+    if (k->nccl && name != k->name && (flag.empty() || (name != flag && name != flag_underscored))) {
+      throw UsageError(fmt::format("--vary \"{}\": \"{}\" is not NCCL's name; NCCL reads {} (upper case, as the "
+                                   "environment variable)",
+                                   shown, name, k->name));
     }
     v.key = std::string(k->name);
   }

@@ -57,6 +57,11 @@ TEST(Vary, BadValuesNameTheTextAndWhatWasExpected) {
   EXPECT_EQ(error_of("precision=fp8"), "--vary \"precision=fp8\": \"fp8\": expected fp32, tf32, bf16 or fp16");
   EXPECT_NE(error_of("bucket_size=1").find("unknown key \"bucket_size\"; expected one of strategy, model,"),
             std::string::npos);
+  // NCCL's knobs by NCCL's names only, as in scenario files and --nccl.
+  EXPECT_EQ(error_of("nccl_algo=ring"),
+            "--vary \"nccl_algo=ring\": \"nccl_algo\" is not NCCL's name; NCCL reads NCCL_ALGO (upper case, as the "
+            "environment variable)");
+  EXPECT_EQ(error_of("NCCL_ALGO=ring,tree"), "");
   EXPECT_NE(error_of("gpus").find("expected KEY=V1,V2,..."), std::string::npos);
   EXPECT_NE(error_of("=1").find("expected KEY=V1,V2,..."), std::string::npos);
 }
