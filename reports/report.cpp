@@ -58,17 +58,19 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
       return "GPU0 only";
     return fmt::format("GPUs 0-{}", replicas - 1);
   }
-  if (phase == "h2d:input") return "host -> every GPU";
+  if (phase == "h2d:input") return gpus == 1 ? "host -> GPU 0" : "host -> every GPU";
   if (phase == "allreduce buckets") {
+    if (gpus == 1) return "one GPU: nothing crosses a link";
     return fmt::format("{} over {} GPUs{}, overlapping backward", algorithms_of(r, phase), gpus, via);
   }
-  if (phase.rfind("broadcast", 0) == 0) return fmt::format("rank 0 -> all {} GPUs", gpus);
+  if (phase.rfind("broadcast", 0) == 0)
+    return gpus == 1 ? std::string("rank 0 only: nothing to send") : fmt::format("rank 0 -> all {} GPUs", gpus);
   if (phase == "overlap slowdown") return "every GPU: compute beside NCCL's kernels (SMs and DRAM shared)";
   // A collective's wait for its last rank, on the comm stream: hidden where backward runs beside
   // it (the exposed column says what reached the step), not a straggler's cost by itself.
   if (phase == "waiting for peers")
     return "comm stream: waiting for the last rank (hidden beside backward)";
-  return fmt::format("every GPU (0-{})", gpus - 1);
+  return gpus == 1 ? std::string("GPU 0") : fmt::format("every GPU (0-{})", gpus - 1);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -99,6 +101,19 @@ TEST(Explain, WaitingForPeersIsTheCommStreamsHiddenWait) {
     EXPECT_NEAR(row.time_s, 0.001, 1e-12);
   }
   EXPECT_TRUE(shown);
+}
+
+// One GPU: the rows name GPU 0, not "every GPU (0-0)" or "all 1 GPUs".
+TEST(Explain, OneGpusRowsNameGpuZero) {
+  StrategyResult r = ddp_result();
+  r.gpus = r.replicas = 1;
+  r.trace = {};
+  r.trace.add(event(0, Stream::kCompute, "bwd:fc", 0.004, 0.008));
+  r.trace.add(event(0, Stream::kComm, "allreduce:bucket0", 0.006, 0.009, 4096, 0));
+  std::map<std::string, std::string> where;
+  for (const ExplainRow& row : explain(r)) where[row.phase] = row.where;
+  EXPECT_EQ(where["backward"], "GPU 0");
+  EXPECT_EQ(where["allreduce buckets"], "one GPU: nothing crosses a link");
 }
 
 TEST(Csv, QuotesWhatNeedsQuotingAndReadsItBack) {
