@@ -1,14 +1,12 @@
 // writers_test.cpp: the CSV, Chrome trace, JSON and HTML writers on a hand-made result record.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-
-#include <map>
-
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
