@@ -27,6 +27,15 @@ Change change(std::string what, std::vector<std::pair<std::string, std::string>>
   return c;
 }
 
+// steady_from_iteration_3: a change whose steady state starts at iteration 3 (static_graph's
+// rebuilt buckets, PowerSGD's compression from start_iter 2) is simulated with its steady mean from
+// there, whatever the run's warm-up.
+void steady_from_iteration_3(const Scenario& s, Change& c) {
+  if (s.warmup >= 2) return;
+  c.keys.push_back({"warmup", "2"});
+  if (s.iterations < 3) c.keys.push_back({"iterations", "3"});
+}
+
 // ddp_changes: DistributedDataParallel's own options, its comm hooks and no_sync accumulation.
 void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Change>& out) {
   // Bucket caps around PyTorch's default 25 MiB, as PyTorch's DDP benchmark and DDP's docs try
@@ -48,10 +57,7 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
     // mean starts there, whatever the run's warm-up, so that iteration 2's constructed buckets
     // are not taken for its steady state.
     Change sg = change("static_graph", {{"static_graph", "true"}}, "DDP(model, static_graph=True)");
-    if (s.warmup < 2) {
-      sg.keys.push_back({"warmup", "2"});
-      if (s.iterations < 3) sg.keys.push_back({"iterations", "3"});
-    }
+    steady_from_iteration_3(s, sg);
     out.push_back(sg);
   }
   if (!s.gradient_as_bucket_view) {
@@ -80,11 +86,7 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
                          "model.register_comm_hook(powerSGD_hook.PowerSGDState(None, "
                          "matrix_approximation_rank=1), powerSGD_hook.powerSGD_hook)",
                          "gradients are compressed to rank 1 (with error feedback)");
-    // It compresses from iteration 3: its steady mean starts there, as static_graph's.
-    if (s.warmup < 2) {
-      psgd.keys.push_back({"warmup", "2"});
-      if (s.iterations < 3) psgd.keys.push_back({"iterations", "3"});
-    }
+    steady_from_iteration_3(s, psgd);  // it compresses from iteration 3, as static_graph rebuilds
     out.push_back(psgd);
   }
   if (s.grad_accum == 1) {
