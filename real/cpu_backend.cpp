@@ -27,21 +27,32 @@ namespace {
 
 using namespace cpu_detail;
 
-// reserve_buffers: the buffers a call of `c` on `op` uses over `n` ranks, grown (and zero-filled)
-// on the calling thread before the call is queued, so that the timed call is the collective and
-// not the first touch of a new bucket's memory (a rebuilt 28 MB bucket took 14 ms in its first
-// call; PyTorch allocates a bucket when it builds it, not inside its allreduce).
-void reserve_buffers(CpuDevice& d, Collective c, const CollectiveOp& op, int n) {
+// CallBuffers: a call's input and output on a rank (the same buffer in place).
+struct CallBuffers {
+  char* in = nullptr;
+  char* out = nullptr;
+};
+
+// call_buffers: the buffers a call of `c` on `op` uses over `n` ranks, the same for MPI's ranks
+// and the threads' (a reduce-scatter's input of n blocks of `floats / n` floats, at least its
+// bytes; its output one block and the thread split's remainder). Called once on the calling
+// thread before the call is queued, so that they are grown (and zero-filled) there and the timed
+// call is the collective, not the first touch of a new bucket's memory (a rebuilt 28 MB bucket
+// took 14 ms in its first call; PyTorch allocates a bucket when it builds it, not inside its
+// allreduce), and again by the call, which then finds them.
+CallBuffers call_buffers(CpuDevice& d, Collective c, const CollectiveOp& op, int n) {
   const std::size_t bytes = padded(op.bytes);
   const std::size_t ranks = static_cast<std::size_t>(std::max(1, n));
+  CallBuffers b;
   if (c == Collective::kReduceScatter) {
     const std::size_t block = std::max<std::size_t>(1, bytes / 4 / ranks) * 4;
-    (void)d.buffer(op.name, std::max(bytes, block * ranks));
-    (void)d.buffer(op.name + "#out", std::max(block, bytes / ranks + 4));
-    return;
+    b.in = d.buffer(op.name, std::max(bytes, block * ranks));
+    b.out = d.buffer(op.name + "#out", block + 4);
+    return b;
   }
-  (void)d.buffer(op.name, bytes);
-  if (c == Collective::kAllgather) (void)d.buffer(op.name + "#out", bytes * ranks);
+  b.in = d.buffer(op.name, bytes);
+  b.out = c == Collective::kAllgather ? d.buffer(op.name + "#out", bytes * ranks) : b.in;
+  return b;
 }
 
 // One rank's view of MPI_COMM_WORLD.
@@ -53,7 +64,7 @@ class MpiGroup final : public CollectiveCalls {
   int size() const override { return size_; }
   WorkPtr call(Collective c, const CollectiveOp& op, int root) override {
     rig_.note(op.name, c);
-    reserve_buffers(dev_, c, op, size_);  // grown here, as DDP's buckets are allocated before their calls
+    (void)call_buffers(dev_, c, op, size_);  // grown here, as DDP's buckets are allocated before their calls
     StreamWorker::Task t = comm_task(dev_, op);
     t.body = [this, c, op, root] { run(c, op, root); };
     return dev_.stream(Stream::kComm).push(std::move(t));
@@ -73,35 +84,28 @@ class MpiGroup final : public CollectiveCalls {
     const int floats = static_cast<int>(bytes / 4);
     MPI_Request req = MPI_REQUEST_NULL;
     const std::uint64_t ticket = wd_.begin(rank_, c, op.name, op.bucket);
+    const CallBuffers b = call_buffers(dev_, c, op, size_);
     switch (c) {
       case Collective::kAllreduce:
-        check(
-            MPI_Iallreduce(MPI_IN_PLACE, dev_.buffer(op.name, bytes), floats, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req),
-            "MPI_Iallreduce", op);
+        check(MPI_Iallreduce(MPI_IN_PLACE, b.in, floats, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req), "MPI_Iallreduce",
+              op);
         break;
       case Collective::kBroadcast:
-        check(MPI_Ibcast(dev_.buffer(op.name, bytes), static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &req),
-              "MPI_Ibcast", op);
+        check(MPI_Ibcast(b.in, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &req), "MPI_Ibcast", op);
         break;
-      case Collective::kReduce: {
-        char* buf = dev_.buffer(op.name, bytes);
-        check(MPI_Ireduce(rank_ == root ? MPI_IN_PLACE : buf, buf, floats, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD,
+      case Collective::kReduce:
+        check(MPI_Ireduce(rank_ == root ? MPI_IN_PLACE : b.in, b.in, floats, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD,
                           &req),
               "MPI_Ireduce", op);
         break;
-      }
-      case Collective::kAllgather: {
-        char* out = dev_.buffer(op.name + "#out", bytes * static_cast<std::size_t>(size_));
-        check(MPI_Iallgather(dev_.buffer(op.name, bytes), static_cast<int>(bytes), MPI_BYTE, out,
-                             static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD, &req),
+      case Collective::kAllgather:
+        check(MPI_Iallgather(b.in, static_cast<int>(bytes), MPI_BYTE, b.out, static_cast<int>(bytes), MPI_BYTE,
+                             MPI_COMM_WORLD, &req),
               "MPI_Iallgather", op);
         break;
-      }
       case Collective::kReduceScatter: {
         const int block = std::max(1, floats / size_);
-        char* in = dev_.buffer(op.name, static_cast<std::size_t>(block) * 4 * static_cast<std::size_t>(size_));
-        char* out = dev_.buffer(op.name + "#out", static_cast<std::size_t>(block) * 4);
-        check(MPI_Ireduce_scatter_block(in, out, block, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req),
+        check(MPI_Ireduce_scatter_block(b.in, b.out, block, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req),
               "MPI_Ireduce_scatter_block", op);
         break;
       }
@@ -151,7 +155,7 @@ class ThreadComm {
       seq = next_[static_cast<std::size_t>(m)]++;
     }
     CpuDevice& d = dev(m);
-    reserve_buffers(d, c, op, size());  // grown here, as DDP's buckets are allocated before their calls
+    (void)call_buffers(d, c, op, size());  // grown here, as DDP's buckets are allocated before their calls
     StreamWorker::Task t = comm_task(d, op);
     t.body = [this, m, seq, c, op, root] { run(m, seq, c, op, root); };
     return d.stream(Stream::kComm).push(std::move(t));
@@ -172,10 +176,9 @@ class ThreadComm {
     const std::uint64_t ticket = wd_.begin(m, c, op.name, op.bucket);
     const std::size_t bytes = padded(op.bytes);
     CpuDevice& d = dev(m);
-    char* in = d.buffer(op.name, c == Collective::kReduceScatter ? bytes : bytes);
-    char* out = c == Collective::kAllgather       ? d.buffer(op.name + "#out", bytes * static_cast<std::size_t>(n))
-                : c == Collective::kReduceScatter ? d.buffer(op.name + "#out", bytes / static_cast<std::size_t>(n) + 4)
-                                                  : in;
+    const CallBuffers b = call_buffers(d, c, op, n);
+    char* in = b.in;
+    char* out = b.out;
     std::unique_lock<std::mutex> lock(mutex_);
     Slot& s = slots_[seq];
     if (s.arrived == 0) {
