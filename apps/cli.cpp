@@ -206,6 +206,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   register_buckets_command(app);
   register_topo_command(app);
   register_simulate_commands(app);
+  register_collectives_command(app);
   register_sweep_command(app);
   register_real_commands(app);
   check_switch_values(&app);

@@ -24,7 +24,8 @@ void register_list_command(CLI::App& app);             // list gpus|clusters|mod
 void print_model_list(std::ostream& out);
 void register_buckets_command(CLI::App& app);
 void register_topo_command(CLI::App& app);
-void register_simulate_commands(CLI::App& app);  // simulate, compare, collectives
+void register_simulate_commands(CLI::App& app);  // simulate, compare, advise
+void register_collectives_command(CLI::App& app);  // collectives
 void register_sweep_command(CLI::App& app);      // sweep
 void register_real_commands(CLI::App& app);      // bench, calibrate, validate
 

@@ -1,0 +1,202 @@
+// collectives_command.cpp: `gradsync collectives`, the simulated counterpart of nccl-tests: time,
+// algbw and busbw per size, and the algorithm and protocol NCCL's model picked.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/cli.hpp"
+#include "apps/scenario_args.hpp"
+#include "core/error.hpp"
+#include "core/json_text.hpp"
+#include "core/scenario_keys.hpp"
+#include "reports/table.hpp"
+#include "sim/nccl_info.hpp"
+#include "sim/simulate.hpp"
+#include "topologies/topology.hpp"
+
+namespace gradsync::apps {
+namespace {
+
+using sim::Scenario;
+
+struct CollectivesArgs {
+  sim::CollectiveSweep sweep;
+  ScenarioArgs knobs;  // NCCL's knobs: --algo, --proto, --nccl NAME=VALUE
+  std::string op = "allreduce";
+  std::string min_bytes = "8";
+  std::string max_bytes = "1GiB";
+  bool json = false;
+};
+
+Collective parse_op(const std::string& op) {
+  if (const auto c = parse_collective(op)) return *c;
+  throw UsageError(fmt::format("--op \"{}\": expected allreduce, broadcast, reduce, allgather or reducescatter", op));
+}
+
+void run_collectives(CollectivesArgs a) {
+  const Scenario knobs = scenario_of(a.knobs);
+  try {
+    a.sweep.nccl = sim::nccl_settings(knobs);
+  } catch (const DataError&) {
+    throw;
+  } catch (const ConfigError& e) {
+    throw UsageError(e.what());  // knobs that contradict each other: the command line, as compare has it
+  }
+  a.sweep.op = parse_op(a.op);
+  a.sweep.min_bytes = parse_nccl_tests_size_flag("--min-bytes", a.min_bytes);
+  a.sweep.max_bytes = parse_nccl_tests_size_flag("--max-bytes", a.max_bytes);
+  if (a.sweep.max_bytes < a.sweep.min_bytes) {
+    throw UsageError(fmt::format("--max-bytes {} is below --min-bytes {}", a.max_bytes, a.min_bytes));
+  }
+  {
+    // nccl-tests allocates each GPU a send and a receive buffer for the largest size (src/common.cu:
+    // sendBytes, recvBytes; allgather sends a rank's share of what it receives, reducescatter
+    // receives a share of what it sends): a size whose buffers do not fit could not run there.
+    const Topology topo = load_topology(a.sweep.topology);
+    const int n = a.sweep.gpus > 0 ? a.sweep.gpus : static_cast<int>(topo.gpu_count());
+    if (n == 1) {
+      // NCCL's collectives of one rank move nothing (enqueue.cc: in place they return, out of
+      // place they copy the buffer on the GPU): no time to compare with a network's.
+      const int most = topo.gpu_count();
+      throw UsageError(fmt::format(
+          "--ngpus 1: a collective of one rank communicates nothing (NCCL returns in place, or copies the buffer on "
+          "the GPU out of place); {}",
+          most < 2    ? fmt::format("{} has one GPU", a.sweep.topology)
+          : most == 2 ? fmt::format("give -g 2 ({} has 2 GPUs)", a.sweep.topology)
+                      : fmt::format("give -g 2 to {} ({} has {} GPUs)", most, a.sweep.topology, most)));
+    }
+    const bool shares = a.sweep.op == Collective::kAllgather || a.sweep.op == Collective::kReduceScatter;
+    const double buffers = a.sweep.max_bytes * (1.0 + (shares ? 1.0 / std::max(1, n) : 1.0));
+    const GpuSpec* gpu = topo.gpu_count() > 0 ? topo.vertex(topo.gpu(0)).gpu : nullptr;
+    if (gpu != nullptr && gpu->memory_bytes > 0 && buffers > static_cast<double>(gpu->memory_bytes)) {
+      throw UsageError(fmt::format(
+          "--max-bytes {}: nccl-tests' send and receive buffers for it take {:.1f} GiB on each GPU, more than "
+          "its {:.1f} GiB ({})",
+          a.max_bytes, buffers / (1024.0 * 1024 * 1024), static_cast<double>(gpu->memory_bytes) / (1024.0 * 1024 * 1024),
+          gpu->key));
+    }
+  }
+  std::vector<sim::CollectivePoint> pts;
+  sim::NcclInfo info;
+  try {
+    pts = sim::simulate_collectives(a.sweep);
+    info = sim::nccl_info(load_topology(a.sweep.topology), a.sweep.gpus, a.sweep.nccl);
+  } catch (const DataError&) {
+    throw;
+  } catch (const ConfigError& e) {
+    throw UsageError(e.what());
+  }
+  const int n = a.sweep.gpus;
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["schema_version"] = 1;
+    j["topology"] = a.sweep.topology;
+    j["gpus"] = n;
+    j["op"] = a.op;
+    j["nccl_model"] = std::string(sim::kNcclModelVersion);
+    j["nccl"] = sim::nccl_info_json(info);
+    auto& rows = j["rows"] = nlohmann::ordered_json::array();
+    for (const auto& p : pts) {
+      rows.push_back({{"bytes", whole_json(p.bytes)},
+                      {"time_us", p.time_s * 1e6},
+                      {"algbw_GBps", p.algbw_GBps},
+                      {"busbw_GBps", p.busbw_GBps},
+                      {"algorithm", sim::algorithm_name(p.choice.algorithm)},
+                      {"protocol", sim::protocol_name(p.choice.protocol)}});
+    }
+    std::cout << json_text(j, 2) << '\n';
+    return;
+  }
+  reports::Table t({{"size", "(B)"},
+                    {"count", "(elements)"},
+                    {"type", "", true},
+                    {"time", "(us)"},
+                    {"algbw", "(GB/s)"},
+                    {"busbw", "(GB/s)"},
+                    {"algo", "", true},
+                    {"proto", "", true}});
+  for (const auto& p : pts) {
+    t.add_row({fmt::format("{:.0f}", p.bytes), fmt::format("{:.0f}", p.bytes / 4), "float",
+               fmt::format("{:.2f}", p.time_s * 1e6), fmt::format("{:.2f}", p.algbw_GBps),
+               fmt::format("{:.2f}", p.busbw_GBps), std::string(sim::algorithm_name(p.choice.algorithm)),
+               std::string(sim::protocol_name(p.choice.protocol))});
+  }
+  double sum = 0;
+  for (const auto& p : pts) sum += p.busbw_GBps;
+  std::vector<std::string> header{
+      fmt::format("gradsync collectives: simulated {} on {}, {} GPUs (nccl-tests definitions: algbw = "
+                  "size / time, busbw = algbw x {:.4f})",
+                  a.op, a.sweep.topology, n, sim::bus_factor(a.sweep.op, n)),
+      fmt::format("NCCL model {}{}; one collective per size, ranks aligned before each", sim::kNcclModelVersion,
+                  nccl_knobs_text(knobs))};
+  for (std::string& line : sim::nccl_info_lines(info)) header.push_back(std::move(line));
+  // A size that is not a whole number of floats (of n of them for allgather and reducescatter)
+  // runs rounded down, as nccl-tests runs it: said once, with the first size it changed.
+  const bool shares = a.sweep.op == Collective::kAllgather || a.sweep.op == Collective::kReduceScatter;
+  const double align = shares ? 4.0 * n : 4.0;
+  for (double b = a.sweep.min_bytes; b <= a.sweep.max_bytes * (1 + 1e-12); b *= a.sweep.step_factor) {
+    const double runs = std::max(align, std::floor(b / align) * align);
+    if (runs == b) continue;
+    header.push_back(fmt::format(
+        "sizes run as nccl-tests runs them: a whole number of 4-byte floats{} (a requested {:.0f} B runs as {:.0f} "
+        "B)",
+        shares ? fmt::format(" per rank ({}'s size is all {} ranks' shares)", a.op, n) : "", b, runs));
+    break;
+  }
+  t.print(std::cout, header);
+  std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n",
+                           pts.empty() ? 0.0 : sum / static_cast<double>(pts.size()));
+}
+
+}  // namespace
+
+void register_collectives_command(CLI::App& app) {
+  auto co = std::make_shared<CollectivesArgs>();
+  CLI::App* coll = app.add_subcommand("collectives", "Simulated nccl-tests: time, algbw and busbw per size");
+  coll->add_option("--topology", co->sweep.topology, "Built-in cluster or topology file")->required();
+  coll->add_option("-g,--gpus,--ngpus", co->sweep.gpus, "Use the first N GPUs (default all; nccl-tests' -g)")
+      ->check(kPositiveInteger);
+  coll->add_option("--op", co->op, "allreduce, broadcast, reduce, allgather or reducescatter (default allreduce)");
+  coll->add_option("-b,--min-bytes,--minbytes", co->min_bytes,
+                   "Smallest size (default 8; 64KiB, or nccl-tests' 128M: K, M, G are powers of 1024)");
+  coll->add_option("-e,--max-bytes,--maxbytes", co->max_bytes, "Largest size (default 1GiB; as -b)");
+  coll->add_option("-f,--step-factor,--stepfactor", co->sweep.step_factor,
+                   "Size multiplier between rows (default 2; nccl-tests' -f)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              std::size_t used = 0;
+              const double v = std::stod(text, &used);
+              if (used == text.size() && v > 1 && v < 1e9) return {};
+            } catch (const std::exception&) {
+            }
+            return fmt::format("value \"{}\" must be a number > 1 and below 1e9", text);
+          },
+          "FACTOR"));
+  add_scenario_options(coll, co->knobs, {"NCCL_ALGO", "NCCL_PROTO", "nccl"});
+  coll->add_option("--fidelity", co->sweep.fidelity,
+                   "step (every ring step and chunk a flow; default), aggregate (one flow per rank, channel and "
+                   "phase) or auto");
+  coll->add_flag("--json", co->json, "Print JSON instead of a table");
+  coll->callback([co] {
+    CollectivesArgs a = *co;
+    if (a.sweep.gpus == 0) {
+      try {
+        a.sweep.gpus = load_topology(a.sweep.topology).gpu_count();
+      } catch (const DataError&) {
+        throw;
+      } catch (const ConfigError& e) {
+        throw UsageError(e.what());
+      }
+    }
+    run_collectives(a);
+  });
+}
+
+}  // namespace gradsync::apps
