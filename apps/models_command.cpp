@@ -106,8 +106,9 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   }
   ctx.mode = flag_value("--attention", [&] {
     const ExecutionMode mode = execution_mode(o.compile, o.attention);
-    check_attention_precision(mode, ctx.precision);
-    check_attention_gpu(mode, ctx.gpu->sm_version, ctx.gpu->name, PytorchVersion{});  // models show: the newest rules
+    const ExecutionMode runs = effective_mode(m, mode);  // without attention the flag changes nothing
+    check_attention_precision(runs, ctx.precision);
+    check_attention_gpu(runs, ctx.gpu->sm_version, ctx.gpu->name, PytorchVersion{});  // models show: the newest rules
     return mode;
   });
   ctx.mode.channels_last = o.channels_last;
@@ -153,6 +154,11 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     j["forward_s"] = cost.forward_s;
     j["backward_s"] = cost.backward_s;
     j["optimizer_s"] = step.time_s;
+    // The step as the GPU runs it: the host issues ahead while kernels run, so it is not the sum of
+    // the phases above (each layer there is the larger of its GPU and host time).
+    j["step_s"] = step_s;
+    j["samples_per_s"] = static_cast<double>(ctx.batch) / step_s;
+    if (m.default_seq_len) j["tokens_per_s"] = tokens / step_s;
     if (m.measured) {
       const MeasuredStep& ms = *m.measured;
       j["measured"] = {{"trace", ms.trace},           {"device", ms.device},           {"batch", ms.batch},

@@ -38,9 +38,11 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
       return 0;
     });
   scenario_field("attention", s.attention, [&] {
-    check_attention_precision(execution_mode(s.compile, s.attention), r.precision);
-    check_attention_gpu(execution_mode(s.compile, s.attention), gpu.sm_version, gpu.name,
-                        parse_pytorch_version(s.pytorch_version));
+    // A model without attention never calls F.scaled_dot_product_attention: the key changes
+    // nothing there (the header says so) and its kernels' limits do not apply.
+    const ExecutionMode mode = effective_mode(model, execution_mode(s.compile, s.attention));
+    check_attention_precision(mode, r.precision);
+    check_attention_gpu(mode, gpu.sm_version, gpu.name, parse_pytorch_version(s.pytorch_version));
     return 0;
   });
   r.optimizer = parse_optimizer(s.optimizer);

@@ -3,6 +3,9 @@
 // NCCL's switches are shown, and the execution modes it refuses (flash attention where it cannot run).
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -118,6 +121,43 @@ TEST(Cli, FlashAttentionInFloat32IsRefused) {
   EXPECT_EQ(sim.code, 2);
   EXPECT_EQ(sim.err.substr(0, sim.err.find('\n') + 1), "error: attention \"flash\": " + why) << sim.err;
   EXPECT_EQ(run({"models", "show", "nanogpt", "--gpu", "h200", "--precision", "bf16", "--attention", "flash"}).code, 0);
+}
+
+// models show --json gives the step it prints (the launch queue's: the host issues ahead of the
+// GPU, so not the sum of the phases, each of which takes the larger of GPU and host per layer) and
+// the throughput from it.
+TEST(Cli, ModelsShowJsonHasTheStep) {
+  const Result text = run_printed({"models", "show", "resnet50", "--gpu", "v100", "--batch", "32"});
+  const Result json = run_printed({"models", "show", "resnet50", "--gpu", "v100", "--batch", "32", "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  const double step = j.at("step_s").get<double>();
+  EXPECT_GT(step, 0.0);
+  EXPECT_LE(step, j.at("forward_s").get<double>() + j.at("backward_s").get<double>() + j.at("optimizer_s").get<double>());
+  EXPECT_DOUBLE_EQ(j.at("samples_per_s").get<double>(), 32.0 / step);
+  EXPECT_FALSE(j.contains("tokens_per_s"));  // an image model
+  EXPECT_NE(text.out.find(fmt::format("{:.4g} samples/s", 32.0 / step)), std::string::npos) << text.out;
+  const nlohmann::json g = nlohmann::json::parse(run_printed({"models", "show", "gpt2", "--gpu", "a100", "--json"}).out);
+  EXPECT_DOUBLE_EQ(g.at("tokens_per_s").get<double>(),
+                   g.at("batch").get<double>() * g.at("seq_len").get<double>() / g.at("step_s").get<double>());
+}
+
+// A model without attention never calls F.scaled_dot_product_attention, so flash attention's limits
+// (precision, GPU) do not apply to it: the flag is said to change nothing rather than refused.
+TEST(Cli, FlashAttentionOnAModelWithoutAttentionChangesNothing) {
+  for (const char* precision : {"fp32", "tf32"}) {
+    const Result show = run_printed({"models", "show", "resnet50", "--gpu", "v100", "--precision", precision, "--attention", "flash"});
+    EXPECT_EQ(show.code, 0) << show.err;
+    EXPECT_NE(show.out.find("# --attention flash: resnet50 has no attention layer: it changes nothing\n"),
+              std::string::npos)
+        << show.out;
+  }
+  const Result sim = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--topology", "dgx1-v100", "--gpus",
+                          "2", "--precision", "fp32", "--attention", "flash", "--iterations", "2", "--warmup", "1",
+                          "--out", testing::TempDir() + "/flash-resnet"});
+  EXPECT_EQ(sim.code, 0) << sim.err;
+  EXPECT_NE(sim.out.find("# --attention flash: resnet18 has no attention layer: it changes nothing"), std::string::npos)
+      << sim.out;
 }
 
 // PyTorch's FlashAttention-2 kernels need compute capability 8.0 (7.5 for 2.0 and 2.1's
