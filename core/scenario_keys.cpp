@@ -80,11 +80,14 @@ json parse_count(const ScenarioKey& k, std::string_view text) {
 
 json parse_mib(const ScenarioKey& k, std::string_view text) {
   const std::string_view t = trim(text);
-  // min 0: 0 is taken too (DDP(bucket_cap_mb=0): every gradient closes its bucket).
+  // min 0: 0 is taken too (DDP(bucket_cap_mb=0): every gradient closes its bucket; a first bucket
+  // of 0 closes with its first gradient).
   const bool zero = k.min == 0;
+  const bool first = k.name == std::string_view("first_bucket_mb");
   const std::string expected =
       fmt::format("expected a size in MiB {} (25, 0.5{}) or with a unit (25MiB, 512KiB, 1GiB), at most {} MiB",
-                  zero ? ">= 0" : "> 0", zero ? "; 0: one bucket per gradient" : "", k.max);
+                  zero ? ">= 0" : "> 0",
+                  !zero ? "" : first ? "; 0: the first bucket holds one gradient" : "; 0: one bucket per gradient", k.max);
   double mib = 0;
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), mib);
   if (!t.empty() && ec == std::errc() && end == t.data() + t.size()) {

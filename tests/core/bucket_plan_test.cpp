@@ -269,6 +269,23 @@ TEST(BucketPlan, CapZeroIsOneBucketPerGradient) {
   for (const Bucket& b : steady.buckets) EXPECT_EQ(b.params.size(), 1u);
 }
 
+// A first bucket of 0 bytes closes with its first gradient; the rest keep the cap.
+TEST(BucketPlan, FirstBucketZeroHoldsOneGradient) {
+  BucketOptions o;
+  o.bucket_cap_mb = 25.0;
+  o.first_bucket_mb = 0.0;
+  const StepModel m = zoo("resnet50");
+  const auto schedule = bucket_schedule(m, o);
+  const BucketPlan& steady = schedule.at(2);
+  ASSERT_GE(steady.buckets.size(), 2u);
+  EXPECT_EQ(steady.buckets.front().params.size(), 1u);
+  o.first_bucket_mb = 25.0;
+  const auto schedule25 = bucket_schedule(m, o);
+  const BucketPlan& same_cap = schedule25.at(2);
+  // The gradients after the first are bucketed under the same 25 MiB cap either way.
+  EXPECT_GT(same_cap.buckets.front().params.size(), 1u);
+}
+
 TEST(BucketPlan, LastBucketCapPutsTheSmallBucketLast) {
   BucketOptions o;
   o.last_bucket_cap = true;

@@ -90,9 +90,12 @@ TEST(ScenarioKeys, SizesInMiBTakeUnits) {
               std::string::npos)
         << bad;
   }
-  // The first bucket's cap has no such meaning: 0 stays an error there.
-  for (const char* bad : {"0", "-1", "0MiB"}) {
-    EXPECT_NE(error_of(scenario_key("first_bucket_mb"), bad).find("expected a size in MiB > 0 (25, 0.5)"),
+  // The first bucket's cap takes 0 too (PyTorch >= 2.3 sets it from bucket_cap_mb, 0 included): the
+  // first bucket closes with its first gradient.
+  EXPECT_EQ(parse_key_value(scenario_key("first_bucket_mb"), "0"), json(0.0));
+  for (const char* bad : {"-1", "-0.5MiB"}) {
+    EXPECT_NE(error_of(scenario_key("first_bucket_mb"), bad)
+                  .find("expected a size in MiB >= 0 (25, 0.5; 0: the first bucket holds one gradient)"),
               std::string::npos)
         << bad;
   }
