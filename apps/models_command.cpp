@@ -301,7 +301,7 @@ void register_models_command(CLI::App& app) {
   show->add_option("--mixed-precision", o->mixed_precision,
                    "autocast, or master-weights: the model itself in bf16/fp16 (model.half(), apex amp O2, DeepSpeed) "
                    "with float32 master weights in the optimizer")
-      ->check(CLI::IsMember({"autocast", "master-weights"}))
+      ->transform(CLI::IsMember({"autocast", "master-weights"}, CLI::ignore_case))
       ->capture_default_str();
   show->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam or adamw")->capture_default_str();
   show->add_flag("--compile", o->compile,

@@ -251,7 +251,7 @@ void add_bench_options(CLI::App* cmd, BenchArgs& a, const char* default_out) {
   add_scenario_options(cmd, a.scenario);
   add_launch_options(cmd, a.launch);
   cmd->add_option("--strategy", a.strategy, "dp or ddp (default: both in one process, DDP under mpirun/srun)")
-      ->check(CLI::IsMember({"dp", "ddp"}));
+      ->transform(CLI::IsMember({"dp", "ddp"}, CLI::ignore_case));
   cmd->add_option("--out", a.out, fmt::format("Output folder (default {})", default_out));
   a.out = default_out;
 }

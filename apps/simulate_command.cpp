@@ -65,7 +65,7 @@ void add_command_options(CLI::App* cmd, ScenarioCommand& c) {
                   "The trace and events.csv plain (json) or gzip-compressed (json.gz: trace-<strategy>.json.gz and "
                   "events.csv.gz, which Perfetto and pandas open as they are) (default auto: json up to 16 GPUs, "
                   "json.gz beyond)")
-      ->check(CLI::IsMember({"auto", "json", "json.gz"}));
+      ->transform(CLI::IsMember({"auto", "json", "json.gz"}, CLI::ignore_case));
 }
 
 // trace_options: --trace-ranks and --trace-format as reports::TraceOptions; ranks must be GPUs of
@@ -286,7 +286,7 @@ void register_simulate_commands(CLI::App& app) {
   auto sa = std::make_shared<ScenarioCommand>();
   CLI::App* simulate = app.add_subcommand("simulate", "Simulate one strategy (DP or DDP) of a scenario on SimGrid");
   add_command_options(simulate, *sa);
-  simulate->add_option("--strategy", sa->strategy, "dp or ddp")->required()->check(CLI::IsMember({"dp", "ddp"}));
+  simulate->add_option("--strategy", sa->strategy, "dp or ddp")->required()->transform(CLI::IsMember({"dp", "ddp"}, CLI::ignore_case));
   simulate->callback([sa] { run_scenario(*sa, {sa->strategy == "dp" ? Strategy::kDP : Strategy::kDDP}, "simulate"); });
 
   auto ca = std::make_shared<ScenarioCommand>();
@@ -306,7 +306,7 @@ void register_simulate_commands(CLI::App& app) {
   add_command_options(advise, *aa);
   add_advice_options(advise, *aa);
   advise->add_option("--strategy", aa->strategy, "The strategy the script runs now: dp or ddp (default ddp)")
-      ->check(CLI::IsMember({"dp", "ddp"}));
+      ->transform(CLI::IsMember({"dp", "ddp"}, CLI::ignore_case));
   advise->callback([aa] { run_scenario(*aa, {aa->strategy == "dp" ? Strategy::kDP : Strategy::kDDP}, "advise"); });
 }
 

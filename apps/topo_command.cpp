@@ -346,7 +346,7 @@ void register_topo_command(CLI::App& app) {
   auto ex_out = std::make_shared<std::string>();
   CLI::App* ex = topo->add_subcommand("export", "Write a topology as DOT or GraphML (reading it back gives the same)");
   ex->add_option("file", *ex_file, file_help)->required();
-  ex->add_option("--format", *ex_format, "dot or graphml")->required()->check(CLI::IsMember({"dot", "graphml"}));
+  ex->add_option("--format", *ex_format, "dot or graphml")->required()->transform(CLI::IsMember({"dot", "graphml"}, CLI::ignore_case));
   ex->add_option("-o,--out", *ex_out, "Output file (default: stdout)");
   ex->callback([ex_file, ex_format, ex_out] {
     const Topology t = load_topology(*ex_file);

@@ -9,6 +9,7 @@
 #include <charconv>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace gradsync {
 namespace {
@@ -76,8 +77,10 @@ std::string comm_hook_name(const CommHook& h) {
 
 CommHook parse_comm_hook(std::string_view text) {
   CommHook h;
-  const std::size_t colon = text.find(':');
-  const std::string_view name = text.substr(0, colon);
+  // Names and option keys in any case ("FP16", "PowerSGD:Rank=2"); errors quote the text as given.
+  const std::string lowered = ascii_lower(text);
+  const std::size_t colon = lowered.find(':');
+  const std::string_view name = std::string_view(lowered).substr(0, colon);
   if (name == "none" || name == "allreduce") {
     h.kind = CommHookKind::kNone;
   } else if (name == "fp16") {
@@ -93,7 +96,7 @@ CommHook parse_comm_hook(std::string_view text) {
   }
   if (colon == std::string_view::npos) return h;
   if (h.kind != CommHookKind::kPowerSGD) bad_hook(text, "only powersgd takes options");
-  std::string_view rest = text.substr(colon + 1);
+  std::string_view rest = std::string_view(lowered).substr(colon + 1);
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
     const std::string_view item = rest.substr(0, comma);

@@ -6,6 +6,7 @@
 #include <array>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace gradsync {
 namespace {
@@ -63,8 +64,9 @@ std::string_view precision_name(Precision p) {
 }
 
 Precision parse_precision(std::string_view text) {
+  const std::string t = ascii_lower(text);  // "BF16" as "bf16", as every word-valued key and flag
   for (Precision p : {Precision::kFP32, Precision::kTF32, Precision::kBF16, Precision::kFP16}) {
-    if (precision_name(p) == text) return p;
+    if (precision_name(p) == t) return p;
   }
   throw ConfigError(fmt::format("precision \"{}\" is unknown; expected fp32, tf32, bf16 or fp16", text));
 }

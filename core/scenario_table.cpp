@@ -13,6 +13,7 @@
 #include "core/nccl_knobs.hpp"
 #include "core/pytorch_version.hpp"
 #include "core/scenario.hpp"
+#include "core/text.hpp"
 
 namespace gradsync {
 namespace {
@@ -38,7 +39,7 @@ std::string check_comm_hook(std::string_view text) {
     const std::string prefix = fmt::format("comm hook \"{}\": ", text);
     throw ConfigError(what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
   }
-  return std::string(text);
+  return ascii_lower(text);
 }
 std::string canonical_algos(std::string_view text) { return canonical_nccl_list(text, kNcclAlgorithms); }
 std::string canonical_protos(std::string_view text) { return canonical_nccl_list(text, kNcclProtocols); }

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "core/launch_queue.hpp"
 #include "models/op_cost.hpp"
 
@@ -223,8 +224,9 @@ std::string_view optimizer_name(Optimizer o) {
 }
 
 Optimizer parse_optimizer(std::string_view text) {
+  const std::string t = ascii_lower(text);  // "AdamW" as "adamw"
   for (Optimizer o : {Optimizer::kSGD, Optimizer::kSGDMomentum, Optimizer::kAdam, Optimizer::kAdamW, Optimizer::kNone}) {
-    if (optimizer_name(o) == text) return o;
+    if (optimizer_name(o) == t) return o;
   }
   throw ConfigError(fmt::format("optimizer \"{}\" is unknown; expected sgd, sgd-momentum, adam, adamw or none", text));
 }

@@ -19,6 +19,7 @@
 
 #include "core/checked.hpp"
 #include "core/embedded_file.hpp"
+#include "core/text.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/yaml_reader.hpp"
@@ -482,8 +483,12 @@ Model load_model(std::string_view name_or_path) {
   const std::filesystem::path path(name_or_path);
   const bool looks_like_path = name_or_path.find('/') != std::string_view::npos || path.has_extension();
   if (!looks_like_path) {
-    throw ConfigError(fmt::format("model \"{}\" is neither a zoo model ({}) nor a file path", name_or_path,
-                                  fmt::join(zoo_model_names(), ", ")));
+    // Zoo names are lower case: a name that matches one but for case says which.
+    std::string hint;
+    for (const std::string& zoo : zoo_model_names())
+      if (ascii_lower(zoo) == ascii_lower(name_or_path)) hint = fmt::format(" (zoo names are lower case: {})", zoo);
+    throw ConfigError(fmt::format("model \"{}\" is neither a zoo model ({}) nor a file path{}", name_or_path,
+                                  fmt::join(zoo_model_names(), ", "), hint));
   }
   return parse_model(read_input_file(path.string(), "model file"), path.string());
 }

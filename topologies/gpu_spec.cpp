@@ -9,6 +9,7 @@
 #include <set>
 #include <span>
 
+#include "core/text.hpp"
 #include "core/embedded_file.hpp"
 #include "core/error.hpp"
 #include "core/yaml_reader.hpp"
@@ -135,10 +136,11 @@ const std::vector<GpuSpec>& gpu_specs() {
 
 const GpuSpec& gpu_spec(std::string_view key_or_alias) {
   std::vector<std::string> keys;
+  const std::string wanted = ascii_lower(key_or_alias);  // "A100" as "a100", as the other names
   for (const auto& g : gpu_specs()) {
-    if (g.key == key_or_alias) return g;
+    if (ascii_lower(g.key) == wanted) return g;
     for (const auto& a : g.aliases) {
-      if (a == key_or_alias) return g;
+      if (ascii_lower(a) == wanted) return g;
     }
     keys.push_back(g.key);
   }

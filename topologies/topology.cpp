@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "core/embedded_file.hpp"
+#include "core/text.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "topologies/link_model.hpp"
@@ -356,8 +357,12 @@ Topology load_topology(const std::string& name_or_path) {
       const std::string body(*text);
       return parsed_once(origin, body, [&] { return read_topology_dot(body, origin); });
     }
-    throw ConfigError(fmt::format("unknown topology \"{}\"; expected a .dot or .graphml file or a built-in: {}",
-                                  name_or_path, fmt::join(builtin_topology_names(), ", ")));
+    std::string hint;  // built-in names are lower case: one that matches but for case is named
+    for (const auto& builtin : builtin_topology_names())
+      if (ascii_lower(builtin) == ascii_lower(name_or_path))
+        hint = fmt::format(" (built-in names are lower case: {})", builtin);
+    throw ConfigError(fmt::format("unknown topology \"{}\"; expected a .dot or .graphml file or a built-in: {}{}",
+                                  name_or_path, fmt::join(builtin_topology_names(), ", "), hint));
   }
   const bool dot = ext == ".dot" || ext == ".gv";
   const bool graphml = ext == ".graphml" || ext == ".xml";

@@ -123,6 +123,27 @@ TEST(Cli, FlashAttentionInFloat32IsRefused) {
   EXPECT_EQ(run({"models", "show", "nanogpt", "--gpu", "h200", "--precision", "bf16", "--attention", "flash"}).code, 0);
 }
 
+// Word values take any case, flags and scenario keys alike (a strategy, precision, optimizer, comm
+// hook and GPU); a model or built-in topology named but for case is refused with the right name,
+// since a name without a slash or an extension is never a file.
+TEST(Cli, WordValuesTakeAnyCase) {
+  const Result sim = run_printed({"simulate", "--strategy", "DDP", "--model", "resnet18", "--gpus", "2", "--comm-hook",
+                                  "PowerSGD:Rank=2", "--precision", "FP16", "--optimizer", "AdamW", "--iterations", "2",
+                                  "--warmup", "1", "--out", testing::TempDir() + "/any-case"});
+  EXPECT_EQ(sim.code, 0) << sim.err;
+  EXPECT_NE(sim.out.find("fp16, adamw (foreach)"), std::string::npos) << sim.out;
+  EXPECT_NE(sim.out.find("comm hook powersgd:rank=2,start_iter=1000"), std::string::npos) << sim.out;
+  const Result show = run_printed({"models", "show", "gpt2", "--gpu", "A100", "--precision", "BF16"});
+  EXPECT_EQ(show.code, 0) << show.err;
+  EXPECT_NE(show.out.find("# on one a100-sxm4-80gb (NVIDIA A100 SXM4 80GB), bf16,"), std::string::npos) << show.out;
+  const Result model = run({"compare", "--model", "GPT2"});
+  EXPECT_EQ(model.code, 2);
+  EXPECT_NE(model.err.find("nor a file path (zoo names are lower case: gpt2)"), std::string::npos) << model.err;
+  const Result topo = run({"compare", "--topology", "DGX-A100"});
+  EXPECT_EQ(topo.code, 2);
+  EXPECT_NE(topo.err.find("(built-in names are lower case: dgx-a100)"), std::string::npos) << topo.err;
+}
+
 // models show --json gives the step it prints (the launch queue's: the host issues ahead of the
 // GPU, so not the sum of the phases, each of which takes the larger of GPU and host per layer) and
 // the throughput from it.
