@@ -35,6 +35,13 @@ std::string mib_text(const nlohmann::ordered_json& v) {
   return v.is_number() ? fmt::format("{:.6g}", v.get<double>()) : value_text(v);
 }
 
+// bucket_text: a bucket's cap with its unit: MiB as mib_text, and below 16 KiB the whole bytes
+// DDP caps it at (int(bucket_cap_mb * 1024 * 1024)), not "9.91821e-05 MiB".
+std::string bucket_text(const nlohmann::ordered_json& v) {
+  if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() >= 1.0 / 64) return mib_text(v) + " MiB";
+  return fmt::format("{} B", static_cast<std::int64_t>(v.get<double>() * 1048576.0));
+}
+
 std::string nccl_knobs_text(const Scenario& s) {
   std::vector<std::string> set;
   for (const ScenarioKey& k : scenario_table()) {
@@ -324,9 +331,9 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
                                        r.fidelity.mode.empty() ? "" : fmt::format(", fidelity {}", s.fidelity));
   if (!ddp) h.push_back(nccl);
   else h.push_back(
-      fmt::format("DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}{}; {}",
+      fmt::format("DDP: bucket_cap_mb {}, first bucket {}, comm hook {}, broadcast_buffers {}{}{}{}{}; {}",
                   mib_text(key_value(s, scenario_key("bucket_cap_mb"))),
-                  mib_text(key_value(s, scenario_key("first_bucket_mb"))), comm_hook_name(parse_comm_hook(s.comm_hook)),
+                  bucket_text(key_value(s, scenario_key("first_bucket_mb"))), comm_hook_name(parse_comm_hook(s.comm_hook)),
                   s.broadcast_buffers,
                   s.find_unused_parameters ? ", find_unused_parameters" : "", s.static_graph ? ", static_graph" : "",
                   s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "",

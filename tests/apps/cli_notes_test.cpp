@@ -144,6 +144,14 @@ TEST(Cli, WordValuesTakeAnyCase) {
   EXPECT_NE(topo.err.find("(built-in names are lower case: dgx-a100)"), std::string::npos) << topo.err;
 }
 
+// A bucket cap under 16 KiB is said in the bytes DDP caps it at, not as a fraction of a MiB.
+TEST(Cli, ATinyFirstBucketIsSaidInBytes) {
+  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--bucket-cap-mb",
+                                "0.0001", "--iterations", "2", "--warmup", "1", "--out", testing::TempDir() + "/tiny-cap"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("# DDP: bucket_cap_mb 0.0001, first bucket 104 B, "), std::string::npos) << r.out;
+}
+
 // models show --json gives the step it prints (the launch queue's: the host issues ahead of the
 // GPU, so not the sum of the phases, each of which takes the larger of GPU and host per layer) and
 // the throughput from it.
