@@ -55,8 +55,10 @@ class CostModel {
   virtual ComputeOp backward_into(std::size_t layer, std::int64_t batch) const { return backward(layer, batch); }
   // optimizer is one optimizer step over every trainable parameter.
   virtual ComputeOp optimizer() const = 0;
-  // clip_grad_norm is torch.nn.utils.clip_grad_norm_ over every trainable gradient.
+  // clip_grad_norm is torch.nn.utils.clip_grad_norm_'s norm over every trainable gradient (the
+  // clip coefficient included), clip_grad_scale its product of every gradient with the coefficient.
   virtual ComputeOp clip_grad_norm() const = 0;
+  virtual ComputeOp clip_grad_scale() const = 0;
   // memory is `kernels` memory-bound kernels touching `bytes` (read plus written).
   virtual ComputeOp memory(const std::string& name, double bytes, int kernels) const = 0;
   // matmul is `kernels` fp32 matrix products doing `flops` in all and touching `bytes`

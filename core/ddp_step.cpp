@@ -109,7 +109,11 @@ void DdpStep::run_iteration(int iteration) {
     forward(sync);
     backward();
   }
-  if (opts_.clip_grad_norm) dev_.compute(costs_.clip_grad_norm());  // on the reduced gradients
+  if (opts_.clip_grad_norm) {  // on the reduced gradients
+    dev_.compute(costs_.clip_grad_norm());
+    if (opts_.clip_syncs) dev_.synchronize();  // `if clip_coef < 1:` reads the GPU's result
+    dev_.compute(costs_.clip_grad_scale());
+  }
   dev_.compute(costs_.optimizer());
   dev_.synchronize();
   host_.end_iteration(iteration);

@@ -28,6 +28,7 @@ struct DdpStepOptions {
   DdpOptions ddp;
   int grad_accum = 1;           // micro-steps per optimizer step; the first grad_accum - 1 in no_sync
   bool clip_grad_norm = false;  // clip_grad_norm_ between backward and the optimizer
+  bool clip_syncs = false;      // the host waits for the GPU inside it (PyTorch < 1.10: clip_grad_norm_syncs)
   InputLocation input = InputLocation::kPageable;  // where each local batch starts
 };
 

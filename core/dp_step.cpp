@@ -187,7 +187,11 @@ void DpStep::run_iteration(int iteration) {
   host_.begin_iteration(iteration);
   for (int micro = 0; micro < opts_.grad_accum; ++micro) micro_step(micro);
   // 9. The optimizer on GPU0 only (after clip_grad_norm_ of the module's gradients, when asked).
-  if (opts_.clip_grad_norm) devices_[0]->compute(costs_.clip_grad_norm());
+  if (opts_.clip_grad_norm) {
+    devices_[0]->compute(costs_.clip_grad_norm());
+    if (opts_.clip_syncs) devices_[0]->synchronize();  // `if clip_coef < 1:` reads GPU0's result
+    devices_[0]->compute(costs_.clip_grad_scale());
+  }
   devices_[0]->compute(costs_.optimizer());
   for (Device* d : devices_) d->synchronize();
   host_.end_iteration(iteration);

@@ -41,6 +41,7 @@ struct DpStepOptions {
   InputLocation location = InputLocation::kPageable;  // where the global batch starts (kGpu0)
   int grad_accum = 1;
   bool clip_grad_norm = false;  // clip_grad_norm_ on GPU0 before the optimizer
+  bool clip_syncs = false;      // the host waits for GPU0 inside it (PyTorch < 1.10: clip_grad_norm_syncs)
   // accumulate_grads: the module's gradients are still there when the reduced ones arrive
   // (zero_grad(set_to_none=False)): AccumulateGrad adds them in place on GPU0, one kernel per
   // parameter; with None it takes the reduced tensors, no kernel. Micro-steps after the first of a

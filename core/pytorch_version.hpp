@@ -72,6 +72,13 @@ inline bool has_channels_last(PytorchVersion v) { return v.at_least(1, 5); }
 // TF32 came) to 1.11, and to False from 1.12 (pytorch/pytorch#76509): a float32 script on Ampere
 // or later ran its matmuls as TF32 in those releases.
 inline bool matmul_tf32_by_default(PytorchVersion v) { return v.at_least(1, 7) && !v.at_least(1, 12); }
+
+// clip_grad_norm_syncs: before PyTorch 1.10, torch.nn.utils.clip_grad_norm_ branched in Python on a
+// tensor the GPU computed (`if clip_coef < 1:`, and in 1.9 also `if total_norm.isnan() or
+// total_norm.isinf():`), so the host waited for every kernel queued before it (the backward and
+// DDP's allreduces) before it issued the scaling and the optimizer (pytorch/pytorch#60691); from
+// 1.10 the coefficient is clamped on the GPU and nothing waits (pytorch/pytorch#61042).
+inline bool clip_grad_norm_syncs(PytorchVersion v) { return !v.at_least(1, 10); }
 // adam_lerps_first_moment: Adam and AdamW update their first moment with one lerp_ kernel
 // (exp_avg.lerp_(grad, 1 - beta1), _foreach_lerp_ in the foreach path) instead of mul_ then add_
 // (pytorch/pytorch#104796, "[optim] use lerp whenever possible", merged 2023-07-11: 2.1).

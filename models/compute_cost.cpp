@@ -370,6 +370,16 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl,
 }
 
 KernelCost clip_grad_norm_cost(const Model& model, const ComputeContext& ctx) {
+  const KernelCost norm = clip_grad_norm_cost(model, ctx, ClipPart::kNorm);
+  const KernelCost scale = clip_grad_norm_cost(model, ctx, ClipPart::kScale);
+  KernelCost k{norm.flops + scale.flops, norm.bytes + scale.bytes, norm.kernels + scale.kernels, 0};
+  k.time_s = norm.time_s + scale.time_s;
+  k.gpu_s = norm.gpu_time() + scale.gpu_time();
+  k.host_s = (norm.host_s >= 0 && scale.host_s >= 0) ? norm.host_s + scale.host_s : -1;
+  return k;
+}
+
+KernelCost clip_grad_norm_cost(const Model& model, const ComputeContext& ctx, ClipPart part) {
   double bytes = 0;
   int tensors = 0;
   for (const auto& p : model.parameters) {
@@ -385,7 +395,8 @@ KernelCost clip_grad_norm_cost(const Model& model, const ComputeContext& ctx) {
   // one norm and one mul_ kernel per gradient, each issued from Python.
   const bool foreach = ctx.foreach;
   const int per_list = foreach ? (tensors + 109) / 110 : tensors;
-  KernelCost k{0, 3 * bytes, 2 * per_list + 5, 0};
+  // The norm reads every gradient (plus 5 scalar kernels); the scaling reads and writes each.
+  KernelCost k = part == ClipPart::kNorm ? KernelCost{0, bytes, per_list + 5, 0} : KernelCost{0, 2 * bytes, per_list, 0};
   k = finish(k, 1.0, 1.0, ctx);
   if (!foreach) {
     const KernelRates r = rates_for(*ctx.gpu);

@@ -189,8 +189,13 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl,
 // copy_cost: `tensors` copy kernels moving `bytes` in total (read + write each byte): DDP's
 // per-parameter copy into the bucket (with the 1/n scaling in the same kernel), its copy back out,
 // DP's flattening of a coalesced group.
-// clip_grad_norm_cost: torch.nn.utils.clip_grad_norm_ over the trainable gradients.
+// clip_grad_norm_cost: torch.nn.utils.clip_grad_norm_ over the trainable gradients; a part of it:
+// the norm (every gradient's norm, the norm of those, the clip coefficient) or the scaling (every
+// gradient multiplied by the coefficient). Before PyTorch 1.10 the host waits for the GPU between
+// the two (clip_grad_norm_syncs, core/pytorch_version.hpp).
+enum class ClipPart { kNorm, kScale };
 KernelCost clip_grad_norm_cost(const Model& model, const ComputeContext& ctx);
+KernelCost clip_grad_norm_cost(const Model& model, const ComputeContext& ctx, ClipPart part);
 
 KernelCost copy_cost(double bytes, int tensors, const ComputeContext& ctx);
 

@@ -143,7 +143,11 @@ ComputeOp RooflineCostModel::optimizer() const {
 }
 
 ComputeOp RooflineCostModel::clip_grad_norm() const {
-  return op("clip_grad_norm", OpKind::kMemory, clip_grad_norm_cost(model_, ctx_));
+  return op("clip_grad_norm", OpKind::kMemory, clip_grad_norm_cost(model_, ctx_, ClipPart::kNorm));
+}
+
+ComputeOp RooflineCostModel::clip_grad_scale() const {
+  return op("clip_grad_norm:scale", OpKind::kMemory, clip_grad_norm_cost(model_, ctx_, ClipPart::kScale));
 }
 
 ComputeOp RooflineCostModel::memory(const std::string& name, double bytes, int kernels) const {

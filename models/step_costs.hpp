@@ -48,6 +48,7 @@ class RooflineCostModel final : public CostModel {
   ComputeOp backward_into(std::size_t layer, std::int64_t batch) const override;
   ComputeOp optimizer() const override;
   ComputeOp clip_grad_norm() const override;
+  ComputeOp clip_grad_scale() const override;
   ComputeOp memory(const std::string& name, double bytes, int kernels) const override;
   ComputeOp matmul(const std::string& name, double flops, double bytes, int kernels) const override;
   const HostCosts& host() const override { return host_; }
@@ -82,6 +83,7 @@ class CalibratedCostModel final : public CostModel {
   }
   ComputeOp optimizer() const override { return timed(base_.optimizer()); }
   ComputeOp clip_grad_norm() const override { return timed(base_.clip_grad_norm()); }
+  ComputeOp clip_grad_scale() const override { return timed(base_.clip_grad_scale()); }
   ComputeOp memory(const std::string& name, double bytes, int kernels) const override {
     return timed(base_.memory(name, bytes, kernels));
   }

@@ -389,6 +389,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
     o.ddp.hook = b.hook;
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
+    o.clip_syncs = clip_grad_norm_syncs(parse_pytorch_version(s.pytorch_version));
     out.replicas = rt.world();
     std::vector<std::unique_ptr<RealHost>> hosts;
     for (int i = 0; i < rt.local(); ++i) {
@@ -426,6 +427,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
     o.location = input_location(s);
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
+    o.clip_syncs = clip_grad_norm_syncs(parse_pytorch_version(s.pytorch_version));
     o.accumulate_grads = dp_accumulates && ctx.zero_grad_fill;
     DpStep step(model, costs, o, global, host, devices, rig->local_group(m));
     for (int it = 1; it <= s.iterations; ++it) step.run_iteration(it);

@@ -114,6 +114,7 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid, con
     o.ddp.hook = r.hook;
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
+    o.clip_syncs = clip_grad_norm_syncs(parse_pytorch_version(s.pytorch_version));
     out.replicas = r.gpus;
     std::vector<bool> mirrored(static_cast<std::size_t>(r.gpus), false);
     for (const auto& others : mirrors)
@@ -145,6 +146,7 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid, con
     o.location = input_location(s);
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
+    o.clip_syncs = clip_grad_norm_syncs(parse_pytorch_version(s.pytorch_version));
     o.accumulate_grads = dp_accumulates && ctx.zero_grad_fill;
     cluster.spawn(0, [&, o, host, devices, group] {
       CalledGroup called(*group, *host, costs.host().collective_call_s);
@@ -342,7 +344,9 @@ ClosedForm closed_form_ddp(const Scenario& scenario) {
     backward += costs.backward(l, r.batch).time_s;
   }
   ClosedForm out;
-  const double step_end = costs.optimizer().time_s + (r.s.clip_grad_norm ? costs.clip_grad_norm().time_s : 0.0);
+  const double step_end =
+      costs.optimizer().time_s +
+      (r.s.clip_grad_norm ? costs.clip_grad_norm().time_s + costs.clip_grad_scale().time_s : 0.0);
   out.compute_s = forward + backward + step_end;
   const BucketSchedule plan = bucket_schedule(model, buckets_of(r.s));
   const BucketPlan& steady = plan.at(r.s.iterations);

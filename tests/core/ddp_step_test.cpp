@@ -43,6 +43,25 @@ TEST(DdpStep, IterationOneIsOneAllreduceOfAllGradientsThenBucketsInReadyOrder) {
   EXPECT_EQ(r.step.reducer().plan().bucket_of[0], 3);
 }
 
+// clip_grad_norm_ before PyTorch 1.10 reads the GPU's coefficient in Python (`if clip_coef < 1:`):
+// the host waits for the norm, then issues the scaling to an idle GPU, which starts it one launch
+// later. From 1.10 the host has queued it while the GPU still worked: it runs right after the norm.
+TEST(DdpStep, ClipGradNormBefore110WaitsForTheGpu) {
+  for (bool syncs : {false, true}) {
+    DdpStepOptions o = cap_mb(1);
+    o.clip_grad_norm = true;
+    o.clip_syncs = syncs;
+    DdpRun r(linear_stack(4), o);
+    r.costs.launch_s = 20e-6;
+    r.go(2);
+    const auto clip = r.calls(2, "clip_grad_norm");
+    ASSERT_EQ(clip.size(), 2u);
+    ASSERT_EQ(clip[0].name, "clip_grad_norm");
+    ASSERT_EQ(clip[1].name, "clip_grad_norm:scale");
+    EXPECT_DOUBLE_EQ(clip[1].start_s, clip[0].end_s + (syncs ? r.costs.launch_s : 0.0)) << syncs;
+  }
+}
+
 TEST(DdpStep, ReducerPlanIsTheBucketScheduleOfEachIteration) {
   for (bool static_graph : {false, true}) {
     DdpStepOptions o = cap_mb(1);
@@ -142,12 +161,15 @@ TEST(DdpStep, ClipGradNormRunsOnceAfterTheReductionAndBeforeTheOptimizer) {
   DdpRun r(linear_stack(3), o);
   r.go(2);
   for (int it = 1; it <= 2; ++it) {
-    const auto clip = r.calls(it, "clip_grad_norm");
-    ASSERT_EQ(clip.size(), 1u) << it;
+    const auto clip = r.calls(it, "clip_grad_norm");  // the norm, then the scaling
+    ASSERT_EQ(clip.size(), 2u) << it;
+    EXPECT_EQ(clip[1].name, "clip_grad_norm:scale");
     const auto opt = r.calls(it, "optimizer");
     ASSERT_EQ(opt.size(), 1u);
-    EXPECT_DOUBLE_EQ(clip[0].end_s, opt[0].start_s);
+    EXPECT_DOUBLE_EQ(clip[0].end_s, clip[1].start_s);
+    EXPECT_DOUBLE_EQ(clip[1].end_s, opt[0].start_s);
     EXPECT_DOUBLE_EQ(clip[0].end_s - clip[0].start_s, 0.5e-3);
+    EXPECT_DOUBLE_EQ(clip[1].end_s - clip[1].start_s, 0.25e-3);
     const auto buckets = r.calls(it, "allreduce:bucket");
     ASSERT_FALSE(buckets.empty());
     for (const RecordedCall& c : buckets) EXPECT_LE(c.end_s, clip[0].start_s);

@@ -65,6 +65,24 @@ TEST(Coalesce, GroupsArePerDtypeAndLeftoversInFirstSeenOrder) {
   EXPECT_EQ(coalesce_before_exceeding(t, 10 * kMiB), (Groups{{1}, {0, 3}, {2}}));
 }
 
+// DataParallel's clip_grad_norm_ on GPU0 before PyTorch 1.10: the host waits for GPU0's norm, so
+// the scaling starts one launch after it; from 1.10 it follows the norm at once.
+TEST(DpStep, ClipGradNormBefore110WaitsForGpu0) {
+  for (bool syncs : {false, true}) {
+    DpStepOptions o;
+    o.clip_grad_norm = true;
+    o.clip_syncs = syncs;
+    DpRun r("resnet18", 2, 16, o);
+    r.costs.launch_s = 20e-6;
+    r.step.run_iteration(1);
+    const auto norm = r.calls(Kind::kCompute, "clip_grad_norm", 0);
+    const auto scale = r.calls(Kind::kCompute, "clip_grad_norm:scale", 0);
+    ASSERT_EQ(norm.size(), 1u);
+    ASSERT_EQ(scale.size(), 1u);
+    EXPECT_DOUBLE_EQ(scale[0].start_s, norm[0].end_s + (syncs ? r.costs.launch_s : 0.0)) << syncs;
+  }
+}
+
 TEST(DpStep, ChunksFollowTorchChunkAndFewerReplicasWorkWithASmallBatch) {
   EXPECT_EQ(DpStep::chunk_sizes(64, 8), (std::vector<std::int64_t>(8, 8)));
   EXPECT_EQ(DpStep::chunk_sizes(10, 8), (std::vector<std::int64_t>{2, 2, 2, 2, 2}));

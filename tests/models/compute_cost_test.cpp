@@ -141,10 +141,16 @@ TEST(ComputeCost, OptimizerAndCopies) {
   EXPECT_DOUBLE_EQ(copy.time_s, 8e6 / 0.8e12);
   // clip_grad_norm_: gradients read twice (norms, product) and written once; foreach: one
   // _foreach_norm and one _foreach_mul_ launch for these 3 tensors, and 5 scalar kernels.
+  // The norm (one read, the _foreach_norm and 5 scalar kernels) and the scaling (a read and a write,
+  // the _foreach_mul_) are timed apart, since the host may wait between them (before 1.10).
   const KernelCost clip = clip_grad_norm_cost(m, ctx);
+  const KernelCost norm = clip_grad_norm_cost(m, ctx, ClipPart::kNorm);
+  const KernelCost scale = clip_grad_norm_cost(m, ctx, ClipPart::kScale);
   EXPECT_DOUBLE_EQ(clip.bytes, 3 * 4 * elems);
   EXPECT_EQ(clip.kernels, 2 * 1 + 5);
-  EXPECT_DOUBLE_EQ(clip.time_s, std::max(clip.bytes / 0.8e12, 7 * 4e-6));
+  EXPECT_DOUBLE_EQ(norm.time_s, std::max(4 * elems / 0.8e12, 6 * 4e-6));
+  EXPECT_DOUBLE_EQ(scale.time_s, std::max(8 * elems / 0.8e12, 1 * 4e-6));
+  EXPECT_DOUBLE_EQ(clip.time_s, norm.time_s + scale.time_s);
   ComputeContext old = ctx;  // torch 1.x: a norm and a mul_ per gradient, from Python
   old.foreach = false;
   const KernelCost clip_loop = clip_grad_norm_cost(m, old);

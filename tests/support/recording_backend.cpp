@@ -307,6 +307,14 @@ ComputeOp FixedCostModel::clip_grad_norm() const {
   return op;
 }
 
+ComputeOp FixedCostModel::clip_grad_scale() const {
+  ComputeOp op;
+  op.name = "clip_grad_norm:scale";
+  op.time_s = 0.25e-3;
+  op.host_s = launch_s;
+  return op;
+}
+
 ComputeOp FixedCostModel::optimizer() const {
   ComputeOp op;
   op.name = "optimizer";

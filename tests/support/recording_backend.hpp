@@ -81,6 +81,7 @@ class FixedCostModel final : public CostModel {
   ComputeOp backward_into(std::size_t layer, std::int64_t batch) const override;
   ComputeOp optimizer() const override;
   ComputeOp clip_grad_norm() const override;
+  ComputeOp clip_grad_scale() const override;
   ComputeOp memory(const std::string& name, double bytes, int kernels) const override;
   ComputeOp matmul(const std::string& name, double flops, double bytes, int kernels) const override;
   const HostCosts& host() const override { return host_; }
