@@ -14,6 +14,7 @@
 #include "core/json_text.hpp"
 #include "core/pytorch_version.hpp"
 #include "core/scenario_keys.hpp"
+#include "models/compute_cost.hpp"
 #include "models/step_costs.hpp"
 
 namespace gradsync::apps {
@@ -49,11 +50,13 @@ std::string what_happens(const BucketOptions& b) {
   return "iteration 1 on the constructed buckets, rebuilt from its gradient-ready order for iteration 2 on";
 }
 
-void print_text(const StepModel& m, const BucketOptions& b, const BucketSchedule& s, std::ostream& out) {
+void print_text(const StepModel& m, const BucketOptions& b, const BucketSchedule& s, const std::string& note,
+                std::ostream& out) {
   const std::size_t trainable = m.trainable().size();
   out << fmt::format("# gradsync buckets: DDP's bucket plan for {} (PyTorch {} rules)\n", m.name, b.pytorch.text());
   out << fmt::format("# {} parameters with gradients, {} ({} bytes)\n", trainable,
                      human_bytes(static_cast<double>(m.gradient_bytes())), m.gradient_bytes());
+  if (!note.empty()) out << fmt::format("# {}\n", note);
   out << fmt::format("# bucket_cap_mb {}{}, first bucket {}{}, find_unused_parameters {}, static_graph {}\n",
                      b.bucket_cap_mb ? fmt::format("{:g}", *b.bucket_cap_mb) : "25",
                      b.bucket_cap_mb ? "" : " (default)", human_bytes(static_cast<double>(b.first_bucket_bytes())),
@@ -116,7 +119,29 @@ void print_json(const StepModel& m, const BucketOptions& b, const BucketSchedule
 
 void run_buckets(const BucketsOptions& o) {
   const Scenario sc = scenario_of(o.keys);
-  const Model model = load_model_arg(sc.model);
+  Model model = load_model_arg(sc.model);
+  // Gradients have their parameters' dtype: float32 under autocast (whatever the precision), 16 bits
+  // when the model itself is (model.half(): mixed_precision master-weights), which halves every
+  // bucket's bytes and so changes where buckets close.
+  std::string note;
+  if (sc.mixed_precision == "master-weights") {
+    if (sc.precision.empty())
+      throw UsageError(
+          "--mixed-precision master-weights: the model's 16-bit type is --precision bf16 or fp16, which buckets "
+          "needs given (it has no GPU to choose it by)");
+    const Precision p = parse_precision(sc.precision);
+    try {
+      half_model(model, p);
+    } catch (const ConfigError& e) {
+      throw UsageError(fmt::format("--precision {}: {}", sc.precision, e.what()));
+    }
+    note = fmt::format("gradients in {} (the model itself in 16 bits: mixed_precision master-weights)",
+                       p == Precision::kBF16 ? "bfloat16" : "float16");
+  } else if (!sc.precision.empty()) {
+    note = fmt::format("--precision {}: under autocast the parameters and their gradients stay float32: it changes "
+                       "nothing here (--mixed-precision master-weights makes them 16-bit)",
+                       sc.precision);
+  }
   const StepModel m = to_step_model(model, Precision::kFP32, std::nullopt);
   BucketOptions b;
   b.bucket_cap_mb = sc.bucket_cap_mb;
@@ -133,7 +158,7 @@ void run_buckets(const BucketsOptions& o) {
   if (o.json) {
     print_json(m, b, s, std::cout);
   } else {
-    print_text(m, b, s, std::cout);
+    print_text(m, b, s, note, std::cout);
   }
 }
 
@@ -144,7 +169,8 @@ void register_buckets_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("buckets", "DDP's bucket plan per iteration, as PyTorch's Reducer builds it");
   add_scenario_options(
       cmd, o->keys,
-      {"model", "bucket_cap_mb", "first_bucket_mb", "find_unused_parameters", "static_graph", "pytorch_version"});
+      {"model", "precision", "mixed_precision", "bucket_cap_mb", "first_bucket_mb", "find_unused_parameters",
+       "static_graph", "pytorch_version"});
   o->keys.given.at("model")->required()->description(std::string(scenario_key("model").help));
   cmd->add_flag("--last-bucket-cap", o->last_bucket_cap, "Put the small bucket last (DDP_SET_LAST_BUCKET_CAP=1)");
   cmd->add_flag("--json", o->json, "Print JSON instead of a table");
