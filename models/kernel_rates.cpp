@@ -66,6 +66,13 @@ bool has_attention(const Model& m) {
   return std::any_of(m.ops.begin(), m.ops.end(), [](const Op& op) { return op.attention.has_value(); });
 }
 
+std::string model_kind(const Model& m) {
+  if (has_attention(m)) return "transformer";
+  const bool conv =
+      std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.kind == LayerKind::kConv2d; });
+  return conv ? "conv net" : "transformer";
+}
+
 bool has_convolutions(const Model& m) {
   return std::any_of(m.ops.begin(), m.ops.end(), [](const Op& op) { return op.conv.has_value(); });
 }

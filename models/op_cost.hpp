@@ -113,6 +113,10 @@ ExecutionMode execution_mode(bool compile, std::string_view attention);
 std::string execution_mode_text(const ExecutionMode& m, bool attention = true);
 // has_attention: whether a model records an attention core (what --attention changes).
 bool has_attention(const Model& m);
+// model_kind: the kind the validation classes group a model by: "transformer" when it has
+// attention (a ViT's patch embedding is a convolution, but its step is a transformer's), else
+// "conv net" when it has convolutions, else "transformer".
+std::string model_kind(const Model& m);
 // has_convolutions: whether a model records a convolution (what channels_last changes).
 bool has_convolutions(const Model& m);
 // inert_settings: the execution settings `m` has nothing for, each as "--flag value: why":

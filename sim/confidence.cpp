@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "models/op_cost.hpp"
 #include "models/scenario_basics.hpp"
 #include "sim/nccl_options.hpp"
 #include "sim/published_table.hpp"
@@ -24,9 +25,7 @@ std::string step_class(const Scenario& s, Strategy strategy) { return step_class
 StepClasses step_classes(const Scenario& s, Strategy strategy) {
   const Scenario r = resolve_scenario(s);
   const Model m = scenario_model(s);
-  const bool conv =
-      std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.kind == LayerKind::kConv2d; });
-  const std::string kind = conv ? "conv net" : "transformer";
+  const std::string kind = model_kind(m);
   StepClasses c;
   if (!s.calibration.empty()) {
     // Measured times replace the compute and network models: no class of the validation tables

@@ -21,7 +21,8 @@ namespace gradsync::sim {
 // step_class: the validation class of a scenario's step time: "one GPU, <kind>" on one GPU, else
 // "<DP|DDP>, <interconnect>, <kind>". The interconnect is how the GPUs' NCCL rings move within a
 // node: "NVLink node" (NVLink or NVSwitch paths), "PCIe node", or "multi-node" when the ranks span
-// hosts; the kind is "conv net" (the model has convolutions) or "transformer". A calibrated
+// hosts; the kind is "transformer" (the model has attention, a ViT too) or "conv net" (it has
+// convolutions and no attention; model_kind, models/op_cost.hpp). A calibrated
 // scenario (measured times replace the models) is "<one GPU|DP|DDP>, calibrated", a class the
 // tables never hold.
 std::string step_class(const Scenario& s, Strategy strategy);

@@ -119,9 +119,7 @@ TrainingPrediction predict_training(const TrainingCase& c) {
   if (c.metric == "step_s") p.predicted = p.step_s;
   if (c.metric == "ms_per_3_iterations") p.predicted = 3e3 * p.step_s;
   p.published = c.published;
-  bool conv = false;
-  for (const Layer& l : m.layers) conv = conv || l.kind == LayerKind::kConv2d;
-  p.cls = conv ? "conv net" : "transformer";
+  p.cls = model_kind(m);
   return p;
 }
 

@@ -28,6 +28,8 @@ TEST(Confidence, StepClassNamesStrategyInterconnectAndKind) {
   EXPECT_EQ(step_class(on("gpt2", "2x-dgx-a100-hdr", 16), Strategy::kDDP), "DDP, multi-node, transformer");
   // One GPU: no communication, so one class whichever the strategy.
   EXPECT_EQ(step_class(on("gpt2", "dgx-a100", 1), Strategy::kDP), "one GPU, transformer");
+  // A ViT has a convolution (its patch embedding) and attention: a transformer.
+  EXPECT_EQ(step_class(on("vit-b-16", "dgx1-v100", 8), Strategy::kDDP), "DDP, NVLink node, transformer");
   // NCCL_P2P_DISABLE sends a node's rings through host memory: no longer an NVLink class.
   Scenario p2p_off = on("gpt2", "dgx-a100", 8);
   p2p_off.nccl_p2p_disable = true;
