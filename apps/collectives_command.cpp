@@ -121,8 +121,12 @@ void run_collectives(CollectivesArgs a) {
                     {"busbw", "(GB/s)"},
                     {"algo", "", true},
                     {"proto", "", true}});
+  // nccl-tests prints the count each rank passes to NCCL (its paramCount): for allgather and
+  // reducescatter a rank's share, size / 4 / ranks; else size / 4.
+  const bool per_rank = a.sweep.op == Collective::kAllgather || a.sweep.op == Collective::kReduceScatter;
   for (const auto& p : pts) {
-    t.add_row({fmt::format("{:.0f}", p.bytes), fmt::format("{:.0f}", p.bytes / 4), "float",
+    const double count = std::floor(p.bytes / 4 / (per_rank ? n : 1));
+    t.add_row({fmt::format("{:.0f}", p.bytes), fmt::format("{:.0f}", count), "float",
                fmt::format("{:.2f}", p.time_s * 1e6), fmt::format("{:.2f}", p.algbw_GBps),
                fmt::format("{:.2f}", p.busbw_GBps), std::string(sim::algorithm_name(p.choice.algorithm)),
                std::string(sim::protocol_name(p.choice.protocol))});
