@@ -145,7 +145,12 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
                                          "{}:1 at the leaves",
                                          pods, spines, spine_ports, cores, o.oversubscription)
                   : spines > 0 ? fmt::format(", {} spines, oversubscription {}:1", spines, o.oversubscription)
-                               : "",
+                  // Every NIC on one leaf: no uplink for --oversubscription to thin out.
+                  : o.oversubscription != 1
+                      ? fmt::format("; --oversubscription {} changes nothing: every NIC is on the one leaf, which has "
+                                    "no uplinks",
+                                    o.oversubscription)
+                      : "",
                   type.source, type.switch_name, layout));
 }
 

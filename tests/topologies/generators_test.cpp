@@ -107,6 +107,11 @@ TEST(Generators, FatTreeLeavesSpinesAndOversubscription) {
   // Every NIC of half the nodes at full speed: 400 Gb/s NDR behind PCIe Gen5 x16 (NCCL's 48 GB/s).
   EXPECT_DOUBLE_EQ(nonblocking, 128 * 48e9);
   EXPECT_LT(oversubscribed, 0.6 * nonblocking);
+  // Every NIC on one leaf: no uplinks to thin out, and the header says the flag changed nothing.
+  const Topology small = generate_fat_tree({.nodes = 4, .node = "dgx-h100", .oversubscription = 2});
+  EXPECT_EQ(count(small, VertexKind::kSwitch), 1);
+  EXPECT_NE(small.comment().find("--oversubscription 2 changes nothing: every NIC is on the one leaf"), std::string::npos)
+      << small.comment();
 }
 
 // More leaves than a spine has ports: a third level. Two DGX H100 nodes on 4-port leaves (2 down,
