@@ -75,6 +75,40 @@ std::string comm_hook_name(const CommHook& h) {
   return "?";
 }
 
+PowerSgdSplit powersgd_split(const CommHook& h, const std::vector<std::vector<std::int64_t>>& shapes) {
+  // Matrices (view(shape[0], -1)) worth compressing, (n + m) r 2 < n m; the rest (vectors and
+  // small matrices) is allreduced uncompressed.
+  PowerSgdSplit s;
+  for (const auto& shape : shapes) {
+    double numel = 1;
+    for (std::int64_t d : shape) numel *= static_cast<double>(d);
+    s.elements += numel;
+    if (shape.size() < 2) {
+      s.uncompressed += numel;
+      continue;
+    }
+    const double n = static_cast<double>(shape[0]);
+    const double m = numel / n;
+    const double r = std::min({n, m, static_cast<double>(h.powersgd_rank)});
+    if ((n + m) * r * 2 >= n * m) {
+      s.uncompressed += numel;
+      continue;
+    }
+    ++s.matrices;
+    s.p_elems += n * r;
+    s.q_elems += m * r;
+    s.mm_flops += 2 * n * m * r;
+    s.mm_bytes += 4 * (n * m + n * r + m * r);
+  }
+  return s;
+}
+
+double powersgd_state_bytes(const CommHook& h, const std::vector<std::vector<std::int64_t>>& shapes, DType grad) {
+  if (h.kind != CommHookKind::kPowerSGD) return 0;
+  const PowerSgdSplit s = powersgd_split(h, shapes);
+  return (s.elements + s.p_elems + s.q_elems) * static_cast<double>(dtype_bytes(grad));
+}
+
 CommHook parse_comm_hook(std::string_view text) {
   CommHook h;
   // Names and option keys in any case ("FP16", "PowerSGD:Rank=2"); errors quote the text as given.
@@ -164,30 +198,10 @@ std::vector<HookStep> hook_steps(const CommHook& h, const std::vector<std::vecto
         steps.push_back(collective(Kind::kAllreduce, "allreduce", bucket_bytes, grad));
         break;
       }
-      // Matrices (view(shape[0], -1)) worth compressing, (n + m) r 2 < n m; the rest (vectors
-      // and small matrices) is allreduced uncompressed.
-      double uncompressed = 0, p_elems = 0, q_elems = 0, mm_flops = 0, mm_bytes = 0;
-      int matrices = 0;
-      for (const auto& shape : shapes) {
-        double numel = 1;
-        for (std::int64_t d : shape) numel *= static_cast<double>(d);
-        if (shape.size() < 2) {
-          uncompressed += numel;
-          continue;
-        }
-        const double n = static_cast<double>(shape[0]);
-        const double m = numel / n;
-        const double r = std::min({n, m, static_cast<double>(h.powersgd_rank)});
-        if ((n + m) * r * 2 >= n * m) {
-          uncompressed += numel;
-          continue;
-        }
-        ++matrices;
-        p_elems += n * r;
-        q_elems += m * r;
-        mm_flops += 2 * n * m * r;
-        mm_bytes += 4 * (n * m + n * r + m * r);
-      }
+      const PowerSgdSplit split = powersgd_split(h, shapes);
+      const double uncompressed = split.uncompressed, p_elems = split.p_elems, q_elems = split.q_elems;
+      const double mm_flops = split.mm_flops, mm_bytes = split.mm_bytes;
+      const int matrices = split.matrices;
       const double r = h.powersgd_rank;
       // Error feedback (add the error, keep a copy), then P = M Q on the compute stream.
       steps.push_back(kernel("powersgd:error_feedback", 3 * s4 + 2 * s4, 2));

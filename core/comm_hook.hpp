@@ -51,6 +51,20 @@ struct HookStep {
 std::vector<HookStep> hook_steps(const CommHook& h, const std::vector<std::vector<std::int64_t>>& shapes, int world,
                                  int iteration, DType grad = DType::kFloat32);
 
+// PowerSgdSplit: how PowerSGD treats a bucket's tensors: the matrices it compresses (P: n x r and
+// Q: m x r elements each) and the elements it allreduces uncompressed.
+struct PowerSgdSplit {
+  double elements = 0, uncompressed = 0, p_elems = 0, q_elems = 0, mm_flops = 0, mm_bytes = 0;
+  int matrices = 0;
+};
+PowerSgdSplit powersgd_split(const CommHook& h, const std::vector<std::vector<std::int64_t>>& shapes);
+
+// powersgd_state_bytes: the memory PowerSGDState keeps once it compresses (0 for another hook):
+// with its defaults (use_error_feedback, warm_start) one error tensor the size of each bucket
+// (state.error_dict) and each compressed matrix's P and Q (state.p_memory_dict, q_memory_dict),
+// in the gradients' type (powerSGD_hook.py).
+double powersgd_state_bytes(const CommHook& h, const std::vector<std::vector<std::int64_t>>& shapes, DType grad);
+
 // hook_divides: whether the hook divides by the world size itself (then the Reducer's copy into
 // the bucket does not).
 inline bool hook_divides(const CommHook& h) { return h.kind != CommHookKind::kNone; }

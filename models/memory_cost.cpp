@@ -47,6 +47,7 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
   if (opts.strategy == Strategy::kDDP) {
     m.optimizer_state = state;
     if (!opts.gradient_as_bucket_view) m.buckets = trainable;
+    m.hook_state = opts.hook_state_bytes;
     m.loss = static_cast<double>(ctx.batch) * loss_bytes_per_sample;
   } else if (opts.dp_gpu0) {
     // GPU0 holds the module, its replica's activations, the gathered output and its gradient, and
@@ -65,7 +66,8 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
     if (model.loss_inside) m.loss = static_cast<double>(ctx.batch) * loss_bytes_per_sample;
   }
   m.total =
-      m.parameters + m.gradients + m.optimizer_state + m.activations + m.buckets + m.outputs + m.loss + m.context;
+      m.parameters + m.gradients + m.optimizer_state + m.activations + m.buckets + m.outputs + m.loss + m.hook_state +
+      m.context;
   m.capacity = static_cast<double>(ctx.gpu->memory_bytes);
   m.oom = m.total > m.capacity;
   return m;

@@ -27,6 +27,7 @@ struct MemoryOptions {
   bool gradient_as_bucket_view = false;  // DDP: .grad views the bucket, one gradient copy less
   bool dp_gpu0 = true;                   // DP: costing GPU0 (hub) rather than a replica
   std::int64_t dp_global_batch = 0;      // DP: samples gathered on GPU0 (0: ctx.batch)
+  double hook_state_bytes = 0;           // DDP: what the comm hook keeps (powersgd_state_bytes)
 };
 
 // kCudaContextBytes 500 MiB: the CUDA context, cuBLAS/cuDNN workspaces and allocator slack that
@@ -47,6 +48,7 @@ struct MemoryBreakdown {
   // 3.3 GB. Where the loss runs: every DDP rank; under DP every replica when the model computes
   // it inside forward (GPT-2's), else GPU0 over the gathered batch.
   double loss = 0;
+  double hook_state = 0;  // DDP: the comm hook's state (PowerSGD's error feedback, P and Q)
   double context = 0;
   double total = 0;
   double capacity = 0;

@@ -41,6 +41,19 @@ namespace gradsync::sim {
 
 namespace {
 
+// powersgd_state: PowerSGDState's memory over every trainable gradient (the buckets cover them all;
+// the gradients' type is the model's first trainable parameter's).
+double powersgd_state(const CommHook& h, const StepModel& model) {
+  std::vector<std::vector<std::int64_t>> shapes;
+  DType grad = DType::kFloat32;
+  for (std::size_t p : model.trainable()) {
+    if (shapes.empty()) grad = model.params[p].dtype;
+    shapes.push_back(model.params[p].shape);
+  }
+  return powersgd_state_bytes(h, shapes, grad);
+}
+
+
 // run: the resolved scenario in this process's engine (created here), the ranks that `mirrors`
 // stand for (sim/mirror.hpp) not simulated but given their standing rank's events; with `keep`,
 // only the traced ranks' events (traced_ranks: a rank standing for others is the lowest of them,
@@ -208,6 +221,10 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid, con
     mo.strategy = strategy;
     mo.optimizer = r.optimizer;
     mo.gradient_as_bucket_view = s.gradient_as_bucket_view;
+    // PowerSGD's state exists once it compresses (from iteration start_iter + 1): in the run's peak
+    // when a simulated iteration got there.
+    if (strategy == Strategy::kDDP && r.hook.kind == CommHookKind::kPowerSGD && s.iterations > r.hook.powersgd_start_iter)
+      mo.hook_state_bytes = powersgd_state(r.hook, model);
     ComputeContext mctx = ctx;
     if (strategy == Strategy::kDP) {
       mo.dp_gpu0 = g == 0;

@@ -53,6 +53,19 @@ TEST(DdpStep, PowerSgdAllreducesPlainlyBeforeItsStartIterationThenLowRankFactors
   for (std::size_t b = 0; b < 4; ++b) EXPECT_GE(q[b].start_s, p[b].end_s);
 }
 
+// PowerSGDState keeps, once it compresses, an error tensor the size of each bucket and each
+// compressed matrix's P (n x r) and Q (m x r), in the gradients' type; a vector and a matrix not
+// worth compressing ((n + m) r 2 >= n m) only count in the error tensor.
+TEST(DdpStep, PowerSgdStateIsErrorFeedbackPlusPAndQ) {
+  const CommHook h = parse_comm_hook("powersgd:rank=2");
+  const std::vector<std::vector<std::int64_t>> shapes = {{1024, 256, 4}, {1024}, {4, 4}};
+  const double elements = 1024.0 * 1024 + 1024 + 16;
+  const double factors = 1024.0 * 2 + 1024.0 * 2;  // the 1024 x 1024 view: P 1024 x 2, Q 1024 x 2
+  EXPECT_DOUBLE_EQ(powersgd_state_bytes(h, shapes, DType::kFloat32), 4 * (elements + factors));
+  EXPECT_DOUBLE_EQ(powersgd_state_bytes(h, shapes, DType::kBFloat16), 2 * (elements + factors));
+  EXPECT_DOUBLE_EQ(powersgd_state_bytes(parse_comm_hook("fp16"), shapes, DType::kFloat32), 0.0);
+}
+
 TEST(DdpStep, CommHookNamesParseAndBadOnesAreErrors) {
   EXPECT_EQ(parse_comm_hook("none").kind, CommHookKind::kNone);
   EXPECT_EQ(comm_hook_name(parse_comm_hook("powersgd")), "powersgd:rank=1,start_iter=1000");

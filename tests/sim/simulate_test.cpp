@@ -12,12 +12,14 @@
 
 #include <unistd.h>
 
+#include "core/comm_hook.hpp"
 #include "core/ddp_step.hpp"
 #include "core/dp_step.hpp"
 #include "core/error.hpp"
 #include "core/nccl_knobs.hpp"
 #include "core/scenario_keys.hpp"
 #include "models/compute_cost.hpp"
+#include "models/model.hpp"
 #include "models/step_costs.hpp"
 #include "reports/report.hpp"
 #include "sim/engine.hpp"
@@ -121,6 +123,24 @@ Scenario small(const std::string& model, const std::string& topology, int gpus) 
   s.iterations = 4;
   s.warmup = 2;
   return s;
+}
+
+// PowerSGD's state (error feedback and the factors) is in DDP's peak memory once a simulated
+// iteration compresses, and only then.
+TEST(Simulate, PowerSgdStateCountsOnceItCompresses) {
+  Scenario s = small("resnet18", "pcie-4gpu", 2);
+  s.iterations = 3;
+  s.warmup = 1;
+  const double plain = simulate_isolated(s, Strategy::kDDP).per_gpu[0].peak_memory_bytes;
+  s.comm_hook = "powersgd:rank=1,start_iter=2";
+  const double compressing = simulate_isolated(s, Strategy::kDDP).per_gpu[0].peak_memory_bytes;
+  const StepModel m = to_step_model(load_model("resnet18"), Precision::kFP32, std::nullopt);
+  std::vector<std::vector<std::int64_t>> shapes;
+  for (std::size_t p : m.trainable()) shapes.push_back(m.params[p].shape);
+  EXPECT_DOUBLE_EQ(compressing - plain, powersgd_state_bytes(parse_comm_hook(s.comm_hook), shapes, DType::kFloat32));
+  EXPECT_GT(compressing - plain, static_cast<double>(m.gradient_bytes()));
+  s.comm_hook = "powersgd:rank=1,start_iter=5";  // no simulated iteration compresses
+  EXPECT_DOUBLE_EQ(simulate_isolated(s, Strategy::kDDP).per_gpu[0].peak_memory_bytes, plain);
 }
 
 // GPT-2 at B=16, T=1024 on NVSwitch: backward takes far longer than the buckets' allreduces,
