@@ -344,7 +344,10 @@ void register_topo_command(CLI::App& app) {
   auto ex_file = std::make_shared<std::string>();
   auto ex_format = std::make_shared<std::string>();
   auto ex_out = std::make_shared<std::string>();
-  CLI::App* ex = topo->add_subcommand("export", "Write a topology as DOT or GraphML (reading it back gives the same)");
+  CLI::App* ex = topo->add_subcommand(
+      "export",
+      "Write a topology as DOT or GraphML (reading it back gives the same cluster; the opening comment survives, "
+      "but GraphML's XML comments cannot hold \"--\", written \"- -\")");
   ex->add_option("file", *ex_file, file_help)->required();
   ex->add_option("--format", *ex_format, "dot or graphml")->required()->transform(CLI::IsMember({"dot", "graphml"}, CLI::ignore_case));
   ex->add_option("-o,--out", *ex_out, "Output file (default: stdout)");
