@@ -32,10 +32,21 @@ std::vector<std::string> split(std::string_view text, char sep) {
   }
 }
 
+// list_valued: NCCL's knobs whose one value is itself a comma list (NCCL_ALGO=ring,tree). In --vary
+// the comma separates values, so their names join with '+' there (NCCL_ALGO=ring+tree,nvls).
+bool list_valued(const ScenarioKey* k) {
+  return k != nullptr && (k->name == std::string_view("NCCL_ALGO") || k->name == std::string_view("NCCL_PROTO"));
+}
+
 // items: the list's values. A comm hook's options hold commas ("powersgd:rank=4,start_iter=10"):
-// an item "name=value" without a colon continues the item before it.
+// an item "name=value" without a colon continues the item before it. A list-valued NCCL knob's
+// '+' is its own comma.
 std::vector<std::string> items_of(const ScenarioKey* k, std::string_view list) {
   std::vector<std::string> parts = split(list, ',');
+  if (list_valued(k)) {
+    for (std::string& p : parts) std::replace(p.begin(), p.end(), '+', ',');
+    return parts;
+  }
   if (k == nullptr || k->kind != KeyKind::kSpec) return parts;
   std::vector<std::string> out;
   for (std::string& p : parts) {
@@ -180,9 +191,13 @@ Vary parse_vary(std::string_view text) {
     } catch (const ConfigError& e) {
       const std::string what = e.what();
       // A:B without a step reads as one value: say what a range looks like.
-      const std::string hint = split(item, ':').size() == 2
-                                   ? fmt::format(" (a range takes a step: {}:x2 doubles, {}:+1 counts)", item, item)
-                                   : "";
+      const std::string hint =
+          list_valued(k) ? fmt::format(" (in --vary a comma separates values: join one value's names with +, as "
+                                       "{}=ring+tree,nvls)",
+                                       k->name)
+          : split(item, ':').size() == 2
+              ? fmt::format(" (a range takes a step: {}:x2 doubles, {}:+1 counts)", item, item)
+              : "";
       throw UsageError(what.rfind("range \"", 0) == 0
                            ? fmt::format("--vary \"{}\": {}", shown, what)
                            : fmt::format("--vary \"{}\": \"{}\": {}{}", shown, item, what, hint));

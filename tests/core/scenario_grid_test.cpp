@@ -36,6 +36,9 @@ TEST(Vary, ListsAndRanges) {
             (std::vector<std::string>{"none", "powersgd:rank=4,start_iter=10", "bf16"}));
   EXPECT_EQ(labels("static_graph=true,false"), (std::vector<std::string>{"true", "false"}));
   EXPECT_EQ(labels("algo=ring,tree"), (std::vector<std::string>{"ring", "tree"}));
+  // A value that is itself NCCL's comma list joins its names with + (the comma separates values).
+  EXPECT_EQ(labels("NCCL_ALGO=ring+tree,nvls"), (std::vector<std::string>{"ring,tree", "nvls"}));
+  EXPECT_EQ(labels("NCCL_PROTO=^ll+ll128,simple"), (std::vector<std::string>{"^ll,ll128", "simple"}));
   EXPECT_EQ(labels("strategy=ddp"), (std::vector<std::string>{"ddp"}));
   EXPECT_EQ(parse_vary("gpus=1,2").values, (std::vector<json>{1, 2}));
   EXPECT_EQ(parse_vary("bucket_cap_mb=25").values, (std::vector<json>{25.0}));
