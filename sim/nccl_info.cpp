@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "topologies/routes.hpp"
@@ -38,7 +39,10 @@ NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl) {
   std::map<std::pair<std::string, std::string>, int> count;
   for (const RingChannel& rc : ch.rings) {
     i.rings.push_back(rc.order);
-    for (const Hop& h : rc.hops) ++count[{h.name, std::string(to_string(h.route.path_class))}];
+    for (const Hop& h : rc.hops) {
+      ++count[{h.name, std::string(to_string(h.route.path_class))}];
+      if (std::isfinite(h.duplex_cap_Bps)) i.shm_duplex_Bps = h.duplex_cap_Bps;
+    }
   }
   for (const auto& [key, n] : count) i.hops.push_back({key.first, key.second, n});
   std::stable_sort(i.hops.begin(), i.hops.end(),
@@ -75,6 +79,12 @@ std::vector<std::string> nccl_info_lines(const NcclInfo& i) {
   for (const HopClass& h : i.hops) {
     out.push_back(fmt::format("NCCL INFO ring hops via {} over {}: {}", h.transport, h.path_class, h.count));
   }
+  if (i.shm_duplex_Bps > 0) {
+    out.push_back(fmt::format("gradsync: a GPU that sends and receives through host memory (SHM) moves at most "
+                              "{:.1f} GB/s each way, all channels together (GPUs before Ada and Hopper; README: "
+                              "NCCL constants)",
+                              i.shm_duplex_Bps / 1e9));
+  }
   return out;
 }
 
@@ -90,6 +100,7 @@ nlohmann::json nccl_info_json(const NcclInfo& i) {
                  {"inter_GBps", i.nvls_bw_inter_Bps / 1e9}};
   }
   j["rings"] = i.rings;
+  if (i.shm_duplex_Bps > 0) j["shm_duplex_GBps"] = i.shm_duplex_Bps / 1e9;
   auto& hops = j["hops"] = nlohmann::json::array();
   for (const HopClass& h : i.hops)
     hops.push_back({{"transport", h.transport}, {"path_class", h.path_class}, {"count", h.count}});

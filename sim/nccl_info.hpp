@@ -38,6 +38,9 @@ struct NcclInfo {
   double nvls_bw_intra_Bps = 0, nvls_bw_inter_Bps = 0;
   std::vector<std::vector<int>> rings;  // each channel's GPU order
   std::vector<HopClass> hops;           // most hops first
+  // shm_duplex_Bps: when some ring hop goes through host memory between GPUs before Ada/Hopper,
+  // what each GPU moves each way once it both sends and receives so (kShmDuplexBps); 0 otherwise.
+  double shm_duplex_Bps = 0;
 };
 
 // nccl_info: the channels NCCL would build over the first `gpus` GPUs of `topo` with `nccl`.

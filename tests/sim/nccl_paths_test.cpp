@@ -160,20 +160,40 @@ TEST(TwoNodes, RingReachesNicsTimesTheirPathsRate) {
 
 // Two GeForce GPUs on CPU root ports: no P2P, so NCCL's SHM: each byte leaves one GPU into host
 // memory and enters the other, through an Intel root complex that counts 6/5 per payload byte,
-// on PCIe Gen3 x16 (12 GB/s of payload): 10 GB/s. A ring of two allreduces S in 2 steps of S/2 on
-// one channel: T = base + 2 (hwLat PCI + route) + S / 10 GB/s.
-TEST(Shm, TwoGeforceGpusMoveAtTheHostPathRate) {
+// on PCIe Gen3 x16 (12 GB/s of payload): 10 GB/s. Broadcast goes one way and reaches it: a chain
+// of two over one channel: T = base + hwLat PCI + route + S / 10 GB/s. Allreduce goes both ways
+// through each GPU, and a Turing GPU then moves kShmDuplexBps (4 GB/s) each way, all channels
+// together: a ring of two allreduces S in 2 steps of S/2: T = base + 2 (hwLat + route) + S / 4 GB/s.
+TEST(Shm, TwoGeforceGpusBroadcastAtTheHostPathRateAndAllreduceAtTheDuplexRate) {
   const Topology topo = generate_pcie({.gpu = "rtx-2080-ti", .gpus = 2, .sockets = 1, .gpus_per_switch = 0});
+  const std::vector<double> bc = testing_support::in_child(
+      [&] { return std::vector<double>{simulate(topo, 2, Collective::kBroadcast, {kGiB}).at(0).busbw_GBps}; });
+  ASSERT_EQ(bc.size(), 1u);
+  // One way: the host path's rate less the chain's pipeline fill, not the duplex limit.
+  EXPECT_GT(bc[0], 9.5);
+  EXPECT_LE(bc[0], 10.0);
   const Routes routes(topo);
-  const CollectivePoint p = simulate(topo, 2, Collective::kAllreduce, {kGiB}).at(0);
-  EXPECT_EQ(p.choice.algorithm, Algorithm::kRing);
-  EXPECT_EQ(p.choice.protocol, Protocol::kSimple);
-  const double rate = 12e9 / (6.0 / 5.0);
-  // SHM's route: GPU 0 -> CPU -> GPU 1, latency of both PCIe legs.
-  const double route = routes.gpu_route(0, 1).latency_s;
-  const double expected = 8.4e-6 + 2 * (5.7e-6 + route) + kGiB / rate;
-  EXPECT_NEAR(p.time_s, expected, 1e-6 * expected);
-  EXPECT_NEAR(p.busbw_GBps, 10.0, 0.01);
+  const double route = routes.gpu_route(0, 1).latency_s;  // GPU 0 -> CPU -> GPU 1: both PCIe legs
+  const CollectivePoint ar = simulate(topo, 2, Collective::kAllreduce, {kGiB}).at(0);
+  EXPECT_EQ(ar.choice.algorithm, Algorithm::kRing);
+  EXPECT_EQ(ar.choice.protocol, Protocol::kSimple);
+  const double expected = 8.4e-6 + 2 * (5.7e-6 + route) + kGiB / kShmDuplexBps;
+  EXPECT_NEAR(ar.time_s, expected, 1e-6 * expected);
+  EXPECT_NEAR(ar.busbw_GBps, 4.0, 0.01);
+}
+
+// Three GPUs: the middle of a broadcast's chain receives and sends through host memory, so the
+// chain moves at the duplex rate; RTX 4090s (Ada) have no such limit: their host path's rate.
+TEST(Shm, ChainMiddlesAreDuplexAdaGpusAreNotLimited) {
+  const Topology ada = generate_pcie({.gpu = "rtx-4090", .gpus = 2, .sockets = 1, .gpus_per_switch = 0});
+  const std::vector<double> ar = testing_support::in_child(
+      [&] { return std::vector<double>{simulate(ada, 2, Collective::kAllreduce, {kGiB}).at(0).busbw_GBps}; });
+  ASSERT_EQ(ar.size(), 1u);
+  EXPECT_NEAR(ar[0], 20.0, 0.05);  // Gen4 x16: 24 GB/s of payload over 6/5
+  const Topology t3 = generate_pcie({.gpu = "rtx-2080-ti", .gpus = 3, .sockets = 1, .gpus_per_switch = 0});
+  const CollectivePoint bc = simulate(t3, 3, Collective::kBroadcast, {kGiB}).at(0);
+  EXPECT_GT(bc.busbw_GBps, 3.9);  // the duplex rate less the chain's pipeline fill
+  EXPECT_LE(bc.busbw_GBps, 4.0);
 }
 
 TEST(PipelineSync, P2pReadCostsAHandshakePerSliceOfEveryLoop) {

@@ -2,6 +2,8 @@
 // then NET) under its defaults and knobs.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <fstream>
 #include <sstream>
 
@@ -39,6 +41,10 @@ TEST(Transports, GeforceBoardsHaveNoPcieP2pAndGoThroughHostMemory) {
   EXPECT_EQ(h.name, "SHM/direct/direct");
   EXPECT_EQ(h.route.path_class, PathClass::kPHB);
   EXPECT_DOUBLE_EQ(h.wire_factor, 6.0 / 5.0);  // through an Intel root complex (topo.h INTEL_P2P_OVERHEAD)
+  EXPECT_DOUBLE_EQ(h.duplex_cap_Bps, kShmDuplexBps);  // Turing: 4 GB/s each way once both ways
+  const Topology ada = generate_pcie({.gpu = "rtx-4090", .gpus = 2, .sockets = 1, .gpus_per_switch = 0});
+  EXPECT_EQ(hop_of(ada, 0, 1).kind, TransportKind::kShm);
+  EXPECT_TRUE(std::isinf(hop_of(ada, 0, 1).duplex_cap_Bps));  // Ada: no duplex limit
   // A driver that enables P2P on them (tinygrad's): the same pair goes peer to peer, if the P2P
   // level allows PHB.
   const Topology on = generate_pcie({.gpu = "rtx-2080-ti", .gpus = 2, .sockets = 1, .gpus_per_switch = 0, .p2p = "on"});

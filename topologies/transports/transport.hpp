@@ -12,6 +12,7 @@
 // simulator both take hops from here, so that what the search counts is what flows use.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,7 +45,28 @@ struct Hop {
   // read: the receiver's SMs load the data from the sender's memory (NCCL's P2P read mode, used
   // for the Simple protocol between two A100s over NVLink) instead of the sender storing it.
   bool read = false;
+  // duplex_cap_Bps: SHM between GPUs before Ada/Hopper only: what one GPU moves each way, all its
+  // channels together, while it both stores into host memory and loads from it (kShmDuplexBps);
+  // infinite otherwise.
+  double duplex_cap_Bps = std::numeric_limits<double>::infinity();
 };
+
+// kShmDuplexBps: NCCL's SHM transport (shm.cc: the sender's SMs store into a buffer in host
+// memory, the receiver's SMs load it back) moves about 4 GB/s each way per GPU on GPUs before Ada
+// and Hopper (compute capability below 8.9) once each GPU both sends and receives through host
+// memory, whatever the PCIe generation, and some 10-11 GB/s when the traffic goes one way. NCCL's
+// maintainer: "On 2 GPUs, Broadcast and Reduce are unidirectional [...] contrary to other
+// operations which are bidirectional. Some components (in particular some CPUs) do not handle
+// bidirectional traffic well" (NVIDIA/nccl#384, PCIe Gen3: allreduce 3.9, allgather 3.17,
+// broadcast 10.31 GB/s). Alike in validation/published: two RTX 2080 Ti behind a Gen3 switch
+// (4.0 / 3.2-3.8 / 11.1), two A40 on Gen4 root ports (3.6-4.0), four A100 of a DGX A100 (5.2),
+// and the DDP steps of two RTX 3090 and two TITAN RTX with NCCL_P2P_DISABLE=1. Eight RTX 4090s
+// on EPYC 7542 root ports (stock driver: 15 GB/s) and four H100s of a DGX H100 (24) show no such limit beyond the
+// PCIe path, so it is not applied from compute capability 8.9 on. An empirical constant over
+// these platforms, not a per-case fit: which part (the GPU's outstanding loads from host memory,
+// the root complex ordering them behind the same GPU's posted writes) sets it is not published.
+inline constexpr double kShmDuplexBps = 4.0e9;
+inline constexpr int kShmDuplexUntilSm = 89;  // the limit holds below compute capability 8.9
 
 // MachineIndex: per host, its GPU count; per vertex, its CPU (Routes::host_cpu, filled on use).
 struct MachineIndex {
