@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include <fmt/ranges.h>
@@ -97,13 +98,25 @@ Scenario scenario_of(const ScenarioArgs& a) {
   Scenario s;
   if (a.nccl_from_env) {
     for (const ScenarioKey& k : scenario_table()) {
-      if (!k.nccl) continue;
-      const char* v = std::getenv(std::string(k.name).c_str());
-      if (v == nullptr || *v == '\0') continue;
-      try {
-        set_key(s, k, parse_key_value(k, v));
-      } catch (const ConfigError& e) {
-        throw UsageError(fmt::format("{}=\"{}\" (the environment, --nccl-from-env): {}", k.name, v, e.what()));
+      // A knob under both its names (NCCL_MIN_NCHANNELS and NCCL_MIN_CTAS): NCCL takes the larger
+      // minimum and the smaller maximum (connect.cc), and so does this.
+      std::optional<std::int64_t> bound;
+      for (std::string_view name : nccl_names(k)) {
+        const char* v = std::getenv(std::string(name).c_str());
+        if (v == nullptr || *v == '\0') continue;
+        nlohmann::ordered_json value;
+        try {
+          value = parse_key_value(k, v);
+        } catch (const ConfigError& e) {
+          throw UsageError(fmt::format("{}=\"{}\" (the environment, --nccl-from-env): {}", name, v, e.what()));
+        }
+        if (value.is_number_integer()) {
+          const auto n = value.get<std::int64_t>();
+          const bool minimum = k.name.find("_MIN_") != std::string_view::npos;
+          bound = !bound ? n : minimum ? std::max(*bound, n) : std::min(*bound, n);
+          value = *bound;
+        }
+        set_key(s, k, value);
       }
     }
   } else if (!a.quiet) {
@@ -156,14 +169,18 @@ Scenario scenario_of(const ScenarioArgs& a) {
       throw UsageError(fmt::format("--nccl \"{}\": unknown knob \"{}\"; gradsync models {}", item, item.substr(0, eq),
                                    fmt::join(knobs, ", ")));
     }
-    if (item.substr(0, eq) != k->name) {
+    const std::vector<std::string_view> names = nccl_names(*k);
+    if (std::find(names.begin(), names.end(), item.substr(0, eq)) == names.end()) {
       throw UsageError(
           fmt::format("--nccl \"{}\": \"{}\" is not NCCL's name; NCCL reads {} (upper case, as the "
                       "environment variable)",
                       item, item.substr(0, eq), k->name));
     }
     if (!named.insert(std::string(k->name)).second) {
-      throw UsageError(fmt::format("--nccl {}: given twice; give each knob once", k->name));
+      throw UsageError(names.size() > 1 ? fmt::format("--nccl {}: given twice (or under both its names, {}); "
+                                                      "give each knob once",
+                                                      item.substr(0, eq), fmt::join(names, " and "))
+                                        : fmt::format("--nccl {}: given twice; give each knob once", k->name));
     }
     if (const auto o = a.given.find(std::string(k->name)); o != a.given.end() && o->second->count() > 0) {
       throw UsageError(fmt::format("--nccl {} and {} both set {}; give one of them", item, k->flag, k->name));
@@ -171,7 +188,7 @@ Scenario scenario_of(const ScenarioArgs& a) {
     try {
       set_key(s, *k, parse_key_value(*k, item.substr(eq + 1)));
     } catch (const ConfigError& e) {
-      throw UsageError(fmt::format("--nccl {}=\"{}\": {}", k->name, item.substr(eq + 1), e.what()));
+      throw UsageError(fmt::format("--nccl {}=\"{}\": {}", item.substr(0, eq), item.substr(eq + 1), e.what()));
     }
   }
   if (s.warmup == kWarmupUnset) s.warmup = std::clamp(s.iterations - 1, 0, Scenario{}.warmup);

@@ -146,6 +146,15 @@ const ScenarioKey* find_scenario_key(std::string_view name) {
   return nullptr;
 }
 
+std::vector<std::string_view> nccl_names(const ScenarioKey& k) {
+  std::vector<std::string_view> out;
+  if (!k.nccl) return out;
+  out.push_back(k.name);
+  for (std::string_view a : k.aliases)
+    if (a.rfind("NCCL_", 0) == 0) out.push_back(a);
+  return out;
+}
+
 const ScenarioKey& scenario_key(std::string_view name) {
   if (const ScenarioKey* k = find_scenario_key(name)) return *k;
   throw std::logic_error(fmt::format("scenario_key: no key \"{}\"", name));

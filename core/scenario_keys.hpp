@@ -70,6 +70,9 @@ const std::vector<ScenarioKey>& scenario_table();
 // find_scenario_key: the row named "bucket_cap_mb", "bucket-cap-mb" or "--bucket-cap-mb" (NCCL's
 // knobs in any case, and each row's aliases); null if none.
 const ScenarioKey* find_scenario_key(std::string_view name);
+// nccl_names: an NCCL knob's names as NCCL reads them from the environment: the row's name and
+// its NCCL_* aliases (NCCL_MAX_NCHANNELS and NCCL 2.17's NCCL_MAX_CTAS); empty for other rows.
+std::vector<std::string_view> nccl_names(const ScenarioKey& k);
 // scenario_key: the same, for a name the code knows (std::logic_error otherwise).
 const ScenarioKey& scenario_key(std::string_view name);
 // scenario_key_names: "model, topology, gpus, ..." for messages.

@@ -211,7 +211,8 @@ PublishedResult simulate_published(const PublishedCase& c) {
   for (const auto& [key, value] : c.sim_env) env[key] = value;
   for (const auto& [key, value] : env) {
     const ScenarioKey* k = find_scenario_key(key);
-    if (k == nullptr || !k->nccl || k->name != key) {
+    const std::vector<std::string_view> names = k == nullptr ? std::vector<std::string_view>{} : nccl_names(*k);
+    if (std::find(names.begin(), names.end(), key) == names.end()) {
       if (c.sim_env.count(key)) {
         throw ConfigError(fmt::format("case {}: simulate.nccl {}: not one of gradsync's NCCL knobs", c.id, key));
       }

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli_test_util.hpp"
+#include "tests/support/in_child.hpp"
 #include "core/version.hpp"
 
 namespace gradsync::apps {
@@ -187,6 +188,37 @@ TEST(Cli, ChannelBoundsThatContradictAreRefused) {
                 "NCCL_MAX_NCHANNELS=4", "-b", "1M", "-e", "1M"},
                2, msg);
   expect_error({"compare", "--nccl", "NCCL_MIN_NCHANNELS=16", "--nccl", "NCCL_MAX_NCHANNELS=4"}, 2, msg);
+}
+
+// NCCL 2.17's NCCL_MAX_CTAS / NCCL_MIN_CTAS bound the channels as NCCL_MAX_NCHANNELS /
+// NCCL_MIN_NCHANNELS do (connect.cc takes the smaller maximum and the larger minimum of both):
+// the same communicator under either name; from the environment both names combine.
+TEST(Cli, CtaBoundsAreTheChannelBoundsUnderNccl217sNames) {
+  // rings: the ring channels `collectives` reports ("ring N x ... GB/s"), from a child process
+  // (one simulation engine per process); -1 when the run failed or printed none.
+  const auto rings = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"collectives", "--topology", "dgx-a100", "-b", "1M", "-e", "1M"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const std::vector<double> got = testing_support::in_child([&] {
+      const Result r = run_printed(args);
+      const auto at = r.out.find("coll channels: ring ");
+      if (r.code != 0 || at == std::string::npos) return std::vector<double>{-1};
+      return std::vector<double>{std::stod(r.out.substr(at + std::string("coll channels: ring ").size()))};
+    });
+    return got.empty() ? -2.0 : got.front();
+  };
+  EXPECT_EQ(rings({"--nccl", "NCCL_MAX_CTAS=4"}), 4);
+  EXPECT_EQ(rings({"--nccl", "NCCL_MAX_NCHANNELS=4"}), 4);
+  ::setenv("NCCL_MAX_CTAS", "4", 1);
+  ::setenv("NCCL_MAX_NCHANNELS", "8", 1);
+  EXPECT_EQ(rings({"--nccl-from-env"}), 4);  // the smaller maximum
+  ::unsetenv("NCCL_MAX_CTAS");
+  ::unsetenv("NCCL_MAX_NCHANNELS");
+  ::setenv("NCCL_MIN_CTAS", "32", 1);
+  ::setenv("NCCL_MIN_NCHANNELS", "16", 1);
+  EXPECT_EQ(rings({"--nccl-from-env"}), 32);  // the larger minimum
+  ::unsetenv("NCCL_MIN_CTAS");
+  ::unsetenv("NCCL_MIN_NCHANNELS");
 }
 
 // A malformed model or topology file named by a flag is a bad input file (exit 1), as README's exit
