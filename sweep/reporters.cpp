@@ -73,14 +73,22 @@ void SweepCsvReporter::load(const std::string& path, const std::vector<CsvRow>& 
       throw ConfigError(
           fmt::format("{}: point \"{}\" is not one of this sweep's {} points", where, row[0], keys.size()));
     }
+    // The point whose settings the row holds, wherever the --vary lists now put it (a list
+    // reordered or grown between runs); the same number first.
+    const auto same_settings = [&](const CsvRow& k) { return std::equal(k.begin() + 1, k.end(), row.begin() + 1); };
+    if (!same_settings(keys[static_cast<std::size_t>(index)])) {
+      const auto moved = std::find_if(keys.begin(), keys.end(), same_settings);
+      if (moved != keys.end()) index = static_cast<int>(moved - keys.begin());
+    }
     const CsvRow& key = keys[static_cast<std::size_t>(index)];
-    if (!std::equal(key.begin(), key.end(), row.begin())) {
+    if (!std::equal(key.begin() + 1, key.end(), row.begin() + 1)) {
       // Name the columns that differ (a row holds some 45): "iterations was 5, is 6".
       std::vector<std::string> differ;
       for (std::size_t c = 0; c < key.size(); ++c)
         if (key[c] != row[c]) differ.push_back(fmt::format("{} was {}, is {}", header_[c], row[c], key[c]));
       throw ConfigError(fmt::format(
-          "{}: point {} was another scenario than this sweep's: {}; start over without --resume or with "
+          "{}: point {} was another scenario than this sweep's, and no point of this sweep has its settings: {}; "
+          "start over without --resume or with "
           "another --out",
           where, index, fmt::join(differ, "; ")));
     }
@@ -106,7 +114,9 @@ void SweepCsvReporter::load(const std::string& path, const std::vector<CsvRow>& 
                                       where, e.what()));
       }
     }
-    rows_[index] = row;
+    CsvRow renumbered = row;
+    renumbered[0] = key[0];
+    rows_[index] = std::move(renumbered);
   }
 }
 

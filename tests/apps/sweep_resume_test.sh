@@ -58,8 +58,16 @@ if "$bin" sweep --model gpt2 --iterations 2 --warmup 1 --vary gpus=2,4 --resume 
   echo "FAIL: --resume accepted another sweep's summary.csv" >&2
   exit 1
 fi
-grep -q "summary.csv:2: point 0 was another scenario than this sweep's: .*gpus was 1, is 2" "$tmp/other.err" ||
+grep -q "summary.csv:2: point 0 was another scenario than this sweep's, and no point of this sweep has its settings: .*gpus was 1, is 2" "$tmp/other.err" ||
   { cat "$tmp/other.err" >&2; exit 1; }
+# The same points with the --vary lists reordered: every saved row is found by its settings, none
+# is run again, and summary.csv is the reordered sweep's, byte for byte.
+rev=(sweep --model gpt2 --iterations 2 --warmup 1 --vary bucket_cap_mb=25,5 --vary gpus=8,4,2,1 --jobs 1)
+"$bin" "${rev[@]}" --out "$tmp/rev" >/dev/null 2>/dev/null
+cp -r "$tmp/full" "$tmp/reordered"
+"$bin" "${rev[@]}" --resume --out "$tmp/reordered" >/dev/null 2>"$tmp/reordered.err"
+grep -q ", $total already done (--resume)" "$tmp/reordered.err" || { cat "$tmp/reordered.err" >&2; echo "FAIL: reordered --vary lists ran points again" >&2; exit 1; }
+cmp "$tmp/rev/summary.csv" "$tmp/reordered/summary.csv" || { echo "FAIL: reordered resume's summary.csv differs" >&2; exit 1; }
 # A status edited into the saved file: refused, not copied into result.json and the report.
 sed -i '2s/,ok,/,okk,/' "$tmp/killed/summary.csv"
 grep -q ",okk," "$tmp/killed/summary.csv" || { echo "FAIL: the test could not edit a status" >&2; exit 1; }
