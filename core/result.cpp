@@ -58,6 +58,7 @@ json result_json(const StrategyResult& r, bool full, bool events) {
                      {"simulated_ranks", r.fidelity.simulated_ranks}};
   }
   if (!r.transports.empty()) j["transports"] = r.transports;
+  if (r.shm_duplex_Bps > 0) j["shm_duplex_GBps"] = r.shm_duplex_Bps / 1e9;
   auto& its = j["iterations"] = json::array();
   for (const IterationMetrics& m : r.iterations) {
     its.push_back({{"iteration", m.iteration},
@@ -139,6 +140,7 @@ StrategyResult read_result(const json& j) {
     r.fidelity.simulated_ranks = f.at("simulated_ranks").get<int>();
   }
   if (j.contains("transports")) r.transports = j.at("transports").get<std::string>();
+  if (j.contains("shm_duplex_GBps")) r.shm_duplex_Bps = j.at("shm_duplex_GBps").get<double>() * 1e9;
   for (const auto& m : j.at("iterations")) {
     IterationMetrics im;
     im.iteration = m.at("iteration").get<int>();

@@ -113,6 +113,9 @@ struct StrategyResult {
   // transports: how NCCL's ring hops move, by transport and path class ("P2P/CUMEM/read over NVL",
   // "SHM/direct/direct over PHB", joined by ", "); empty for a real run.
   std::string transports;
+  // shm_duplex_Bps: when a ring hop goes through host memory between GPUs before Ada/Hopper, what
+  // a GPU that sends and receives so moves each way (kShmDuplexBps); 0 otherwise (result.json: shm_duplex_GBps).
+  double shm_duplex_Bps = 0;
   std::map<std::string, Traffic> traffic;  // the last iteration's bytes by event name
   Trace trace;
 

@@ -40,6 +40,11 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
   const Strategy s = r.strategy;
   const int gpus = r.gpus, replicas = r.replicas;
   const std::string via = r.transports.empty() ? "" : " via " + r.transports;
+  // Through host memory both ways (every DDP ring; a DP chain's middle GPUs), before Ada/Hopper.
+  const std::string duplex =
+      r.shm_duplex_Bps > 0
+          ? fmt::format(" (host memory both ways: at most {:.1f} GB/s each way per GPU)", r.shm_duplex_Bps / 1e9)
+          : "";
   const std::string others = replicas > 2 ? fmt::format("GPUs 1-{}", replicas - 1) : "GPU 1";
   if (phase == "host work")
     return s == Strategy::kDP ? "the process's host threads, one at a time (GIL): module copies, threads, Python"
@@ -50,10 +55,11 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
   if (s == Strategy::kDP) {
     if (phase == "h2d:input") return "host -> GPU0";
     if (phase == "dp:scatter") return "GPU0 -> " + others + " (peer copies)";
-    if (phase == "dp:replicate") return "GPU0 -> " + others + " (broadcast" + via + ")";
+    if (phase == "dp:replicate")
+      return "GPU0 -> " + others + " (broadcast" + via + ")" + (replicas > 2 ? duplex : "");
     if (phase == "dp:gather") return others + " -> GPU0 (peer copies)";
     if (phase == "dp:scatter_grad") return "GPU0 -> " + others + " (peer copies)";
-    if (phase == "dp:reduce") return others + " -> GPU0 (reduce" + via + ")";
+    if (phase == "dp:reduce") return others + " -> GPU0 (reduce" + via + ")" + (replicas > 2 ? duplex : "");
     if (phase == "optimizer" || phase == "loss" || phase == "dp:gather_local" || phase == "dp:loss_mean")
       return "GPU0 only";
     return fmt::format("GPUs 0-{}", replicas - 1);
@@ -61,7 +67,7 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
   if (phase == "h2d:input") return gpus == 1 ? "host -> GPU 0" : "host -> every GPU";
   if (phase == "allreduce buckets") {
     if (gpus == 1) return "one GPU: nothing crosses a link";
-    return fmt::format("{} over {} GPUs{}, overlapping backward", algorithms_of(r, phase), gpus, via);
+    return fmt::format("{} over {} GPUs{}{}, overlapping backward", algorithms_of(r, phase), gpus, via, duplex);
   }
   if (phase.rfind("broadcast", 0) == 0)
     return gpus == 1 ? std::string("rank 0 only: nothing to send") : fmt::format("rank 0 -> all {} GPUs", gpus);

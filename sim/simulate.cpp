@@ -197,7 +197,10 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid, con
   if (r.gpus > 1 && !r.calibration) {
     std::map<std::string, int> hops;
     for (const RingChannel& rc : cluster.channels(r.gpus).rings)
-      for (const Hop& h : rc.hops) ++hops[fmt::format("{} over {}", h.name, to_string(h.route.path_class))];
+      for (const Hop& h : rc.hops) {
+        ++hops[fmt::format("{} over {}", h.name, to_string(h.route.path_class))];
+        if (std::isfinite(h.duplex_cap_Bps)) out.shm_duplex_Bps = h.duplex_cap_Bps;
+      }
     std::vector<std::string> names;
     for (const auto& [name, count] : hops) names.push_back(name);
     out.transports = fmt::format("{}", fmt::join(names, ", "));

@@ -25,6 +25,7 @@
 #include "sim/engine.hpp"
 #include "tests/support/recording_backend.hpp"
 #include "topologies/generators.hpp"
+#include "topologies/transports/transport.hpp"
 
 namespace gradsync::sim {
 namespace {
@@ -405,6 +406,8 @@ TEST(Simulate, P2pDisableMovesDdpsBucketsToHostMemory) {
   const StrategyResult shm = ddp_in_child(s);
   EXPECT_EQ(p2p.transports, "P2P/CUMEM over PIX");
   EXPECT_EQ(shm.transports, "SHM/direct/direct over PHB");
+  EXPECT_EQ(p2p.shm_duplex_Bps, 0);
+  EXPECT_DOUBLE_EQ(shm.shm_duplex_Bps, kShmDuplexBps);  // an Ampere pair: SHM's duplex limit, said too
   EXPECT_GT(shm.communication_s, 2 * p2p.communication_s);
   EXPECT_GT(shm.exposed_communication_s, p2p.exposed_communication_s);
   EXPECT_GT(shm.steady_iteration_time_s, p2p.steady_iteration_time_s);
