@@ -86,7 +86,7 @@ void run_collectives(CollectivesArgs a) {
   sim::NcclInfo info;
   try {
     pts = sim::simulate_collectives(a.sweep);
-    info = sim::nccl_info(load_topology(a.sweep.topology), a.sweep.gpus, a.sweep.nccl);
+    info = sim::nccl_info(load_topology(a.sweep.topology), a.sweep.gpus, a.sweep.nccl, a.sweep.op);
   } catch (const DataError&) {
     throw;
   } catch (const ConfigError& e) {

@@ -71,13 +71,10 @@ void add_scenario_options(CLI::App* cmd, ScenarioArgs& a, const std::vector<std:
     }
   }
   if (!wanted("nccl")) return;
-  std::vector<std::string> knobs;
-  for (const ScenarioKey& k : scenario_table())
-    if (k.nccl) knobs.push_back(std::string(k.name));
   cmd->add_option("--nccl", a.nccl,
                   fmt::format("NAME=VALUE: one of NCCL's knobs under its own name, repeatable: {} (README: NCCL "
                               "knobs). NCCL_* variables of the environment are read only with --nccl-from-env",
-                              fmt::join(knobs, ", ")))
+                              nccl_knob_names()))
       ->type_name("NAME=VALUE")
       ->take_all();
   cmd->add_flag("--nccl-from-env", a.nccl_from_env,
@@ -163,18 +160,15 @@ Scenario scenario_of(const ScenarioArgs& a) {
       throw UsageError(fmt::format("--nccl \"{}\": expected NAME=VALUE, as NCCL_P2P_DISABLE=1", item));
     }
     if (k == nullptr || !k->nccl) {
-      std::vector<std::string> knobs;
-      for (const ScenarioKey& r : scenario_table())
-        if (r.nccl) knobs.push_back(std::string(r.name));
       throw UsageError(fmt::format("--nccl \"{}\": unknown knob \"{}\"; gradsync models {}", item, item.substr(0, eq),
-                                   fmt::join(knobs, ", ")));
+                                   nccl_knob_names()));
     }
     const std::vector<std::string_view> names = nccl_names(*k);
     if (std::find(names.begin(), names.end(), item.substr(0, eq)) == names.end()) {
       throw UsageError(
           fmt::format("--nccl \"{}\": \"{}\" is not NCCL's name; NCCL reads {} (upper case, as the "
                       "environment variable)",
-                      item, item.substr(0, eq), k->name));
+                      item, item.substr(0, eq), nccl_name_as_given(*k, item.substr(0, eq))));
     }
     if (!named.insert(std::string(k->name)).second) {
       throw UsageError(names.size() > 1 ? fmt::format("--nccl {}: given twice (or under both its names, {}); "

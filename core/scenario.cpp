@@ -57,7 +57,7 @@ static std::string in_folder(const std::string& value, const std::string& folder
 Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenario s, const std::string& folder,
                             ScenarioLines* lines) {
   if (!root.IsMap()) r.fail(root, "scenario", "expected a mapping of scenario keys (model: gpt2, gpus: 8, ...)");
-  std::map<std::string, int> seen;  // key -> line (1-based)
+  std::map<std::string, std::pair<int, std::string>> seen;  // key -> line (1-based) and the name it went by
   for (const auto& kv : root) {
     if (!kv.first.IsScalar()) r.fail(kv.first, "scenario", "a key must be a single word (model, gpus, ...)");
     const std::string name = kv.first.as<std::string>();
@@ -71,9 +71,10 @@ Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenari
       r.fail(kv.first, "scenario", fmt::format("unknown key \"{}\"; expected one of {}", name, scenario_key_names()));
     }
     // One key under two of its names (nccl_algo and algo): the mapping's own check cannot see it.
-    if (const auto [it, fresh] = seen.emplace(std::string(k->name), kv.first.Mark().line + 1); !fresh) {
+    if (const auto [it, fresh] = seen.emplace(std::string(k->name), std::pair{kv.first.Mark().line + 1, key}); !fresh) {
       r.fail(kv.first, "scenario",
-             fmt::format("\"{}\" sets {} again (already set on line {})", name, k->name, it->second));
+             fmt::format("\"{}\" sets {} again (already set on line {}{})", name, k->name, it->second.first,
+                         it->second.second == k->name ? "" : " as " + it->second.second));
     }
     const YAML::Node& v = kv.second;
     if (v.IsNull()) {
@@ -92,7 +93,8 @@ Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenari
       r.fail(v, "scenario", fmt::format("{} \"{}\": {}", name, value, e.what()));
     }
   }
-  if (lines != nullptr) lines->insert(seen.begin(), seen.end());
+  if (lines != nullptr)
+    for (const auto& [key, at] : seen) lines->emplace(key, at.first);
   return s;
 }
 

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/scenario_keys.hpp"
+#include "core/text.hpp"
 
 namespace gradsync {
 
@@ -150,10 +151,12 @@ Vary parse_vary(std::string_view text) {
     std::string flag = k->flag.size() > 2 ? std::string(k->flag.substr(2)) : std::string();  // "algo"
     std::string flag_underscored = flag;
     std::replace(flag_underscored.begin(), flag_underscored.end(), '-', '_');
-    if (k->nccl && name != k->name && (flag.empty() || (name != flag && name != flag_underscored))) {
+    const std::vector<std::string_view> names = nccl_names(*k);
+    if (k->nccl && std::find(names.begin(), names.end(), name) == names.end() &&
+        (flag.empty() || (name != flag && name != flag_underscored))) {
       throw UsageError(fmt::format("--vary \"{}\": \"{}\" is not NCCL's name; NCCL reads {} (upper case, as the "
                                    "environment variable)",
-                                   shown, name, k->name));
+                                   shown, name, nccl_name_as_given(*k, name)));
     }
     v.key = std::string(k->name);
   }
@@ -171,9 +174,11 @@ Vary parse_vary(std::string_view text) {
   for (const std::string& item : items_of(k, text.substr(eq + 1))) {
     if (item.empty()) throw UsageError(fmt::format("--vary \"{}\": an empty value", shown));
     if (k == nullptr) {
-      const auto st = parse_strategy(item);
+      // Any case, as --strategy takes it ("DDP"); the point keeps PyTorch's lower-case name.
+      const std::string word = ascii_lower(item);
+      const auto st = parse_strategy(word);
       if (!st) throw UsageError(fmt::format("--vary \"{}\": \"{}\": expected dp or ddp", shown, item));
-      add(std::string(item), item);
+      add(word, word);
       continue;
     }
     try {

@@ -141,7 +141,7 @@ const ScenarioKey* find_scenario_key(std::string_view name) {
   for (const ScenarioKey& k : scenario_table()) {
     if (same(k.name, k.nccl)) return &k;
     for (std::string_view a : k.aliases)
-      if (same(a, false)) return &k;
+      if (same(a, k.nccl && a.rfind("NCCL_", 0) == 0)) return &k;  // NCCL's names in any case
   }
   return nullptr;
 }
@@ -153,6 +153,23 @@ std::vector<std::string_view> nccl_names(const ScenarioKey& k) {
   for (std::string_view a : k.aliases)
     if (a.rfind("NCCL_", 0) == 0) out.push_back(a);
   return out;
+}
+
+std::string nccl_knob_names() {
+  std::string out;
+  for (const ScenarioKey& k : scenario_table()) {
+    const std::vector<std::string_view> names = nccl_names(k);
+    if (names.empty()) continue;
+    out += (out.empty() ? "" : ", ") + std::string(names.front());
+    for (std::size_t i = 1; i < names.size(); ++i) out += " (or " + std::string(names[i]) + ")";
+  }
+  return out;
+}
+
+std::string_view nccl_name_as_given(const ScenarioKey& k, std::string_view given) {
+  for (std::string_view n : nccl_names(k))
+    if (lower(n) == lower(given)) return n;
+  return k.name;
 }
 
 const ScenarioKey& scenario_key(std::string_view name) {

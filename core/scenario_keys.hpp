@@ -73,6 +73,10 @@ const ScenarioKey* find_scenario_key(std::string_view name);
 // nccl_names: an NCCL knob's names as NCCL reads them from the environment: the row's name and
 // its NCCL_* aliases (NCCL_MAX_NCHANNELS and NCCL 2.17's NCCL_MAX_CTAS); empty for other rows.
 std::vector<std::string_view> nccl_names(const ScenarioKey& k);
+// nccl_knob_names: "NCCL_ALGO, ..., NCCL_MIN_NCHANNELS (or NCCL_MIN_CTAS), ..." for help and messages.
+std::string nccl_knob_names();
+// nccl_name_as_given: the NCCL name `given` is, but for case ("nccl_max_ctas": NCCL_MAX_CTAS).
+std::string_view nccl_name_as_given(const ScenarioKey& k, std::string_view given);
 // scenario_key: the same, for a name the code knows (std::logic_error otherwise).
 const ScenarioKey& scenario_key(std::string_view name);
 // scenario_key_names: "model, topology, gpus, ..." for messages.

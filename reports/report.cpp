@@ -43,7 +43,7 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
   // Through host memory both ways (every DDP ring; a DP chain's middle GPUs), before Ada/Hopper.
   const std::string duplex =
       r.shm_duplex_Bps > 0
-          ? fmt::format(" (host memory both ways: at most {:.1f} GB/s each way per GPU)", r.shm_duplex_Bps / 1e9)
+          ? fmt::format("; host memory both ways: at most {:.1f} GB/s each way per GPU", r.shm_duplex_Bps / 1e9)
           : "";
   const std::string others = replicas > 2 ? fmt::format("GPUs 1-{}", replicas - 1) : "GPU 1";
   if (phase == "host work")
@@ -56,10 +56,10 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
     if (phase == "h2d:input") return "host -> GPU0";
     if (phase == "dp:scatter") return "GPU0 -> " + others + " (peer copies)";
     if (phase == "dp:replicate")
-      return "GPU0 -> " + others + " (broadcast" + via + ")" + (replicas > 2 ? duplex : "");
+      return "GPU0 -> " + others + " (broadcast" + via + duplex + ")";
     if (phase == "dp:gather") return others + " -> GPU0 (peer copies)";
     if (phase == "dp:scatter_grad") return "GPU0 -> " + others + " (peer copies)";
-    if (phase == "dp:reduce") return others + " -> GPU0 (reduce" + via + ")" + (replicas > 2 ? duplex : "");
+    if (phase == "dp:reduce") return others + " -> GPU0 (reduce" + via + duplex + ")";
     if (phase == "optimizer" || phase == "loss" || phase == "dp:gather_local" || phase == "dp:loss_mean")
       return "GPU0 only";
     return fmt::format("GPUs 0-{}", replicas - 1);

@@ -17,6 +17,7 @@
 
 #include "sim/collective_run.hpp"
 #include "sim/collectives/nvls.hpp"
+#include "sim/shm_duplex.hpp"
 #include "sim/sync.hpp"
 
 namespace gradsync::sim {
@@ -74,42 +75,11 @@ struct CollectiveRun::State {
     // A GPU that both sends and receives through host memory moves at most its SHM duplex rate
     // each way, all channels together (Hop::duplex_cap_Bps, kShmDuplexBps): NCCL's channels cross
     // every member, so each gets its share.
-    if (links_.channels && C() > 0 && !nvls())
+    if (links_.channels && C() > 0)
       channel_cap_ = std::min(channel_cap_, duplex_cap_Bps() / static_cast<double>(C()));
   }
 
-  // duplex_cap_Bps: the least Hop::duplex_cap_Bps of a member whose hops in and out both carry
-  // data: every member of a ring allreduce, allgather or reduce-scatter; the middle of a broadcast's
-  // or reduce's chain; both ends of a tree's hop (up and down run at once). Infinite when none.
-  double duplex_cap_Bps() const {
-    double cap = kUncapped;
-    const bool chain = coll == Collective::kBroadcast || coll == Collective::kReduce;
-    for (const RingChannel& rc : links_.channels->rings) {
-      const std::size_t n = rc.hops.size();
-      if (n == 0) continue;
-      if (choice.algorithm == Algorithm::kTree) {
-        for (const Hop& h : rc.hops) cap = std::min(cap, h.duplex_cap_Bps);
-        continue;
-      }
-      // The chain starts at the root (broadcast) or after it (reduce) and ends one short of it.
-      const int first = chain ? (coll == Collective::kBroadcast ? root : rc.order[(pos_of(rc, root) + 1) % n]) : -1;
-      for (std::size_t i = 0; i < n; ++i) {
-        const Hop& in = rc.hops[(i + n - 1) % n];
-        const Hop& out = rc.hops[i];
-        if (chain) {
-          const std::size_t from_first = (i + n - pos_of(rc, first)) % n;
-          if (from_first == 0 || from_first + 1 >= n) continue;  // the chain's ends move one way
-        }
-        cap = std::min(cap, std::max(in.duplex_cap_Bps, out.duplex_cap_Bps));
-      }
-    }
-    return cap;
-  }
-  static std::size_t pos_of(const RingChannel& rc, int rank) {
-    for (std::size_t i = 0; i < rc.order.size(); ++i)
-      if (rc.order[i] == rank) return i;
-    return 0;
-  }
+  double duplex_cap_Bps() const { return shm_duplex_cap_Bps(*links_.channels, coll, choice.algorithm, root); }
 
   // find_repeats: the channels aggregate fidelity runs (reps_), one of each set of channels with
   // the same ring (and, for trees, the same tree: c mod 2), each carrying mult_ channels' bytes,

@@ -8,12 +8,13 @@
 #include <cmath>
 #include <map>
 
+#include "sim/shm_duplex.hpp"
 #include "topologies/routes.hpp"
 #include "topologies/transports/transport.hpp"
 
 namespace gradsync::sim {
 
-NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl) {
+NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl, Collective op) {
   const Routes routes(topo);
   const Transports transports(topo, routes, nccl.transport);
   Channels ch = build_channels(topo, routes, first_ranks(gpus), transports);
@@ -39,12 +40,10 @@ NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl) {
   std::map<std::pair<std::string, std::string>, int> count;
   for (const RingChannel& rc : ch.rings) {
     i.rings.push_back(rc.order);
-    for (const Hop& h : rc.hops) {
-      ++count[{h.name, std::string(to_string(h.route.path_class))}];
-      if (std::isfinite(h.duplex_cap_Bps)) i.shm_duplex_Bps = h.duplex_cap_Bps;
-    }
+    for (const Hop& h : rc.hops) ++count[{h.name, std::string(to_string(h.route.path_class))}];
   }
   for (const auto& [key, n] : count) i.hops.push_back({key.first, key.second, n});
+  if (const double cap = shm_duplex_cap_Bps(ch, op, Algorithm::kRing, 0); std::isfinite(cap)) i.shm_duplex_Bps = cap;
   std::stable_sort(i.hops.begin(), i.hops.end(),
                    [](const HopClass& a, const HopClass& b) { return a.count > b.count; });
   return i;

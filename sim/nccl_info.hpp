@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/backend.hpp"
 #include "sim/nccl_options.hpp"
 #include "topologies/topology.hpp"
 
@@ -38,14 +39,15 @@ struct NcclInfo {
   double nvls_bw_intra_Bps = 0, nvls_bw_inter_Bps = 0;
   std::vector<std::vector<int>> rings;  // each channel's GPU order
   std::vector<HopClass> hops;           // most hops first
-  // shm_duplex_Bps: when some ring hop goes through host memory between GPUs before Ada/Hopper,
-  // what each GPU moves each way once it both sends and receives so (kShmDuplexBps); 0 otherwise.
+  // shm_duplex_Bps: where a GPU before Ada/Hopper both sends and receives through host memory in
+  // the ring of the op asked about, what it moves each way (kShmDuplexBps); 0 otherwise.
   double shm_duplex_Bps = 0;
 };
 
 // nccl_info: the channels NCCL would build over the first `gpus` GPUs of `topo` with `nccl`.
 // ConfigError when no ring exists.
-NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl);
+// shm_duplex_Bps is set where SHM's duplex limit binds `op` as a ring (sim/shm_duplex.hpp).
+NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl, Collective op = Collective::kAllreduce);
 
 // nccl_info_lines: the info as comment lines (without "# "), NCCL_DEBUG=INFO's words.
 std::vector<std::string> nccl_info_lines(const NcclInfo& info);

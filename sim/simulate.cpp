@@ -36,6 +36,7 @@
 
 #include "sim/mirror.hpp"
 #include "sim/resolved.hpp"
+#include "sim/shm_duplex.hpp"
 
 namespace gradsync::sim {
 
@@ -196,11 +197,13 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid, con
   out.fidelity.bound = out.fidelity.aggregate_calls > 0 ? kAggregateBound : 0.0;
   if (r.gpus > 1 && !r.calibration) {
     std::map<std::string, int> hops;
-    for (const RingChannel& rc : cluster.channels(r.gpus).rings)
-      for (const Hop& h : rc.hops) {
-        ++hops[fmt::format("{} over {}", h.name, to_string(h.route.path_class))];
-        if (std::isfinite(h.duplex_cap_Bps)) out.shm_duplex_Bps = h.duplex_cap_Bps;
-      }
+    const Channels& ch = cluster.channels(r.gpus);
+    for (const RingChannel& rc : ch.rings)
+      for (const Hop& h : rc.hops) ++hops[fmt::format("{} over {}", h.name, to_string(h.route.path_class))];
+    // DDP's buckets go round a ring; DataParallel broadcasts from GPU 0 (and reduces to it).
+    const double cap = shm_duplex_cap_Bps(
+        ch, strategy == Strategy::kDP ? Collective::kBroadcast : Collective::kAllreduce, Algorithm::kRing, 0);
+    if (std::isfinite(cap)) out.shm_duplex_Bps = cap;
     std::vector<std::string> names;
     for (const auto& [name, count] : hops) names.push_back(name);
     out.transports = fmt::format("{}", fmt::join(names, ", "));

@@ -2,6 +2,7 @@
 #include "sweep/reporters.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -68,30 +69,41 @@ void SweepCsvReporter::load(const std::string& path, const std::vector<CsvRow>& 
     }
     int index = -1;
     const auto [end, ec] = std::from_chars(row[0].data(), row[0].data() + row[0].size(), index);
-    if (ec != std::errc() || end != row[0].data() + row[0].size() || index < 0 ||
-        index >= static_cast<int>(keys.size())) {
-      throw ConfigError(
-          fmt::format("{}: point \"{}\" is not one of this sweep's {} points", where, row[0], keys.size()));
+    if (ec != std::errc() || end != row[0].data() + row[0].size() || index < 0) {
+      throw ConfigError(fmt::format("{}: point \"{}\" is not a point number", where, row[0]));
     }
     // The point whose settings the row holds, wherever the --vary lists now put it (a list
     // reordered or grown between runs); the same number first.
     const auto same_settings = [&](const CsvRow& k) { return std::equal(k.begin() + 1, k.end(), row.begin() + 1); };
-    if (!same_settings(keys[static_cast<std::size_t>(index)])) {
-      const auto moved = std::find_if(keys.begin(), keys.end(), same_settings);
-      if (moved != keys.end()) index = static_cast<int>(moved - keys.begin());
+    const bool in_range = index < static_cast<int>(keys.size());
+    if (!in_range || !same_settings(keys[static_cast<std::size_t>(index)])) {
+      const auto found = std::find_if(keys.begin(), keys.end(), same_settings);
+      if (found == keys.end()) {
+        // Name the settings no point of this sweep has ("bucket_cap_mb 25: this sweep's are 50, 5"),
+        // or, when each is in the sweep but not together, how the row differs from its old number's point.
+        std::vector<std::string> absent;
+        const std::size_t width = keys.empty() ? 0 : keys.front().size();
+        for (std::size_t c = 1; c < width; ++c) {
+          std::vector<std::string> values;
+          for (const CsvRow& k : keys)
+            if (std::find(values.begin(), values.end(), k[c]) == values.end()) values.push_back(k[c]);
+          if (std::find(values.begin(), values.end(), row[c]) == values.end())
+            absent.push_back(fmt::format("{} {}: this sweep's {} {}", header_[c], row[c],
+                                         values.size() == 1 ? "is" : "are", fmt::join(values, ", ")));
+        }
+        if (absent.empty() && in_range) {
+          const CsvRow& key = keys[static_cast<std::size_t>(index)];
+          for (std::size_t c = 1; c < key.size(); ++c)
+            if (key[c] != row[c]) absent.push_back(fmt::format("{} was {}, is {}", header_[c], row[c], key[c]));
+        }
+        throw ConfigError(fmt::format(
+            "{}: point {} was another scenario than this sweep's, and no point of this sweep has its settings: {}; "
+            "start over without --resume or with another --out",
+            where, row[0], absent.empty() ? std::string("its settings together") : fmt::format("{}", fmt::join(absent, "; "))));
+      }
+      index = static_cast<int>(found - keys.begin());
     }
     const CsvRow& key = keys[static_cast<std::size_t>(index)];
-    if (!std::equal(key.begin() + 1, key.end(), row.begin() + 1)) {
-      // Name the columns that differ (a row holds some 45): "iterations was 5, is 6".
-      std::vector<std::string> differ;
-      for (std::size_t c = 0; c < key.size(); ++c)
-        if (key[c] != row[c]) differ.push_back(fmt::format("{} was {}, is {}", header_[c], row[c], key[c]));
-      throw ConfigError(fmt::format(
-          "{}: point {} was another scenario than this sweep's, and no point of this sweep has its settings: {}; "
-          "start over without --resume or with "
-          "another --out",
-          where, index, fmt::join(differ, "; ")));
-    }
     // The cells read back as they are (the table, result.json and the report take them): a
     // status this gradsync never writes is an edited file, not a result.
     const auto status = std::find(header_.begin(), header_.end(), "status");

@@ -58,7 +58,7 @@ if "$bin" sweep --model gpt2 --iterations 2 --warmup 1 --vary gpus=2,4 --resume 
   echo "FAIL: --resume accepted another sweep's summary.csv" >&2
   exit 1
 fi
-grep -q "summary.csv:2: point 0 was another scenario than this sweep's, and no point of this sweep has its settings: .*gpus was 1, is 2" "$tmp/other.err" ||
+grep -q "summary.csv:2: point 0 was another scenario than this sweep's, and no point of this sweep has its settings: .*gpus 1: this sweep's are 2, 4" "$tmp/other.err" ||
   { cat "$tmp/other.err" >&2; exit 1; }
 # The same points with the --vary lists reordered: every saved row is found by its settings, none
 # is run again, and summary.csv is the reordered sweep's, byte for byte.

@@ -98,3 +98,22 @@ TEST(Grid, LastKeyChangesFastestAndStrategyIsAdded) {
 
 }  // namespace
 }  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+// --vary strategy takes any case, as --strategy does; the points keep PyTorch's lower-case names.
+// NCCL's knobs go by either of their NCCL names (NCCL_MAX_CTAS is NCCL_MAX_NCHANNELS).
+TEST(ScenarioGrid, VaryTakesStrategiesInAnyCaseAndNcclsOtherNames) {
+  const Vary s = parse_vary("strategy=DDP,Dp");
+  ASSERT_EQ(s.labels.size(), 2u);
+  EXPECT_EQ(s.labels[0], "ddp");
+  EXPECT_EQ(s.labels[1], "dp");
+  EXPECT_THROW(parse_vary("strategy=fsdp"), UsageError);
+  const Vary c = parse_vary("NCCL_MAX_CTAS=2,4");
+  EXPECT_EQ(c.key, "NCCL_MAX_NCHANNELS");
+  EXPECT_EQ(c.labels.size(), 2u);
+}
+
+}  // namespace
+}  // namespace gradsync

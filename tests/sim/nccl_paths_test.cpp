@@ -8,6 +8,7 @@
 #include "sim/engine.hpp"
 #include "sim/nccl_info.hpp"
 #include "sim/nccl_model.hpp"
+#include "sim/shm_duplex.hpp"
 #include "sim/simulate.hpp"
 #include "topologies/channels.hpp"
 #include "topologies/generators.hpp"
@@ -194,6 +195,28 @@ TEST(Shm, ChainMiddlesAreDuplexAdaGpusAreNotLimited) {
   const CollectivePoint bc = simulate(t3, 3, Collective::kBroadcast, {kGiB}).at(0);
   EXPECT_GT(bc.busbw_GBps, 3.9);  // the duplex rate less the chain's pipeline fill
   EXPECT_LE(bc.busbw_GBps, 4.0);
+}
+
+// Where the limit binds, without simulating: a ring both ways; a broadcast or reduce on two GPUs
+// one way; a chain of three at its middle; Ada not at all; `collectives`' note only where it binds.
+TEST(Shm, DuplexLimitBindsWhereAGpuSendsAndReceives) {
+  const Topology two = generate_pcie({.gpu = "rtx-2080-ti", .gpus = 2, .sockets = 1, .gpus_per_switch = 0});
+  const Topology three = generate_pcie({.gpu = "rtx-2080-ti", .gpus = 3, .sockets = 1, .gpus_per_switch = 0});
+  const Topology ada = generate_pcie({.gpu = "rtx-4090", .gpus = 2, .sockets = 1, .gpus_per_switch = 0});
+  const Routes r2(two), r3(three), ra(ada);
+  const Channels c2 = build_channels(two, r2, first_ranks(2));
+  const Channels c3 = build_channels(three, r3, first_ranks(3));
+  const Channels ca = build_channels(ada, ra, first_ranks(2));
+  for (Collective c : {Collective::kAllreduce, Collective::kAllgather, Collective::kReduceScatter})
+    EXPECT_EQ(shm_duplex_cap_Bps(c2, c, Algorithm::kRing, 0), kShmDuplexBps);
+  EXPECT_TRUE(std::isinf(shm_duplex_cap_Bps(c2, Collective::kBroadcast, Algorithm::kRing, 0)));
+  EXPECT_TRUE(std::isinf(shm_duplex_cap_Bps(c2, Collective::kReduce, Algorithm::kRing, 1)));
+  EXPECT_EQ(shm_duplex_cap_Bps(c3, Collective::kBroadcast, Algorithm::kRing, 2), kShmDuplexBps);
+  EXPECT_EQ(shm_duplex_cap_Bps(c3, Collective::kReduce, Algorithm::kRing, 0), kShmDuplexBps);
+  EXPECT_TRUE(std::isinf(shm_duplex_cap_Bps(ca, Collective::kAllreduce, Algorithm::kRing, 0)));
+  EXPECT_EQ(nccl_info(two, 2, {}, Collective::kAllreduce).shm_duplex_Bps, kShmDuplexBps);
+  EXPECT_EQ(nccl_info(two, 2, {}, Collective::kBroadcast).shm_duplex_Bps, 0);
+  EXPECT_EQ(nccl_info(ada, 2, {}, Collective::kAllreduce).shm_duplex_Bps, 0);
 }
 
 TEST(PipelineSync, P2pReadCostsAHandshakePerSliceOfEveryLoop) {
