@@ -23,6 +23,13 @@ if(GRADSYNC_SANITIZE)
   message(STATUS "gradsync: building with -fsanitize=${gradsync_sanitizers}")
   target_compile_options(gradsync_options INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${gradsync_sanitizers} -fno-omit-frame-pointer -fno-sanitize-recover=all>)
+  if(GRADSYNC_NO_SANITIZE)
+    # After -fsanitize=, which would otherwise turn them back on (the compiler reads left to right).
+    list(JOIN GRADSYNC_NO_SANITIZE "," gradsync_no_sanitizers)
+    message(STATUS "gradsync: without -fsanitize=${gradsync_no_sanitizers}")
+    target_compile_options(gradsync_options INTERFACE
+      $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize=${gradsync_no_sanitizers}>)
+  endif()
   target_link_options(gradsync_options INTERFACE -fsanitize=${gradsync_sanitizers})
   target_compile_definitions(gradsync_options INTERFACE GRADSYNC_SANITIZED=1)
 endif()
