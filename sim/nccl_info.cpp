@@ -19,10 +19,8 @@ NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl, Col
   const Transports transports(topo, routes, nccl.transport);
   Channels ch = build_channels(topo, routes, first_ranks(gpus), transports);
   NcclInfo i;
-  i.coll_channels = std::min(64, 2 * static_cast<int>(ch.rings.size()));
-  if (nccl.max_channels > 0) i.coll_channels = std::min(i.coll_channels, nccl.max_channels);
-  i.coll_channels = std::max(i.coll_channels, nccl.min_channels);
   limit_channels(ch, nccl.min_channels, nccl.max_channels);
+  i.coll_channels = launched_channels(ch);
   i.gpus = gpus;
   i.nodes = ch.nodes();
   i.channels = static_cast<int>(ch.rings.size());

@@ -91,7 +91,9 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch) {
   const std::size_t arch = arch_index(ch.sm_version);
   const std::size_t scale = nodes == 1 ? 0 : nodes == 2 ? 1 : 2;
   const bool allreduce = c == Collective::kAllreduce;
-  double channels = static_cast<double>(ch.rings.size());
+  // The graph's channels (tuning.cc graphs[a]->nChannels): the searched rings, whatever
+  // NCCL_MAX_NCHANNELS leaves running.
+  double channels = static_cast<double>(ch.searched > 0 ? ch.searched : static_cast<int>(ch.rings.size()));
   double bw = 0;  // GB/s per channel
   switch (a) {
     case Algorithm::kRing:
@@ -292,7 +294,7 @@ int launched_blocks(Algorithm a, const Channels& ch) {
   if (ch.ranks.size() <= 1) return 0;
   if ((a == Algorithm::kNvls || a == Algorithm::kNvlsTree) && ch.nvls)
     return ch.sm_version >= 100 ? (ch.nodes() > 1 ? 32 : 24) : 16;
-  return std::min(64, 2 * static_cast<int>(ch.rings.size()));
+  return launched_channels(ch);
 }
 
 double pipeline_sync_s(Collective c, double nbytes, const Channels& ch, Algorithm a, Protocol p, double alg_Bps) {
@@ -303,8 +305,9 @@ double pipeline_sync_s(Collective c, double nbytes, const Channels& ch, Algorith
   // read hops' handshakes pass while they move.
   if (a == Algorithm::kRing && ch.p2p_read && ch.intra_class == PathClass::kNVL &&
       (c == Collective::kAllreduce || c == Collective::kAllgather || c == Collective::kReduceScatter)) {
-    // Launched channels: the searched ones doubled (connect.cc: nChannels*2, at most MAXCHANNELS).
-    const double launched = std::min(64.0, 2.0 * static_cast<double>(ch.rings.size()));
+    // Launched channels: the searched ones doubled (connect.cc: nChannels*2, at most MAXCHANNELS),
+    // or as NCCL_MIN/MAX_NCHANNELS bound them.
+    const double launched = launched_channels(ch);
     const double piece = nbytes / (launched * k);         // per rank and channel
     const double chunk = chunk_bytes(Protocol::kSimple);  // 2 MiB: one loop's part
     const double loops = std::max(1.0, std::ceil(piece / chunk - 1e-12));
@@ -360,7 +363,7 @@ CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels
         if (a == Algorithm::kTree && log_size >= 0 && log_size < 23 && bytes >= 64)
           alg *= kTreeCorrection[idx(p)][static_cast<std::size_t>(log_size)];
         if (a == Algorithm::kRing && p == Protocol::kSimple && nodes > 1 && c == Collective::kAllreduce &&
-            bytes / (static_cast<double>(ch.rings.size()) * k) >= 64)
+            bytes / (static_cast<double>(launched_channels(ch)) * k) >= 64)
           lat *= ch.sm_version < 80 ? 1.9 : 1.4;
         const double t = k <= 1 ? 0.0 : lat * 1e-6 + bytes / (alg * 1e9);
         if (t < best.predicted_s) best = {a, p, t, m.bus * 1e9, alg * 1e9, lat * 1e-6, 0};

@@ -18,11 +18,18 @@ std::optional<PathClass> path_level(std::string_view level) {
 }
 
 void limit_channels(Channels& c, int min, int max) {
-  if (max > 0 && c.rings.size() > static_cast<std::size_t>(max)) c.rings.resize(static_cast<std::size_t>(max));
-  if (const auto have = c.rings.size(); have > 0 && min > static_cast<int>(have)) {
-    for (std::size_t i = have; i < static_cast<std::size_t>(min); ++i) c.rings.push_back(c.rings[i % have]);
-    c.channel_bw_Bps *= static_cast<double>(have) / static_cast<double>(c.rings.size());
+  if (c.rings.empty()) return;
+  const int found = launched_channels(c);
+  int launched = found;
+  if (max > 0) launched = std::min(launched, max);
+  if (min > 0) launched = std::max(launched, std::min(min, 64));
+  if (launched == found) return;
+  // Channel i runs ring i mod (rings): fewer blocks than rings leave the later rings unused.
+  if (static_cast<std::size_t>(launched) < c.rings.size()) {
+    c.searched = static_cast<int>(c.rings.size());
+    c.rings.resize(static_cast<std::size_t>(launched));
   }
+  c.launched = launched;
 }
 
 NcclSettings nccl_settings(const Scenario& s) {

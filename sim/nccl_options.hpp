@@ -24,8 +24,12 @@ struct NcclSettings {
 // nccl_settings: the scenario's knobs (already checked by the key table).
 NcclSettings nccl_settings(const Scenario& s);
 
-// limit_channels: NCCL_MAX_NCHANNELS keeps the first `max` rings; NCCL_MIN_NCHANNELS repeats the
-// rings found up to `min`, the copies sharing the bandwidth the search found (0: unset).
+// limit_channels: NCCL_MAX_NCHANNELS and NCCL_MIN_NCHANNELS bound the launched channels, the
+// searched rings doubled, as connect.cc does after the search (NCCL 2.27 ncclTopoPostset: at most
+// `max`, then copies of the first channels up to `min`, at most MAXCHANNELS 64; 0: unset). Fewer
+// launched channels than rings keep the first `max` rings (one block each); more blocks than two
+// per ring run the same rings, so the rings and their speed stay (Channels::launched counts the
+// blocks). A minimum at or below the default changes nothing.
 void limit_channels(Channels& c, int min, int max);
 
 // path_level: an NCCL level name (LOC, NVL, ... SYS) as a path class; LOC (no path between two

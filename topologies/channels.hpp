@@ -83,6 +83,13 @@ struct Channels {
   // path for pattern 4, falling back to simple order", search.cc), one channel planned at
   // 0.1 GB/s on paths of any class; its flows still move at the links' rates.
   bool fallback = false;
+  // launched: the thread blocks (NCCL's comm->nChannels) that run the rings, where NCCL_MIN_NCHANNELS
+  // or NCCL_MAX_NCHANNELS changed them (limit_channels); 0: NCCL's default, every ring run by two
+  // (launched_channels).
+  int launched = 0;
+  // searched: the rings NCCL's search found, which its tuning model counts (tuning.cc: the graph's
+  // nChannels), where NCCL_MAX_NCHANNELS left fewer in `rings`; 0: rings.size().
+  int searched = 0;
 
   double total_bw_Bps() const { return channel_bw_Bps * static_cast<double>(rings.size()); }
   int nodes() const { return std::max<int>(1, static_cast<int>(hosts.size())); }
@@ -107,6 +114,12 @@ void graph_nvls_and_tree(const Topology& topo, const Routes& routes, Channels& c
 // at half the speed (ncclTopoDupChannels), the GPUs' generation and CPU vendor, the tree and NVLS
 // graphs (graph_nvls_and_tree), and the worst path class of a hop inside a node.
 void finish_graphs(const Topology& topo, const Routes& routes, Channels& ch);
+
+// launched_channels: the blocks NCCL launches for the rings: Channels::launched where the knobs set
+// it, else the searched rings doubled (connect.cc: nChannels*2, at most MAXCHANNELS 64).
+inline int launched_channels(const Channels& ch) {
+  return ch.launched > 0 ? ch.launched : std::min(64, 2 * static_cast<int>(ch.rings.size()));
+}
 
 // first_ranks returns {0, 1, ..., n-1}.
 std::vector<int> first_ranks(int n);

@@ -194,16 +194,18 @@ TEST(Cli, ChannelBoundsThatContradictAreRefused) {
 // NCCL_MIN_NCHANNELS do (connect.cc takes the smaller maximum and the larger minimum of both):
 // the same communicator under either name; from the environment both names combine.
 TEST(Cli, CtaBoundsAreTheChannelBoundsUnderNccl217sNames) {
-  // rings: the ring channels `collectives` reports ("ring N x ... GB/s"), from a child process
-  // (one simulation engine per process); -1 when the run failed or printed none.
+  // rings: the launched channels `collectives` reports ("NCCL INFO N coll channels: ..."), from a
+  // child process (one simulation engine per process); -1 when the run failed or printed none.
   const auto rings = [](std::vector<std::string> extra) {
     std::vector<std::string> args{"collectives", "--topology", "dgx-a100", "-b", "1M", "-e", "1M"};
     args.insert(args.end(), extra.begin(), extra.end());
     const std::vector<double> got = testing_support::in_child([&] {
       const Result r = run_printed(args);
-      const auto at = r.out.find("coll channels: ring ");
-      if (r.code != 0 || at == std::string::npos) return std::vector<double>{-1};
-      return std::vector<double>{std::stod(r.out.substr(at + std::string("coll channels: ring ").size()))};
+      const std::string tag = "NCCL INFO ";
+      const auto at = r.out.find(tag);
+      if (r.code != 0 || at == std::string::npos || r.out.find(" coll channels", at) == std::string::npos)
+        return std::vector<double>{-1};
+      return std::vector<double>{std::stod(r.out.substr(at + tag.size()))};
     });
     return got.empty() ? -2.0 : got.front();
   };

@@ -114,7 +114,9 @@ TEST(Nvls, P2pDisabledKeepsTheNvswitchPathAcrossTwoNodes) {
 // NCCL_MAX_NCHANNELS: one block moves a channel's data, however many NVLinks the NVSwitch spreads
 // it over, and NCCL's search never plans a channel above 40 GB/s on an A100 (search.cc
 // speedArrayIntra[0]): one channel of 8 A100s reaches at most 40 GB/s busbw and four at most 160,
-// not the links' 240; P2P read handshakes and latencies take up to a tenth of it at 1 GiB.
+// not the links' 240. With one launched block per ring (NCCL_MAX_NCHANNELS bounds the blocks, not
+// the rings), each block's P2P read handshakes (two per 2 MiB chunk and ring step) and the
+// latencies take up to 15% of it at 1 GiB.
 TEST(Channels, EachMovesAtMostItsSpeedNotTheLinks) {
   const Topology topo = load_topology("dgx-a100");
   NcclSettings one;
@@ -131,9 +133,9 @@ TEST(Channels, EachMovesAtMostItsSpeedNotTheLinks) {
   const double bus = 2.0 * 7 / 8 * kGiB;  // nccl-tests' busbw bytes of an allreduce on 8 ranks
   const double single_bw = bus / single[0].first;
   EXPECT_LE(single_bw, cap);
-  EXPECT_GE(single_bw, 0.9 * cap);
+  EXPECT_GE(single_bw, 0.85 * cap);
   EXPECT_LE(quad[0].busbw_GBps * 1e9, 4 * cap);
-  EXPECT_GE(quad[0].busbw_GBps * 1e9, 0.9 * 4 * cap);
+  EXPECT_GE(quad[0].busbw_GBps * 1e9, 0.85 * 4 * cap);
 }
 
 TEST(TwoNodes, RingReachesNicsTimesTheirPathsRate) {
@@ -338,7 +340,8 @@ namespace gradsync::sim {
 namespace {
 
 // NCCL_DEBUG=INFO counts comm->nChannels: the rings the search found, doubled (connect.cc), then
-// NCCL_MAX_NCHANNELS and NCCL_MIN_NCHANNELS; the Channel lines count the same.
+// NCCL_MAX_NCHANNELS and NCCL_MIN_NCHANNELS (NCCL 2.27 ncclTopoPostset); the Channel lines count
+// the same.
 TEST(NcclInfo, CollChannelsAreTheSearchedRingsDoubledThenTheKnobs) {
   const Topology topo = load_topology("dgx-a100");
   const NcclInfo base = nccl_info(topo, 8, {});
@@ -357,6 +360,23 @@ TEST(NcclInfo, CollChannelsAreTheSearchedRingsDoubledThenTheKnobs) {
   knobs.max_channels = 0;
   knobs.min_channels = 32;
   EXPECT_EQ(nccl_info(topo, 8, knobs).coll_channels, 32);
+  EXPECT_EQ(nccl_info(topo, 8, knobs).channels, 12);  // the extra blocks run the same rings
+  // The bounds apply to the launched channels, not to the searched rings: 16 is below the 24
+  // launched, so a minimum of 16 changes nothing, and a maximum of 16 keeps every ring.
+  knobs.min_channels = 16;
+  const NcclInfo min16 = nccl_info(topo, 8, knobs);
+  EXPECT_EQ(min16.coll_channels, 24);
+  EXPECT_EQ(min16.channels, 12);
+  EXPECT_DOUBLE_EQ(min16.channel_bw_Bps, base.channel_bw_Bps);
+  knobs.min_channels = 0;
+  knobs.max_channels = 16;
+  const NcclInfo max16 = nccl_info(topo, 8, knobs);
+  EXPECT_EQ(max16.coll_channels, 16);
+  EXPECT_EQ(max16.channels, 12);
+  EXPECT_EQ(nccl_info_lines(max16)[0].rfind("NCCL INFO 16 coll channels: ring 12 x 20.0 GB/s, no NVLS", 0), 0u)
+      << nccl_info_lines(max16)[0];
+  knobs.max_channels = 8;
+  EXPECT_EQ(nccl_info(topo, 8, knobs).channels, 8);  // channel i runs ring i: rings 8-11 idle
 }
 
 }  // namespace
