@@ -245,16 +245,16 @@ class Search {
  private:
   // fits / take: the search sees the network only through the NICs, as NCCL does; links
   // between network switches (the fabric's core) are left to the simulator's contention.
-  // A hop at speed s uses s times its wire factor of every link it crosses (6/5 through an Intel
-  // root complex).
+  // A hop at speed s uses s times its search factor of every link it crosses (6/5 through an Intel
+  // root complex, Hop::search_factor).
   bool fits(const Hop& r, double s) const {
     for (const DirectedLink& h : r.route.hops)
-      if (!core_[h.link] && residual_[h.slot()] < s * r.wire_factor * (1 - kRelEps)) return false;
+      if (!core_[h.link] && residual_[h.slot()] < s * r.search_factor * (1 - kRelEps)) return false;
     return true;
   }
   void take(const Hop& r, double s, double sign) {
     for (const DirectedLink& h : r.route.hops)
-      if (!core_[h.link]) residual_[h.slot()] -= sign * s * r.wire_factor;
+      if (!core_[h.link]) residual_[h.slot()] -= sign * s * r.search_factor;
   }
 
   // reuse tries an earlier ring's order on one node: links are full duplex, so a ring and its

@@ -26,7 +26,7 @@ void expect_fits(const Topology& t, const Channels& ch) {
     for (std::size_t i = 0; i < r.hops.size(); ++i) {
       EXPECT_EQ(r.hops[i].route.from, t.gpu(r.order[i]));
       EXPECT_EQ(r.hops[i].route.to, t.gpu(r.order[(i + 1) % r.order.size()]));
-      for (const DirectedLink& h : r.hops[i].route.hops) used[h.slot()] += ch.channel_bw_Bps * r.hops[i].wire_factor;
+      for (const DirectedLink& h : r.hops[i].route.hops) used[h.slot()] += ch.channel_bw_Bps * r.hops[i].search_factor;
     }
   }
   for (const auto& [slot, bw] : used) {

@@ -40,7 +40,11 @@ TEST(Transports, GeforceBoardsHaveNoPcieP2pAndGoThroughHostMemory) {
   EXPECT_EQ(h.kind, TransportKind::kShm);
   EXPECT_EQ(h.name, "SHM/direct/direct");
   EXPECT_EQ(h.route.path_class, PathClass::kPHB);
-  EXPECT_DOUBLE_EQ(h.wire_factor, 6.0 / 5.0);  // through an Intel root complex (topo.h INTEL_P2P_OVERHEAD)
+  // NCCL plans the path at 6/5 through an Intel root complex (search.cc followPath, topo.h
+  // INTEL_P2P_OVERHEAD); the bytes, stored into host memory and loaded back, are not the peer
+  // traffic that factor is for, and cross PCIe once each way at the path's rate.
+  EXPECT_DOUBLE_EQ(h.search_factor, 6.0 / 5.0);
+  EXPECT_DOUBLE_EQ(h.wire_factor, 1.0);
   EXPECT_DOUBLE_EQ(h.duplex_cap_Bps, kShmDuplexBps);  // Turing: 4 GB/s each way once both ways
   const Topology ada = generate_pcie({.gpu = "rtx-4090", .gpus = 2, .sockets = 1, .gpus_per_switch = 0});
   EXPECT_EQ(hop_of(ada, 0, 1).kind, TransportKind::kShm);
@@ -50,6 +54,9 @@ TEST(Transports, GeforceBoardsHaveNoPcieP2pAndGoThroughHostMemory) {
   const Topology on = generate_pcie({.gpu = "rtx-2080-ti", .gpus = 2, .sockets = 1, .gpus_per_switch = 0, .p2p = "on"});
   EXPECT_EQ(hop_of(on, 0, 1).kind, TransportKind::kShm);  // PHB is beyond NCCL's default level PXB
   EXPECT_EQ(hop_of(on, 0, 1, {.p2p_level = PathClass::kPHB}).kind, TransportKind::kP2P);
+  // Peer traffic through the Intel root complex: 64 B TLPs, 6/5 on the wire and in the plan.
+  EXPECT_DOUBLE_EQ(hop_of(on, 0, 1, {.p2p_level = PathClass::kPHB}).wire_factor, 6.0 / 5.0);
+  EXPECT_DOUBLE_EQ(hop_of(on, 0, 1, {.p2p_level = PathClass::kPHB}).search_factor, 6.0 / 5.0);
 }
 
 TEST(Transports, GpusBehindOnePcieSwitchUseP2pUnlessDisabled) {
@@ -87,6 +94,14 @@ TEST(Transports, NetworkWithGpuDirectRdmaUnlessTooFarOrSockets) {
   EXPECT_EQ(host.name, "NET/IB");
   EXPECT_GT(host.route.hops.size(), gdr.route.hops.size());  // staged through host memory
   EXPECT_EQ(hop_of(t, 0, 8, {.ib_disable = true}).name, "NET/Socket");
+  // Staged through an Intel host's memory (DGX H100s): NCCL plans the legs at 6/5, but the copies
+  // into and out of host memory are not peer traffic and move at the path's rate.
+  const Topology h = load_topology("16x-dgx-h100-ndr");
+  const Hop staged = hop_of(h, 0, 8, {.net_gdr_level = PathClass::kNVL});
+  EXPECT_EQ(staged.name, "NET/IB");
+  EXPECT_DOUBLE_EQ(staged.search_factor, 6.0 / 5.0);
+  EXPECT_DOUBLE_EQ(staged.wire_factor, 1.0);
+  EXPECT_DOUBLE_EQ(hop_of(h, 0, 8).wire_factor, 1.0);  // GPUDirect RDMA under one PCIe switch
 }
 
 // topologies/README.md's DOT example: it loads, its GPUs reach host memory, and the pair talks P2P

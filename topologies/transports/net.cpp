@@ -2,7 +2,8 @@
 // through a NIC to another host. With GPUDirect RDMA (the GPU-NIC path no farther than
 // NCCL_NET_GDR_LEVEL, PXB by default) the NIC reads and writes GPU memory directly; without it
 // (farther, or NCCL_IB_DISABLE's sockets) the buffers sit in host memory and the data crosses the
-// CPU's root complex on its way to and from the NIC.
+// CPU's root complex on its way to and from the NIC: NCCL plans that at 6/5 through an Intel CPU,
+// but only peer traffic pays it (Hop::search_factor).
 #include "topologies/transports/transport.hpp"
 
 namespace gradsync {
@@ -24,10 +25,17 @@ Hop net_hop_through(const TransportContext& ctx, int from, int to, VertexId nic_
                     std::uint64_t flow) {
   const PathClass level = ctx.options.net_gdr_level.value_or(PathClass::kPXB);
   bool gdr = !ctx.options.ib_disable;
+  // wire: what a payload byte costs the flows: 6/5 only on a leg where the NIC reaches GPU memory
+  // through an Intel root complex (peer traffic, NCCL_NET_GDR_LEVEL=PHB); a leg staged in host
+  // memory is ordinary DMA to DRAM (as SHM's, Hop::search_factor).
+  double wire = 1;
   // leg: GPU g and NIC n, directly when GPUDirect RDMA reaches, else through g's host memory.
   const auto leg = [&](VertexId g, VertexId n, bool out) {
     const Route direct = out ? ctx.routes.route(g, n) : ctx.routes.route(n, g);
-    if (!ctx.options.ib_disable && direct.path_class <= level) return direct;
+    if (!ctx.options.ib_disable && direct.path_class <= level) {
+      wire = std::max(wire, ctx.intel_overhead(direct));
+      return direct;
+    }
     gdr = false;
     return out ? ctx.via_cpu(g, n)
                : join(ctx.topo, ctx.routes.route(n, ctx.cpu_of(g)), ctx.routes.route(ctx.cpu_of(g), g));
@@ -41,7 +49,8 @@ Hop net_hop_through(const TransportContext& ctx, int from, int to, VertexId nic_
                 : join(ctx.topo, join(ctx.topo, out, ctx.routes.fabric_route(nic_from, nic_to, flow)), in);
   h.route.p2p = false;
   h.name = ctx.options.ib_disable ? "NET/Socket" : gdr ? "NET/IB/GDRDMA" : "NET/IB";
-  h.wire_factor = std::max(ctx.intel_overhead(out), ctx.intel_overhead(in));
+  h.search_factor = std::max(ctx.intel_overhead(out), ctx.intel_overhead(in));
+  h.wire_factor = wire;
   return h;
 }
 

@@ -35,7 +35,7 @@ class P2pTransport final : public Transport {
     h.read = r.path_class == PathClass::kNVL && sm(from) == 80 && sm(to) == 80;
     h.name = h.read ? "P2P/CUMEM/read" : "P2P/CUMEM";  // one process per GPU with cuMem (NCCL_CUMEM_ENABLE)
     h.route = r;
-    h.wire_factor = ctx.intel_overhead(r);
+    h.wire_factor = h.search_factor = ctx.intel_overhead(r);
     return h;
   }
 };

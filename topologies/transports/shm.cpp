@@ -18,7 +18,13 @@ class ShmTransport final : public Transport {
     h.name = "SHM/direct/direct";
     h.route = ctx.via_cpu(ctx.topo.gpu(from), ctx.topo.gpu(to));
     h.route.p2p = false;
-    h.wire_factor = ctx.intel_overhead(h.route);
+    // NCCL plans the path at 6/5 through an Intel CPU (search.cc followPath), but the 64 B TLPs
+    // behind that factor are those of peer traffic an Intel root complex forwards (topo.h
+    // INTEL_P2P_OVERHEAD: "Intel CPU convert GPU P2P traffic into 64B PCI TLPs"); SHM's stores
+    // into host memory and loads from it are ordinary DMA to DRAM. Four H100s of a DGX H100
+    // (Xeon 8480C) allreduce through SHM at 24.0 GB/s busbw, the full share of their PCIe Gen5
+    // uplinks, where 6/5 on the wire gave 20.0 (validation/published, llminsights).
+    h.search_factor = ctx.intel_overhead(h.route);
     const auto old_gpu = [&](int rank) {
       const GpuSpec* g = ctx.topo.vertex(ctx.topo.gpu(rank)).gpu;
       return g != nullptr && g->sm_version < kShmDuplexUntilSm;
