@@ -31,5 +31,11 @@ if(GRADSYNC_SANITIZE)
       $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize=${gradsync_no_sanitizers}>)
   endif()
   target_link_options(gradsync_options INTERFACE -fsanitize=${gradsync_sanitizers})
+  # gradsync_unoptimized: what the sanitized build compiles at -O0 (after the build type's -O1):
+  # the test programs and the command line, whose own code runs little next to the libraries'
+  # (simulation, models, reports, which stay at -O1) but whose many small functions (GoogleTest's
+  # TEST bodies, CLI11's options) cost a third more to compile optimized under the sanitizers.
+  add_library(gradsync_unoptimized INTERFACE)
+  target_compile_options(gradsync_unoptimized INTERFACE $<$<AND:$<CONFIG:Debug>,$<COMPILE_LANGUAGE:CXX>>:-O0>)
   target_compile_definitions(gradsync_options INTERFACE GRADSYNC_SANITIZED=1)
 endif()

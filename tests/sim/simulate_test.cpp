@@ -194,7 +194,7 @@ TEST(Simulate, ACommunicationBoundDdpStepDoesNotOverlap) {
 // clip_grad_norm_ runs between the reduced gradients and the optimizer: every steady step takes
 // exactly its kernels' time longer (the closed form's difference), for DDP and DP alike.
 TEST(Simulate, ClipGradNormLengthensEveryStepByItsKernels) {
-  Scenario s = small("gpt2", "dgx-a100", 4);
+  Scenario s = small("gpt2", "dgx-a100", 2);
   const StrategyResult ddp0 = simulate_isolated(s, Strategy::kDDP);
   const StrategyResult dp0 = simulate_isolated(s, Strategy::kDP);
   const double plain = closed_form_ddp(s).step_s;
