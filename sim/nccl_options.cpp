@@ -26,7 +26,7 @@ void limit_channels(Channels& c, int min, int max) {
   if (launched == found) return;
   // Channel i runs ring i mod (rings): fewer blocks than rings leave the later rings unused.
   if (static_cast<std::size_t>(launched) < c.rings.size()) {
-    c.searched = static_cast<int>(c.rings.size());
+    if (c.searched == 0) c.searched = static_cast<int>(c.rings.size());
     c.rings.resize(static_cast<std::size_t>(launched));
   }
   c.launched = launched;

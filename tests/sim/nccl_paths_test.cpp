@@ -8,6 +8,7 @@
 #include "sim/engine.hpp"
 #include "sim/nccl_info.hpp"
 #include "sim/nccl_model.hpp"
+#include "sim/nccl_options.hpp"
 #include "sim/shm_duplex.hpp"
 #include "sim/simulate.hpp"
 #include "topologies/channels.hpp"
@@ -378,6 +379,14 @@ TEST(NcclInfo, CollChannelsAreTheSearchedRingsDoubledThenTheKnobs) {
       << nccl_info_lines(max16)[0];
   knobs.max_channels = 8;
   EXPECT_EQ(nccl_info(topo, 8, knobs).channels, 8);  // channel i runs ring i: rings 8-11 idle
+  // The bounds hold however often they are applied, and NCCL's tuning keeps the 12 searched rings.
+  const Routes routes(topo);
+  Channels ch = build_channels(topo, routes, first_ranks(8));
+  limit_channels(ch, 0, 8);
+  limit_channels(ch, 0, 8);
+  EXPECT_EQ(ch.rings.size(), 8u);
+  EXPECT_EQ(ch.searched, 12);
+  EXPECT_EQ(launched_channels(ch), 8);
 }
 
 }  // namespace

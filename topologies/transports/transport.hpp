@@ -44,8 +44,9 @@ struct Hop {
   // wire_factor: the link bytes one payload byte costs the flows (6/5 for GPU peer traffic through
   // an Intel root complex: intel_overhead); search_factor: what NCCL's search counts it as when it
   // plans the channels' speed (search.cc followPath: 6/5 on every PHB path from a GPU through an
-  // Intel CPU, SHM's too). They differ for SHM only: its bytes go between a GPU and host memory,
-  // not peer to peer through the root complex, so they move at the PCIe path's own rate.
+  // Intel CPU, SHM's too). They differ for SHM and for NET legs staged in host memory: those bytes
+  // go between a GPU (or NIC) and host memory, not peer to peer through the root complex, so they
+  // move at the PCIe path's own rate.
   double wire_factor = 1;
   double search_factor = 1;
   // read: the receiver's SMs load the data from the sender's memory (NCCL's P2P read mode, used
