@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
 
 #include "core/error.hpp"
+#include "core/scenario_keys.hpp"
 #include "core/units.hpp"
 #include "core/version.hpp"
 
@@ -103,10 +105,15 @@ const CLI::Validator kSwitchValue(
     },
     "");  // nothing added to --help: the flag's own help says what it switches
 
-// check_switch_values: every switch of `app` and its commands checks its value (kSwitchValue).
+// check_switch_values: every switch of `app` and its commands checks its value (kSwitchValue)
+// and is given at most once, as a flag with a value is ("--compile --compile=false" would
+// otherwise take the last silently).
 void check_switch_values(CLI::App* app) {
   for (CLI::Option* o : app->get_options())
-    if (o->get_expected_max() == 0) o->check(kSwitchValue);  // a flag: no argument of its own
+    if (o->get_expected_max() == 0) {  // a flag: no argument of its own
+      o->check(kSwitchValue);
+      o->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+    }
   for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) check_switch_values(sub);
 }
 
@@ -125,6 +132,26 @@ const CLI::Validator kPositiveInteger(
       return "";
     },
     "INT>=1");
+
+const CLI::Validator kNonEmptyPath(
+    [](std::string& text) -> std::string {
+      return text.empty() ? "value \"\" is empty; expected a file path (leave the flag out for standard output)" : "";
+    },
+    "");
+
+CLI::Validator key_range(std::string_view key) {
+  const ScenarioKey& k = scenario_key(key);
+  const std::int64_t lo = k.min, hi = k.max;
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        std::int64_t v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi)
+          return fmt::format("value \"{}\" must be an integer from {} to {}", text, lo, hi);
+        return "";
+      },
+      fmt::format("INT in [{}, {}]", lo, hi));
+}
 
 const CLI::Validator kPositiveSeconds(
     [](std::string& text) -> std::string {
@@ -222,6 +249,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       out << app.help("", CLI::AppFormatMode::All);
       return kExitSuccess;
     } catch (const CLI::CallForVersion&) {
+      // --version stops the parse where it stands: whatever else was given is refused, not ignored.
+      if (args.size() > 1)
+        throw UsageError(fmt::format("--version takes nothing else; got '{}'", fmt::join(args, " ")));
       out << app.version() << '\n';
       return kExitSuccess;
     }

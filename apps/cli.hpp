@@ -24,14 +24,19 @@ void register_list_command(CLI::App& app);             // list gpus|clusters|mod
 void print_model_list(std::ostream& out);
 void register_buckets_command(CLI::App& app);
 void register_topo_command(CLI::App& app);
-void register_simulate_commands(CLI::App& app);  // simulate, compare, advise
+void register_simulate_commands(CLI::App& app);    // simulate, compare, advise
 void register_collectives_command(CLI::App& app);  // collectives
-void register_sweep_command(CLI::App& app);      // sweep
-void register_real_commands(CLI::App& app);      // bench, calibrate, validate
+void register_sweep_command(CLI::App& app);        // sweep
+void register_real_commands(CLI::App& app);        // bench, calibrate, validate
 
 // kPositiveInteger validates a flag that takes an integer >= 1, with a message that quotes the
 // value: "--batch: value \"0\" must be an integer >= 1".
 extern const CLI::Validator kPositiveInteger;
+// kNonEmptyPath: a file flag given an empty value ("-o ''") is an error, not standard output.
+extern const CLI::Validator kNonEmptyPath;
+// key_range: a flag that takes scenario key `key`'s integer, checked as the scenario checks it:
+// "--pad-to-multiple-of: value \"0\" must be an integer from 1 to 65536".
+CLI::Validator key_range(std::string_view key);
 // kPositiveSeconds: a flag of seconds > 0, finite: "--timeout: value \"-1\" must be a number of
 // seconds > 0 (600, 0.5)".
 extern const CLI::Validator kPositiveSeconds;

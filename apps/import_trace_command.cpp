@@ -6,11 +6,11 @@
 #include <iostream>
 #include <memory>
 
-#include "core/text.hpp"
 #include "apps/cli.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/text.hpp"
 #include "models/trace_import.hpp"
 #include "topologies/gpu_spec.hpp"
 
@@ -55,7 +55,8 @@ void import_trace(const ImportOptions& o) {
   } catch (const ConfigError& e) {
     throw UsageError(fmt::format("--precision: {}", e.what()));
   }
-  const MeasuredStep ms = read_profiler_trace(gunzip_input(read_input_file(o.trace, "trace"), o.trace, "trace"), o.trace);
+  const MeasuredStep ms =
+      read_profiler_trace(gunzip_input(read_input_file(o.trace, "trace"), o.trace, "trace"), o.trace);
   const std::string text = imported_model_text(ms, t);
   parse_model(text, o.out.empty() ? "the imported model" : o.out);  // what it writes must load
   if (o.out.empty()) {
@@ -66,8 +67,8 @@ void import_trace(const ImportOptions& o) {
   std::cerr << fmt::format(
       "# {}: {} on {}, mean step {:.6g} ms: forward {:.6g} ms, backward {:.6g} ms, optimizer {:.6g} ms, "
       "other {:.6g} ms{}\n",
-      o.trace, counted(ms.steps, "step"), ms.device, ms.step_s * 1e3, ms.forward_s * 1e3, ms.backward_s * 1e3, ms.optimizer_s * 1e3,
-      ms.other_s * 1e3, o.out.empty() ? "" : fmt::format("; wrote {}", o.out));
+      o.trace, counted(ms.steps, "step"), ms.device, ms.step_s * 1e3, ms.forward_s * 1e3, ms.backward_s * 1e3,
+      ms.optimizer_s * 1e3, ms.other_s * 1e3, o.out.empty() ? "" : fmt::format("; wrote {}", o.out));
   // torch.optim labels its step (Optimizer.step#<class>.step); an optimizer that does not
   // (DeepSpeed's, a hand-written update) leaves its time in "other", which the simulator places
   // before the first layer, not after backward.
@@ -95,7 +96,7 @@ void register_import_trace_command(CLI::App& models) {
       ->capture_default_str();
   cmd->add_option("--precision", o->precision, "Precision of that split: fp32, tf32, bf16 or fp16")
       ->capture_default_str();
-  cmd->add_option("-o,--out", o->out, "Write the model file here (default: standard output)");
+  cmd->add_option("-o,--out", o->out, "Write the model file here (default: standard output)")->check(kNonEmptyPath);
   cmd->callback([o] { import_trace(*o); });
 }
 

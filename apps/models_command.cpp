@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -66,8 +67,10 @@ void add_misaligned_row(reports::Table& t, const Model& m, const ModelCost& cost
     if (k == 0) continue;
     time_s += c.forward.misaligned_s + c.backward.misaligned_s;
     kernels += k;
-    if (layers.size() < 3) layers.push_back(m.layers[i].name);
-    else if (layers.size() == 3) layers.push_back("...");
+    if (layers.size() < 3)
+      layers.push_back(m.layers[i].name);
+    else if (layers.size() == 3)
+      layers.push_back("...");
   }
   if (kernels == 0) return;
   t.add_row({"misaligned GEMMs",
@@ -197,17 +200,18 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     return;
   }
 
-  out << fmt::format("# gradsync models show {}: {}\n", m.name, m.description);
-  out << fmt::format("# from {}; {}\n", m.origin, m.source);
+  out << fmt::format("# gradsync models show {}{}{}\n", m.name, m.description.empty() ? "" : ": ", m.description);
+  out << fmt::format("# from {}{}{}\n", m.origin, m.source.empty() ? "" : "; ", m.source);
   out << fmt::format("# on one {} ({}), {}, batch {}{}, optimizer {}; {}\n", ctx.gpu->key, ctx.gpu->name,
                      precision_name(ctx.precision), ctx.batch,
                      m.default_seq_len ? fmt::format(", seq_len {}", ctx.seq_len) : "", optimizer_name(opt),
                      execution_mode_text(effective_mode(m, ctx.mode), has_attention(m)));
   for (const std::string& inert : inert_settings(m, ctx.mode)) out << fmt::format("# {}: it changes nothing\n", inert);
   if (ctx.precision == Precision::kTF32 && ctx.gpu->sm_version > 0 && ctx.gpu->sm_version < 80)
-    out << fmt::format("# tf32: the {} has no TF32 tensor cores (they came with Ampere): allow_tf32 leaves its "
-                       "float32 as it is, so this runs as --precision fp32\n",
-                       ctx.gpu->key);
+    out << fmt::format(
+        "# tf32: the {} has no TF32 tensor cores (they came with Ampere): allow_tf32 leaves its "
+        "float32 as it is, so this runs as --precision fp32\n",
+        ctx.gpu->key);
   out << "#\n";
   if (m.measured) {
     const MeasuredStep& ms = *m.measured;
@@ -232,18 +236,18 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   t.add_row(
       {"buffers", fmt::format("{} tensors, {}", m.buffers.size(), human_bytes(static_cast<double>(m.buffer_bytes())))});
   t.add_row({"layers", std::to_string(m.layers.size())});
-  t.add_row({"input/sample",
-             fmt::format("{} ({})", human_bytes(static_cast<double>(m.input_bytes.eval(ctx.seq_len))), m.input_what)});
-  t.add_row({"output/sample",
-             fmt::format("{} elements ({})", with_commas(m.output_elements.eval(ctx.seq_len)), m.output_what)});
+  t.add_row({"input/sample", fmt::format("{}{}", human_bytes(static_cast<double>(m.input_bytes.eval(ctx.seq_len))),
+                                         m.input_what.empty() ? "" : fmt::format(" ({})", m.input_what))});
+  t.add_row({"output/sample", fmt::format("{} elements{}", with_commas(m.output_elements.eval(ctx.seq_len)),
+                                          m.output_what.empty() ? "" : fmt::format(" ({})", m.output_what))});
   t.add_row({"forward FLOPs", fmt::format("{:.4g} per sample", cost.forward_flops / static_cast<double>(ctx.batch))});
   int fwd_kernels = 0, bwd_kernels = 0;
   double fwd_host = 0, bwd_host = 0, fwd_bytes = 0, bwd_bytes = 0;
   for (const LayerCost& c : cost.layers) {
     fwd_kernels += c.forward.kernels;
     bwd_kernels += c.backward.kernels;
-    fwd_host += c.forward.host_s;
-    bwd_host += c.backward.host_s;
+    fwd_host += c.forward.host_time(ctx.efficiency.launch_s);
+    bwd_host += c.backward.host_time(ctx.efficiency.launch_s);
     fwd_bytes += c.forward.bytes;
     bwd_bytes += c.backward.bytes;
   }
@@ -293,15 +297,29 @@ void register_models_command(CLI::App& app) {
   auto o = std::make_shared<ShowOptions>();
   CLI::App* show = models->add_subcommand("show", "Show one model: parameters, FLOPs, single-GPU times, memory");
   show->add_option("model", o->model, "Zoo name (gradsync models list) or path to a model file")->required();
-  show->add_option("--batch", o->batch, "Samples per GPU (default: the model's)")->check(kPositiveInteger);
-  show->add_option("--seq-len", o->seq_len, "Sequence length T (default: the model's)")->check(kPositiveInteger);
+  show->add_option("--batch", o->batch, "Samples per GPU (default: the model's)")->check(key_range("batch_per_gpu"));
+  show->add_option("--seq-len", o->seq_len, "Sequence length T (default: the model's)")->check(key_range("seq_len"));
   show->add_option("--gpu", o->gpu, "GPU key or alias from topologies/hardware/gpus.yaml")->capture_default_str();
   show->add_option("--precision", o->precision,
-                   "fp32, tf32, bf16 or fp16 (autocast); default bf16, or fp16 on GPUs without bf16");
+                   "fp32, tf32, bf16 or fp16 (autocast); default bf16, or fp16 on GPUs without bf16")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return text.empty() ? "value \"\" is empty; expected fp32, tf32, bf16 or fp16" : "";
+          },
+          ""));
   show->add_option("--mixed-precision", o->mixed_precision,
                    "autocast, or master-weights: the model itself in bf16/fp16 (model.half(), apex amp O2, DeepSpeed) "
                    "with float32 master weights in the optimizer")
-      ->transform(CLI::IsMember({"autocast", "master-weights"}, CLI::ignore_case))
+      ->transform(CLI::Validator(
+          [](std::string& text) -> std::string {
+            std::string lowered = text;
+            for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            if (lowered != "autocast" && lowered != "master-weights")
+              return fmt::format("value \"{}\" must be autocast or master-weights", text);
+            text = lowered;
+            return "";
+          },
+          "{autocast,master-weights}"))
       ->capture_default_str();
   show->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam or adamw")->capture_default_str();
   show->add_flag("--compile", o->compile,
@@ -314,7 +332,7 @@ void register_models_command(CLI::App& app) {
   show->add_option("--pad-to-multiple-of", o->pad_to_multiple_of,
                    "resize_token_embeddings(pad_to_multiple_of=N): the vocabulary padded to a multiple of N in the "
                    "products that span it (default: 1, as the model)")
-      ->check(kPositiveInteger);
+      ->check(key_range("pad_to_multiple_of"));
   show->add_flag("--json", o->json, "Write JSON instead of the table");
   show->callback([o] { show_model(*o, std::cout); });
   register_import_trace_command(*models);

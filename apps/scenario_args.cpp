@@ -15,15 +15,15 @@
 #include "apps/cli.hpp"
 #include "core/comm_hook.hpp"
 #include "core/error.hpp"
-#include "core/text.hpp"
-#include "topologies/gpu_spec.hpp"
 #include "core/scenario_keys.hpp"
+#include "core/text.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
 #include "models/scenario_basics.hpp"
 #include "reports/advice.hpp"
 #include "sim/nccl_model.hpp"
 #include "sim/simulate.hpp"
+#include "topologies/gpu_spec.hpp"
 
 extern char** environ;
 
@@ -115,6 +115,21 @@ Scenario scenario_of(const ScenarioArgs& a) {
         }
         set_key(s, k, value);
       }
+    }
+    // NCCL_* variables gradsync does not model (NCCL_DEBUG, NCCL_BUFFSIZE, ...) are named, as
+    // without the flag: the run does not reflect them.
+    std::vector<std::string> unread;
+    for (const std::string& e : nccl_environment()) {
+      const std::string name = e.substr(0, e.find('='));
+      bool known = false;
+      for (const ScenarioKey& k : scenario_table())
+        for (std::string_view n : nccl_names(k)) known = known || n == name;
+      if (!known) unread.push_back(e);
+    }
+    if (!unread.empty() && !a.quiet) {
+      std::cerr << fmt::format("note: {} {} set in this shell and not modelled by gradsync; the run ignores {}\n",
+                               fmt::join(unread, " "), unread.size() == 1 ? "is" : "are",
+                               unread.size() == 1 ? "it" : "them");
     }
   } else if (!a.quiet) {
     const std::vector<std::string> env = nccl_environment();
@@ -292,9 +307,10 @@ void finish_run(const reports::Report& rep, OutputFolder& out, bool explain) {
     // Up to 16 GPUs every rank is traced and --trace-ranks only adds ranks: compression or fewer
     // iterations make the files smaller, whatever the GPU count.
     const std::string how =
-        name.ends_with(".gz") ? "fewer --iterations make it smaller"
-                              : fmt::format("--trace-format json.gz (compressed: {}) or fewer --iterations make it smaller",
-                                            name.starts_with("events") ? "events.csv.gz" : "trace-<strategy>.json.gz");
+        name.ends_with(".gz")
+            ? "fewer --iterations make it smaller"
+            : fmt::format("--trace-format json.gz (compressed: {}) or fewer --iterations make it smaller",
+                          name.starts_with("events") ? "events.csv.gz" : "trace-<strategy>.json.gz");
     std::cerr << fmt::format("note: {}/{} is {:.0f} MiB; {}\n", out.final_path(), name,
                              static_cast<double>(size) / (1 << 20), how);
   }
@@ -307,14 +323,16 @@ void finish_run(const reports::Report& rep, OutputFolder& out, bool explain) {
   for (const StrategyResult& r : rep.strategies) {
     if (!r.skipped.empty()) continue;
     const std::string o = reports::oom_text(r);
-    if (o.empty()) fits = true;
-    else over.push_back(o);
+    if (o.empty())
+      fits = true;
+    else
+      over.push_back(o);
   }
   if (!fits && !over.empty()) {
     // The advice names what would make it fit only when one of its changes does.
     const bool advice_fits = rep.advice && !advised(*rep.advice).empty();
     throw RuntimeError(fmt::format("out of memory: {}{}", fmt::join(over, "; "),
-                                   advice_fits   ? " (the advice above names what would make it fit)"
+                                   advice_fits  ? " (the advice above names what would make it fit)"
                                    : rep.advice ? " (none of the changes the advice simulated makes it fit)"
                                                 : " (gradsync advise names what would make it fit)"));
   }
@@ -337,23 +355,26 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       r.tokens_per_sample > 0 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, optimizer_text(s),
       execution_mode_text(effective_mode(model, mode), has_attention(model)), s.input, s.pytorch_version));
   // The DDP settings are said only where DDP ran; DP's broadcast and reduce still run on NCCL.
-  const bool ddp = std::any_of(rs.begin(), rs.end(), [](const StrategyResult& x) { return x.strategy == Strategy::kDDP; });
+  const bool ddp =
+      std::any_of(rs.begin(), rs.end(), [](const StrategyResult& x) { return x.strategy == Strategy::kDDP; });
   const std::string nccl = fmt::format("NCCL model {}{}{}", sim::kNcclModelVersion, nccl_knobs_text(s),
                                        r.fidelity.mode.empty() ? "" : fmt::format(", fidelity {}", s.fidelity));
-  if (!ddp) h.push_back(nccl);
-  else h.push_back(
-      fmt::format("DDP: bucket_cap_mb {}, first bucket {}, comm hook {}, broadcast_buffers {}{}{}{}{}; {}",
-                  mib_text(key_value(s, scenario_key("bucket_cap_mb"))),
-                  bucket_text(key_value(s, scenario_key("first_bucket_mb"))), comm_hook_name(parse_comm_hook(s.comm_hook)),
-                  s.broadcast_buffers,
-                  s.find_unused_parameters ? ", find_unused_parameters" : "", s.static_graph ? ", static_graph" : "",
-                  s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "",
-                  s.allreduce_after_backward ? ", allreduce_after_backward" : "", nccl));
-  const bool dp = std::any_of(rs.begin(), rs.end(), [](const StrategyResult& x) { return x.strategy == Strategy::kDP; });
-  h.push_back(fmt::format("simulated {} iteration{}; steady = mean of iterations {}..{}{}{}", s.iterations,
-                          s.iterations == 1 ? "" : "s", s.warmup + 1, s.iterations, ddp ? "; DDP times on rank 0" : "",
-                          dp ? fmt::format("{} DP times of the whole process (all GPUs on one timeline)", ddp ? "," : ";")
-                             : ""));
+  if (!ddp)
+    h.push_back(nccl);
+  else
+    h.push_back(fmt::format(
+        "DDP: bucket_cap_mb {}, first bucket {}, comm hook {}, broadcast_buffers {}{}{}{}{}; {}",
+        mib_text(key_value(s, scenario_key("bucket_cap_mb"))),
+        bucket_text(key_value(s, scenario_key("first_bucket_mb"))), comm_hook_name(parse_comm_hook(s.comm_hook)),
+        s.broadcast_buffers, s.find_unused_parameters ? ", find_unused_parameters" : "",
+        s.static_graph ? ", static_graph" : "", s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "",
+        s.allreduce_after_backward ? ", allreduce_after_backward" : "", nccl));
+  const bool dp =
+      std::any_of(rs.begin(), rs.end(), [](const StrategyResult& x) { return x.strategy == Strategy::kDP; });
+  h.push_back(fmt::format(
+      "simulated {} iteration{}; steady = mean of iterations {}..{}{}{}", s.iterations, s.iterations == 1 ? "" : "s",
+      s.warmup + 1, s.iterations, ddp ? "; DDP times on rank 0" : "",
+      dp ? fmt::format("{} DP times of the whole process (all GPUs on one timeline)", ddp ? "," : ";") : ""));
   if (s.warmup == 0) {
     h.push_back(
         "the steady mean includes iteration 1, which is not a steady step: DDP's first iteration reduces one "
@@ -365,30 +386,33 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   if (ddp) {
     const int rebuilt = sim::bucket_rebuild_iteration(s);
     if (rebuilt > 2 && s.warmup + 1 < rebuilt && s.warmup > 0) {
-      h.push_back(s.iterations < rebuilt
-                      ? fmt::format("no steady iteration runs on DDP's rebuilt buckets: with static_graph the Reducer "
-                                    "rebuilds them for iteration {}; --iterations {} --warmup {} or more reach them",
-                                    rebuilt, rebuilt, rebuilt - 1)
-                      : fmt::format("the steady mean includes iteration{} {}, on DDP's constructed buckets: with "
-                                    "static_graph the Reducer rebuilds them for iteration {}; --warmup {} leaves {} out",
-                                    rebuilt - 1 - s.warmup == 1 ? "" : "s",
-                                    rebuilt - 1 - s.warmup == 1 ? std::to_string(s.warmup + 1)
-                                                                : fmt::format("{}..{}", s.warmup + 1, rebuilt - 1),
-                                    rebuilt, rebuilt - 1, rebuilt - 1 - s.warmup == 1 ? "it" : "them"));
+      h.push_back(
+          s.iterations < rebuilt
+              ? fmt::format("no steady iteration runs on DDP's rebuilt buckets: with static_graph the Reducer "
+                            "rebuilds them for iteration {}; --iterations {} --warmup {} or more reach them",
+                            rebuilt, rebuilt, rebuilt - 1)
+              : fmt::format("the steady mean includes iteration{} {}, on DDP's constructed buckets: with "
+                            "static_graph the Reducer rebuilds them for iteration {}; --warmup {} leaves {} out",
+                            rebuilt - 1 - s.warmup == 1 ? "" : "s",
+                            rebuilt - 1 - s.warmup == 1 ? std::to_string(s.warmup + 1)
+                                                        : fmt::format("{}..{}", s.warmup + 1, rebuilt - 1),
+                            rebuilt, rebuilt - 1, rebuilt - 1 - s.warmup == 1 ? "it" : "them"));
     }
   }
   for (const std::string& inert : inert_settings(model, mode)) h.push_back(inert + ": it changes nothing");
   try {
     // The scenario says fp32; the run (StrategyResult::precision) says what it ran as.
     if (const GpuSpec& g = gpu_spec(r.gpu); s.precision == "fp32" && r.precision == "tf32")
-      h.push_back(fmt::format("fp32: PyTorch {} runs float32 matmuls as TF32 on the {} by default "
-                              "(torch.backends.cuda.matmul.allow_tf32 was True from 1.7 to 1.11), so this runs as "
-                              "--precision tf32",
-                              s.pytorch_version, g.key));
+      h.push_back(
+          fmt::format("fp32: PyTorch {} runs float32 matmuls as TF32 on the {} by default "
+                      "(torch.backends.cuda.matmul.allow_tf32 was True from 1.7 to 1.11), so this runs as "
+                      "--precision tf32",
+                      s.pytorch_version, g.key));
     if (const GpuSpec& g = gpu_spec(r.gpu); s.precision == "tf32" && g.sm_version > 0 && g.sm_version < 80)
-      h.push_back(fmt::format("tf32: the {} has no TF32 tensor cores (they came with Ampere): allow_tf32 leaves its "
-                              "float32 as it is, so this runs as --precision fp32",
-                              g.key));
+      h.push_back(
+          fmt::format("tf32: the {} has no TF32 tensor cores (they came with Ampere): allow_tf32 leaves its "
+                      "float32 as it is, so this runs as --precision fp32",
+                      g.key));
   } catch (const ConfigError&) {  // no GPU key (a strategy that did not run): say nothing of it
   }
   // A model imported from a profiler trace carries the step measured where it ran: its times are
@@ -402,7 +426,8 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       same = true;
     }
     h.push_back(fmt::format(
-        "{}'s compute times were measured on {} ({}, batch {}): used as measured, in proportion to batch{}; the precision and execution mode "
+        "{}'s compute times were measured on {} ({}, batch {}): used as measured, in proportion to batch{}; the "
+        "precision and execution mode "
         "above do not change them",
         model.name, ms.device, ms.trace, ms.batch,
         same ? "" : fmt::format(" on every {} (gradsync does not move a measured step to another GPU)", r.gpu)));
@@ -417,10 +442,11 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
         hook.powersgd_start_iter + 1, s.iterations));
   } else if (hook.kind == CommHookKind::kPowerSGD && s.warmup < hook.powersgd_start_iter) {
     // Some steady iterations compress and some do not: their mean is neither.
-    h.push_back(fmt::format(
-        "the steady mean mixes PowerSGD's plain allreduce (iterations {}..{}) with its compressed iterations (from {}); "
-        "--warmup {} leaves the plain ones out",
-        s.warmup + 1, hook.powersgd_start_iter, hook.powersgd_start_iter + 1, hook.powersgd_start_iter));
+    h.push_back(
+        fmt::format("the steady mean mixes PowerSGD's plain allreduce (iterations {}..{}) with its compressed "
+                    "iterations (from {}); "
+                    "--warmup {} leaves the plain ones out",
+                    s.warmup + 1, hook.powersgd_start_iter, hook.powersgd_start_iter + 1, hook.powersgd_start_iter));
   }
   return h;
 }

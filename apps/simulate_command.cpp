@@ -60,7 +60,12 @@ void add_command_options(CLI::App* cmd, ScenarioCommand& c) {
   cmd->add_option("--trace-ranks", c.trace_ranks,
                   "Ranks the trace and events.csv hold besides the default ones (every rank up to 16 GPUs; beyond, "
                   "node 0, the first GPU of every other node and the slowest rank of each phase): all, or a list "
-                  "such as 0,17,64-71");
+                  "such as 0,17,64-71")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return text.empty() ? "value \"\" is empty; expected all, or ranks and ranges such as 0,17,64-71" : "";
+          },
+          ""));
   cmd->add_option("--trace-format", c.trace_format,
                   "The trace and events.csv plain (json) or gzip-compressed (json.gz: trace-<strategy>.json.gz and "
                   "events.csv.gz, which Perfetto and pandas open as they are) (default auto: json up to 16 GPUs, "
@@ -100,7 +105,8 @@ reports::TraceOptions trace_options(const ScenarioCommand& a, int gpus) {
   while (start <= a.trace_ranks.size()) {
     const std::size_t comma = std::min(a.trace_ranks.find(',', start), a.trace_ranks.size());
     const std::string item = a.trace_ranks.substr(start, comma - start);
-    const std::size_t dash = item.find('-');
+    // A leading '-' is a negative number, not a range ("-1": not a rank).
+    const std::size_t dash = item.find('-', 1);
     if (dash == std::string::npos) {
       o.extra.push_back(rank(item));
     } else {
@@ -122,7 +128,8 @@ void add_advice_options(CLI::App* cmd, ScenarioCommand& c) {
             // A decimal number of seconds in [0, 86400], with an exponent or not (1e-3); not nan,
             // inf or hex.
             double v = -1;
-            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, std::chars_format::general);
+            const auto [end, ec] =
+                std::from_chars(text.data(), text.data() + text.size(), v, std::chars_format::general);
             if (!text.empty() && ec == std::errc() && end == text.data() + text.size() && std::isfinite(v) && v >= 0 &&
                 v <= 86400)
               return {};
@@ -216,9 +223,10 @@ void note_uncalibrated(const Scenario& s, const std::vector<Strategy>& strategie
   }
   // Kernels far beyond what the calibration timed: their times extend its last line.
   for (const std::string& beyond : sim::calibration_extrapolations(s)) {
-    std::cerr << fmt::format("note: calibration {} timed {}: those kernels' times are extrapolated (calibrate "
-                             "with a larger --max-flops or --max-bytes)\n",
-                             s.calibration, beyond);
+    std::cerr << fmt::format(
+        "note: calibration {} timed {}: those kernels' times are extrapolated (calibrate "
+        "with a larger --max-flops or --max-bytes)\n",
+        s.calibration, beyond);
   }
 }
 
@@ -228,10 +236,10 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
   const std::vector<std::string> ddp_only = ddp_only_settings(asked, false, &a.scenario, &from_file);
   const bool dp_only = strategies.size() == 1 && strategies.front() == Strategy::kDP;
   if (dp_only && !ddp_only.empty()) {
-    const std::string message =
-        fmt::format("{}: DistributedDataParallel settings; DataParallel (--strategy dp) has no "
-                    "buckets, comm hooks, unused-parameter search, static graph or buffer broadcast",
-                    fmt::join(ddp_only, ", "));
+    const std::string message = fmt::format(
+        "{}: DistributedDataParallel settings; DataParallel (--strategy dp) has no "
+        "buckets, comm hooks, unused-parameter search, static graph or buffer broadcast",
+        fmt::join(ddp_only, ", "));
     // A value of the file is the file's fault (exit 1, at its line); a flag's, the command line's.
     if (!from_file.empty()) throw ConfigError(fmt::format("{}: {}", from_file, message));
     throw UsageError(message);
@@ -286,7 +294,9 @@ void register_simulate_commands(CLI::App& app) {
   auto sa = std::make_shared<ScenarioCommand>();
   CLI::App* simulate = app.add_subcommand("simulate", "Simulate one strategy (DP or DDP) of a scenario on SimGrid");
   add_command_options(simulate, *sa);
-  simulate->add_option("--strategy", sa->strategy, "dp or ddp")->required()->transform(CLI::IsMember({"dp", "ddp"}, CLI::ignore_case));
+  simulate->add_option("--strategy", sa->strategy, "dp or ddp")
+      ->required()
+      ->transform(CLI::IsMember({"dp", "ddp"}, CLI::ignore_case));
   simulate->callback([sa] { run_scenario(*sa, {sa->strategy == "dp" ? Strategy::kDP : Strategy::kDDP}, "simulate"); });
 
   auto ca = std::make_shared<ScenarioCommand>();

@@ -10,11 +10,11 @@
 #include <optional>
 #include <sstream>
 
-#include "core/text.hpp"
 #include "apps/cli.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "core/text.hpp"
 #include "core/units.hpp"
 #include "reports/table.hpp"
 #include "topologies/bisection.hpp"
@@ -79,11 +79,10 @@ void validate(const std::string& file, std::ostream& out) {
   check_host_memory(routes);
   const Channels ch = build_channels(t, routes, first_ranks(t.gpu_count()));
   // One GPU: no ring to describe (NCCL builds none).
-  const std::string rings = ch.rings.empty()
-                                ? std::string("no ring (one GPU)")
-                                : fmt::format("{} of {} GB/s", counted(static_cast<long long>(ch.rings.size()),
-                                                                       "ring channel"),
-                                              gb(ch.channel_bw_Bps));
+  const std::string rings =
+      ch.rings.empty() ? std::string("no ring (one GPU)")
+                       : fmt::format("{} of {} GB/s", counted(static_cast<long long>(ch.rings.size()), "ring channel"),
+                                     gb(ch.channel_bw_Bps));
   out << fmt::format("{}: OK: {}, {}, {}; {}\n", file, gpu_summary(t), counted(t.vertex_count(), "node"),
                      counted(static_cast<long long>(t.links().size()), "link"), rings);
 }
@@ -264,7 +263,8 @@ void show(const std::string& file, bool json, std::ostream& out) {
         out << fmt::format("#   ring {:>2}: {}{}\n", c, ranks_text(r.order), via);
       } else if (r.chains.size() <= 1) {
         // One host (an NVL72 rack, a big PCIe box): its ring's first GPUs, then the count.
-        const std::vector<int> head(r.order.begin(), r.order.begin() + std::min<std::ptrdiff_t>(16, std::ssize(r.order)));
+        const std::vector<int> head(r.order.begin(),
+                                    r.order.begin() + std::min<std::ptrdiff_t>(16, std::ssize(r.order)));
         out << fmt::format("#   ring {:>2}: {} ... ({} GPUs){}\n", c, ranks_text(head), r.order.size(), via);
       } else {
         out << fmt::format("#   ring {:>2}: host {} chain {} ... then every host in order{}\n", c,
@@ -349,8 +349,10 @@ void register_topo_command(CLI::App& app) {
       "Write a topology as DOT or GraphML (reading it back gives the same cluster; the opening comment survives, "
       "but GraphML's XML comments cannot hold \"--\", written \"- -\")");
   ex->add_option("file", *ex_file, file_help)->required();
-  ex->add_option("--format", *ex_format, "dot or graphml")->required()->transform(CLI::IsMember({"dot", "graphml"}, CLI::ignore_case));
-  ex->add_option("-o,--out", *ex_out, "Output file (default: stdout)");
+  ex->add_option("--format", *ex_format, "dot or graphml")
+      ->required()
+      ->transform(CLI::IsMember({"dot", "graphml"}, CLI::ignore_case));
+  ex->add_option("-o,--out", *ex_out, "Output file (default: stdout)")->check(kNonEmptyPath);
   ex->callback([ex_file, ex_format, ex_out] {
     const Topology t = load_topology(*ex_file);
     emit(*ex_format == "dot" ? write_topology_dot(t) : write_topology_graphml(t), *ex_out, std::cout);
@@ -359,7 +361,9 @@ void register_topo_command(CLI::App& app) {
   CLI::App* gen = topo->add_subcommand("generate", "Write a generated topology as DOT");
   gen->require_subcommand(1);
   auto out = std::make_shared<std::string>();
-  const auto add_out = [&](CLI::App* sub) { sub->add_option("-o,--out", *out, "Output file (default: stdout)"); };
+  const auto add_out = [&](CLI::App* sub) {
+    sub->add_option("-o,--out", *out, "Output file (default: stdout)")->check(kNonEmptyPath);
+  };
 
   auto nv = std::make_shared<NvswitchOptions>();
   CLI::App* nvs = gen->add_subcommand("nvswitch", "n GPUs on an NVSwitch fabric (DGX/HGX A100, H100 style)");

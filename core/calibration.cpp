@@ -115,18 +115,22 @@ CalibrationTable read_table(const YamlReader& r, const YAML::Node& n, const std:
     const std::string at = fmt::format("{}.points[{}]", where, i);
     if (!p.IsSequence() || p.size() != 2) r.fail(p, at, "expected [size, seconds]");
     double size = 0, sec = 0;
-    try {
-      size = p[0].as<double>();
-      sec = p[1].as<double>();
-    } catch (const YAML::Exception&) {
-      r.fail(p, at, fmt::format("\"{}\" is not two numbers; expected [size, seconds]", YamlReader::scalar_text(p)));
+    for (std::size_t j = 0; j < 2; ++j) {
+      try {
+        (j == 0 ? size : sec) = p[j].as<double>();
+      } catch (const YAML::Exception&) {
+        r.fail(p[j], at,
+               fmt::format("{} \"{}\" is not a number; expected [size, seconds]", j == 0 ? "size" : "time",
+                           YamlReader::scalar_text(p[j])));
+      }
     }
     if (!(size > 0) || !std::isfinite(size)) r.fail(p, at, fmt::format("size {} must be > 0", size));
     if (!(sec > 0) || !std::isfinite(sec))
       r.fail(p, at, fmt::format("time {} s must be > 0 (a measured time; nothing runs in no time)", sec));
     if (sec > kMaxPointS)
-      r.fail(p, at, fmt::format("time {} s: expected at most {} s (one day), a time `gradsync calibrate` measures", sec,
-                                kMaxPointS));
+      r.fail(p, at,
+             fmt::format("time {} s: expected at most {} s (one day), a time `gradsync calibrate` measures", sec,
+                         kMaxPointS));
     if (!t.points.empty() && size <= t.points.back().first) {
       r.fail(p, at,
              fmt::format("size {} is not larger than the previous {}; expected increasing sizes", size,
@@ -208,10 +212,11 @@ static Calibration parse_calibration_unchecked(std::string_view text, const std:
     // collectives come last) would be read with points or whole tables missing.
     const YAML::Node end = root["end"];
     if (!end)
-      throw ConfigError(fmt::format("{}:{}: the file ends without its last line `end: true`, which `gradsync "
-                                    "calibrate` writes: it was cut short (a full disk, an interrupted copy); copy it "
-                                    "again or run `gradsync calibrate` again",
-                                    path, std::count(text.begin(), text.end(), '\n') + 1));
+      throw ConfigError(
+          fmt::format("{}:{}: the file ends without its last line `end: true`, which `gradsync "
+                      "calibrate` writes: it was cut short (a full disk, an interrupted copy); copy it "
+                      "again or run `gradsync calibrate` again",
+                      path, std::count(text.begin(), text.end(), '\n') + 1));
     if (!end.IsScalar() || end.Scalar() != "true")
       r.fail(end, "calibration", fmt::format("end \"{}\": expected true", YamlReader::scalar_text(end)));
   }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
 
 #include "core/error.hpp"
 #include "core/text.hpp"
@@ -131,13 +132,16 @@ CommHook parse_comm_hook(std::string_view text) {
   if (colon == std::string_view::npos) return h;
   if (h.kind != CommHookKind::kPowerSGD) bad_hook(text, "only powersgd takes options");
   std::string_view rest = std::string_view(lowered).substr(colon + 1);
-  while (!rest.empty()) {
+  if (rest.empty()) bad_hook(text, "no options after ':' (rank=R, start_iter=S, or drop the ':')");
+  std::set<std::string_view> seen;
+  while (true) {
     const std::size_t comma = rest.find(',');
     const std::string_view item = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (item.empty()) bad_hook(text, "an empty option (a ',' too many); expected rank=R or start_iter=S");
     const std::size_t eq = item.find('=');
     const std::string_view key = item.substr(0, eq);
     const std::string_view value = eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
+    if (!seen.insert(key).second) bad_hook(text, fmt::format("option \"{}\" given twice; give it once", key));
     if (key == "rank") {
       h.powersgd_rank = parse_int(value, text, key, 1);
     } else if (key == "start_iter") {
@@ -146,6 +150,8 @@ CommHook parse_comm_hook(std::string_view text) {
     } else {
       bad_hook(text, fmt::format("unknown option \"{}\" (rank, start_iter)", key));
     }
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
   }
   return h;
 }

@@ -31,15 +31,16 @@ constexpr std::int64_t kMaxBucketMiB = 1 << 30;  // 1 PiB: far above any model's
 
 // check_comm_hook: parse_comm_hook's rule, its message without the value it quotes (the caller
 // names the key and the value).
+// The canonical text is the hook as it runs, its options resolved ("powersgd:rank=2" records
+// "powersgd:rank=2,start_iter=1000"; "allreduce" records "none").
 std::string check_comm_hook(std::string_view text) {
   try {
-    (void)parse_comm_hook(text);
+    return comm_hook_name(parse_comm_hook(text));
   } catch (const ConfigError& e) {
     const std::string what = e.what();
     const std::string prefix = fmt::format("comm hook \"{}\": ", text);
     throw ConfigError(what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
   }
-  return ascii_lower(text);
 }
 std::string canonical_algos(std::string_view text) { return canonical_nccl_list(text, kNcclAlgorithms); }
 std::string canonical_protos(std::string_view text) { return canonical_nccl_list(text, kNcclProtocols); }
@@ -57,7 +58,8 @@ std::vector<ScenarioKey> make_scenario_table() {
       {.name = "model",
        .flag = "--model",
        .value_name = "NAME|FILE",
-       .help = "Model: a zoo name (bert-base, bert-large, gpt2, gpt2-hf, gpt2-medium, gpt2-large, gpt2-xl, llama2-7b, nanogpt, "
+       .help = "Model: a zoo name (bert-base, bert-large, gpt2, gpt2-hf, gpt2-medium, gpt2-large, gpt2-xl, llama2-7b, "
+               "nanogpt, "
                "resnet18, resnet50, resnet101, vgg16, vit-b-16; gradsync list models) or a model file",
        .default_text = "gpt2",
        .kind = KeyKind::kName,
@@ -175,7 +177,8 @@ std::vector<ScenarioKey> make_scenario_table() {
        .help = "The PyTorch release whose rules apply: DDP's first iteration (one bucket from 1.12), its first "
                "rebuilt bucket under an explicit bucket_cap_mb (the cap from 2.3, 1 MiB before), static_graph "
                "(from 1.9), the Reducer's division by the world size (in each gradient's copy from 1.6; the whole "
-               "bucket once full before), buckets rebuilt from the gradient-ready order (from 1.6), torch.optim's foreach default (2.0; a Python loop over the parameters "
+               "bucket once full before), buckets rebuilt from the gradient-ready order (from 1.6), torch.optim's "
+               "foreach default (2.0; a Python loop over the parameters "
                "before); "
                "torch.__version__ is accepted",
        .default_text = "2.11",

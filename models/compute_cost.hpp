@@ -112,6 +112,8 @@ struct KernelCost {
   // issues the kernels one by one as they run.
   double gpu_s = -1;
   double gpu_time() const { return gpu_s >= 0 ? gpu_s : time_s; }
+  // host_time: host_s, or kernels x `launch_s` where host_s is not set.
+  double host_time(double launch_s) const { return host_s >= 0 ? host_s : kernels * launch_s; }
   // load: how the GPU time divides for contention with NCCL (zero: filled by kind, step_costs.cpp).
   ComputeLoad load{};
   // misaligned_s, misaligned_kernels: the GPU time and count of tensor-core products whose

@@ -19,9 +19,9 @@
 
 #include "core/checked.hpp"
 #include "core/embedded_file.hpp"
-#include "core/text.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/text.hpp"
 #include "core/yaml_reader.hpp"
 #include "models/measured_loader.hpp"
 #include "models/model.hpp"
@@ -83,6 +83,51 @@ SeqExpr read_expr(const YamlReader& r, const YAML::Node& n, const std::string& w
 
 std::string entry(const char* list, std::size_t i, const std::string& name) {
   return name.empty() ? fmt::format("{}[{}]", list, i) : fmt::format("{}[{}] \"{}\"", list, i, name);
+}
+
+// check_dims_against_params: a layer costed by its dims (no ops) must describe the parameters it
+// lists: a linear layer's weight holds in x out elements and its bias out, a convolution's weight
+// out x in/groups x kernel^2, an embedding's table num x dim (checked at the default T).
+void check_dims_against_params(const YamlReader& r, const YAML::Node& l, const std::string& where, const Layer& layer,
+                               const Model& m, std::int64_t t) {
+  if (layer.params.empty()) return;
+  const auto dim = [&](const char* k) { return layer.dims.at(k).eval(t); };
+  std::vector<std::pair<std::string, std::int64_t>> expected;  // what each listed parameter must hold
+  switch (layer.kind) {
+    case LayerKind::kLinear:
+      expected = {{fmt::format("in x out = {} x {}", dim("in"), dim("out")),
+                   gradsync::checked_mul(dim("in"), dim("out"), where + " in x out")},
+                  {fmt::format("out = {}", dim("out")), dim("out")}};
+      break;
+    case LayerKind::kConv2d: {
+      const std::int64_t per_group = dim("in") / dim("groups");
+      expected = {{fmt::format("out x in/groups x kernel^2 = {} x {} x {}^2", dim("out"), per_group, dim("kernel")),
+                   checked_product(std::vector<std::int64_t>{dim("out"), per_group, dim("kernel"), dim("kernel")},
+                                   where + " weight elements")},
+                  {fmt::format("out = {}", dim("out")), dim("out")}};
+      break;
+    }
+    case LayerKind::kEmbedding:
+      expected = {{fmt::format("num x dim = {} x {}", dim("num"), dim("dim")),
+                   gradsync::checked_mul(dim("num"), dim("dim"), where + " num x dim")}};
+      break;
+    default:
+      return;
+  }
+  if (layer.params.size() > expected.size()) {
+    r.fail(l["params"], where,
+           fmt::format("params: a {} layer without ops lists at most {} parameters (weight{}), not {}",
+                       layer_kind_name(layer.kind), expected.size(), expected.size() > 1 ? ", bias" : "",
+                       layer.params.size()));
+  }
+  for (std::size_t i = 0; i < layer.params.size(); ++i) {
+    const Parameter& p = m.parameters[layer.params[i]];
+    if (p.numel() != expected[i].second) {
+      r.fail(l["params"], where,
+             fmt::format("parameter \"{}\" has shape [{}] ({} elements), but the layer's {} gives {}", p.name,
+                         fmt::join(p.shape, ", "), p.numel(), expected[i].first, expected[i].second));
+    }
+  }
 }
 
 }  // namespace
@@ -262,6 +307,19 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
   };
   check_t(m.input_bytes, input["bytes"], "input");
   check_t(m.output_elements, output["elements"], "output");
+  // Sizes at the default T, where they are written (check_sizes below checks the rest).
+  const auto non_negative = [&](const SeqExpr& e, const YAML::Node& at, const std::string& where, const char* key) {
+    const std::int64_t t = m.seq_len(std::nullopt);
+    std::int64_t v = 0;
+    try {
+      v = e.eval(t);
+    } catch (const ConfigError& ex) {
+      r.fail(at, where, fmt::format("{}: {}", key, ex.what()));
+    }
+    if (v < 0) r.fail(at, where, fmt::format("{} \"{}\" is {} at T={}; it must be >= 0", key, e.to_string(), v, t));
+  };
+  non_negative(m.input_bytes, input["bytes"], "input", "bytes");
+  non_negative(m.output_elements, output["elements"], "output", "elements");
 
   // Parameters, in registration order.
   std::unordered_map<std::string, std::size_t> param_index;
@@ -429,6 +487,7 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
         r.fail(l[k], where, fmt::format("field \"{}\" is {} at T={}; it must be > 0", k, v, t));
       }
     }
+    if (!costed_by_ops) check_dims_against_params(r, l, where, layer, m, t);
     m.layers.push_back(std::move(layer));
   }
 

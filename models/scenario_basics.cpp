@@ -21,9 +21,7 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
   r.precision = scenario_field("precision", s.precision, [&] {
     // The default: bf16 where the GPU has it and the release's autocast takes it (1.10), else fp16.
     const bool bf16 = gpu.bf16_flops && has_bf16_autocast(parse_pytorch_version(s.pytorch_version));
-    Precision p = !s.precision.empty() ? parse_precision(s.precision)
-                  : bf16               ? Precision::kBF16
-                                       : Precision::kFP16;
+    Precision p = !s.precision.empty() ? parse_precision(s.precision) : bf16 ? Precision::kBF16 : Precision::kFP16;
     // float32 from 1.7 to 1.11 on a GPU with TF32 tensor cores: matmuls ran as TF32 by default
     // (convolutions do in every release, cudnn.allow_tf32): the run is tf32.
     if (p == Precision::kFP32 && gpu.sm_version >= 80 &&
@@ -53,7 +51,12 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
       return 0;
     });
   r.seq_len = model.seq_len(s.seq_len > 0 ? std::optional<std::int64_t>(s.seq_len) : std::nullopt);
-  model.check_sizes(r.seq_len, r.batch);
+  // Sizes that overflow at this batch and sequence length name the keys that set them.
+  scenario_field(s.batch_per_gpu > 0 ? "batch_per_gpu" : "seq_len",
+                 s.batch_per_gpu > 0 ? std::to_string(s.batch_per_gpu) : std::to_string(r.seq_len), [&] {
+                   model.check_sizes(r.seq_len, r.batch);
+                   return 0;
+                 });
   r.hook = parse_comm_hook(s.comm_hook);
   return r;
 }

@@ -103,7 +103,7 @@ ComputeOp RooflineCostModel::op(std::string name, OpKind kind, const KernelCost&
   o.bytes = k.bytes;
   o.kernels = k.kernels;
   o.time_s = k.time_s;
-  o.host_s = k.host_s >= 0 ? k.host_s : k.kernels * ctx_.efficiency.launch_s;
+  o.host_s = k.host_time(ctx_.efficiency.launch_s);
   o.load = k.load;
   if (o.load.gpu_s <= 0 && o.time_s > 0) {
     // A cost without a per-kernel breakdown: memory-bound kernels stream at the memory

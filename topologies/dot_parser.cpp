@@ -71,6 +71,12 @@ class Scanner {
   }
 
  private:
+  // shown: a character as an error quotes it: 'x', or '\x01' when it does not print.
+  static std::string shown(char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return std::isprint(u) ? fmt::format("'{}'", c) : fmt::format("'\\x{:02x}'", u);
+  }
+
   [[noreturn]] void fail(const std::string& what) const {
     throw ConfigError(fmt::format("{}:{}: syntax error: {}", origin_, line_, what));
   }
@@ -169,7 +175,7 @@ class Scanner {
       const std::size_t start = i_;
       if (c == '-') ++i_;
       while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.')) ++i_;
-      if (i_ == start + (c == '-' ? 1 : 0)) fail(fmt::format("unexpected character '{}'", c));
+      if (i_ == start + (c == '-' ? 1 : 0)) fail(fmt::format("unexpected character {}", shown(c)));
       Token t{Tok::kNumeral, std::string(s_.substr(start, i_ - start)), line};
       if (i_ < s_.size() && id_char(s_[i_])) {
         while (i_ < s_.size() && id_char(s_[i_])) ++i_;
@@ -184,7 +190,7 @@ class Scanner {
       return Token{Tok::kId, std::string(s_.substr(start, i_ - start)), line};
     }
     if (c == '<') fail("HTML-like labels <...> are not supported; quote the value instead");
-    fail(fmt::format("unexpected character '{}'", c));
+    fail(fmt::format("unexpected character {}", shown(c)));
   }
 
   std::string_view s_;

@@ -39,6 +39,8 @@ Topology read_topology_dot(std::string_view text, const std::string& origin) {
 }
 
 static Topology read_topology_dot_unchecked(std::string_view text, const std::string& origin) {
+  // A UTF-8 byte order mark (as some editors save) is skipped, as the YAML reader skips it.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   detail::DotParse parsed = detail::parse_dot(text, origin);
 
   detail::BoostAttrGraph g;

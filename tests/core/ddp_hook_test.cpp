@@ -82,4 +82,22 @@ TEST(DdpStep, CommHookNamesParseAndBadOnesAreErrors) {
   }
 }
 
+TEST(DdpStep, CommHookOptionsAreGivenOnceAndNoneIsEmpty) {
+  const auto error = [](const char* text) {
+    try {
+      (void)parse_comm_hook(text);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("powersgd:rank=2,rank=3").find("option \"rank\" given twice"), std::string::npos);
+  EXPECT_NE(error("powersgd:rank=2,").find("an empty option"), std::string::npos);
+  EXPECT_NE(error("powersgd:,rank=2").find("an empty option"), std::string::npos);
+  EXPECT_NE(error("powersgd:").find("no options after ':'"), std::string::npos);
+  // What a scenario records is the hook as it runs, options resolved.
+  EXPECT_EQ(comm_hook_name(parse_comm_hook("PowerSGD:start_iter=5,rank=3")), "powersgd:rank=3,start_iter=5");
+  EXPECT_EQ(comm_hook_name(parse_comm_hook("allreduce")), "none");
+}
+
 }  // namespace gradsync::ddp_hook_test

@@ -65,11 +65,10 @@ TEST(ModelLoader, SizesThatDoNotFitOrGoNegative) {
             "bad.yaml:3: document: key \"name\" appears twice in one mapping (lines 2 and 3); keep one");
   EXPECT_EQ(error_of(replace(kGood, "name: tiny", "name: \"\"")),
             "bad.yaml:2: model file: name \"\" must be 1 to 200 printable characters (gpt2, my-resnet)");
-  // A size negative at the default T is refused at load, at the defaults' line (the T it was
-  // checked at); at another T, when that T is asked for.
+  // A size negative at the default T is refused at load, at its own line (the input's and the
+  // output's) or the defaults' (the T it was checked at); at another T, when that T is asked for.
   EXPECT_EQ(error_of(replace(kGood, "elements: 10*T,", "elements: 10*T-100,")),
-            "bad.yaml:3: defaults: model tiny at T=8: output elements \"10*T-100\" is -20; every size must be >= 0 "
-            "(from bad.yaml)");
+            "bad.yaml:5: output: elements \"10*T-100\" is -20 at T=8; it must be >= 0");
   const Model m = parse_model(replace(kGood, "elements: 10*T,", "elements: 10*T-50,"), "t.yaml");
   EXPECT_NO_THROW(m.check_sizes(8, 4));
   EXPECT_THROW(m.check_sizes(4, 4), ConfigError);
@@ -249,13 +248,15 @@ TEST(ModelLoader, AGemmBeyond64BitsIsRefusedAtTheRunsSizes) {
 
 // views: [view calls, of them on a tensor that requires grad] (tools/op_trace.py).
 TEST(ModelLoader, ViewCallsLoadAndBadCountsNameTheLayer) {
-  const std::string with = replace(kOps, "tokens: T,\n     ops: [{op: addmm", "tokens: T, views: [3, 2],\n     ops: [{op: addmm");
+  const std::string with =
+      replace(kOps, "tokens: T,\n     ops: [{op: addmm", "tokens: T, views: [3, 2],\n     ops: [{op: addmm");
   const Model m = parse_model(with, "views.yaml");
   EXPECT_EQ(m.layers[0].views, 0);
   EXPECT_EQ(m.layers[1].views, 3);
   EXPECT_EQ(m.layers[1].grad_views, 2);
-  EXPECT_EQ(error_of(replace(with, "views: [3, 2]", "views: [2, 3]")),
-            "bad.yaml:13: layers[1] \"fc\": views: 3 on a tensor that requires grad of 2 view calls; expected at most 2");
+  EXPECT_EQ(
+      error_of(replace(with, "views: [3, 2]", "views: [2, 3]")),
+      "bad.yaml:13: layers[1] \"fc\": views: 3 on a tensor that requires grad of 2 view calls; expected at most 2");
   EXPECT_EQ(error_of(replace(with, "views: [3, 2]", "views: [3]")),
             "bad.yaml:13: layers[1] \"fc\": views: expected [view calls, of them on a tensor that requires grad]");
   EXPECT_EQ(error_of(replace(with, "views: [3, 2]", "views: [-1, 0]")),

@@ -80,6 +80,17 @@ TEST(TopologyReader, GpuRanksFollowDeclarationOrderNotNames) {
   EXPECT_EQ(t.vertex(t.gpu(2)).name, "gpu1");
 }
 
+TEST(TopologyReader, AByteOrderMarkIsSkipped) {
+  // Some editors save UTF-8 with a byte order mark; the YAML reader skips it, and so does DOT's.
+  const std::string text =
+      "\xEF\xBB\xBFgraph g {\n  a [kind=\"gpu\", model=\"h100\", host=\"h\"];\n"
+      "  b [kind=\"gpu\", model=\"h100\", host=\"h\"];\n"
+      "  a -- b [type=\"nvlink\", bw=\"25GBps\", latency=\"0ns\"];\n}";
+  const Topology t = read_topology_dot(text, "t.dot");
+  EXPECT_EQ(t.vertex(t.gpu(0)).name, "a");
+  EXPECT_EQ(t.vertex(t.gpu(1)).name, "b");
+}
+
 TEST(TopologyReader, DefaultAttributesAndCommentsAreHonoured) {
   const std::string text = R"(/* block */ graph g {
   node [kind="gpu", model="h100", host="h"];
@@ -87,6 +98,8 @@ TEST(TopologyReader, DefaultAttributesAndCommentsAreHonoured) {
   a; b  # not a comment here, but a node named b? no: '#' only starts a comment at line start
 )";
   EXPECT_EQ(dot_error(text), "t.dot:4: syntax error: unexpected character '#'");  // only at line start
+  // A character that does not print is shown by its code, not written raw into the message.
+  EXPECT_EQ(dot_error(std::string("graph g {\n  a \x01 b\n}")), "t.dot:2: syntax error: unexpected character '\\x01'");
   const std::string ok = R"(graph g {
   node [kind="gpu", model="h100", host="h"]
   edge [type="nvlink", latency="1us"]
@@ -306,23 +319,26 @@ TEST(TopologyReaderGraphml, Errors) {
                                   "<data key=\"bw\">25GBps</data><data key=\"bw\">1GBps</data>")),
             "t.graphml:12: edge gpu9--gpu1: <data key=\"bw\"> given twice (25GBps and 1GBps); keep one");
   // Boost names neither of these ("unrecognized type \"\" for key").
-  EXPECT_EQ(graphml_error(replace(kGraphml, "  <key id=\"model\" for=\"node\" attr.name=\"model\" attr.type=\"string\"/>\n",
-                                  "")),
+  EXPECT_EQ(graphml_error(
+                replace(kGraphml, "  <key id=\"model\" for=\"node\" attr.name=\"model\" attr.type=\"string\"/>\n", "")),
             "t.graphml:9: node gpu9: <data key=\"model\"> names no <key id=\"model\"> declared in <graphml>");
-  EXPECT_EQ(graphml_error(replace(kGraphml, "attr.name=\"bw\" attr.type=\"string\"", "attr.name=\"bw\" attr.type=\"str\"")),
-            "t.graphml: <key id=\"bw\">: attr.type \"str\"; expected one of GraphML's boolean, int, long, float, "
-            "double, string");
+  EXPECT_EQ(
+      graphml_error(replace(kGraphml, "attr.name=\"bw\" attr.type=\"string\"", "attr.name=\"bw\" attr.type=\"str\"")),
+      "t.graphml: <key id=\"bw\">: attr.type \"str\"; expected one of GraphML's boolean, int, long, float, "
+      "double, string");
   // Each node's and edge's line, as the DOT reader gives it: a tag inside a comment, a CDATA section
   // or an attribute value shifts nothing.
-  EXPECT_EQ(graphml_error(replace(replace(kGraphml, "<data key=\"model\">v100</data><data key=\"host\">h</data></node>\n    <edge",
-                                          "<data key=\"model\">v999</data><data key=\"host\">h</data></node>\n    <edge"),
-                                  "  <graph id=\"g\"", "  <!-- <node id=\"x\"> -->\n  <graph id=\"g\"")),
-            graphml_error(replace(replace(kGraphml, "<data key=\"model\">v100</data><data key=\"host\">h</data></node>\n    <edge",
-                                          "<data key=\"model\">v999</data><data key=\"host\">h</data></node>\n    <edge"),
-                                  "  <graph id=\"g\"", "\n  <graph id=\"g\"")));
-  EXPECT_EQ(graphml_error(replace(kGraphml, "<data key=\"bw\">25GBps</data>", "<data key=\"bw\">fast</data>"))
-                .substr(0, 46),
-            "t.graphml:12: edge gpu9--gpu1: attribute \"bw\":");
+  EXPECT_EQ(graphml_error(replace(
+                replace(kGraphml, "<data key=\"model\">v100</data><data key=\"host\">h</data></node>\n    <edge",
+                        "<data key=\"model\">v999</data><data key=\"host\">h</data></node>\n    <edge"),
+                "  <graph id=\"g\"", "  <!-- <node id=\"x\"> -->\n  <graph id=\"g\"")),
+            graphml_error(replace(
+                replace(kGraphml, "<data key=\"model\">v100</data><data key=\"host\">h</data></node>\n    <edge",
+                        "<data key=\"model\">v999</data><data key=\"host\">h</data></node>\n    <edge"),
+                "  <graph id=\"g\"", "\n  <graph id=\"g\"")));
+  EXPECT_EQ(
+      graphml_error(replace(kGraphml, "<data key=\"bw\">25GBps</data>", "<data key=\"bw\">fast</data>")).substr(0, 46),
+      "t.graphml:12: edge gpu9--gpu1: attribute \"bw\":");
   EXPECT_EQ(graphml_error(replace(kGraphml, "<node id=\"gpu1\"><data key=\"kind\">gpu</data><data key=\"model\">v100",
                                   "<node id=\"gpu1\"><data key=\"kind\">gpu</data><data key=\"model\">v999"))
                 .substr(0, 38),
@@ -409,10 +425,13 @@ TEST(TopologyReaderDot, NvlinkBetweenHostsIsRefused) {
   na -- ib [type="infiniband", bw="50GBps", latency="1us"]; nb -- ib [type="infiniband", bw="50GBps", latency="1us"];
 }
 )";
-  const std::string why = "; NVLink between hosts (multi-node NVLink as in GB200 NVL72, NCCL's MNNVL) is not "
-                          "modelled: give each host its own NVLink and NVSwitches, joined through NICs";
-  EXPECT_EQ(dot_error(head + "  sw [kind=\"nvswitch\"];\n  a0 -- sw [type=\"nvlink\", bw=\"450GBps\", latency=\"100ns\"];\n"
-                             "  b0 -- sw [type=\"nvlink\", bw=\"450GBps\", latency=\"100ns\"];\n" + rest),
+  const std::string why =
+      "; NVLink between hosts (multi-node NVLink as in GB200 NVL72, NCCL's MNNVL) is not "
+      "modelled: give each host its own NVLink and NVSwitches, joined through NICs";
+  EXPECT_EQ(dot_error(head +
+                      "  sw [kind=\"nvswitch\"];\n  a0 -- sw [type=\"nvlink\", bw=\"450GBps\", latency=\"100ns\"];\n"
+                      "  b0 -- sw [type=\"nvlink\", bw=\"450GBps\", latency=\"100ns\"];\n" +
+                      rest),
             "t.dot:2: node b0: gpu of host \"b\" is in one NVLink domain with gpu a0 of host \"a\"" + why);
   EXPECT_EQ(dot_error(head + "  a0 -- b0 [type=\"nvlink\", bw=\"50GBps\", latency=\"100ns\"];\n" + rest),
             "t.dot:2: node b0: gpu of host \"b\" is in one NVLink domain with gpu a0 of host \"a\"" + why);
