@@ -65,7 +65,7 @@ void run_collectives(CollectivesArgs a) {
       // place they copy the buffer on the GPU): no time to compare with a network's.
       const int most = topo.gpu_count();
       throw UsageError(fmt::format(
-          "--ngpus 1: a collective of one rank communicates nothing (NCCL returns in place, or copies the buffer on "
+          "--gpus 1: a collective of one rank communicates nothing (NCCL returns in place, or copies the buffer on "
           "the GPU out of place); {}",
           most < 2    ? fmt::format("{} has one GPU", a.sweep.topology)
           : most == 2 ? fmt::format("give -g 2 ({} has 2 GPUs)", a.sweep.topology)

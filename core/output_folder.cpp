@@ -76,6 +76,8 @@ void start_fresh_folder(const std::string& path) {
   const fs::path dir(path);
   const fs::file_status st = fs::symlink_status(dir, ec);
   if (fs::exists(st)) {
+    if (fs::is_symlink(st))
+      throw UsageError(fmt::format("--out {}: is a symbolic link; give the folder it names, or a new one", path));
     if (!fs::is_directory(st))
       throw UsageError(fmt::format("--out {}: exists and is not a folder; give a new or empty folder", path));
     refuse_foreign_files(dir, path);
@@ -96,6 +98,11 @@ OutputFolder::OutputFolder(std::string final_path) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(target, ec);
   if (fs::exists(st)) {
+    // A link is not followed: the run replaces the folder by renaming, which would replace the
+    // link, not the folder it names.
+    if (fs::is_symlink(st)) {
+      throw UsageError(fmt::format("--out {}: is a symbolic link; give the folder it names, or a new one", final_));
+    }
     if (!fs::is_directory(st)) {
       throw UsageError(fmt::format("--out {}: exists and is not a folder; give a new or empty folder", final_));
     }
@@ -105,9 +112,10 @@ OutputFolder::OutputFolder(std::string final_path) {
     const fs::path here = fs::weakly_canonical(fs::current_path(ec));
     const fs::path out = fs::weakly_canonical(target, ec);
     if (!ec && !here.empty() && std::mismatch(out.begin(), out.end(), here.begin(), here.end()).first == out.end()) {
-      throw UsageError(fmt::format("--out {}: is the current folder or holds it, and a run replaces its whole output "
-                                   "folder; give a folder of its own, such as --out {}",
-                                   final_, (fs::path(final_) / "gradsync-out").lexically_normal().string()));
+      throw UsageError(
+          fmt::format("--out {}: is the current folder or holds it, and a run replaces its whole output "
+                      "folder; give a folder of its own, such as --out {}",
+                      final_, (fs::path(final_) / "gradsync-out").lexically_normal().string()));
     }
     refuse_foreign_files(target, final_);
   }

@@ -6,6 +6,7 @@
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
@@ -41,6 +42,28 @@ constexpr int kMaxElementDepth = 100;
 // no lines; a <node>'s or <edge>'s error names its line by its rank among the tags of its name).
 using TagLines = std::map<std::string, std::vector<int>, std::less<>>;
 
+// check_entity: the reference at text[at] ('&') is one XML defines (&amp; &lt; &gt; &quot; &apos;,
+// &#N; &#xH;); property_tree's parser keeps any other as it is written ("node&bogus;0").
+void check_entity(std::string_view text, std::size_t at, int line, const std::string& origin) {
+  const std::size_t semi = text.find(';', at);
+  const std::string_view name =
+      semi == std::string_view::npos || semi - at > 12 ? std::string_view() : text.substr(at + 1, semi - at - 1);
+  const auto all = [&](std::string_view v, auto pred) {
+    return !v.empty() && std::all_of(v.begin(), v.end(), [&](char ch) { return pred(static_cast<unsigned char>(ch)); });
+  };
+  const bool ok = name == "amp" || name == "lt" || name == "gt" || name == "quot" || name == "apos" ||
+                  (name.starts_with("#x") && all(name.substr(2), [](unsigned char ch) { return std::isxdigit(ch); })) ||
+                  (name.starts_with("#") && all(name.substr(1), [](unsigned char ch) { return std::isdigit(ch); }));
+  if (!ok) {
+    const std::string_view shown =
+        text.substr(at, std::min<std::size_t>(semi == std::string_view::npos ? 12 : semi - at + 1, 12));
+    throw ConfigError(
+        fmt::format("{}:{}: syntax error: \"{}\" is not an XML reference; write & as &amp; (XML "
+                    "defines &amp; &lt; &gt; &quot; &apos; and &#N;)",
+                    origin, line, shown));
+  }
+}
+
 // scan_tags scans the tags (skipping comments, CDATA, declarations and quoted attribute values),
 // fails past kMaxElementDepth before the recursive parser sees the text, and returns each opening
 // tag's line.
@@ -57,6 +80,7 @@ TagLines scan_tags(std::string_view text, const std::string& origin) {
   while (i < text.size()) {
     const char c = text[i];
     if (c == '\n') ++line;
+    if (c == '&') check_entity(text, i, line, origin);
     if (c != '<') {
       ++i;
       continue;
@@ -84,6 +108,7 @@ TagLines scan_tags(std::string_view text, const std::string& origin) {
         if (d == '\n') ++line;
         if (quote != 0) {
           if (d == quote) quote = 0;
+          if (d == '&') check_entity(text, j, line, origin);
         } else if (d == '"' || d == '\'') {
           quote = d;
         } else if (d == '>') {
@@ -182,7 +207,8 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
       }
       const std::string value = data.get_value<std::string>();
       if (const auto [it, fresh] = seen.emplace(key, value); !fresh) {
-        throw ConfigError(fmt::format("{}: <data key=\"{}\"> given twice ({} and {}); keep one", what, key, it->second, value));
+        throw ConfigError(
+            fmt::format("{}: <data key=\"{}\"> given twice ({} and {}); keep one", what, key, it->second, value));
       }
     }
   };
@@ -216,8 +242,8 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
       if (id.empty()) throw ConfigError(fmt::format("{}a <node> without an id", located(origin, line)));
       if (const auto [it, fresh] = index.emplace(id, nodes.size()); !fresh) {
         const int first = nodes[it->second].line;
-        throw ConfigError(fmt::format("{}node {}: duplicate name{}; node ids must be unique", located(origin, line),
-                                      id, first > 0 ? fmt::format(" (first on line {})", first) : ""));
+        throw ConfigError(fmt::format("{}node {}: duplicate name{}; node ids must be unique", located(origin, line), id,
+                                      first > 0 ? fmt::format(" (first on line {})", first) : ""));
       }
       nodes.push_back(RawNode{id, line, {}});
     }
@@ -230,8 +256,8 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
     const std::string b = child.get<std::string>("<xmlattr>.target", "");
     for (const std::string* end : {&a, &b}) {
       if (!index.contains(*end)) {
-        throw ConfigError(fmt::format("{}edge {}--{}: node \"{}\" is not declared by a <node>",
-                                      located(origin, line), a, b, *end));
+        throw ConfigError(
+            fmt::format("{}edge {}--{}: node \"{}\" is not declared by a <node>", located(origin, line), a, b, *end));
       }
     }
     links.push_back(RawLink{a, b, line, {}});

@@ -142,7 +142,7 @@ TEST(Cli, CollectivesRefuseSizesWhoseBuffersDoNotFit) {
   EXPECT_EQ(run({"collectives", "--topology", "dgx-a100", "-b", "32GiB", "-e", "32GiB"}).code, 0);
   // One rank communicates nothing: refused rather than printed as a time of 0.
   expect_error({"collectives", "--topology", "dgx-a100", "-g", "1"}, 2,
-               "--ngpus 1: a collective of one rank communicates nothing (NCCL returns in place, or copies the buffer "
+               "--gpus 1: a collective of one rank communicates nothing (NCCL returns in place, or copies the buffer "
                "on the GPU out of place); give -g 2 to 8 (dgx-a100 has 8 GPUs)\n");
 }
 

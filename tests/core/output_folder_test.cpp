@@ -77,6 +77,14 @@ TEST_F(OutputFolderTest, RefusesAFileOrAFolderOfOtherFiles) {
   put(root_ / "old" / "summary.csv", "x");
   put(root_ / "old" / "trace-dp.json", "x");
   EXPECT_NO_THROW(OutputFolder((root_ / "old").string()));
+  // A link to a folder is named as a link (the run would replace the link, not the folder).
+  fs::create_directory_symlink(root_ / "old", root_ / "link");
+  try {
+    OutputFolder f((root_ / "link").string());
+    FAIL() << "a symbolic link was taken as the folder";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a symbolic link"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(OutputFolderTest, StagingOfAKilledRunIsRemovedByTheNext) {

@@ -303,6 +303,26 @@ TEST(TopologyReaderGraphml, ReadsNodesInDocumentOrder) {
   EXPECT_DOUBLE_EQ(t.link(t.links()[0]).bw_Bps, 25e9);
 }
 
+TEST(TopologyReaderGraphml, OnlyXmlsOwnReferencesAreRead) {
+  // property_tree keeps an undefined reference as written: it is refused, with its line.
+  EXPECT_EQ(graphml_error(replace(replace(kGraphml, "id=\"gpu9\"", "id=\"node&bogus;0\""), "source=\"gpu9\"",
+                                  "source=\"node&bogus;0\"")),
+            "t.graphml:10: syntax error: \"&bogus;\" is not an XML reference; write & as &amp; (XML defines &amp; "
+            "&lt; &gt; &quot; &apos; and &#N;)");
+  EXPECT_EQ(graphml_error(replace(kGraphml, "<data key=\"host\">h</data></node>\n    <node id=\"gpu1\">",
+                                  "<data key=\"host\">h & i</data></node>\n    <node id=\"gpu1\">")),
+            "t.graphml:10: syntax error: \"& i</data></\" is not an XML reference; write & as &amp; (XML defines "
+            "&amp; &lt; &gt; &quot; &apos; and &#N;)");
+  // The references XML defines are read, and so is a comment's '&'.
+  const Topology t = read_topology_graphml(
+      replace(replace(replace(kGraphml, "<data key=\"host\">h</data>", "<data key=\"host\">h&amp;&#105;</data>"),
+                      "<data key=\"host\">h</data>", "<data key=\"host\">h&amp;&#x69;</data>"),
+              "<graph id", "<!-- R&D's nodes --><graph id"),
+      "t.graphml");
+  EXPECT_EQ(t.gpu_count(), 2);
+  EXPECT_EQ(t.vertex(t.gpu(0)).host, "h&i");
+}
+
 TEST(TopologyReaderGraphml, Errors) {
   EXPECT_EQ(graphml_error(replace(kGraphml, "edgedefault=\"undirected\"", "edgedefault=\"directed\"")),
             "t.graphml: a directed graph (edgedefault=\"directed\"); a topology is undirected: write "
