@@ -83,7 +83,13 @@ void SweepCsvReporter::load(const std::string& path, const std::vector<CsvRow>& 
         // or, when each is in the sweep but not together, how the row differs from its old number's point.
         std::vector<std::string> absent;
         const std::size_t width = keys.empty() ? 0 : keys.front().size();
+        // A point that failed never resolved its defaults: its empty and "auto" cells are what was
+        // asked for, not a setting that differs.
+        const auto status_col = std::find(header_.begin(), header_.end(), "status");
+        const bool failed_row =
+            status_col != header_.end() && row[static_cast<std::size_t>(status_col - header_.begin())] == "failed";
         for (std::size_t c = 1; c < width; ++c) {
+          if (failed_row && (row[c].empty() || row[c] == "auto")) continue;
           std::vector<std::string> values;
           for (const CsvRow& k : keys)
             if (std::find(values.begin(), values.end(), k[c]) == values.end()) values.push_back(k[c]);
@@ -94,12 +100,14 @@ void SweepCsvReporter::load(const std::string& path, const std::vector<CsvRow>& 
         if (absent.empty() && in_range) {
           const CsvRow& key = keys[static_cast<std::size_t>(index)];
           for (std::size_t c = 1; c < key.size(); ++c)
-            if (key[c] != row[c]) absent.push_back(fmt::format("{} was {}, is {}", header_[c], row[c], key[c]));
+            if (key[c] != row[c] && !(failed_row && (row[c].empty() || row[c] == "auto")))
+              absent.push_back(fmt::format("{} was {}, is {}", header_[c], row[c], key[c]));
         }
         throw ConfigError(fmt::format(
             "{}: point {} was another scenario than this sweep's, and no point of this sweep has its settings: {}; "
             "start over without --resume or with another --out",
-            where, row[0], absent.empty() ? std::string("its settings together") : fmt::format("{}", fmt::join(absent, "; "))));
+            where, row[0],
+            absent.empty() ? std::string("its settings together") : fmt::format("{}", fmt::join(absent, "; "))));
       }
       index = static_cast<int>(found - keys.begin());
     }
@@ -110,9 +118,10 @@ void SweepCsvReporter::load(const std::string& path, const std::vector<CsvRow>& 
     if (status != header_.end()) {
       const std::string& st = row[static_cast<std::size_t>(status - header_.begin())];
       if (st != "ok" && st != "oom" && st != "skipped" && st != "failed") {
-        throw ConfigError(fmt::format("{}: status \"{}\"; expected ok, oom, skipped or failed (the file was edited?); "
-                                      "start over without --resume or with another --out",
-                                      where, st));
+        throw ConfigError(
+            fmt::format("{}: status \"{}\"; expected ok, oom, skipped or failed (the file was edited?); "
+                        "start over without --resume or with another --out",
+                        where, st));
       }
     }
     // Every cell as its column's type, so that the table, the efficiencies and result.json
@@ -122,8 +131,8 @@ void SweepCsvReporter::load(const std::string& path, const std::vector<CsvRow>& 
       try {
         (void)reports::typed_cell(columns[c], row[c]);
       } catch (const ConfigError& e) {
-        throw ConfigError(fmt::format("{}: {} (the file was edited?); start over without --resume or with another --out",
-                                      where, e.what()));
+        throw ConfigError(fmt::format(
+            "{}: {} (the file was edited?); start over without --resume or with another --out", where, e.what()));
       }
     }
     CsvRow renumbered = row;
@@ -232,10 +241,11 @@ void SweepTableReporter::finish() {
   }
   table.print(out_, sweep_header_lines(ctx_));
   if (!oom.empty())
-    out_ << fmt::format("# point{} {}: {} not fit the GPU's memory (status oom): no samples/s is shown; the times are "
-                        "what {} would take if {} fit (summary.csv keeps them)\n",
-                        oom.size() == 1 ? "" : "s", fmt::join(oom, ", "), oom.size() == 1 ? "does" : "do",
-                        oom.size() == 1 ? "it" : "they", oom.size() == 1 ? "it" : "they");
+    out_ << fmt::format(
+        "# point{} {}: {} not fit the GPU's memory (status oom): no samples/s is shown; the times are "
+        "what {} would take if {} fit (summary.csv keeps them)\n",
+        oom.size() == 1 ? "" : "s", fmt::join(oom, ", "), oom.size() == 1 ? "does" : "do",
+        oom.size() == 1 ? "it" : "they", oom.size() == 1 ? "it" : "they");
   out_ << fmt::format("# wrote {}/summary.csv, result.json, report.html\n", folder_);
 }
 

@@ -99,4 +99,14 @@ fi
 grep -q "the folder holds a \`gradsync compare\` run (its result.json), not a sweep" "$tmp/compare.err" ||
   { cat "$tmp/compare.err" >&2; exit 1; }
 cmp -s "$tmp/full/summary.csv" "$tmp/compare/summary.csv" || { echo "FAIL: the compare folder changed" >&2; exit 1; }
+# A saved point that failed holds what was asked for (empty and "auto" cells): a sweep that no
+# longer has it names the setting that differs, not the defaults the failed point never resolved.
+small=(sweep --model resnet18 --topology pcie-4gpu --iterations 2 --warmup 1 --jobs 1)
+"$bin" "${small[@]}" --vary gpus=1,5 --out "$tmp/failed" >/dev/null 2>&1 || true  # exits 1: a point failed
+if "$bin" "${small[@]}" --vary gpus=1,3 --resume --out "$tmp/failed" >/dev/null 2>"$tmp/failed.err"; then
+  echo "FAIL: --resume accepted a sweep without the saved gpus=5 point" >&2
+  exit 1
+fi
+grep -q "settings: gpus 5: this sweep's are 1, 3; start over" "$tmp/failed.err" ||
+  { cat "$tmp/failed.err" >&2; echo "FAIL: a failed point's unresolved cells were listed as differences" >&2; exit 1; }
 echo "sweep killed after $done_before of $total points, resumed: same summary.csv and result.json"
