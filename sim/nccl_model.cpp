@@ -135,7 +135,9 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch) {
   // Latency (us).
   const HopKind intra_hw = hop_kind(ch.intra_class);
   double intra = kHwLatUs[static_cast<std::size_t>(intra_hw)][algo_index(a)][idx(p)];
-  const double inter = kHwLatUs[2][algo_index(a)][idx(p)];
+  // "With ppn=1 latencies are fully exposed, use the Tree network latency" (tuning.cc): one GPU
+  // per node takes the tree's network latency whatever the algorithm.
+  const double inter = kHwLatUs[2][algo_index(ppn == 1 ? Algorithm::kTree : a)][idx(p)];
   m.lat = kBaseLatUs[algo_index(a)][idx(p)];
   switch (a) {
     case Algorithm::kRing: {

@@ -11,10 +11,10 @@
 #include "sim/nccl_options.hpp"
 #include "sim/shm_duplex.hpp"
 #include "sim/simulate.hpp"
+#include "tests/support/in_child.hpp"
 #include "topologies/channels.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/routes.hpp"
-#include "tests/support/in_child.hpp"
 
 namespace gradsync::sim {
 namespace {
@@ -333,6 +333,27 @@ TEST(NcclModel, AcrossTwoNodesTreeOnA100sAndNvlsTreeOnH100s) {
     const Channels ch = build_channels(topo, routes, first_ranks(16));
     EXPECT_EQ(choose_collective(Collective::kAllreduce, kGiB, ch, {}).algorithm, Algorithm::kNvlsTree);
   }
+}
+
+TEST(NcclModel, OneGpuPerNodeTakesTheTreesNetworkLatency) {
+  // tuning.cc: "With ppn=1 latencies are fully exposed, use the Tree network latency": a ring of
+  // one GPU on each of two nodes pays hwLat[NET][TREE] (LL 5.0, LL128 8.5 us) per network step
+  // instead of the ring's (2.7, 4.0); Simple's is 14 either way.
+  auto engine = create_engine();
+  const Topology topo = load_topology("2x-dgx-a100-hdr");
+  const Routes routes(topo);
+  const Channels ch = build_channels(topo, routes, {0, 8});
+  ASSERT_EQ(ch.nodes(), 2);
+  const CollectiveRequest ring_ll = CollectiveRequest::only(Algorithm::kRing, Protocol::kLL);
+  const CollectiveChoice c = choose_collective(Collective::kAllreduce, 4096, ch, ring_ll);
+  // Two network steps of a 2-rank ring, nothing inside a node: baseLat 6.6 + 2 x 5.0 us.
+  EXPECT_NEAR(c.latency_s, (6.6 + 2 * 5.0) * 1e-6, 1e-12);
+  // Two GPUs per node keep the ring's own: 6.6 + 4 steps inside (getNetOverhead: 1 us, 2 on AMD)
+  // + 2 x 2.7 us.
+  const Channels two = build_channels(topo, routes, {0, 1, 8, 9});
+  const double overhead = two.amd ? 2.0 : 1.0;
+  EXPECT_NEAR(choose_collective(Collective::kAllreduce, 4096, two, ring_ll).latency_s,
+              (6.6 + 4 * overhead + 2 * 2.7) * 1e-6, 1e-12);
 }
 
 }  // namespace
