@@ -303,9 +303,11 @@ double pipeline_sync_s(Collective c, double nbytes, const Channels& ch, Algorith
   const int k = static_cast<int>(ch.ranks.size());
   if (k <= 1 || p != Protocol::kSimple || !(nbytes > 0)) return 0;
   const double handshake = hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kSimple);
-  // A ring that also crosses PCIe (A100 PCIe boards bridged in pairs) is paced by those hops; the
-  // read hops' handshakes pass while they move.
-  if (a == Algorithm::kRing && ch.p2p_read && ch.intra_class == PathClass::kNVL &&
+  // A ring that also crosses PCIe (A100 PCIe boards bridged in pairs) or the network is paced by
+  // those hops; the read hops' handshakes pass while they move. Across nodes NCCL's model counts
+  // that pacing itself: each network step's latency, and x1.4 for Simple ("Plateau effect of
+  // ring", ncclTopoGetAlgoTime).
+  if (a == Algorithm::kRing && ch.p2p_read && ch.intra_class == PathClass::kNVL && ch.nodes() == 1 &&
       (c == Collective::kAllreduce || c == Collective::kAllgather || c == Collective::kReduceScatter)) {
     // Launched channels: the searched ones doubled (connect.cc: nChannels*2, at most MAXCHANNELS),
     // or as NCCL_MIN/MAX_NCHANNELS bound them.

@@ -114,8 +114,9 @@ double tuning_bytes(Collective c, double bytes, int k);
 // pipeline_sync_s: the handshakes of a run that NCCL's tuning model does not count, from how
 // NCCL cuts the bytes (enqueue.cc calcCollChunking, prims_simple.h) and NCCL's own per-step
 // latency for the hop (hwLat, ring, Simple):
-//  - P2P read (Simple over NVLink between A100s, p2p.cc; a node whose every ring hop is such an
-//    NVLink, a ring also crossing PCIe being paced by those hops): the receiver pulls each slice from the
+//  - P2P read (Simple over NVLink between A100s, p2p.cc; one node whose every ring hop is such an
+//    NVLink, a ring also crossing PCIe or the network being paced by those hops, whose latency
+//    NCCL's model counts, x1.4 across nodes): the receiver pulls each slice from the
 //    sender's buffer and must hand the buffer back before the sender refills it: one more
 //    handshake per slice (2 per chunk step; loops of 2 MiB per rank and channel, 2x the searched
 //    channels launched, connect.cc).

@@ -152,14 +152,15 @@ TEST(TwoNodes, RingReachesNicsTimesTheirPathsRate) {
   for (const RingChannel& rc : ch.rings)
     for (const Hop& h : rc.hops) route = std::max(route, h.route.latency_s);
   for (const CollectivePoint& p : points) {
-    const double loops = p.bytes / (16.0 * 16) / (2 * kMiB);
-    const double handshakes = loops * 2 * 30 * kNvlinkHandshake;
+    // The ring crosses the network, which paces it: the A100s' P2P read handshakes pass while its
+    // network hops move (no sync_s), their latency being NCCL's model's (x1.4 for Simple).
+    EXPECT_DOUBLE_EQ(p.choice.sync_s, 0.0);
     EXPECT_NEAR(p.choice.alg_bw_Bps, alg, 1e-3);
-    const double expected = p.choice.latency_s + handshakes + p.bytes / alg + 30 * route;
+    const double expected = p.choice.latency_s + p.bytes / alg + 30 * route;
     EXPECT_NEAR(p.time_s, expected, 1e-6 * expected) << p.bytes;
     EXPECT_LE(p.busbw_GBps * 1e9, bound);
   }
-  EXPECT_GE(points.back().busbw_GBps * 1e9, 0.96 * bound);  // 16 GiB: latency and handshakes cost 4%
+  EXPECT_GE(points.back().busbw_GBps * 1e9, 0.99 * bound);  // 16 GiB: latency costs 0.2%
 }
 
 // Two GeForce GPUs on CPU root ports: no P2P, so NCCL's SHM: each byte leaves one GPU into host
