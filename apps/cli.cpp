@@ -139,6 +139,19 @@ const CLI::Validator kNonEmptyPath(
     },
     "");
 
+CLI::Validator finite_in(std::string_view what, double lo, double hi) {
+  return CLI::Validator(
+      [what = std::string(what), lo, hi](std::string& text) -> std::string {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, std::chars_format::general);
+        if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) || v < lo ||
+            v > hi)
+          return fmt::format("value \"{}\" must be a finite number of {} from {:g} to {:g}", text, what, lo, hi);
+        return "";
+      },
+      "");
+}
+
 CLI::Validator key_range(std::string_view key) {
   const ScenarioKey& k = scenario_key(key);
   const std::int64_t lo = k.min, hi = k.max;
@@ -216,7 +229,7 @@ static double parse_nccl_tests_size(const char* flag, const std::string& text) {
   }
   throw UsageError(fmt::format(
       "{} \"{}\": expected a size > 0: bytes (8), a number with a unit B, kB, MB, GB, TB, PB, KiB, MiB, GiB, "
-      "TiB or PiB (64KiB, 1GiB), or nccl-tests' letters K, M, G, powers of 1024 (128M){}",
+      "TiB or PiB (64KiB, 1GiB), or nccl-tests' letters K, M, G, powers of 1024, after a whole number (128M){}",
       flag, text, size_unit_case_hint(text)));
 }
 

@@ -37,6 +37,9 @@ extern const CLI::Validator kNonEmptyPath;
 // key_range: a flag that takes scenario key `key`'s integer, checked as the scenario checks it:
 // "--pad-to-multiple-of: value \"0\" must be an integer from 1 to 65536".
 CLI::Validator key_range(std::string_view key);
+// finite_in: a flag of a finite number from lo to hi: "--max-flops: value \"nan\" must be a
+// finite number of FLOPs from 1e+06 to 1e+18".
+CLI::Validator finite_in(std::string_view what, double lo, double hi);
 // kPositiveSeconds: a flag of seconds > 0, finite: "--timeout: value \"-1\" must be a number of
 // seconds > 0 (600, 0.5)".
 extern const CLI::Validator kPositiveSeconds;

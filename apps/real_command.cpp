@@ -11,6 +11,8 @@
 #include <optional>
 #include <vector>
 
+#include <unistd.h>
+
 #include "apps/cli.hpp"
 #include "apps/published.hpp"
 #include "apps/scenario_args.hpp"
@@ -145,7 +147,23 @@ struct CalibrateArgs {
   std::string out = "calibration.yaml";
 };
 
+// check_writable_file: `path` can be written (its folder exists and takes files, and it is not a
+// folder), checked before minutes of measuring rather than after.
+void check_writable_file(const char* flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_directory(p, ec))
+    throw UsageError(fmt::format("{} {}: is a folder; expected a file to write", flag, path));
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  if (!fs::is_directory(dir, ec))
+    throw UsageError(fmt::format("{} {}: folder {} does not exist", flag, path, dir.string()));
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw UsageError(fmt::format("{} {}: folder {} is not writable", flag, path, dir.string()));
+}
+
 void calibrate_command(const CalibrateArgs& a) {
+  check_writable_file("--out", a.out);
   real::CalibrateOptions o = a.sweep;
   o.min_bytes = parse_nccl_tests_size_flag("--min-bytes", a.min_bytes);
   o.max_bytes = parse_nccl_tests_size_flag("--max-bytes", a.max_bytes);
@@ -193,10 +211,10 @@ void validate_command(const ValidateArgs& va) {
             fmt::format("--{}: --published validates against published measurements, not a scenario", key));
     for (const CLI::Option* o : va.run_only)
       if (o->count() > 0)
-        throw UsageError(fmt::format(
-            "{}: --published prints its tables (--csv FILE and --confidence FILE write them); {} is for "
-            "running a scenario with --calibration",
-            o->get_name(), o->get_name()));
+        throw UsageError(
+            fmt::format("{}: --published prints its tables (--csv FILE and --confidence FILE write them); {} is for "
+                        "running a scenario with --calibration",
+                        o->get_name(), o->get_name()));
     run_published(va.published_args, std::cout);
     return;
   }
@@ -213,9 +231,9 @@ void validate_command(const ValidateArgs& va) {
     throw ConfigError(fmt::format(
         "calibration {}: its GEMMs were timed in {} (hardware.precision), the scenario runs {}; {}", s.calibration,
         cal.precision, s.precision,
-        cal.backend == "cpu" ? fmt::format("the CPU backend computes in fp32 only: give --precision {}", cal.precision)
-                             : fmt::format("calibrate with --precision {}, or give --precision {}", s.precision,
-                                           cal.precision)));
+        cal.backend == "cpu"
+            ? fmt::format("the CPU backend computes in fp32 only: give --precision {}", cal.precision)
+            : fmt::format("calibrate with --precision {}, or give --precision {}", s.precision, cal.precision)));
   real::Runtime rt(a.launch);
   if (rt.world() > 1 && !cal.collective_time(Collective::kAllreduce, rt.world(), 1.0)) {
     int measured = 0;
@@ -273,9 +291,9 @@ void register_real_commands(CLI::App& app) {
   cal->add_option("--min-bytes", ca->min_bytes, "Smallest collective/copy size (default 8)");
   cal->add_option("--max-bytes", ca->max_bytes, "Largest collective/copy size (default 1GiB)");
   cal->add_option("--step-factor", ca->sweep.step_factor, "Size multiplier between rows (default 4)")
-      ->check(CLI::Range(1.01, 1e6));
+      ->check(finite_in("a size multiplier", 1.01, 1e6));
   cal->add_option("--max-flops", ca->sweep.max_flops, "Largest GEMM in FLOPs (default 1e12 GPU, 2e10 CPU)")
-      ->check(CLI::PositiveNumber);
+      ->check(finite_in("FLOPs", 1e6, 1e18));
   cal->add_option("--repeats", ca->sweep.repeats, "Timed runs per size after a warm-up (default 5)")
       ->check(kPositiveInteger);
   cal->add_option("--precision", ca->sweep.precision,

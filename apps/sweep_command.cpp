@@ -57,13 +57,21 @@ void register_sweep_command(CLI::App& app) {
     for (const std::string& text : a->options.vary) {
       const std::string key = parse_vary(text).key;
       if (const auto f = a->scenario.given.find(key); f != a->scenario.given.end() && f->second->count() > 0) {
-        throw UsageError(fmt::format("{} and --vary {} both set {}; give one of them (--vary lists every value the "
-                                     "sweep takes)",
-                                     f->second->get_name(), key, key));
+        throw UsageError(
+            fmt::format("{} and --vary {} both set {}; give one of them (--vary lists every value the "
+                        "sweep takes)",
+                        f->second->get_name(), key, key));
       }
       for (const std::string& item : a->scenario.nccl) {
         if (item.substr(0, item.find('=')) == key)
           throw UsageError(fmt::format("--nccl {} and --vary {} both set {}; give one of them", item, key, key));
+      }
+      // The scenario file's value would be dropped the same way: said at its line.
+      if (const std::optional<int> line = file_line_of(a->scenario, key)) {
+        throw UsageError(
+            fmt::format("{}:{}: {} is set here and by --vary {}; give one of them (--vary lists every "
+                        "value the sweep takes)",
+                        a->scenario.file, *line, key, key));
       }
     }
     const sweep::SweepStats st = sweep::run_sweep(run);

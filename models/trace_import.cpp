@@ -65,29 +65,32 @@ std::vector<Event> complete_events(const json& list, const std::string& origin) 
     const bool gpu = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
     if (ts == e.end() || !ts->is_number() || dur == e.end() || !dur->is_number()) {
       if (!step && !gpu) continue;  // not an event gradsync reads the time of
-      throw DataError(fmt::format("{}: traceEvents[{}] \"{}\": \"ts\" and \"dur\" must be numbers (microseconds); "
-                                  "got ts {} and dur {}",
-                                  origin, at, name->get<std::string>(), ts == e.end() ? "missing" : ts->dump(),
-                                  dur == e.end() ? "missing" : dur->dump()));
+      throw DataError(
+          fmt::format("{}: traceEvents[{}] \"{}\": \"ts\" and \"dur\" must be numbers (microseconds); "
+                      "got ts {} and dur {}",
+                      origin, at, name->get<std::string>(), ts == e.end() ? "missing" : ts->dump(),
+                      dur == e.end() ? "missing" : dur->dump()));
     }
     const double start = ts->get<double>(), length = dur->get<double>();
     if (!std::isfinite(start) || !std::isfinite(length) || length < 0 || length > kMaxEventUs ||
         std::abs(start) > 1e18) {
-      throw DataError(fmt::format("{}: traceEvents[{}] \"{}\": ts {} dur {}; expected a duration of 0 to {} us (a day) "
-                                  "at a finite time",
-                                  origin, at, name->get<std::string>(), ts->dump(), dur->dump(), kMaxEventUs));
+      throw DataError(
+          fmt::format("{}: traceEvents[{}] \"{}\": ts {} dur {}; expected a duration of 0 to {} us (a day) "
+                      "at a finite time",
+                      origin, at, name->get<std::string>(), ts->dump(), dur->dump(), kMaxEventUs));
     }
     Event ev;
     ev.name = name->get<std::string>();
     ev.cat = text_field(e, "cat");
     ev.start = start;
     ev.end = start + length;
-    if (const auto args = e.find("args"); gpu && args != e.end() &&
-                                            (!args->is_object() || (args->contains("correlation") &&
-                                                                    !(*args)["correlation"].is_number_integer()))) {
-      throw DataError(fmt::format("{}: traceEvents[{}] \"{}\" ({}): args {}; expected an object whose \"correlation\" is "
-                                  "an integer (the launch that queued it)",
-                                  origin, at, ev.name, cat, args->dump()));
+    if (const auto args = e.find("args");
+        gpu && args != e.end() &&
+        (!args->is_object() || (args->contains("correlation") && !(*args)["correlation"].is_number_integer()))) {
+      throw DataError(
+          fmt::format("{}: traceEvents[{}] \"{}\" ({}): args {}; expected an object whose \"correlation\" is "
+                      "an integer (the launch that queued it)",
+                      origin, at, ev.name, cat, args->dump()));
     }
     if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
       if (const auto c = args->find("correlation"); c != args->end() && c->is_number_integer())
@@ -211,10 +214,17 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
         // prof.step() numbers its steps: ProfilerStep#<N>.
         const std::string n = e.name.substr(std::string_view("ProfilerStep#").size());
         if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) {
-          throw DataError(fmt::format("{}: event \"{}\": expected ProfilerStep#N, N the step's number, as "
-                                      "prof.step() names them",
-                                      origin, e.name));
+          throw DataError(
+              fmt::format("{}: event \"{}\": expected ProfilerStep#N, N the step's number, as "
+                          "prof.step() names them",
+                          origin, e.name));
         }
+        // A step of no duration holds nothing and would halve every mean.
+        if (!(e.end > e.start))
+          throw DataError(
+              fmt::format("{}: event \"{}\" lasts 0 us; expected a step that holds its forward, "
+                          "backward and optimizer",
+                          origin, e.name));
         steps.push_back(e);
       }
       host.push_back(e);
@@ -230,9 +240,10 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
     std::set<std::string> seen;
     for (const Event& s : steps)
       if (!seen.insert(s.name).second)
-        throw DataError(fmt::format("{}: {} appears twice; expected each step once (prof.step() numbers them): two "
-                                    "traces joined, or one written twice",
-                                    origin, s.name));
+        throw DataError(
+            fmt::format("{}: {} appears twice; expected each step once (prof.step() numbers them): two "
+                        "traces joined, or one written twice",
+                        origin, s.name));
   }
   {
     // Steps follow one another (prof.step() closes one and opens the next): a step inside another
@@ -242,10 +253,10 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
     std::sort(order.begin(), order.end(), [](const Event* a, const Event* b) { return a->start < b->start; });
     for (std::size_t i = 1; i < order.size(); ++i) {
       if (order[i]->start < order[i - 1]->end) {
-        throw DataError(fmt::format("{}: {} starts at {} us, inside {} ({} to {} us); expected steps one after "
-                                    "another, as prof.step() makes them",
-                                    origin, order[i]->name, order[i]->start, order[i - 1]->name, order[i - 1]->start,
-                                    order[i - 1]->end));
+        throw DataError(fmt::format(
+            "{}: {} starts at {} us, inside {} ({} to {} us); expected steps one after "
+            "another, as prof.step() makes them",
+            origin, order[i]->name, order[i]->start, order[i - 1]->name, order[i - 1]->start, order[i - 1]->end));
       }
     }
   }
@@ -310,9 +321,10 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
       // A training step's backward launches kernels (every gradient is one); none on the GPU means
       // the profiled loop is not one (inference, or a backward on the CPU).
       if (b.empty()) {
-        throw DataError(fmt::format("{}: {}'s backward launched no kernel on the GPU (the rest of the step did); expected a "
-                                    "trace of training steps on one GPU",
-                                    origin, step.name));
+        throw DataError(
+            fmt::format("{}: {}'s backward launched no kernel on the GPU (the rest of the step did); expected a "
+                        "trace of training steps on one GPU",
+                        origin, step.name));
       }
       fwd = union_length(f);
       bwd = union_length(b);

@@ -325,6 +325,36 @@ double memory_total() {
   return 0;
 }
 
+// check_host_memory: this process's ranks hold at least their parameters and twice their
+// gradients (the gradients and DDP's buckets) before any activation or workspace; a world that
+// cannot hold that in the host's available memory is refused before it starts, not killed by the
+// kernel's OOM killer partway (Linux overcommits: the allocations themselves succeed).
+void check_host_memory(const RigOptions& o) {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  double available = -1;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") {
+      available = kib * 1024;
+      break;
+    }
+  }
+  if (available < 0) return;  // no /proc: nothing to check against
+  const double per_rank = static_cast<double>(o.parameter_bytes) + 2.0 * static_cast<double>(o.gradient_bytes);
+  const double need = per_rank * o.local;
+  if (need > available) {
+    throw RuntimeError(fmt::format(
+        "host {}: {} CPU rank{} in this process need{} at least {} (each {}: its parameters, gradients and DDP "
+        "buckets, before activations), and the host has {} available; {}",
+        o.host_name, o.local, o.local == 1 ? "" : "s", o.local == 1 ? "s" : "", human_bytes(need),
+        human_bytes(per_rank), human_bytes(available),
+        o.local == 1 ? "the model does not fit this host's memory"
+                     : "use fewer (--world-size) or one process per host (--launch mpi)"));
+  }
+}
+
 class CpuRig final : public Rig {
  public:
   explicit CpuRig(const RigOptions& o) : o_(o) {
@@ -336,6 +366,7 @@ class CpuRig final : public Rig {
       if (launch == Launch::kMpi) mpi::abort(1);
       std::_Exit(1);
     });
+    check_host_memory(o);
     for (int i = 0; i < o.local; ++i) {
       devs_.push_back(std::make_unique<CpuDevice>(o.first_rank + i, rec_, o.parameter_bytes, o.gradient_bytes));
     }

@@ -109,7 +109,8 @@ TEST(TraceImport, CpuTracePhasesAreTheHostSpans) {
 TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
   auto message = [](const std::string& text) { return error_of([&] { read_profiler_trace(text, "t.json"); }); };
   for (const char* empty : {"", " \n"})
-    EXPECT_EQ(message(empty), "t.json: the file is empty: expected the Chrome trace of torch.profiler's export_chrome_trace");
+    EXPECT_EQ(message(empty),
+              "t.json: the file is empty: expected the Chrome trace of torch.profiler's export_chrome_trace");
   EXPECT_EQ(message("{\"traceEvents\": ["),
             "t.json: not JSON (byte 18): expected the Chrome trace of torch.profiler's export_chrome_trace");
   EXPECT_NE(message("[{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 1, \"dur\": 1}]").find("no ProfilerStep#N"),
@@ -118,6 +119,10 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
   EXPECT_NE(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 1, \"dur\": 9}]")
                 .find("ProfilerStep#1 has no backward"),
             std::string::npos);
+  // A step of no duration holds nothing: counted, it would halve every mean.
+  EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 5, \"dur\": 0}]"),
+            "t.json: event \"ProfilerStep#1\" lasts 0 us; expected a step that holds its forward, backward and "
+            "optimizer");
   // Times no profiler writes: named with the event, not imported (1e300 us) or read as "no step".
   EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 1e300}]"),
             "t.json: traceEvents[0] \"ProfilerStep#1\": ts 0 dur 1e+300; expected a duration of 0 to 86400000000 us "
@@ -133,9 +138,10 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
             "t.json: ProfilerStep#1 appears twice; expected each step once (prof.step() numbers them): two traces "
             "joined, or one written twice");
   // A kernel whose time or launch cannot be read was dropped, and the step came out shorter.
-  EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 10}, "
-                    "{\"name\": \"gemm\", \"cat\": \"kernel\", \"ph\": \"X\", \"dur\": 5}]"),
-            "t.json: traceEvents[1] \"gemm\": \"ts\" and \"dur\" must be numbers (microseconds); got ts missing and dur 5");
+  EXPECT_EQ(
+      message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 10}, "
+              "{\"name\": \"gemm\", \"cat\": \"kernel\", \"ph\": \"X\", \"dur\": 5}]"),
+      "t.json: traceEvents[1] \"gemm\": \"ts\" and \"dur\" must be numbers (microseconds); got ts missing and dur 5");
   EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 10}, "
                     "{\"name\": \"gemm\", \"cat\": \"kernel\", \"ph\": \"X\", \"ts\": 1, \"dur\": 5, "
                     "\"args\": {\"correlation\": \"7\"}}]"),

@@ -68,6 +68,12 @@ case "$case_" in
     for s in dp ddp; do grep -q "^$s,1,comm," "$tmp/b/events.csv" || fail "no $s collectives on rank 1"; done
     grep -q '^dp,0,copy,dp:scatter,' "$tmp/b/events.csv" || fail "DP scatter missing"
     echo "--launch local --world-size 2: DP and DDP as threads, both measured"
+    # A world whose parameters and gradients alone exceed the host's available memory is refused
+    # before it starts (Linux would let it allocate, then kill it): 1e6 ranks of ResNet-18.
+    rc=0; "$bin" bench "${small[@]}" --launch local --world-size 1000000 --out "$tmp/huge" >"$tmp/huge.out" 2>&1 || rc=$?
+    [[ $rc == 1 ]] && grep -q "1000000 CPU ranks in this process need at least .*, and the host has .* available; use fewer (--world-size)" "$tmp/huge.out" \
+      || { cat "$tmp/huge.out"; fail "a world beyond the host's memory: rc $rc"; }
+    [[ ! -e "$tmp/huge" ]] || fail "a refused bench left its output folder"
     # One rank: as NCCL with one rank, an allreduce has nothing to combine: each takes microseconds,
     # not the pass over its bucket or the first touch of a rebuilt bucket's memory (14 ms for
     # ResNet-18's 28 MB bucket, which a 2 ms bound tells apart even under a sanitizer).
