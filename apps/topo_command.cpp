@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -388,8 +389,17 @@ void register_topo_command(CLI::App& app) {
   pcie->add_option("--gpu", pc->gpu, "GPU key or alias")->capture_default_str();
   pcie->add_option("--gpus", pc->gpus, "Number of GPUs")->capture_default_str();
   pcie->add_option("--sockets", pc->sockets, "CPU sockets (1 or 2)")->capture_default_str();
-  pcie->add_option("--gpus-per-switch", pc->gpus_per_switch, "GPUs per PCIe switch (0: on CPU root ports)")
-      ->capture_default_str();
+  pcie->add_option("--gpus-per-switch", pc->gpus_per_switch,
+                   "GPUs per PCIe switch, 0: on CPU root ports (default: 2, or fewer where a socket holds fewer)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            int v = -1;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < 0 || v > 16)
+              return fmt::format("value \"{}\" must be an integer from 0 (CPU root ports) to 16", text);
+            return "";
+          },
+          ""));
   pcie->add_flag("--nvlink-bridge", pc->nvlink_bridge, "NVLink bridges joining GPU pairs");
   pcie->add_option("--cpu", pc->cpu, "CPU vendor: intel or amd (NCCL treats them apart)")->capture_default_str();
   pcie->add_option(

@@ -40,7 +40,9 @@ struct PcieOptions {
   std::string gpu = "rtx-4090";
   int gpus = 4;
   int sockets = 2;
-  int gpus_per_switch = 2;
+  // kAutoGpusPerSwitch: 2, or fewer where a socket holds fewer GPUs (2 GPUs over 2 sockets: 1 each).
+  static constexpr int kAutoGpusPerSwitch = -1;
+  int gpus_per_switch = kAutoGpusPerSwitch;
   bool nvlink_bridge = false;
   std::string cpu = "intel";  // the sockets' vendor: intel or amd
   std::string p2p = "auto";   // PCIe peer-to-peer: auto (the GPU's, gpus.yaml), on (a driver that enables it), off

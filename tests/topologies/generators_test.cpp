@@ -110,7 +110,8 @@ TEST(Generators, FatTreeLeavesSpinesAndOversubscription) {
   // Every NIC on one leaf: no uplinks to thin out, and the header says the flag changed nothing.
   const Topology small = generate_fat_tree({.nodes = 4, .node = "dgx-h100", .oversubscription = 2});
   EXPECT_EQ(count(small, VertexKind::kSwitch), 1);
-  EXPECT_NE(small.comment().find("--oversubscription 2 changes nothing: every NIC is on the one leaf"), std::string::npos)
+  EXPECT_NE(small.comment().find("--oversubscription 2 changes nothing: every NIC is on the one leaf"),
+            std::string::npos)
       << small.comment();
 }
 
@@ -166,6 +167,11 @@ TEST(Generators, BadOptions) {
   EXPECT_EQ(error([] { generate_fat_tree({.nodes = 2, .node = "dgx-a100", .nic_bw = "1bps"}); }),
             "--nic-bw 1bps: expected 1kBps to 1PBps per link and direction (NDR InfiniBand is 400Gbps)");
   EXPECT_EQ(error([] { generate_pcie({.sockets = 3}); }), "--sockets 3: expected 1 or 2");
+  // By default a switch takes 2 GPUs, or fewer where a socket holds fewer: `topo generate pcie
+  // --gpus 2` builds (one GPU under each socket's switch); given explicitly, 2 is refused.
+  EXPECT_EQ(generate_pcie({.gpus = 2}).gpu_count(), 2);
+  EXPECT_NE(generate_pcie({.gpus = 2}).comment().find("--gpus-per-switch 1"), std::string::npos);
+  EXPECT_NE(generate_pcie({}).comment().find("--gpus 4 --sockets 2 --gpus-per-switch 2"), std::string::npos);
   // A switch hangs under one socket: 2 GPUs over 2 sockets cannot share one.
   EXPECT_EQ(error([] { generate_pcie({.gpus = 2, .sockets = 2, .gpus_per_switch = 2}); }),
             "--gpus-per-switch 2: the 2 GPUs split over 2 sockets leave 1 GPU on a socket, and a PCIe switch hangs "
