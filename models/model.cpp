@@ -1,0 +1,116 @@
+// model.cpp: the Model's own sums and checks (parameter and buffer sizes, a layer's dims, the
+// sequence length and every size at a given T and batch); parsing is model_loader.cpp.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/checked.hpp"
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "models/model.hpp"
+
+namespace gradsync {
+
+std::int64_t Parameter::numel() const { return checked_product(shape, fmt::format("parameter {} elements", name)); }
+
+std::int64_t Buffer::numel() const { return checked_product(shape, fmt::format("buffer {} elements", name)); }
+
+Bytes Parameter::bytes() const {
+  return static_cast<Bytes>(
+      checked_mul(numel(), static_cast<std::int64_t>(dtype_bytes(dtype)), fmt::format("parameter {} bytes", name)));
+}
+
+Bytes Buffer::bytes() const {
+  return static_cast<Bytes>(
+      checked_mul(numel(), static_cast<std::int64_t>(dtype_bytes(dtype)), fmt::format("buffer {} bytes", name)));
+}
+
+std::int64_t Layer::dim(std::string_view dim_name, std::int64_t t) const {
+  const auto it = dims.find(dim_name);
+  if (it == dims.end()) {
+    throw std::out_of_range(fmt::format("layer {} ({}) has no dim \"{}\"", name, layer_kind_name(kind), dim_name));
+  }
+  return it->second.eval(t);
+}
+
+std::int64_t Model::total_params() const {
+  std::int64_t n = 0;
+  for (const auto& p : parameters) n = checked_add(n, p.numel(), "the model's parameter count");
+  return n;
+}
+
+Bytes Model::parameter_bytes() const {
+  std::int64_t n = 0;
+  for (const auto& p : parameters) n = checked_add(n, static_cast<std::int64_t>(p.bytes()), "the parameters' bytes");
+  return static_cast<Bytes>(n);
+}
+
+Bytes Model::buffer_bytes() const {
+  std::int64_t n = 0;
+  for (const auto& b : buffers) n = checked_add(n, static_cast<std::int64_t>(b.bytes()), "the buffers' bytes");
+  return static_cast<Bytes>(n);
+}
+
+std::int64_t Model::seq_len(std::optional<std::int64_t> t) const {
+  if (!default_seq_len) return 1;
+  return t.value_or(*default_seq_len);
+}
+
+void Model::check_seq_len(std::int64_t t) const {
+  if (!default_seq_len) throw ConfigError(fmt::format("model {} has no sequence length", name));
+  if (t <= *default_seq_len) return;
+  for (const auto& p : parameters) {
+    if (p.name.find("wpe") != std::string::npos || p.name.find("position_embeddings") != std::string::npos) {
+      std::string shape;
+      for (std::size_t i = 0; i < p.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(p.shape[i]);
+      throw ConfigError(fmt::format("model {} has {} positions ({} is [{}])", name, *default_seq_len, p.name, shape));
+    }
+  }
+}
+
+void Model::check_sizes(std::int64_t t, std::int64_t batch) const {
+  const auto at = [&](const std::string& what, const SeqExpr& e, std::int64_t v) {
+    if (v < 0) {
+      throw ConfigError(fmt::format("model {} at T={}: {} \"{}\" is {}; every size must be >= 0 (from {})", name, t,
+                                    what, e.to_string(), v, origin));
+    }
+  };
+  const auto seq = [&](const std::string& what, const SeqExpr& e) { at(what, e, e.eval(t)); };
+  const auto per_batch = [&](const std::string& what, const BatchExpr& e) { at(what, e.e, e.eval(batch, t)); };
+  seq("input bytes", input_bytes);
+  seq("output elements", output_elements);
+  for (const Layer& l : layers) {
+    for (const auto& [dim, e] : l.dims) seq(fmt::format("layer {} {}", l.name, dim), e);
+    for (const SavedTensor& s : l.saved)
+      per_batch(fmt::format("layer {} saved {}", l.name, s.ref.to_string()), s.elements);
+  }
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    const std::string name_i = fmt::format("op {} {}", i, op.name);
+    for (const OpInput& in : op.in) per_batch(name_i + " input " + in.ref.to_string(), in.elements);
+    for (const OpOutput& out : op.out) per_batch(name_i + " output", out.elements);
+    per_batch(name_i + " flops", op.flops);
+    if (op.gemm) {
+      // Each dimension as any size, and their product (the GEMM's multiply-adds, which its
+      // backward's cost is taken from) inside 64 bits as every count is.
+      std::vector<std::int64_t> dims;
+      for (const BatchExpr& g : *op.gemm) {
+        per_batch(name_i + " gemm", g);
+        dims.push_back(g.eval(batch, t));
+      }
+      (void)checked_product(dims, fmt::format("model {} at T={}, B={}: {} gemm [{}] (from {})", name, t, batch, name_i,
+                                              fmt::join(dims, ", "), origin));
+    }
+    if (op.attention) {
+      per_batch(name_i + " heads", op.attention->heads);
+      seq(name_i + " q_len", op.attention->q_len);
+      seq(name_i + " kv_len", op.attention->kv_len);
+      seq(name_i + " head_dim", op.attention->head_dim);
+    }
+  }
+}
+
+}  // namespace gradsync
