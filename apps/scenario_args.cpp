@@ -400,6 +400,18 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
     }
   }
   for (const std::string& inert : inert_settings(model, mode)) h.push_back(inert + ": it changes nothing");
+  // Without an optimizer step, torch.optim's implementation decides only how zero_grad fills the
+  // gradients; where it does not fill them, an implementation other than the release's default
+  // (the scenario arrives resolved: auto is that default) changes nothing.
+  if (ComputeContext fw; s.optimizer == "none") {
+    apply_framework(fw, s);
+    const std::string release_default = fw.foreach ? "foreach" : "for-loop";
+    if (!fw.zero_grad_fill && s.optimizer_impl != release_default)
+      h.push_back(
+          fmt::format("--optimizer-impl {}: --optimizer none runs no optimizer step and zero_grad sets no zeros: it "
+                      "changes nothing",
+                      s.optimizer_impl));
+  }
   try {
     // The scenario says fp32; the run (StrategyResult::precision) says what it ran as.
     if (const GpuSpec& g = gpu_spec(r.gpu); s.precision == "fp32" && r.precision == "tf32")

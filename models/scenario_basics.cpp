@@ -86,6 +86,9 @@ std::string optimizer_text(const Scenario& s) {
   const char* impl = ctx.optimizer_impl == OptimizerImpl::kFused     ? "fused"
                      : ctx.optimizer_impl == OptimizerImpl::kForEach ? "foreach"
                                                                      : "for-loop";
+  // Without an optimizer step the implementation shows only in zero_grad's fill, when it fills.
+  if (s.optimizer == "none" && !ctx.zero_grad_fill)
+    return fmt::format("none{}", s.clip_grad_norm ? " after clip_grad_norm_" : "");
   return fmt::format("{} ({}{}){}", s.optimizer, impl, ctx.zero_grad_fill ? ", zero_grad fills zeros" : "",
                      s.clip_grad_norm ? " after clip_grad_norm_" : "");
 }

@@ -42,6 +42,7 @@ class Runtime {
   int rank() const { return rank_; }                         // this process's first rank
   int local() const { return local_; }                       // devices this process drives
   int processes() const { return processes_; }
+  int hosts() const { return hosts_; }  // hosts the ranks span; 0 when the launch does not tell (file://)
   bool root() const { return rank_ == 0; }
   const std::string& host() const { return host_; }
   const RealOptions& options() const { return o_; }
@@ -57,7 +58,7 @@ class Runtime {
   Launch launch_ = Launch::kLocal;
   std::string launcher_ = "local";
   std::string backend_ = "cpu";
-  int world_ = 1, rank_ = 0, local_ = 1, processes_ = 1, gpu_offset_ = 0;
+  int world_ = 1, rank_ = 0, local_ = 1, processes_ = 1, gpu_offset_ = 0, hosts_ = 0;
   std::string host_;
   std::string init_file_;
   bool mpi_ = false;

@@ -24,9 +24,9 @@ using test::run_printed;
 // PowerSGD's hook is a plain allreduce until start_powerSGD_iter (1000 by default): the header says
 // so when no simulated iteration gets there, and prints the defaults it assumed.
 TEST(Cli, PowerSgdBeforeItsStartIterationIsSaidToBePlain) {
-  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--comm-hook",
-                                "powersgd", "--iterations", "3", "--warmup", "1", "--out",
-                                ::testing::TempDir() + "/gradsync-cli-powersgd"});
+  const Result r =
+      run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--comm-hook", "powersgd",
+                   "--iterations", "3", "--warmup", "1", "--out", ::testing::TempDir() + "/gradsync-cli-powersgd"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("comm hook powersgd:rank=1,start_iter=1000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("# PowerSGD compresses from iteration 1001 (start_powerSGD_iter; PowerSGDState's default is "
@@ -43,13 +43,13 @@ TEST(Cli, AMeasuredStepOnAnotherGpuIsSaidToBeUsedAsMeasured) {
                  "gpt2", "--batch", "16", "--gpu", "h200", "--precision", "bf16", "-o", model})
                 .code,
             0);
-  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", model, "--topology", "dgx-h100", "--gpus",
-                                "2", "--iterations", "2", "--warmup", "1", "--out",
-                                ::testing::TempDir() + "/gradsync-cli-measured"});
+  const Result r =
+      run_printed({"simulate", "--strategy", "ddp", "--model", model, "--topology", "dgx-h100", "--gpus", "2",
+                   "--iterations", "2", "--warmup", "1", "--out", ::testing::TempDir() + "/gradsync-cli-measured"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("'s compute times were measured on NVIDIA H200 (validation/gpu/h200-2026-11-27/"
-                               "steps_gpt2-bf16-sdpa.json.gz, batch 16): used as measured, in proportion to batch on "
-                               "every h100-sxm5-80gb (gradsync does not move a measured step to another GPU)"),
+                       "steps_gpt2-bf16-sdpa.json.gz, batch 16): used as measured, in proportion to batch on "
+                       "every h100-sxm5-80gb (gradsync does not move a measured step to another GPU)"),
             std::string::npos)
       << r.out;
   std::remove(model.c_str());
@@ -75,22 +75,22 @@ TEST(Cli, FewIterationsWithoutWarmupLeaveOneSteadyIteration) {
   EXPECT_NE(r.out.find("# simulated 2 iterations; steady = mean of iterations 2..2;"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("the steady mean includes iteration 1"), std::string::npos) << r.out;
   // One iteration: its mean is iteration 1, which the header says is not a steady step.
-  const Result one = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2",
-                                  "--iterations", "1", "--out", ::testing::TempDir() + "/gradsync-cli-iterations"});
+  const Result one = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations",
+                                  "1", "--out", ::testing::TempDir() + "/gradsync-cli-iterations"});
   EXPECT_EQ(one.code, 0) << one.err;
   EXPECT_NE(one.out.find("# simulated 1 iteration; steady = mean of iterations 1..1;"), std::string::npos) << one.out;
   EXPECT_NE(one.out.find("# the steady mean includes iteration 1, which is not a steady step"), std::string::npos)
       << one.out;
-  expect_error({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations", "2", "--warmup",
-                "2"},
-               2, "warmup \"2\": expected 0..1 (fewer than iterations 2, so that a steady iteration is left)\n");
+  expect_error(
+      {"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations", "2", "--warmup", "2"}, 2,
+      "warmup \"2\": expected 0..1 (fewer than iterations 2, so that a steady iteration is left)\n");
 }
 
 // static_graph rebuilds DDP's buckets for iteration 3: a steady mean from iteration 2 says so.
 TEST(Cli, StaticGraphsConstructedBucketsInTheSteadyMeanAreSaid) {
-  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations",
-                                "4", "--warmup", "1", "--static-graph", "--out",
-                                ::testing::TempDir() + "/gradsync-cli-static-graph"});
+  const Result r =
+      run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations", "4",
+                   "--warmup", "1", "--static-graph", "--out", ::testing::TempDir() + "/gradsync-cli-static-graph"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("# the steady mean includes iteration 2, on DDP's constructed buckets: with static_graph the "
                        "Reducer rebuilds them for iteration 3; --warmup 2 leaves it out\n"),
@@ -113,7 +113,8 @@ TEST(Cli, FlashAttentionInFloat32IsRefused) {
       "FlashAttention runs in fp16 and bf16 only, not tf32; F.scaled_dot_product_attention takes its "
       "memory-efficient kernel for float32 inputs: expected attention mem-efficient or math, or precision bf16 or "
       "fp16\n";
-  const Result show = run({"models", "show", "nanogpt", "--gpu", "h200", "--precision", "tf32", "--attention", "flash"});
+  const Result show =
+      run({"models", "show", "nanogpt", "--gpu", "h200", "--precision", "tf32", "--attention", "flash"});
   EXPECT_EQ(show.code, 2);
   EXPECT_EQ(show.err.substr(0, show.err.find('\n') + 1), "error: --attention: " + why) << show.err;
   const Result sim = run({"simulate", "--strategy", "ddp", "--model", "nanogpt", "--gpus", "2", "--precision", "tf32",
@@ -146,8 +147,9 @@ TEST(Cli, WordValuesTakeAnyCase) {
 
 // A bucket cap under 16 KiB is said in the bytes DDP caps it at, not as a fraction of a MiB.
 TEST(Cli, ATinyFirstBucketIsSaidInBytes) {
-  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--bucket-cap-mb",
-                                "0.0001", "--iterations", "2", "--warmup", "1", "--out", testing::TempDir() + "/tiny-cap"});
+  const Result r =
+      run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--bucket-cap-mb", "0.0001",
+                   "--iterations", "2", "--warmup", "1", "--out", testing::TempDir() + "/tiny-cap"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("# DDP: bucket_cap_mb 0.0001, first bucket 104 B, "), std::string::npos) << r.out;
 }
@@ -162,11 +164,13 @@ TEST(Cli, ModelsShowJsonHasTheStep) {
   const nlohmann::json j = nlohmann::json::parse(json.out);
   const double step = j.at("step_s").get<double>();
   EXPECT_GT(step, 0.0);
-  EXPECT_LE(step, j.at("forward_s").get<double>() + j.at("backward_s").get<double>() + j.at("optimizer_s").get<double>());
+  EXPECT_LE(step,
+            j.at("forward_s").get<double>() + j.at("backward_s").get<double>() + j.at("optimizer_s").get<double>());
   EXPECT_DOUBLE_EQ(j.at("samples_per_s").get<double>(), 32.0 / step);
   EXPECT_FALSE(j.contains("tokens_per_s"));  // an image model
   EXPECT_NE(text.out.find(fmt::format("{:.4g} samples/s", 32.0 / step)), std::string::npos) << text.out;
-  const nlohmann::json g = nlohmann::json::parse(run_printed({"models", "show", "gpt2", "--gpu", "a100", "--json"}).out);
+  const nlohmann::json g =
+      nlohmann::json::parse(run_printed({"models", "show", "gpt2", "--gpu", "a100", "--json"}).out);
   EXPECT_DOUBLE_EQ(g.at("tokens_per_s").get<double>(),
                    g.at("batch").get<double>() * g.at("seq_len").get<double>() / g.at("step_s").get<double>());
 }
@@ -175,26 +179,55 @@ TEST(Cli, ModelsShowJsonHasTheStep) {
 // (precision, GPU) do not apply to it: the flag is said to change nothing rather than refused.
 TEST(Cli, FlashAttentionOnAModelWithoutAttentionChangesNothing) {
   for (const char* precision : {"fp32", "tf32"}) {
-    const Result show = run_printed({"models", "show", "resnet50", "--gpu", "v100", "--precision", precision, "--attention", "flash"});
+    const Result show =
+        run_printed({"models", "show", "resnet50", "--gpu", "v100", "--precision", precision, "--attention", "flash"});
     EXPECT_EQ(show.code, 0) << show.err;
     EXPECT_NE(show.out.find("# --attention flash: resnet50 has no attention layer: it changes nothing\n"),
               std::string::npos)
         << show.out;
   }
-  const Result sim = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--topology", "dgx1-v100", "--gpus",
-                          "2", "--precision", "fp32", "--attention", "flash", "--iterations", "2", "--warmup", "1",
-                          "--out", testing::TempDir() + "/flash-resnet"});
+  const Result sim = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--topology", "dgx1-v100",
+                                  "--gpus", "2", "--precision", "fp32", "--attention", "flash", "--iterations", "2",
+                                  "--warmup", "1", "--out", testing::TempDir() + "/flash-resnet"});
   EXPECT_EQ(sim.code, 0) << sim.err;
   EXPECT_NE(sim.out.find("# --attention flash: resnet18 has no attention layer: it changes nothing"), std::string::npos)
       << sim.out;
 }
 
+// Without an optimizer step, torch.optim's implementation shows only in how zero_grad fills the
+// gradients: with set_to_none (PyTorch 2.x's default) a given one is said to change nothing, the
+// header names no implementation, and with set_to_none=False it is kept (it decides the fill).
+TEST(Cli, AnOptimizerImplementationWithoutAnOptimizerChangesNothing) {
+  const Result fused = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2",
+                                    "--optimizer", "none", "--optimizer-impl", "fused", "--iterations", "2", "--warmup",
+                                    "1", "--out", testing::TempDir() + "/optimizer-none-fused"});
+  EXPECT_EQ(fused.code, 0) << fused.err;
+  EXPECT_NE(fused.out.find(
+                "# --optimizer-impl fused: --optimizer none runs no optimizer step and zero_grad sets no zeros: it "
+                "changes nothing\n"),
+            std::string::npos)
+      << fused.out;
+  const Result plain =
+      run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--optimizer", "none",
+                   "--iterations", "2", "--warmup", "1", "--out", testing::TempDir() + "/optimizer-none-auto"});
+  EXPECT_EQ(plain.code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("--optimizer-impl"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find(", bf16, none, eager,"), std::string::npos) << plain.out;
+  const Result fill = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--optimizer",
+                                   "none", "--optimizer-impl", "for-loop", "--set-to-none", "false", "--iterations",
+                                   "2", "--warmup", "1", "--out", testing::TempDir() + "/optimizer-none-fill"});
+  EXPECT_EQ(fill.code, 0) << fill.err;
+  EXPECT_EQ(fill.out.find("--optimizer-impl"), std::string::npos) << fill.out;
+  EXPECT_NE(fill.out.find(", none (for-loop, zero_grad fills zeros),"), std::string::npos) << fill.out;
+}
+
 // PyTorch's FlashAttention-2 kernels need compute capability 8.0 (7.5 for 2.0 and 2.1's
 // FlashAttention): flash on a V100 is refused as in fp32, naming the GPU and the release.
 TEST(Cli, FlashAttentionOnAGpuItsKernelsDoNotRunOn) {
-  expect_error({"models", "show", "gpt2", "--gpu", "v100", "--attention", "flash"}, 2,
-               "--attention: FlashAttention needs compute capability 8.0 or later in PyTorch 2.11; the NVIDIA Tesla V100 "
-               "SXM2 32GB is 7.0, where F.scaled_dot_product_attention takes its memory-efficient kernel");
+  expect_error(
+      {"models", "show", "gpt2", "--gpu", "v100", "--attention", "flash"}, 2,
+      "--attention: FlashAttention needs compute capability 8.0 or later in PyTorch 2.11; the NVIDIA Tesla V100 "
+      "SXM2 32GB is 7.0, where F.scaled_dot_product_attention takes its memory-efficient kernel");
   expect_error({"compare", "--model", "gpt2", "--topology", "dgx1-v100", "--gpus", "2", "--attention", "flash",
                 "--pytorch-version", "2.1"},
                2, "attention \"flash\": FlashAttention needs compute capability 7.5 or later in PyTorch 2.1");

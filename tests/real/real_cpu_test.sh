@@ -230,6 +230,17 @@ case "$case_" in
     [[ $rc == 2 ]] && grep -q 'DataParallel runs in one process' "$tmp/out" || { cat "$tmp/out"; fail "dp under mpirun: $rc"; }
     rc=0; mpirun -np 2 "$bin" bench "${small[@]}" --world-size 3 --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
     [[ $rc == 2 ]] && grep -q -- '--world-size 3: mpirun started 2 ranks' "$tmp/out" || { cat "$tmp/out"; fail "world size: $rc"; }
+    # torchrun's --nnodes / --nproc-per-node describe the launch that ran; they are recorded with it.
+    rc=0; mpirun -np 2 "$bin" bench "${small[@]}" --nnodes 2 --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc == 2 ]] && grep -q 'nnodes 2: this run has 2 ranks on 1 host; expected 1 or leave nnodes unset' "$tmp/out" ||
+      { cat "$tmp/out"; fail "nnodes under mpirun: $rc"; }
+    rc=0; "$bin" bench "${small[@]}" --launch local --world-size 2 --nproc-per-node 1 --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc == 2 ]] && grep -q 'nproc_per_node 1: this run has 2 ranks on 1 host; expected 2 or leave nproc_per_node unset' "$tmp/out" ||
+      { cat "$tmp/out"; fail "nproc_per_node as threads: $rc"; }
+    mpirun -np 2 "$bin" bench "${small[@]}" --strategy ddp --nnodes 1 --nproc-per-node 2 --out "$tmp/hosts" >"$tmp/out" 2>&1 ||
+      { cat "$tmp/out"; fail "nnodes 1 x nproc_per_node 2 under mpirun -np 2"; }
+    awk -F, 'NR==1 { for (i = 1; i <= NF; i++) c[$i] = i; next } { print $c["nnodes"] "x" $c["nproc_per_node"] }' \
+      "$tmp/hosts/summary.csv" | grep -qx '1x2' || { cat "$tmp/hosts/summary.csv"; fail "nnodes and nproc_per_node not recorded"; }
     rc=0; "$bin" bench "${small[@]}" --precision bf16 --backend cpu --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
     # A flag's value that the machine cannot run: the command line's error (exit 2), as in simulate.
     [[ $rc == 2 ]] && grep -q 'the CPU backend computes in fp32' "$tmp/out" || { cat "$tmp/out"; fail "bf16 on cpu: $rc"; }
