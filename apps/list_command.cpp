@@ -32,12 +32,14 @@ void list_gpus(std::ostream& out) {
     t.add_row({g.key, std::to_string(g.sms), fmt::format("{:.0f}", static_cast<double>(g.memory_bytes) / (1ull << 30)),
                // TF32 tensor cores came with Ampere (8.0): before, tf32 runs as fp32 ("-", as bf16).
                fmt::format("{:.0f}", g.memory_bandwidth_Bps / 1e9), tflops(g.fp32_flops),
-               g.sm_version >= 80 ? tflops(g.tf32_flops) : std::string("-"),
-               tflops(g.bf16_flops), tflops(g.fp16_flops),
-               g.nvlink_links > 0 ? fmt::format("{} x {:.0f}", g.nvlink_links, g.nvlink_bw_Bps / 1e9) : "-",
+               g.sm_version >= 80 ? tflops(g.tf32_flops) : std::string("-"), tflops(g.bf16_flops), tflops(g.fp16_flops),
+               g.nvlink_links > 0 ? fmt::format("{} x {:.0f}{}", g.nvlink_links, g.nvlink_bw_Bps / 1e9,
+                                                g.nvlink_bridge ? " bridge" : "")
+                                  : "-",
                fmt::format("gen{} x{}{}", g.pcie_gen, g.pcie_lanes, g.pcie_p2p ? "" : ", no P2P"), g.name});
   }
-  t.print(out, {"gradsync list gpus: topologies/hardware/gpus.yaml (dense peaks; nvlink: links x GB/s per direction); "
+  t.print(out, {"gradsync list gpus: topologies/hardware/gpus.yaml (dense peaks; nvlink: links x GB/s per direction, "
+                "bridge: to one other board); "
                 "--gpu and topology files take the key or an alias"});
 }
 

@@ -115,6 +115,9 @@ NodeParts add_dgx1_node(Builder& b, const std::string& prefix, const std::string
 const GpuSpec& nvlink_gpu(const std::string& key, const char* generator) {
   const GpuSpec& g = spec_of(key, "--gpu");
   need(g.nvlink_links > 0, fmt::format("--gpu {}: {} has no NVLink; {} needs NVLink GPUs", key, g.name, generator));
+  need(!g.nvlink_bridge, fmt::format("--gpu {}: {} is a PCIe board whose NVLink is a bridge to one other board; {} "
+                                     "holds SXM modules (topo generate pcie --nvlink-bridge pairs such boards)",
+                                     key, g.name, generator));
   return g;
 }
 
@@ -136,8 +139,8 @@ double bandwidth_flag(const std::string& text, const char* flag) {
   // The bounds the topology reader puts on every link (topology_attributes.cpp), so that what is
   // generated loads again.
   if (bps < 1e3 || bps > 1e15) {
-    throw ConfigError(fmt::format("{} {}: expected 1kBps to 1PBps per link and direction (NDR InfiniBand is 400Gbps)",
-                                  flag, text));
+    throw ConfigError(
+        fmt::format("{} {}: expected 1kBps to 1PBps per link and direction (NDR InfiniBand is 400Gbps)", flag, text));
   }
   return bps;
 }

@@ -9,9 +9,9 @@
 #include <set>
 #include <span>
 
-#include "core/text.hpp"
 #include "core/embedded_file.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "core/yaml_reader.hpp"
 
 namespace gradsync {
@@ -35,9 +35,10 @@ double GpuSpec::peak_flops(Precision p) const {
   // Before Ampere (sm_80) there are no TF32 tensor cores either: allow_tf32 runs those GPUs' float32
   // as it is, so tf32 is no alternative there.
   if (sm_version > 0 && sm_version < 80)
-    throw ConfigError(fmt::format("GPU {} ({}) has no {} tensor cores; use {} (tf32 would run as fp32: TF32 tensor "
-                                  "cores came with Ampere)",
-                                  key, name, precision_name(p), fp16_flops ? "fp16 or fp32" : "fp32"));
+    throw ConfigError(
+        fmt::format("GPU {} ({}) has no {} tensor cores; use {} (tf32 would run as fp32: TF32 tensor "
+                    "cores came with Ampere)",
+                    key, name, precision_name(p), fp16_flops ? "fp16 or fp32" : "fp32"));
   throw ConfigError(fmt::format("GPU {} ({}) has no {} tensor cores; use fp32, tf32{}", key, name, precision_name(p),
                                 fp16_flops ? " or fp16" : ""));
 }
@@ -86,7 +87,8 @@ std::vector<GpuSpec> parse_gpu_specs(std::string_view text, const std::string& o
     g.memory_bytes = r.size(r.required(n, where, "memory"), where, "memory");
     g.memory_bandwidth_Bps = r.bandwidth(r.required(n, where, "memory_bandwidth"), where, "memory_bandwidth");
     if (const YAML::Node nv = n["nvlink"]) {
-      r.only_keys(nv, where + ".nvlink", {"links", "per_link"});
+      r.only_keys(nv, where + ".nvlink", {"links", "per_link", "bridge"});
+      if (nv["bridge"]) g.nvlink_bridge = r.boolean(nv["bridge"], where + ".nvlink", "bridge");
       g.nvlink_links =
           static_cast<int>(r.positive_int(r.required(nv, where + ".nvlink", "links"), where + ".nvlink", "links"));
       g.nvlink_bw_Bps = r.bandwidth(r.required(nv, where + ".nvlink", "per_link"), where + ".nvlink", "per_link");

@@ -32,6 +32,9 @@ struct GpuSpec {
   double memory_bandwidth_Bps = 0;
   int nvlink_links = 0;
   double nvlink_bw_Bps = 0;  // per link per direction
+  // nvlink_bridge: the NVLink is a bridge joining two PCIe boards (A100/H100 PCIe, A40, TITAN RTX,
+  // RTX 2080 Ti/3090), not an SXM module's links to an NVSwitch baseboard or the DGX-1 mesh.
+  bool nvlink_bridge = false;
   int pcie_gen = 0;
   int pcie_lanes = 0;
   // pcie_p2p: whether the GPU supports peer-to-peer over PCIe (cudaDeviceCanAccessPeer through a

@@ -7,6 +7,7 @@
 #include "topologies/bisection.hpp"
 #include "topologies/channels.hpp"
 #include "topologies/generators.hpp"
+#include "topologies/gpu_spec.hpp"
 #include "topologies/routes.hpp"
 
 namespace gradsync {
@@ -161,6 +162,20 @@ std::string error(auto f) {
 TEST(Generators, BadOptions) {
   EXPECT_EQ(error([] { generate_nvswitch({.gpu = "rtx-4090"}); }),
             "--gpu rtx-4090: NVIDIA GeForce RTX 4090 has no NVLink; an NVSwitch fabric needs NVLink GPUs");
+  // A PCIe board's NVLink is a bridge to one other board: no NVSwitch baseboard or DGX-1 mesh holds it.
+  EXPECT_EQ(error([] { generate_nvswitch({.gpu = "h100-pcie"}); }),
+            "--gpu h100-pcie: NVIDIA H100 PCIe 80GB is a PCIe board whose NVLink is a bridge to one other board; an "
+            "NVSwitch fabric holds SXM modules (topo generate pcie --nvlink-bridge pairs such boards)");
+  EXPECT_EQ(error([] { generate_nvlink_mesh({.gpu = "a100-pcie-40gb"}); }),
+            "--gpu a100-pcie-40gb: NVIDIA A100 PCIe 40GB is a PCIe board whose NVLink is a bridge to one other "
+            "board; the DGX-1 cube-mesh holds SXM modules (topo generate pcie --nvlink-bridge pairs such boards)");
+  for (const GpuSpec& g : gpu_specs()) {
+    // Every SXM module (named so) is on a baseboard; every bridged board is a PCIe or GeForce card.
+    EXPECT_FALSE(g.nvlink_bridge && g.name.find("SXM") != std::string::npos) << g.key;
+    if (g.key.find("pcie") != std::string::npos) {
+      EXPECT_TRUE(g.nvlink_links == 0 || g.nvlink_bridge) << g.key;
+    }
+  }
   EXPECT_EQ(error([] { generate_nvswitch({.gpus = 0}); }), "--gpus 0: expected 1 to 72 GPUs on one NVSwitch fabric");
   EXPECT_EQ(error([] { generate_nvswitch({.nic_bw = "-1Gbps"}); }), "--nic-bw: bandwidth \"-1Gbps\" must be > 0");
   // What the topology reader would refuse is refused here, not written.
