@@ -3,6 +3,7 @@
 #include "sweep/sweep.hpp"
 
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -130,6 +132,8 @@ class Progress {
   void interrupted() {
     if (tty_ && done_ != total_) out_ << '\n';
   }
+  int finished() const { return done_; }
+  int total() const { return total_; }
 
  private:
   static std::string clock(double s) {
@@ -159,6 +163,49 @@ CsvRow with_results(const Point& p, const CsvRow& done) {
   return row;
 }
 
+// Interruption. Ctrl-C (SIGINT) or SIGTERM while points run: the points saved so far stay in
+// summary.csv (each is written as it finishes), the running children are killed, and the sweep
+// ends with a message saying how to finish it (--resume) and the shell's status for the signal
+// (128 + its number). A signal the caller ignored (nohup, a background job) stays ignored.
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+class Interrupted : public RuntimeError {
+ public:
+  Interrupted(const std::string& what, int sig) : RuntimeError(what), sig_(sig) {}
+  int exit_code() const noexcept override { return 128 + sig_; }
+  int signal() const noexcept { return sig_; }
+
+ private:
+  int sig_;
+};
+
+// SignalGuard: on_signal for SIGINT and SIGTERM while it lives (not restarting poll), the
+// previous dispositions after.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    g_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 2; ++i) {
+      ::sigaction(kSignals[i], nullptr, &old_[i]);
+      if (old_[i].sa_handler != SIG_IGN) ::sigaction(kSignals[i], &sa, nullptr);
+    }
+  }
+  ~SignalGuard() {
+    for (int i = 0; i < 2; ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+
+ private:
+  static constexpr int kSignals[2] = {SIGINT, SIGTERM};
+  struct sigaction old_[2]{};
+};
+
 // run_groups simulates `todo` with up to `jobs` children at once, saving each finished point.
 void run_groups(const std::vector<const Group*>& todo, int jobs, SweepCsvReporter& csv, Progress& progress) {
   struct Running {
@@ -180,6 +227,8 @@ void run_groups(const std::vector<const Group*>& todo, int jobs, SweepCsvReporte
     if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
       throw RuntimeError(fmt::format("sweep: poll: {}", std::strerror(errno)));
     }
+    // A child that the same Ctrl-C ended is not a failed point: nothing more is recorded.
+    if (g_signal != 0) throw Interrupted("", g_signal);
     for (std::size_t i = running.size(); i-- > 0;) {
       if (fds[i].revents == 0 || !running[i].child->read_some()) continue;
       Running r = std::move(running[i]);
@@ -375,7 +424,20 @@ SweepStats run_sweep(const SweepOptions& o) {
   }
   Progress progress(*o.progress, mine, done_before);
   csv.save();
-  run_groups(todo, o.jobs, csv, progress);
+  try {
+    const SignalGuard guard;
+    run_groups(todo, o.jobs, csv, progress);
+  } catch (const Interrupted& e) {
+    progress.interrupted();
+    const int left = progress.total() - progress.finished();
+    throw Interrupted(
+        fmt::format("sweep interrupted ({}) with {} of {} point{} done{}; the finished ones are saved in {}/; the same "
+                    "command with --resume simulates the other {}",
+                    e.signal() == SIGINT ? "SIGINT: Ctrl-C" : "SIGTERM", progress.finished(), progress.total(),
+                    progress.total() == 1 ? "" : "s", w.size > 1 ? fmt::format(" on rank {}", w.rank) : "", o.out,
+                    left),
+        e.signal());
+  }
   if (w.rank != 0) return stats;  // rank 0 writes the outputs
 
   SweepCsvReporter all(summary);

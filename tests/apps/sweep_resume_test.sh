@@ -53,6 +53,27 @@ fi
 cmp "$tmp/full/summary.csv" "$tmp/killed/summary.csv" || { echo "FAIL: resumed summary.csv differs" >&2; exit 1; }
 cmp "$tmp/full/result.json" "$tmp/killed/result.json" || { echo "FAIL: resumed result.json differs" >&2; exit 1; }
 
+# SIGTERM (as Ctrl-C's SIGINT, which a script's background job ignores): the running children are
+# stopped, no point is recorded as failed, and the sweep says how to finish, with the shell's status
+# for the signal (128 + 15); --resume then finishes it as an uninterrupted sweep would.
+setsid "$bin" "${args[@]}" --out "$tmp/term" >/dev/null 2>"$tmp/term.err" &
+pid=$!
+for _ in $(seq 1 1200); do
+  [[ -f "$tmp/term/summary.csv" && $(( $(wc -l <"$tmp/term/summary.csv") - 1 )) -ge 3 ]] && break
+  sleep 0.05
+done
+kill -TERM -- "-$pid" 2>/dev/null || true
+rc=0; wait "$pid" || rc=$?
+saved=$(( $(wc -l <"$tmp/term/summary.csv") - 1 ))
+if [[ $saved -lt $total ]]; then
+  [[ $rc == 143 ]] || { cat "$tmp/term.err" >&2; echo "FAIL: SIGTERM gave exit $rc" >&2; exit 1; }
+  grep -q "^error: sweep interrupted (SIGTERM) with $saved of $total points done; the finished ones are saved in $tmp/term/; the same command with --resume simulates the other $(( total - saved ))$" "$tmp/term.err" ||
+    { cat "$tmp/term.err" >&2; echo "FAIL: no interruption message" >&2; exit 1; }
+  grep -q ',failed,' "$tmp/term/summary.csv" && { echo "FAIL: an interrupted point was recorded as failed" >&2; exit 1; }
+  "$bin" "${args[@]}" --resume --out "$tmp/term" >/dev/null 2>/dev/null
+  cmp "$tmp/full/summary.csv" "$tmp/term/summary.csv" || { echo "FAIL: summary.csv resumed after SIGTERM differs" >&2; exit 1; }
+fi
+
 # Another sweep in the same folder: --resume refuses, naming the file and line.
 if "$bin" sweep --model gpt2 --iterations 2 --warmup 1 --vary gpus=2,4 --resume --out "$tmp/full" >/dev/null 2>"$tmp/other.err"; then
   echo "FAIL: --resume accepted another sweep's summary.csv" >&2
