@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <algorithm>
 #include <set>
 
 #include "core/error.hpp"
@@ -90,8 +90,16 @@ double number_of(const json& v) {
 // expand_range: the values of a range of key k, each checked as the key's flag checks it.
 std::vector<json> expand_range(const ScenarioKey& k, const Range& r, const std::string& item) {
   const bool whole = k.kind == KeyKind::kCount;
-  const json from = parse_key_value(k, r.from);
-  const json to = parse_key_value(k, r.to);
+  // Each end as the key's flag takes it, named as an end of the range.
+  const auto end_value = [&](const std::string& text, const char* which) {
+    try {
+      return parse_key_value(k, text);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("range \"{}\": its {} \"{}\": {}", item, which, text, e.what()));
+    }
+  };
+  const json from = end_value(r.from, "start");
+  const json to = end_value(r.to, "end");
   double step = 0;
   {
     auto [end, ec] = std::from_chars(r.step.data(), r.step.data() + r.step.size(), step);
@@ -154,9 +162,10 @@ Vary parse_vary(std::string_view text) {
     const std::vector<std::string_view> names = nccl_names(*k);
     if (k->nccl && std::find(names.begin(), names.end(), name) == names.end() &&
         (flag.empty() || (name != flag && name != flag_underscored))) {
-      throw UsageError(fmt::format("--vary \"{}\": \"{}\" is not NCCL's name; NCCL reads {} (upper case, as the "
-                                   "environment variable)",
-                                   shown, name, nccl_name_as_given(*k, name)));
+      throw UsageError(
+          fmt::format("--vary \"{}\": \"{}\" is not NCCL's name; NCCL reads {} (upper case, as the "
+                      "environment variable)",
+                      shown, name, nccl_name_as_given(*k, name)));
     }
     v.key = std::string(k->name);
   }
@@ -196,13 +205,14 @@ Vary parse_vary(std::string_view text) {
     } catch (const ConfigError& e) {
       const std::string what = e.what();
       // A:B without a step reads as one value: say what a range looks like.
-      const std::string hint =
-          list_valued(k) ? fmt::format(" (in --vary a comma separates values: join one value's names with +, as "
-                                       "{}=ring+tree,nvls)",
-                                       k->name)
-          : split(item, ':').size() == 2
-              ? fmt::format(" (a range takes a step: {}:x2 doubles, {}:+1 counts)", item, item)
-              : "";
+      const std::string hint = list_valued(k)
+                                   ? fmt::format(
+                                         " (in --vary a comma separates values: join one value's names with +, as "
+                                         "{}=ring+tree,nvls)",
+                                         k->name)
+                               : split(item, ':').size() == 2
+                                   ? fmt::format(" (a range takes a step: {}:x2 doubles, {}:+1 counts)", item, item)
+                                   : "";
       throw UsageError(what.rfind("range \"", 0) == 0
                            ? fmt::format("--vary \"{}\": {}", shown, what)
                            : fmt::format("--vary \"{}\": \"{}\": {}{}", shown, item, what, hint));

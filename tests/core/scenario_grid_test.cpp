@@ -53,7 +53,11 @@ TEST(Vary, BadValuesNameTheTextAndWhatWasExpected) {
   EXPECT_EQ(error_of("warmup=0:4:x2"), "--vary \"warmup=0:4:x2\": range \"0:4:x2\": a range xF must start above 0");
   EXPECT_EQ(error_of("bucket_cap_mb=1..4"),
             "--vary \"bucket_cap_mb=1..4\": range \"1..4\": a size takes A:B:xF or A:B:S, not A..B");
-  EXPECT_EQ(error_of("gpus=0..4"), "--vary \"gpus=0..4\": \"0..4\": expected an integer from 1 to 1048576");
+  // A bad end of a range is named as that end.
+  EXPECT_EQ(error_of("gpus=0..4"),
+            "--vary \"gpus=0..4\": range \"0..4\": its start \"0\": expected an integer from 1 to 1048576");
+  EXPECT_EQ(error_of("gpus=1..0"),
+            "--vary \"gpus=1..0\": range \"1..0\": its end \"0\": expected an integer from 1 to 1048576");
   EXPECT_NE(error_of("gpus=1..100000").find("more than 10000 values"), std::string::npos);
   EXPECT_EQ(error_of("gpus=1,,2"), "--vary \"gpus=1,,2\": an empty value");
   EXPECT_EQ(error_of("strategy=dp,fsdp"), "--vary \"strategy=dp,fsdp\": \"fsdp\": expected dp or ddp");
