@@ -58,13 +58,19 @@ std::vector<Event> complete_events(const json& list, const std::string& origin) 
     if (name == e.end() || !name->is_string()) continue;
     const auto ts = e.find("ts");
     const auto dur = e.find("dur");
-    const bool step = starts_with(name->get<std::string>(), "ProfilerStep#");
-    // The events whose times gradsync reads: the steps and the GPU's (a kernel without a time was
-    // dropped, and the step came out shorter than it ran).
+    const std::string& text = name->get_ref<const std::string&>();
+    // The events whose times gradsync reads: the steps, the phases' host spans (backward's
+    // autograd functions, the optimizer's step and zero_grad), the launches and the GPU's (one
+    // without a time would be dropped, and a step or phase would come out shorter than it ran).
     const std::string cat = text_field(e, "cat");
     const bool gpu = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
+    const bool read = gpu || starts_with(text, "ProfilerStep#") ||
+                      starts_with(text, "autograd::engine::evaluate_function:") ||
+                      starts_with(text, "Optimizer.step#") || starts_with(text, "Optimizer.zero_grad#") ||
+                      (cat == "cuda_runtime" && starts_with(text, "cudaLaunchKernel")) ||
+                      (cat == "cuda_driver" && starts_with(text, "cuLaunchKernel"));
     if (ts == e.end() || !ts->is_number() || dur == e.end() || !dur->is_number()) {
-      if (!step && !gpu) continue;  // not an event gradsync reads the time of
+      if (!read) continue;  // not an event gradsync reads the time of
       throw DataError(
           fmt::format("{}: traceEvents[{}] \"{}\": \"ts\" and \"dur\" must be numbers (microseconds); "
                       "got ts {} and dur {}",
@@ -158,6 +164,16 @@ Phases phases_of(const std::vector<Event>& host, const Event& step, const std::s
         "{}: {} has no backward (no autograd::engine::evaluate_function event inside it); expected a trace of "
         "training steps: forward, loss.backward(), optimizer.step(), then prof.step()",
         origin, step.name));
+  }
+  // optimizer.step() follows loss.backward(): an optimizer span inside the backward would be
+  // counted twice (the step's time is the phases' sum).
+  for (const Span& o : p.optimizer) {
+    if (o.first < bwd_hi) {
+      throw DataError(
+          fmt::format("{}: {}'s Optimizer.step starts at {} us, inside its backward ({} to {} us); expected "
+                      "optimizer.step() after loss.backward()",
+                      origin, step.name, o.first, bwd_lo, bwd_hi));
+    }
   }
   double fwd_lo = step.start;
   for (const Event& e : host)

@@ -163,6 +163,23 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
             "t.json: ProfilerStep#2's backward runs past its end (autograd::engine::evaluate_function: AddmmBackward0 "
             "starts at 50 us and ends at 150 us, the step at 100 us); expected each step to hold its whole backward: "
             "call prof.step() after optimizer.step()");
+  // A phase's host span without a time would be dropped and its phase come out shorter.
+  EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 100}, "
+                    "{\"name\": \"Optimizer.step#SGD.step\", \"ph\": \"X\", \"ts\": 80}]"),
+            "t.json: traceEvents[1] \"Optimizer.step#SGD.step\": \"ts\" and \"dur\" must be numbers (microseconds); "
+            "got ts 80 and dur missing");
+  // An aten call without a time is not read: skipped, as before.
+  EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 100}, "
+                    "{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 80}]"),
+            "t.json: ProfilerStep#1 has no backward (no autograd::engine::evaluate_function event inside it); "
+            "expected a trace of training steps: forward, loss.backward(), optimizer.step(), then prof.step()");
+  // optimizer.step() inside the backward would be counted twice.
+  EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 1000}, "
+                    "{\"name\": \"autograd::engine::evaluate_function: AddmmBackward0\", \"ph\": \"X\", \"ts\": 400, "
+                    "\"dur\": 300}, "
+                    "{\"name\": \"Optimizer.step#SGD.step\", \"ph\": \"X\", \"ts\": 650, \"dur\": 200}]"),
+            "t.json: ProfilerStep#1's Optimizer.step starts at 650 us, inside its backward (400 to 700 us); expected "
+            "optimizer.step() after loss.backward()");
   // On a GPU, a backward that launched no kernel is no training step.
   EXPECT_EQ(message(R"([
     {"name": "ProfilerStep#2", "ph": "X", "ts": 0, "dur": 1000, "tid": 1},
