@@ -58,13 +58,13 @@ TEST(OpCost, LinearByHand) {
 }
 
 // TF32 products on Hopper run at 0.8 of the 16-bit tensor efficiency (cuBLAS's sm90_xmma TF32
-// kernels, not the wgmma nvjet ones), elsewhere at the same. GPT-2's mlp.c_fc forward in TF32 at
+// kernels, not the wgmma nvjet ones), on the A100 at 0.7 (models/kernel_rates.cpp). GPT-2's mlp.c_fc forward in TF32 at
 // batch 16 (one kernel: 16384 x 768 times 768 x 3072, 128 x 128 tiles: 3072 over the SMs) is
 // compute-bound: FLOPs / (TF32 peak x gemm_tf32 x the last wave's fill).
 TEST(OpCost, Tf32ProductsOnHopperReachLessOfTheirPeak) {
   const Model m = load_model("gpt2");
   EXPECT_DOUBLE_EQ(rates_for(gpu_spec("h100")).gemm_tf32, 0.8 * rates_for(gpu_spec("h100")).gemm_tensor);
-  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("a100")).gemm_tf32, rates_for(gpu_spec("a100")).gemm_tensor);
+  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("a100")).gemm_tf32, 0.7 * rates_for(gpu_spec("a100")).gemm_tensor);
   for (const char* name : {"h100", "a100"}) {
     const GpuSpec& g = gpu_spec(name);
     ComputeContext ctx;
