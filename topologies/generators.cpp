@@ -73,6 +73,10 @@ Topology generate_pcie(const PcieOptions& given) {
        fmt::format("--p2p \"{}\": expected auto (the GPU's), on or off", o.p2p));
   if (o.nvlink_bridge) {
     need(g.nvlink_links > 0, fmt::format("--nvlink-bridge: {} has no NVLink", g.name));
+    need(g.nvlink_bridge, fmt::format("--nvlink-bridge: {} is an SXM module, whose NVLinks go to an NVSwitch baseboard "
+                                      "or the DGX-1 mesh, not to a bridge (gpus.yaml nvlink.bridge); expected a PCIe "
+                                      "board with an NVLink bridge, or topo generate nvswitch / nvlink-mesh",
+                                      g.name));
     need(o.gpus % 2 == 0, fmt::format("--nvlink-bridge: bridges join GPU pairs; --gpus {} is odd", o.gpus));
   }
   // GPUs split evenly over sockets in order (socket s holds GPUs i with i * sockets / gpus == s),
