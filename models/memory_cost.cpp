@@ -15,7 +15,8 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
       trainable += static_cast<double>(p.bytes());
       elements += static_cast<double>(p.numel());
       if (p.dtype == DType::kFloat32) float32_trainable += static_cast<double>(p.bytes());
-      state += slots * (ctx.mode.master_weights ? 4.0 * static_cast<double>(p.numel()) : static_cast<double>(p.bytes()));
+      state +=
+          slots * (ctx.mode.master_weights ? 4.0 * static_cast<double>(p.numel()) : static_cast<double>(p.bytes()));
     }
   }
   m.parameters += static_cast<double>(model.buffer_bytes());
@@ -49,6 +50,9 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
     if (!opts.gradient_as_bucket_view) m.buckets = trainable;
     m.hook_state = opts.hook_state_bytes;
     m.loss = static_cast<double>(ctx.batch) * loss_bytes_per_sample;
+  } else if (opts.dp_one_device) {
+    m.optimizer_state = state;
+    m.loss = static_cast<double>(ctx.batch) * loss_bytes_per_sample;
   } else if (opts.dp_gpu0) {
     // GPU0 holds the module, its replica's activations, the gathered output and its gradient, and
     // the only optimizer state; the replica on GPU0 shares the module's parameters.
@@ -65,9 +69,8 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
     m.buckets = 2 * 10.0 * kMiB;
     if (model.loss_inside) m.loss = static_cast<double>(ctx.batch) * loss_bytes_per_sample;
   }
-  m.total =
-      m.parameters + m.gradients + m.optimizer_state + m.activations + m.buckets + m.outputs + m.loss + m.hook_state +
-      m.context;
+  m.total = m.parameters + m.gradients + m.optimizer_state + m.activations + m.buckets + m.outputs + m.loss +
+            m.hook_state + m.context;
   m.capacity = static_cast<double>(ctx.gpu->memory_bytes);
   m.oom = m.total > m.capacity;
   return m;

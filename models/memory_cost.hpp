@@ -27,7 +27,11 @@ struct MemoryOptions {
   bool gradient_as_bucket_view = false;  // DDP: .grad views the bucket, one gradient copy less
   bool dp_gpu0 = true;                   // DP: costing GPU0 (hub) rather than a replica
   std::int64_t dp_global_batch = 0;      // DP: samples gathered on GPU0 (0: ctx.batch)
-  double hook_state_bytes = 0;           // DDP: what the comm hook keeps (powersgd_state_bytes)
+  // dp_one_device: DataParallel over a single device calls the module itself (data_parallel.py:
+  // `if len(self.device_ids) == 1: return self.module(...)`): no replica, no gathered output, no
+  // broadcast or reduce buffers; GPU0 holds what a plain single-GPU step holds.
+  bool dp_one_device = false;
+  double hook_state_bytes = 0;  // DDP: what the comm hook keeps (powersgd_state_bytes)
 };
 
 // kCudaContextBytes 500 MiB: the CUDA context, cuBLAS/cuDNN workspaces and allocator slack that

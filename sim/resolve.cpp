@@ -1,7 +1,6 @@
 // resolve.cpp: a scenario resolved once (sim/resolved.hpp), and what is answered from that alone.
 #include "sim/resolved.hpp"
 
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -98,8 +97,8 @@ ResolvedScenario resolve(const Scenario& requested) {
       throw ConfigError(fmt::format(
           "topology {}: GPU {} is a {} and GPU {} a {}; gradsync simulates a run on one GPU model (its compute is "
           "priced for one), so give a topology whose GPUs used are alike, or --gpus {} to use the first {} only",
-          s.topology, r.topo.vertex(r.topo.gpu(0)).name, r.gpu->name, r.topo.vertex(r.topo.gpu(g)).name,
-          other->name, g, g));
+          s.topology, r.topo.vertex(r.topo.gpu(0)).name, r.gpu->name, r.topo.vertex(r.topo.gpu(g)).name, other->name, g,
+          g));
     }
   }
   for (int g = 0; g < r.gpus; ++g) r.hosts.insert(r.topo.host_of(g));
@@ -221,6 +220,7 @@ std::int64_t largest_batch_per_gpu(const Scenario& s, Strategy strategy) {
   auto fits = [&](std::int64_t b) {
     ctx.batch = b;
     mo.dp_global_batch = b * r.gpus;
+    mo.dp_one_device = strategy == Strategy::kDP && r.gpus == 1;
     return !memory_cost(r.model, ctx, mo).oom;
   };
   // Memory grows with the batch (activations), so the largest that fits is found by doubling,

@@ -54,13 +54,13 @@ double powersgd_state(const CommHook& h, const StepModel& model) {
   return powersgd_state_bytes(h, shapes, grad);
 }
 
-
 // run: the resolved scenario in this process's engine (created here), the ranks that `mirrors`
 // stand for (sim/mirror.hpp) not simulated but given their standing rank's events; with `keep`,
 // only the traced ranks' events (traced_ranks: a rank standing for others is the lowest of them,
 // so the slowest ranks are found on the standing ranks' events alone).
-StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid, const std::vector<std::vector<int>>& mirrors,
-                   const TraceOptions* keep, std::shared_ptr<const Channels> channels = nullptr) {
+StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid,
+                   const std::vector<std::vector<int>>& mirrors, const TraceOptions* keep,
+                   std::shared_ptr<const Channels> channels = nullptr) {
   const Scenario& s = r.s;
   StrategyResult out;
   out.strategy = strategy;
@@ -229,12 +229,14 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid, con
     mo.gradient_as_bucket_view = s.gradient_as_bucket_view;
     // PowerSGD's state exists once it compresses (from iteration start_iter + 1): in the run's peak
     // when a simulated iteration got there.
-    if (strategy == Strategy::kDDP && r.hook.kind == CommHookKind::kPowerSGD && s.iterations > r.hook.powersgd_start_iter)
+    if (strategy == Strategy::kDDP && r.hook.kind == CommHookKind::kPowerSGD &&
+        s.iterations > r.hook.powersgd_start_iter)
       mo.hook_state_bytes = powersgd_state(r.hook, model);
     ComputeContext mctx = ctx;
     if (strategy == Strategy::kDP) {
       mo.dp_gpu0 = g == 0;
       mo.dp_global_batch = global;
+      mo.dp_one_device = r.gpus == 1;
       mctx.batch = static_cast<std::size_t>(g) < chunks.size() ? chunks[static_cast<std::size_t>(g)] : 0;
     }
     if (strategy == Strategy::kDP && g >= out.replicas) {
@@ -367,9 +369,8 @@ ClosedForm closed_form_ddp(const Scenario& scenario) {
     backward += costs.backward(l, r.batch).time_s;
   }
   ClosedForm out;
-  const double step_end =
-      costs.optimizer().time_s +
-      (r.s.clip_grad_norm ? costs.clip_grad_norm().time_s + costs.clip_grad_scale().time_s : 0.0);
+  const double step_end = costs.optimizer().time_s +
+                          (r.s.clip_grad_norm ? costs.clip_grad_norm().time_s + costs.clip_grad_scale().time_s : 0.0);
   out.compute_s = forward + backward + step_end;
   const BucketSchedule plan = bucket_schedule(model, buckets_of(r.s));
   const BucketPlan& steady = plan.at(r.s.iterations);
@@ -410,9 +411,10 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw, con
   if (sw.sizes.empty()) {
     const double rows = std::floor(std::log(sw.max_bytes / sw.min_bytes) / std::log(sw.step_factor)) + 1;
     if (rows > kMaxRows) {
-      throw ConfigError(fmt::format("step-factor {}: {:.0f} sizes from {} to {} bytes; expected at most {:.0f} (a larger "
-                                    "factor or a narrower min-bytes..max-bytes)",
-                                    sw.step_factor, rows, sw.min_bytes, sw.max_bytes, kMaxRows));
+      throw ConfigError(
+          fmt::format("step-factor {}: {:.0f} sizes from {} to {} bytes; expected at most {:.0f} (a larger "
+                      "factor or a narrower min-bytes..max-bytes)",
+                      sw.step_factor, rows, sw.min_bytes, sw.max_bytes, kMaxRows));
     }
   }
   SimOptions so;

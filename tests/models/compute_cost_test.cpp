@@ -231,6 +231,27 @@ TEST(MemoryCost, DpGpu0HoldsOutputsAndOptimizer) {
   EXPECT_DOUBLE_EQ(memory_cost(inside, ctx, o).loss, 8.0 * 1024 * 128 * 4);
 }
 
+// DataParallel over one device calls the module itself (data_parallel.py): nothing is gathered or
+// broadcast, so GPU0 holds what DDP's rank holds less DDP's buckets (the loss over its batch).
+TEST(MemoryCost, DpOnOneDeviceHoldsWhatOneGpuHolds) {
+  Model m = parse_model(kModel, "small.yaml");
+  m.loss_inside = true;
+  const GpuSpec gpu = round_gpu();
+  const ComputeContext ctx{&gpu, Precision::kBF16, 8, 128, {}};
+  MemoryOptions o;
+  o.optimizer = Optimizer::kAdamW;
+  const MemoryBreakdown ddp = memory_cost(m, ctx, o);
+  o.strategy = Strategy::kDP;
+  o.dp_global_batch = 8;
+  const MemoryBreakdown hub = memory_cost(m, ctx, o);
+  o.dp_one_device = true;
+  const MemoryBreakdown one = memory_cost(m, ctx, o);
+  EXPECT_EQ(one.outputs, 0);
+  EXPECT_EQ(one.buckets, 0);
+  EXPECT_DOUBLE_EQ(one.total, ddp.total - ddp.buckets);
+  EXPECT_DOUBLE_EQ(hub.total - one.total, 2.0 * 8 * 1024 * 128 * 2 + 2 * 10.0 * kMiB);
+}
+
 // torch.optim keeps its state like each parameter (zeros_like): a float64 weight's Adam moments
 // take 16 bytes an element; autocast never casts float64, so it has no 16-bit copy.
 TEST(MemoryCost, OptimizerStateAndAutocastCopiesFollowEachParametersDtype) {
@@ -259,8 +280,8 @@ TEST(MemoryCost, TheLossWorksInFloat32OverTheOutput) {
   const ComputeContext bf16{&gpu, Precision::kBF16, 8, 128, {}};
   const MemoryBreakdown a = memory_cost(m, bf16, o);
   EXPECT_DOUBLE_EQ(a.loss, 8.0 * 1024 * 128 * 4);
-  EXPECT_DOUBLE_EQ(a.total, a.parameters + a.gradients + a.optimizer_state + a.activations + a.buckets + a.loss +
-                                a.context);
+  EXPECT_DOUBLE_EQ(a.total,
+                   a.parameters + a.gradients + a.optimizer_state + a.activations + a.buckets + a.loss + a.context);
   ComputeContext half = bf16;
   half.mode.master_weights = true;
   EXPECT_DOUBLE_EQ(memory_cost(m, half, o).loss, 8.0 * 1024 * 128 * 2);
