@@ -90,13 +90,15 @@ std::vector<Event> complete_events(const json& list, const std::string& origin) 
     ev.cat = text_field(e, "cat");
     ev.start = start;
     ev.end = start + length;
+    // A kernel and the launch that queued it share args.correlation; a malformed one would leave the
+    // kernel out of its phase.
+    const bool launch = cat == "cuda_runtime" || cat == "cuda_driver";
     if (const auto args = e.find("args");
-        gpu && args != e.end() &&
+        (gpu || launch) && args != e.end() &&
         (!args->is_object() || (args->contains("correlation") && !(*args)["correlation"].is_number_integer()))) {
-      throw DataError(
-          fmt::format("{}: traceEvents[{}] \"{}\" ({}): args {}; expected an object whose \"correlation\" is "
-                      "an integer (the launch that queued it)",
-                      origin, at, ev.name, cat, args->dump()));
+      throw DataError(fmt::format(
+          "{}: traceEvents[{}] \"{}\" ({}): args {}; expected an object whose \"correlation\" is an integer ({})",
+          origin, at, ev.name, cat, args->dump(), gpu ? "the launch that queued it" : "the kernel or copy it queued"));
     }
     if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
       if (const auto c = args->find("correlation"); c != args->end() && c->is_number_integer())
@@ -334,13 +336,16 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
                         "matches a launch inside the step)",
                         origin, step.name));
       }
-      // A training step's backward launches kernels (every gradient is one); none on the GPU means
-      // the profiled loop is not one (inference, or a backward on the CPU).
-      if (b.empty()) {
+      // A training step's forward and backward launch kernels (every gradient is one); none on the
+      // GPU means the profiled loop is not one (inference, or a pass on the CPU), or that its
+      // kernels' correlation ids match no launch in the pass.
+      for (const auto& [phase, spans] : {std::pair{"forward", &f}, std::pair{"backward", &b}}) {
+        if (!spans->empty()) continue;
         throw DataError(
-            fmt::format("{}: {}'s backward launched no kernel on the GPU (the rest of the step did); expected a "
-                        "trace of training steps on one GPU",
-                        origin, step.name));
+            fmt::format("{}: {}'s {} launched no kernel on the GPU that the trace records (the rest of the step "
+                        "did; a kernel is the launch's whose args.correlation it shares); expected a trace of "
+                        "training steps on one GPU",
+                        origin, step.name, phase));
       }
       fwd = union_length(f);
       bwd = union_length(b);

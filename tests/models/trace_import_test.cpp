@@ -187,8 +187,28 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
     {"name": "autograd::engine::evaluate_function: AddmmBackward0", "ph": "X", "ts": 400, "dur": 200, "tid": 2},
     {"name": "gemm", "cat": "kernel", "ph": "X", "ts": 20, "dur": 100, "args": {"correlation": 1, "device": 0}}
   ])"),
-            "t.json: ProfilerStep#2's backward launched no kernel on the GPU (the rest of the step did); expected a "
-            "trace of training steps on one GPU");
+            "t.json: ProfilerStep#2's backward launched no kernel on the GPU that the trace records (the rest of the "
+            "step did; a kernel is the launch's whose args.correlation it shares); expected a trace of training steps "
+            "on one GPU");
+  // Nor is a forward that launched none (here its only kernel's id matches the backward's launch).
+  EXPECT_EQ(message(R"([
+    {"name": "ProfilerStep#2", "ph": "X", "ts": 0, "dur": 1000, "tid": 1},
+    {"name": "cudaLaunchKernel", "cat": "cuda_runtime", "ph": "X", "ts": 10, "dur": 5, "args": {"correlation": 1}},
+    {"name": "autograd::engine::evaluate_function: AddmmBackward0", "ph": "X", "ts": 400, "dur": 200, "tid": 2},
+    {"name": "cudaLaunchKernel", "cat": "cuda_runtime", "ph": "X", "ts": 450, "dur": 5, "args": {"correlation": 2}},
+    {"name": "gemm", "cat": "kernel", "ph": "X", "ts": 20, "dur": 100, "args": {"correlation": 2, "device": 0}},
+    {"name": "gemm", "cat": "kernel", "ph": "X", "ts": 460, "dur": 100, "args": {"correlation": 2, "device": 0}}
+  ])"),
+            "t.json: ProfilerStep#2's forward launched no kernel on the GPU that the trace records (the rest of the "
+            "step did; a kernel is the launch's whose args.correlation it shares); expected a trace of training steps "
+            "on one GPU");
+  // A launch's correlation id is an integer, as its kernel's.
+  EXPECT_EQ(message(R"([
+    {"name": "ProfilerStep#2", "ph": "X", "ts": 0, "dur": 1000, "tid": 1},
+    {"name": "cudaLaunchKernel", "cat": "cuda_runtime", "ph": "X", "ts": 10, "dur": 5, "args": {"correlation": "1"}}
+  ])"),
+            "t.json: traceEvents[1] \"cudaLaunchKernel\" (cuda_runtime): args {\"correlation\":\"1\"}; expected an "
+            "object whose \"correlation\" is an integer (the kernel or copy it queued)");
 }
 
 // The measured section replaces the roofline: layers in proportion to the batch, the optimizer
