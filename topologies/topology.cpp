@@ -18,9 +18,9 @@
 #include <utility>
 
 #include "core/embedded_file.hpp"
-#include "core/text.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/text.hpp"
 #include "topologies/link_model.hpp"
 
 namespace gradsync {
@@ -173,6 +173,7 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
 
   for (auto& v : vertices) boost::add_vertex(std::move(v), t.graph_);
   std::set<std::pair<std::size_t, std::size_t>> seen;
+  std::map<std::size_t, int> nvlinks_used;  // per GPU vertex: NVLinks its edges take so far
   for (std::size_t i = 0; i < links.size(); ++i) {
     LinkSpec& s = links[i];
     const TopoVertex& a = t.graph_[s.a];
@@ -192,6 +193,22 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
       throw ConfigError(where + fmt::format("an nvlink joins gpus and nvswitches, not a {} and a {}", to_string(a.kind),
                                             to_string(b.kind)));
     }
+    // A GPU has the NVLinks its datasheet gives (gpus.yaml nvlink.links), or none.
+    for (const std::size_t end : {s.a, s.b}) {
+      const TopoVertex& g = t.graph_[end];
+      if (s.link.type != LinkType::kNvlink || g.kind != VertexKind::kGpu || !g.gpu) continue;
+      const int used = nvlinks_used[end] += s.link.links;
+      if (g.gpu->nvlink_links <= 0) {
+        throw ConfigError(where + fmt::format("gpu {} ({}) has no NVLink (topologies/hardware/gpus.yaml); "
+                                              "expected its GPUs joined over pcie",
+                                              g.name, g.gpu->name));
+      }
+      if (used > g.gpu->nvlink_links) {
+        throw ConfigError(where + fmt::format("gpu {} ({}) has {} NVLinks (topologies/hardware/gpus.yaml), "
+                                              "and its nvlink edges take {} so far; expected at most {} in all",
+                                              g.name, g.gpu->name, g.gpu->nvlink_links, used, g.gpu->nvlink_links));
+      }
+    }
     if (s.link.type == LinkType::kCpuLink && !(a.kind == VertexKind::kCpu && b.kind == VertexKind::kCpu)) {
       throw ConfigError(
           where + fmt::format("a cpu_link joins two cpus, not a {} and a {}", to_string(a.kind), to_string(b.kind)));
@@ -199,13 +216,16 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
     // A network cable ends at a NIC or a network switch: a GPU reaches the network through a NIC
     // on its PCIe tree (NCCL's NET transport), never by a cable of its own. PCIe joins the PCIe
     // tree's devices, not a network switch or an NVSwitch.
-    const auto net_end = [](const TopoVertex& v) { return v.kind == VertexKind::kNic || v.kind == VertexKind::kSwitch; };
+    const auto net_end = [](const TopoVertex& v) {
+      return v.kind == VertexKind::kNic || v.kind == VertexKind::kSwitch;
+    };
     const bool network = s.link.type == LinkType::kInfiniband || s.link.type == LinkType::kEthernet;
     if (network && !(net_end(a) && net_end(b))) {
       const TopoVertex& off = net_end(a) ? b : a;
       throw ConfigError(where + fmt::format("an {} cable joins nics and network switches, not a {} ({}); connect the "
                                             "{} to a nic over pcie",
-                                            to_string(s.link.type), to_string(off.kind), off.name, to_string(off.kind)));
+                                            to_string(s.link.type), to_string(off.kind), off.name,
+                                            to_string(off.kind)));
     }
     const auto pcie_end = [](const TopoVertex& v) {
       return v.kind != VertexKind::kSwitch && v.kind != VertexKind::kNvswitch;
@@ -367,9 +387,10 @@ Topology load_topology(const std::string& name_or_path) {
   const bool dot = ext == ".dot" || ext == ".gv";
   const bool graphml = ext == ".graphml" || ext == ".xml";
   if (std::error_code ec; std::filesystem::is_directory(name_or_path, ec))
-    throw ConfigError(fmt::format("{}: is a folder; expected a topology file (.dot, .gv, .graphml or .xml) or a "
-                                  "built-in: {}",
-                                  name_or_path, fmt::join(builtin_topology_names(), ", ")));
+    throw ConfigError(
+        fmt::format("{}: is a folder; expected a topology file (.dot, .gv, .graphml or .xml) or a "
+                    "built-in: {}",
+                    name_or_path, fmt::join(builtin_topology_names(), ", ")));
   if (!dot && !graphml) {
     throw ConfigError(fmt::format("{}: unknown topology file extension \"{}\"; expected .dot, .gv, .graphml or .xml",
                                   name_or_path, ext));

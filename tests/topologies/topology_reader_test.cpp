@@ -256,6 +256,19 @@ TEST(TopologyReaderErrors, GpuThatCannotReachTheOthers) {
             "t.dot:4: node gpu1: gpu cannot reach gpu gpu0 (no path of links between them)");
 }
 
+// A GPU has the NVLinks gpus.yaml gives it: none on an RTX 4090, 12 on an A100.
+TEST(TopologyReaderErrors, NvlinksAGpuDoesNotHave) {
+  std::string geforce = replace(kGood, "model=\"a100\"", "model=\"rtx-4090\"");
+  geforce = replace(geforce, "model=\"a100\"", "model=\"rtx-4090\"");
+  EXPECT_EQ(dot_error(geforce),
+            "t.dot:6: edge gpu0--nvs: gpu gpu0 (NVIDIA GeForce RTX 4090) has no NVLink "
+            "(topologies/hardware/gpus.yaml); expected its GPUs joined over pcie");
+  EXPECT_EQ(
+      dot_error(replace(kGood, "}\n", "  gpu0 -- gpu1 [type=\"nvlink\", bw=\"25GBps\", latency=\"100ns\"];\n}\n")),
+      "t.dot:8: edge gpu0--gpu1: gpu gpu0 (NVIDIA A100 SXM4 80GB) has 12 NVLinks "
+      "(topologies/hardware/gpus.yaml), and its nvlink edges take 13 so far; expected at most 12 in all");
+}
+
 TEST(TopologyReaderErrors, LinkRules) {
   const std::string cpu = replace(kGood, "nvs [kind=\"nvswitch\"", "nvs [kind=\"cpu\"");
   EXPECT_EQ(dot_error(cpu), "t.dot:6: edge gpu0--nvs: an nvlink joins gpus and nvswitches, not a gpu and a cpu");
