@@ -276,8 +276,8 @@ Scenario resolve_located(const ScenarioArgs& a, const std::function<Scenario()>&
   }
 }
 
-Scenario resolve_args(const ScenarioArgs& a, const Scenario& requested) {
-  return resolve_located(a, [&] { return sim::resolve_scenario(requested); });
+Scenario resolve_args(const ScenarioArgs& a, const Scenario& requested, bool ddp) {
+  return resolve_located(a, [&] { return sim::resolve_scenario(requested, ddp); });
 }
 
 void finish_run(const reports::Report& rep, OutputFolder& out, bool explain) {

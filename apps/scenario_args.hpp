@@ -56,7 +56,8 @@ std::string nccl_knobs_text(const sim::Scenario& s);
 sim::Scenario resolve_located(const ScenarioArgs& a, const std::function<sim::Scenario()>& resolve);
 
 // resolve_args: the scenario resolved for its model and cluster (sim::resolve_scenario), located.
-sim::Scenario resolve_args(const ScenarioArgs& a, const sim::Scenario& requested);
+// `ddp` false: a DataParallel-only run (sim::resolve_scenario).
+sim::Scenario resolve_args(const ScenarioArgs& a, const sim::Scenario& requested, bool ddp = true);
 
 // file_line_of: the line of the scenario file that set `key` when no flag (nor --nccl) overrode it;
 // nullopt otherwise (no file, the file leaves the key, or a flag set it).

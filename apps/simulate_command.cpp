@@ -244,7 +244,7 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
     if (!from_file.empty()) throw ConfigError(fmt::format("{}: {}", from_file, message));
     throw UsageError(message);
   }
-  const Scenario s = resolve_args(a.scenario, asked);
+  const Scenario s = resolve_args(a.scenario, asked, !dp_only);
   note_uncalibrated(s, strategies);
   const reports::TraceOptions trace = trace_options(a, s.gpus);  // a bad list fails before simulating
   OutputFolder out(a.out);  // before the simulation: a folder that cannot be replaced fails now

@@ -46,6 +46,10 @@ std::string canonical_nccl_list(std::string_view text, std::span<const std::stri
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
+  if (exclude && out.size() == names.size()) {
+    throw ConfigError(fmt::format("^{} excludes every one of {}, and NCCL would have nothing to run; {}",
+                                  fmt::join(out, ","), fmt::join(names, ", "), expected));
+  }
   return fmt::format("{}{}", exclude ? "^" : "", fmt::join(out, ","));
 }
 

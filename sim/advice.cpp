@@ -43,7 +43,7 @@ ModelTraits traits_of(const Scenario& s) {
     Scenario flash = s;
     flash.attention = "flash";
     try {
-      (void)resolve_scenario(flash);
+      (void)resolve_scenario(flash, false);
     } catch (const ConfigError&) {
       t.flash = false;  // check_attention_gpu: this GPU (or precision) has no flash kernel
     }
@@ -131,7 +131,7 @@ Advice advise(const Scenario& asked, const StrategyResult& run, const AdviceOpti
   a.samples_per_s = run.samples_per_s;
   a.budget_s = o.budget_s;
   for (const GpuResult& g : run.per_gpu) a.oom = a.oom || g.oom;
-  const Scenario resolved = resolve_scenario(asked);
+  const Scenario resolved = resolve_scenario(asked, run.strategy == Strategy::kDDP);
   // The largest batch that fits (a search of the memory model), once per strategy for the changes
   // that need it.
   std::map<Strategy, std::int64_t> fits;

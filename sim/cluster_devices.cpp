@@ -85,8 +85,7 @@ Queued queued(const ComputeOp& op) {
 
 }  // namespace
 
-WorkPtr SimCluster::Impl::Dev::push_compute(double gpu, LaunchWindow window, const ComputeOp& op,
-                                            gradsync::Stream s) {
+WorkPtr SimCluster::Impl::Dev::push_compute(double gpu, LaunchWindow window, const ComputeOp& op, gradsync::Stream s) {
   StreamActor::Task t;
   t.duration = gpu;
   t.window = window;
@@ -151,8 +150,8 @@ WorkPtr SimCluster::Impl::Dev::copy_to(Device& dst, const CopyOp& op, gradsync::
       impl->tally(it, name, rank, to, bytes);
     };
   } else if (!impl->mirrors_of(rank).empty()) {
-    throw MirrorBroken(fmt::format("sim: rank {} copies \"{}\" to a peer; its mirrors would copy elsewhere", rank,
-                                   op.name));
+    throw MirrorBroken(
+        fmt::format("sim: rank {} copies \"{}\" to a peer; its mirrors would copy elsewhere", rank, op.name));
   } else if (impl->routes.gpu_route(rank, to).p2p) {
     t.body = [this, it, name = op.name, to, bytes] { impl->send(it, name, rank, to, bytes, bytes)->wait(); };
   } else {

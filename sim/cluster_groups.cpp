@@ -177,7 +177,8 @@ struct SimCluster::Impl::GroupState {
         const double from = works > 0 ? std::max(start, end - works) : start;
         for (int mirror : impl->mirrors_of(me)) {
           const auto x = static_cast<std::size_t>(mirror);
-          const double its = moved && x < moved->in.size() ? nccl_dram_bytes(moved->in[x], moved->out[x], reduces) : 0.0;
+          const double its =
+              moved && x < moved->in.size() ? nccl_dram_bytes(moved->in[x], moved->out[x], reduces) : 0.0;
           if (its != dram &&
               impl->devs[m]->contention_extra(from, end, its) != impl->devs[m]->contention_extra(from, end, dram))
             throw MirrorBroken(fmt::format("sim: \"{}\" would slow rank {}'s compute otherwise than rank {}'s",

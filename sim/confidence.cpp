@@ -23,7 +23,7 @@ namespace gradsync::sim {
 std::string step_class(const Scenario& s, Strategy strategy) { return step_classes(s, strategy).step; }
 
 StepClasses step_classes(const Scenario& s, Strategy strategy) {
-  const Scenario r = resolve_scenario(s);
+  const Scenario r = resolve_scenario(s, strategy == Strategy::kDDP);
   const Model m = scenario_model(s);
   const std::string kind = model_kind(m);
   StepClasses c;

@@ -300,8 +300,8 @@ class Solver {
   const std::vector<FluidLink>& links_;
   const std::vector<FluidFlow>& flows_;
   std::vector<double> rate_, left_, bound_;
-  std::vector<double> since_;                   // per flow: when left_ was last brought up to date
-  std::vector<char> marked_;                    // per flow, during gather
+  std::vector<double> since_;  // per flow: when left_ was last brought up to date
+  std::vector<char> marked_;   // per flow, during gather
   std::vector<unsigned> epoch_;
   std::vector<int> at_;                         // per flow: its place in active_, -1 when not active
   std::vector<char> frozen_;                    // per flow, during fill

@@ -77,10 +77,11 @@ std::vector<std::string> nccl_info_lines(const NcclInfo& i) {
     out.push_back(fmt::format("NCCL INFO ring hops via {} over {}: {}", h.transport, h.path_class, h.count));
   }
   if (i.shm_duplex_Bps > 0) {
-    out.push_back(fmt::format("gradsync: a GPU that sends and receives through host memory (SHM) moves at most "
-                              "{:.1f} GB/s each way, all channels together (GPUs before Ada and Hopper; README: "
-                              "NCCL constants)",
-                              i.shm_duplex_Bps / 1e9));
+    out.push_back(
+        fmt::format("gradsync: a GPU that sends and receives through host memory (SHM) moves at most "
+                    "{:.1f} GB/s each way, all channels together (GPUs before Ada and Hopper; README: "
+                    "NCCL constants)",
+                    i.shm_duplex_Bps / 1e9));
   }
   return out;
 }

@@ -55,7 +55,9 @@ class TopologyZone final : public sgr::NetZoneImpl {
     return fresh;
   }
   // wire_factor: of the NCCL hop between two endpoints (looked up as a route would be).
-  double wire_factor(const sg4::Host* a, const sg4::Host* b) { return cached(a->get_netpoint(), b->get_netpoint()).wire; }
+  double wire_factor(const sg4::Host* a, const sg4::Host* b) {
+    return cached(a->get_netpoint(), b->get_netpoint()).wire;
+  }
   void set_links(std::vector<sg4::SplitDuplexLink*> links) { links_ = std::move(links); }
 
   void get_local_route(const sgr::NetPoint* src, const sgr::NetPoint* dst, sgr::Route* into, double* latency) override {

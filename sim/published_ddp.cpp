@@ -31,8 +31,8 @@ std::vector<DdpCase> read_ddp_cases(std::string_view text, const std::string& or
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const YAML::Node n = cases[i];
     const CaseHeader h = case_header(
-        r, n, i, {"id", "split", "source", "source_note", "scenario", "cluster", "strategy", "relative_to", "metric",
-         "where"},
+        r, n, i,
+        {"id", "split", "source", "source_note", "scenario", "cluster", "strategy", "relative_to", "metric", "where"},
         ids);
     const std::string& at = h.at;
     DdpCase c;

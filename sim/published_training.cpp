@@ -26,11 +26,11 @@ std::vector<TrainingCase> read_training_cases(std::string_view text, const std::
   std::set<std::string> ids;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const YAML::Node n = cases[i];
-    const CaseHeader h = case_header(
-        r, n, i,
-        {"id", "split", "source", "source_note", "model", "gpu", "batch", "seq_len", "precision", "mode", "attention",
-         "optimizer", "optimizer_impl", "channels_last", "mixed_precision", "metric", "quote", "grad_accum", "unsupported"},
-        ids);
+    const CaseHeader h = case_header(r, n, i,
+                                     {"id", "split", "source", "source_note", "model", "gpu", "batch", "seq_len",
+                                      "precision", "mode", "attention", "optimizer", "optimizer_impl", "channels_last",
+                                      "mixed_precision", "metric", "quote", "grad_accum", "unsupported"},
+                                     ids);
     const std::string& at = h.at;
     TrainingCase c;
     c.line = h.line;

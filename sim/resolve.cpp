@@ -119,13 +119,6 @@ ResolvedScenario resolve(const Scenario& requested) {
   // NCCL's knobs and the fidelity were checked against the table (check_scenario_keys).
   r.nccl = nccl_settings(s);
   r.fidelity = *parse_fidelity(s.fidelity);
-  if (r.gpus > 1 && !s.nccl_algo.empty()) {
-    // A request that leaves an allreduce nothing to run with fails now (NCCL_ALGO=tree on one host).
-    const Routes routes(r.topo);
-    const Transports transports(r.topo, routes, r.nccl.transport);
-    const Channels ch = build_channels(r.topo, routes, first_ranks(r.gpus), transports);
-    (void)choose_collective(Collective::kAllreduce, 64 << 20, ch, r.nccl.request);
-  }
   if (!s.calibration.empty()) {
     r.calibration = read_calibration(s.calibration);
     if (r.calibration->precision != precision_name(r.precision)) {
@@ -171,7 +164,21 @@ BucketOptions buckets_of(const Scenario& s) {
   return b;
 }
 
-Scenario resolve_scenario(const Scenario& s) { return resolve(s).resolved; }
+void check_ddp_allreduce(const ResolvedScenario& r) {
+  if (r.gpus <= 1 || r.resolved.nccl_algo.empty()) return;
+  // A request that leaves DDP's allreduce nothing to run with fails now (NCCL_ALGO=tree on one
+  // host). DataParallel's broadcast and reduce are ring-only in NCCL and fall back to it.
+  const Routes routes(r.topo);
+  const Transports transports(r.topo, routes, r.nccl.transport);
+  const Channels ch = build_channels(r.topo, routes, first_ranks(r.gpus), transports);
+  (void)choose_collective(Collective::kAllreduce, 64 << 20, ch, r.nccl.request);
+}
+
+Scenario resolve_scenario(const Scenario& s, bool ddp) {
+  const ResolvedScenario r = resolve(s);
+  if (ddp) check_ddp_allreduce(r);
+  return r.resolved;
+}
 
 int bucket_rebuild_iteration(const Scenario& s) { return buckets_of(s).rebuild_iteration(); }
 

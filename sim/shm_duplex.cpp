@@ -27,7 +27,8 @@ double shm_duplex_cap_Bps(const Channels& ch, Collective coll, Algorithm alg, in
       continue;
     }
     // The chain starts at the root (broadcast) or after it (reduce) and ends one short of it.
-    const std::size_t first = chain ? (coll == Collective::kBroadcast ? pos_of(rc, root) : (pos_of(rc, root) + 1) % n) : 0;
+    const std::size_t first =
+        chain ? (coll == Collective::kBroadcast ? pos_of(rc, root) : (pos_of(rc, root) + 1) % n) : 0;
     for (std::size_t i = 0; i < n; ++i) {
       if (chain) {
         const std::size_t from_first = (i + n - first) % n;

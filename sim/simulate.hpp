@@ -49,7 +49,8 @@ StrategyResult simulate_isolated(const Scenario& s, Strategy strategy, const Tra
 // ChildProcess: `body` run in a forked child (its own SimGrid engine), the bytes it returns read
 // back through a pipe (a result record: core/result.hpp's result_bytes, or JSON text). Poll fd() for reading, call
 // read_some() when it is readable (true once the child is done writing), then finish(): the result, or the child's
-// ConfigError / UsageError / MirrorBroken / RuntimeError as the same error. Destroying an unfinished one kills and reaps its child.
+// ConfigError / UsageError / MirrorBroken / RuntimeError as the same error. Destroying an unfinished one kills and
+// reaps its child.
 class ChildProcess {
  public:
   ChildProcess(const std::function<std::string()>& body, std::string what);
@@ -82,7 +83,7 @@ class IsolatedSimulation {
 
  private:
   std::function<std::string()> body(bool mirror) const;  // the child's work
-  std::string what() const;                               // "the ddp simulation"
+  std::string what() const;                              // "the ddp simulation"
 
   Scenario s_;
   Strategy strategy_;
@@ -124,7 +125,8 @@ ClosedForm closed_form_ddp(const Scenario& s);
 // without simulating, with the errors simulate would give, and returns the scenario with every
 // default made explicit for this model and cluster (resolved_scenario, core/scenario_keys.hpp):
 // what result.json and the CSV files write.
-Scenario resolve_scenario(const Scenario& s);
+// With `ddp` false (a DataParallel-only run) the allreduce NCCL_ALGO must leave is not asked for.
+Scenario resolve_scenario(const Scenario& s, bool ddp = true);
 
 // bucket_rebuild_iteration: the first iteration DDP runs on its rebuilt buckets under `s`'s
 // options (2; 3 with static_graph; 0 when it never rebuilds: before PyTorch 1.6, or with

@@ -317,7 +317,7 @@ SweepStats run_sweep(const SweepOptions& o) {
     Point p;
     p.grid = g;
     try {
-      const Scenario resolved = sim::resolve_scenario(g.scenario);
+      const Scenario resolved = sim::resolve_scenario(g.scenario, g.strategy == Strategy::kDDP);
       p.resolved = scenario_json(resolved);
       p.requested = requested_json(g.scenario, resolved);
       p.identity = simulation_identity(resolved, g.strategy);

@@ -203,6 +203,28 @@ TEST(Cli, ChannelBoundsThatContradictAreRefused) {
   expect_error({"compare", "--nccl", "NCCL_MIN_NCHANNELS=16", "--nccl", "NCCL_MAX_NCHANNELS=4"}, 2, msg);
 }
 
+// NCCL_ALGO=tree on one host leaves DDP's allreduce nothing gradsync models (refused), while
+// DataParallel's broadcast and reduce, ring-only in NCCL, fall back to the ring: a DP-only run
+// goes ahead. A protocol list that excludes every protocol is a bad value, whatever the strategy.
+TEST(Cli, AnAlgorithmListIsCheckedAgainstTheCollectivesTheRunCalls) {
+  const std::string out = (std::filesystem::path(::testing::TempDir()) / "cli_dp_tree").string();
+  Result r = run_printed({"simulate", "--strategy", "dp", "--model", "resnet18", "--gpus", "2", "--algo", "tree",
+                          "--iterations", "2", "--out", out});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("NCCL_ALGO=tree"), std::string::npos) << r.out;
+  r = run({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--algo", "tree", "--out", out});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: NCCL_ALGO=tree: allreduce over 2 GPUs on 1 node has no algorithm and protocol left", 0),
+            0u)
+      << r.err;
+  for (const char* strategy : {"dp", "ddp"}) {
+    r = run({"simulate", "--strategy", strategy, "--model", "resnet18", "--gpus", "2", "--proto", "^ll,ll128,simple",
+             "--out", out});
+    EXPECT_EQ(r.code, 2) << strategy;
+    EXPECT_NE(r.err.find("excludes every one of ll, ll128, simple"), std::string::npos) << r.err;
+  }
+}
+
 // NCCL 2.17's NCCL_MAX_CTAS / NCCL_MIN_CTAS bound the channels as NCCL_MAX_NCHANNELS /
 // NCCL_MIN_NCHANNELS do (connect.cc takes the smaller maximum and the larger minimum of both):
 // the same communicator under either name; from the environment both names combine.

@@ -112,6 +112,13 @@ TEST(ScenarioKeys, ChoicesSwitchesNamesAndHooks) {
   EXPECT_NE(error_of(scenario_key("NCCL_ALGO"), "butterfly").find("unknown name \"butterfly\""), std::string::npos);
   EXPECT_NE(error_of(scenario_key("NCCL_ALGO"), "ring,,tree").find("expected a comma list"), std::string::npos);
   EXPECT_EQ(parse_key_value(scenario_key("NCCL_PROTO"), "^LL128"), json("^ll128"));
+  // Excluding every name leaves NCCL nothing to run: an error of the value, not of the run.
+  EXPECT_EQ(error_of(scenario_key("NCCL_PROTO"), "^simple,LL,ll128"),
+            "^simple,ll,ll128 excludes every one of ll, ll128, simple, and NCCL would have nothing to run; expected "
+            "a comma list of ll, ll128, simple (NCCL's names, any case), ^ first to exclude them");
+  EXPECT_NE(error_of(scenario_key("NCCL_ALGO"), "^ring,tree,nvls,nvlstree").find("excludes every one"),
+            std::string::npos);
+  EXPECT_EQ(parse_key_value(scenario_key("NCCL_ALGO"), "^ring,tree,nvls"), json("^ring,tree,nvls"));
   EXPECT_EQ(parse_key_value(scenario_key("NCCL_P2P_LEVEL"), "2"), json("PXB"));  // NCCL's old numbering
   EXPECT_EQ(parse_key_value(scenario_key("NCCL_P2P_LEVEL"), "SYS"), json("SYS"));
   EXPECT_NE(error_of(scenario_key("NCCL_P2P_LEVEL"), "sys"), "");  // NCCL compares in upper case
@@ -268,8 +275,8 @@ TEST(ScenarioKeys, ResolvedScenarioMakesEveryDefaultExplicit) {
   EXPECT_EQ(r.batch_per_gpu, 16);
   EXPECT_EQ(r.seq_len, 1024);
   EXPECT_EQ(r.precision, "bf16");
-  EXPECT_EQ(r.bucket_cap_mb, 25.0);   // PyTorch's default
-  EXPECT_EQ(r.first_bucket_mb, 1.0);  // _DEFAULT_FIRST_BUCKET_BYTES
+  EXPECT_EQ(r.bucket_cap_mb, 25.0);        // PyTorch's default
+  EXPECT_EQ(r.first_bucket_mb, 1.0);       // _DEFAULT_FIRST_BUCKET_BYTES
   EXPECT_EQ(r.optimizer_impl, "foreach");  // PyTorch 2.x's defaults
   EXPECT_EQ(r.set_to_none, "true");
   Scenario old_torch;
