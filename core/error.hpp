@@ -13,11 +13,32 @@
 
 namespace gradsync {
 
+// printable_message: `message` with its control characters written out (NUL as \x00, ESC as
+// \x1b; newlines and tabs kept), so that a bad value quoted from a file or flag neither ends the
+// message at a NUL nor reaches the terminal as an escape sequence.
+inline std::string printable_message(const std::string& message) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(message.size());
+  for (const char c : message) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7f) {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 // Error is the base of every gradsync exception. exit_code() is the process exit status `main`
-// returns for it: 1 (runtime failure) unless a child says otherwise.
+// returns for it: 1 (runtime failure) unless a child says otherwise. Its message is printable
+// (printable_message).
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  explicit Error(const std::string& message) : std::runtime_error(printable_message(message)) {}
   virtual int exit_code() const noexcept { return 1; }
 };
 

@@ -21,5 +21,15 @@ TEST(Error, ChildrenAreCaughtAsError) {
   }
 }
 
+// A value quoted into a message keeps the whole message: a NUL no longer ends what() early, and an
+// escape sequence is written out rather than sent to the terminal; newlines, tabs and UTF-8 stay.
+TEST(Error, ControlCharactersAreWrittenOut) {
+  const std::string value("res\0net\x1b[31m\x7f", 13);
+  const ConfigError e("model \"" + value + "\": expected a name\n\tor a file \xc3\xa9");
+  EXPECT_STREQ(e.what(), "model \"res\\x00net\\x1b[31m\\x7f\": expected a name\n\tor a file \xc3\xa9");
+  // Written out once: a message rethrown with a prefix stays as it was.
+  EXPECT_STREQ(DataError(std::string("f.yaml:1: ") + e.what()).what(), (std::string("f.yaml:1: ") + e.what()).c_str());
+}
+
 }  // namespace
 }  // namespace gradsync
