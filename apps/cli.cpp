@@ -139,6 +139,12 @@ const CLI::Validator kNonEmptyPath(
     },
     "");
 
+const CLI::Validator kNonEmptyFile(
+    [](std::string& text) -> std::string {
+      return text.empty() ? "value \"\" is empty; expected a file path (leave the flag out to write none)" : "";
+    },
+    "");
+
 CLI::Validator finite_in(std::string_view what, double lo, double hi) {
   return CLI::Validator(
       [what = std::string(what), lo, hi](std::string& text) -> std::string {

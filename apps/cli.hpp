@@ -34,6 +34,8 @@ void register_real_commands(CLI::App& app);        // bench, calibrate, validate
 extern const CLI::Validator kPositiveInteger;
 // kNonEmptyPath: a file flag given an empty value ("-o ''") is an error, not standard output.
 extern const CLI::Validator kNonEmptyPath;
+// kNonEmptyFile: the same for a flag whose file is written only when it is given.
+extern const CLI::Validator kNonEmptyFile;
 // key_range: a flag that takes scenario key `key`'s integer, checked as the scenario checks it:
 // "--pad-to-multiple-of: value \"0\" must be an integer from 1 to 65536".
 CLI::Validator key_range(std::string_view key);

@@ -101,8 +101,8 @@ void run_training(const PublishedArgs& a, std::ostream& out, std::string& csv, s
     }
     ++shown;
     const std::string mode =
-        fmt::format("{}, {}{}{}", c.compile ? "compile" : "eager", c.attention, c.channels_last ? ", channels_last" : "",
-                    c.master_weights ? ", 16-bit model" : "");
+        fmt::format("{}, {}{}{}", c.compile ? "compile" : "eager", c.attention,
+                    c.channels_last ? ", channels_last" : "", c.master_weights ? ", 16-bit model" : "");
     t.add_row({c.id, c.split, p.cls, mode, c.precision, c.metric, fmt::format("{:.4g}", p.published),
                fmt::format("{:.4g}", p.predicted), fmt::format("{:+.1f}", 100 * p.error())});
     errors[{p.cls, c.split}].push_back(std::abs(p.error()));
@@ -192,12 +192,16 @@ void run_ddp(const PublishedArgs& a, std::ostream& out, std::string& csv, std::v
 }
 
 void run_published(const PublishedArgs& a, std::ostream& out) {
-  if (!a.confidence.empty()) {
-    // The folder it goes to must exist before the half minute of simulations.
-    const std::filesystem::path dir = std::filesystem::path(a.confidence).parent_path();
+  // The files written at the end must have a folder to go to before the minute of simulations.
+  for (const auto& [flag, file] : {std::pair{"--csv", &a.csv}, std::pair{"--confidence", &a.confidence}}) {
+    if (file->empty()) continue;
+    const std::filesystem::path path(*file);
+    const std::filesystem::path dir = path.parent_path();
     std::error_code ec;
     if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
-      throw UsageError(fmt::format("--confidence {}: the folder {} does not exist", a.confidence, dir.string()));
+      throw UsageError(fmt::format("{} {}: the folder {} does not exist", flag, *file, dir.string()));
+    if (std::filesystem::is_directory(path, ec))
+      throw UsageError(fmt::format("{} {}: a folder; expected a file to write", flag, *file));
   }
   if (!a.confidence.empty() && !a.only.empty()) {
     throw UsageError(
@@ -292,9 +296,8 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
                                 reports::number(p.simulated_GBps), reports::number(p.error()),
                                 scored ? "true" : "false", p.algorithm, p.protocol});
       if (scored)
-        classes.push_back(
-            {"NCCL collectives, " + (r.cls == "PCIe" ? std::string("PCIe node") : r.cls), c->id, p.error(),
-             sim::predicted_faster("busbw", p.error())});
+        classes.push_back({"NCCL collectives, " + (r.cls == "PCIe" ? std::string("PCIe node") : r.cls), c->id,
+                           p.error(), sim::predicted_faster("busbw", p.error())});
     }
   }
   t.print(out, {fmt::format("gradsync validate --published: {} cases of {}; busbw as nccl-tests prints it (GB/s); "

@@ -320,10 +320,12 @@ void register_real_commands(CLI::App& app) {
           ->type_name("[FILE]");
   va->published_only = {
       val->add_option("--case", va->published_args.only, "With --published: only the case of this id"),
-      val->add_option("--csv", va->published_args.csv, "With --published: write every point as CSV to this file"),
+      val->add_option("--csv", va->published_args.csv, "With --published: write every point as CSV to this file")
+          ->check(kNonEmptyFile),
       val->add_option("--confidence", va->published_args.confidence,
                       "With --published: write each validation class's median and worst step-time error of the "
-                      "training and DDP tables as CSV to this file (what validation/published/confidence.csv ships)"),
+                      "training and DDP tables as CSV to this file (what validation/published/confidence.csv ships)")
+          ->check(kNonEmptyFile),
       val->add_option("--jobs", va->published_args.jobs, "With --published: cases simulated at once (default 1)")
           ->check(kPositiveInteger)};
   val->callback([va] { validate_command(*va); });

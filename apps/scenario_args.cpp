@@ -376,10 +376,10 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       s.warmup + 1, s.iterations, ddp ? "; DDP times on rank 0" : "",
       dp ? fmt::format("{} DP times of the whole process (all GPUs on one timeline)", ddp ? "," : ";") : ""));
   if (s.warmup == 0) {
-    h.push_back(
+    h.push_back(fmt::format(
         "the steady mean includes iteration 1, which is not a steady step: DDP's first iteration reduces one "
-        "bucket after backward (nothing overlapped; PyTorch >= 1.12) and every run starts cold; --iterations 2 or "
-        "more leaves it out");
+        "bucket after backward (nothing overlapped; PyTorch >= 1.12) and every run starts cold; {} leaves it out",
+        s.iterations >= 2 ? "--warmup 1" : "--iterations 2 or more"));
   }
   // static_graph rebuilds DDP's buckets for iteration 3 (core/bucket_plan.hpp): an iteration
   // before it in the steady mean runs on the constructed ones.

@@ -81,6 +81,16 @@ TEST(Cli, FewIterationsWithoutWarmupLeaveOneSteadyIteration) {
   EXPECT_NE(one.out.find("# simulated 1 iteration; steady = mean of iterations 1..1;"), std::string::npos) << one.out;
   EXPECT_NE(one.out.find("# the steady mean includes iteration 1, which is not a steady step"), std::string::npos)
       << one.out;
+  EXPECT_NE(one.out.find("--iterations 2 or more leaves it out"), std::string::npos) << one.out;
+  // Two iterations with --warmup 0: the warmup is what leaves it out.
+  const Result none =
+      run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations", "2",
+                   "--warmup", "0", "--out", ::testing::TempDir() + "/gradsync-cli-iterations"});
+  EXPECT_EQ(none.code, 0) << none.err;
+  EXPECT_NE(none.out.find("not a steady step: DDP's first iteration reduces one bucket after backward (nothing "
+                          "overlapped; PyTorch >= 1.12) and every run starts cold; --warmup 1 leaves it out"),
+            std::string::npos)
+      << none.out;
   expect_error(
       {"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations", "2", "--warmup", "2"}, 2,
       "warmup \"2\": expected 0..1 (fewer than iterations 2, so that a steady iteration is left)\n");
