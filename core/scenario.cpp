@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/scenario_keys.hpp"
+#include "core/text.hpp"
 #include "core/yaml_reader.hpp"
 
 namespace gradsync {
@@ -66,8 +67,7 @@ Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenari
     std::string key = name;
     std::replace(key.begin(), key.end(), '-', '_');
     const ScenarioKey* k = name.rfind('-', 0) == 0 ? nullptr : find_scenario_key(key);
-    if (k == nullptr ||
-        (k->name != key && std::find(k->aliases.begin(), k->aliases.end(), key) == k->aliases.end())) {
+    if (k == nullptr || (k->name != key && std::find(k->aliases.begin(), k->aliases.end(), key) == k->aliases.end())) {
       r.fail(kv.first, "scenario", fmt::format("unknown key \"{}\"; expected one of {}", name, scenario_key_names()));
     }
     // One key under two of its names (nccl_algo and algo): the mapping's own check cannot see it.
@@ -85,6 +85,14 @@ Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenari
       r.fail(v, "scenario", fmt::format("{} is {}; expected a single value", name, YamlReader::scalar_text(v)));
     }
     const std::string value = v.Scalar();
+    // No value of a key begins or ends with blanks; a quoted one does where its closing quote is
+    // missing (the quote runs on over the line break, which YAML folds into a space, to the end).
+    if (!value.empty() && value != trim_blanks(value)) {
+      r.fail(v, "scenario",
+             fmt::format("{} \"{}\": begins or ends with a blank (is a quote left open?); expected the value "
+                         "alone, quoted on one line or not at all",
+                         name, value));
+    }
     try {
       nlohmann::ordered_json parsed = parse_key_value(*k, value);
       if (k->kind == KeyKind::kName) parsed = in_folder(parsed.get<std::string>(), folder);

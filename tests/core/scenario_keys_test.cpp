@@ -410,6 +410,15 @@ TEST_F(ScenarioFile, BadFilesNameTheLineAndTheKey) {
   EXPECT_NE(error_of_file("--bucket-cap-mb: 5\n").find("unknown key \"--bucket-cap-mb\""), std::string::npos);
   EXPECT_EQ(error_of_file("bucket_cap_mb: 5\nbucket-cap-mb: 6\n"),
             path_ + ":2: scenario: \"bucket-cap-mb\" sets bucket_cap_mb again (already set on line 1)");
+  // A quote left open runs on to the end of the file, its line break folded into a space: "2 "
+  // read as gpus 2 before, "resnet18 " as a model that is neither in the zoo nor a file.
+  const std::string open_quote =
+      ": begins or ends with a blank (is a quote left open?); expected the value alone, quoted on one line or not "
+      "at all";
+  EXPECT_EQ(error_of_file("gpus: \"2\n"), path_ + ":1: scenario: gpus \"2 \"" + open_quote);
+  EXPECT_EQ(error_of_file("model: 'resnet18\n"), path_ + ":1: scenario: model \"resnet18 \"" + open_quote);
+  EXPECT_EQ(error_of_file("model: \" resnet18\"\n"), path_ + ":1: scenario: model \" resnet18\"" + open_quote);
+  EXPECT_EQ(error_of_file("model: \"resnet18\"\n"), "");
 }
 
 }  // namespace
