@@ -216,11 +216,12 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   if (m.measured) {
     const MeasuredStep& ms = *m.measured;
     out << fmt::format(
-        "# times: measured in {} on {} ({} steps at batch {}{}), in proportion to batch{} from there; forward "
+        "# times: measured in {} on {} ({} step{} at batch {}{}), in proportion to batch{} from there; forward "
         "includes the step's other {} (zero_grad, data, gaps); --gpu, --precision and --optimizer do not change "
         "them\n#\n",
-        ms.trace, ms.device, ms.steps, ms.batch, ms.seq_len ? fmt::format(", seq_len {}", *ms.seq_len) : "",
-        ms.seq_len ? " x T" : "", human_duration(ms.other_s));
+        ms.trace, ms.device, ms.steps, ms.steps == 1 ? "" : "s", ms.batch,
+        ms.seq_len ? fmt::format(", seq_len {}", *ms.seq_len) : "", ms.seq_len ? " x T" : "",
+        human_duration(ms.other_s));
   }
   reports::Table t({{"quantity", "", true}, {"value", "", true}});
   // Their dtypes as the file has them: one, or each in order of first use ("fp32 and fp64").

@@ -105,15 +105,16 @@ OpFileReader::OpFileReader(const YamlReader& r, Model& m) : r_(r), m_(m) {}
 
 BatchExpr OpFileReader::size(const YAML::Node& n, const std::string& where, const char* key) const {
   if (!n || !n.IsScalar()) r_.fail(n, where, fmt::format("{}: expected a size such as 768*T or B*768*T", key));
+  BatchExpr b;
   try {
-    BatchExpr b = BatchExpr::parse(n.as<std::string>());
-    if (b.e.depends_on_t() && !m_.default_seq_len) {
-      r_.fail(n, where, fmt::format("{} \"{}\" uses T but defaults has no seq_len", key, b.to_string()));
-    }
-    return b;
+    b = BatchExpr::parse(n.as<std::string>());
   } catch (const ConfigError& e) {
     r_.fail(n, where, fmt::format("{}: {}", key, e.what()));
   }
+  if (b.e.depends_on_t() && !m_.default_seq_len) {
+    r_.fail(n, where, fmt::format("{} \"{}\" uses T but defaults has no seq_len", key, b.to_string()));
+  }
+  return b;
 }
 
 OpRef OpFileReader::ref(const YAML::Node& n, const std::string& where, std::size_t op_index) const {
@@ -225,7 +226,8 @@ void OpFileReader::read_layer(const YAML::Node& l, const std::string& where, Lay
     const std::int64_t calls = r_.non_negative_int(v[0], where, "views");
     const std::int64_t grad = r_.non_negative_int(v[1], where, "views");
     constexpr std::int64_t kMaxViews = 1'000'000;
-    if (calls > kMaxViews) r_.fail(v[0], where, fmt::format("views: {} view calls; expected at most {}", calls, kMaxViews));
+    if (calls > kMaxViews)
+      r_.fail(v[0], where, fmt::format("views: {} view calls; expected at most {}", calls, kMaxViews));
     if (grad > calls)
       r_.fail(v[1], where,
               fmt::format("views: {} on a tensor that requires grad of {} view calls; expected at most {}", grad, calls,

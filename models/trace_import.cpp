@@ -82,7 +82,7 @@ std::vector<Event> complete_events(const json& list, const std::string& origin) 
         std::abs(start) > 1e18) {
       throw DataError(
           fmt::format("{}: traceEvents[{}] \"{}\": ts {} dur {}; expected a duration of 0 to {} us (a day) "
-                      "at a finite time",
+                      "at a time (ts) within 1e18 us of the trace's origin",
                       origin, at, name->get<std::string>(), ts->dump(), dur->dump(), kMaxEventUs));
     }
     Event ev;
@@ -201,8 +201,14 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
         fmt::format("{}: not JSON (byte {}): expected the Chrome trace of torch.profiler's "
                     "export_chrome_trace",
                     origin, e.byte));
-  } catch (const json::exception& e) {  // a number out of range
-    throw DataError(fmt::format("{}: not a trace gradsync can read: {}", origin, e.what()));
+  } catch (const json::exception& e) {  // a number out of range ("number overflow parsing '1e400'")
+    std::string_view what = e.what();
+    if (const auto tag = what.find("] "); what.rfind("[json.exception.", 0) == 0 && tag != std::string_view::npos)
+      what.remove_prefix(tag + 2);
+    throw DataError(fmt::format(
+        "{}: {}: a number beyond a double's range (about 1.8e308); expected the Chrome trace of torch.profiler's "
+        "export_chrome_trace",
+        origin, what));
   }
   const json* list = &root;
   if (root.is_object()) {

@@ -227,6 +227,18 @@ TEST(ModelLoader, BadOpsNameTheLayerOpAndValue) {
   EXPECT_EQ(error_of(replace(kGood, "kind: linear, params: [fc.weight, fc.bias], in: 4, out: 10, tokens: T",
                              "kind: ops, params: [fc.weight, fc.bias]")),
             "bad.yaml:12: layers[1] \"fc\": a layer of kind ops needs its ops: [...]");
+  // T in an op's size without a default seq_len: the location is said once.
+  std::string fixed_t = kOps;
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"defaults: {batch: 4, seq_len: 8}", "defaults: {batch: 4}"},
+           {"bytes: 8*T", "bytes: 64"},
+           {"elements: 10*T", "elements: 80"},
+           {"tokens: T,\n     ops: [{op: embedding", "tokens: 8,\n     ops: [{op: embedding"},
+           {"[x0, B*T, 8]]", "[x0, B*8, 8]]"},
+           {"out: [[B*4*T, 0]]}], saved: [[x0, B*T, 8, 0]]", "out: [[B*32, 0]]}], saved: [[x0, B*8, 8, 0]]"}})
+    fixed_t = replace(fixed_t, from, to);
+  EXPECT_EQ(error_of(fixed_t),
+            "bad.yaml:14: layers[1] \"fc\" ops[0] addmm: elements \"B*4*T\" uses T but defaults has no seq_len");
 }
 
 // A GEMM whose multiply-adds (batch x m x n x k) do not fit in 64 bits is refused when the run's

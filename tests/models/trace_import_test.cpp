@@ -126,10 +126,14 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
   // Times no profiler writes: named with the event, not imported (1e300 us) or read as "no step".
   EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 1e300}]"),
             "t.json: traceEvents[0] \"ProfilerStep#1\": ts 0 dur 1e+300; expected a duration of 0 to 86400000000 us "
-            "(a day) at a finite time");
+            "(a day) at a time (ts) within 1e18 us of the trace's origin");
   EXPECT_EQ(message("[{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 5, \"dur\": -1000}]"),
             "t.json: traceEvents[0] \"aten::mm\": ts 5 dur -1000; expected a duration of 0 to 86400000000 us (a day) "
-            "at a finite time");
+            "at a time (ts) within 1e18 us of the trace's origin");
+  // A number beyond a double: the parser's words without its tag.
+  EXPECT_EQ(message("[{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 5, \"dur\": 1e400}]"),
+            "t.json: number overflow parsing '1e400': a number beyond a double's range (about 1.8e308); expected the "
+            "Chrome trace of torch.profiler's export_chrome_trace");
   EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": \"abc\", \"dur\": 10}]"),
             "t.json: traceEvents[0] \"ProfilerStep#1\": \"ts\" and \"dur\" must be numbers (microseconds); got ts "
             "\"abc\" and dur 10");

@@ -16,9 +16,9 @@ std::vector<std::string> names(const Model& m) {
 }
 
 TEST(Zoo, ListsEveryModel) {
-  EXPECT_EQ(zoo_model_names(),
-            (std::vector<std::string>{"bert-base", "bert-large", "gpt2", "gpt2-hf", "gpt2-large", "gpt2-medium", "gpt2-xl",
-                                      "llama2-7b", "nanogpt", "resnet101", "resnet18", "resnet50", "vgg16", "vit-b-16"}));
+  EXPECT_EQ(zoo_model_names(), (std::vector<std::string>{"bert-base", "bert-large", "gpt2", "gpt2-hf", "gpt2-large",
+                                                         "gpt2-medium", "gpt2-xl", "llama2-7b", "nanogpt", "resnet101",
+                                                         "resnet18", "resnet50", "vgg16", "vit-b-16"}));
 }
 
 TEST(Zoo, TotalsMatchPyTorch) {
