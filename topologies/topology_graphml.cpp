@@ -178,7 +178,7 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
   std::unordered_map<std::string, std::size_t> index;
   // The <key> declarations, checked here because Boost's read_graphml names neither a <data> whose
   // key is not declared nor a declaration's bad type ("unrecognized type \"\" for key").
-  std::set<std::string> declared;
+  std::map<std::string, std::string> declared;  // key id -> its domain (GraphML's for=: node, edge, all)
   for (const auto& [tag, key] : *root) {
     if (tag != "key") continue;
     const std::string id = key.get<std::string>("<xmlattr>.id", "");
@@ -192,18 +192,32 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
           "string",
           origin, id, type));
     }
-    declared.insert(id);
+    const std::string domain = key.get<std::string>("<xmlattr>.for", "all");
+    if (domain != "node" && domain != "edge" && domain != "all" && domain != "graph" && domain != "graphml") {
+      throw ConfigError(fmt::format("{}: <key id=\"{}\">: for=\"{}\"; expected node, edge or all", origin, id, domain));
+    }
+    declared[id] = domain;
   }
   // A <data> key twice on one element: Boost keeps the last; a link with two bandwidths is a
   // mistake to name.
-  const auto once_each = [&](const pt::ptree& element, const std::string& what) {
+  const auto once_each = [&](const pt::ptree& element, const std::string& what, const std::string& kind) {
     std::map<std::string, std::string> seen;
     for (const auto& [tag, data] : element) {
+      if (tag == "graph") {
+        throw ConfigError(fmt::format("{}: holds a nested <graph>; expected one flat graph of nodes and edges", what));
+      }
       if (tag != "data") continue;
       const std::string key = data.get<std::string>("<xmlattr>.key", "");
-      if (!declared.contains(key)) {
+      const auto decl = declared.find(key);
+      if (decl == declared.end()) {
         throw ConfigError(
             fmt::format("{}: <data key=\"{}\"> names no <key id=\"{}\"> declared in <graphml>", what, key, key));
+      }
+      if (decl->second != kind && decl->second != "all") {
+        throw ConfigError(
+            fmt::format("{}: <data key=\"{}\">: that key is declared for=\"{}\"; expected a key for "
+                        "{} (or all)",
+                        what, key, decl->second, kind));
       }
       const std::string value = data.get_value<std::string>();
       if (const auto [it, fresh] = seen.emplace(key, value); !fresh) {
@@ -226,12 +240,14 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
   std::size_t node_rank = 0, edge_rank = 0;
   for (const auto& [tag, child] : *graph) {
     if (tag == "node") {
-      once_each(child, located(origin, node_lines[node_rank++]) + "node " + child.get<std::string>("<xmlattr>.id", ""));
+      once_each(child, located(origin, node_lines[node_rank++]) + "node " + child.get<std::string>("<xmlattr>.id", ""),
+                "node");
     }
     if (tag == "edge") {
-      once_each(child, located(origin, edge_lines[edge_rank++]) + "edge " +
-                           child.get<std::string>("<xmlattr>.source", "") + "--" +
-                           child.get<std::string>("<xmlattr>.target", ""));
+      once_each(child,
+                located(origin, edge_lines[edge_rank++]) + "edge " + child.get<std::string>("<xmlattr>.source", "") +
+                    "--" + child.get<std::string>("<xmlattr>.target", ""),
+                "edge");
     }
   }
   node_rank = 0;

@@ -337,6 +337,18 @@ TEST(TopologyReaderGraphml, OnlyXmlsOwnReferencesAreRead) {
 }
 
 TEST(TopologyReaderGraphml, Errors) {
+  // A node's key on an edge (Boost would read it into the edge's attribute of that name), and a
+  // graph nested in a node (Boost reads its nodes into the one graph).
+  EXPECT_EQ(graphml_error(replace(kGraphml, "<data key=\"latency\">1us</data></edge>",
+                                  "<data key=\"latency\">1us</data><data key=\"host\">h</data></edge>")),
+            "t.graphml:12: edge gpu9--gpu1: <data key=\"host\">: that key is declared for=\"node\"; expected a key for "
+            "edge (or all)");
+  EXPECT_EQ(graphml_error(replace(kGraphml, "<data key=\"host\">h</data></node>\n    <node id=\"gpu1\">",
+                                  "<data key=\"host\">h</data><graph id=\"inner\" edgedefault=\"undirected\"><node "
+                                  "id=\"x\"/></graph></node>\n    <node id=\"gpu1\">")),
+            "t.graphml: node gpu9: holds a nested <graph>; expected one flat graph of nodes and edges");
+  EXPECT_EQ(graphml_error(replace(kGraphml, "for=\"edge\" attr.name=\"bw\"", "for=\"port\" attr.name=\"bw\"")),
+            "t.graphml: <key id=\"bw\">: for=\"port\"; expected node, edge or all");
   EXPECT_EQ(graphml_error(replace(kGraphml, "edgedefault=\"undirected\"", "edgedefault=\"directed\"")),
             "t.graphml: a directed graph (edgedefault=\"directed\"); a topology is undirected: write "
             "edgedefault=\"undirected\"");
