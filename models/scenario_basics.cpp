@@ -27,6 +27,8 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
     if (p == Precision::kFP32 && gpu.sm_version >= 80 &&
         matmul_tf32_by_default(parse_pytorch_version(s.pytorch_version)))
       p = Precision::kTF32;
+    // TF32 before Ampere: allow_tf32 has no tensor cores to use, float32 stays float32 (the run is fp32).
+    if (p == Precision::kTF32 && gpu.sm_version > 0 && gpu.sm_version < 80) p = Precision::kFP32;
     gpu.peak_flops(p);
     return p;
   });

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "cli_test_util.hpp"
@@ -282,6 +283,34 @@ TEST(Cli, Tf32BeforeAmpereIsSaidToRunAsFp32) {
   const Result a100 = run_printed({"models", "show", "resnet18", "--gpu", "a100", "--precision", "tf32"});
   EXPECT_NE(a100.out.find("# on one a100-sxm4-80gb"), std::string::npos) << a100.out;
   EXPECT_EQ(a100.out.find("no TF32 tensor cores"), std::string::npos) << a100.out;
+  // The run's precision (header, summary.csv run_precision) is fp32; the key keeps what was asked.
+  const std::string out = ::testing::TempDir() + "/gradsync-cli-tf32-v100";
+  const Result run = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--topology", "dgx1-v100",
+                                  "--gpus", "2", "--precision", "tf32", "--iterations", "2", "--out", out});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find(", fp32, "), std::string::npos) << run.out;
+  std::ifstream csv(out + "/summary.csv");
+  std::string header, row;
+  std::getline(csv, header);
+  std::getline(csv, row);
+  const auto field = [](const std::string& line, std::size_t i) {
+    std::stringstream in(line);
+    std::string f;
+    for (std::size_t k = 0; k <= i && std::getline(in, f, ','); ++k) {
+    }
+    return f;
+  };
+  std::size_t run_col = 0, key_col = 0;
+  {
+    std::stringstream in(header);
+    std::string f;
+    for (std::size_t k = 0; std::getline(in, f, ','); ++k) {
+      if (f == "run_precision") run_col = k;
+      if (f == "precision") key_col = k;
+    }
+  }
+  EXPECT_EQ(field(row, key_col), "tf32");
+  EXPECT_EQ(field(row, run_col), "fp32");
 }
 
 // From PyTorch 1.7 to 1.11 allow_tf32 defaulted to True for matmuls: an fp32 script on an A100
