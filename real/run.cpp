@@ -224,7 +224,11 @@ void set_nccl_env(const Scenario& s) {
 }
 
 // traffic_of: payload bytes per GPU by event name in `iteration`: copies (out of the source,
-// into the destination; host copies into the device) and collectives at nccl-tests' bus bytes.
+// into the destination; host copies into the device) and collectives at nccl-tests' bus bytes,
+// each way, but for the rooted ones (as the simulation counts them): a broadcast or reduce is
+// rooted at rank 0 (DataParallel's GPU0, DDP's rank 0) and runs NCCL's chain through the ranks in
+// order, so a broadcast's root only sends and its last rank only receives, and a reduce's first
+// rank after the root only sends and the root only receives.
 void add_traffic(std::map<std::string, Traffic>& t, const TraceEvent& e, int gpus,
                  const std::map<std::string, Collective>& kinds, int members) {
   auto& tr = t[e.name];
@@ -236,10 +240,14 @@ void add_traffic(std::map<std::string, Traffic>& t, const TraceEvent& e, int gpu
   const auto r = static_cast<std::size_t>(e.rank);
   if (e.stream == Stream::kComm) {
     const auto k = kinds.find(e.name);
-    const double bus =
-        members > 1 ? b * bus_factor(k != kinds.end() ? k->second : Collective::kAllreduce, members) : 0.0;
-    tr.out[r] += bus;
-    tr.in[r] += bus;
+    const Collective c = k != kinds.end() ? k->second : Collective::kAllreduce;
+    const double bus = members > 1 ? b * bus_factor(c, members) : 0.0;
+    const auto rank = static_cast<int>(r);
+    const bool sends =
+        !(c == Collective::kBroadcast && rank == members - 1) && !(c == Collective::kReduce && rank == 0);
+    const bool receives = !(c == Collective::kBroadcast && rank == 0) && !(c == Collective::kReduce && rank == 1);
+    if (sends) tr.out[r] += bus;
+    if (receives) tr.in[r] += bus;
   } else if (e.peer >= 0 && e.peer != e.rank) {
     tr.out[r] += b;
     tr.in[static_cast<std::size_t>(e.peer)] += b;
@@ -368,7 +376,9 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
   std::map<int, std::map<std::string, Traffic>> traffic;
   for (const TraceEvent& e : out.trace.events) {
     if (e.stream == Stream::kHost || e.iteration < 1) continue;
-    if (e.stream == Stream::kCompute && e.peer < 0) continue;
+    // Compute-stream events without a peer are kernels, except the copies from host memory
+    // (x.to(device) on the current stream), which the simulation counts into the device too.
+    if (e.stream == Stream::kCompute && e.peer < 0 && !is_host_copy_event(e.name)) continue;
     if (e.stream == Stream::kCompute || e.stream == Stream::kComm || e.stream == Stream::kCopy)
       add_traffic(traffic[e.iteration], e, out.gpus, u.kinds, members);
   }

@@ -67,6 +67,12 @@ case "$case_" in
     grep -q "DDP is .* than DP" "$tmp/out" || fail "no comparison line"
     for s in dp ddp; do grep -q "^$s,1,comm," "$tmp/b/events.csv" || fail "no $s collectives on rank 1"; done
     grep -q '^dp,0,copy,dp:scatter,' "$tmp/b/events.csv" || fail "DP scatter missing"
+    # Bytes per GPU as the simulation counts them: the broadcast's root only sends, the reduce's
+    # only receives, the input copy from host memory comes in (gpu0_in, gpu0_out of the dp row).
+    "$bin" simulate --strategy dp "${small[@]}" --gpus 2 --precision fp32 --out "$tmp/dp-sim" >"$tmp/dp-sim.out"
+    gpu0_bytes() { awk '$1 == "dp" { print $(NF-6), $(NF-5), $(NF-4), $(NF-3) }' "$1"; }
+    [[ -n $(gpu0_bytes "$tmp/out") && $(gpu0_bytes "$tmp/out") == $(gpu0_bytes "$tmp/dp-sim.out") ]] \
+      || { grep -h '^  dp ' "$tmp/out" "$tmp/dp-sim.out"; fail "DP's GPU0 bytes differ from the simulation's"; }
     echo "--launch local --world-size 2: DP and DDP as threads, both measured"
     # A world whose parameters and gradients alone exceed the host's available memory is refused
     # before it starts (Linux would let it allocate, then kill it): 1e6 ranks of ResNet-18.
