@@ -240,6 +240,11 @@ void SweepTableReporter::finish() {
     table.add_row(cells);
   }
   table.print(out_, sweep_header_lines(ctx_));
+  // efficiency's baseline, which is one GPU only where the sweep has a one-GPU point.
+  if (std::any_of(rows_.begin(), rows_.end(),
+                  [&](const CsvRow& row) { return !row[col("scaling_efficiency_frac")].empty(); }))
+    out_ << "# efficiency: samples/s per GPU against the point with the fewest GPUs among those that differ only in "
+            "gpus (same strategy): against one GPU only where the sweep has a one-GPU point\n";
   if (!oom.empty())
     out_ << fmt::format(
         "# point{} {}: {} not fit the GPU's memory (status oom): no samples/s is shown; the times are "

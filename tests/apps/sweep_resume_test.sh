@@ -10,7 +10,10 @@ trap 'rm -rf "$tmp"' EXIT
 args=(sweep --model gpt2 --iterations 2 --warmup 1 --vary gpus=1,2,4,8 --vary bucket_cap_mb=5,25 --jobs 1)
 total=16
 
-"$bin" "${args[@]}" --out "$tmp/full" >/dev/null 2>"$tmp/full.err"
+"$bin" "${args[@]}" --out "$tmp/full" >"$tmp/full.out" 2>"$tmp/full.err"
+# The table says what its efficiency is measured against (here the one-GPU points).
+grep -q "^# efficiency: samples/s per GPU against the point with the fewest GPUs" "$tmp/full.out" \
+  || { cat "$tmp/full.out" >&2; echo "FAIL: no efficiency baseline line" >&2; exit 1; }
 # 16 points: 8 DDP simulations, and the 8 DP points in 4 simulations (bucket_cap_mb cannot change DP).
 grep -q "^sweep: 16 points, 12 simulations" "$tmp/full.err" || { cat "$tmp/full.err" >&2; echo "FAIL: DP points not shared" >&2; exit 1; }
 # The shared DP row for gpus=2, bucket_cap_mb=25 (point 6) holds what a DP simulation of its own gives
