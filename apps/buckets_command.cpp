@@ -58,8 +58,9 @@ void print_text(const StepModel& m, const BucketOptions& b, const BucketSchedule
                      human_bytes(static_cast<double>(m.gradient_bytes())), m.gradient_bytes());
   if (!note.empty()) out << fmt::format("# {}\n", note);
   out << fmt::format("# bucket_cap_mb {}{}, first bucket {}{}, find_unused_parameters {}, static_graph {}\n",
-                     b.bucket_cap_mb ? fmt::format("{:g}", *b.bucket_cap_mb) : "25",
-                     b.bucket_cap_mb ? "" : " (default)", human_bytes(static_cast<double>(b.first_bucket_bytes())),
+                     b.bucket_cap_mb ? fmt::format("{:.10g}", *b.bucket_cap_mb) : "25",
+                     b.bucket_cap_mb ? fmt::format(" ({})", human_bytes(static_cast<double>(b.bucket_cap_bytes())))
+                                     : " (default)", human_bytes(static_cast<double>(b.first_bucket_bytes())),
                      b.last_bucket_cap ? " (placed last: DDP_SET_LAST_BUCKET_CAP=1)" : "", b.find_unused_parameters,
                      b.static_graph);
   out << fmt::format("# {}\n", what_happens(b));
@@ -93,12 +94,14 @@ void print_text(const StepModel& m, const BucketOptions& b, const BucketSchedule
   }
 }
 
-void print_json(const StepModel& m, const BucketOptions& b, const BucketSchedule& s, std::ostream& out) {
+void print_json(const StepModel& m, const BucketOptions& b, const BucketSchedule& s, const std::string& grad_dtype,
+                std::ostream& out) {
   nlohmann::ordered_json j;
   j["model"] = m.name;
   j["options"] = {{"bucket_cap_bytes", b.bucket_cap_bytes()}, {"first_bucket_bytes", b.first_bucket_bytes()},
                   {"last_bucket_cap", b.last_bucket_cap},     {"find_unused_parameters", b.find_unused_parameters},
                   {"static_graph", b.static_graph},           {"pytorch_version", b.pytorch.text()}};
+  j["gradient_dtype"] = grad_dtype;  // float32 under autocast; the model's 16-bit type under master-weights
   j["gradient_bytes"] = m.gradient_bytes();
   auto& its = j["iterations"] = nlohmann::ordered_json::array();
   for (const IterationPlan& it : iterations_of(s)) {
@@ -124,6 +127,7 @@ void run_buckets(const BucketsOptions& o) {
   // when the model itself is (model.half(): mixed_precision master-weights), which halves every
   // bucket's bytes and so changes where buckets close.
   std::string note;
+  std::string grad_dtype = "float32";
   if (sc.mixed_precision == "master-weights") {
     if (sc.precision.empty())
       throw UsageError(
@@ -135,8 +139,8 @@ void run_buckets(const BucketsOptions& o) {
     } catch (const ConfigError& e) {
       throw UsageError(fmt::format("--precision {}: {}", sc.precision, e.what()));
     }
-    note = fmt::format("gradients in {} (the model itself in 16 bits: mixed_precision master-weights)",
-                       p == Precision::kBF16 ? "bfloat16" : "float16");
+    grad_dtype = p == Precision::kBF16 ? "bfloat16" : "float16";
+    note = fmt::format("gradients in {} (the model itself in 16 bits: mixed_precision master-weights)", grad_dtype);
   } else if (!sc.precision.empty()) {
     note = fmt::format("--precision {}: under autocast the parameters and their gradients stay float32: it changes "
                        "nothing here (--mixed-precision master-weights makes them 16-bit)",
@@ -156,7 +160,7 @@ void run_buckets(const BucketsOptions& o) {
   }
   const BucketSchedule s = bucket_schedule(m, b);
   if (o.json) {
-    print_json(m, b, s, std::cout);
+    print_json(m, b, s, grad_dtype, std::cout);
   } else {
     print_text(m, b, s, note, std::cout);
   }
@@ -172,6 +176,11 @@ void register_buckets_command(CLI::App& app) {
       {"model", "precision", "mixed_precision", "bucket_cap_mb", "first_bucket_mb", "find_unused_parameters",
        "static_graph", "pytorch_version"});
   o->keys.given.at("model")->required()->description(std::string(scenario_key("model").help));
+  // No GPU here to choose a 16-bit type by: the precision matters only with master-weights.
+  o->keys.given.at("precision")
+      ->description(
+          "bf16 or fp16: the model's 16-bit type under --mixed-precision master-weights, which needs it; under "
+          "autocast (the default) gradients stay float32 whatever it is");
   cmd->add_flag("--last-bucket-cap", o->last_bucket_cap, "Put the small bucket last (DDP_SET_LAST_BUCKET_CAP=1)");
   cmd->add_flag("--json", o->json, "Print JSON instead of a table");
   cmd->callback([o] { run_buckets(*o); });

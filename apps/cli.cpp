@@ -145,6 +145,13 @@ const CLI::Validator kNonEmptyFile(
     },
     "");
 
+const CLI::Validator kAnyCase(
+    [](std::string& text) -> std::string {
+      for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return "";
+    },
+    "");
+
 CLI::Validator finite_in(std::string_view what, double lo, double hi) {
   return CLI::Validator(
       [what = std::string(what), lo, hi](std::string& text) -> std::string {

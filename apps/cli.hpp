@@ -36,6 +36,9 @@ extern const CLI::Validator kPositiveInteger;
 extern const CLI::Validator kNonEmptyPath;
 // kNonEmptyFile: the same for a flag whose file is written only when it is given.
 extern const CLI::Validator kNonEmptyFile;
+// kAnyCase: a word-valued flag takes its word in any case ("--op ALLGATHER"): the value is
+// lower-cased before the command reads it (README, "Flags").
+extern const CLI::Validator kAnyCase;
 // key_range: a flag that takes scenario key `key`'s integer, checked as the scenario checks it:
 // "--pad-to-multiple-of: value \"0\" must be an integer from 1 to 65536".
 CLI::Validator key_range(std::string_view key);

@@ -166,7 +166,8 @@ void register_collectives_command(CLI::App& app) {
   coll->add_option("--topology", co->sweep.topology, "Built-in cluster or topology file")->required();
   coll->add_option("-g,--gpus,--ngpus", co->sweep.gpus, "Use the first N GPUs (default all; nccl-tests' -g)")
       ->check(kPositiveInteger);
-  coll->add_option("--op", co->op, "allreduce, broadcast, reduce, allgather or reducescatter (default allreduce)");
+  coll->add_option("--op", co->op, "allreduce, broadcast, reduce, allgather or reducescatter (default allreduce)")
+      ->transform(kAnyCase);
   coll->add_option("-b,--min-bytes,--minbytes", co->min_bytes,
                    "Smallest size (default 8; 64KiB, or nccl-tests' 128M: K, M, G are powers of 1024)");
   coll->add_option("-e,--max-bytes,--maxbytes", co->max_bytes, "Largest size (default 1GiB; as -b)");
@@ -186,7 +187,8 @@ void register_collectives_command(CLI::App& app) {
   add_scenario_options(coll, co->knobs, {"NCCL_ALGO", "NCCL_PROTO", "nccl"});
   coll->add_option("--fidelity", co->sweep.fidelity,
                    "step (every ring step and chunk a flow; default), aggregate (one flow per rank, channel and "
-                   "phase) or auto");
+                   "phase) or auto")
+      ->transform(kAnyCase);
   coll->add_flag("--json", co->json, "Print JSON instead of a table");
   coll->callback([co] {
     CollectivesArgs a = *co;

@@ -73,11 +73,18 @@ void add_misaligned_row(reports::Table& t, const Model& m, const ModelCost& cost
       layers.push_back("...");
   }
   if (kernels == 0) return;
+  // The fix the tool can simulate is padding a vocabulary; any other misaligned dimension (ViT's 197
+  // tokens, an odd width) is the model's own shape.
+  const bool vocabulary = products_span_vocabulary(m) && ctx.mode.pad_to_multiple_of == 1 && vocabulary_size(m) % 8 != 0;
   t.add_row({"misaligned GEMMs",
              fmt::format("{} in {} kernels ({}): a dimension not a multiple of 16 bytes, {:.2g}x the aligned time "
-                         "on {}; pad it (a vocabulary to a multiple of 64)",
+                         "on {}; {}",
                          human_duration(time_s), kernels, fmt::join(layers, ", "),
-                         1.0 / rates_for(*ctx.gpu).gemm_misaligned, ctx.gpu->key)});
+                         1.0 / rates_for(*ctx.gpu).gemm_misaligned, ctx.gpu->key,
+                         vocabulary ? fmt::format("pad the vocabulary ({}) to a multiple of 64: --pad-to-multiple-of 64",
+                                                  vocabulary_size(m))
+                                    : "a shape of the model's own (a sequence length, head size or width), which "
+                                      "--pad-to-multiple-of (a vocabulary's padding) does not change")});
 }
 
 void show_model(const ShowOptions& o, std::ostream& out) {
@@ -152,6 +159,10 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     j["optimizer"] = optimizer_name(opt);
     j["compile"] = ctx.mode.compile;
     j["attention"] = std::string(attention_impl_name(ctx.mode.attention));
+    // The settings that change the numbers below, so that two outputs can be told apart.
+    j["mixed_precision"] = ctx.mode.master_weights ? "master-weights" : "autocast";
+    j["channels_last"] = ctx.mode.channels_last;
+    j["pad_to_multiple_of"] = ctx.mode.pad_to_multiple_of;
     j["forward_flops"] = cost.forward_flops;
     j["backward_flops"] = cost.backward_flops;
     j["forward_s"] = cost.forward_s;
@@ -322,11 +333,14 @@ void register_models_command(CLI::App& app) {
           },
           "{autocast,master-weights}"))
       ->capture_default_str();
-  show->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam or adamw")->capture_default_str();
+  show->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam, adamw, or none (forward and backward only)")
+      ->transform(kAnyCase)
+      ->capture_default_str();
   show->add_flag("--compile", o->compile,
                  "torch.compile(model): pointwise ops and reductions fused between matrix products (default: eager)");
   show->add_option("--attention", o->attention,
                    "math (T x T scores materialised), flash or mem-efficient (SDPA's fused kernels)")
+      ->transform(kAnyCase)
       ->capture_default_str();
   show->add_flag("--channels-last", o->channels_last,
                  "model.to(memory_format=torch.channels_last): NHWC convolutions (default: NCHW)");

@@ -463,4 +463,32 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   return h;
 }
 
+// ddp_only_settings: the DistributedDataParallel settings a scenario gives (not at their
+// defaults): the keys that reach DDP only (DataParallel has no buckets, comm hooks,
+// unused-parameter search, static graph or buffer broadcast). Each as its flag, or, with `args`,
+// as the scenario file's key where the file set it (bucket_cap_mb 5, its line in `from_file` for
+// the first such, after the others: comm_hook fp16 (d1.yaml:4)); with `as_keys`, as a key (a flag
+// or a file gives it alike: bucket_cap_mb 50).
+std::vector<std::string> ddp_only_settings(const Scenario& s, bool as_keys, const ScenarioArgs* args,
+                                           std::string* from_file) {
+  std::vector<std::string> given;
+  for (const ScenarioKey& k : scenario_table()) {
+    if (k.reach != KeyReach::kDdp) continue;
+    const auto v = key_value(s, k);
+    if (v == key_value(Scenario{}, k)) continue;
+    const bool flag_alone = k.kind == KeyKind::kSwitch && v == true;
+    const int line = args ? file_line_of(*args, k.name).value_or(0) : 0;
+    if (as_keys || line > 0) {
+      given.push_back(flag_alone ? std::string(k.name) : fmt::format("{} {}", k.name, value_text(v)));
+      if (line > 0 && !as_keys) {
+        if (from_file && from_file->empty()) *from_file = fmt::format("{}:{}", args->file, line);
+        if (given.size() > 1) given.back() += fmt::format(" ({}:{})", args->file, line);
+      }
+    } else {
+      given.push_back(flag_alone ? std::string(k.flag) : fmt::format("{}={}", k.flag, value_text(v)));
+    }
+  }
+  return given;
+}
+
 }  // namespace gradsync::apps

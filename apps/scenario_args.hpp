@@ -59,6 +59,15 @@ sim::Scenario resolve_located(const ScenarioArgs& a, const std::function<sim::Sc
 // `ddp` false: a DataParallel-only run (sim::resolve_scenario).
 sim::Scenario resolve_args(const ScenarioArgs& a, const sim::Scenario& requested, bool ddp = true);
 
+// ddp_only_settings: the DistributedDataParallel settings a scenario gives (not at their
+// defaults): the keys that reach DDP only (DataParallel has no buckets, comm hooks,
+// unused-parameter search, static graph or buffer broadcast). Each as its flag, or, with `args`,
+// as the scenario file's key where the file set it (bucket_cap_mb 5, its line in `from_file` for
+// the first such, after the others: comm_hook fp16 (d1.yaml:4)); with `as_keys`, as a key (a flag
+// or a file gives it alike: bucket_cap_mb 50).
+std::vector<std::string> ddp_only_settings(const Scenario& s, bool as_keys = false, const ScenarioArgs* args = nullptr,
+                                           std::string* from_file = nullptr);
+
 // file_line_of: the line of the scenario file that set `key` when no flag (nor --nccl) overrode it;
 // nullopt otherwise (no file, the file leaves the key, or a flag set it).
 std::optional<int> file_line_of(const ScenarioArgs& a, std::string_view key);

@@ -1,6 +1,10 @@
 // sweep_command.cpp: `gradsync sweep`: the flags of sweep/sweep.hpp, which does the work.
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -73,6 +77,18 @@ void register_sweep_command(CLI::App& app) {
                         "value the sweep takes)",
                         a->scenario.file, *line, key, key));
       }
+    }
+    // DDP's settings under DataParallel points: as compare says it, said once.
+    bool dp_points = true;
+    for (const std::string& text : a->options.vary) {
+      const Vary v = parse_vary(text);
+      if (v.key != "strategy") continue;
+      dp_points = std::any_of(v.values.begin(), v.values.end(), [](const auto& value) { return value == "dp"; });
+    }
+    if (const std::vector<std::string> ddp_only = ddp_only_settings(run.base, true); dp_points && !ddp_only.empty()) {
+      std::cerr << fmt::format("note: {} {} to DDP only: the sweep's dp points run without {}\n",
+                               fmt::join(ddp_only, ", "), ddp_only.size() == 1 ? "applies" : "apply",
+                               ddp_only.size() == 1 ? "it" : "them");
     }
     const sweep::SweepStats st = sweep::run_sweep(run);
     if (st.failed > 0) {

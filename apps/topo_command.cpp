@@ -368,6 +368,7 @@ void register_topo_command(CLI::App& app) {
 
   auto nv = std::make_shared<NvswitchOptions>();
   CLI::App* nvs = gen->add_subcommand("nvswitch", "n GPUs on an NVSwitch fabric (DGX/HGX A100, H100 style)");
+  nvs->ignore_case();  // a generator's name is a word like any other (README, "Flags")
   nvs->add_option("--gpu", nv->gpu, "GPU key or alias (gpus.yaml); needs NVLink")->capture_default_str();
   nvs->add_option("--gpus", nv->gpus, "Number of GPUs")->capture_default_str();
   nvs->add_option("--nics", nv->nics, "Number of NICs, 0 to 64 (default: one per GPU, at most 64)");
@@ -378,6 +379,7 @@ void register_topo_command(CLI::App& app) {
 
   auto mesh = std::make_shared<NvlinkMeshOptions>();
   CLI::App* ms = gen->add_subcommand("nvlink-mesh", "The DGX-1 V100 hybrid cube-mesh");
+  ms->ignore_case();
   ms->add_option("--gpu", mesh->gpu, "GPU key or alias (6 NVLinks)")->capture_default_str();
   add_out(ms);
   ms->callback([mesh, out] {
@@ -386,6 +388,7 @@ void register_topo_command(CLI::App& app) {
 
   auto pc = std::make_shared<PcieOptions>();
   CLI::App* pcie = gen->add_subcommand("pcie", "GPUs under PCIe switches and CPU sockets, optional NVLink bridges");
+  pcie->ignore_case();
   pcie->add_option("--gpu", pc->gpu, "GPU key or alias")->capture_default_str();
   pcie->add_option("--gpus", pc->gpus, "Number of GPUs")->capture_default_str();
   pcie->add_option("--sockets", pc->sockets, "CPU sockets (1 or 2)")->capture_default_str();
@@ -401,10 +404,13 @@ void register_topo_command(CLI::App& app) {
           },
           ""));
   pcie->add_flag("--nvlink-bridge", pc->nvlink_bridge, "NVLink bridges joining GPU pairs");
-  pcie->add_option("--cpu", pc->cpu, "CPU vendor: intel or amd (NCCL treats them apart)")->capture_default_str();
+  pcie->add_option("--cpu", pc->cpu, "CPU vendor: intel or amd (NCCL treats them apart)")
+      ->transform(kAnyCase)
+      ->capture_default_str();
   pcie->add_option(
           "--p2p", pc->p2p,
           "PCIe peer-to-peer: auto (the GPU's: GeForce boards have none), on (a driver that enables it) or off")
+      ->transform(kAnyCase)
       ->capture_default_str();
   add_out(pcie);
   pcie->callback(
@@ -416,8 +422,11 @@ void register_topo_command(CLI::App& app) {
     CLI::App* f = gen->add_subcommand(rail ? "rail-optimized" : "fat-tree",
                                       rail ? "Nodes on a rail-optimized fat-tree (NIC i of every node on rail i)"
                                            : "Nodes under leaf switches joined by spines");
+    f->ignore_case();
     f->add_option("--nodes", ft->nodes, "Number of nodes")->required();
-    f->add_option("--node", ft->node, fmt::format("Node type: {}", fmt::join(cluster_node_types(), ", ")))->required();
+    f->add_option("--node", ft->node, fmt::format("Node type: {}", fmt::join(cluster_node_types(), ", ")))
+        ->transform(kAnyCase)
+        ->required();
     f->add_option("--gpus-per-node", ft->gpus_per_node,
                   "GPUs per node on its NVSwitch, 1 to 8: a node per GPU for a scaling study (default: 8; the "
                   "dgx1-v100 mesh is 8)");

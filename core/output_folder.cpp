@@ -1,9 +1,12 @@
 // output_folder.cpp: whole-or-untouched output folders (see output_folder.hpp).
 #include "core/output_folder.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -67,6 +70,123 @@ void refuse_foreign_files(const fs::path& dir, const std::string& shown) {
                       shown, name));
     }
   }
+}
+
+// Interruption. Ctrl-C (SIGINT) or SIGTERM while a run writes into its staging folder: the
+// handler removes the staging folder, says that --out was left as it was, and ends the process
+// by the signal (the shell's 130 or 143), as the default action would. Everything it calls is
+// async-signal-safe (open, getdents64, unlinkat, close, write, signal, raise): no allocation.
+// A SIGKILL cannot be caught; the next run into the same place removes what it left (above).
+constexpr int kSlots = 8;
+constexpr std::size_t kPathMax = 4096;
+struct Slot {
+  volatile sig_atomic_t used = 0;
+  char staging[kPathMax] = {};
+  char final_path[kPathMax] = {};
+};
+Slot g_slots[kSlots];
+
+void put(int fd, const char* text) {
+  std::size_t n = 0;
+  while (text[n] != '\0') ++n;
+  while (n > 0) {
+    const ssize_t w = ::write(fd, text, n);
+    if (w <= 0) return;
+    text += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+// remove_tree: the folder `name` under `dirfd` and what it holds, `depth` levels at most, with
+// system calls only (async-signal-safe).
+void remove_tree(int dirfd, const char* name, int depth) {
+  const int fd = ::openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    alignas(8) char buf[4096];
+    for (int pass = 0; pass < 64; ++pass) {  // entries removed while listed: list again until none
+      bool removed = false;
+      ::lseek(fd, 0, SEEK_SET);
+      for (;;) {
+        const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (n <= 0) break;
+        for (long at = 0; at < n;) {
+          const auto* e = reinterpret_cast<const struct dirent64*>(buf + at);
+          at += e->d_reclen;
+          const char* entry = e->d_name;
+          if (entry[0] == '.' && (entry[1] == '\0' || (entry[1] == '.' && entry[2] == '\0'))) continue;
+          if (::unlinkat(fd, entry, 0) == 0) {
+            removed = true;
+          } else if (depth > 0) {
+            remove_tree(fd, entry, depth - 1);
+            removed = true;
+          }
+        }
+      }
+      if (!removed) break;
+    }
+    ::close(fd);
+  }
+  ::unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+bool same_text(const char* a, const char* b) {
+  while (*a != '\0' && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+
+extern "C" void on_interrupt(int sig) {
+  for (int i = 0; i < kSlots; ++i) {
+    const Slot& s = g_slots[i];
+    if (!s.used) continue;
+    remove_tree(AT_FDCWD, s.staging, 4);
+    bool said = false;  // one line per --out, however many folders a command staged for it
+    for (int j = 0; j < i; ++j) said = said || (g_slots[j].used && same_text(g_slots[j].final_path, s.final_path));
+    if (said) continue;
+    put(STDERR_FILENO, sig == SIGINT ? "\ngradsync: interrupted (SIGINT: Ctrl-C); --out " : "\ngradsync: interrupted (SIGTERM); --out ");
+    put(STDERR_FILENO, s.final_path);
+    put(STDERR_FILENO, " is left as it was\n");
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// watch: the handler for SIGINT and SIGTERM, where nothing else (a shell's ignore, a sweep's own
+// handler) has one.
+void watch() {
+  static bool installed = false;
+  if (installed) return;
+  installed = true;
+  // A child forked to run a simulation (sim/isolate.cpp) shares the process group, and so the
+  // terminal's Ctrl-C, but not the folders: only the parent removes them and says so.
+  ::pthread_atfork(nullptr, nullptr, [] {
+    for (Slot& s : g_slots) s.used = 0;
+  });
+  for (const int sig : {SIGINT, SIGTERM}) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+int claim(const std::string& staging, const std::string& final_path) {
+  if (staging.size() >= kPathMax || final_path.size() >= kPathMax) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    Slot& s = g_slots[i];
+    if (s.used) continue;
+    std::memcpy(s.staging, staging.c_str(), staging.size() + 1);
+    std::memcpy(s.final_path, final_path.c_str(), final_path.size() + 1);
+    s.used = 1;  // last: the handler reads the slot only once it is whole
+    watch();
+    return i;
+  }
+  return -1;  // more runs at once than slots: a signal leaves this one's folder to the next run
+}
+
+void release(int slot) {
+  if (slot >= 0 && slot < kSlots) g_slots[slot].used = 0;
 }
 
 }  // namespace
@@ -151,9 +271,11 @@ OutputFolder::OutputFolder(std::string final_path) {
         fmt::format("--out {}: cannot create a folder in {} (outputs are written beside the folder, then renamed "
                     "to it): {}",
                     final_, parent.string(), ec.message()));
+  slot_ = claim(staging_, final_);
 }
 
 OutputFolder::~OutputFolder() {
+  release(slot_);
   if (committed_) return;
   std::error_code ec;
   fs::remove_all(staging_, ec);

@@ -1,8 +1,9 @@
 // output_folder.hpp: a run's --out folder is whole or untouched. The run writes into a fresh
 // staging folder beside it and, at the end, swaps it into place in one rename (Linux
 // renameat2 RENAME_EXCHANGE), then removes what it replaced. A run killed at any moment leaves
-// --out as it was or complete; the staging folder it leaves behind is removed by the next run
-// into the same place (its process is gone), and that run says so.
+// --out as it was or complete. Interrupted by SIGINT or SIGTERM, it removes its staging folder and
+// says so; killed otherwise, the staging folder it leaves behind is removed by the next run into
+// the same place (its process is gone), and that run says so.
 //
 //   OutputFolder out("gradsync-out");            // refuses a folder of someone else's files
 //   write_file_atomic(out.path() + "/result.json", text);
@@ -37,6 +38,7 @@ class OutputFolder {
   std::string staging_;
   std::vector<std::string> removed_;
   bool committed_ = false;
+  int slot_ = -1;  // where the SIGINT/SIGTERM handler finds the staging folder to remove
 };
 
 // start_fresh_folder: an incremental output folder (a sweep's, saved point by point so that it can

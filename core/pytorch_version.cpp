@@ -26,6 +26,8 @@ PytorchVersion parse(std::string_view text) {
       ++i;
     }
     if (i == start) throw ConfigError(expected);
+    // torch.__version__ writes its numbers without leading zeros: "2.011" is not 2.11.
+    if (text[start] == '0' && i - start > 1) throw ConfigError(expected);
     *out = static_cast<int>(v);
   };
   PytorchVersion v;

@@ -83,7 +83,7 @@ struct Model {
   double bus = 0, alg = 0, lat = 0;
 };
 
-Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch) {
+Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128_asked) {
   Model m;
   const int n = static_cast<int>(ch.ranks.size());
   const int nodes = ch.nodes();
@@ -125,8 +125,10 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch) {
     bus = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * kPerChMaxTreeLL128Bw[arch][scale]);
   }
   // LL128 by default only on NVLink inside nodes (tuning.cc: typeIntra <= PATH_NVB) and for GPUs of
-  // one kind; never for NVLS.
-  if (p == Protocol::kLL128 && ch.intra_class > PathClass::kNVB) return m;
+  // one kind; never for NVLS. Only by default: NCCL_PROTO set at all leaves LL128 enabled or
+  // disabled as its list says (tuning.cc: parseList gives every protocol 0 or 1, and the NVLink test
+  // runs only for LL128's default 2), so `NCCL_PROTO=LL128` or `^LL` runs it over PCIe too.
+  if (p == Protocol::kLL128 && !ll128_asked && ch.intra_class > PathClass::kNVB) return m;
   m.bus = bus;
   const int steps = ring_steps(c, n);
   const double ratio = a == Algorithm::kRing ? static_cast<double>(n) / steps : a == Algorithm::kTree ? 0.5 : 5.0 / 6.0;
@@ -358,7 +360,7 @@ CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels
       if ((a == Algorithm::kNvls || a == Algorithm::kNvlsTree) && !req.nvls) continue;
       for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
         if (!nccl_list_allows(req.protocols, lower(protocol_name(p)))) continue;
-        const Model m = tune(c, a, p, ch);
+        const Model m = tune(c, a, p, ch, !req.protocols.empty());
         if (!(m.alg > 0)) continue;
         double alg = m.alg, lat = m.lat;
         // ncclTopoGetAlgoTime: the tree's bandwidth by size, and the ring's latency plateau across

@@ -93,9 +93,14 @@ void SweepCsvReporter::load(const std::string& path, const std::vector<CsvRow>& 
           std::vector<std::string> values;
           for (const CsvRow& k : keys)
             if (std::find(values.begin(), values.end(), k[c]) == values.end()) values.push_back(k[c]);
-          if (std::find(values.begin(), values.end(), row[c]) == values.end())
-            absent.push_back(fmt::format("{} {}: this sweep's {} {}", header_[c], row[c],
-                                         values.size() == 1 ? "is" : "are", fmt::join(values, ", ")));
+          if (std::find(values.begin(), values.end(), row[c]) == values.end()) {
+            // An empty cell is a key the model has no use for (seq_len of a conv net): say so.
+            const auto cell = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
+            std::vector<std::string> shown;
+            for (const std::string& v : values) shown.push_back(cell(v));
+            absent.push_back(fmt::format("{} {}: this sweep's {} {}", header_[c], cell(row[c]),
+                                         values.size() == 1 ? "is" : "are", fmt::join(shown, ", ")));
+          }
         }
         if (absent.empty() && in_range) {
           const CsvRow& key = keys[static_cast<std::size_t>(index)];

@@ -71,6 +71,13 @@ Topology generate_pcie(const PcieOptions& given) {
   need(o.cpu == "intel" || o.cpu == "amd", fmt::format("--cpu \"{}\": expected intel or amd", o.cpu));
   need(o.p2p == "auto" || o.p2p == "on" || o.p2p == "off",
        fmt::format("--p2p \"{}\": expected auto (the GPU's), on or off", o.p2p));
+  // An SXM module sits on its NVLink baseboard, never in a PCIe slot of its own (NCCL_P2P_DISABLE or
+  // NCCL_P2P_LEVEL model a baseboard whose NVLink goes unused).
+  need(g.nvlink_links == 0 || g.nvlink_bridge,
+       fmt::format("--gpu {}: {} is an SXM module on an NVLink baseboard, not a PCIe board; expected a PCIe board "
+                   "(gradsync list gpus: the ones without NVLink or with a bridge), or topo generate nvswitch / "
+                   "nvlink-mesh (with NCCL_P2P_DISABLE=1 to leave its NVLink unused)",
+                   o.gpu, g.name));
   if (o.nvlink_bridge) {
     need(g.nvlink_links > 0, fmt::format("--nvlink-bridge: {} has no NVLink", g.name));
     need(g.nvlink_bridge, fmt::format("--nvlink-bridge: {} is an SXM module, whose NVLinks go to an NVSwitch baseboard "
@@ -159,7 +166,8 @@ Topology generate_pcie(const PcieOptions& given) {
                   "{} {} on PCIe Gen{} x{} ({} per direction){}{}{}.\n"
                   "Sources: {}; PCIe bandwidth from the PCI-SIG base specifications (8/16/32 GT/s, 128b/130b){}\n{}",
                   cmd, o.gpus, g.name, g.pcie_gen, g.pcie_lanes, human_bandwidth(pcie), switch_text,
-                  o.sockets == 2 ? ", split over two CPU sockets" : ", one CPU socket",
+                  o.sockets == 2 ? (o.gpus >= 2 ? ", split over two CPU sockets" : ", on the first of two CPU sockets")
+                                 : ", one CPU socket",
                   o.nvlink_bridge ? fmt::format(", NVLink bridges joining pairs ({} links x {})", g.nvlink_links,
                                                 human_bandwidth(g.nvlink_bw_Bps))
                                   : ", no NVLink",

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_test_util.hpp"
 
@@ -154,6 +156,82 @@ TEST(Cli, WordValuesTakeAnyCase) {
   const Result topo = run({"compare", "--topology", "DGX-A100"});
   EXPECT_EQ(topo.code, 2);
   EXPECT_NE(topo.err.find("(built-in names are lower case: dgx-a100)"), std::string::npos) << topo.err;
+}
+
+// Every word-valued flag outside the scenario keys takes any case too: collectives' operation and
+// fidelity, models show's attention and optimizer, topo generate's generator, CPU, P2P and node type.
+TEST(Cli, EveryWordValuedFlagTakesAnyCase) {
+  const Result coll = run_printed({"collectives", "--topology", "dgx-a100", "-b", "1M", "-e", "1M", "--op",
+                                   "ALLGATHER", "--fidelity", "Aggregate"});
+  EXPECT_EQ(coll.code, 0) << coll.err;  // one simulation per process: the lower-case run is collectives' own test
+  EXPECT_NE(coll.out.find("# gradsync collectives: simulated allgather on dgx-a100"), std::string::npos) << coll.out;
+  const Result show = run_printed({"models", "show", "gpt2", "--attention", "Mem-Efficient", "--optimizer", "SGD"});
+  EXPECT_EQ(show.code, 0) << show.err;
+  EXPECT_NE(show.out.find("optimizer sgd; eager, mem-efficient attention"), std::string::npos) << show.out;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"topo", "generate", "PCIe", "--cpu", "AMD", "--p2p", "ON"},
+        std::vector<std::string>{"topo", "generate", "NVSWITCH"},
+        std::vector<std::string>{"topo", "generate", "Fat-Tree", "--nodes", "2", "--node", "DGX-A100"}}) {
+    const Result r = run_printed(args);
+    EXPECT_EQ(r.code, 0) << fmt::format("{}", fmt::join(args, " ")) << ": " << r.err;
+  }
+  EXPECT_NE(run_printed({"topo", "generate", "pcie", "--cpu", "AMD"}).out.find("--cpu amd"), std::string::npos);
+}
+
+// models show --json and buckets --json carry every setting that changes their numbers, so that two
+// outputs can be told apart.
+TEST(Cli, JsonOutputsNameTheSettingsThatChangeThem) {
+  const nlohmann::json plain = nlohmann::json::parse(run_printed({"models", "show", "gpt2", "--json"}).out);
+  EXPECT_EQ(plain.at("mixed_precision"), "autocast");
+  EXPECT_EQ(plain.at("pad_to_multiple_of"), 1);
+  EXPECT_EQ(plain.at("channels_last"), false);
+  const nlohmann::json padded = nlohmann::json::parse(
+      run_printed({"models", "show", "gpt2", "--json", "--pad-to-multiple-of", "64", "--mixed-precision",
+                   "master-weights"})
+          .out);
+  EXPECT_EQ(padded.at("mixed_precision"), "master-weights");
+  EXPECT_EQ(padded.at("pad_to_multiple_of"), 64);
+  EXPECT_NE(padded.at("step_s"), plain.at("step_s"));
+  EXPECT_EQ(nlohmann::json::parse(run_printed({"models", "show", "resnet50", "--json", "--channels-last"}).out)
+                .at("channels_last"),
+            true);
+  const nlohmann::json f32 = nlohmann::json::parse(run_printed({"buckets", "--model", "gpt2", "--json"}).out);
+  const nlohmann::json half = nlohmann::json::parse(
+      run_printed({"buckets", "--model", "gpt2", "--json", "--mixed-precision", "master-weights", "--precision",
+                   "bf16"})
+          .out);
+  EXPECT_EQ(f32.at("gradient_dtype"), "float32");
+  EXPECT_EQ(half.at("gradient_dtype"), "bfloat16");
+  EXPECT_EQ(2 * half.at("gradient_bytes").get<long>(), f32.at("gradient_bytes").get<long>());
+}
+
+// The buckets header writes an explicit cap as given, however large or fractional, with its size.
+TEST(Cli, BucketsHeaderWritesTheCapAsGiven) {
+  EXPECT_NE(run_printed({"buckets", "--model", "resnet18", "--bucket-cap-mb", "1TiB"})
+                .out.find("# bucket_cap_mb 1048576 (1.00 TiB), first bucket"),
+            std::string::npos);
+  const Result mb = run_printed({"buckets", "--model", "resnet18", "--bucket-cap-mb", "25MB"});
+  EXPECT_NE(mb.out.find("# bucket_cap_mb 23.84185791 (23.8 MiB), first bucket"), std::string::npos) << mb.out;
+}
+
+// Misaligned GEMMs: padding is advised for a vocabulary, which --pad-to-multiple-of pads, and not
+// for another shape (ViT-B/16's 197 tokens), which it does not.
+TEST(Cli, MisalignedGemmsAdviseWhatPaddingCanFix) {
+  const Result gpt2 = run_printed({"models", "show", "gpt2"});
+  EXPECT_NE(gpt2.out.find("pad the vocabulary (50257) to a multiple of 64: --pad-to-multiple-of 64"),
+            std::string::npos)
+      << gpt2.out;
+  const Result vit = run_printed({"models", "show", "vit-b-16"});
+  EXPECT_NE(vit.out.find("misaligned GEMMs"), std::string::npos) << vit.out;
+  EXPECT_EQ(vit.out.find("vocabulary ("), std::string::npos) << vit.out;
+  EXPECT_NE(vit.out.find("a shape of the model's own"), std::string::npos) << vit.out;
+}
+
+// A release number with a leading zero is not torch.__version__'s: 2.011 is refused, not read as 2.11.
+TEST(Cli, APytorchVersionWithLeadingZerosIsRefused) {
+  const Result r = run({"buckets", "--model", "resnet18", "--pytorch-version", "2.011"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("\"2.011\": expected MAJOR.MINOR"), std::string::npos) << r.err;
 }
 
 // A bucket cap under 16 KiB is said in the bytes DDP caps it at, not as a fraction of a MiB.

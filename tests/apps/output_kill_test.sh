@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # output_kill_test.sh BIN: SIGKILL `gradsync compare` at many moments of its run; --out must then
 # hold the previous run's files, byte for byte, or the whole new run, and nothing else; the next
-# run removes what the killed one left beside --out.
+# run removes what the killed one left beside --out. SIGINT and SIGTERM: the run removes its staging
+# folder itself, says that --out is left as it was, and ends with the signal's status (130, 143).
 set -euo pipefail
 bin=$1
 d=$(mktemp -d)
@@ -63,6 +64,40 @@ left=$(cd "$d" && ls -A | grep -v '^out$' || true)
 [[ -z $left ]] || fail "left beside --out after a clean run: $left"
 rm -f "$d.err"
 echo "the next run left only --out"
+
+# Ctrl-C (SIGINT) and SIGTERM mid-run: nothing beside --out, --out as before (said on stderr, status
+# 128 + signal) or whole. `timeout` runs the command in the foreground, where SIGINT is not ignored
+# as it is for a script's background job.
+said=0
+for sig in INT TERM; do
+  for frac in 0.3 0.5 0.7; do
+    before=$(snapshot)
+    next=$(( gpus == 2 ? 4 : 2 ))
+    rc=0
+    timeout --preserve-status -s "$sig" "$(awk -v t="$run_s" -v f="$frac" 'BEGIN { printf "%.3f", t * f }')" \
+      "$bin" compare --advice-budget 0 --gpus "$next" --out "$d/out" >/dev/null 2>"$d.err" || rc=$?
+    sleep 0.2
+    left=$(cd "$d" && ls -A | grep -v '^out$' || true)
+    [[ -z $left ]] || fail "SIG$sig at $frac of the run left beside --out: $left"
+    if [[ "$(snapshot)" == "$before" ]]; then
+      [[ $sig == INT ]] && want=130 || want=143
+      [[ $rc -eq $want ]] || fail "SIG$sig at $frac: status $rc, expected $want"
+      # A signal before the run made its staging folder ends it as the default action does, silently.
+      if grep -q "gradsync: interrupted (SIG$sig.*); --out $d/out is left as it was" "$d.err"; then
+        said=$((said + 1))
+      elif grep -q "interrupted" "$d.err"; then
+        fail "SIG$sig at $frac: $(cat "$d.err")"
+      fi
+    elif complete "$next"; then
+      gpus=$next
+    else
+      fail "after SIG$sig at $frac, --out is neither the previous run nor a whole new one"
+    fi
+  done
+done
+rm -f "$d.err"
+[[ $said -gt 0 ]] || fail "no SIGINT or SIGTERM landed before the swap"
+echo "SIGINT/SIGTERM at 6 moments: $said left --out as it was and said so; nothing was left beside it"
 
 # Four runs into the same --out at once: each succeeds, --out ends whole, nothing is left beside it.
 pids=()

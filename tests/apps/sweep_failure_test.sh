@@ -99,3 +99,13 @@ grep -q "^# point 1: does not fit the GPU's memory (status oom): no samples/s is
   || { cat "$tmp/o.out"; fail "the oom note"; }
 [[ $(status_of "$tmp/o/summary.csv" | grep -c "^1 oom") == 1 ]] || fail "summary.csv's oom status"
 echo "an oom point shows no throughput, is named, and the sweep exits 0"
+
+# 5. DDP's settings with DataParallel points: said once, as compare says it; not said without dp points.
+"$bin" sweep --model resnet18 --vary gpus=1 --bucket-cap-mb 5 --iterations 2 --warmup 1 --out "$tmp/n" \
+  >/dev/null 2>"$tmp/n.err" || { cat "$tmp/n.err" >&2; fail "the sweep with a DDP setting failed"; }
+grep -q "^note: bucket_cap_mb 5 applies to DDP only: the sweep's dp points run without it$" "$tmp/n.err" \
+  || { cat "$tmp/n.err"; fail "no note for bucket_cap_mb with dp points"; }
+"$bin" sweep --model resnet18 --vary gpus=1 --vary strategy=ddp --bucket-cap-mb 5 --iterations 2 --warmup 1 \
+  --out "$tmp/n2" >/dev/null 2>"$tmp/n2.err" || { cat "$tmp/n2.err" >&2; fail "the DDP-only sweep failed"; }
+if grep -q "applies to DDP only" "$tmp/n2.err"; then fail "a note for a sweep without dp points"; fi
+echo "a DDP setting beside dp points is noted once"

@@ -133,4 +133,14 @@ if "$bin" "${small[@]}" --vary gpus=1,3 --resume --out "$tmp/failed" >/dev/null 
 fi
 grep -q "settings: gpus 5: this sweep's are 1, 3; start over" "$tmp/failed.err" ||
   { cat "$tmp/failed.err" >&2; echo "FAIL: a failed point's unresolved cells were listed as differences" >&2; exit 1; }
+# A cell the other sweep's model has no use for (seq_len of a conv net) is named "(none)", not left blank.
+"$bin" sweep --model nanogpt --batch-per-gpu 1 --seq-len 64 --vary strategy=ddp --vary gpus=1 --iterations 2 --warmup 1 \
+  --out "$tmp/seq" >/dev/null 2>&1 || { echo "FAIL: the nanogpt sweep failed" >&2; exit 1; }
+if "$bin" sweep --model resnet18 --vary strategy=ddp --vary gpus=1 --iterations 2 --warmup 1 --resume --out "$tmp/seq" \
+  >/dev/null 2>"$tmp/seq.err"; then
+  echo "FAIL: --resume accepted another model's sweep" >&2
+  exit 1
+fi
+grep -q "seq_len 64: this sweep's is (none)" "$tmp/seq.err" ||
+  { cat "$tmp/seq.err" >&2; echo "FAIL: an empty cell was not named (none)" >&2; exit 1; }
 echo "sweep killed after $done_before of $total points, resumed: same summary.csv and result.json"

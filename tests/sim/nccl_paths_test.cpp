@@ -292,6 +292,19 @@ TEST(NcclModel, LlAndLl128WritesBetweenA100sOverNvlinkCostMoreWireThanNcclPlans)
   EXPECT_EQ(pair.intra_class, PathClass::kNVL);
   EXPECT_DOUBLE_EQ(ampere_nvlink_write_factor(Protocol::kLL, pair), 1 / kAmpereNvlinkWriteEfficiency);
 
+  // LL128 is NCCL's default only where the ring stays on NVLink (tuning.cc: its default value 2 is
+  // tested against typeIntra <= PATH_NVB); NCCL_PROTO set at all enables or disables it as listed,
+  // so asked for, or left in by an exclusion of another protocol, it runs over PCIe too.
+  for (const double size : {64.0 * 1024, 16 * kMiB, kGiB})
+    EXPECT_NE(choose_collective(Collective::kAllreduce, size, bch, {}).protocol, Protocol::kLL128) << size;
+  CollectiveRequest ll128_only;
+  ll128_only.protocols = "ll128";
+  EXPECT_EQ(choose_collective(Collective::kAllreduce, 16 * kMiB, bch, ll128_only).protocol, Protocol::kLL128);
+  CollectiveRequest no_ll;
+  no_ll.protocols = "^ll";
+  const CollectiveChoice mid = choose_collective(Collective::kAllreduce, 1 * kMiB, bch, no_ll);
+  EXPECT_NE(mid.protocol, Protocol::kLL);
+
   const Topology two = load_topology("2x-dgx-a100-hdr");
   const Routes tr(two);
   const Channels tch = build_channels(two, tr, first_ranks(16));

@@ -169,11 +169,15 @@ TEST(Generators, BadOptions) {
   EXPECT_EQ(error([] { generate_nvlink_mesh({.gpu = "a100-pcie-40gb"}); }),
             "--gpu a100-pcie-40gb: NVIDIA A100 PCIe 40GB is a PCIe board whose NVLink is a bridge to one other "
             "board; the DGX-1 cube-mesh holds SXM modules (topo generate pcie --nvlink-bridge pairs such boards)");
-  // An SXM module has no bridge: a PCIe box of them with --nvlink-bridge is no machine.
-  EXPECT_EQ(error([] { generate_pcie({.gpu = "h100", .gpus = 2, .nvlink_bridge = true}); }),
-            "--nvlink-bridge: NVIDIA H100 SXM5 80GB is an SXM module, whose NVLinks go to an NVSwitch baseboard or the "
-            "DGX-1 mesh, not to a bridge (gpus.yaml nvlink.bridge); expected a PCIe board with an NVLink bridge, or "
-            "topo generate nvswitch / nvlink-mesh");
+  // An SXM module sits on its baseboard: a PCIe box of them, bridged or not, is no machine.
+  for (const bool bridge : {false, true}) {
+    EXPECT_EQ(error([&] { generate_pcie({.gpu = "h100", .gpus = 2, .nvlink_bridge = bridge}); }),
+              "--gpu h100: NVIDIA H100 SXM5 80GB is an SXM module on an NVLink baseboard, not a PCIe board; expected "
+              "a PCIe board (gradsync list gpus: the ones without NVLink or with a bridge), or topo generate nvswitch "
+              "/ nvlink-mesh (with NCCL_P2P_DISABLE=1 to leave its NVLink unused)");
+  }
+  EXPECT_NE(generate_pcie({.gpu = "l4", .gpus = 1}).comment().find("on the first of two CPU sockets"),
+            std::string::npos);
   for (const GpuSpec& g : gpu_specs()) {
     // Every SXM module (named so) is on a baseboard; every bridged board is a PCIe or GeForce card.
     EXPECT_FALSE(g.nvlink_bridge && g.name.find("SXM") != std::string::npos) << g.key;
