@@ -57,12 +57,12 @@ void print_text(const StepModel& m, const BucketOptions& b, const BucketSchedule
   out << fmt::format("# {} parameters with gradients, {} ({} bytes)\n", trainable,
                      human_bytes(static_cast<double>(m.gradient_bytes())), m.gradient_bytes());
   if (!note.empty()) out << fmt::format("# {}\n", note);
-  out << fmt::format("# bucket_cap_mb {}{}, first bucket {}{}, find_unused_parameters {}, static_graph {}\n",
-                     b.bucket_cap_mb ? fmt::format("{:.10g}", *b.bucket_cap_mb) : "25",
-                     b.bucket_cap_mb ? fmt::format(" ({})", human_bytes(static_cast<double>(b.bucket_cap_bytes())))
-                                     : " (default)", human_bytes(static_cast<double>(b.first_bucket_bytes())),
-                     b.last_bucket_cap ? " (placed last: DDP_SET_LAST_BUCKET_CAP=1)" : "", b.find_unused_parameters,
-                     b.static_graph);
+  out << fmt::format(
+      "# bucket_cap_mb {}{}, first bucket {}{}, find_unused_parameters {}, static_graph {}\n",
+      b.bucket_cap_mb ? fmt::format("{:.10g}", *b.bucket_cap_mb) : "25",
+      b.bucket_cap_mb ? fmt::format(" ({})", human_bytes(static_cast<double>(b.bucket_cap_bytes()))) : " (default)",
+      human_bytes(static_cast<double>(b.first_bucket_bytes())),
+      b.last_bucket_cap ? " (placed last: DDP_SET_LAST_BUCKET_CAP=1)" : "", b.find_unused_parameters, b.static_graph);
   out << fmt::format("# {}\n", what_happens(b));
   for (const IterationPlan& it : iterations_of(s)) {
     out << fmt::format("#\n# iteration {}{}: {} bucket{}\n", it.iteration, it.steady ? " (steady)" : "",
@@ -142,9 +142,10 @@ void run_buckets(const BucketsOptions& o) {
     grad_dtype = p == Precision::kBF16 ? "bfloat16" : "float16";
     note = fmt::format("gradients in {} (the model itself in 16 bits: mixed_precision master-weights)", grad_dtype);
   } else if (!sc.precision.empty()) {
-    note = fmt::format("--precision {}: under autocast the parameters and their gradients stay float32: it changes "
-                       "nothing here (--mixed-precision master-weights makes them 16-bit)",
-                       sc.precision);
+    note = fmt::format(
+        "--precision {}: under autocast the parameters and their gradients stay float32: it changes "
+        "nothing here (--mixed-precision master-weights makes them 16-bit)",
+        sc.precision);
   }
   const StepModel m = to_step_model(model, Precision::kFP32, std::nullopt);
   BucketOptions b;
@@ -171,10 +172,9 @@ void run_buckets(const BucketsOptions& o) {
 void register_buckets_command(CLI::App& app) {
   auto o = std::make_shared<BucketsOptions>();
   CLI::App* cmd = app.add_subcommand("buckets", "DDP's bucket plan per iteration, as PyTorch's Reducer builds it");
-  add_scenario_options(
-      cmd, o->keys,
-      {"model", "precision", "mixed_precision", "bucket_cap_mb", "first_bucket_mb", "find_unused_parameters",
-       "static_graph", "pytorch_version"});
+  add_scenario_options(cmd, o->keys,
+                       {"model", "precision", "mixed_precision", "bucket_cap_mb", "first_bucket_mb",
+                        "find_unused_parameters", "static_graph", "pytorch_version"});
   o->keys.given.at("model")->required()->description(std::string(scenario_key("model").help));
   // No GPU here to choose a 16-bit type by: the precision matters only with master-weights.
   o->keys.given.at("precision")

@@ -78,8 +78,8 @@ void run_collectives(CollectivesArgs a) {
       throw UsageError(fmt::format(
           "--max-bytes {}: nccl-tests' send and receive buffers for it take {:.1f} GiB on each GPU, more than "
           "its {:.1f} GiB ({})",
-          a.max_bytes, buffers / (1024.0 * 1024 * 1024), static_cast<double>(gpu->memory_bytes) / (1024.0 * 1024 * 1024),
-          gpu->key));
+          a.max_bytes, buffers / (1024.0 * 1024 * 1024),
+          static_cast<double>(gpu->memory_bytes) / (1024.0 * 1024 * 1024), gpu->key));
     }
   }
   std::vector<sim::CollectivePoint> pts;

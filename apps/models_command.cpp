@@ -75,16 +75,18 @@ void add_misaligned_row(reports::Table& t, const Model& m, const ModelCost& cost
   if (kernels == 0) return;
   // The fix the tool can simulate is padding a vocabulary; any other misaligned dimension (ViT's 197
   // tokens, an odd width) is the model's own shape.
-  const bool vocabulary = products_span_vocabulary(m) && ctx.mode.pad_to_multiple_of == 1 && vocabulary_size(m) % 8 != 0;
-  t.add_row({"misaligned GEMMs",
-             fmt::format("{} in {} kernels ({}): a dimension not a multiple of 16 bytes, {:.2g}x the aligned time "
-                         "on {}; {}",
-                         human_duration(time_s), kernels, fmt::join(layers, ", "),
-                         1.0 / rates_for(*ctx.gpu).gemm_misaligned, ctx.gpu->key,
-                         vocabulary ? fmt::format("pad the vocabulary ({}) to a multiple of 64: --pad-to-multiple-of 64",
-                                                  vocabulary_size(m))
-                                    : "a shape of the model's own (a sequence length, head size or width), which "
-                                      "--pad-to-multiple-of (a vocabulary's padding) does not change")});
+  const bool vocabulary =
+      products_span_vocabulary(m) && ctx.mode.pad_to_multiple_of == 1 && vocabulary_size(m) % 8 != 0;
+  t.add_row(
+      {"misaligned GEMMs",
+       fmt::format("{} in {} kernels ({}): a dimension not a multiple of 16 bytes, {:.2g}x the aligned time "
+                   "on {}; {}",
+                   human_duration(time_s), kernels, fmt::join(layers, ", "), 1.0 / rates_for(*ctx.gpu).gemm_misaligned,
+                   ctx.gpu->key,
+                   vocabulary ? fmt::format("pad the vocabulary ({}) to a multiple of 64: --pad-to-multiple-of 64",
+                                            vocabulary_size(m))
+                              : "a shape of the model's own (a sequence length, head size or width), which "
+                                "--pad-to-multiple-of (a vocabulary's padding) does not change")});
 }
 
 void show_model(const ShowOptions& o, std::ostream& out) {

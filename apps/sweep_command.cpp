@@ -42,7 +42,8 @@ void register_sweep_command(CLI::App& app) {
       ->required();
   cmd->add_option("--jobs", o.jobs, "Simulations at once (default 1)")->check(kPositiveInteger);
   cmd->add_flag("--resume", o.resume,
-                "Keep the points already in OUT/summary.csv (failed ones too) and run only the others");
+                "Keep the points an interrupted sweep saved (in .OUT.gradsync-sweep beside OUT, or OUT's own "
+                "summary.csv), failed ones too, and run only the others");
   cmd->add_flag("--retry-failed", o.retry_failed, "With --resume: run the points recorded as failed again");
   cmd->add_option("--out", o.out, "Output folder: summary.csv, result.json, report.html (default gradsync-sweep)");
   cmd->add_option("--timeout", o.timeout_s,

@@ -142,7 +142,8 @@ extern "C" void on_interrupt(int sig) {
     bool said = false;  // one line per --out, however many folders a command staged for it
     for (int j = 0; j < i; ++j) said = said || (g_slots[j].used && same_text(g_slots[j].final_path, s.final_path));
     if (said) continue;
-    put(STDERR_FILENO, sig == SIGINT ? "\ngradsync: interrupted (SIGINT: Ctrl-C); --out " : "\ngradsync: interrupted (SIGTERM); --out ");
+    put(STDERR_FILENO, sig == SIGINT ? "\ngradsync: interrupted (SIGINT: Ctrl-C); --out "
+                                     : "\ngradsync: interrupted (SIGTERM); --out ");
     put(STDERR_FILENO, s.final_path);
     put(STDERR_FILENO, " is left as it was\n");
   }
@@ -210,10 +211,7 @@ void start_fresh_folder(const std::string& path) {
   if (!marker) throw RuntimeError(fmt::format("--out {}: cannot write {}", path, kOutputMarker));
 }
 
-OutputFolder::OutputFolder(std::string final_path) {
-  while (final_path.size() > 1 && final_path.back() == '/') final_path.pop_back();
-  if (final_path.empty()) throw UsageError("--out \"\": expected a folder name");
-  final_ = final_path;
+void check_replaceable_folder(const std::string& final_) {
   const fs::path target(final_);
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(target, ec);
@@ -239,6 +237,15 @@ OutputFolder::OutputFolder(std::string final_path) {
     }
     refuse_foreign_files(target, final_);
   }
+}
+
+OutputFolder::OutputFolder(std::string final_path) {
+  while (final_path.size() > 1 && final_path.back() == '/') final_path.pop_back();
+  if (final_path.empty()) throw UsageError("--out \"\": expected a folder name");
+  final_ = final_path;
+  const fs::path target(final_);
+  std::error_code ec;
+  check_replaceable_folder(final_);
   fs::path parent = target.parent_path();
   if (parent.empty()) parent = ".";
   fs::create_directories(parent, ec);
@@ -287,13 +294,15 @@ void OutputFolder::commit() {
     marker << fmt::format("written by gradsync {}; this folder is replaced whole by the next run into it\n", kVersion);
     if (!marker) throw RuntimeError(fmt::format("--out {}: cannot write {}", final_, kOutputMarker));
   }
+  swap_into_place(staging_, final_);
+  committed_ = true;
+}
+
+void swap_into_place(const std::string& staging_, const std::string& final_) {
   std::error_code ec;
   const bool exists = fs::exists(fs::symlink_status(final_, ec));
   if (!exists) {
-    if (::rename(staging_.c_str(), final_.c_str()) == 0) {
-      committed_ = true;
-      return;
-    }
+    if (::rename(staging_.c_str(), final_.c_str()) == 0) return;
     // Another run into the same place put its folder there first: replace it as below.
     if (errno != ENOTEMPTY && errno != EEXIST) {
       throw RuntimeError(
@@ -302,17 +311,18 @@ void OutputFolder::commit() {
   }
   // One atomic swap: --out is the old folder or the new one at every instant.
   if (::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, final_.c_str(), RENAME_EXCHANGE) == 0) {
-    committed_ = true;
     fs::remove_all(staging_, ec);  // now the old folder
     return;
   }
   // A file system without RENAME_EXCHANGE: move the old folder aside, then the new one in.
+  // Named as the staging folders are, so that the next run removes it if this one dies here.
+  const fs::path target(final_);
+  const fs::path parent = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   const std::string old =
-      staging_.substr(0, staging_.rfind("tmp-")) + staging_.substr(staging_.rfind("tmp-")).replace(0, 3, "old");
+      (parent / fmt::format(".{}.gradsync-old-{}-{}", target.filename().string(), host_name(), ::getpid())).string();
   if (::rename(final_.c_str(), old.c_str()) != 0 || ::rename(staging_.c_str(), final_.c_str()) != 0) {
     throw RuntimeError(fmt::format("--out {}: cannot replace it with {}: {}", final_, staging_, std::strerror(errno)));
   }
-  committed_ = true;
   fs::remove_all(old, ec);
 }
 

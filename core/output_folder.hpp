@@ -41,6 +41,14 @@ class OutputFolder {
   int slot_ = -1;  // where the SIGINT/SIGTERM handler finds the staging folder to remove
 };
 
+// check_replaceable_folder: UsageError unless `final_path` is absent, or a folder (not a link) of
+// gradsync's files that is not the current folder nor above it: what a run may replace whole.
+void check_replaceable_folder(const std::string& final_path);
+
+// swap_into_place: the folder `staging` in place of `final_path` (absent, or a folder it replaces
+// in one renameat2 RENAME_EXCHANGE; the old one is then removed). RuntimeError naming both.
+void swap_into_place(const std::string& staging, const std::string& final_path);
+
 // start_fresh_folder: an incremental output folder (a sweep's, saved point by point so that it can
 // resume): the files of any earlier gradsync run in it are removed and the marker written.
 // UsageError for a file, or a folder of files gradsync did not write.

@@ -358,17 +358,30 @@ SweepStats run_sweep(const SweepOptions& o) {
     }
   }
 
-  const fs::path dir(o.out);
+  // Where the sweep works: a folder beside --out (".NAME.gradsync-sweep"), its points saved there
+  // as they finish and the whole swapped into --out once the outputs are written, so that an
+  // interrupted or killed sweep leaves --out as it was and a finished one leaves it complete. A new
+  // sweep starts that folder empty (an interrupted sweep's points there are dropped); --resume
+  // continues it, or, where there is none, the sweep in --out itself (one that finished, or one of
+  // a gradsync that worked in --out). Under mpirun the ranks share the folder without talking, so
+  // they do not clear it.
+  std::string out_path = o.out;
+  while (out_path.size() > 1 && out_path.back() == '/') out_path.pop_back();
+  const fs::path target(out_path);
+  const fs::path work = (target.parent_path().empty() ? fs::path(".") : target.parent_path()) /
+                        fmt::format(".{}.gradsync-sweep", target.filename().string());
   std::error_code ec;
-  // A new sweep starts from an empty folder (earlier runs' files removed, a folder of other files
-  // refused). Under mpirun the ranks share the folder without talking, so they do not clear it.
-  if (!o.resume && w.size == 1) start_fresh_folder(o.out);
+  const bool work_exists = fs::exists(work, ec);
+  const bool in_place = o.resume && !work_exists && fs::exists(target, ec);
+  if (!in_place) check_replaceable_folder(out_path);
+  const fs::path dir = in_place ? target : work;
+  if (!in_place && (!o.resume || !work_exists) && w.size == 1) start_fresh_folder(work.string());
   fs::create_directories(w.size > 1 ? dir / "parts" : dir, ec);
   if (ec) throw RuntimeError(fmt::format("--out {}: cannot create the folder: {}", o.out, ec.message()));
   const std::string summary = (dir / "summary.csv").string();
   SweepCsvReporter csv(w.size > 1 ? part_path(dir, w.rank, w.size) : summary);
   if (o.resume) {
-    check_resumable(dir, o.out);
+    check_resumable(dir, dir.string());
     csv.load(summary, keys);
     if (w.size > 1) csv.load(part_path(dir, w.rank, w.size), keys);
     if (o.retry_failed) csv.drop_failed();  // failed points run again only when asked
@@ -431,11 +444,11 @@ SweepStats run_sweep(const SweepOptions& o) {
     progress.interrupted();
     const int left = progress.total() - progress.finished();
     throw Interrupted(
-        fmt::format("sweep interrupted ({}) with {} of {} point{} done{}; the finished ones are saved in {}/; the same "
-                    "command with --resume simulates the other {}",
+        fmt::format("sweep interrupted ({}) with {} of {} point{} done{}; the finished ones are saved in {}/{}; the "
+                    "same command with --resume simulates the other {}",
                     e.signal() == SIGINT ? "SIGINT: Ctrl-C" : "SIGTERM", progress.finished(), progress.total(),
-                    progress.total() == 1 ? "" : "s", w.size > 1 ? fmt::format(" on rank {}", w.rank) : "", o.out,
-                    left),
+                    progress.total() == 1 ? "" : "s", w.size > 1 ? fmt::format(" on rank {}", w.rank) : "",
+                    dir.string(), in_place ? "" : fmt::format(", --out {} is left as it was", o.out), left),
         e.signal());
   }
   if (w.rank != 0) return stats;  // rank 0 writes the outputs
@@ -477,6 +490,7 @@ SweepStats run_sweep(const SweepOptions& o) {
     for (const CsvRow& row : rows) r->add(record_of(points[static_cast<std::size_t>(std::stoi(row[0]))], row));
     r->finish();
   }
+  if (!in_place) swap_into_place(dir.string(), out_path);
   return stats;
 }
 

@@ -2,7 +2,8 @@
 // point checked and resolved before any runs, points whose simulation would be the same (they
 // differ only in keys that cannot change the strategy, such as DDP's bucket cap for a DP point)
 // simulated once and shared, each simulation in its own process with several at once, every
-// finished point saved at once so that a killed sweep resumes where it stopped, and under
+// finished point saved at once (in a work folder beside --out, swapped into --out when the sweep is
+// done, so that --out is as it was until then) so that a killed sweep resumes where it stopped, and under
 // mpirun/srun the simulations shared among the ranks. Outputs go through the reporters of
 // sweep/reporters.hpp.
 //

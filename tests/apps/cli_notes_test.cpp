@@ -161,8 +161,8 @@ TEST(Cli, WordValuesTakeAnyCase) {
 // Every word-valued flag outside the scenario keys takes any case too: collectives' operation and
 // fidelity, models show's attention and optimizer, topo generate's generator, CPU, P2P and node type.
 TEST(Cli, EveryWordValuedFlagTakesAnyCase) {
-  const Result coll = run_printed({"collectives", "--topology", "dgx-a100", "-b", "1M", "-e", "1M", "--op",
-                                   "ALLGATHER", "--fidelity", "Aggregate"});
+  const Result coll = run_printed({"collectives", "--topology", "dgx-a100", "-b", "1M", "-e", "1M", "--op", "ALLGATHER",
+                                   "--fidelity", "Aggregate"});
   EXPECT_EQ(coll.code, 0) << coll.err;  // one simulation per process: the lower-case run is collectives' own test
   EXPECT_NE(coll.out.find("# gradsync collectives: simulated allgather on dgx-a100"), std::string::npos) << coll.out;
   const Result show = run_printed({"models", "show", "gpt2", "--attention", "Mem-Efficient", "--optimizer", "SGD"});
@@ -185,10 +185,10 @@ TEST(Cli, JsonOutputsNameTheSettingsThatChangeThem) {
   EXPECT_EQ(plain.at("mixed_precision"), "autocast");
   EXPECT_EQ(plain.at("pad_to_multiple_of"), 1);
   EXPECT_EQ(plain.at("channels_last"), false);
-  const nlohmann::json padded = nlohmann::json::parse(
-      run_printed({"models", "show", "gpt2", "--json", "--pad-to-multiple-of", "64", "--mixed-precision",
-                   "master-weights"})
-          .out);
+  const nlohmann::json padded =
+      nlohmann::json::parse(run_printed({"models", "show", "gpt2", "--json", "--pad-to-multiple-of", "64",
+                                         "--mixed-precision", "master-weights"})
+                                .out);
   EXPECT_EQ(padded.at("mixed_precision"), "master-weights");
   EXPECT_EQ(padded.at("pad_to_multiple_of"), 64);
   EXPECT_NE(padded.at("step_s"), plain.at("step_s"));
@@ -196,10 +196,10 @@ TEST(Cli, JsonOutputsNameTheSettingsThatChangeThem) {
                 .at("channels_last"),
             true);
   const nlohmann::json f32 = nlohmann::json::parse(run_printed({"buckets", "--model", "gpt2", "--json"}).out);
-  const nlohmann::json half = nlohmann::json::parse(
-      run_printed({"buckets", "--model", "gpt2", "--json", "--mixed-precision", "master-weights", "--precision",
-                   "bf16"})
-          .out);
+  const nlohmann::json half =
+      nlohmann::json::parse(run_printed({"buckets", "--model", "gpt2", "--json", "--mixed-precision", "master-weights",
+                                         "--precision", "bf16"})
+                                .out);
   EXPECT_EQ(f32.at("gradient_dtype"), "float32");
   EXPECT_EQ(half.at("gradient_dtype"), "bfloat16");
   EXPECT_EQ(2 * half.at("gradient_bytes").get<long>(), f32.at("gradient_bytes").get<long>());
@@ -218,8 +218,7 @@ TEST(Cli, BucketsHeaderWritesTheCapAsGiven) {
 // for another shape (ViT-B/16's 197 tokens), which it does not.
 TEST(Cli, MisalignedGemmsAdviseWhatPaddingCanFix) {
   const Result gpt2 = run_printed({"models", "show", "gpt2"});
-  EXPECT_NE(gpt2.out.find("pad the vocabulary (50257) to a multiple of 64: --pad-to-multiple-of 64"),
-            std::string::npos)
+  EXPECT_NE(gpt2.out.find("pad the vocabulary (50257) to a multiple of 64: --pad-to-multiple-of 64"), std::string::npos)
       << gpt2.out;
   const Result vit = run_printed({"models", "show", "vit-b-16"});
   EXPECT_NE(vit.out.find("misaligned GEMMs"), std::string::npos) << vit.out;

@@ -69,6 +69,7 @@ echo "the next run left only --out"
 # 128 + signal) or whole. `timeout` runs the command in the foreground, where SIGINT is not ignored
 # as it is for a script's background job.
 said=0
+gpus=2  # what the run after the kills left in --out: each run below asks for the other count
 for sig in INT TERM; do
   for frac in 0.3 0.5 0.7; do
     before=$(snapshot)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # sweep_resume_test.sh GRADSYNC: a sweep killed (SIGKILL) halfway and resumed gives byte for byte
-# the summary.csv of an uninterrupted sweep, and the resumed run redoes no finished point;
+# the summary.csv of an uninterrupted sweep, and the resumed run redoes no finished point; while it
+# runs, and after a kill or an interruption, --out is as it was (its points are saved beside it, in
+# .NAME.gradsync-sweep, until the finished sweep is swapped in);
 # --resume against another sweep's summary.csv is an error. DP points that differ only in DDP's
 # bucket cap share one simulation, and their results equal a DP simulation of their own.
 set -euo pipefail
@@ -23,10 +25,14 @@ steady() { awk -F, -v p="$2" 'NR==1 { for (i = 1; i <= NF; i++) if ($i == "stead
 [[ "$(steady "$tmp/full/summary.csv" 6)" == "$(steady "$tmp/one/summary.csv" 0)" && -n "$(steady "$tmp/one/summary.csv" 0)" ]] || {
   echo "FAIL: shared DP point 6 ($(steady "$tmp/full/summary.csv" 6)) differs from its own simulation ($(steady "$tmp/one/summary.csv" 0))" >&2; exit 1; }
 
-# Start the same sweep in its own process group, kill the whole group once 3 points are saved.
+# Start the same sweep in its own process group, kill the whole group once 3 points are saved. Its
+# --out holds an earlier finished sweep (another grid), which must come through the kill untouched.
+"$bin" sweep --model resnet18 --iterations 2 --warmup 1 --vary gpus=1 --out "$tmp/killed" >/dev/null 2>&1
+earlier=$(cd "$tmp/killed" && find . -type f | sort | xargs sha256sum)
 setsid "$bin" "${args[@]}" --out "$tmp/killed" >/dev/null 2>&1 &
 pid=$!
-rows() { if [[ -f "$tmp/killed/summary.csv" ]]; then echo $(( $(wc -l <"$tmp/killed/summary.csv") - 1 )); else echo 0; fi; }
+work="$tmp/.killed.gradsync-sweep"
+rows() { if [[ -f "$work/summary.csv" ]]; then echo $(( $(wc -l <"$work/summary.csv") - 1 )); else echo 0; fi; }
 for _ in $(seq 1 1200); do
   [[ $(rows) -ge 3 ]] && break
   sleep 0.05
@@ -38,8 +44,11 @@ if [[ $done_before -lt 3 || $done_before -ge $total ]]; then
   echo "FAIL: expected the sweep killed halfway, it had saved $done_before of $total points" >&2
   exit 1
 fi
-# What was saved is whole: every line has the header's number of cells, no temporary file left.
-ls "$tmp/killed" | grep -v -x -e summary.csv && { echo "FAIL: files besides summary.csv after the kill" >&2; exit 1; }
+# What was saved is whole: every line has the header's number of cells, no temporary file left; --out
+# is the earlier sweep, byte for byte.
+ls "$work" | grep -v -x -e summary.csv && { echo "FAIL: files besides summary.csv after the kill" >&2; exit 1; }
+[[ "$(cd "$tmp/killed" && find . -type f | sort | xargs sha256sum)" == "$earlier" ]] ||
+  { echo "FAIL: the killed sweep changed --out" >&2; exit 1; }
 
 "$bin" "${args[@]}" --resume --out "$tmp/killed" >/dev/null 2>"$tmp/resume.err"
 grep -q ", $done_before already done (--resume)" "$tmp/resume.err" || { cat "$tmp/resume.err" >&2; echo "FAIL: resume did not keep the $done_before saved points" >&2; exit 1; }
@@ -55,24 +64,27 @@ if [[ $(( ran + filled )) -ne $(( total - done_before )) ]]; then
 fi
 cmp "$tmp/full/summary.csv" "$tmp/killed/summary.csv" || { echo "FAIL: resumed summary.csv differs" >&2; exit 1; }
 cmp "$tmp/full/result.json" "$tmp/killed/result.json" || { echo "FAIL: resumed result.json differs" >&2; exit 1; }
+[[ ! -e $work ]] || { echo "FAIL: the finished sweep left $work" >&2; exit 1; }
 
 # SIGTERM (as Ctrl-C's SIGINT, which a script's background job ignores): the running children are
 # stopped, no point is recorded as failed, and the sweep says how to finish, with the shell's status
 # for the signal (128 + 15); --resume then finishes it as an uninterrupted sweep would.
 setsid "$bin" "${args[@]}" --out "$tmp/term" >/dev/null 2>"$tmp/term.err" &
 pid=$!
+tw="$tmp/.term.gradsync-sweep"
 for _ in $(seq 1 1200); do
-  [[ -f "$tmp/term/summary.csv" && $(( $(wc -l <"$tmp/term/summary.csv") - 1 )) -ge 3 ]] && break
+  [[ -f "$tw/summary.csv" && $(( $(wc -l <"$tw/summary.csv") - 1 )) -ge 3 ]] && break
   sleep 0.05
 done
 kill -TERM -- "-$pid" 2>/dev/null || true
 rc=0; wait "$pid" || rc=$?
-saved=$(( $(wc -l <"$tmp/term/summary.csv") - 1 ))
-if [[ $saved -lt $total ]]; then
+if [[ $rc != 0 ]]; then
+  saved=$(( $(wc -l <"$tw/summary.csv") - 1 ))
   [[ $rc == 143 ]] || { cat "$tmp/term.err" >&2; echo "FAIL: SIGTERM gave exit $rc" >&2; exit 1; }
-  grep -q "^error: sweep interrupted (SIGTERM) with $saved of $total points done; the finished ones are saved in $tmp/term/; the same command with --resume simulates the other $(( total - saved ))$" "$tmp/term.err" ||
+  grep -q "^error: sweep interrupted (SIGTERM) with $saved of $total points done; the finished ones are saved in $tw/, --out $tmp/term is left as it was; the same command with --resume simulates the other $(( total - saved ))$" "$tmp/term.err" ||
     { cat "$tmp/term.err" >&2; echo "FAIL: no interruption message" >&2; exit 1; }
-  grep -q ',failed,' "$tmp/term/summary.csv" && { echo "FAIL: an interrupted point was recorded as failed" >&2; exit 1; }
+  [[ ! -e "$tmp/term" ]] || { echo "FAIL: the interrupted sweep made --out" >&2; exit 1; }
+  grep -q ',failed,' "$tw/summary.csv" && { echo "FAIL: an interrupted point was recorded as failed" >&2; exit 1; }
   "$bin" "${args[@]}" --resume --out "$tmp/term" >/dev/null 2>/dev/null
   cmp "$tmp/full/summary.csv" "$tmp/term/summary.csv" || { echo "FAIL: summary.csv resumed after SIGTERM differs" >&2; exit 1; }
 fi
