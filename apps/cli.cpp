@@ -266,6 +266,21 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
   try {
+    // A value with blanks at its ends ("bf16 ", " 2") is a quoting slip, as in a scenario file; some
+    // flags would read it and others not, so none does.
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+      if (a.empty() || (!blank(a.front()) && !blank(a.back()))) continue;
+      const std::size_t eq = a.find('=');
+      const char* expected = "expected it without them (a quote closed in the wrong place?)";
+      if (a.starts_with("--") && eq != std::string::npos)
+        throw UsageError(
+            fmt::format("{}: value \"{}\" has blanks at its ends; {}", a.substr(0, eq), a.substr(eq + 1), expected));
+      if (i > 0 && args[i - 1].starts_with("-"))
+        throw UsageError(fmt::format("{}: value \"{}\" has blanks at its ends; {}", args[i - 1], a, expected));
+      throw UsageError(fmt::format("argument \"{}\" has blanks at its ends; {}", a, expected));
+    }
     try {
       app.parse(reversed);
     } catch (const CLI::CallForHelp&) {

@@ -233,6 +233,26 @@ TEST(Cli, APytorchVersionWithLeadingZerosIsRefused) {
   EXPECT_NE(r.err.find("\"2.011\": expected MAJOR.MINOR"), std::string::npos) << r.err;
 }
 
+// A value with blanks at its ends is a quoting slip on every flag alike (as in a scenario file), not
+// read by some flags and refused by others.
+TEST(Cli, AValueWithBlanksAtItsEndsIsRefusedOnEveryFlag) {
+  const struct {
+    std::vector<std::string> args;
+    std::string said;
+  } cases[] = {
+      {{"compare", "--precision", "bf16 "}, "--precision: value \"bf16 \" has blanks at its ends"},
+      {{"compare", "--gpus", " 2"}, "--gpus: value \" 2\" has blanks at its ends"},
+      {{"compare", "--model=gpt2\t"}, "--model: value \"gpt2\t\" has blanks at its ends"},
+      {{"models ", "show", "gpt2"}, "argument \"models \" has blanks at its ends"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run(c.args);
+    EXPECT_EQ(r.code, 2) << c.said;
+    EXPECT_NE(r.err.find(c.said + "; expected it without them (a quote closed in the wrong place?)"), std::string::npos)
+        << r.err;
+  }
+}
+
 // A bucket cap under 16 KiB is said in the bytes DDP caps it at, not as a fraction of a MiB.
 TEST(Cli, ATinyFirstBucketIsSaidInBytes) {
   const Result r =
