@@ -62,7 +62,7 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
     if (phase == "dp:reduce") return others + " -> GPU0 (reduce" + via + duplex + ")";
     if (phase == "optimizer" || phase == "loss" || phase == "dp:gather_local" || phase == "dp:loss_mean")
       return "GPU0 only";
-    return fmt::format("GPUs 0-{}", replicas - 1);
+    return replicas == 1 ? std::string("GPU0 only") : fmt::format("GPUs 0-{}", replicas - 1);
   }
   if (phase == "h2d:input") return gpus == 1 ? "host -> GPU 0" : "host -> every GPU";
   if (phase == "allreduce buckets") {

@@ -253,6 +253,15 @@ TEST(Cli, AValueWithBlanksAtItsEndsIsRefusedOnEveryFlag) {
   }
 }
 
+// DataParallel over one GPU: --explain places its phases on GPU0, not on "GPUs 0-0".
+TEST(Cli, DataParallelOnOneGpuIsExplainedOnGpu0) {
+  const Result r = run_printed({"simulate", "--strategy", "dp", "--model", "resnet18", "--gpus", "1", "--explain",
+                                "--iterations", "2", "--warmup", "1", "--out", testing::TempDir() + "/dp-one"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("  dp        forward    GPU0 only"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("GPUs 0-0"), std::string::npos) << r.out;
+}
+
 // A bucket cap under 16 KiB is said in the bytes DDP caps it at, not as a fraction of a MiB.
 TEST(Cli, ATinyFirstBucketIsSaidInBytes) {
   const Result r =
