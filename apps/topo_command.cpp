@@ -294,8 +294,13 @@ void show(const std::string& file, bool json, std::ostream& out) {
     const auto half = [&](const std::vector<int>& h) {
       return h.size() <= 8 ? ranks_text(h) : fmt::format("{} GPUs", h.size());
     };
-    out << fmt::format("# Bisection (estimate): GPUs [{}] -> [{}]: {} GB/s per direction\n", half(bis->half_a),
-                       half(bis->half_b), gb(bis->bw_Bps));
+    // The split is by hosts where there are several (bisection.hpp): an odd host count splits unevenly.
+    const bool uneven = bis->half_a.size() != bis->half_b.size();
+    out << fmt::format("# Bisection (estimate): GPUs [{}] -> [{}]: {} GB/s per direction{}\n", half(bis->half_a),
+                       half(bis->half_b), gb(bis->bw_Bps),
+                       uneven ? " (the first half of the hosts against the rest: an odd host count splits the GPUs "
+                                "unevenly)"
+                              : "");
   }
 }
 

@@ -262,6 +262,22 @@ TEST(Cli, DataParallelOnOneGpuIsExplainedOnGpu0) {
   EXPECT_EQ(r.out.find("GPUs 0-0"), std::string::npos) << r.out;
 }
 
+// topo show's bisection splits by hosts: three hosts split 1 against 2, and it says why.
+TEST(Cli, AnUnevenBisectionSaysWhy) {
+  const std::string file = testing::TempDir() + "/ft3.dot";
+  ASSERT_EQ(run({"topo", "generate", "fat-tree", "--nodes", "3", "--node", "dgx-a100", "--gpus-per-node", "2", "-o",
+                 file})
+                .code,
+            0);
+  const Result r = run_printed({"topo", "show", file});
+  EXPECT_NE(r.out.find("# Bisection (estimate): GPUs [0 1] -> [2 3 4 5]: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(the first half of the hosts against the rest: an odd host count splits the GPUs unevenly)"),
+            std::string::npos)
+      << r.out;
+  const Result even = run_printed({"topo", "show", "dgx-a100"});
+  EXPECT_EQ(even.out.find("splits the GPUs unevenly"), std::string::npos);
+}
+
 // A bucket cap under 16 KiB is said in the bytes DDP caps it at, not as a fraction of a MiB.
 TEST(Cli, ATinyFirstBucketIsSaidInBytes) {
   const Result r =
