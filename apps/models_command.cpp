@@ -89,6 +89,28 @@ void add_misaligned_row(reports::Table& t, const Model& m, const ModelCost& cost
                                 "--pad-to-multiple-of (a vocabulary's padding) does not change")});
 }
 
+// class_times: forward and backward GPU time by kernel class (KernelClass), over every layer.
+std::array<double, kKernelClasses> class_times(const ModelCost& cost) {
+  std::array<double, kKernelClasses> t{};
+  for (const LayerCost& c : cost.layers)
+    for (std::size_t k = 0; k < kKernelClasses; ++k) t[k] += c.forward.class_s[k] + c.backward.class_s[k];
+  return t;
+}
+
+// add_class_row: where forward and backward's GPU time goes, by kernel class, largest first, as a
+// profiler's kernel table would sum it (the optimizer has its own row).
+void add_class_row(reports::Table& t, const ModelCost& cost) {
+  const std::array<double, kKernelClasses> times = class_times(cost);
+  std::vector<std::size_t> order;
+  for (std::size_t k = 0; k < kKernelClasses; ++k)
+    if (times[k] > 0) order.push_back(k);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return times[a] > times[b]; });
+  std::vector<std::string> parts;
+  for (std::size_t k : order)
+    parts.push_back(fmt::format("{} {}", kernel_class_name(static_cast<KernelClass>(k)), human_duration(times[k])));
+  if (!parts.empty()) t.add_row({"GPU time by class", fmt::format("{}", fmt::join(parts, ", "))});
+}
+
 void show_model(const ShowOptions& o, std::ostream& out) {
   Model m = load_model_arg(o.model);
   // flag_value runs parse and reports its ConfigError as a usage error naming the flag.
@@ -167,6 +189,12 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     j["pad_to_multiple_of"] = ctx.mode.pad_to_multiple_of;
     j["forward_flops"] = cost.forward_flops;
     j["backward_flops"] = cost.backward_flops;
+    {
+      const std::array<double, kKernelClasses> times = class_times(cost);
+      auto& by_class = j["gpu_s_by_class"] = nlohmann::ordered_json::object();
+      for (std::size_t k = 0; k < kKernelClasses; ++k)
+        if (times[k] > 0) by_class[std::string(kernel_class_name(static_cast<KernelClass>(k)))] = times[k];
+    }
     j["forward_s"] = cost.forward_s;
     j["backward_s"] = cost.backward_s;
     j["optimizer_s"] = step.time_s;
@@ -270,6 +298,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   t.add_row({"backward", fmt::format("{} ({} kernels, {} moved, host {})", human_duration(cost.backward_s), bwd_kernels,
                                      human_bytes(bwd_bytes), human_duration(bwd_host))});
   add_misaligned_row(t, m, cost, ctx);
+  add_class_row(t, cost);
   t.add_row({"optimizer", human_duration(step.time_s)});
   t.add_row({"step (1 GPU)",
              fmt::format("{}, {:.4g} samples/s{}", human_duration(step_s), static_cast<double>(ctx.batch) / step_s,

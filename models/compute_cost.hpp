@@ -10,6 +10,10 @@
 //   c.forward_s, c.backward_s, c.layers[3].forward.flops
 #pragma once
 
+#include <array>
+#include <cstdint>
+#include <string_view>
+
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -100,6 +104,23 @@ struct ComputeContext {
   int nccl_blocks = 0;
 };
 
+// KernelClass: what a kernel does, for the GPU time by class that `models show` prints (where the
+// time goes): the classes a profiler's kernel names fall into.
+enum class KernelClass : std::uint8_t {
+  kGemm,         // matrix products (cuBLAS), attention's score and value products included
+  kConv,         // convolutions (cuDNN)
+  kAttention,    // a fused attention kernel (SDPA's flash or memory-efficient)
+  kNorm,         // batch, layer and group norms
+  kSoftmax,      // softmax and its backward
+  kDropout,      // dropout's mask and scaling
+  kCast,         // dtype casts and copies (autocast's, .contiguous())
+  kElementwise,  // everything else eager runs one kernel per op: adds, activations, reductions
+  kFused,        // a torch.compile region
+  kGradSum,      // AccumulateGrad's adds into gradients that are still there
+};
+inline constexpr std::size_t kKernelClasses = 10;
+std::string_view kernel_class_name(KernelClass c);
+
 // KernelCost: work and time of one piece (a layer's forward, a copy, an optimizer step).
 struct KernelCost {
   double flops = 0;
@@ -120,6 +141,8 @@ struct KernelCost {
   // innermost dimensions miss cuBLAS's 16-byte alignment (op_coster.hpp: aligned).
   double misaligned_s = 0;
   int misaligned_kernels = 0;
+  // class_s: the GPU time by KernelClass (sums to gpu_time() for the op coster's layers).
+  std::array<double, kKernelClasses> class_s{};
 };
 
 // LayerCost: one layer's forward and backward (backward = input gradient + weight gradient).

@@ -9,6 +9,32 @@
 
 namespace gradsync {
 
+std::string_view kernel_class_name(KernelClass c) {
+  switch (c) {
+    case KernelClass::kGemm:
+      return "GEMM";
+    case KernelClass::kConv:
+      return "convolution";
+    case KernelClass::kAttention:
+      return "fused attention";
+    case KernelClass::kNorm:
+      return "norm";
+    case KernelClass::kSoftmax:
+      return "softmax";
+    case KernelClass::kDropout:
+      return "dropout";
+    case KernelClass::kCast:
+      return "casts and copies";
+    case KernelClass::kElementwise:
+      return "elementwise";
+    case KernelClass::kFused:
+      return "fused regions";
+    case KernelClass::kGradSum:
+      return "gradient sums";
+  }
+  return "elementwise";
+}
+
 std::string_view attention_impl_name(AttentionImpl a) {
   switch (a) {
     case AttentionImpl::kMath:

@@ -18,6 +18,7 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
   accumulate_gradients(i, out);
   if (p.flash) {
     out.push_back(attention(*op.attention, true));
+    out.back().cls = KernelClass::kAttention;
     return;
   }
   const double n = s.out.front();
@@ -53,8 +54,7 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
     out.back().call = norm_call(op);  // one call (native_layer_norm_backward, cudnn_batch_norm_backward)
     const bool affine = std::any_of(p.in_grad.begin() + 1, p.in_grad.end(), [](bool g) { return g; });
     if (affine) out.push_back(inside(memory(2 * n * ob)));
-    if (op.name == "native_batch_norm")
-      bn_floor(out, first, n, bn_rate(true));
+    if (op.name == "native_batch_norm") bn_floor(out, first, n, bn_rate(true));
   } else if (op.name == "embedding" || op.name == "index_select") {
     // embedding_dense_backward: the table's gradient zeroed (fp32), the rows scattered into it.
     const double table = op.in.empty() ? 0 : s.in[0];
@@ -143,8 +143,10 @@ void OpCoster::accumulate_gradients(std::size_t i, std::vector<Kernel>& out) con
       const Op& user = m_.ops[c];
       for (std::size_t j = 0; j < user.in.size(); ++j) {
         if (!(user.in[j].ref == me) || j >= plans_[c].in_grad.size() || !plans_[c].in_grad[j]) continue;
-        if (sizes_[c].in[j] < elements) ++parts;
-        else ++whole;
+        if (sizes_[c].in[j] < elements)
+          ++parts;
+        else
+          ++whole;
       }
     }
     const double bytes = elements * plans_[i].out_bytes[k];

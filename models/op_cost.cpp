@@ -66,6 +66,7 @@ LayerCost OpCoster::layer(const Layer& l) const {
       }
       int k = 0;
       fwd.push_back(region_forward(first, last, &k));
+      fwd.back().cls = KernelClass::kFused;
       fwd_kernels += k;
       // Backward of the region: gradients in and out, saved inputs read, weight reductions.
       int reductions = 0;
@@ -82,6 +83,7 @@ LayerCost OpCoster::layer(const Layer& l) const {
         const int kernels = std::max(1, reductions);
         Kernel kk = memory(2 * fwd.back().bytes);
         kk.time = std::max(kk.time, kernels * r_.min_kernel_s);
+        kk.cls = KernelClass::kFused;
         bwd.push_back(kk);
         bwd_kernels += kernels;
       }
@@ -89,6 +91,7 @@ LayerCost OpCoster::layer(const Layer& l) const {
         for (std::size_t w : plans_[x].weight_casts) {
           fwd.push_back(memory(6.0 * static_cast<double>(m_.parameters[w].numel())));
           bwd.push_back(memory(6.0 * static_cast<double>(m_.parameters[w].numel())));
+          fwd.back().cls = bwd.back().cls = KernelClass::kCast;
           ++fwd_kernels;
           ++bwd_kernels;
         }
@@ -100,22 +103,26 @@ LayerCost OpCoster::layer(const Layer& l) const {
     const std::size_t before_f = fwd.size(), before_b = bwd.size();
     forward_kernels(i, fwd, !ctx_.mode.compile);
     backward_kernels(i, bwd, !ctx_.mode.compile);
+    for (std::vector<Kernel>* ks : {&fwd, &bwd})
+      for (std::size_t j = ks == &fwd ? before_f : before_b; j < ks->size(); ++j)
+        if (!(*ks)[j].cls) (*ks)[j].cls = kernel_class(m_.ops[i], (*ks)[j].call);
     fwd_kernels += static_cast<int>(fwd.size() - before_f);
     bwd_kernels += static_cast<int>(bwd.size() - before_b);
     ++i;
   }
   // AccumulateGrad into a gradient that is still there (zero_grad(set_to_none=False) filled it
-  // with zeros, or an earlier micro-step summed into it): variable_grad += new_grad, one in-place add per parameter (torch/csrc/autograd/
-  // functions/accumulate_grad.h, accumulateGrad's branch for a defined gradient with grad mode
+  // with zeros, or an earlier micro-step summed into it): variable_grad += new_grad, one in-place add per parameter
+  // (torch/csrc/autograd/ functions/accumulate_grad.h, accumulateGrad's branch for a defined gradient with grad mode
   // off); a gradient set to None takes new_grad itself, no kernel. Read twice, written once.
   if (ctx_.grads_defined && ctx_.accumulate_in_backward) {
     for (std::size_t p : l.params) {
       const Parameter& param = m_.parameters[p];
       if (!param.requires_grad || owner_of_grad_[p] != static_cast<std::size_t>(&l - m_.layers.data())) continue;
-      const double element = ctx_.mode.master_weights ? static_cast<double>(low_)
-                                                      : static_cast<double>(dtype_bytes(param.dtype));
+      const double element =
+          ctx_.mode.master_weights ? static_cast<double>(low_) : static_cast<double>(dtype_bytes(param.dtype));
       Kernel add = memory(3.0 * element * static_cast<double>(param.numel()));
       add.call = HostCall::kAccumulate;
+      add.cls = KernelClass::kGradSum;
       bwd.push_back(add);
       ++bwd_kernels;
     }
@@ -131,6 +138,7 @@ LayerCost OpCoster::layer(const Layer& l) const {
       k.flops += x.flops;
       k.bytes += x.bytes;
       gpu += x.time;
+      k.class_s[static_cast<std::size_t>(x.cls.value_or(KernelClass::kElementwise))] += x.time;
       k.load.sm_s += x.sm;
       k.load.sm_held_s += x.sm_held;
       k.load.hbm_s += x.hbm;
@@ -199,6 +207,21 @@ double OpCoster::saved_bytes(const Layer& l) const {
   for (std::size_t i = l.first_op; i < l.first_op + l.op_count; ++i)
     for (std::size_t w : plans_[i].weight_casts) bytes += 2.0 * static_cast<double>(m_.parameters[w].numel());
   return bytes;
+}
+
+KernelClass kernel_class(const Op& op, HostCall call) {
+  const std::string& n = op.name;
+  const auto has = [&n](std::string_view part) { return n.find(part) != std::string::npos; };
+  if (has("norm")) return KernelClass::kNorm;  // cuDNN's batch norm included
+  // A library call's other kernels (a convolution's weight gradient and layout transposes, run
+  // inside cudnn's call: HostCall::kInside) are the call's class.
+  const bool library = call == HostCall::kInside;
+  if (is_conv(op) && (call == HostCall::kCudnn || library)) return KernelClass::kConv;
+  if (is_gemm(op) && (call == HostCall::kBlas || library)) return KernelClass::kGemm;
+  if (has("softmax")) return KernelClass::kSoftmax;
+  if (has("dropout")) return KernelClass::kDropout;
+  if (n == "_to_copy" || n == "copy_" || n == "clone" || n == "contiguous" || n == "to") return KernelClass::kCast;
+  return KernelClass::kElementwise;
 }
 
 }  // namespace op_detail

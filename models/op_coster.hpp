@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -52,9 +53,16 @@ struct Kernel {
   // throughput (sm; sm_held with NCCL's blocks holding SMs) or by DRAM (hbm); neither when the
   // launch floor decides.
   double sm = 0, sm_held = 0, hbm = 0;
-  bool misaligned = false;  // a tensor-core product at the narrow-load kernels' rate
+  bool misaligned = false;        // a tensor-core product at the narrow-load kernels' rate
   HostCall call = HostCall::kOp;  // what the eager ATen call that launches it costs the host
+  // cls: what it does (models show's GPU time by class); unset until its op's kernels are tagged
+  // (OpCoster::layer: by the op and the library call; casts and fused kernels where made).
+  std::optional<KernelClass> cls = std::nullopt;
 };
+
+// kernel_class: the class of a kernel that op `op` launched through `call` (the product or
+// convolution itself through its library; its bias sums and casts are other classes).
+KernelClass kernel_class(const Op& op, HostCall call);
 
 class OpCoster {
  public:
@@ -472,7 +480,7 @@ class OpCoster {
   std::vector<Plan> plans_;
   std::vector<std::vector<std::size_t>> consumers_;
   std::set<std::size_t> cast_params_;
-  std::vector<std::size_t> owner_of_grad_;  // per parameter: the layer running its AccumulateGrad
+  std::vector<std::size_t> owner_of_grad_;               // per parameter: the layer running its AccumulateGrad
   std::vector<std::size_t> region_first_, region_last_;  // compile: each region's first and last op
 };
 

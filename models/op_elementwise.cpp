@@ -57,7 +57,9 @@ Kernel OpCoster::unrolled_kernel(Kernel k, double elements, double accesses) con
 
 Kernel OpCoster::cast_kernel(double n, int from, int to) const {
   const Kernel k = memory(n * (from + to));
-  return from < to ? unrolled_kernel(k, n, 2) : k;
+  Kernel out = from < to ? unrolled_kernel(k, n, 2) : k;
+  out.cls = KernelClass::kCast;
+  return out;
 }
 
 void OpCoster::bn_floor(std::vector<Kernel>& out, std::size_t first, double elements, double per_sm_clock) const {

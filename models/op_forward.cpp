@@ -16,6 +16,7 @@ void OpCoster::forward_kernels(std::size_t i, std::vector<Kernel>& out, bool cas
     for (const auto& [n, ft] : p.casts) out.push_back(cast_kernel(n, ft.first, ft.second));
   if (p.flash) {
     out.push_back(attention(*op.attention, false));
+    out.back().cls = KernelClass::kAttention;
     return;
   }
   double bytes = 0;

@@ -265,10 +265,10 @@ TEST(Cli, DataParallelOnOneGpuIsExplainedOnGpu0) {
 // topo show's bisection splits by hosts: three hosts split 1 against 2, and it says why.
 TEST(Cli, AnUnevenBisectionSaysWhy) {
   const std::string file = testing::TempDir() + "/ft3.dot";
-  ASSERT_EQ(run({"topo", "generate", "fat-tree", "--nodes", "3", "--node", "dgx-a100", "--gpus-per-node", "2", "-o",
-                 file})
-                .code,
-            0);
+  ASSERT_EQ(
+      run({"topo", "generate", "fat-tree", "--nodes", "3", "--node", "dgx-a100", "--gpus-per-node", "2", "-o", file})
+          .code,
+      0);
   const Result r = run_printed({"topo", "show", file});
   EXPECT_NE(r.out.find("# Bisection (estimate): GPUs [0 1] -> [2 3 4 5]: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(the first half of the hosts against the rest: an odd host count splits the GPUs unevenly)"),
@@ -276,6 +276,22 @@ TEST(Cli, AnUnevenBisectionSaysWhy) {
       << r.out;
   const Result even = run_printed({"topo", "show", "dgx-a100"});
   EXPECT_EQ(even.out.find("splits the GPUs unevenly"), std::string::npos);
+}
+
+// models show says where forward and backward's GPU time goes, by kernel class, as the table and in
+// JSON (BERT has dropout; nanoGPT's GPT-2 none).
+TEST(Cli, ModelsShowSaysTheGpuTimeByKernelClass) {
+  const Result bert = run_printed({"models", "show", "bert-base", "--gpu", "h100", "--precision", "fp16"});
+  ASSERT_EQ(bert.code, 0) << bert.err;
+  const auto row = bert.out.find("  GPU time by class    GEMM ");
+  ASSERT_NE(row, std::string::npos) << bert.out;
+  const std::string line = bert.out.substr(row, bert.out.find('\n', row) - row);
+  for (const char* cls : {"casts and copies", "elementwise", "softmax", "dropout", "norm"})
+    EXPECT_NE(line.find(cls), std::string::npos) << cls << ": " << line;
+  const nlohmann::json j = nlohmann::json::parse(run_printed({"models", "show", "gpt2", "--gpu", "a100", "--json"}).out)
+                               .at("gpu_s_by_class");
+  EXPECT_GT(j.at("GEMM").get<double>(), 0.0);
+  EXPECT_FALSE(j.contains("dropout"));
 }
 
 // A bucket cap under 16 KiB is said in the bytes DDP caps it at, not as a fraction of a MiB.

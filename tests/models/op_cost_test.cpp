@@ -57,6 +57,49 @@ TEST(OpCost, LinearByHand) {
   EXPECT_EQ(c.backward.kernels, 4);
 }
 
+// GPU time by kernel class (models show's "GPU time by class"): every kernel of a layer is in one
+// class, so the classes sum to the layer's GPU time; a product's own kernels are GEMMs, its bias
+// reduction elementwise; softmax and layer norm are their own; autocast's casts are casts.
+TEST(OpCost, EveryKernelIsInOneClass) {
+  for (const Precision p : {Precision::kFP32, Precision::kBF16}) {
+    const OpRun r(p, false, AttentionImpl::kMath);
+    for (const LayerCost& c : r.cost.layers) {
+      for (const KernelCost* k : {&c.forward, &c.backward}) {
+        double sum = 0;
+        for (double t : k->class_s) sum += t;
+        EXPECT_NEAR(sum, k->gpu_time(), 1e-12 * std::max(1.0, k->gpu_time()));
+      }
+    }
+  }
+  const auto cls = [](const KernelCost& k, KernelClass c) { return k.class_s[static_cast<std::size_t>(c)]; };
+  const OpRun f32 = eager_fp32();
+  const LayerCost& lin = f32.layer("transformer.h.0.attn.c_attn");
+  EXPECT_DOUBLE_EQ(cls(lin.forward, KernelClass::kGemm), lin.forward.gpu_time());
+  EXPECT_GT(cls(lin.backward, KernelClass::kGemm), 0.0);
+  EXPECT_GT(cls(lin.backward, KernelClass::kElementwise), 0.0);  // the bias's reduction
+  const OpRun bf16(Precision::kBF16, false, AttentionImpl::kMath);
+  EXPECT_GT(cls(bf16.layer("transformer.h.0.attn.c_attn").forward, KernelClass::kCast), 0.0);  // the weight's cast
+  double softmax = 0, dropout = 0, norm = 0, attention = 0;
+  for (const LayerCost& c : f32.cost.layers) {
+    softmax += cls(c.forward, KernelClass::kSoftmax);
+    dropout += cls(c.forward, KernelClass::kDropout);  // nanoGPT's default dropout is 0.0: none recorded
+    norm += cls(c.forward, KernelClass::kNorm);
+    attention += cls(c.forward, KernelClass::kAttention);
+  }
+  EXPECT_GT(softmax, 0.0);
+  EXPECT_EQ(dropout, 0.0);
+  EXPECT_GT(norm, 0.0);
+  EXPECT_EQ(attention, 0.0);  // math attention: products and a softmax, no fused kernel
+  const OpRun flash(Precision::kBF16, false, AttentionImpl::kFlash);
+  double fused = 0;
+  for (const LayerCost& c : flash.cost.layers) fused += cls(c.forward, KernelClass::kAttention);
+  EXPECT_GT(fused, 0.0);
+  const OpRun compiled(Precision::kBF16, true, AttentionImpl::kFlash);
+  double regions = 0;
+  for (const LayerCost& c : compiled.cost.layers) regions += cls(c.forward, KernelClass::kFused);
+  EXPECT_GT(regions, 0.0);
+}
+
 // TF32 products on Hopper run at 0.8 of the 16-bit tensor efficiency (cuBLAS's sm90_xmma TF32
 // kernels, not the wgmma nvjet ones), on the A100 at 0.7 (models/kernel_rates.cpp). GPT-2's mlp.c_fc forward in TF32 at
 // batch 16 (one kernel: 16384 x 768 times 768 x 3072, 128 x 128 tiles: 3072 over the SMs) is
