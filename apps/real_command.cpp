@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -128,12 +129,32 @@ reports::Report run_bench(const ScenarioArgs& a, const Scenario& s, const std::v
   return rep;
 }
 
+// open_out: the root's output folder (every check of --out, its staging folder made). Its failure
+// is shared with every process before any waits in a collective for a root that has left: the root
+// says why and exits as it would alone; the others end without a word (as for a parse error, so
+// that the job's status is the root's). False on the others when the root failed.
+bool open_out(std::optional<OutputFolder>& out, const std::string& path, const real::Runtime& rt) {
+  std::string failure;
+  std::exception_ptr error;
+  if (rt.root()) {
+    try {
+      out.emplace(path);
+    } catch (const Error& e) {
+      failure = e.what();
+      error = std::current_exception();
+    }
+  }
+  const std::string shared = rt.processes() > 1 ? rt.broadcast(failure.empty() ? "ok" : failure) : "ok";
+  if (error) std::rethrow_exception(error);
+  return shared == "ok";
+}
+
 void bench_command(const BenchArgs& a) {
   const Scenario s = real_scenario(a.scenario, "bench");
   if (!s.calibration.empty()) throw UsageError("--calibration: bench measures; a calibration is for simulate");
   real::Runtime rt(a.launch);
   std::optional<OutputFolder> out;  // the root writes the outputs
-  if (rt.root()) out.emplace(a.out);
+  if (!open_out(out, a.out, rt)) return;
   const reports::Report rep = run_bench(a.scenario, s, strategies_for(a.strategy, rt), rt, "bench");
   if (!rt.root()) return;
   finish_run(rep, *out, a.explain);
@@ -251,7 +272,7 @@ void validate_command(const ValidateArgs& va) {
   Scenario measured = s;
   measured.calibration.clear();
   std::optional<OutputFolder> out;
-  if (rt.root()) out.emplace(a.out);
+  if (!open_out(out, a.out, rt)) return;
   reports::Report rep = run_bench(a.scenario, measured, strategies, rt, "validate");
   if (!rt.root()) return;
   Scenario simulated = s;

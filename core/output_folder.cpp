@@ -192,6 +192,14 @@ void release(int slot) {
 
 }  // namespace
 
+void discard_staging_folders() noexcept {
+  for (Slot& s : g_slots) {
+    if (!s.used) continue;
+    remove_tree(AT_FDCWD, s.staging, 4);
+    s.used = 0;
+  }
+}
+
 void start_fresh_folder(const std::string& path) {
   std::error_code ec;
   const fs::path dir(path);

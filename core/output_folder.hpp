@@ -41,6 +41,11 @@ class OutputFolder {
   int slot_ = -1;  // where the SIGINT/SIGTERM handler finds the staging folder to remove
 };
 
+// discard_staging_folders: remove every staging folder of this process's unfinished runs, with
+// system calls only (async-signal-safe), for a process about to end without unwinding (real mode's
+// collective watchdog, as c10d's, ends it with _Exit): --out is left as it was, nothing beside it.
+void discard_staging_folders() noexcept;
+
 // check_replaceable_folder: UsageError unless `final_path` is absent, or a folder (not a link) of
 // gradsync's files that is not the current folder nor above it: what a run may replace whole.
 void check_replaceable_folder(const std::string& final_path);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/output_folder.hpp"
 #include "core/units.hpp"
 #include "real/cpu_device.hpp"
 #include "real/mpi.hpp"
@@ -363,6 +364,7 @@ class CpuRig final : public Rig {
     watchdog_ = std::make_unique<Watchdog>(o.timeout_s, [launch = o.launch, host = o.host_name](const std::string& w) {
       std::fprintf(stderr, "error: host %s, %s\n", host.c_str(), w.c_str());
       std::fflush(stderr);
+      discard_staging_folders();  // the process ends without unwinding: --out as it was
       if (launch == Launch::kMpi) mpi::abort(1);
       std::_Exit(1);
     });

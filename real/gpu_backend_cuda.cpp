@@ -25,6 +25,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/output_folder.hpp"
 #include "real/gpu_backend.hpp"
 #include "real/gpu_device.hpp"
 #include "real/mpi.hpp"
@@ -264,6 +265,7 @@ class GpuRig final : public Rig {
     for (ncclComm_t c : world_comms_) ncclCommAbort(c);
     for (auto& [m, comms] : local_comms_)
       for (ncclComm_t c : comms) ncclCommAbort(c);
+    discard_staging_folders();  // the process ends without unwinding: --out as it was
     if (o_.launch == Launch::kMpi) mpi::abort(1);
     std::_Exit(1);
   }

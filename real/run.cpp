@@ -379,6 +379,9 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
     // Compute-stream events without a peer are kernels, except the copies from host memory
     // (x.to(device) on the current stream), which the simulation counts into the device too.
     if (e.stream == Stream::kCompute && e.peer < 0 && !is_host_copy_event(e.name)) continue;
+    // Kernels a comm hook runs on NCCL's stream (the fp16 hook's decompress, PowerSGD's products)
+    // move no bytes between devices: only the calls issued as collectives do.
+    if (e.stream == Stream::kComm && !u.kinds.count(e.name)) continue;
     if (e.stream == Stream::kCompute || e.stream == Stream::kComm || e.stream == Stream::kCopy)
       add_traffic(traffic[e.iteration], e, out.gpus, u.kinds, members);
   }

@@ -103,9 +103,17 @@ struct SimCluster::Impl::Instance {
     arrived.add();
     arrived.wait_at_least(members_);
     sleep_for(*measured_s);
+    // The bytes the flows would have moved (as real mode counts them, real/run.cpp): every member
+    // sends and receives the bus bytes, except along a rooted call's chain: a broadcast's root only
+    // sends and its last member only receives; a reduce's root only receives and the member after
+    // it only sends.
     const double bus = members_ > 1 ? static_cast<double>(op.bytes) * bus_factor(coll, members_) : 0.0;
-    impl_->tally(iteration, op.name, me, -1, bus);
-    impl_->tally(iteration, op.name, -1, me, bus);
+    const int pos = members_ > 0 ? ((me - root) % members_ + members_) % members_ : 0;
+    const bool sends =
+        !(coll == Collective::kBroadcast && pos == members_ - 1) && !(coll == Collective::kReduce && pos == 0);
+    const bool receives = !(coll == Collective::kBroadcast && pos == 0) && !(coll == Collective::kReduce && pos == 1);
+    if (sends) impl_->tally(iteration, op.name, me, -1, bus);
+    if (receives) impl_->tally(iteration, op.name, -1, me, bus);
   }
 };
 

@@ -73,6 +73,21 @@ case "$case_" in
     gpu0_bytes() { awk '$1 == "dp" { print $(NF-6), $(NF-5), $(NF-4), $(NF-3) }' "$1"; }
     [[ -n $(gpu0_bytes "$tmp/out") && $(gpu0_bytes "$tmp/out") == $(gpu0_bytes "$tmp/dp-sim.out") ]] \
       || { grep -h '^  dp ' "$tmp/out" "$tmp/dp-sim.out"; fail "DP's GPU0 bytes differ from the simulation's"; }
+    # A comm hook's kernels on NCCL's stream (the fp16 hook's decompress) move nothing between
+    # devices: DDP's bytes with it are the simulation's (the collectives' only).
+    "$bin" bench "${small[@]}" --launch local --world-size 2 --strategy ddp --comm-hook fp16 --out "$tmp/hook" \
+      >"$tmp/hook.out" 2>&1 || { cat "$tmp/hook.out"; fail "bench with the fp16 hook"; }
+    "$bin" simulate --strategy ddp "${small[@]}" --gpus 2 --precision fp32 --comm-hook fp16 --out "$tmp/hook-sim" \
+      >"$tmp/hook-sim.out"
+    ddp_bytes() { awk '$1 == "ddp" { print $(NF-6), $(NF-5), $(NF-4), $(NF-3) }' "$1"; }
+    [[ -n $(ddp_bytes "$tmp/hook.out") && $(ddp_bytes "$tmp/hook.out") == $(ddp_bytes "$tmp/hook-sim.out") ]] \
+      || { grep -h '^  ddp ' "$tmp/hook.out" "$tmp/hook-sim.out"; fail "DDP's bytes with the fp16 hook differ from the simulation's"; }
+    # A run the watchdog aborts (a collective past --timeout) ends with _Exit, as c10d's: it removes
+    # its staging folder first, so nothing is left beside --out.
+    rc=0; "$bin" bench "${small[@]}" --launch local --world-size 2 --timeout 0.0005 --out "$tmp/wd" >"$tmp/wd.out" 2>&1 || rc=$?
+    [[ $rc == 1 ]] && grep -q "did not complete within --timeout 0.0005 s" "$tmp/wd.out" || { cat "$tmp/wd.out"; fail "the watchdog: rc $rc"; }
+    left=$(cd "$tmp" && ls -A | grep -e '^\.wd\.' -e '^wd$' || true)
+    [[ -z $left ]] || fail "an aborted run left $left"
     echo "--launch local --world-size 2: DP and DDP as threads, both measured"
     # A world whose parameters and gradients alone exceed the host's available memory is refused
     # before it starts (Linux would let it allocate, then kill it): 1e6 ranks of ResNet-18.
@@ -149,6 +164,16 @@ case "$case_" in
     "$bin" simulate --strategy ddp "${small[@]}" --precision fp32 --gpus 2 --calibration "$tmp/cal.yaml" --out "$tmp/s" \
       >"$tmp/sim.out" || fail "simulate --calibration"
     grep -q "(calibrated)" "$tmp/sim.out" || { cat "$tmp/sim.out"; fail "not calibrated"; }
+    # A calibration changes times, not bytes: DP's GPU0 and DDP's rank 0 move what they move
+    # uncalibrated (a broadcast's root only sends, a reduce's only receives).
+    for st in dp ddp; do
+      "$bin" simulate --strategy $st "${small[@]}" --precision fp32 --gpus 2 --calibration "$tmp/cal.yaml" \
+        --out "$tmp/bc-$st" >"$tmp/bc-$st.out" || fail "simulate --strategy $st --calibration"
+      "$bin" simulate --strategy $st "${small[@]}" --precision fp32 --gpus 2 --out "$tmp/bu-$st" >"$tmp/bu-$st.out"
+      bytes() { awk -v s="$2" '$1 == s { print $(NF-6), $(NF-5), $(NF-4), $(NF-3) }' "$1"; }
+      [[ -n $(bytes "$tmp/bc-$st.out" $st) && $(bytes "$tmp/bc-$st.out" $st) == $(bytes "$tmp/bu-$st.out" $st) ]] \
+        || { grep -h "^  $st " "$tmp/bc-$st.out" "$tmp/bu-$st.out"; fail "$st's bytes change with a calibration"; }
+    done
     # Without --precision, validate runs the calibration's (fp32 here, the CPU backend's only one).
     mpirun -np 2 "$bin" validate "${small[@]}" --calibration "$tmp/cal.yaml" --out "$tmp/v" \
       >"$tmp/val.out" 2>&1 || { cat "$tmp/val.out"; fail "validate"; }
@@ -267,6 +292,12 @@ case "$case_" in
     [[ $rc != 0 && $(grep -c '^error: ' "$tmp/out") == 1 ]] && grep -q -- '--no-such-flag' "$tmp/out" ||
       { cat "$tmp/out"; fail "a parse error under mpirun -np 3 is said once: rc $rc"; }
     [[ ! -e "$tmp/b" ]] || fail "a failed run wrote outputs"
+    # An --out the root cannot use under mpirun: the root says why once and exits 2; the other ranks
+    # do not wait for it in a collective (they hung until the launcher's timeout).
+    mkdir -p "$tmp/foreign" && touch "$tmp/foreign/notes.txt"
+    rc=0; timeout 120 mpirun -np 2 "$bin" bench "${small[@]}" --out "$tmp/foreign" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc == 2 && $(grep -c '^error: ' "$tmp/out") == 1 ]] && grep -q 'the folder holds "notes.txt", which gradsync did not write' "$tmp/out" ||
+      { cat "$tmp/out"; fail "an unusable --out under mpirun: rc $rc"; }
     echo "bad launches are errors with exit codes 1/2"
     ;;
   *) fail "unknown case $case_" ;;
