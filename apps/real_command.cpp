@@ -261,9 +261,10 @@ void validate_command(const ValidateArgs& va) {
     for (const CollectiveTable& t : cal.collectives)
       if (t.collective == Collective::kAllreduce) measured = t.ranks;
     throw ConfigError(fmt::format(
-        "calibration {}: allreduce was measured on {} rank{}, this run has {}; calibrate on as many ranks, "
-        "launched as this run is ({})",
-        s.calibration, measured, measured == 1 ? "" : "s", rt.world(),
+        "calibration {}: {}, this run has {}; calibrate on as many ranks, launched as this run is ({})", s.calibration,
+        measured == 0 ? std::string("holds no allreduce measurement")
+                      : fmt::format("allreduce was measured on {} rank{}", measured, measured == 1 ? "" : "s"),
+        rt.world(),
         rt.launch() == real::Launch::kMpi
             ? fmt::format("{} -np {} gradsync calibrate", rt.launcher() == "srun" ? "srun" : "mpirun", rt.world())
             : fmt::format("gradsync calibrate --launch local --world-size {}", rt.world())));

@@ -235,6 +235,12 @@ static Calibration parse_calibration_unchecked(std::string_view text, const std:
   c.backend = r.string(r.required(hw, "hardware", "backend"), "hardware", "backend");
   if (c.backend != "cpu" && c.backend != "gpu")
     r.fail(hw["backend"], "hardware", fmt::format("backend \"{}\": expected cpu or gpu", c.backend));
+  // calibrate on CPUs times OpenBLAS's sgemm: a CPU calibration of another type was edited.
+  if (schema >= 2 && c.backend == "cpu" && c.precision != "fp32")
+    r.fail(hw["precision"], "hardware",
+           fmt::format("precision \"{}\" with backend cpu: the CPU backend computes in fp32 only (OpenBLAS sgemm); "
+                       "expected fp32 (the file was edited?)",
+                       c.precision));
   c.host = r.string(r.required(hw, "hardware", "host"), "hardware", "host");
   c.device = r.string(r.required(hw, "hardware", "device"), "hardware", "device");
   if (hw["library"]) c.library = r.string(hw["library"], "hardware", "library");

@@ -135,6 +135,11 @@ ResolvedScenario resolve(const Scenario& requested) {
       int measured = 0;
       for (const CollectiveTable& t : r.calibration->collectives)
         if (t.collective == Collective::kAllreduce) measured = t.ranks;
+      if (measured == 0)
+        throw ConfigError(fmt::format(
+            "calibration {}: holds no allreduce measurement, and the scenario uses {} GPUs; calibrate with as many "
+            "ranks (mpirun -np {} gradsync calibrate)",
+            s.calibration, r.gpus, r.gpus));
       throw ConfigError(fmt::format(
           "calibration {}: allreduce was measured on {} rank{}, the scenario uses {} GPUs; calibrate with as many "
           "ranks (mpirun -np {} gradsync calibrate) or pass --gpus {}",

@@ -338,6 +338,24 @@ TEST(Cli, ASweepRefusesAKeyBothVariedAndGivenAsAFlag) {
                "--nccl NCCL_ALGO=ring and --vary NCCL_ALGO both set NCCL_ALGO");
 }
 
+// A calibration without an allreduce table is said to hold none (not "measured on 0 ranks ... or
+// pass --gpus 0").
+TEST(Cli, ACalibrationWithoutAnAllreduceSaysSo) {
+  const std::string file = ::testing::TempDir() + "/gradsync-nocoll.yaml";
+  std::ofstream(file) << "schema_version: 2\nhardware: {backend: gpu, host: h, device: d, ranks: 1, precision: fp32}\n"
+                         "launch_s: 1e-6\ncompute: {}\ncollectives: []\n";
+  const Result r = run({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--precision", "fp32",
+                        "--calibration", file, "--out", ::testing::TempDir() + "/gradsync-nocoll-out"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("calibration " + file +
+                       ": holds no allreduce measurement, and the scenario uses 2 GPUs; calibrate with as many ranks "
+                       "(mpirun -np 2 gradsync calibrate)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("--gpus 0"), std::string::npos) << r.err;
+  std::remove(file.c_str());
+}
+
 // sweep names the file's line too when no point can run for a key the file set; a --vary of the
 // same key overrides the file, and its value is named as it is.
 TEST(Cli, ASweepsFileKeyThatFailsEveryPointNamesItsLine) {

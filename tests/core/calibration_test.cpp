@@ -55,7 +55,7 @@ std::string write(const std::string& text) {
 
 TEST(Calibration, WrittenFileReadsBackTheSamePoints) {
   Calibration c;
-  c.backend = "cpu";
+  c.backend = "gpu";
   c.host = "node\"1";
   c.device = "Some CPU";
   c.library = "Open MPI v4.1.4, OpenBLAS 0.3.21";
@@ -67,7 +67,7 @@ TEST(Calibration, WrittenFileReadsBackTheSamePoints) {
   c.host_copy = table();
   c.collectives.push_back({Collective::kAllreduce, 2, "shm", table()});
   const Calibration back = read_calibration(write(calibration_yaml(c)));
-  EXPECT_EQ(back.backend, "cpu");
+  EXPECT_EQ(back.backend, "gpu");
   EXPECT_EQ(back.host, "node\"1");
   EXPECT_EQ(back.ranks, 2);
   EXPECT_EQ(back.precision, "bf16");
@@ -110,6 +110,11 @@ TEST(Calibration, PrecisionOfTheGemmTables) {
   const std::string bad = error("{backend: gpu, host: h, device: d, ranks: 1, precision: int8}", 2);
   EXPECT_NE(bad.find("cal.yaml:2"), std::string::npos) << bad;
   EXPECT_NE(bad.find("precision \"int8\": expected fp32, tf32, bf16 or fp16"), std::string::npos) << bad;
+  // calibrate on CPUs times fp32 only: a CPU file of another type was edited.
+  const std::string cpu16 = error("{backend: cpu, host: h, device: d, ranks: 1, precision: bf16}", 2);
+  EXPECT_NE(cpu16.find("cal.yaml:2"), std::string::npos) << cpu16;
+  EXPECT_NE(cpu16.find("precision \"bf16\" with backend cpu: the CPU backend computes in fp32 only"), std::string::npos)
+      << cpu16;
   EXPECT_NE(error("{backend: gpu, host: h, device: d, ranks: 1, precision: bf16}", 1).find("precision"),
             std::string::npos);  // schema 1 knows no such key
   EXPECT_NE(error("{backend: gpu, host: h, device: d, ranks: 1, precision: bf16}", 4).find("expected 1, 2 or 3"),
