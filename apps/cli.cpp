@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/scenario_keys.hpp"
+#include "core/text.hpp"
 #include "core/units.hpp"
 #include "core/version.hpp"
 
@@ -147,7 +148,7 @@ const CLI::Validator kNonEmptyFile(
 
 const CLI::Validator kAnyCase(
     [](std::string& text) -> std::string {
-      for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      text = ascii_lower(text);
       return "";
     },
     "");
@@ -270,8 +271,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     // flags would read it and others not, so none does.
     for (std::size_t i = 0; i < args.size(); ++i) {
       const std::string& a = args[i];
-      const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-      if (a.empty() || (!blank(a.front()) && !blank(a.back()))) continue;
+      if (trim_blanks(a).size() == a.size()) continue;  // as the scenario file's values are checked
       const std::size_t eq = a.find('=');
       const char* expected = "expected it without them (a quote closed in the wrong place?)";
       if (a.starts_with("--") && eq != std::string::npos)

@@ -15,6 +15,7 @@
 #include "apps/cli.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "core/text.hpp"
 #include "models/compute_cost.hpp"
 #include "models/memory_cost.hpp"
 #include "models/model.hpp"
@@ -355,8 +356,7 @@ void register_models_command(CLI::App& app) {
                    "with float32 master weights in the optimizer")
       ->transform(CLI::Validator(
           [](std::string& text) -> std::string {
-            std::string lowered = text;
-            for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            const std::string lowered = ascii_lower(text);
             if (lowered != "autocast" && lowered != "master-weights")
               return fmt::format("value \"{}\" must be autocast or master-weights", text);
             text = lowered;
