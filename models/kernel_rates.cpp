@@ -234,9 +234,17 @@ KernelRates rates_for(const GpuSpec& gpu) {
   // read what derivatives.yaml says each op saved (ReLU's result) and autograd's gradient sums
   // (op_backward.cpp); with the backward before, 0.72 had been chosen from 0.70-0.75. cuDNN runs many
   // 3x3 FP32 convolutions as Winograd or FFT, with fewer multiplies than the counted FLOPs, so a rate
-  // at SGEMM's 0.85 is plausible. The others (Turing: no published case) keep the SGEMM-scaled conv
-  // rate.
-  r.conv_fp32 = sm == 70 ? 0.85 : r.conv * r.gemm_fp32 / r.gemm_tensor;
+  // at SGEMM's 0.85 is plausible. Turing (sm75) takes the same rate: its SM keeps Volta's FP32 datapath
+  // (64 lanes per SM, NVIDIA's Turing whitepaper) and cuDNN the same algorithms, and on one software
+  // stack (PyTorch 1.4, cuDNN 7.6; ryujaehun/pytorch-gpu-benchmark's README) a TITAN V and an RTX
+  // 2080 Ti ran ResNet-18/50/101 and VGG-16 at batch 12 within 2-4% of each other, where Turing's
+  // earlier rate (the conv rate scaled as SGEMM, 0.6375) made the 2080 Ti 1.5 times slower than a
+  // Volta. Over both architectures' fp32 conv-net train cases (the five above, Lambda's TITAN RTX
+  // ResNet-50, ryujaehun's RTX 2080 Ti at batch 12) the median |error| is 4.65% at 0.85, 6.4% at
+  // 0.75 and 9.25% at 0.95. VGG-16 on the 2080 Ti stays 51% too slow: nearly all of it is 3x3
+  // convolutions, which Winograd speeds more than ResNets' 1x1 ones (not modelled). The others
+  // keep the SGEMM-scaled conv rate.
+  r.conv_fp32 = sm == 70 || sm == 75 ? 0.85 : r.conv * r.gemm_fp32 / r.gemm_tensor;
   // FP32 SGEMM (SIMT) on Turing (sm75): 0.70 of the datasheet FP32 peak (16.3 TFLOP/s for the TITAN
   // RTX at its 1770 MHz boost). Chosen from the three Turing fp32 transformer cases of the train
   // split, from two sources (Lambda's BERT-base SQuAD on a TITAN RTX; Hugging Face's Trainer running

@@ -43,7 +43,7 @@ TEST(ConvCost, TransposesWhereItRunsOnTensorCores) {
 constexpr double kFlops = 2.0 * 64 * 14 * 14 * 256 * 256 * 9;
 
 // FP32 convolutions before Ampere run on the SIMT units at conv_fp32 of the FP32 peak: Volta's own
-// rate (0.85, from its train cases), Turing the default (the tensor conv rate scaled as SGEMM).
+// rate (0.85, from its train cases) and Turing's, whose SM keeps Volta's FP32 datapath.
 TEST(ConvCost, Fp32BeforeAmpereRunsAtTheArchitecturesSimtRate) {
   for (const char* gpu : {"v100", "rtx-2080-ti"}) {
     const KernelCost k = conv_forward(gpu, Precision::kFP32, 64, "layer3.1.conv2");
@@ -52,7 +52,10 @@ TEST(ConvCost, Fp32BeforeAmpereRunsAtTheArchitecturesSimtRate) {
     EXPECT_NEAR(k.gpu_time(), kFlops / (g.fp32_flops * rates_for(g).conv_fp32), 1e-12) << gpu;
   }
   EXPECT_DOUBLE_EQ(rates_for(gpu_spec("v100")).conv_fp32, 0.85);
-  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("rtx-2080-ti")).conv_fp32, 0.60 * 0.85 / 0.80);
+  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("rtx-2080-ti")).conv_fp32, 0.85);
+  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("titan-rtx")).conv_fp32, 0.85);
+  // Ampere's data-centre parts run FP32 convolutions as TF32; their SIMT rate stays the scaled one.
+  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("a100")).conv_fp32, 0.60 * 0.85 / 0.80);
 }
 
 // 16-bit convolutions on GeForce Ampere and Ada run at the GEMMs' rate of the halved (FP32
