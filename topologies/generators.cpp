@@ -109,7 +109,14 @@ Topology generate_pcie(const PcieOptions& given) {
     cpus.push_back(b.add(fmt::format("cpu{}", s), VertexKind::kCpu, host));
     b.set_vendor(cpus.back(), o.cpu);
   }
-  if (o.sockets == 2) b.link(cpus[0], cpus[1], LinkType::kCpuLink, parse_bandwidth("20.8GBps"), kCpuLinkLatency_s, 2);
+  // Two Xeon Scalable sockets: 2 UPI links of 20.8 GB/s per direction (10.4 GT/s); two EPYC sockets:
+  // 4 xGMI-2 links of 32 GB/s, as the DGX A100's (generator_parts.cpp). NCCL plans either with its
+  // own per-family figure (topo.h; link_model.hpp), which is lower.
+  const bool amd = o.cpu == "amd";
+  if (o.sockets == 2) {
+    b.link(cpus[0], cpus[1], LinkType::kCpuLink, parse_bandwidth(amd ? "32GBps" : "20.8GBps"), kCpuLinkLatency_s,
+           amd ? 4 : 2);
+  }
   // GPUs split evenly over sockets in order; on each socket, groups of gpus_per_switch share a switch.
   std::vector<std::size_t> gpus;
   std::vector<int> per_switch;  // GPUs under each switch, in order
@@ -172,9 +179,9 @@ Topology generate_pcie(const PcieOptions& given) {
                                                 human_bandwidth(g.nvlink_bw_Bps))
                                   : ", no NVLink",
                   g.source,
-                  o.sockets == 2
-                      ? ";\ntwo sockets joined by 2 UPI links of 20.8 GB/s per direction (10.4 GT/s, Xeon Scalable)."
-                      : ".",
+                  o.sockets != 2 ? "."
+                  : amd          ? ";\ntwo sockets joined by 4 xGMI-2 links of 32 GB/s per direction (AMD EPYC)."
+                        : ";\ntwo sockets joined by 2 UPI links of 20.8 GB/s per direction (10.4 GT/s, Xeon Scalable).",
                   kLinkNote));
 }
 

@@ -81,6 +81,26 @@ TEST(Generators, PcieBoxes) {
       << eight.comment();
 }
 
+// The sockets' link is the CPU family's: two UPI links of 20.8 GB/s between Xeons, four xGMI-2
+// links of 32 GB/s between EPYCs (as the DGX A100's), and the header names it.
+TEST(Generators, PcieSocketsAreJoinedByTheirVendorsLinks) {
+  for (const std::string cpu : {"intel", "amd"}) {
+    const Topology t = generate_pcie({.gpu = "l40s", .gpus = 4, .sockets = 2, .gpus_per_switch = 0, .cpu = cpu});
+    int seen = 0;
+    for (LinkId e : t.links()) {
+      const TopoLink& l = t.link(e);
+      if (l.type != LinkType::kCpuLink) continue;
+      ++seen;
+      EXPECT_EQ(l.links, cpu == "amd" ? 4 : 2) << cpu;
+      EXPECT_DOUBLE_EQ(l.bw_Bps, cpu == "amd" ? 32e9 : 20.8e9) << cpu;
+    }
+    EXPECT_EQ(seen, 1) << cpu;
+    EXPECT_NE(t.comment().find(cpu == "amd" ? "4 xGMI-2 links of 32 GB/s" : "2 UPI links of 20.8 GB/s"),
+              std::string::npos)
+        << t.comment();
+  }
+}
+
 // A node per GPU (a scaling study's layout): the node type's NVSwitch node with one GPU and, by
 // default, one NIC; nproc_per_node 1 on it is what a 2-node ring of one GPU each runs.
 TEST(Generators, FatTreeOfOneGpuPerNode) {
