@@ -311,7 +311,8 @@ void register_real_commands(CLI::App& app) {
       app.add_subcommand("calibrate", "Measure collectives, copies, compute and launch overhead into calibration.yaml");
   add_launch_options(cal, ca->launch);
   cal->add_option("--min-bytes", ca->min_bytes, "Smallest collective/copy size (default 8)");
-  cal->add_option("--max-bytes", ca->max_bytes, "Largest collective/copy size (default 1GiB)");
+  cal->add_option("--max-bytes", ca->max_bytes,
+                  "Largest collective/copy size, measured even where the steps skip it (default 1GiB)");
   cal->add_option("--step-factor", ca->sweep.step_factor, "Size multiplier between rows (default 4)")
       ->check(finite_in("a size multiplier", 1.01, 1e6));
   cal->add_option("--max-flops", ca->sweep.max_flops, "Largest GEMM in FLOPs (default 1e12 GPU, 2e10 CPU)")

@@ -23,12 +23,17 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+// sizes_between: lo, lo x factor, ... up to hi, and hi itself where the steps fall short of it (8 B
+// x 4 a row stops at 32 MiB under --max-bytes 64MiB): a calibration covers the range it was asked
+// for, so no simulated size within it is extrapolated. Each size is a multiple of align.
 std::vector<double> sizes_between(double lo, double hi, double factor, double align) {
   std::vector<double> out;
-  for (double x = lo; x <= hi * (1 + 1e-12); x *= factor) {
+  const auto add = [&](double x) {
     const double a = std::max(align, std::floor(x / align) * align);
     if (out.empty() || a > out.back()) out.push_back(a);
-  }
+  };
+  for (double x = lo; x <= hi * (1 + 1e-12); x *= factor) add(x);
+  add(hi);
   return out;
 }
 
@@ -66,14 +71,16 @@ std::string calibration_precision(const CalibrateOptions& o, Runtime& rt) {
     throw UsageError(fmt::format("--precision \"{}\": expected fp32, tf32, bf16 or fp16", p));
   if (rt.backend() == "cpu") {
     if (!p.empty() && p != "fp32")
-      throw UsageError(fmt::format("--precision {}: the CPU backend computes in fp32 (OpenBLAS sgemm); expected fp32", p));
+      throw UsageError(
+          fmt::format("--precision {}: the CPU backend computes in fp32 (OpenBLAS sgemm); expected fp32", p));
     return "fp32";
   }
   const GpuProps g = gpu_props(rt.rig_options(0, 0).gpu_offset);
   if ((p == "bf16" || p == "tf32") && g.sm_version < 80)
-    throw UsageError(fmt::format("--precision {}: {} (compute capability {}.{}) has no {} tensor cores; expected fp32 "
-                                 "or fp16",
-                                 p, g.name, g.sm_version / 10, g.sm_version % 10, p));
+    throw UsageError(
+        fmt::format("--precision {}: {} (compute capability {}.{}) has no {} tensor cores; expected fp32 "
+                    "or fp16",
+                    p, g.name, g.sm_version / 10, g.sm_version % 10, p));
   if (!p.empty()) return p;
   return g.sm_version >= 80 ? "bf16" : "fp16";
 }

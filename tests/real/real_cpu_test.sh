@@ -114,6 +114,9 @@ case "$case_" in
       grep -q "^  $k " "$tmp/out" || fail "calibrate printed no $k row"
     done
     grep -q 'backend: "cpu"' "$tmp/cal.yaml" && grep -q 'ranks: 2' "$tmp/cal.yaml" || fail "calibration hardware"
+    # --max-bytes is measured though 8 x 4^k skips it (512 KiB, then 2 MiB): the last rows are 1 MiB.
+    grep -Eq '^  allreduce +1048576 ' "$tmp/out" && grep -Eq '^  memory +1048576 ' "$tmp/out" \
+      || { cat "$tmp/out"; fail "calibrate --max-bytes 1MiB did not measure 1 MiB"; }
     # Compute rows have no bus bandwidth: "-", not 0.00.
     grep -Eq '^  matmul +[0-9]+ +[0-9.]+ +[0-9.]+ +-$' "$tmp/out" || { cat "$tmp/out"; fail "a matmul row with a busbw"; }
     # One rank (no launcher): the file serves one-GPU scenarios only, and calibrate says so.
