@@ -152,6 +152,13 @@ bool open_out(std::optional<OutputFolder>& out, const std::string& path, const r
 void bench_command(const BenchArgs& a) {
   const Scenario s = real_scenario(a.scenario, "bench");
   if (!s.calibration.empty()) throw UsageError("--calibration: bench measures; a calibration is for simulate");
+  // How the simulator cuts collectives into flows: bench runs NCCL's or MPI's own.
+  if (s.fidelity != "auto") {
+    throw UsageError(
+        fmt::format("--fidelity {}: bench measures real collectives; the flow fidelity is for simulate "
+                    "and validate",
+                    s.fidelity));
+  }
   real::Runtime rt(a.launch);
   std::optional<OutputFolder> out;  // the root writes the outputs
   if (!open_out(out, a.out, rt)) return;

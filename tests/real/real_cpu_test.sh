@@ -288,6 +288,10 @@ case "$case_" in
     rc=0; RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "$bin" bench "${small[@]}" --backend cpu --init-method "file://$tmp/id" \
       --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
     [[ $rc == 2 ]] && grep -q 'the CPU backend.s ranks reach each other through MPI' "$tmp/out" || { cat "$tmp/out"; fail "file init on cpu: $rc"; }
+    # Simulation-only flags are refused, not ignored: bench runs the real collectives.
+    rc=0; "$bin" bench "${small[@]}" --backend cpu --fidelity aggregate --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc == 2 ]] && grep -q -- '--fidelity aggregate: bench measures real collectives' "$tmp/out" ||
+      { cat "$tmp/out"; fail "--fidelity on bench: $rc"; }
     rc=0; "$bin" bench "${small[@]}" --backend cpu --mixed-precision master-weights --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
     [[ $rc == 2 ]] && grep -q 'mixed_precision master-weights: real mode trains' "$tmp/out" || { cat "$tmp/out"; fail "master-weights in real mode: $rc"; }
     # A flag mistyped under mpirun: every rank finds the same parse error; it is said once (rank 0).
