@@ -63,6 +63,14 @@ class UsageError : public Error {
   int exit_code() const noexcept override { return 2; }
 };
 
+// LaunchUsageError: a command-line error that every process of an mpirun or srun finds alike
+// before they meet (the launch itself is wrong): rank 0 says it, the others end without a word,
+// as with a parse error (apps/cli.cpp).
+class LaunchUsageError : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
+
 // RuntimeError: a failure while running (a file that cannot be written, a simulation or a
 // device that fails, a collective that times out).
 class RuntimeError : public Error {

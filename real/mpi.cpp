@@ -17,6 +17,17 @@ std::string launcher() {
   return "";
 }
 
+int launcher_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end == '\0' && n > 0 && n < (1L << 24)) return static_cast<int>(n);
+  }
+  return 0;
+}
+
 bool initialized() {
   int flag = 0;
   MPI_Initialized(&flag);

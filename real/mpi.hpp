@@ -10,6 +10,9 @@ namespace gradsync::real::mpi {
 // launcher: "mpirun" or "srun" when this process was started by one (their environment
 // variables), empty otherwise.
 std::string launcher();
+// launcher_size: the process count the launcher's environment states (OMPI_COMM_WORLD_SIZE,
+// PMI_SIZE, SLURM_NTASKS), before MPI starts; 0 when none is set or readable.
+int launcher_size();
 // init: MPI_Init_thread asking for MPI_THREAD_MULTIPLE (a stream thread calls MPI while the
 // watchdog may abort); once per process. RuntimeError when MPI cannot start.
 void init();

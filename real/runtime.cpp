@@ -70,6 +70,13 @@ Runtime::Runtime(const RealOptions& o) : o_(o), host_(hostname()) {
     processes_ = world_;
     local_ = 1;
   } else if (o.launch == "local" || (o.launch == "auto" && launcher.empty())) {
+    // Each of the launcher's processes would run the whole job alone, all into one --out.
+    if (const int n = mpi::launcher_size(); !launcher.empty() && n > 1) {
+      throw LaunchUsageError(fmt::format(
+          "--launch local under {} with {} processes: each would run the whole job on its own; drop --launch local "
+          "(the launcher's processes are then the job's ranks) or start one process",
+          launcher, n));
+    }
     launch_ = Launch::kLocal;
     launcher_ = "local";
     world_ = o.world_size > 0 ? o.world_size : (backend_ == "gpu" ? info.visible_gpus : 1);

@@ -288,6 +288,11 @@ case "$case_" in
     rc=0; RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "$bin" bench "${small[@]}" --backend cpu --init-method "file://$tmp/id" \
       --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
     [[ $rc == 2 ]] && grep -q 'the CPU backend.s ranks reach each other through MPI' "$tmp/out" || { cat "$tmp/out"; fail "file init on cpu: $rc"; }
+    # --launch local under mpirun -np 3 would run three whole jobs into one --out: refused, said once.
+    rc=0; mpirun -np 3 "$bin" bench "${small[@]}" --backend cpu --launch local --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc == 2 && $(grep -c '^error: ' "$tmp/out") == 1 ]] &&
+      grep -q -- '--launch local under mpirun with 3 processes: each would run the whole job on its own' "$tmp/out" ||
+      { cat "$tmp/out"; fail "--launch local under mpirun -np 3: $rc"; }
     # Simulation-only flags are refused, not ignored: bench runs the real collectives.
     rc=0; "$bin" bench "${small[@]}" --backend cpu --fidelity aggregate --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
     [[ $rc == 2 ]] && grep -q -- '--fidelity aggregate: bench measures real collectives' "$tmp/out" ||
