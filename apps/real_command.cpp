@@ -285,6 +285,7 @@ void validate_command(const ValidateArgs& va) {
   if (!rt.root()) return;
   Scenario simulated = s;
   simulated.gpus = rt.world();
+  note_uncalibrated(simulated, strategies);
   for (std::size_t i = 0; i < strategies.size(); ++i) {
     const StrategyResult sim_result = sim::simulate_isolated(simulated, strategies[i]);
     const auto rows = reports::validation_rows(rep.strategies[i], sim_result);

@@ -87,4 +87,9 @@ void finish_run(const reports::Report& rep, OutputFolder& out, bool explain);
 std::vector<std::string> scenario_header(const sim::Scenario& s, const std::vector<StrategyResult>& rs,
                                          const std::string& what);
 
+// note_uncalibrated: notes on stderr where a scenario's --calibration does not cover it: the
+// collectives the strategies call that it did not measure over s.gpus ranks, and the kernels far
+// beyond its largest timed size (their times extrapolated). simulate, compare and validate.
+void note_uncalibrated(const sim::Scenario& s, const std::vector<Strategy>& strategies);
+
 }  // namespace gradsync::apps

@@ -170,38 +170,6 @@ std::vector<reports::Confidence> confidence_of(const Scenario& s, const std::vec
   return out;
 }
 
-// note_uncalibrated: a note on stderr for each collective a strategy calls that the calibration
-// did not measure over the run's rank count (a hand-made or cut file): those calls keep the
-// topology's network model, which a CPU calibration does not describe.
-void note_uncalibrated(const Scenario& s, const std::vector<Strategy>& strategies) {
-  if (s.calibration.empty()) return;
-  const Calibration cal = read_calibration(s.calibration);
-  std::vector<std::string> missing;
-  for (Strategy st : strategies) {
-    const std::vector<Collective> calls = st == Strategy::kDDP
-                                              ? std::vector<Collective>{Collective::kAllreduce, Collective::kBroadcast}
-                                              : std::vector<Collective>{Collective::kBroadcast, Collective::kReduce};
-    for (Collective c : calls) {
-      const std::string name(collective_name(c));
-      if (s.gpus <= 1) break;  // one GPU: no collective to measure
-      if (!cal.collective_time(c, s.gpus, 1.0) && std::find(missing.begin(), missing.end(), name) == missing.end())
-        missing.push_back(name);
-    }
-  }
-  if (!missing.empty()) {
-    std::cerr << fmt::format(
-        "note: calibration {} measured no {} over {} ranks; those calls keep the network model of topology {}\n",
-        s.calibration, fmt::join(missing, " or "), s.gpus, s.topology);
-  }
-  // Kernels far beyond what the calibration timed: their times extend its last line.
-  for (const std::string& beyond : sim::calibration_extrapolations(s)) {
-    std::cerr << fmt::format(
-        "note: calibration {} timed {}: those kernels' times are extrapolated (calibrate "
-        "with a larger --max-flops or --max-bytes)\n",
-        s.calibration, beyond);
-  }
-}
-
 void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, const std::string& what) {
   const Scenario asked = scenario_of(a.scenario);
   std::string from_file;  // where the scenario file set the first of them
@@ -261,6 +229,38 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
 }
 
 }  // namespace
+
+// note_uncalibrated (scenario_args.hpp): a note on stderr for each collective a strategy calls that the calibration
+// did not measure over the run's rank count (a hand-made or cut file): those calls keep the
+// topology's network model, which a CPU calibration does not describe.
+void note_uncalibrated(const Scenario& s, const std::vector<Strategy>& strategies) {
+  if (s.calibration.empty()) return;
+  const Calibration cal = read_calibration(s.calibration);
+  std::vector<std::string> missing;
+  for (Strategy st : strategies) {
+    const std::vector<Collective> calls = st == Strategy::kDDP
+                                              ? std::vector<Collective>{Collective::kAllreduce, Collective::kBroadcast}
+                                              : std::vector<Collective>{Collective::kBroadcast, Collective::kReduce};
+    for (Collective c : calls) {
+      const std::string name(collective_name(c));
+      if (s.gpus <= 1) break;  // one GPU: no collective to measure
+      if (!cal.collective_time(c, s.gpus, 1.0) && std::find(missing.begin(), missing.end(), name) == missing.end())
+        missing.push_back(name);
+    }
+  }
+  if (!missing.empty()) {
+    std::cerr << fmt::format(
+        "note: calibration {} measured no {} over {} ranks; those calls keep the network model of topology {}\n",
+        s.calibration, fmt::join(missing, " or "), s.gpus, s.topology);
+  }
+  // Kernels far beyond what the calibration timed: their times extend its last line.
+  for (const std::string& beyond : sim::calibration_extrapolations(s)) {
+    std::cerr << fmt::format(
+        "note: calibration {} timed {}: those times are extrapolated (calibrate "
+        "with a larger --max-flops or --max-bytes)\n",
+        s.calibration, beyond);
+  }
+}
 
 void register_simulate_commands(CLI::App& app) {
   auto sa = std::make_shared<ScenarioCommand>();

@@ -218,6 +218,21 @@ std::vector<std::string> calibration_extrapolations(const Scenario& s) {
     out.push_back(fmt::format("{} up to {:.3g} {}, and the model's largest is {:.3g} {} ({:.0f}x)", op_kind_name(kind),
                               last, bytes ? "B" : "FLOP", size, bytes ? "B" : "FLOP", size / last));
   }
+  // DDP's allreduce: its largest bucket against the largest allreduce timed over as many ranks.
+  if (r.gpus > 1) {
+    double timed = 0;
+    for (const CollectiveTable& t : r.calibration->collectives)
+      if (t.collective == Collective::kAllreduce && t.ranks == r.gpus && !t.table.points.empty())
+        timed = t.table.points.back().first;
+    double bucket = 0;
+    for (const Bucket& b : initial_buckets(to_step_model(r.model, r.precision, r.seq_len), buckets_of(s)).buckets)
+      bucket = std::max(bucket, static_cast<double>(b.bytes));
+    if (timed > 0 && bucket > kReach * timed) {
+      out.push_back(
+          fmt::format("allreduce up to {:.3g} B over {} ranks, and DDP's largest bucket is {:.3g} B ({:.0f}x)", timed,
+                      r.gpus, bucket, bucket / timed));
+    }
+  }
   return out;
 }
 

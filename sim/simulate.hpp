@@ -135,8 +135,9 @@ int bucket_rebuild_iteration(const Scenario& s);
 
 // calibration_extrapolations: for a scenario with a calibration, each compute kind whose
 // largest kernel (FLOPs, or bytes for memory) lies more than 4x beyond the calibration's largest
-// measured point, as "matmul up to 4e+09 FLOP, and the model's largest is 3.2e+11 FLOP (80x)";
-// empty without a calibration or when every kernel is within reach.
+// measured point, as "matmul up to 4e+09 FLOP, and the model's largest is 3.2e+11 FLOP (80x)",
+// and likewise DDP's largest allreduce bucket against the allreduce timed over as many ranks;
+// empty without a calibration or when every kernel and bucket is within reach.
 std::vector<std::string> calibration_extrapolations(const Scenario& s);
 
 // largest_batch_per_gpu: the largest batch_per_gpu whose step fits the GPU's memory under

@@ -128,8 +128,18 @@ case "$case_" in
     "$bin" simulate --strategy ddp --gpus 1 --precision fp32 --model resnet18 --batch-per-gpu 1 --iterations 2 \
       --warmup 1 --calibration "$tmp/one.yaml" --out "$tmp/one-sim" >/dev/null 2>"$tmp/one-sim.err" \
       || { cat "$tmp/one-sim.err"; fail "simulate with the one-rank calibration"; }
-    grep -q "^note: calibration $tmp/one.yaml timed conv up to 1e+06 FLOP, and the model's largest is .* those kernels' times are extrapolated" \
+    grep -q "^note: calibration $tmp/one.yaml timed conv up to 1e+06 FLOP, and the model's largest is .* those times are extrapolated" \
       "$tmp/one-sim.err" || { cat "$tmp/one-sim.err"; fail "no note for kernels past the calibration"; }
+    # validate says the same, and of DDP's buckets past the allreduce it timed (2 ranks, 1 MiB;
+    # ResNet-18's first-iteration bucket holds every gradient, 46.8 MB).
+    "$bin" calibrate --backend cpu --launch local --world-size 2 --max-bytes 1MiB --max-flops 1e6 --repeats 1 \
+      --out "$tmp/two.yaml" >/dev/null 2>&1 || fail "calibrate on two thread ranks"
+    "$bin" validate --backend cpu --launch local --world-size 2 --strategy ddp --model resnet18 --batch-per-gpu 1 \
+      --iterations 2 --warmup 1 --calibration "$tmp/two.yaml" --out "$tmp/two-val" >/dev/null 2>"$tmp/two-val.err" \
+      || { cat "$tmp/two-val.err"; fail "validate with the small calibration"; }
+    grep -q "^note: calibration $tmp/two.yaml timed conv up to 1e+06 FLOP" "$tmp/two-val.err" &&
+      grep -q "^note: calibration $tmp/two.yaml timed allreduce up to 1.05e+06 B over 2 ranks, and DDP's largest bucket is 4.68e+07 B (45x): those times are extrapolated" \
+        "$tmp/two-val.err" || { cat "$tmp/two-val.err"; fail "validate's notes for what the calibration did not reach"; }
     # MPI's non-blocking reduce moves one segment per progress call: a comm thread that slept
     # between MPI_Test calls made a 2-rank reduce 30-60 times an allreduce of the same size.
     # It moves half an allreduce's bytes; allow it five times the allreduce's time (noise). A
