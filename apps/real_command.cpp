@@ -276,6 +276,14 @@ void validate_command(const ValidateArgs& va) {
             ? fmt::format("{} -np {} gradsync calibrate", rt.launcher() == "srun" ? "srun" : "mpirun", rt.world())
             : fmt::format("gradsync calibrate --launch local --world-size {}", rt.world())));
   }
+  // A calibration of another machine simulates that machine, not this run's: said, not refused
+  // (two hosts of one cluster share hardware under different names).
+  if (rt.root() && !cal.host.empty() && cal.host != rt.host()) {
+    std::cerr << fmt::format(
+        "note: calibration {} was measured on host {} ({}); this run is on host {}: the simulation times that "
+        "machine\n",
+        s.calibration, cal.host, cal.device, rt.host());
+  }
   const std::vector<Strategy> strategies = strategies_for(a.strategy, rt);
   Scenario measured = s;
   measured.calibration.clear();

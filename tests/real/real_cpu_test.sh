@@ -140,6 +140,14 @@ case "$case_" in
     grep -q "^note: calibration $tmp/two.yaml timed conv up to 1e+06 FLOP" "$tmp/two-val.err" &&
       grep -q "^note: calibration $tmp/two.yaml timed allreduce up to 1.05e+06 B over 2 ranks, and DDP's largest bucket is 4.68e+07 B (45x): those times are extrapolated" \
         "$tmp/two-val.err" || { cat "$tmp/two-val.err"; fail "validate's notes for what the calibration did not reach"; }
+    # A calibration of another host: validate says which machine its simulation times.
+    sed 's/^  host: .*/  host: "other-node"/' "$tmp/two.yaml" >"$tmp/other.yaml"
+    "$bin" validate --backend cpu --launch local --world-size 2 --strategy ddp --model resnet18 --batch-per-gpu 1 \
+      --iterations 2 --warmup 1 --calibration "$tmp/other.yaml" --out "$tmp/other-val" >/dev/null 2>"$tmp/other-val.err" \
+      || { cat "$tmp/other-val.err"; fail "validate with another host's calibration"; }
+    grep -q "^note: calibration $tmp/other.yaml was measured on host other-node (.*); this run is on host $(hostname)" \
+      "$tmp/other-val.err" || { cat "$tmp/other-val.err"; fail "no note for another host's calibration"; }
+    ! grep -q "was measured on host" "$tmp/two-val.err" || fail "a note for this host's own calibration"
     # MPI's non-blocking reduce moves one segment per progress call: a comm thread that slept
     # between MPI_Test calls made a 2-rank reduce 30-60 times an allreduce of the same size.
     # It moves half an allreduce's bytes; allow it five times the allreduce's time (noise). A
