@@ -254,12 +254,8 @@ void note_uncalibrated(const Scenario& s, const std::vector<Strategy>& strategie
         s.calibration, fmt::join(missing, " or "), s.gpus, s.topology);
   }
   // Kernels far beyond what the calibration timed: their times extend its last line.
-  for (const std::string& beyond : sim::calibration_extrapolations(s)) {
-    std::cerr << fmt::format(
-        "note: calibration {} timed {}: those times are extrapolated (calibrate "
-        "with a larger --max-flops or --max-bytes)\n",
-        s.calibration, beyond);
-  }
+  for (const std::string& beyond : sim::calibration_extrapolations(s, strategies))
+    std::cerr << fmt::format("note: calibration {} timed {}\n", s.calibration, beyond);
 }
 
 void register_simulate_commands(CLI::App& app) {

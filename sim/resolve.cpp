@@ -16,6 +16,7 @@
 
 #include "core/calibration.hpp"
 #include "core/called_group.hpp"
+#include "core/coalesce.hpp"
 #include "core/comm_hook.hpp"
 #include "core/ddp_step.hpp"
 #include "core/dp_step.hpp"
@@ -187,7 +188,7 @@ Scenario resolve_scenario(const Scenario& s, bool ddp) {
 
 int bucket_rebuild_iteration(const Scenario& s) { return buckets_of(s).rebuild_iteration(); }
 
-std::vector<std::string> calibration_extrapolations(const Scenario& s) {
+std::vector<std::string> calibration_extrapolations(const Scenario& s, const std::vector<Strategy>& strategies) {
   if (s.calibration.empty()) return {};
   const ResolvedScenario r = resolve(s);
   if (!r.calibration) return {};
@@ -215,22 +216,46 @@ std::vector<std::string> calibration_extrapolations(const Scenario& s) {
     const double last = it->second.points.back().first;
     if (size <= kReach * last) continue;
     const bool bytes = kind == OpKind::kMemory;
-    out.push_back(fmt::format("{} up to {:.3g} {}, and the model's largest is {:.3g} {} ({:.0f}x)", op_kind_name(kind),
-                              last, bytes ? "B" : "FLOP", size, bytes ? "B" : "FLOP", size / last));
+    out.push_back(
+        fmt::format("{} up to {:.3g} {}, and the model's largest is {:.3g} {} ({:.0f}x): those times are "
+                    "extrapolated (calibrate with a larger {})",
+                    op_kind_name(kind), last, bytes ? "B" : "FLOP", size, bytes ? "B" : "FLOP", size / last,
+                    bytes ? "--max-bytes" : "--max-flops"));
   }
-  // DDP's allreduce: its largest bucket against the largest allreduce timed over as many ranks.
-  if (r.gpus > 1) {
+  if (r.gpus <= 1) return out;
+  // The strategies' collectives: DDP's largest bucket (allreduce); DataParallel's largest
+  // coalesced group of parameters (broadcast) and of gradients (reduce), as dp_step.cpp cuts them.
+  const StepModel model = to_step_model(r.model, r.precision, r.seq_len);
+  std::vector<CoalesceTensor> params, grads;
+  for (const ParamInfo& p : model.params) params.push_back({p.bytes(), p.dtype});
+  for (std::size_t p : model.trainable()) grads.push_back({model.params[p].bytes(), model.params[p].dtype});
+  const auto largest_group = [](const std::vector<CoalesceTensor>& t, const Groups& groups) {
+    double most = 0;
+    for (const auto& g : groups) most = std::max(most, static_cast<double>(group_bytes(t, g)));
+    return most;
+  };
+  const auto check = [&](Collective c, double size, const char* what) {
     double timed = 0;
     for (const CollectiveTable& t : r.calibration->collectives)
-      if (t.collective == Collective::kAllreduce && t.ranks == r.gpus && !t.table.points.empty())
-        timed = t.table.points.back().first;
-    double bucket = 0;
-    for (const Bucket& b : initial_buckets(to_step_model(r.model, r.precision, r.seq_len), buckets_of(s)).buckets)
-      bucket = std::max(bucket, static_cast<double>(b.bytes));
-    if (timed > 0 && bucket > kReach * timed) {
+      if (t.collective == c && t.ranks == r.gpus && !t.table.points.empty()) timed = t.table.points.back().first;
+    if (timed > 0 && size > kReach * timed) {
       out.push_back(
-          fmt::format("allreduce up to {:.3g} B over {} ranks, and DDP's largest bucket is {:.3g} B ({:.0f}x)", timed,
-                      r.gpus, bucket, bucket / timed));
+          fmt::format("{} up to {:.3g} B over {} ranks, and {} is {:.3g} B ({:.0f}x): those times are "
+                      "extrapolated (calibrate with a larger --max-bytes)",
+                      collective_name(c), timed, r.gpus, what, size, size / timed));
+    }
+  };
+  for (Strategy st : strategies) {
+    if (st == Strategy::kDDP) {
+      double bucket = 0;
+      for (const Bucket& b : initial_buckets(model, buckets_of(s)).buckets)
+        bucket = std::max(bucket, static_cast<double>(b.bytes));
+      check(Collective::kAllreduce, bucket, "DDP's largest bucket");
+    } else {
+      check(Collective::kBroadcast, largest_group(params, coalesce_reaching(params, kDataParallelBufferBytes)),
+            "DataParallel's largest broadcast of parameters");
+      check(Collective::kReduce, largest_group(grads, coalesce_before_exceeding(grads, kDataParallelBufferBytes)),
+            "DataParallel's largest reduce of gradients");
     }
   }
   return out;

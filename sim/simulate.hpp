@@ -136,9 +136,10 @@ int bucket_rebuild_iteration(const Scenario& s);
 // calibration_extrapolations: for a scenario with a calibration, each compute kind whose
 // largest kernel (FLOPs, or bytes for memory) lies more than 4x beyond the calibration's largest
 // measured point, as "matmul up to 4e+09 FLOP, and the model's largest is 3.2e+11 FLOP (80x)",
-// and likewise DDP's largest allreduce bucket against the allreduce timed over as many ranks;
-// empty without a calibration or when every kernel and bucket is within reach.
-std::vector<std::string> calibration_extrapolations(const Scenario& s);
+// and likewise each strategy's largest collective (DDP's bucket; DataParallel's coalesced broadcast
+// and reduce) against the same collective timed over as many ranks, each ending with the flag
+// that reaches it; empty without a calibration or when everything is within reach.
+std::vector<std::string> calibration_extrapolations(const Scenario& s, const std::vector<Strategy>& strategies);
 
 // largest_batch_per_gpu: the largest batch_per_gpu whose step fits the GPU's memory under
 // `strategy` (the memory model simulate reports peak_mem with); 0 when not even 1 fits.

@@ -140,6 +140,15 @@ case "$case_" in
     grep -q "^note: calibration $tmp/two.yaml timed conv up to 1e+06 FLOP" "$tmp/two-val.err" &&
       grep -q "^note: calibration $tmp/two.yaml timed allreduce up to 1.05e+06 B over 2 ranks, and DDP's largest bucket is 4.68e+07 B (45x): those times are extrapolated" \
         "$tmp/two-val.err" || { cat "$tmp/two-val.err"; fail "validate's notes for what the calibration did not reach"; }
+    # DataParallel calls broadcast and reduce, no allreduce: the notes name its collectives.
+    "$bin" simulate --strategy dp --gpus 2 --precision fp32 --model resnet18 --batch-per-gpu 1 --iterations 2 \
+      --warmup 1 --calibration "$tmp/two.yaml" --out "$tmp/two-dp" >/dev/null 2>"$tmp/two-dp.err" \
+      || { cat "$tmp/two-dp.err"; fail "simulate dp with the small calibration"; }
+    grep -q "timed broadcast up to .* over 2 ranks, and DataParallel's largest broadcast of parameters is .*(calibrate with a larger --max-bytes)$" \
+      "$tmp/two-dp.err" && grep -q "timed reduce up to .* DataParallel's largest reduce of gradients" "$tmp/two-dp.err" &&
+      ! grep -q "allreduce" "$tmp/two-dp.err" || { cat "$tmp/two-dp.err"; fail "dp's notes for its collectives"; }
+    grep -q "timed conv up to 1e+06 FLOP.*(calibrate with a larger --max-flops)$" "$tmp/two-dp.err" ||
+      { cat "$tmp/two-dp.err"; fail "a compute note names --max-flops"; }
     # A calibration of another host: validate says which machine its simulation times.
     sed 's/^  host: .*/  host: "other-node"/' "$tmp/two.yaml" >"$tmp/other.yaml"
     "$bin" validate --backend cpu --launch local --world-size 2 --strategy ddp --model resnet18 --batch-per-gpu 1 \
