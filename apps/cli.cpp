@@ -312,11 +312,12 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     err << ("error: " + message + "\nRun '" + hint_for + " --help' for usage.\n");
     return kExitUsage;
   } catch (const UsageError& e) {
-    if (dynamic_cast<const LaunchUsageError*>(&e) != nullptr && launched_rank() > 0) return kExitSuccess;
+    if (e.every_rank() && launched_rank() > 0) return kExitSuccess;
     err << ("error: " + std::string(e.what()) + "\nRun '" + command_path(deepest_parsed(&app)) +
             " --help' for usage.\n");
     return kExitUsage;
   } catch (const Error& e) {
+    if (e.every_rank() && launched_rank() > 0) return kExitSuccess;
     err << ("error: " + std::string(e.what()) + "\n");
     return e.exit_code();
   }

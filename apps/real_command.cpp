@@ -267,14 +267,14 @@ void validate_command(const ValidateArgs& va) {
     int measured = 0;
     for (const CollectiveTable& t : cal.collectives)
       if (t.collective == Collective::kAllreduce) measured = t.ranks;
-    throw ConfigError(fmt::format(
+    throw on_every_rank(ConfigError(fmt::format(
         "calibration {}: {}, this run has {}; calibrate on as many ranks, launched as this run is ({})", s.calibration,
         measured == 0 ? std::string("holds no allreduce measurement")
                       : fmt::format("allreduce was measured on {} rank{}", measured, measured == 1 ? "" : "s"),
         rt.world(),
         rt.launch() == real::Launch::kMpi
             ? fmt::format("{} -np {} gradsync calibrate", rt.launcher() == "srun" ? "srun" : "mpirun", rt.world())
-            : fmt::format("gradsync calibrate --launch local --world-size {}", rt.world())));
+            : fmt::format("gradsync calibrate --launch local --world-size {}", rt.world()))));
   }
   // A calibration of another machine simulates that machine, not this run's: said, not refused
   // (two hosts of one cluster share hardware under different names).

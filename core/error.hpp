@@ -40,7 +40,23 @@ class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message) : std::runtime_error(printable_message(message)) {}
   virtual int exit_code() const noexcept { return 1; }
+  // every_rank: every process of an mpirun or srun finds this same error (the command line, the
+  // launch or a shared file decides it), so rank 0 says it and the others end without a word, as
+  // with a parse error (apps/cli.cpp). Set through on_every_rank.
+  bool every_rank() const noexcept { return every_rank_; }
+
+ private:
+  template <typename E>
+  friend E on_every_rank(E e);
+  bool every_rank_ = false;
 };
+
+// on_every_rank: `e`, marked as found alike by every rank: throw on_every_rank(UsageError(...)).
+template <typename E>
+E on_every_rank(E e) {
+  e.every_rank_ = true;
+  return e;
+}
 
 // ConfigError: a bad input file or value (model, topology, scenario, calibration, unit text).
 class ConfigError : public Error {
@@ -61,14 +77,6 @@ class UsageError : public Error {
  public:
   using Error::Error;
   int exit_code() const noexcept override { return 2; }
-};
-
-// LaunchUsageError: a command-line error that every process of an mpirun or srun finds alike
-// before they meet (the launch itself is wrong): rank 0 says it, the others end without a word,
-// as with a parse error (apps/cli.cpp).
-class LaunchUsageError : public UsageError {
- public:
-  using UsageError::UsageError;
 };
 
 // RuntimeError: a failure while running (a file that cannot be written, a simulation or a

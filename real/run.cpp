@@ -262,10 +262,10 @@ std::unique_ptr<Rig> make_rig(const RigOptions& o) { return o.backend == "gpu" ?
 
 StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
   if (strategy == Strategy::kDP && rt.processes() > 1) {
-    throw UsageError(fmt::format(
+    throw on_every_rank(UsageError(fmt::format(
         "DataParallel runs in one process driving every GPU; {} started {} processes. Run it as: gradsync bench "
         "--strategy dp --launch local --world-size {}",
-        rt.launcher(), rt.processes(), rt.world()));
+        rt.launcher(), rt.processes(), rt.world())));
   }
   Resolved r = resolve(s, rt);
   const ScenarioBasics& b = r.basics;

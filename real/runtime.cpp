@@ -72,10 +72,10 @@ Runtime::Runtime(const RealOptions& o) : o_(o), host_(hostname()) {
   } else if (o.launch == "local" || (o.launch == "auto" && launcher.empty())) {
     // Each of the launcher's processes would run the whole job alone, all into one --out.
     if (const int n = mpi::launcher_size(); !launcher.empty() && n > 1) {
-      throw LaunchUsageError(fmt::format(
+      throw on_every_rank(UsageError(fmt::format(
           "--launch local under {} with {} processes: each would run the whole job on its own; drop --launch local "
           "(the launcher's processes are then the job's ranks) or start one process",
-          launcher, n));
+          launcher, n)));
     }
     launch_ = Launch::kLocal;
     launcher_ = "local";
