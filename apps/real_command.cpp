@@ -278,6 +278,12 @@ void validate_command(const ValidateArgs& va) {
   }
   // A calibration of another machine simulates that machine, not this run's: said, not refused
   // (two hosts of one cluster share hardware under different names).
+  if (rt.root() && cal.backend != rt.backend()) {
+    std::cerr << fmt::format(
+        "note: calibration {} was measured with the {} backend; this run uses the {} backend: the simulation times "
+        "the calibration's\n",
+        s.calibration, cal.backend, rt.backend());
+  }
   if (rt.root() && !cal.host.empty() && cal.host != rt.host()) {
     std::cerr << fmt::format(
         "note: calibration {} was measured on host {} ({}); this run is on host {}: the simulation times that "

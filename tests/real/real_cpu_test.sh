@@ -157,6 +157,13 @@ case "$case_" in
     grep -q "^note: calibration $tmp/other.yaml was measured on host other-node (.*); this run is on host $(hostname)" \
       "$tmp/other-val.err" || { cat "$tmp/other-val.err"; fail "no note for another host's calibration"; }
     ! grep -q "was measured on host" "$tmp/two-val.err" || fail "a note for this host's own calibration"
+    # A GPU calibration used by a CPU run: said too.
+    sed 's/^  backend: .*/  backend: "gpu"/' "$tmp/two.yaml" >"$tmp/gpu.yaml"
+    "$bin" validate --backend cpu --launch local --world-size 2 --strategy ddp --model resnet18 --batch-per-gpu 1 \
+      --iterations 2 --warmup 1 --calibration "$tmp/gpu.yaml" --out "$tmp/gpu-val" >/dev/null 2>"$tmp/gpu-val.err" \
+      || { cat "$tmp/gpu-val.err"; fail "validate with a gpu calibration on cpu"; }
+    grep -q "^note: calibration $tmp/gpu.yaml was measured with the gpu backend; this run uses the cpu backend" \
+      "$tmp/gpu-val.err" || { cat "$tmp/gpu-val.err"; fail "no note for another backend's calibration"; }
     # MPI's non-blocking reduce moves one segment per progress call: a comm thread that slept
     # between MPI_Test calls made a 2-rank reduce 30-60 times an allreduce of the same size.
     # It moves half an allreduce's bytes; allow it five times the allreduce's time (noise). A
