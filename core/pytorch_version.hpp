@@ -61,13 +61,18 @@ inline bool foreach_optimizers(PytorchVersion v) { return v.at_least(2, 0); }
 // torch.distributed.algorithms.ddp_comm_hooks, fp16 compression, quantization and PowerSGD (1.8;
 // 1.7 had a prototype without that module). has_bf16_comm_hook: bf16_compress_hook
 // (pytorch/pytorch#63260, August 2021: 1.10). has_bf16_autocast: autocast to bfloat16 on CUDA
-// (torch.autocast's dtype, 1.10). has_channels_last: torch.channels_last (1.5).
+// (torch.autocast's dtype, 1.10). has_channels_last: torch.channels_last (1.5). has_amp_autocast:
+// torch.cuda.amp.autocast, the fp16 autocast (1.6; apex's amp before it). has_fused_adam: Adam's
+// fused=True (1.13); AdamW's came in 2.0 (has_fused_adamw).
 inline bool has_compile(PytorchVersion v) { return v.at_least(2, 0); }
 inline bool has_sdpa(PytorchVersion v) { return v.at_least(2, 0); }
 inline bool has_comm_hooks(PytorchVersion v) { return v.at_least(1, 8); }
 inline bool has_bf16_comm_hook(PytorchVersion v) { return v.at_least(1, 10); }
 inline bool has_bf16_autocast(PytorchVersion v) { return v.at_least(1, 10); }
 inline bool has_channels_last(PytorchVersion v) { return v.at_least(1, 5); }
+inline bool has_amp_autocast(PytorchVersion v) { return v.at_least(1, 6); }
+inline bool has_fused_adam(PytorchVersion v) { return v.at_least(1, 13); }
+inline bool has_fused_adamw(PytorchVersion v) { return v.at_least(2, 0); }
 // matmul_tf32_by_default: torch.backends.cuda.matmul.allow_tf32 defaulted to True from 1.7 (when
 // TF32 came) to 1.11, and to False from 1.12 (pytorch/pytorch#76509): a float32 script on Ampere
 // or later ran its matmuls as TF32 in those releases.

@@ -87,7 +87,10 @@ json parse_mib(const ScenarioKey& k, std::string_view text) {
   const std::string expected =
       fmt::format("expected a size in MiB {} (25, 0.5{}) or with a unit (25MiB, 512KiB, 1GiB), at most {} MiB",
                   zero ? ">= 0" : "> 0",
-                  !zero ? "" : first ? "; 0: the first bucket holds one gradient" : "; 0: one bucket per gradient", k.max);
+                  !zero   ? ""
+                  : first ? "; 0: the first bucket holds one gradient"
+                          : "; 0: one bucket per gradient",
+                  k.max);
   double mib = 0;
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), mib);
   if (!t.empty() && ec == std::errc() && end == t.data() + t.size()) {
@@ -267,7 +270,7 @@ void check_scenario_keys(const Scenario& s) {
       (void)parse_key_value(k, value_text(v));
       // A number that does not survive its text (0.1 MiB) is checked as a number too.
       if (k.kind == KeyKind::kSizeMiB && !((v.get<double>() > 0 || (k.min == 0 && v.get<double>() == 0)) &&
-                                            v.get<double>() <= static_cast<double>(k.max)))
+                                           v.get<double>() <= static_cast<double>(k.max)))
         throw ConfigError(fmt::format("expected a size in MiB {}, at most {} MiB", k.min == 0 ? ">= 0" : "> 0", k.max));
     } catch (const ConfigError& e) {
       throw ConfigError(fmt::format("{} \"{}\": {}", k.name, value_text(v), e.what()));
@@ -301,6 +304,12 @@ void check_scenario_keys(const Scenario& s) {
   }
   if (s.precision == "bf16" && s.mixed_precision != "master-weights" && !has_bf16_autocast(version))
     before("precision bf16: autocast to bfloat16 on CUDA", "1.10 (fp16 before it)");
+  if (s.precision == "fp16" && s.mixed_precision != "master-weights" && !has_amp_autocast(version))
+    before("precision fp16: torch.cuda.amp.autocast", "1.6 (before it, mixed_precision master-weights: apex amp O2)");
+  if (s.optimizer_impl == "fused") {
+    if (s.optimizer == "adam" && !has_fused_adam(version)) before("optimizer_impl fused: Adam(fused=True)", "1.13");
+    if (s.optimizer == "adamw" && !has_fused_adamw(version)) before("optimizer_impl fused: AdamW(fused=True)", "2.0");
+  }
   if (s.warmup >= s.iterations) {
     throw ConfigError(
         fmt::format("warmup \"{}\": expected 0..{} (fewer than iterations {}, so that a steady iteration is left)",

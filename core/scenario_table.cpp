@@ -122,7 +122,7 @@ std::vector<ScenarioKey> make_scenario_table() {
        .flag = "--precision",
        .value_name = "P",
        .help = "fp32, tf32 (torch.backends.cuda.matmul.allow_tf32), or bf16 / fp16 autocast",
-       .default_text = "bf16 where the GPU has it, else fp16",
+       .default_text = "bf16 where the GPU has it, else fp16; fp32 before PyTorch 1.6, which had no autocast",
        .kind = KeyKind::kChoice,
        .field = &S::precision,
        .choices = {"fp32", "tf32", "bf16", "fp16"},

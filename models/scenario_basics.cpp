@@ -19,9 +19,13 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
   check_scenario_keys(s);  // every key's own rule (core/scenario_keys.hpp), and warmup < iterations
   ScenarioBasics r;
   r.precision = scenario_field("precision", s.precision, [&] {
-    // The default: bf16 where the GPU has it and the release's autocast takes it (1.10), else fp16.
-    const bool bf16 = gpu.bf16_flops && has_bf16_autocast(parse_pytorch_version(s.pytorch_version));
-    Precision p = !s.precision.empty() ? parse_precision(s.precision) : bf16 ? Precision::kBF16 : Precision::kFP16;
+    // The default: bf16 where the GPU has it and the release's autocast takes it (1.10), else fp16
+    // autocast; before torch.cuda.amp (1.6) there was no autocast, and the default is float32.
+    const PytorchVersion version = parse_pytorch_version(s.pytorch_version);
+    const bool bf16 = gpu.bf16_flops && has_bf16_autocast(version);
+    const Precision fallback =
+        !has_amp_autocast(version) && s.mixed_precision != "master-weights" ? Precision::kFP32 : Precision::kFP16;
+    Precision p = !s.precision.empty() ? parse_precision(s.precision) : bf16 ? Precision::kBF16 : fallback;
     // float32 from 1.7 to 1.11 on a GPU with TF32 tensor cores: matmuls ran as TF32 by default
     // (convolutions do in every release, cudnn.allow_tf32): the run is tf32.
     if (p == Precision::kFP32 && gpu.sm_version >= 80 &&

@@ -266,6 +266,31 @@ TEST(ScenarioKeys, FeaturesNewerThanPytorchVersionAreRefused) {
             "accepted");
   EXPECT_EQ(message([](Scenario& s) { s.channels_last = true; }, "1.4"),
             "channels_last: torch.channels_last came with PyTorch 1.5; pytorch_version is 1.4");
+  // fp16 autocast is torch.cuda.amp's (1.6); a 16-bit model (apex amp O2) ran before it.
+  EXPECT_EQ(message([](Scenario& s) { s.precision = "fp16"; }, "1.5"),
+            "precision fp16: torch.cuda.amp.autocast came with PyTorch 1.6 (before it, mixed_precision "
+            "master-weights: apex amp O2); pytorch_version is 1.5");
+  EXPECT_EQ(message([](Scenario& s) { s.precision = "fp16"; }, "1.6"), "accepted");
+  EXPECT_EQ(message(
+                [](Scenario& s) {
+                  s.precision = "fp16";
+                  s.mixed_precision = "master-weights";
+                },
+                "1.5"),
+            "accepted");
+  // torch.optim's fused=True: Adam from 1.13, AdamW from 2.0.
+  const auto fused = [](const char* opt) {
+    return [opt](Scenario& s) {
+      s.optimizer = opt;
+      s.optimizer_impl = "fused";
+    };
+  };
+  EXPECT_EQ(message(fused("adamw"), "1.13"),
+            "optimizer_impl fused: AdamW(fused=True) came with PyTorch 2.0; pytorch_version is 1.13");
+  EXPECT_EQ(message(fused("adamw"), "2.0"), "accepted");
+  EXPECT_EQ(message(fused("adam"), "1.12"),
+            "optimizer_impl fused: Adam(fused=True) came with PyTorch 1.13; pytorch_version is 1.12");
+  EXPECT_EQ(message(fused("adam"), "1.13"), "accepted");
 }
 
 TEST(ScenarioKeys, ResolvedScenarioMakesEveryDefaultExplicit) {

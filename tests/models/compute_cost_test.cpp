@@ -351,5 +351,22 @@ TEST(ComputeCost, OneGpusStepIsTheLaunchQueueOverTheLayers) {
   EXPECT_NEAR(single_gpu_step_s(h, issued(0.5e-3, 5e-3, 50), 2), 45e-3 + 0.5e-3 / 50, 1e-12);
 }
 
+// The default precision follows the release: bf16 autocast from PyTorch 1.10 where the GPU has
+// bf16, fp16 autocast from 1.6 (torch.cuda.amp), float32 before it, or fp16 for a 16-bit model.
+TEST(ScenarioBasics, TheDefaultPrecisionIsWhatTheReleaseCouldAutocast) {
+  const auto precision = [](const char* gpu, const char* version, const char* mixed) {
+    Scenario s;
+    s.pytorch_version = version;
+    s.mixed_precision = mixed;
+    Model m = load_model("resnet18");
+    return resolve_basics(s, m, gpu_spec(gpu)).precision;
+  };
+  EXPECT_EQ(precision("a100", "2.11", "autocast"), Precision::kBF16);
+  EXPECT_EQ(precision("a100", "1.9", "autocast"), Precision::kFP16);
+  EXPECT_EQ(precision("v100", "1.6", "autocast"), Precision::kFP16);
+  EXPECT_EQ(precision("v100", "1.5", "autocast"), Precision::kFP32);
+  EXPECT_EQ(precision("v100", "1.5", "master-weights"), Precision::kFP16);
+}
+
 }  // namespace
 }  // namespace gradsync
