@@ -214,6 +214,19 @@ void calibrate_command(const CalibrateArgs& a) {
                       "nccl-tests definitions: algbw = size / time, busbw = algbw x bus factor; compute rows: "
                       "algbw = achieved GFLOP/s (memory: GB/s)"});
   std::cout << fmt::format("# kernel launch (host time to issue): {:.2f} us\n# wrote {}\n", c.launch_s * 1e6, a.out);
+  // Collective sizes are whole float32 elements (allgather's and reduce-scatter's a multiple of
+  // 4 x ranks): a --min-bytes or --max-bytes between them is rounded down, and said.
+  for (const CollectiveTable& ct : c.collectives) {
+    if (ct.collective != Collective::kAllreduce || ct.table.points.empty()) continue;
+    const double first = ct.table.points.front().first, last = ct.table.points.back().first;
+    if (first != o.min_bytes || last != o.max_bytes) {
+      std::cerr << fmt::format(
+          "note: allreduce sizes run {:.0f} to {:.0f} B: --min-bytes {:.0f} and --max-bytes {:.0f} rounded down to "
+          "whole "
+          "float32 elements (4 B; allgather and reduce-scatter to 4 B x ranks)\n",
+          first, last, o.min_bytes, o.max_bytes);
+    }
+  }
   // One rank (no launcher): its collectives cross no link, and a simulation of N GPUs finds no
   // table for N ranks; said now rather than when validate refuses the file.
   if (c.ranks == 1) {
@@ -337,7 +350,9 @@ void register_real_commands(CLI::App& app) {
                   "Largest collective/copy size, measured even where the steps skip it (default 1GiB)");
   cal->add_option("--step-factor", ca->sweep.step_factor, "Size multiplier between rows (default 4)")
       ->check(finite_in("a size multiplier", 1.01, 1e6));
-  cal->add_option("--max-flops", ca->sweep.max_flops, "Largest GEMM in FLOPs (default 1e12 GPU, 2e10 CPU)")
+  cal->add_option(
+         "--max-flops", ca->sweep.max_flops,
+         "Largest GEMM in FLOPs, measured even where the x4 steps from 1e6 skip it (default 1e12 GPU, 2e10 CPU)")
       ->check(finite_in("FLOPs", 1e6, 1e18));
   cal->add_option("--repeats", ca->sweep.repeats, "Timed runs per size after a warm-up (default 5)")
       ->check(kPositiveInteger);

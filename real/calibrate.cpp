@@ -197,7 +197,8 @@ CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
     pair.reset();
     for (OpKind kind : {OpKind::kMatmul, OpKind::kConv, OpKind::kAttention}) {
       CalibrationTable& t = cal.compute[kind];
-      for (double f = kFirstFlops; f <= max_flops * (1 + 1e-12); f *= 4) {
+      // 1e6 x 4 a row, then --max-flops itself where the steps skip it (as sizes_between).
+      for (double f : sizes_between(kFirstFlops, max_flops, 4, 1)) {
         ComputeOp op;
         op.name = fmt::format("calibrate:{}", op_kind_name(kind));
         op.kind = kind;

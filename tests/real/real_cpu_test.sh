@@ -117,6 +117,11 @@ case "$case_" in
     # --max-bytes is measured though 8 x 4^k skips it (512 KiB, then 2 MiB): the last rows are 1 MiB.
     grep -Eq '^  allreduce +1048576 ' "$tmp/out" && grep -Eq '^  memory +1048576 ' "$tmp/out" \
       || { cat "$tmp/out"; fail "calibrate --max-bytes 1MiB did not measure 1 MiB"; }
+    # Sizes between whole float32 elements are rounded down, and said; --max-flops is timed itself.
+    "$bin" calibrate --backend cpu --launch local --world-size 2 --min-bytes 7 --max-bytes 4001 --max-flops 3e6 \
+      --repeats 1 --out "$tmp/odd.yaml" >"$tmp/odd.out" 2>"$tmp/odd.err" || { cat "$tmp/odd.out" "$tmp/odd.err"; fail "odd sizes"; }
+    grep -q "^note: allreduce sizes run 4 to 4000 B: --min-bytes 7 and --max-bytes 4001 rounded down" "$tmp/odd.err" &&
+      grep -Eq '^  matmul +3000000 ' "$tmp/odd.out" || { cat "$tmp/odd.out" "$tmp/odd.err"; fail "odd sizes said, --max-flops timed"; }
     # Compute rows have no bus bandwidth: "-", not 0.00.
     grep -Eq '^  matmul +[0-9]+ +[0-9.]+ +[0-9.]+ +-$' "$tmp/out" || { cat "$tmp/out"; fail "a matmul row with a busbw"; }
     # One rank (no launcher): the file serves one-GPU scenarios only, and calibrate says so.
