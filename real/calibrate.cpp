@@ -229,11 +229,20 @@ CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
     for (int i = 0; i < kLaunches; ++i) dev.compute(tiny);
     cal.launch_s = (now_s() - t0) / kLaunches;
     dev.synchronize();
-    for (auto& [kind, t] : cal.compute) {
-      // Sizes made non-decreasing in time, as read_calibration does.
+    // Every table made non-decreasing in time, as read_calibration does, so that the file's points
+    // and its fitted segments are what a simulation uses (a noisy larger size measured faster than
+    // a smaller one gave a "flat" segment slower than both; the printed rows keep what was timed).
+    const auto monotone = [](CalibrationTable& t) {
       double best = 0;
       for (auto& p : t.points) p.second = best = std::max(best, p.second);
-    }
+    };
+    for (auto& [kind, t] : cal.compute) monotone(t);
+    monotone(cal.peer_copy);
+    monotone(cal.host_copy);
+  }
+  for (CollectiveTable& t : cal.collectives) {
+    double best = 0;
+    for (auto& p : t.table.points) p.second = best = std::max(best, p.second);
   }
   rig->recorder().take();
   rt.barrier();

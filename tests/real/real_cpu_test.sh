@@ -122,6 +122,11 @@ case "$case_" in
       --repeats 1 --out "$tmp/odd.yaml" >"$tmp/odd.out" 2>"$tmp/odd.err" || { cat "$tmp/odd.out" "$tmp/odd.err"; fail "odd sizes"; }
     grep -q "^note: allreduce sizes run 4 to 4000 B: --min-bytes 7 and --max-bytes 4001 rounded down" "$tmp/odd.err" &&
       grep -Eq '^  matmul +3000000 ' "$tmp/odd.out" || { cat "$tmp/odd.out" "$tmp/odd.err"; fail "odd sizes said, --max-flops timed"; }
+    # Every table's points are non-decreasing in time, as read_calibration takes them, so the
+    # segments written beside them are the simulation's (a noisy point gave a "flat" segment
+    # slower than both of its points).
+    awk '/points:/ { last = 0; next } /^ *- \[[0-9.e+-]+, [0-9.e+-]+\]$/ { gsub(/[][,]/, " "); if ($3 + 0 < last) bad = 1; last = $3 + 0 }
+         END { exit bad }' "$tmp/cal.yaml" || { cat "$tmp/cal.yaml"; fail "a calibration table that goes down"; }
     # Compute rows have no bus bandwidth: "-", not 0.00.
     grep -Eq '^  matmul +[0-9]+ +[0-9.]+ +[0-9.]+ +-$' "$tmp/out" || { cat "$tmp/out"; fail "a matmul row with a busbw"; }
     # One rank (no launcher): the file serves one-GPU scenarios only, and calibrate says so.
