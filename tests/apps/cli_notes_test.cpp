@@ -96,7 +96,7 @@ TEST(Cli, FewIterationsWithoutWarmupLeaveOneSteadyIteration) {
       << none.out;
   expect_error(
       {"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations", "2", "--warmup", "2"}, 2,
-      "warmup \"2\": expected 0..1 (fewer than iterations 2, so that a steady iteration is left)\n");
+      "--warmup 2: expected 0..1 (fewer than iterations 2, so that a steady iteration is left)\n");
 }
 
 // static_graph rebuilds DDP's buckets for iteration 3: a steady mean from iteration 2 says so.
@@ -133,7 +133,8 @@ TEST(Cli, FlashAttentionInFloat32IsRefused) {
   const Result sim = run({"simulate", "--strategy", "ddp", "--model", "nanogpt", "--gpus", "2", "--precision", "tf32",
                           "--attention", "flash", "--out", testing::TempDir() + "/flash-tf32"});
   EXPECT_EQ(sim.code, 2);
-  EXPECT_EQ(sim.err.substr(0, sim.err.find('\n') + 1), "error: attention \"flash\": " + why) << sim.err;
+  // From a flag, the flag with its value.
+  EXPECT_EQ(sim.err.substr(0, sim.err.find('\n') + 1), "error: --attention flash: " + why) << sim.err;
   EXPECT_EQ(run({"models", "show", "nanogpt", "--gpu", "h200", "--precision", "bf16", "--attention", "flash"}).code, 0);
 }
 
@@ -379,7 +380,7 @@ TEST(Cli, FlashAttentionOnAGpuItsKernelsDoNotRunOn) {
       "SXM2 32GB is 7.0, where F.scaled_dot_product_attention takes its memory-efficient kernel");
   expect_error({"compare", "--model", "gpt2", "--topology", "dgx1-v100", "--gpus", "2", "--attention", "flash",
                 "--pytorch-version", "2.1"},
-               2, "attention \"flash\": FlashAttention needs compute capability 7.5 or later in PyTorch 2.1");
+               2, "--attention flash: FlashAttention needs compute capability 7.5 or later in PyTorch 2.1");
   EXPECT_EQ(run({"models", "show", "gpt2", "--gpu", "rtx-2080-ti", "--attention", "mem-efficient"}).code, 0);
 }
 

@@ -186,7 +186,7 @@ TEST(Cli, AMixedGpuTopologyIsRefusedNotCostedAsGpuZero) {
                                       "--out",
                                       dir + "/gradsync-cli-mixed-out"};
   expect_error(base, 2,
-               "topology " + topo +
+               "--topology " + topo +
                    ": GPU g0 is a NVIDIA A100 SXM4 80GB and GPU g1 a NVIDIA Tesla V100 SXM2 32GB; "
                    "gradsync simulates a run on one GPU model");
   std::vector<std::string> one = base;

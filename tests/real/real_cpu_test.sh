@@ -315,7 +315,7 @@ case "$case_" in
     [[ $rc == 2 ]] && grep -q 'nnodes 2: this run has 2 ranks on 1 host; expected 1 or leave nnodes unset' "$tmp/out" ||
       { cat "$tmp/out"; fail "nnodes under mpirun: $rc"; }
     rc=0; "$bin" bench "${small[@]}" --launch local --world-size 2 --nproc-per-node 1 --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
-    [[ $rc == 2 ]] && grep -q 'nproc_per_node 1: this run has 2 ranks on 1 host; expected 2 or leave nproc_per_node unset' "$tmp/out" ||
+    [[ $rc == 2 ]] && grep -q -- '--nproc-per-node 1: this run has 2 ranks on 1 host; expected 2 or leave nproc_per_node unset' "$tmp/out" ||
       { cat "$tmp/out"; fail "nproc_per_node as threads: $rc"; }
     mpirun -np 2 "$bin" bench "${small[@]}" --strategy ddp --nnodes 1 --nproc-per-node 2 --out "$tmp/hosts" >"$tmp/out" 2>&1 ||
       { cat "$tmp/out"; fail "nnodes 1 x nproc_per_node 2 under mpirun -np 2"; }
@@ -323,7 +323,7 @@ case "$case_" in
       "$tmp/hosts/summary.csv" | grep -qx '1x2' || { cat "$tmp/hosts/summary.csv"; fail "nnodes and nproc_per_node not recorded"; }
     rc=0; "$bin" bench "${small[@]}" --precision bf16 --backend cpu --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
     # A flag's value that the machine cannot run: the command line's error (exit 2), as in simulate.
-    [[ $rc == 2 ]] && grep -q 'the CPU backend computes in fp32' "$tmp/out" || { cat "$tmp/out"; fail "bf16 on cpu: $rc"; }
+    [[ $rc == 2 ]] && grep -q -- '^error: --precision bf16: the CPU backend computes in fp32' "$tmp/out" || { cat "$tmp/out"; fail "bf16 on cpu: $rc"; }
     # The same from a scenario file: the file's error (exit 1), at its line.
     printf 'model: resnet18\nbatch_per_gpu: 1\niterations: 3\nwarmup: 1\nprecision: bf16\n' >"$tmp/bf16.yaml"
     rc=0; "$bin" bench "$tmp/bf16.yaml" --backend cpu --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
@@ -344,7 +344,7 @@ case "$case_" in
     [[ $rc == 2 ]] && grep -q -- '--fidelity aggregate: bench measures real collectives' "$tmp/out" ||
       { cat "$tmp/out"; fail "--fidelity on bench: $rc"; }
     rc=0; "$bin" bench "${small[@]}" --backend cpu --mixed-precision master-weights --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
-    [[ $rc == 2 ]] && grep -q 'mixed_precision master-weights: real mode trains' "$tmp/out" || { cat "$tmp/out"; fail "master-weights in real mode: $rc"; }
+    [[ $rc == 2 ]] && grep -q -- '--mixed-precision master-weights: real mode trains' "$tmp/out" || { cat "$tmp/out"; fail "master-weights in real mode: $rc"; }
     # A flag mistyped under mpirun: every rank finds the same parse error; it is said once (rank 0).
     rc=0; mpirun -np 3 "$bin" bench "${small[@]}" --no-such-flag --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
     [[ $rc != 0 && $(grep -c '^error: ' "$tmp/out") == 1 ]] && grep -q -- '--no-such-flag' "$tmp/out" ||
