@@ -257,13 +257,13 @@ TEST(ScenarioKeys, FeaturesNewerThanPytorchVersionAreRefused) {
             "precision bf16: autocast to bfloat16 on CUDA came with PyTorch 1.10 (fp16 before it); pytorch_version is "
             "1.9");
   // A model in bf16 (model.bfloat16(), master weights) needs no autocast.
-  EXPECT_EQ(message(
-                [](Scenario& s) {
-                  s.precision = "bf16";
-                  s.mixed_precision = "master-weights";
-                },
-                "1.9"),
-            "accepted");
+  const auto sixteen_bit_model = [](const char* precision) {
+    return [precision](Scenario& s) {
+      s.precision = precision;
+      s.mixed_precision = "master-weights";
+    };
+  };
+  EXPECT_EQ(message(sixteen_bit_model("bf16"), "1.9"), "accepted");
   EXPECT_EQ(message([](Scenario& s) { s.channels_last = true; }, "1.4"),
             "channels_last: torch.channels_last came with PyTorch 1.5; pytorch_version is 1.4");
   // fp16 autocast is torch.cuda.amp's (1.6); a 16-bit model (apex amp O2) ran before it.
@@ -271,13 +271,7 @@ TEST(ScenarioKeys, FeaturesNewerThanPytorchVersionAreRefused) {
             "precision fp16: torch.cuda.amp.autocast came with PyTorch 1.6 (before it, mixed_precision "
             "master-weights: apex amp O2); pytorch_version is 1.5");
   EXPECT_EQ(message([](Scenario& s) { s.precision = "fp16"; }, "1.6"), "accepted");
-  EXPECT_EQ(message(
-                [](Scenario& s) {
-                  s.precision = "fp16";
-                  s.mixed_precision = "master-weights";
-                },
-                "1.5"),
-            "accepted");
+  EXPECT_EQ(message(sixteen_bit_model("fp16"), "1.5"), "accepted");
   // torch.optim's fused=True: Adam from 1.13, AdamW from 2.0.
   const auto fused = [](const char* opt) {
     return [opt](Scenario& s) {

@@ -135,25 +135,31 @@ case "$case_" in
     grep -q "^note: one rank: the collective tables time calls that cross no link, so this calibration serves one-GPU" \
       "$tmp/one.err" || { cat "$tmp/one.err"; fail "no note for a one-rank calibration"; }
     # Kernels far past what it timed (GEMMs up to 1e6 FLOPs, a ResNet-18 convolution is 1e8): said.
-    "$bin" simulate --strategy ddp --gpus 1 --precision fp32 --model resnet18 --batch-per-gpu 1 --iterations 2 \
-      --warmup 1 --calibration "$tmp/one.yaml" --out "$tmp/one-sim" >/dev/null 2>"$tmp/one-sim.err" \
-      || { cat "$tmp/one-sim.err"; fail "simulate with the one-rank calibration"; }
+    # simulate_with STRATEGY GPUS NAME OUT: ResNet-18 simulated with $tmp/NAME.yaml; stderr in $tmp/OUT.err.
+    simulate_with() {
+      "$bin" simulate --strategy "$1" --gpus "$2" --precision fp32 --model resnet18 --batch-per-gpu 1 --iterations 2 \
+        --warmup 1 --calibration "$tmp/$3.yaml" --out "$tmp/$4" >/dev/null 2>"$tmp/$4.err" \
+        || { cat "$tmp/$4.err"; fail "simulate $1 on $2 GPUs with $3.yaml"; }
+    }
+    simulate_with ddp 1 one one-sim
     grep -q "^note: calibration $tmp/one.yaml timed conv up to 1e+06 FLOP, and the model's largest is .* those times are extrapolated" \
       "$tmp/one-sim.err" || { cat "$tmp/one-sim.err"; fail "no note for kernels past the calibration"; }
     # validate says the same, and of DDP's buckets past the allreduce it timed (2 ranks, 1 MiB;
     # ResNet-18's first-iteration bucket holds every gradient, 46.8 MB).
     "$bin" calibrate --backend cpu --launch local --world-size 2 --max-bytes 1MiB --max-flops 1e6 --repeats 1 \
       --out "$tmp/two.yaml" >/dev/null 2>&1 || fail "calibrate on two thread ranks"
-    "$bin" validate --backend cpu --launch local --world-size 2 --strategy ddp --model resnet18 --batch-per-gpu 1 \
-      --iterations 2 --warmup 1 --calibration "$tmp/two.yaml" --out "$tmp/two-val" >/dev/null 2>"$tmp/two-val.err" \
-      || { cat "$tmp/two-val.err"; fail "validate with the small calibration"; }
+    # validate_with NAME: validate on two thread ranks with $tmp/NAME.yaml; its stderr in $tmp/NAME-val.err.
+    validate_with() {
+      "$bin" validate --backend cpu --launch local --world-size 2 --strategy ddp --model resnet18 --batch-per-gpu 1 \
+        --iterations 2 --warmup 1 --calibration "$tmp/$1.yaml" --out "$tmp/$1-val" >/dev/null 2>"$tmp/$1-val.err" \
+        || { cat "$tmp/$1-val.err"; fail "validate with $1.yaml"; }
+    }
+    validate_with two
     grep -q "^note: calibration $tmp/two.yaml timed conv up to 1e+06 FLOP" "$tmp/two-val.err" &&
       grep -q "^note: calibration $tmp/two.yaml timed allreduce up to 1.05e+06 B over 2 ranks, and DDP's largest bucket is 4.68e+07 B (45x): those times are extrapolated" \
         "$tmp/two-val.err" || { cat "$tmp/two-val.err"; fail "validate's notes for what the calibration did not reach"; }
     # DataParallel calls broadcast and reduce, no allreduce: the notes name its collectives.
-    "$bin" simulate --strategy dp --gpus 2 --precision fp32 --model resnet18 --batch-per-gpu 1 --iterations 2 \
-      --warmup 1 --calibration "$tmp/two.yaml" --out "$tmp/two-dp" >/dev/null 2>"$tmp/two-dp.err" \
-      || { cat "$tmp/two-dp.err"; fail "simulate dp with the small calibration"; }
+    simulate_with dp 2 two two-dp
     grep -q "timed broadcast up to .* over 2 ranks, and DataParallel's largest broadcast of parameters is .*(calibrate with a larger --max-bytes)$" \
       "$tmp/two-dp.err" && grep -q "timed reduce up to .* DataParallel's largest reduce of gradients" "$tmp/two-dp.err" &&
       ! grep -q "allreduce" "$tmp/two-dp.err" || { cat "$tmp/two-dp.err"; fail "dp's notes for its collectives"; }
@@ -161,17 +167,13 @@ case "$case_" in
       { cat "$tmp/two-dp.err"; fail "a compute note names --max-flops"; }
     # A calibration of another host: validate says which machine its simulation times.
     sed 's/^  host: .*/  host: "other-node"/' "$tmp/two.yaml" >"$tmp/other.yaml"
-    "$bin" validate --backend cpu --launch local --world-size 2 --strategy ddp --model resnet18 --batch-per-gpu 1 \
-      --iterations 2 --warmup 1 --calibration "$tmp/other.yaml" --out "$tmp/other-val" >/dev/null 2>"$tmp/other-val.err" \
-      || { cat "$tmp/other-val.err"; fail "validate with another host's calibration"; }
+    validate_with other
     grep -q "^note: calibration $tmp/other.yaml was measured on host other-node (.*); this run is on host $(hostname)" \
       "$tmp/other-val.err" || { cat "$tmp/other-val.err"; fail "no note for another host's calibration"; }
     ! grep -q "was measured on host" "$tmp/two-val.err" || fail "a note for this host's own calibration"
     # A GPU calibration used by a CPU run: said too.
     sed 's/^  backend: .*/  backend: "gpu"/' "$tmp/two.yaml" >"$tmp/gpu.yaml"
-    "$bin" validate --backend cpu --launch local --world-size 2 --strategy ddp --model resnet18 --batch-per-gpu 1 \
-      --iterations 2 --warmup 1 --calibration "$tmp/gpu.yaml" --out "$tmp/gpu-val" >/dev/null 2>"$tmp/gpu-val.err" \
-      || { cat "$tmp/gpu-val.err"; fail "validate with a gpu calibration on cpu"; }
+    validate_with gpu
     grep -q "^note: calibration $tmp/gpu.yaml was measured with the gpu backend; this run uses the cpu backend" \
       "$tmp/gpu-val.err" || { cat "$tmp/gpu-val.err"; fail "no note for another backend's calibration"; }
     # MPI's non-blocking reduce moves one segment per progress call: a comm thread that slept
