@@ -23,6 +23,12 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+// make_monotone: a table's times made non-decreasing in size, as read_calibration takes them.
+void make_monotone(CalibrationTable& t) {
+  double best = 0;
+  for (auto& p : t.points) p.second = best = std::max(best, p.second);
+}
+
 // sizes_between: lo, lo x factor, ... up to hi, and hi itself where the steps fall short of it (8 B
 // x 4 a row stops at 32 MiB under --max-bytes 64MiB): a calibration covers the range it was asked
 // for, so no simulated size within it is extrapolated. Each size is a multiple of align.
@@ -232,18 +238,11 @@ CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
     // Every table made non-decreasing in time, as read_calibration does, so that the file's points
     // and its fitted segments are what a simulation uses (a noisy larger size measured faster than
     // a smaller one gave a "flat" segment slower than both; the printed rows keep what was timed).
-    const auto monotone = [](CalibrationTable& t) {
-      double best = 0;
-      for (auto& p : t.points) p.second = best = std::max(best, p.second);
-    };
-    for (auto& [kind, t] : cal.compute) monotone(t);
-    monotone(cal.peer_copy);
-    monotone(cal.host_copy);
+    for (auto& [kind, t] : cal.compute) make_monotone(t);
+    make_monotone(cal.peer_copy);
+    make_monotone(cal.host_copy);
   }
-  for (CollectiveTable& t : cal.collectives) {
-    double best = 0;
-    for (auto& p : t.table.points) p.second = best = std::max(best, p.second);
-  }
+  for (CollectiveTable& t : cal.collectives) make_monotone(t.table);
   rig->recorder().take();
   rt.barrier();
   return run;
