@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "apps/cli.hpp"
+#include "apps/scenario_args.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/text.hpp"
@@ -20,6 +21,7 @@
 #include "models/memory_cost.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
+#include "models/scenario_basics.hpp"
 #include "reports/table.hpp"
 #include "topologies/gpu_spec.hpp"
 
@@ -28,18 +30,18 @@ namespace {
 
 struct ShowOptions {
   std::string model;
-  std::int64_t batch = 0;    // 0: the model's default
-  std::int64_t seq_len = 0;  // 0: the model's default
+  std::int64_t batch = 0;  // --batch: --batch-per-gpu's shorter name (0: not given)
   std::string gpu = "a100-sxm4-80gb";
-  std::string precision;  // empty: bf16 where the GPU has it, else fp16
-  std::string mixed_precision = "autocast";
-  std::string optimizer = "adamw";
-  bool compile = false;
-  std::string attention = "math";
-  bool channels_last = false;
-  int pad_to_multiple_of = 1;
   bool json = false;
+  ScenarioArgs args;  // the scenario keys of one GPU's step (kShowKeys), as simulate takes them
 };
+
+// kShowKeys: the scenario keys that decide one GPU's step, under the same flags, values and
+// defaults as simulate's (core/scenario_table.cpp); the cluster's, DDP's and NCCL's are not here.
+const std::vector<std::string> kShowKeys = {"batch_per_gpu",   "seq_len",   "precision",      "mixed_precision",
+                                            "compile",         "attention", "channels_last",  "pad_to_multiple_of",
+                                            "pytorch_version", "optimizer", "optimizer_impl", "set_to_none",
+                                            "grad_accum"};
 
 // precision_of: a parameter dtype as the table names it (fp32, bf16, fp16).
 std::string_view precision_of(DType t) {
@@ -114,60 +116,48 @@ void add_class_row(reports::Table& t, const ModelCost& cost) {
 
 void show_model(const ShowOptions& o, std::ostream& out) {
   Model m = load_model_arg(o.model);
-  // flag_value runs parse and reports its ConfigError as a usage error naming the flag.
-  const auto flag_value = [](const char* flag, auto parse) {
-    try {
-      return parse();
-    } catch (const ConfigError& e) {
-      throw UsageError(fmt::format("{}: {}", flag, e.what()));
-    }
-  };
+  // The step's keys as simulate reads them: defaults, then the flags (a bad value names its flag).
+  sim::Scenario s = scenario_of(o.args);
+  s.model = o.model;
+  const auto given = [&](const char* key) { return o.args.given.at(key)->count() > 0; };
+  if (o.batch > 0) {
+    if (given("batch_per_gpu"))
+      throw UsageError(
+          fmt::format("--batch {} and --batch-per-gpu {}: one of them (--batch is --batch-per-gpu's "
+                      "shorter name)",
+                      o.batch, s.batch_per_gpu));
+    s.batch_per_gpu = o.batch;
+  }
+  const GpuSpec* gpu = nullptr;
+  try {
+    gpu = &gpu_spec(o.gpu);
+  } catch (const ConfigError& e) {
+    throw UsageError(fmt::format("--gpu: {}", e.what()));
+  }
+  ScenarioBasics basics;
+  resolve_located(o.args, [&] {
+    basics = resolve_basics(s, m, *gpu);
+    return s;
+  });
   ComputeContext ctx;
-  ctx.gpu = flag_value("--gpu", [&] { return &gpu_spec(o.gpu); });
-  ctx.precision = flag_value("--precision", [&] {
-    const Precision p = !o.precision.empty()  ? parse_precision(o.precision)
-                        : ctx.gpu->bf16_flops ? Precision::kBF16
-                                              : Precision::kFP16;
-    ctx.gpu->peak_flops(p);  // a GPU without this precision's tensor cores
-    return p;
-  });
-  const Optimizer opt = flag_value("--optimizer", [&] { return parse_optimizer(o.optimizer); });
-  if (o.seq_len > 0) {
-    try {
-      m.check_seq_len(o.seq_len);
-    } catch (const ConfigError& e) {
-      throw UsageError(fmt::format("--seq-len {}: {}", o.seq_len, e.what()));
-    }
-  }
-  ctx.mode = flag_value("--attention", [&] {
-    const ExecutionMode mode = execution_mode(o.compile, o.attention);
-    const ExecutionMode runs = effective_mode(m, mode);  // without attention the flag changes nothing
-    check_attention_precision(runs, ctx.precision);
-    check_attention_gpu(runs, ctx.gpu->sm_version, ctx.gpu->name, PytorchVersion{});  // models show: the newest rules
-    return mode;
-  });
-  ctx.mode.channels_last = o.channels_last;
-  ctx.mode.pad_to_multiple_of = o.pad_to_multiple_of;
-  if (o.mixed_precision == "master-weights") {
-    flag_value("--mixed-precision", [&] {
-      half_model(m, ctx.precision);
-      return 0;
-    });
-    ctx.mode.master_weights = true;
-  }
-  ctx.batch = o.batch > 0 ? o.batch : m.default_batch;
-  ctx.seq_len = m.seq_len(o.seq_len > 0 ? std::optional<std::int64_t>(o.seq_len) : std::nullopt);
-  flag_value(o.seq_len > 0 ? "--seq-len" : "--batch", [&] {
-    m.check_sizes(ctx.seq_len, ctx.batch);
-    return 0;
-  });
+  ctx.gpu = gpu;
+  ctx.precision = basics.precision;
+  apply_framework(ctx, s);
+  ctx.batch = basics.batch;
+  ctx.seq_len = basics.seq_len;
+  const Optimizer opt = basics.optimizer;
   const ModelCost cost = model_cost(m, ctx);
-  const KernelCost step = optimizer_cost(m, opt, false, ctx);
+  // Micro-steps after the first add into the gradients the first left (grad_accum).
+  ComputeContext later_ctx = ctx;
+  later_ctx.grads_defined = true;
+  const ModelCost later = s.grad_accum > 1 ? model_cost(m, later_ctx) : cost;
+  const KernelCost step = optimizer_cost(m, opt, ctx.optimizer_impl, ctx);
   MemoryOptions mo;
   mo.optimizer = opt;
   const MemoryBreakdown mem = memory_cost(m, ctx, mo);
-  const double tokens = static_cast<double>(ctx.batch) * (m.default_seq_len ? static_cast<double>(ctx.seq_len) : 1.0);
-  const double step_s = single_gpu_step_s(cost, step);
+  const double samples = static_cast<double>(ctx.batch) * static_cast<double>(s.grad_accum);
+  const double tokens = samples * (m.default_seq_len ? static_cast<double>(ctx.seq_len) : 1.0);
+  const double step_s = single_gpu_step_s(cost, step, s.grad_accum, &later);
 
   if (o.json) {
     nlohmann::ordered_json j;
@@ -182,6 +172,12 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     j["gpu"] = ctx.gpu->key;
     j["precision"] = precision_name(ctx.precision);
     j["optimizer"] = optimizer_name(opt);
+    j["optimizer_impl"] = ctx.optimizer_impl == OptimizerImpl::kFused     ? "fused"
+                          : ctx.optimizer_impl == OptimizerImpl::kForEach ? "foreach"
+                                                                          : "for-loop";
+    j["zero_grad_fills"] = ctx.zero_grad_fill;
+    j["grad_accum"] = s.grad_accum;
+    j["pytorch_version"] = s.pytorch_version;
     j["compile"] = ctx.mode.compile;
     j["attention"] = std::string(attention_impl_name(ctx.mode.attention));
     // The settings that change the numbers below, so that two outputs can be told apart.
@@ -202,7 +198,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     // The step as the GPU runs it: the host issues ahead while kernels run, so it is not the sum of
     // the phases above (each layer there is the larger of its GPU and host time).
     j["step_s"] = step_s;
-    j["samples_per_s"] = static_cast<double>(ctx.batch) / step_s;
+    j["samples_per_s"] = samples / step_s;
     if (m.default_seq_len) j["tokens_per_s"] = tokens / step_s;
     if (m.measured) {
       const MeasuredStep& ms = *m.measured;
@@ -244,12 +240,19 @@ void show_model(const ShowOptions& o, std::ostream& out) {
 
   out << fmt::format("# gradsync models show {}{}{}\n", m.name, m.description.empty() ? "" : ": ", m.description);
   out << fmt::format("# from {}{}{}\n", m.origin, m.source.empty() ? "" : "; ", m.source);
-  out << fmt::format("# on one {} ({}), {}, batch {}{}, optimizer {}; {}\n", ctx.gpu->key, ctx.gpu->name,
+  out << fmt::format("# on one {} ({}), {}, batch {}{}{}, optimizer {}; {}; PyTorch {}\n", ctx.gpu->key, ctx.gpu->name,
                      precision_name(ctx.precision), ctx.batch,
-                     m.default_seq_len ? fmt::format(", seq_len {}", ctx.seq_len) : "", optimizer_name(opt),
-                     execution_mode_text(effective_mode(m, ctx.mode), has_attention(m)));
+                     s.grad_accum > 1 ? fmt::format(" x {} micro-steps", s.grad_accum) : "",
+                     m.default_seq_len ? fmt::format(", seq_len {}", ctx.seq_len) : "", optimizer_text(s),
+                     execution_mode_text(effective_mode(m, ctx.mode), has_attention(m)), s.pytorch_version);
   for (const std::string& inert : inert_settings(m, ctx.mode)) out << fmt::format("# {}: it changes nothing\n", inert);
-  if (ctx.precision == Precision::kTF32 && ctx.gpu->sm_version > 0 && ctx.gpu->sm_version < 80)
+  // The precision asked for against the one the release runs (resolve_basics), as simulate says it.
+  if (s.precision == "fp32" && ctx.precision == Precision::kTF32)
+    out << fmt::format(
+        "# fp32: PyTorch {} runs float32 matmuls as TF32 on the {} by default "
+        "(torch.backends.cuda.matmul.allow_tf32 was True from 1.7 to 1.11), so this runs as --precision tf32\n",
+        s.pytorch_version, ctx.gpu->key);
+  if (s.precision == "tf32" && ctx.precision == Precision::kFP32)
     out << fmt::format(
         "# tf32: the {} has no TF32 tensor cores (they came with Ampere): allow_tf32 leaves its "
         "float32 as it is, so this runs as --precision fp32\n",
@@ -301,9 +304,8 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   add_misaligned_row(t, m, cost, ctx);
   add_class_row(t, cost);
   t.add_row({"optimizer", human_duration(step.time_s)});
-  t.add_row({"step (1 GPU)",
-             fmt::format("{}, {:.4g} samples/s{}", human_duration(step_s), static_cast<double>(ctx.batch) / step_s,
-                         m.default_seq_len ? fmt::format(", {:.4g} tokens/s", tokens / step_s) : "")});
+  t.add_row({"step (1 GPU)", fmt::format("{}, {:.4g} samples/s{}", human_duration(step_s), samples / step_s,
+                                         m.default_seq_len ? fmt::format(", {:.4g} tokens/s", tokens / step_s) : "")});
   t.add_row({"memory: params", human_bytes(mem.parameters)});
   t.add_row({"memory: grads", human_bytes(mem.gradients)});
   t.add_row({"memory: optimizer", human_bytes(mem.optimizer_state)});
@@ -341,45 +343,11 @@ void register_models_command(CLI::App& app) {
   auto o = std::make_shared<ShowOptions>();
   CLI::App* show = models->add_subcommand("show", "Show one model: parameters, FLOPs, single-GPU times, memory");
   show->add_option("model", o->model, "Zoo name (gradsync models list) or path to a model file")->required();
-  show->add_option("--batch", o->batch, "Samples per GPU (default: the model's)")->check(key_range("batch_per_gpu"));
-  show->add_option("--seq-len", o->seq_len, "Sequence length T (default: the model's)")->check(key_range("seq_len"));
   show->add_option("--gpu", o->gpu, "GPU key or alias from topologies/hardware/gpus.yaml")->capture_default_str();
-  show->add_option("--precision", o->precision,
-                   "fp32, tf32, bf16 or fp16 (autocast); default bf16, or fp16 on GPUs without bf16")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            return text.empty() ? "value \"\" is empty; expected fp32, tf32, bf16 or fp16" : "";
-          },
-          ""));
-  show->add_option("--mixed-precision", o->mixed_precision,
-                   "autocast, or master-weights: the model itself in bf16/fp16 (model.half(), apex amp O2, DeepSpeed) "
-                   "with float32 master weights in the optimizer")
-      ->transform(CLI::Validator(
-          [](std::string& text) -> std::string {
-            const std::string lowered = ascii_lower(text);
-            if (lowered != "autocast" && lowered != "master-weights")
-              return fmt::format("value \"{}\" must be autocast or master-weights", text);
-            text = lowered;
-            return "";
-          },
-          "{autocast,master-weights}"))
-      ->capture_default_str();
-  show->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam, adamw, or none (forward and backward only)")
-      ->transform(kAnyCase)
-      ->capture_default_str();
-  show->add_flag("--compile", o->compile,
-                 "torch.compile(model): pointwise ops and reductions fused between matrix products (default: eager)");
-  show->add_option("--attention", o->attention,
-                   "math (T x T scores materialised), flash or mem-efficient (SDPA's fused kernels)")
-      ->transform(kAnyCase)
-      ->capture_default_str();
-  show->add_flag("--channels-last", o->channels_last,
-                 "model.to(memory_format=torch.channels_last): NHWC convolutions (default: NCHW)");
-  show->add_option("--pad-to-multiple-of", o->pad_to_multiple_of,
-                   "resize_token_embeddings(pad_to_multiple_of=N): the vocabulary padded to a multiple of N in the "
-                   "products that span it (default: 1, as the model)")
-      ->check(key_range("pad_to_multiple_of"));
+  add_scenario_options(show, o->args, kShowKeys);
+  show->add_option("--batch", o->batch, "--batch-per-gpu's shorter name")->check(key_range("batch_per_gpu"));
   show->add_flag("--json", o->json, "Write JSON instead of the table");
+  o->args.quiet = true;  // NCCL_* variables of the shell do not reach one GPU's step: no note of them
   show->callback([o] { show_model(*o, std::cout); });
   register_import_trace_command(*models);
 }

@@ -129,7 +129,7 @@ TEST(Cli, FlashAttentionInFloat32IsRefused) {
   const Result show =
       run({"models", "show", "nanogpt", "--gpu", "h200", "--precision", "tf32", "--attention", "flash"});
   EXPECT_EQ(show.code, 2);
-  EXPECT_EQ(show.err.substr(0, show.err.find('\n') + 1), "error: --attention: " + why) << show.err;
+  EXPECT_EQ(show.err.substr(0, show.err.find('\n') + 1), "error: --attention flash: " + why) << show.err;
   const Result sim = run({"simulate", "--strategy", "ddp", "--model", "nanogpt", "--gpus", "2", "--precision", "tf32",
                           "--attention", "flash", "--out", testing::TempDir() + "/flash-tf32"});
   EXPECT_EQ(sim.code, 2);
@@ -168,7 +168,7 @@ TEST(Cli, EveryWordValuedFlagTakesAnyCase) {
   EXPECT_NE(coll.out.find("# gradsync collectives: simulated allgather on dgx-a100"), std::string::npos) << coll.out;
   const Result show = run_printed({"models", "show", "gpt2", "--attention", "Mem-Efficient", "--optimizer", "SGD"});
   EXPECT_EQ(show.code, 0) << show.err;
-  EXPECT_NE(show.out.find("optimizer sgd; eager, mem-efficient attention"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("optimizer sgd (foreach); eager, mem-efficient attention"), std::string::npos) << show.out;
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"topo", "generate", "PCIe", "--cpu", "AMD", "--p2p", "ON"},
         std::vector<std::string>{"topo", "generate", "NVSWITCH"},
@@ -376,7 +376,7 @@ TEST(Cli, AnOptimizerImplementationWithoutAnOptimizerChangesNothing) {
 TEST(Cli, FlashAttentionOnAGpuItsKernelsDoNotRunOn) {
   expect_error(
       {"models", "show", "gpt2", "--gpu", "v100", "--attention", "flash"}, 2,
-      "--attention: FlashAttention needs compute capability 8.0 or later in PyTorch 2.11; the NVIDIA Tesla V100 "
+      "--attention flash: FlashAttention needs compute capability 8.0 or later in PyTorch 2.11; the NVIDIA Tesla V100 "
       "SXM2 32GB is 7.0, where F.scaled_dot_product_attention takes its memory-efficient kernel");
   expect_error({"compare", "--model", "gpt2", "--topology", "dgx1-v100", "--gpus", "2", "--attention", "flash",
                 "--pytorch-version", "2.1"},

@@ -1,0 +1,116 @@
+// models_show_test.cpp: `gradsync models show` takes the scenario keys of one GPU's step under
+// simulate's flags, and with them reproduces every row of the published single-GPU table.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cli_test_util.hpp"
+#include "models/model.hpp"
+#include "sim/published_training.hpp"
+
+namespace gradsync::apps::test {
+namespace {
+
+// show_flags: the models show command for a published case, the release it names by its
+// optimizer's implementation (a single-tensor loop filling zeros in zero_grad is a PyTorch
+// before 2.0; 1.13 also keeps float32 matmuls in float32 on Ampere, as the table does).
+std::vector<std::string> show_flags(const sim::TrainingCase& c) {
+  std::vector<std::string> a = {
+      "models",      "show",      c.model,       "--gpu",     c.gpu,   "--batch-per-gpu", std::to_string(c.batch),
+      "--precision", c.precision, "--optimizer", c.optimizer, "--json"};
+  // A row's seq_len on a model without one (ViT's 197 tokens) is its own fixed size, not a flag.
+  if (c.seq_len > 0 && load_model(c.model).default_seq_len) a.insert(a.end(), {"--seq-len", std::to_string(c.seq_len)});
+  if (c.master_weights) a.insert(a.end(), {"--mixed-precision", "master-weights"});
+  if (c.compile) a.emplace_back("--compile");
+  if (c.channels_last) a.emplace_back("--channels-last");
+  if (c.attention != "n/a" && !c.attention.empty()) a.insert(a.end(), {"--attention", c.attention});
+  if (c.grad_accum > 1) a.insert(a.end(), {"--grad-accum", std::to_string(c.grad_accum)});
+  switch (c.optimizer_impl) {
+    case OptimizerImpl::kSingleTensor:
+      a.insert(a.end(), {"--pytorch-version", "1.13"});
+      break;
+    case OptimizerImpl::kFused:
+      a.insert(a.end(), {"--optimizer-impl", "fused"});
+      break;
+    case OptimizerImpl::kForEach:
+      a.insert(a.end(), {"--optimizer-impl", "foreach"});
+      break;
+  }
+  return a;
+}
+
+TEST(ModelsShow, ReproducesEveryPublishedSingleGpuRow) {
+  int checked = 0;
+  for (const sim::TrainingCase& c : sim::read_training_cases(sim::builtin_training_text(), "training_steps.yaml")) {
+    if (!c.unsupported.empty()) continue;
+    const std::vector<std::string> flags = show_flags(c);
+    const Result r = run_printed(flags);
+    ASSERT_EQ(r.code, 0) << c.id << ": " << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    const double expected = sim::predict_training(c).step_s;
+    EXPECT_NEAR(j.at("step_s").get<double>() / expected, 1.0, 1e-9) << c.id;
+    EXPECT_EQ(j.at("grad_accum").get<long>(), c.grad_accum) << c.id;
+    ++checked;
+  }
+  EXPECT_GE(checked, 70);
+}
+
+// A release's rules reach models show as they reach simulate: float32 matmuls as TF32 on an A100
+// from 1.7 to 1.11 (and said), the Python optimizer loop and zero_grad's fills before 2.0.
+TEST(ModelsShow, TakesTheReleaseRules) {
+  const Result old = run_printed({"models", "show", "resnet50", "--gpu", "a100", "--precision", "fp32",
+                                  "--pytorch-version", "1.7", "--batch-per-gpu", "32"});
+  ASSERT_EQ(old.code, 0) << old.err;
+  EXPECT_NE(old.out.find("# fp32: PyTorch 1.7 runs float32 matmuls as TF32 on the a100-sxm4-80gb by default"),
+            std::string::npos)
+      << old.out;
+  EXPECT_NE(old.out.find("optimizer adamw (for-loop, zero_grad fills zeros)"), std::string::npos) << old.out;
+  EXPECT_NE(old.out.find("; PyTorch 1.7\n"), std::string::npos) << old.out;
+  const nlohmann::json j =
+      nlohmann::json::parse(run_printed({"models", "show", "resnet50", "--gpu", "a100", "--precision", "fp32",
+                                         "--pytorch-version", "1.7", "--batch", "32", "--json"})
+                                .out);
+  EXPECT_EQ(j.at("precision"), "tf32");
+  EXPECT_EQ(j.at("optimizer_impl"), "for-loop");
+  EXPECT_EQ(j.at("zero_grad_fills"), true);
+  EXPECT_EQ(j.at("pytorch_version"), "1.7");
+  // --set-to-none true drops the fills: the optimizer step costs less.
+  const nlohmann::json none = nlohmann::json::parse(
+      run_printed({"models", "show", "resnet50", "--gpu", "a100", "--precision", "fp32", "--pytorch-version", "1.7",
+                   "--batch", "32", "--set-to-none", "true", "--json"})
+          .out);
+  EXPECT_EQ(none.at("zero_grad_fills"), false);
+  EXPECT_LT(none.at("optimizer_s").get<double>(), j.at("optimizer_s").get<double>());
+}
+
+// --grad-accum N: N forwards and backwards, one optimizer step; samples/s counts every micro-step.
+TEST(ModelsShow, GradAccumIsMicroStepsBeforeOneUpdate) {
+  const auto show = [](const std::string& accum) {
+    return nlohmann::json::parse(run_printed({"models", "show", "gpt2", "--gpu", "h100", "--batch-per-gpu", "4",
+                                              "--seq-len", "256", "--grad-accum", accum, "--json"})
+                                     .out);
+  };
+  const nlohmann::json one = show("1"), four = show("4");
+  const double step1 = one.at("step_s").get<double>(), step4 = four.at("step_s").get<double>();
+  EXPECT_GT(step4, 3.0 * step1);
+  EXPECT_LT(step4, 4.0 * step1);  // one optimizer step, not four
+  EXPECT_NEAR(four.at("samples_per_s").get<double>(), 16.0 / step4, 1e-9 * 16.0 / step4);
+}
+
+// Bad values name the flag as simulate's do; --batch and --batch-per-gpu together are one error.
+TEST(ModelsShow, BadValuesNameTheirFlags) {
+  expect_error({"models", "show", "gpt2", "--pytorch-version", "banana"}, 2, "--pytorch-version");
+  expect_error({"models", "show", "gpt2", "--optimizer-impl", "turbo"}, 2, "--optimizer-impl");
+  expect_error({"models", "show", "gpt2", "--grad-accum", "0"}, 2, "--grad-accum");
+  expect_error({"models", "show", "gpt2", "--batch", "4", "--batch-per-gpu", "8"}, 2,
+               "--batch 4 and --batch-per-gpu 8");
+  // A release gate: fused AdamW came with 2.0.
+  expect_error({"models", "show", "gpt2", "--optimizer-impl", "fused", "--pytorch-version", "1.12"}, 2,
+               "--optimizer-impl fused");
+}
+
+}  // namespace
+}  // namespace gradsync::apps::test
