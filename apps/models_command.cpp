@@ -41,7 +41,7 @@ struct ShowOptions {
 const std::vector<std::string> kShowKeys = {"batch_per_gpu",   "seq_len",   "precision",      "mixed_precision",
                                             "compile",         "attention", "channels_last",  "pad_to_multiple_of",
                                             "pytorch_version", "optimizer", "optimizer_impl", "set_to_none",
-                                            "grad_accum"};
+                                            "grad_accum",      "input"};
 
 // precision_of: a parameter dtype as the table names it (fp32, bf16, fp16).
 std::string_view precision_of(DType t) {
@@ -145,6 +145,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   apply_framework(ctx, s);
   ctx.batch = basics.batch;
   ctx.seq_len = basics.seq_len;
+  ctx.input = input_location(s);
   const Optimizer opt = basics.optimizer;
   const ModelCost cost = model_cost(m, ctx);
   // Micro-steps after the first add into the gradients the first left (grad_accum).
@@ -195,6 +196,8 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     j["forward_s"] = cost.forward_s;
     j["backward_s"] = cost.backward_s;
     j["optimizer_s"] = step.time_s;
+    j["input"] = s.input;
+    j["input_s"] = cost.input.time_s;  // the batch's copy from the host (0: already on the GPU)
     // The step as the GPU runs it: the host issues ahead while kernels run, so it is not the sum of
     // the phases above (each layer there is the larger of its GPU and host time).
     j["step_s"] = step_s;
@@ -303,6 +306,11 @@ void show_model(const ShowOptions& o, std::ostream& out) {
                                      human_bytes(bwd_bytes), human_duration(bwd_host))});
   add_misaligned_row(t, m, cost, ctx);
   add_class_row(t, cost);
+  if (cost.input.kernels > 0)
+    t.add_row(
+        {"input copy", fmt::format("{} ({} a step over PCIe Gen{} x{} from {} memory{})",
+                                   human_duration(cost.input.time_s), human_bytes(cost.input.bytes), ctx.gpu->pcie_gen,
+                                   ctx.gpu->pcie_lanes, s.input, cost.input_waits ? ": the host waits for it" : "")});
   t.add_row({"optimizer", human_duration(step.time_s)});
   t.add_row({"step (1 GPU)", fmt::format("{}, {:.4g} samples/s{}", human_duration(step_s), samples / step_s,
                                          m.default_seq_len ? fmt::format(", {:.4g} tokens/s", tokens / step_s) : "")});

@@ -42,6 +42,8 @@ class LaunchQueue {
     gpu_ = std::max(start + std::max(0.0, gpu_s), host_ + w.last_end);
     host_ += std::max(0.0, host_s);
   }
+  // wait: the host waits for the stream (cudaStreamSynchronize; a copy from pageable memory).
+  void wait() { host_ = std::max(host_, gpu_); }
   double host() const { return host_; }  // when the host has issued everything so far
   double end() const { return gpu_; }    // when the GPU has run everything so far
 

@@ -7,9 +7,10 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "core/text.hpp"
 #include "core/launch_queue.hpp"
+#include "core/text.hpp"
 #include "models/op_cost.hpp"
+#include "topologies/link_model.hpp"
 
 namespace gradsync {
 namespace {
@@ -204,6 +205,19 @@ ModelCost model_cost(const Model& model, const ComputeContext& ctx) {
   } else {
     for (const auto& layer : model.layers) m.add(layer_cost(model, layer, ctx));
   }
+  // A measured step holds its own copies (its other time); otherwise the batch from the host, one
+  // cudaMemcpyAsync over the GPU's PCIe link at NCCL's payload rate for it (topologies/link_model.hpp),
+  // as the simulator's host-to-GPU flow: pageable memory makes the host wait for it (x.to(device)
+  // without non_blocking synchronizes), pinned memory with non_blocking=True does not.
+  if (!model.measured && ctx.input != InputLocation::kDevice && ctx.gpu != nullptr && ctx.gpu->pcie_gen > 0) {
+    const double bytes = static_cast<double>(model.input_bytes.eval(ctx.seq_len)) * static_cast<double>(ctx.batch);
+    const double rate =
+        pcie_Bps(ctx.gpu->pcie_gen, ctx.gpu->pcie_lanes) * payload_efficiency(LinkType::kPcie, ctx.gpu->sm_version);
+    m.input = KernelCost{0, bytes, 1, bytes / rate};
+    m.input.host_s = ctx.efficiency.launch_s;
+    m.input.gpu_s = m.input.time_s;
+    m.input_waits = ctx.input == InputLocation::kPageable;
+  }
   return model.measured ? with_measured(model, m, ctx) : m;
 }
 
@@ -225,7 +239,8 @@ std::string_view optimizer_name(Optimizer o) {
 
 Optimizer parse_optimizer(std::string_view text) {
   const std::string t = ascii_lower(text);  // "AdamW" as "adamw"
-  for (Optimizer o : {Optimizer::kSGD, Optimizer::kSGDMomentum, Optimizer::kAdam, Optimizer::kAdamW, Optimizer::kNone}) {
+  for (Optimizer o :
+       {Optimizer::kSGD, Optimizer::kSGDMomentum, Optimizer::kAdam, Optimizer::kAdamW, Optimizer::kNone}) {
     if (optimizer_name(o) == t) return o;
   }
   throw ConfigError(fmt::format("optimizer \"{}\" is unknown; expected sgd, sgd-momentum, adam, adamw or none", text));
@@ -247,9 +262,10 @@ int optimizer_state_bytes_per_param(Optimizer o) {
 
 void half_model(Model& model, Precision p) {
   if (p != Precision::kBF16 && p != Precision::kFP16) {
-    throw ConfigError(fmt::format("a model in 16 bits with float32 master weights needs a 16-bit precision, not {}; "
-                                  "expected precision bf16 or fp16, or mixed_precision autocast",
-                                  precision_name(p)));
+    throw ConfigError(
+        fmt::format("a model in 16 bits with float32 master weights needs a 16-bit precision, not {}; "
+                    "expected precision bf16 or fp16, or mixed_precision autocast",
+                    precision_name(p)));
   }
   const DType half = p == Precision::kBF16 ? DType::kBFloat16 : DType::kFloat16;
   const auto floating = [](DType t) { return t == DType::kFloat32 || t == DType::kFloat64; };
@@ -360,7 +376,7 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl,
   const int fill = ctx.zero_grad_fill ? 1 : 0;
   k.kernels = tensors * (per_param + fill);
   if (ctx.mode.master_weights && opt != Optimizer::kNone) k.kernels += 2 * ((tensors + 35) / 36);  // master copies
-  if (ctx.zero_grad_fill) k.bytes += 4 * elements;  // the zero fill
+  if (ctx.zero_grad_fill) k.bytes += 4 * elements;                                                 // the zero fill
   const KernelRates r = rates_for(*ctx.gpu);
   k.host_s = k.kernels * r.host.loop_op_s;
   const double gpu = std::max(k.bytes / (ctx.gpu->memory_bandwidth_Bps * r.memory), k.kernels * r.min_kernel_s);
@@ -396,7 +412,8 @@ KernelCost clip_grad_norm_cost(const Model& model, const ComputeContext& ctx, Cl
   const bool foreach = ctx.foreach;
   const int per_list = foreach ? (tensors + 109) / 110 : tensors;
   // The norm reads every gradient (plus 5 scalar kernels); the scaling reads and writes each.
-  KernelCost k = part == ClipPart::kNorm ? KernelCost{0, bytes, per_list + 5, 0} : KernelCost{0, 2 * bytes, per_list, 0};
+  KernelCost k =
+      part == ClipPart::kNorm ? KernelCost{0, bytes, per_list + 5, 0} : KernelCost{0, 2 * bytes, per_list, 0};
   k = finish(k, 1.0, 1.0, ctx);
   if (!foreach) {
     const KernelRates r = rates_for(*ctx.gpu);
@@ -427,6 +444,8 @@ double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int
   };
   for (int step = 0; step < std::max(1, grad_accum); ++step) {
     const ModelCost& c = step > 0 && later != nullptr ? *later : cost;
+    issue(c.input);
+    if (c.input_waits) q.wait();
     for (const LayerCost& l : c.layers) issue(l.forward);
     for (auto l = c.layers.rbegin(); l != c.layers.rend(); ++l) issue(l->backward);
   }

@@ -102,6 +102,9 @@ struct ComputeContext {
   // nccl_blocks: the blocks (one per channel) of the NCCL kernels that run beside compute while
   // DDP overlaps; each holds an SM (models/contention.hpp). 0: nothing runs beside compute.
   int nccl_blocks = 0;
+  // input: where each batch starts (core/backend.hpp InputLocation); one GPU's step (ModelCost::input)
+  // copies it from the host unless it is already on the device. The simulator copies it itself.
+  InputLocation input = InputLocation::kDevice;
 };
 
 // KernelClass: what a kernel does, for the GPU time by class that `models show` prints (where the
@@ -164,6 +167,10 @@ struct ModelCost {
   double forward_flops = 0;
   double backward_flops = 0;
   double saved_activation_bytes = 0;
+  // input: the batch's copy to the GPU before forward (ComputeContext::input; nothing from the
+  // device), and whether the host waits for it (pageable memory: x.to(device) is synchronous).
+  KernelCost input{};
+  bool input_waits = false;
   // add appends a layer's cost and adds it to the totals.
   void add(const LayerCost& c) {
     forward_s += c.forward.time_s;
@@ -176,7 +183,7 @@ struct ModelCost {
 };
 
 // single_gpu_step_s: one GPU's training step as CUDA runs it (core/launch_queue.hpp): the host
-// issues every layer's kernels, forward in order and backward in reverse, `grad_accum` times,
+// copies each micro-step's batch (ModelCost::input, waiting for it from pageable memory), issues every layer's kernels, forward in order and backward in reverse, `grad_accum` times,
 // then the optimizer's, while the GPU runs those issued before; neither the sum of per-layer
 // maxima of GPU and host time nor the larger of their totals.
 double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int grad_accum = 1,

@@ -26,11 +26,12 @@ std::vector<TrainingCase> read_training_cases(std::string_view text, const std::
   std::set<std::string> ids;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const YAML::Node n = cases[i];
-    const CaseHeader h = case_header(r, n, i,
-                                     {"id", "split", "source", "source_note", "model", "gpu", "batch", "seq_len",
-                                      "precision", "mode", "attention", "optimizer", "optimizer_impl", "channels_last",
-                                      "mixed_precision", "metric", "quote", "grad_accum", "unsupported"},
-                                     ids);
+    const CaseHeader h =
+        case_header(r, n, i, {"id",        "split",     "source",         "source_note",   "model",
+                              "gpu",       "batch",     "seq_len",        "precision",     "mode",
+                              "attention", "optimizer", "optimizer_impl", "channels_last", "mixed_precision",
+                              "metric",    "quote",     "grad_accum",     "input",         "unsupported"},
+                    ids);
     const std::string& at = h.at;
     TrainingCase c;
     c.line = h.line;
@@ -83,6 +84,14 @@ std::vector<TrainingCase> read_training_cases(std::string_view text, const std::
                          : impl == "fused"       ? OptimizerImpl::kFused
                                                  : OptimizerImpl::kForEach;
     }
+    if (n["input"]) {
+      const std::string input = r.string(n["input"], at, "input");
+      if (input != "device" && input != "pinned" && input != "pageable")
+        r.fail(n["input"], at, fmt::format("input \"{}\": expected device, pinned or pageable", input));
+      c.input = input == "pageable" ? InputLocation::kPageable
+                : input == "pinned" ? InputLocation::kPinned
+                                    : InputLocation::kDevice;
+    }
     if (n["unsupported"]) c.unsupported = r.string(n["unsupported"], at, "unsupported");
     out.push_back(std::move(c));
   }
@@ -100,6 +109,7 @@ TrainingPrediction predict_training(const TrainingCase& c) {
   ctx.mode = execution_mode(c.compile, c.attention);
   ctx.mode.channels_last = c.channels_last;
   ctx.mode.master_weights = c.master_weights;
+  ctx.input = c.input;
   // A single-tensor run is a PyTorch before 2.0, whose zero_grad fills zeros (so that backward
   // adds into the gradients) and whose Adam updates its first moment with mul_ and add_.
   ctx.zero_grad_fill = c.optimizer_impl == OptimizerImpl::kSingleTensor;

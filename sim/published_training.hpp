@@ -27,6 +27,9 @@ struct TrainingCase {
   long batch = 1;
   long seq_len = 0;  // 0: not a sequence model (or the model's)
   long grad_accum = 1;
+  // input: where each batch starts when the timed region copies it (input: pageable, the source's
+  // x.to('cuda') inside the timing); device (unset) when the batch is already there or not timed.
+  InputLocation input = InputLocation::kDevice;
   std::string metric;  // samples_per_s, tokens_per_s, step_s, ms_per_3_iterations
   double published = 0;
   std::string unsupported;  // why gradsync cannot predict it (then listed, not scored)

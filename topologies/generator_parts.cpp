@@ -33,11 +33,6 @@ constexpr ClusterNode kClusterNodes[] = {
 
 }  // namespace
 
-double pcie_Bps(int gen, int lanes) {
-  const double x16 = parse_bandwidth(gen <= 3 ? "15.75GBps" : gen == 4 ? "31.5GBps" : "63GBps");
-  return x16 * lanes / 16.0;
-}
-
 const GpuSpec& spec_of(const std::string& gpu, const char* what) {
   try {
     return gpu_spec(gpu);

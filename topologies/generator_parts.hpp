@@ -4,6 +4,8 @@
 // generators, generators_fat_tree.cpp the fat-trees of nodes; generator_parts.cpp these parts.
 #pragma once
 
+#include "topologies/link_model.hpp"  // pcie_Bps
+
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -23,10 +25,6 @@ inline const double kNetworkLatency_s = parse_duration("500ns");  // NIC or swit
 
 inline constexpr const char* kLinkNote =
     "bw is per link and per direction (full duplex); links= counts parallel links; latency is one way.";
-
-// pcie_Bps: PCIe bandwidth per direction for a generation at x16 (8, 16, 32 GT/s for Gen3-5 with
-// 128b/130b encoding: 15.75, 31.5, 63 GB/s), scaled for narrower links.
-double pcie_Bps(int gen, int lanes);
 
 // Builder collects vertices and links, then builds (and so validates) the Topology.
 class Builder {

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/units.hpp"
+
 namespace gradsync {
 
 double nccl_nvlink_Bps(int sm) {
@@ -27,6 +29,11 @@ double datasheet_nvlink_Bps(int sm) {
   if (sm >= 70) return 25e9;
   if (sm >= 60) return 20e9;
   return 25e9;
+}
+
+double pcie_Bps(int gen, int lanes) {
+  const double x16 = parse_bandwidth(gen <= 3 ? "15.75GBps" : gen == 4 ? "31.5GBps" : "63GBps");
+  return x16 * lanes / 16.0;
 }
 
 double payload_efficiency(LinkType type, int sm) {

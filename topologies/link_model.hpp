@@ -31,6 +31,10 @@ double nccl_nvlink_Bps(int sm);
 // NVLink1 20, NVLink2/3/4 25 (NVLink3 on GA10x: 14.0625), NVLink5 50 GB/s.
 double datasheet_nvlink_Bps(int sm);
 
+// pcie_Bps: PCIe's datasheet bandwidth per direction for a generation at x16 (8, 16, 32 GT/s for
+// Gen3-5 with 128b/130b encoding: 15.75, 31.5, 63 GB/s), scaled for narrower links.
+double pcie_Bps(int gen, int lanes);
+
 // payload_efficiency: payload rate over datasheet rate for a link of `type` whose GPU end (or the
 // slower of two GPU ends) has compute capability `sm` (0 when no GPU is at either end):
 //   nvlink      nccl_nvlink_Bps(sm) / datasheet_nvlink_Bps(sm)

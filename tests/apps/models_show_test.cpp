@@ -28,6 +28,9 @@ std::vector<std::string> show_flags(const sim::TrainingCase& c) {
   if (c.channels_last) a.emplace_back("--channels-last");
   if (c.attention != "n/a" && !c.attention.empty()) a.insert(a.end(), {"--attention", c.attention});
   if (c.grad_accum > 1) a.insert(a.end(), {"--grad-accum", std::to_string(c.grad_accum)});
+  a.insert(a.end(), {"--input", c.input == InputLocation::kPageable ? "pageable"
+                                : c.input == InputLocation::kPinned ? "pinned"
+                                                                    : "device"});
   switch (c.optimizer_impl) {
     case OptimizerImpl::kSingleTensor:
       a.insert(a.end(), {"--pytorch-version", "1.13"});
@@ -110,6 +113,30 @@ TEST(ModelsShow, BadValuesNameTheirFlags) {
   // A release gate: fused AdamW came with 2.0.
   expect_error({"models", "show", "gpt2", "--optimizer-impl", "fused", "--pytorch-version", "1.12"}, 2,
                "--optimizer-impl fused");
+}
+
+// --input: a batch from host memory is one copy over the GPU's PCIe link at NCCL's payload rate
+// (Gen3 x16: 12 GB/s) before forward; from pageable memory the host waits for it, so the step
+// gains all of it; pinned memory lets the host issue forward meanwhile; device copies nothing.
+TEST(ModelsShow, TheInputCopyIsOnePcieCopyBeforeForward) {
+  const auto show = [](const std::string& input) {
+    return nlohmann::json::parse(run_printed({"models", "show", "resnet50", "--gpu", "v100", "--precision", "fp32",
+                                              "--batch-per-gpu", "32", "--input", input, "--json"})
+                                     .out);
+  };
+  const nlohmann::json device = show("device"), pinned = show("pinned"), pageable = show("pageable");
+  const double copy = 3.0 * 224 * 224 * 4 * 32 / 12e9;  // float32 images, 12 GB/s
+  EXPECT_EQ(device.at("input_s").get<double>(), 0.0);
+  EXPECT_NEAR(pageable.at("input_s").get<double>(), copy, 1e-12);
+  EXPECT_NEAR(pinned.at("input_s").get<double>(), copy, 1e-12);
+  const double d = device.at("step_s").get<double>(), pi = pinned.at("step_s").get<double>(),
+               pa = pageable.at("step_s").get<double>();
+  // Pageable: the whole step later by the copy and its call (a launch, 4 us): the host waits.
+  EXPECT_NEAR(pa - d, copy + 4e-6, 1e-9);
+  // Pinned: the host issues forward while the copy runs, so its host time hides behind the copy.
+  EXPECT_LT(pi, pa);
+  EXPECT_GT(pi, d);
+  EXPECT_EQ(pageable.at("input"), "pageable");
 }
 
 }  // namespace
