@@ -55,31 +55,46 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
     node_nics.push_back(mesh ? add_dgx1_node(b, prefix, host, g, type.gpu, nics).nics
                              : add_nvswitch_node(b, prefix, host, g, type.gpu, per_node, nics).nics);
   }
-  // Leaf of every NIC: in node order, or per rail (NIC i of every node on the rail-i leaves).
+  // Leaf of every NIC: per rail (NIC i of every node on the rail-i leaves), or whole nodes to a leaf,
+  // as many as its down ports take (a leaf of 20 down ports holds two 8-NIC nodes and leaves 4
+  // ports free, rather than split a third node's NICs over two leaves: a node split so sends some
+  // of its ring's hops up to spines that D-mod-K routing gives other flows too, and a ring over 8
+  // DGX A100s would reach half the rate of one over leaves of whole nodes). A node with more NICs
+  // than a leaf's down ports fills leaves in NIC order.
   const int per_rail = (o.nodes + down - 1) / down;
-  const auto leaf_of = [&](int k, int i) { return o.rail_optimized ? i * per_rail + k / down : (k * nics + i) / down; };
-  const int leaves = o.rail_optimized ? nics * per_rail : (o.nodes * nics + down - 1) / down;
+  const int per_leaf = nics <= down ? down / nics : 0;  // whole nodes per leaf (0: NICs in order)
+  const auto leaf_of = [&](int k, int i) {
+    return o.rail_optimized ? i * per_rail + k / down : per_leaf > 0 ? k / per_leaf : (k * nics + i) / down;
+  };
+  const int leaves = o.rail_optimized ? nics * per_rail
+                     : per_leaf > 0   ? (o.nodes + per_leaf - 1) / per_leaf
+                                      : (o.nodes * nics + down - 1) / down;
   std::vector<std::size_t> leaf;
-  std::vector<int> used(static_cast<std::size_t>(leaves), 0);
   for (int l = 0; l < leaves; ++l) leaf.push_back(b.add(fmt::format("leaf{}", l), VertexKind::kSwitch, ""));
   for (int k = 0; k < o.nodes; ++k) {
     for (int i = 0; i < nics; ++i) {
       const int l = leaf_of(k, i);
-      ++used[static_cast<std::size_t>(l)];
       b.link(node_nics[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)], leaf[static_cast<std::size_t>(l)],
              LinkType::kInfiniband, nic_Bps, kNetworkLatency_s);
     }
   }
+  // Every leaf is cabled alike: as many uplinks as the fullest leaf needs at the oversubscription
+  // (its used down ports / oversubscription, one to each spine), a partly filled leaf too (the
+  // last, or one of whole nodes with ports to spare), so that no leaf is thinner than the ratio.
+  std::vector<int> used(static_cast<std::size_t>(leaves), 0);
+  for (int k = 0; k < o.nodes; ++k)
+    for (int i = 0; i < nics; ++i) ++used[static_cast<std::size_t>(leaf_of(k, i))];
+  const int fullest = *std::max_element(used.begin(), used.end());
+  const int leaf_up = static_cast<int>(std::ceil(fullest / o.oversubscription));
   int spines = 0, pods = 0, cores = 0;
   if (leaves > 1) {
-    for (int u : used) spines = std::max(spines, static_cast<int>(std::ceil(u / o.oversubscription)));
+    spines = leaf_up;
     if (leaves <= spine_ports) {
       // Two levels: every leaf's uplinks go to the first of the spines, each spine reaching every leaf.
       std::vector<std::size_t> spine;
       for (int s = 0; s < spines; ++s) spine.push_back(b.add(fmt::format("spine{}", s), VertexKind::kSwitch, ""));
       for (int l = 0; l < leaves; ++l) {
-        const int up = static_cast<int>(std::ceil(used[static_cast<std::size_t>(l)] / o.oversubscription));
-        for (int s = 0; s < up; ++s) {
+        for (int s = 0; s < leaf_up; ++s) {
           b.link(leaf[static_cast<std::size_t>(l)], spine[static_cast<std::size_t>(s)], LinkType::kInfiniband, nic_Bps,
                  kNetworkLatency_s);
         }
@@ -96,9 +111,9 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
       need(pods <= spine_ports,
            fmt::format("fat-tree: {} pod{} of {} lea{} need{} core switches with at least {} ports; {}", pods,
                        pods == 1 ? "" : "s", per_pod, per_pod == 1 ? "f" : "ves", pods == 1 ? "s" : "", pods,
-                       o.spine_ports ? fmt::format("--spine-ports is {}", spine_ports)
-                                     : fmt::format("the spines have --leaf-ports' {} (no --spine-ports given)",
-                                                   spine_ports)));
+                       o.spine_ports
+                           ? fmt::format("--spine-ports is {}", spine_ports)
+                           : fmt::format("the spines have --leaf-ports' {} (no --spine-ports given)", spine_ports)));
       cores = spines * up;
       std::vector<std::size_t> core;
       for (int c = 0; c < cores; ++c) core.push_back(b.add(fmt::format("core{}", c), VertexKind::kSwitch, ""));
@@ -112,8 +127,7 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
           }
         }
         for (int l = p * per_pod; l < std::min(leaves, (p + 1) * per_pod); ++l) {
-          const int lup = static_cast<int>(std::ceil(used[static_cast<std::size_t>(l)] / o.oversubscription));
-          for (int s = 0; s < lup; ++s) {
+          for (int s = 0; s < leaf_up; ++s) {
             b.link(leaf[static_cast<std::size_t>(l)], spine[static_cast<std::size_t>(s)], LinkType::kInfiniband,
                    nic_Bps, kNetworkLatency_s);
           }
@@ -136,11 +150,14 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
   return b.build(
       "generated " + kind,
       fmt::format("Generated by: {}\n"
-                  "{} {}s ({} GPUs), {} NIC{} of {} {} per node; {} leaf switch{} of {} ports ({} down){}{}.\n"
+                  "{} {}s ({} GPUs), {} NIC{} of {} {} per node; {} leaf switch{} of {} ports ({} down{}){}{}.\n"
                   "Sources: {}; switch: NVIDIA {}.\n{}",
                   cmd, o.nodes, o.node, o.nodes * per_node, nics, nics == 1 ? "" : "s", nic_bw, type.nic_name, leaves,
-                  leaves == 1 ? "" : "es",
-                  ports, down, o.rail_optimized ? ", rail-optimized (NIC i of every node on rail i)" : "",
+                  leaves == 1 ? "" : "es", ports, down,
+                  !o.rail_optimized && per_leaf > 0 && leaves > 1
+                      ? fmt::format(", {} whole node{} each", per_leaf, per_leaf == 1 ? "" : "s")
+                      : "",
+                  o.rail_optimized ? ", rail-optimized (NIC i of every node on rail i)" : "",
                   pods > 0 ? fmt::format(", {} pods of {} spines ({} ports) under {} core switches, oversubscription "
                                          "{}:1 at the leaves",
                                          pods, spines, spine_ports, cores, o.oversubscription)
