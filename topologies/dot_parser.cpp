@@ -345,6 +345,12 @@ class Parser {
                               detail::kNodeAttributes.end() ||
                           std::find(detail::kLinkAttributes.begin(), detail::kLinkAttributes.end(), key.text) !=
                               detail::kLinkAttributes.end();
+        if (!ours) {
+          if (const std::string unknown = detail::unknown_attribute(key.text); !unknown.empty())
+            throw ConfigError(
+                fmt::format("{}:{}: {}: {}", origin_, key.line,
+                            element.empty() ? std::string("defaults") : fmt::format("element {}", element), unknown));
+        }
         if (ours && value.kind == Tok::kNumeral && (value.glued || key.text != "links")) {
           throw ConfigError(fmt::format(
               "{}:{}: {}: attribute {}={} must be a quoted string with a unit, such as {}=\"{}\" (unquoted, "

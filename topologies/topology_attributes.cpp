@@ -2,10 +2,13 @@
 #include "topologies/topology_attributes.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <initializer_list>
 #include <iterator>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -67,6 +70,66 @@ std::map<std::string, std::string> node_attrs(const BoostNodeAttrs& n) {
 
 std::map<std::string, std::string> link_attrs(const BoostLinkAttrs& l) {
   return {{"type", l.type}, {"bw", l.bw}, {"latency", l.latency}, {"links", l.links}};
+}
+
+namespace {
+
+// kDrawingAttributes: Graphviz's attributes (graphviz.org/doc/info/attrs.html: graphs, nodes,
+// edges and clusters) and what GraphML editors (yEd, Gephi) write beside their graphics keys.
+const std::set<std::string, std::less<>> kDrawingAttributes{
+    "_background", "area", "arrowhead", "arrowsize", "arrowtail", "bb", "beautify", "bgcolor", "center", "charset",
+    "class", "cluster", "clusterrank", "color", "colorscheme", "comment", "compound", "concentrate", "constraint",
+    "Damping", "decorate", "defaultdist", "dim", "dimen", "dir", "diredgeconstraints", "distortion", "dpi", "edgehref",
+    "edgetarget", "edgetooltip", "edgeURL", "epsilon", "esep", "fillcolor", "fixedsize", "fontcolor", "fontname",
+    "fontnames", "fontpath", "fontsize", "forcelabels", "gradientangle", "group", "head_lp", "headclip", "headhref",
+    "headlabel", "headport", "headtarget", "headtooltip", "headURL", "height", "href", "id", "image", "imagepath",
+    "imagepos", "imagescale", "inputscale", "K", "label", "label_scheme", "labelangle", "labeldistance", "labelfloat",
+    "labelfontcolor", "labelfontname", "labelfontsize", "labelhref", "labeljust", "labelloc", "labeltarget",
+    "labeltooltip", "labelURL", "landscape", "layer", "layerlistsep", "layers", "layerselect", "layersep", "layout",
+    "len", "levels", "levelsgap", "lhead", "lheight", "linelength", "lp", "ltail", "lwidth", "margin", "maxiter",
+    "mclimit", "mindist", "minlen", "mode", "newrank", "nodesep", "nojustify", "normalize", "notranslate", "nslimit",
+    "nslimit1", "oneblock", "ordering", "orientation", "outputorder", "overlap", "overlap_scaling", "overlap_shrink",
+    "pack", "packmode", "pad", "page", "pagedir", "pencolor", "penwidth", "peripheries", "pin", "pos", "quadtree",
+    "quantum", "radius", "rank", "rankdir", "ranksep", "ratio", "rects", "regular", "remincross", "repulsiveforce",
+    "resolution", "root", "rotate", "rotation", "samehead", "sametail", "samplepoints", "scale", "searchsize", "sep",
+    "shape", "shapefile", "showboxes", "sides", "size", "skew", "smoothing", "sortv", "splines", "start", "style",
+    "stylesheet", "tail_lp", "tailclip", "tailhref", "taillabel", "tailport", "tailtarget", "tailtooltip", "tailURL",
+    "target", "TBbalance", "tooltip", "truecolor", "URL", "vertices", "viewport", "voro_margin", "weight", "width",
+    "xdotversion", "xlabel", "xlp", "z",
+    // GraphML editors
+    "description", "url", "name", "x", "y", "r", "g", "b"};
+
+// edit_distance: Levenshtein's, for the nearest attribute gradsync reads.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string unknown_attribute(const std::string& name) {
+  const auto ours = [&](const std::vector<std::string>& v) { return std::find(v.begin(), v.end(), name) != v.end(); };
+  if (ours(kNodeAttributes) || ours(kLinkAttributes) || kDrawingAttributes.contains(name)) return "";
+  std::string nearest;
+  std::size_t best = 3;  // at most two edits away
+  for (const auto* list : {&kNodeAttributes, &kLinkAttributes})
+    for (const std::string& a : *list)
+      if (const std::size_t d = edit_distance(name, a); d < best) best = d, nearest = a;
+  return fmt::format(
+      "unknown attribute \"{}\"{}; gradsync reads {} on nodes and {} on links, and ignores Graphviz's drawing "
+      "attributes (label, color, pos, ...)",
+      name, nearest.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", nearest), fmt::join(kNodeAttributes, ", "),
+      fmt::join(kLinkAttributes, ", "));
 }
 
 Topology topology_from_raw(const std::string& origin, std::string comment, const std::vector<RawNode>& nodes,

@@ -29,10 +29,16 @@ struct RawLink {
   std::map<std::string, std::string> attrs;
 };
 
-// kNodeAttributes / kLinkAttributes: the attributes gradsync reads; others (label, color, pos)
-// are ignored so that files can carry drawing hints.
+// kNodeAttributes / kLinkAttributes: the attributes gradsync reads; Graphviz's own (label, color,
+// pos, ...) and a GraphML editor's (description, url, x, y) are ignored so that files can carry
+// drawing hints, and any other is an error (unknown_attribute): a typo (link="12" for links,
+// vendr="amd") would otherwise leave a default in place without a word.
 inline const std::vector<std::string> kNodeAttributes{"kind", "model", "host", "p2p", "vendor"};
 inline const std::vector<std::string> kLinkAttributes{"type", "bw", "latency", "links"};
+
+// unknown_attribute: "" for an attribute gradsync reads or a drawing attribute it ignores; else
+// what to say of it: 'unknown attribute "link" (did you mean "links"?); gradsync reads ...'.
+std::string unknown_attribute(const std::string& name);
 
 // BoostAttrGraph is what Boost's readers fill: every attribute gradsync reads, as text.
 struct BoostNodeAttrs {

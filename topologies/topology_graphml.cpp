@@ -196,6 +196,13 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
     if (domain != "node" && domain != "edge" && domain != "all" && domain != "graph" && domain != "graphml") {
       throw ConfigError(fmt::format("{}: <key id=\"{}\">: for=\"{}\"; expected node, edge or all", origin, id, domain));
     }
+    // The attribute a node or edge key names: one gradsync reads or a drawing one it ignores. A key
+    // without attr.name (yEd's graphics) carries no attribute.
+    if (const std::string name = key.get<std::string>(pt::ptree::path_type("<xmlattr>/attr.name", '/'), "");
+        !name.empty() && domain != "graph" && domain != "graphml") {
+      if (const std::string unknown = detail::unknown_attribute(name); !unknown.empty())
+        throw ConfigError(fmt::format("{}: <key id=\"{}\" attr.name=\"{}\">: {}", origin, id, name, unknown));
+    }
     declared[id] = domain;
   }
   // A <data> key twice on one element: Boost keeps the last; a link with two bandwidths is a

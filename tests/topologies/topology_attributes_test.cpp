@@ -1,0 +1,97 @@
+// topology_attributes_test.cpp: an attribute a topology file gives is one gradsync reads or a
+// drawing attribute it ignores; any other (a typo of one it reads) is an error naming the file,
+// line, element and the attribute meant, in DOT and GraphML alike.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.hpp"
+#include "topologies/topology.hpp"
+
+namespace gradsync::attributes_test {
+namespace {
+
+const std::string kDot = R"(graph g {
+  gpu0 [kind="gpu", model="a100", host="h0", label="GPU 0", color="green", pos="0,0!"];
+  gpu1 [kind="gpu", model="a100", host="h0"];
+  nvs [kind="nvswitch", host="h0", shape="box"];
+  gpu0 -- nvs [type="nvlink", bw="25GBps", latency="100ns", links="12", penwidth="2"];
+  gpu1 -- nvs [type="nvlink", bw="25GBps", latency="100ns", links="12"];
+}
+)";
+
+std::string dot_error(const std::string& text) {
+  try {
+    read_topology_dot(text, "t.dot");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string with(std::string s, const std::string& from, const std::string& to) {
+  const auto p = s.find(from);
+  EXPECT_NE(p, std::string::npos) << from;
+  return s.replace(p, from.size(), to);
+}
+
+TEST(TopologyAttributes, DrawingAttributesAreIgnored) {
+  const Topology t = read_topology_dot(kDot, "t.dot");
+  EXPECT_EQ(t.gpu_count(), 2);
+  EXPECT_EQ(dot_error(kDot), "no error");
+}
+
+// links="12" misspelt left one NVLink where there are twelve: 19 GB/s busbw for 230, said nowhere.
+TEST(TopologyAttributes, ATypoOfAnAttributeReadIsAnErrorNamingTheOneMeant) {
+  EXPECT_EQ(dot_error(with(kDot, "links=\"12\", penwidth", "link=\"12\", penwidth")),
+            "t.dot:5: element gpu0--nvs: unknown attribute \"link\" (did you mean \"links\"?); gradsync reads kind, "
+            "model, host, p2p, vendor on nodes and type, bw, latency, links on links, and ignores Graphviz's "
+            "drawing attributes (label, color, pos, ...)");
+  EXPECT_NE(dot_error(with(kDot, "host=\"h0\", shape", "hots=\"h0\", shape")).find("(did you mean \"host\"?)"),
+            std::string::npos);
+  // Nothing near: no guess, still an error (bandwidth is bw's long name, not an attribute).
+  const std::string far = dot_error(with(kDot, "bw=\"25GBps\", latency=\"100ns\", links=\"12\", penwidth",
+                                         "bandwidth=\"25GBps\", latency=\"100ns\", links=\"12\", penwidth"));
+  EXPECT_EQ(far.rfind("t.dot:5: element gpu0--nvs: unknown attribute \"bandwidth\"; gradsync reads", 0), 0u) << far;
+  // In a default statement too.
+  EXPECT_EQ(dot_error(with(kDot, "graph g {", "graph g {\n  node [vendr=\"amd\"];"))
+                .rfind("t.dot:2: defaults: unknown attribute \"vendr\" (did you mean \"vendor\"?)", 0),
+            0u);
+}
+
+TEST(TopologyAttributes, GraphmlKeysNameAnAttributeReadOrADrawingOne) {
+  const std::string head =
+      R"(<?xml version="1.0"?>
+<graphml>
+  <key id="kind" for="node" attr.name="kind" attr.type="string"/>
+  <key id="model" for="node" attr.name="model" attr.type="string"/>
+  <key id="host" for="node" attr.name="host" attr.type="string"/>
+  <key id="type" for="edge" attr.name="type" attr.type="string"/>
+  <key id="bw" for="edge" attr.name="bw" attr.type="string"/>
+  <key id="latency" for="edge" attr.name="latency" attr.type="string"/>
+  <key id="d9" for="node" attr.name="description" attr.type="string"/>
+)";
+  const std::string body = R"(  <graph edgedefault="undirected">
+    <node id="gpu0"><data key="kind">gpu</data><data key="model">a100</data><data key="host">h0</data></node>
+    <node id="gpu1"><data key="kind">gpu</data><data key="model">a100</data><data key="host">h0</data></node>
+    <edge source="gpu0" target="gpu1"><data key="type">nvlink</data><data key="bw">25GBps</data><data key="latency">100ns</data></edge>
+  </graph>
+</graphml>
+)";
+  EXPECT_EQ(read_topology_graphml(head + body, "t.graphml").gpu_count(), 2);
+  try {
+    read_topology_graphml(head + R"(  <key id="l" for="edge" attr.name="linkz" attr.type="string"/>
+)" + body,
+                          "t.graphml");
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("t.graphml: <key id=\"l\" attr.name=\"linkz\">: unknown attribute "
+                                          "\"linkz\" (did you mean \"links\"?)",
+                                          0),
+              0u)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gradsync::attributes_test
