@@ -3,6 +3,7 @@
 // collectives_command.cpp).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -49,7 +50,9 @@ struct ScenarioCommand {
   std::string trace_format = "auto";  // --trace-format auto|json|json.gz
   // advice: `compare` and `advise` simulate the changes of core/advice.hpp (budget 0: none).
   bool advice = false;
-  sim::AdviceOptions advice_options{.budget_s = 120, .jobs = default_jobs()};
+  // No time budget by default: every change is simulated, so the advice is the same on every
+  // machine; --advice-budget SECONDS trades that for a bound on the wait.
+  sim::AdviceOptions advice_options{.budget_s = std::numeric_limits<double>::infinity(), .jobs = default_jobs()};
 };
 
 void add_command_options(CLI::App* cmd, ScenarioCommand& c) {
@@ -122,7 +125,9 @@ reports::TraceOptions trace_options(const ScenarioCommand& a, int gpus) {
 void add_advice_options(CLI::App* cmd, ScenarioCommand& c) {
   c.advice = true;
   cmd->add_option("--advice-budget", c.advice_options.budget_s,
-                  "Seconds (wall clock) for simulating the changes to try; 0: no advice (default 120)")
+                  "At most this many seconds (wall clock) for simulating the changes to try, so that which are "
+                  "simulated depends on this machine's speed; 0: no advice (default: none: every change is "
+                  "simulated, the same on every machine)")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             // A decimal number of seconds in [0, 86400], with an exponent or not (1e-3); not nan,

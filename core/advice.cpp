@@ -82,10 +82,11 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
                          "gradients are averaged in fp16"));
     // PowerSGD's steady state: start_iter 2 so that the simulated steady iterations (after the
     // warm-up) run the compressed path that a real run reaches after start_powerSGD_iter.
-    Change psgd = change("comm hook PowerSGD rank 1 (after its warm-up)", {{"comm_hook", "powersgd:rank=1,start_iter=2"}},
-                         "model.register_comm_hook(powerSGD_hook.PowerSGDState(None, "
-                         "matrix_approximation_rank=1), powerSGD_hook.powerSGD_hook)",
-                         "gradients are compressed to rank 1 (with error feedback)");
+    Change psgd =
+        change("comm hook PowerSGD rank 1 (after its warm-up)", {{"comm_hook", "powersgd:rank=1,start_iter=2"}},
+               "model.register_comm_hook(powerSGD_hook.PowerSGDState(None, "
+               "matrix_approximation_rank=1), powerSGD_hook.powerSGD_hook)",
+               "gradients are compressed to rank 1 (with error feedback)");
     steady_from_iteration_3(s, psgd);  // it compresses from iteration 3, as static_graph rebuilds
     out.push_back(psgd);
   }
@@ -166,11 +167,12 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
   constexpr int kPad = 64;
   if (traits.vocabulary % kPad != 0 && s.pad_to_multiple_of == 1) {
     const std::int64_t padded = (traits.vocabulary + kPad - 1) / kPad * kPad;
-    out.push_back(change(fmt::format("vocabulary padded to {}", padded), {{"pad_to_multiple_of", std::to_string(kPad)}},
-                         fmt::format("model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of={})  # or "
-                                     "vocab_size={} in the model's config",
-                                     kPad, padded),
-                         fmt::format("{} output classes that no token uses join the softmax", padded - traits.vocabulary)));
+    out.push_back(
+        change(fmt::format("vocabulary padded to {}", padded), {{"pad_to_multiple_of", std::to_string(kPad)}},
+               fmt::format("model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of={})  # or "
+                           "vocab_size={} in the model's config",
+                           kPad, padded),
+               fmt::format("{} output classes that no token uses join the softmax", padded - traits.vocabulary)));
   }
   if (traits.convolution && !s.channels_last && has_channels_last(v)) {
     out.push_back(
@@ -221,7 +223,10 @@ json advice_json(const Advice& a) {
   j["steady_s"] = a.steady_s;
   j["samples_per_s"] = a.samples_per_s;
   j["oom"] = a.oom;
-  j["budget_s"] = a.budget_s;
+  if (std::isfinite(a.budget_s))
+    j["budget_s"] = a.budget_s;
+  else
+    j["budget_s"] = nullptr;  // no time budget: every change was simulated
   j["min_gain_frac"] = Advice::kMinGain;
   const std::vector<const ChangeResult*> best = advised(a);
   auto& cs = j["changes"] = json::array();

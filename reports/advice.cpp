@@ -2,7 +2,9 @@
 #include "reports/advice.hpp"
 
 #include <fmt/format.h>
+
 #include <fmt/ranges.h>
+#include <cmath>
 
 #include <string>
 #include <vector>
@@ -25,11 +27,11 @@ void print_advice(const Advice& a, std::ostream& out) {
   };
   const std::string label = a.strategy == Strategy::kDP ? "DP" : "DDP";
   out << "#\n";
-  std::vector<std::string> header{fmt::format(
-      "what to change in the {} run ({:.3f} ms, {:.1f} samples/s{}): {} of {} simulated, each on its own (budget "
-      "{:g} s, --advice-budget)",
-      label, 1e3 * a.steady_s, a.samples_per_s, a.oom ? ", OUT OF MEMORY" : "", ran,
-      plural(a.changes.size(), "change", "changes"), a.budget_s)};
+  std::vector<std::string> header{
+      fmt::format("what to change in the {} run ({:.3f} ms, {:.1f} samples/s{}): {} of {} simulated, each on its own{}",
+                  label, 1e3 * a.steady_s, a.samples_per_s, a.oom ? ", OUT OF MEMORY" : "", ran,
+                  plural(a.changes.size(), "change", "changes"),
+                  std::isfinite(a.budget_s) ? fmt::format(" (budget {:g} s, --advice-budget)", a.budget_s) : "")};
   const std::vector<const ChangeResult*> best = advised(a);
   if (best.empty()) {
     std::string verdict;

@@ -2,6 +2,8 @@
 #include "sim/advice.hpp"
 
 #include <poll.h>
+#include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -152,8 +154,11 @@ Advice advise(const Scenario& asked, const StrategyResult& run, const AdviceOpti
     std::size_t index;
     std::unique_ptr<IsolatedSimulation> child;
   };
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(std::max(0.0, o.budget_s)));
+  // No budget (the default): every change runs, and the advice is the same on every machine.
+  const bool limited = std::isfinite(o.budget_s);
+  const auto deadline = limited ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                     std::chrono::duration<double>(std::max(0.0, o.budget_s)))
+                                : Clock::time_point::max();
   std::vector<Running> running;
   std::size_t next = 0;
   auto start_more = [&] {
@@ -173,7 +178,8 @@ Advice advise(const Scenario& asked, const StrategyResult& run, const AdviceOpti
   };
   start_more();
   while (!running.empty()) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const long long left =
+        limited ? std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count() : 1000;
     if (left <= 0) break;
     std::vector<pollfd> fds;
     for (const Running& r : running) fds.push_back({r.child->fd(), POLLIN, 0});

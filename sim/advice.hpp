@@ -13,8 +13,10 @@
 namespace gradsync::sim {
 
 struct AdviceOptions {
-  double budget_s = 60;  // wall clock for all changes; those not done by then are "budget"
-  int jobs = 1;          // simulations at once
+  // budget_s: wall clock for all changes; those not done by then are "budget". Infinite (no
+  // budget): every change runs, whatever the machine.
+  double budget_s = 60;
+  int jobs = 1;  // simulations at once
 };
 
 // advise simulates the changes to `asked` (the scenario as given: keys it leaves unset are

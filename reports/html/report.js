@@ -123,7 +123,7 @@
       verdict = 'None of the ' + ran + ' simulated gains ' + pct + '% or more samples/s' + (late.length ? '.' : ': keep the run as it is.');
     }
     parent.appendChild(el('p', ran + ' of ' + a.changes.length + ' changes to the ' + a.strategy.toUpperCase() +
-      ' run simulated, each on its own (budget ' + a.budget_s + ' s). ' + verdict, 'note'));
+      ' run simulated, each on its own' + (a.budget_s === null ? '' : ' (budget ' + a.budget_s + ' s)') + '. ' + verdict, 'note'));
     if (late.length) parent.appendChild(el('p', 'Not simulated within the budget (raise --advice-budget): ' + late.join(', ') + '.', 'note'));
     if (!shown.length) return;
     table(parent, [

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 
+#include "core/advice.hpp"
 #include "core/scenario_keys.hpp"
 #include "sim/simulate.hpp"
 
@@ -117,6 +119,18 @@ TEST(AdviceSim, NothingRunsPastTheBudget) {
   ASSERT_FALSE(a.changes.empty());
   for (const ChangeResult& c : a.changes) EXPECT_EQ(c.status, "budget") << c.change.what;
   EXPECT_TRUE(advised(a).empty());
+}
+
+// No budget (compare's and advise's default): every change is simulated, on any machine, and
+// result.json says budget_s null. A wall-clock default (120 s until 2026-11-30) simulated fewer
+// changes on a slower or busier machine, so the same inputs could print other advice.
+TEST(AdviceSim, WithoutABudgetEveryChangeRuns) {
+  const Scenario s = small();
+  const Advice a = advise(s, simulate_isolated(s, Strategy::kDDP),
+                          {.budget_s = std::numeric_limits<double>::infinity(), .jobs = 2});
+  ASSERT_FALSE(a.changes.empty());
+  for (const ChangeResult& c : a.changes) EXPECT_NE(c.status, "budget") << c.change.what;
+  EXPECT_TRUE(advice_json(a).at("budget_s").is_null());
 }
 
 }  // namespace
