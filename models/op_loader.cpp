@@ -1,8 +1,10 @@
 // op_loader.cpp: the op-level parts of format 2 model files: sizes in T and B, references, and
 // a layer's `ops` and `saved` lists (see ops.hpp).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
+#include <set>
 
 #include "core/checked.hpp"
 #include "core/error.hpp"
@@ -217,6 +219,18 @@ void OpFileReader::read_layer(const YAML::Node& l, const std::string& where, Lay
     if ((op.name == "mm" || op.name == "addmm" || op.name == "bmm" || op.name == "baddbmm") && !op.gemm) {
       r_.fail(o, at, "a matrix product needs gemm: [batch, m, n, k]");
     }
+    // A shape says what the op is: its name must agree, or the backward and saved-tensor rules
+    // kept by name (op_backward.cpp) would take a misspelt convolution for an elementwise op.
+    static const std::set<std::string, std::less<>> kProducts{"mm",     "addmm",  "bmm",   "baddbmm",
+                                                              "addbmm", "matmul", "linear"};
+    static const std::set<std::string, std::less<>> kConvolutions{"convolution", "_convolution", "cudnn_convolution",
+                                                                  "conv1d",      "conv2d",       "conv3d"};
+    if (op.gemm && !kProducts.contains(op.name))
+      r_.fail(o["gemm"], at,
+              fmt::format("gemm: on op \"{}\"; expected a matrix product ({})", op.name, fmt::join(kProducts, ", ")));
+    if (op.conv && !kConvolutions.contains(op.name))
+      r_.fail(o["conv"], at,
+              fmt::format("conv: on op \"{}\"; expected a convolution ({})", op.name, fmt::join(kConvolutions, ", ")));
     m_.ops.push_back(std::move(op));
   }
   layer.op_count = m_.ops.size() - layer.first_op;

@@ -218,6 +218,11 @@ TEST(ModelLoader, BadOpsNameTheLayerOpAndValue) {
             "B*768*T (per sample, times the batch)");
   EXPECT_EQ(error_of(replace(kOps, ",\n            gemm: [1, B*T, 10, 4]", "")),
             "bad.yaml:14: layers[1] \"fc\" ops[0] addmm: a matrix product needs gemm: [batch, m, n, k]");
+  // A shape names what the op is: a misspelt product (or convolution) is not costed as an
+  // elementwise op without a word.
+  EXPECT_EQ(error_of(replace(kOps, "{op: addmm,", "{op: addmn,")),
+            "bad.yaml:15: layers[1] \"fc\" ops[0] addmn: gemm: on op \"addmn\"; expected a matrix product (addbmm, "
+            "addmm, baddbmm, bmm, linear, matmul, mm)");
   EXPECT_EQ(error_of(replace(kOps, "[x0, B*T, 8]]", "[x0, B*T, 3]]")),
             "bad.yaml:12: layers[0] \"emb\" ops[0] embedding: bytes per element 3: expected 0 (floating point) or 1, "
             "2, 4, 8");
