@@ -188,9 +188,10 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     j["forward_flops"] = cost.forward_flops;
     j["backward_flops"] = cost.backward_flops;
     {
+      // A measured step has no kernel classes: the trace's phases are what ran (empty).
       const std::array<double, kKernelClasses> times = class_times(cost);
       auto& by_class = j["gpu_s_by_class"] = nlohmann::ordered_json::object();
-      for (std::size_t k = 0; k < kKernelClasses; ++k)
+      for (std::size_t k = 0; k < kKernelClasses && !m.measured; ++k)
         if (times[k] > 0) by_class[std::string(kernel_class_name(static_cast<KernelClass>(k)))] = times[k];
     }
     j["forward_s"] = cost.forward_s;
@@ -300,12 +301,18 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     fwd_bytes += c.forward.bytes;
     bwd_bytes += c.backward.bytes;
   }
-  t.add_row({"forward", fmt::format("{} ({} kernels, {} moved, host {})", human_duration(cost.forward_s), fwd_kernels,
-                                    human_bytes(fwd_bytes), human_duration(fwd_host))});
-  t.add_row({"backward", fmt::format("{} ({} kernels, {} moved, host {})", human_duration(cost.backward_s), bwd_kernels,
-                                     human_bytes(bwd_bytes), human_duration(bwd_host))});
-  add_misaligned_row(t, m, cost, ctx);
-  add_class_row(t, cost);
+  if (m.measured) {
+    // The trace's times, as measured: the roofline's kernels, bytes and classes are not what ran.
+    t.add_row({"forward", fmt::format("{} (measured, with the step's other time)", human_duration(cost.forward_s))});
+    t.add_row({"backward", fmt::format("{} (measured)", human_duration(cost.backward_s))});
+  } else {
+    t.add_row({"forward", fmt::format("{} ({} kernels, {} moved, host {})", human_duration(cost.forward_s), fwd_kernels,
+                                      human_bytes(fwd_bytes), human_duration(fwd_host))});
+    t.add_row({"backward", fmt::format("{} ({} kernels, {} moved, host {})", human_duration(cost.backward_s),
+                                       bwd_kernels, human_bytes(bwd_bytes), human_duration(bwd_host))});
+    add_misaligned_row(t, m, cost, ctx);
+    add_class_row(t, cost);
+  }
   if (cost.input.kernels > 0)
     t.add_row(
         {"input copy", fmt::format("{} ({} a step over PCIe Gen{} x{} from {} memory{})",

@@ -477,9 +477,12 @@ Channels build_channels(const Topology& topo, const Routes& routes, const std::v
     }
   }
   if (out.rings.empty()) {
-    throw ConfigError(fmt::format("{}: no ring through GPUs {} fits the links, not even at the {} GB/s NCCL falls "
-                                  "back to: a link on their paths carries less",
-                                  topo.origin(), fmt::format("{}", fmt::join(out.ranks, ",")), kFallbackBw / 1e9));
+    throw ConfigError(
+        fmt::format("{}: no ring through GPUs {} fits the links, not even at the {} GB/s NCCL falls "
+                    "back to: a link on their paths carries less than that, or no transport joins two "
+                    "of them (NCCL_P2P_DISABLE and NCCL_SHM_DISABLE leave only the network between GPUs "
+                    "of one node)",
+                    topo.origin(), fmt::format("{}", fmt::join(out.ranks, ",")), kFallbackBw / 1e9));
   }
   finish_graphs(topo, routes, out);
   return out;

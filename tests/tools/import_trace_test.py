@@ -126,6 +126,13 @@ with tempfile.TemporaryDirectory() as tmp:
             check(abs(show2["backward_s"] - 2 * j["backward_s"]) < 1e-9 and show2["optimizer_s"] == j["optimizer_s"],
                   "batch scaling: backward doubles with the batch, the optimizer stays")
 
+        # The table says the times are measured, and prints no roofline kernels or classes for them.
+        text = run("models", "show", out, "--batch", str(BATCH)).stdout
+        check("GPU time by class" not in text and "(measured, with the step's other time)" in text,
+              f"models show on the imported file: measured times, no modelled kernels: {text}")
+        if show.returncode == 0:
+            check(json.loads(show.stdout)["gpu_s_by_class"] == {}, "no kernel classes for a measured step")
+
         sim = run("simulate", "--strategy", "ddp", "--model", out, "--topology", "dgx-a100", "--gpus", "2",
                   "--batch-per-gpu", str(BATCH), "--out", os.path.join(tmp, "sim"))
         check(sim.returncode == 0, f"simulate DDP from the imported model: {sim.stderr}")
