@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cctype>
 #include <charconv>
 #include <set>
 
@@ -46,7 +47,23 @@ BatchExpr BatchExpr::parse(std::string_view text) {
     throw ConfigError(
         fmt::format("expression \"{}\": B may only open it, as B*768*T (per sample, times the batch)", text));
   }
-  b.e = SeqExpr::parse(text);
+  try {
+    b.e = SeqExpr::parse(text);
+  } catch (const ConfigError& e) {
+    if (!b.per_sample) throw;
+    // The error as the file has it: "B*" and positions counted from the expression's start.
+    const std::string what = e.what();
+    const std::string quoted = fmt::format("expression \"{}\": ", text);
+    if (what.rfind(quoted, 0) != 0) throw;
+    std::string rest = what.substr(quoted.size());
+    const std::string at = " at character ";
+    if (const auto p = rest.find(at); p != std::string::npos) {
+      std::size_t digits = p + at.size(), n = 0;
+      while (digits + n < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits + n]))) ++n;
+      if (n > 0) rest.replace(digits, n, std::to_string(std::stoul(rest.substr(digits, n)) + 2));
+    }
+    throw ConfigError(fmt::format("expression \"B*{}\": {}", text, rest));
+  }
   return b;
 }
 

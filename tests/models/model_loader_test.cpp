@@ -218,6 +218,10 @@ TEST(ModelLoader, BadOpsNameTheLayerOpAndValue) {
             "B*768*T (per sample, times the batch)");
   EXPECT_EQ(error_of(replace(kOps, ",\n            gemm: [1, B*T, 10, 4]", "")),
             "bad.yaml:14: layers[1] \"fc\" ops[0] addmm: a matrix product needs gemm: [batch, m, n, k]");
+  // An expression's error quotes it whole, B* and all, and counts its characters from there.
+  EXPECT_EQ(error_of(replace(kOps, "flops: B*80*T", "flops: B**80*T")),
+            "bad.yaml:14: layers[1] \"fc\" ops[0] addmm: flops: expression \"B**80*T\": unexpected '*' at character "
+            "3; expected an integer, T or (");
   // A shape names what the op is: a misspelt product (or convolution) is not costed as an
   // elementwise op without a word.
   EXPECT_EQ(error_of(replace(kOps, "{op: addmm,", "{op: addmn,")),
