@@ -59,7 +59,9 @@ void add_scenario_options(CLI::App* cmd, ScenarioArgs& a, const std::vector<std:
     return only.empty() || std::find(only.begin(), only.end(), std::string(name)) != only.end();
   };
   if (only.empty())
-    cmd->add_option("scenario", a.file, "YAML scenario file holding the same keys as the flags (flags win)");
+    cmd->add_option("scenario", a.file,
+                    "YAML scenario file holding the scenario's keys, those of the flags below that describe the run "
+                    "(not --strategy, --out and the other output options); flags win");
   for (const ScenarioKey& k : scenario_table()) {
     const std::string name(k.name);
     if (!wanted(name) || k.flag.empty()) continue;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <set>
 
 #include "core/error.hpp"
@@ -54,7 +55,8 @@ int parse_int(std::string_view text, std::string_view all, std::string_view key,
   int v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || v < min)
-    bad_hook(all, fmt::format("{} \"{}\" must be an integer >= {}", key, text, min));
+    bad_hook(all, fmt::format("{} \"{}\" must be an integer from {} to {}", key, text, min,
+                              std::numeric_limits<int>::max()));
   return v;
 }
 

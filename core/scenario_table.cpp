@@ -322,7 +322,8 @@ std::vector<ScenarioKey> make_scenario_table() {
       {.name = "warmup",
        .flag = "--warmup",
        .value_name = "N",
-       .help = "Leading steps left out of the steady-state mean (fewer than iterations)",
+       .help = "Leading steps left out of the steady-state mean (fewer than iterations; unset, 3 or iterations - 1 "
+               "where fewer run)",
        .default_text = "3",
        .kind = KeyKind::kCount,
        .field = &S::warmup,

@@ -166,8 +166,11 @@ std::vector<std::string> sweep_header_lines(const SweepContext& ctx) {
     if (std::find(ctx.varied.begin(), ctx.varied.end(), k) != ctx.varied.end()) continue;
     if (k == "model" || k == "topology" || v != defaults.at(k)) base.push_back(fmt::format("{}={}", k, value_text(v)));
   }
-  lines.push_back(fmt::format("base scenario: {} (other keys at their defaults, resolved per point in the CSV)",
-                              fmt::join(base, " ")));
+  lines.push_back(base.empty() ? std::string("base scenario: every key not varied at its default (resolved per "
+                                             "point in the CSV)")
+                               : fmt::format("base scenario: {} (other keys at their defaults, resolved per point in "
+                                             "the CSV)",
+                                             fmt::join(base, " ")));
   return lines;
 }
 

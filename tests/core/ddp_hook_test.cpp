@@ -77,8 +77,8 @@ TEST(DdpStep, CommHookNamesParseAndBadOnesAreErrors) {
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
-                 "comm hook \"powersgd:start_iter=1\": start_iter \"1\" must be an integer >= 2; expected none, fp16, "
-                 "bf16, quantize or powersgd[:rank=R,start_iter=S]");
+                 "comm hook \"powersgd:start_iter=1\": start_iter \"1\" must be an integer from 2 to 2147483647; "
+                 "expected none, fp16, bf16, quantize or powersgd[:rank=R,start_iter=S]");
   }
 }
 
