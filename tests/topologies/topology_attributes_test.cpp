@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "topologies/topology.hpp"
+#include "topology_test_util.hpp"
 
 namespace gradsync::attributes_test {
 namespace {
@@ -20,19 +21,10 @@ const std::string kDot = R"(graph g {
 }
 )";
 
-std::string dot_error(const std::string& text) {
-  try {
-    read_topology_dot(text, "t.dot");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-std::string with(std::string s, const std::string& from, const std::string& to) {
-  const auto p = s.find(from);
-  EXPECT_NE(p, std::string::npos) << from;
-  return s.replace(p, from.size(), to);
+using topology_test::dot_error;
+// with: kDot with its first `from` made `to`.
+std::string with(const std::string& s, const std::string& from, const std::string& to) {
+  return topology_test::replace(s, from, to);
 }
 
 TEST(TopologyAttributes, DrawingAttributesAreIgnored) {

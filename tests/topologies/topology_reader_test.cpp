@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "topologies/topology.hpp"
+#include "topology_test_util.hpp"
 
 namespace gradsync {
 namespace {
@@ -23,29 +24,9 @@ graph g {
 }
 )";
 
-std::string dot_error(const std::string& text) {
-  try {
-    read_topology_dot(text, "t.dot");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-std::string graphml_error(const std::string& text) {
-  try {
-    read_topology_graphml(text, "t.graphml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-  const auto p = s.find(from);
-  EXPECT_NE(p, std::string::npos) << from;
-  return s.replace(p, from.size(), to);
-}
+using topology_test::dot_error;
+using topology_test::graphml_error;
+using topology_test::replace;
 
 TEST(TopologyReader, ReadsVerticesLinksAndComment) {
   const Topology t = read_topology_dot(kGood, "t.dot");

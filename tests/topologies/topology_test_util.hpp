@@ -1,0 +1,40 @@
+// topology_test_util.hpp: reading a topology text that should fail, for the reader tests
+// (topology_reader_test.cpp, topology_attributes_test.cpp).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.hpp"
+#include "topologies/topology.hpp"
+
+namespace gradsync::topology_test {
+
+// dot_error / graphml_error: the error reading `text` gives, or "no error".
+inline std::string dot_error(const std::string& text) {
+  try {
+    read_topology_dot(text, "t.dot");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+inline std::string graphml_error(const std::string& text) {
+  try {
+    read_topology_graphml(text, "t.graphml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// replace: `s` with its first `from` made `to` (which must be there).
+inline std::string replace(std::string s, const std::string& from, const std::string& to) {
+  const auto p = s.find(from);
+  EXPECT_NE(p, std::string::npos) << from;
+  return s.replace(p, from.size(), to);
+}
+
+}  // namespace gradsync::topology_test
