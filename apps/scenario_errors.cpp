@@ -63,12 +63,16 @@ std::string file_key_error(const ScenarioArgs& a, std::string_view message, cons
   const std::string located = located_scenario_error(message, a.file, lines);
   if (located != message) return located;
   // A message that quotes a value the file gave a key (unknown topology "dgx-a101"; ...) is
-  // about that key's line.
-  for (const auto& [name, line] : lines) {
-    const ScenarioKey& k = scenario_key(name);
-    const std::string text = value_text(key_value(values, k));
-    if (text.empty() || message.find(fmt::format("\"{}\"", text)) == std::string_view::npos) continue;
-    return fmt::format("{}:{}: {}", a.file, line, message);
+  // about that key's line: the key the message names first, where two keys share the value (an
+  // alias: model: &a resnet18, topology: *a).
+  for (const bool named : {true, false}) {
+    for (const auto& [name, line] : lines) {
+      const ScenarioKey& k = scenario_key(name);
+      const std::string text = value_text(key_value(values, k));
+      if (text.empty() || message.find(fmt::format("\"{}\"", text)) == std::string_view::npos) continue;
+      if (named && message.find(name) == std::string_view::npos) continue;
+      return fmt::format("{}:{}: {}", a.file, line, message);
+    }
   }
   // A file the scenario names that cannot be read ("cal.yaml: cannot read ..."), or that does not
   // fit the scenario ("calibration cal.yaml: its GEMMs were timed in fp32 ..."): the key's line.
