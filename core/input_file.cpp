@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +23,18 @@ std::string read_input_file(const std::string& path, const std::string& what) {
   };
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
+  // The system's reason where it is not simply a missing file: a name longer than the system
+  // allows (ENAMETOOLONG: NAME_MAX bytes a part, PATH_MAX a path) is not "no such file", nor is a
+  // folder on the path that may not be searched.
+  if (ec == std::errc::filename_too_long) {
+    std::size_t longest = 0;
+    for (const auto& part : fs::path(path)) longest = std::max(longest, part.native().size());
+    if (longest > NAME_MAX)
+      fail(fmt::format("its name is too long ({} bytes in one part of the path; the system allows {})", longest,
+                       NAME_MAX));
+    fail(fmt::format("its path is too long ({} bytes; the system allows {})", path.size(), PATH_MAX - 1));
+  }
+  if (ec == std::errc::permission_denied) fail("permission denied (a folder on its path cannot be searched)");
   if (ec || !fs::exists(st)) fail("no such file");
   if (fs::is_directory(st)) fail("it is a directory");
   std::ifstream in(path, std::ios::binary);

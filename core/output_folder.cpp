@@ -281,11 +281,20 @@ OutputFolder::OutputFolder(std::string final_path) {
   staging_ = (parent / fmt::format("{}tmp-{}-{}", prefix, host, ::getpid())).string();
   fs::remove_all(staging_, ec);  // a pid reused from a killed run
   fs::create_directory(staging_, ec);
-  if (ec)
+  if (ec) {
+    // The system's message alone misleads where the parent exists but refuses new entries (/proc,
+    // /sys answer ENOENT): say that the folder is there.
+    std::error_code exists_ec;
+    const bool there = fs::is_directory(parent, exists_ec);
+    const std::string why =
+        there && ec == std::errc::no_such_file_or_directory
+            ? fmt::format("{} exists but the system refuses new folders in it ({})", parent.string(), ec.message())
+            : ec.message();
     throw RuntimeError(
         fmt::format("--out {}: cannot create a folder in {} (outputs are written beside the folder, then renamed "
                     "to it): {}",
-                    final_, parent.string(), ec.message()));
+                    final_, parent.string(), why));
+  }
   slot_ = claim(staging_, final_);
 }
 

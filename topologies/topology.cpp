@@ -386,8 +386,9 @@ Topology load_topology(const std::string& name_or_path) {
   }
   const bool dot = ext == ".dot" || ext == ".gv";
   const bool graphml = ext == ".graphml" || ext == ".xml";
+  // A folder is a bad input file (exit 1), as read_input_file says of a model or scenario folder.
   if (std::error_code ec; std::filesystem::is_directory(name_or_path, ec))
-    throw ConfigError(
+    throw DataError(
         fmt::format("{}: is a folder; expected a topology file (.dot, .gv, .graphml or .xml) or a "
                     "built-in: {}",
                     name_or_path, fmt::join(builtin_topology_names(), ", ")));

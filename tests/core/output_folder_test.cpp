@@ -87,6 +87,20 @@ TEST_F(OutputFolderTest, RefusesAFileOrAFolderOfOtherFiles) {
   }
 }
 
+// /proc is there but takes no new entries (mkdir answers ENOENT): the message says the folder
+// exists rather than repeating "No such file or directory" alone.
+TEST_F(OutputFolderTest, AFolderThatRefusesNewEntriesIsSaidToExist) {
+  ASSERT_TRUE(fs::is_directory("/proc")) << "Linux's /proc is what this test writes into";
+  try {
+    OutputFolder f("/proc/gradsync-out");
+    FAIL() << "a folder was created in /proc";
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--out /proc/gradsync-out: cannot create a folder in /proc (outputs are written beside the folder, then "
+              "renamed to it): /proc exists but the system refuses new folders in it (No such file or directory)");
+  }
+}
+
 TEST_F(OutputFolderTest, StagingOfAKilledRunIsRemovedByTheNext) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);

@@ -311,6 +311,26 @@ TEST(ModelLoader, MissingFileAndUnknownName) {
     EXPECT_EQ(std::string(e.what()), "models/zoo: cannot read the model file: it is a directory");
   }
   EXPECT_THROW(load_model("gtp2"), ConfigError);
+  // A name the system refuses as too long is not "no such file" (ENAMETOOLONG: NAME_MAX, 255 bytes
+  // a part of a path on Linux; PATH_MAX, 4096, a whole path).
+  const std::string part(300, 'a');
+  try {
+    load_model("/tmp/" + part + ".yaml");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), "/tmp/" + part +
+                                         ".yaml: cannot read the model file: its name is too long (305 "
+                                         "bytes in one part of the path; the system allows 255)");
+  }
+  std::string deep = "/tmp";
+  while (deep.size() < 5000) deep += "/" + std::string(200, 'b');
+  try {
+    load_model(deep + ".yaml");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), deep + ".yaml: cannot read the model file: its path is too long (" +
+                                         std::to_string(deep.size() + 5) + " bytes; the system allows 4095)");
+  }
 }
 
 TEST(ModelLoader, JsonIsAccepted) {

@@ -55,13 +55,8 @@ TEST(TopologyAttributes, GraphmlKeysNameAnAttributeReadOrADrawingOne) {
   const std::string head =
       R"(<?xml version="1.0"?>
 <graphml>
-  <key id="kind" for="node" attr.name="kind" attr.type="string"/>
-  <key id="model" for="node" attr.name="model" attr.type="string"/>
-  <key id="host" for="node" attr.name="host" attr.type="string"/>
-  <key id="type" for="edge" attr.name="type" attr.type="string"/>
-  <key id="bw" for="edge" attr.name="bw" attr.type="string"/>
-  <key id="latency" for="edge" attr.name="latency" attr.type="string"/>
-  <key id="d9" for="node" attr.name="description" attr.type="string"/>
+)" + topology_test::kGraphmlKeys +
+      R"(  <key id="d9" for="node" attr.name="description" attr.type="string"/>
 )";
   const std::string body = R"(  <graph edgedefault="undirected">
     <node id="gpu0"><data key="kind">gpu</data><data key="model">a100</data><data key="host">h0</data></node>

@@ -275,13 +275,8 @@ TEST(TopologyReaderErrors, LinkRules) {
 
 const std::string kGraphml = R"(<?xml version="1.0" encoding="UTF-8"?>
 <graphml xmlns="http://graphml.graphdrawing.org/xmlns">
-  <key id="kind" for="node" attr.name="kind" attr.type="string"/>
-  <key id="model" for="node" attr.name="model" attr.type="string"/>
-  <key id="host" for="node" attr.name="host" attr.type="string"/>
-  <key id="type" for="edge" attr.name="type" attr.type="string"/>
-  <key id="bw" for="edge" attr.name="bw" attr.type="string"/>
-  <key id="latency" for="edge" attr.name="latency" attr.type="string"/>
-  <graph id="g" edgedefault="undirected">
+)" + topology_test::kGraphmlKeys +
+                             R"(  <graph id="g" edgedefault="undirected">
     <node id="gpu9"><data key="kind">gpu</data><data key="model">v100</data><data key="host">h</data></node>
     <node id="gpu1"><data key="kind">gpu</data><data key="model">v100</data><data key="host">h</data></node>
     <edge source="gpu9" target="gpu1"><data key="type">nvlink</data><data key="bw">25GBps</data><data key="latency">1us</data></edge>
@@ -431,6 +426,7 @@ TEST(TopologyLoad, NamesFilesAndErrors) {
   EXPECT_EQ(error("/dev/zero.dot"), "/dev/zero.dot: cannot read the topology file: no such file");
   EXPECT_EQ(error("topologies/README.md"),
             "topologies/README.md: unknown topology file extension \".md\"; expected .dot, .gv, .graphml or .xml");
+  EXPECT_THROW(load_topology("topologies/hardware"), DataError);  // a bad input file: exit 1, as a model folder
   EXPECT_EQ(error("topologies/hardware"),
             "topologies/hardware: is a folder; expected a topology file (.dot, .gv, .graphml or .xml) or a built-in: "
             "16x-dgx-h100-ndr, 2x-dgx-a100-hdr, dgx-a100, dgx-h100, dgx1-v100, pcie-2gpu-nvlink-bridge, pcie-4gpu");

@@ -30,6 +30,16 @@ inline std::string graphml_error(const std::string& text) {
   return "no error";
 }
 
+// kGraphmlKeys: the <key> declarations of every attribute a GraphML topology test reads (kind,
+// model and host on nodes; type, bw and latency on edges).
+inline const std::string kGraphmlKeys = R"(  <key id="kind" for="node" attr.name="kind" attr.type="string"/>
+  <key id="model" for="node" attr.name="model" attr.type="string"/>
+  <key id="host" for="node" attr.name="host" attr.type="string"/>
+  <key id="type" for="edge" attr.name="type" attr.type="string"/>
+  <key id="bw" for="edge" attr.name="bw" attr.type="string"/>
+  <key id="latency" for="edge" attr.name="latency" attr.type="string"/>
+)";
+
 // replace: `s` with its first `from` made `to` (which must be there).
 inline std::string replace(std::string s, const std::string& from, const std::string& to) {
   const auto p = s.find(from);
