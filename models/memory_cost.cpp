@@ -59,6 +59,8 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
     m.optimizer_state = state;
     const double global = static_cast<double>(opts.dp_global_batch > 0 ? opts.dp_global_batch : ctx.batch);
     m.outputs = 2 * global * out_per_sample;
+    m.inputs = (global - static_cast<double>(ctx.batch)) *
+               static_cast<double>(model.input_bytes.eval(static_cast<std::int64_t>(t)));
     // A loss inside forward runs on every replica over its own chunk; one outside, on the
     // gathered outputs.
     m.loss = (model.loss_inside ? static_cast<double>(ctx.batch) : global) * loss_bytes_per_sample;
@@ -69,7 +71,7 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
     m.buckets = 2 * 10.0 * kMiB;
     if (model.loss_inside) m.loss = static_cast<double>(ctx.batch) * loss_bytes_per_sample;
   }
-  m.total = m.parameters + m.gradients + m.optimizer_state + m.activations + m.buckets + m.outputs + m.loss +
+  m.total = m.parameters + m.gradients + m.optimizer_state + m.activations + m.buckets + m.outputs + m.inputs + m.loss +
             m.hook_state + m.context;
   m.capacity = static_cast<double>(ctx.gpu->memory_bytes);
   m.oom = m.total > m.capacity;

@@ -46,6 +46,11 @@ struct MemoryBreakdown {
   double activations = 0;
   double buckets = 0;
   double outputs = 0;  // DP GPU0: gathered outputs and their gradient
+  // inputs: DP GPU0: the rest of the global batch beyond its own chunk. x.to(gpu0) made one tensor
+  // of the whole batch and Scatter's chunk for GPU0 is a view of it (Tensor.to to the same device
+  // copies nothing), so the whole batch stays allocated while the step holds x; GPU0's own chunk is
+  // already among the activations (the first layer saves its input).
+  double inputs = 0;
   // loss: the loss's float32 working tensor over the output (cross_entropy's log-softmax input,
   // then its gradient: batch x output elements x 4 bytes; the model's 16-bit type under
   // master weights), alive beside every saved tensor as backward starts. GPT-2 at B=16, T=1024:

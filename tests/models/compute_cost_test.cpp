@@ -216,6 +216,14 @@ TEST(MemoryCost, DpGpu0HoldsOutputsAndOptimizer) {
   o.dp_gpu0 = false;
   const MemoryBreakdown replica = memory_cost(m, ctx, o);
   EXPECT_DOUBLE_EQ(gpu0.outputs, 2.0 * 32 * 1024 * 128 * 2);
+  // x.to(gpu0) holds the whole batch there; GPU0's chunk is a view of it, counted as the first
+  // layer's saved input: the other 24 samples are extra.
+  const double input = static_cast<double>(m.input_bytes.eval(128));
+  ASSERT_GT(input, 0);
+  EXPECT_DOUBLE_EQ(gpu0.inputs, (32.0 - 8) * input);
+  EXPECT_EQ(replica.inputs, 0);
+  EXPECT_DOUBLE_EQ(gpu0.total, gpu0.parameters + gpu0.gradients + gpu0.optimizer_state + gpu0.activations +
+                                   gpu0.buckets + gpu0.outputs + gpu0.inputs + gpu0.loss + gpu0.context);
   EXPECT_GT(gpu0.optimizer_state, 0);
   EXPECT_EQ(replica.optimizer_state, 0);
   EXPECT_EQ(replica.outputs, 0);
