@@ -155,7 +155,9 @@ Topology generate_fat_tree(const FatTreeOptions& o) {
                   cmd, o.nodes, o.node, o.nodes * per_node, nics, nics == 1 ? "" : "s", nic_bw, type.nic_name, leaves,
                   leaves == 1 ? "" : "es", ports, down,
                   !o.rail_optimized && per_leaf > 0 && leaves > 1
-                      ? fmt::format(", {} whole node{} each", per_leaf, per_leaf == 1 ? "" : "s")
+                      ? fmt::format(", {}{} whole node{} each",
+                                    per_leaf * nics < down ? fmt::format("{} used: ", per_leaf * nics) : "", per_leaf,
+                                    per_leaf == 1 ? "" : "s")
                       : "",
                   o.rail_optimized ? ", rail-optimized (NIC i of every node on rail i)" : "",
                   pods > 0 ? fmt::format(", {} pods of {} spines ({} ports) under {} core switches, oversubscription "

@@ -174,8 +174,15 @@ TEST(Generators, FatTreeLeavesHoldWholeNodesAndARingSharesNoLink) {
     }
   }
   const Topology t = generate_fat_tree({.nodes = 8, .node = "dgx-a100"});
-  EXPECT_NE(t.comment().find("4 leaf switches of 40 ports (20 down, 2 whole nodes each), 16 spines"), std::string::npos)
+  EXPECT_NE(t.comment().find("4 leaf switches of 40 ports (20 down, 16 used: 2 whole nodes each), 16 spines"),
+            std::string::npos)
       << t.comment();
+  // 8:1 leaves 35 down ports, of which whole nodes use 32: 4 spines carry 32 / 8 of them.
+  const Topology thin = generate_fat_tree({.nodes = 8, .node = "dgx-a100", .oversubscription = 8});
+  EXPECT_NE(thin.comment().find("2 leaf switches of 40 ports (35 down, 32 used: 4 whole nodes each), 4 spines, "
+                                "oversubscription 8:1"),
+            std::string::npos)
+      << thin.comment();
 }
 
 // and the fabric stays non-blocking: half the nodes' NICs at full speed across the bisection.
