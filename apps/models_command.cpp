@@ -41,7 +41,7 @@ struct ShowOptions {
 const std::vector<std::string> kShowKeys = {"batch_per_gpu",   "seq_len",   "precision",      "mixed_precision",
                                             "compile",         "attention", "channels_last",  "pad_to_multiple_of",
                                             "pytorch_version", "optimizer", "optimizer_impl", "set_to_none",
-                                            "grad_accum",      "input"};
+                                            "grad_accum",      "input",     "grad_scaler"};
 
 // precision_of: a parameter dtype as the table names it (fp32, bf16, fp16).
 std::string_view precision_of(DType t) {
@@ -247,7 +247,8 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   out << fmt::format("# on one {} ({}), {}, batch {}{}{}, optimizer {}; {}; PyTorch {}\n", ctx.gpu->key, ctx.gpu->name,
                      precision_name(ctx.precision), ctx.batch,
                      s.grad_accum > 1 ? fmt::format(" x {} micro-steps", s.grad_accum) : "",
-                     m.default_seq_len ? fmt::format(", seq_len {}", ctx.seq_len) : "", optimizer_text(s),
+                     m.default_seq_len ? fmt::format(", seq_len {}", ctx.seq_len) : "",
+                     optimizer_text(s, precision_name(ctx.precision)),
                      execution_mode_text(effective_mode(m, ctx.mode), has_attention(m)), s.pytorch_version);
   for (const std::string& inert : inert_settings(m, ctx.mode)) out << fmt::format("# {}: it changes nothing\n", inert);
   // The precision asked for against the one the release runs (resolve_basics), as simulate says it.

@@ -88,10 +88,11 @@ std::vector<std::string> real_header(const Scenario& s, const StrategyResult& r,
                                      const std::string& what, const std::vector<Strategy>& ran) {
   std::vector<std::string> h;
   const std::int64_t per_gpu = r.gpus > 0 ? r.global_batch / s.grad_accum / r.gpus : 0;
-  h.push_back(fmt::format(
-      "gradsync {}: {} on host {}, {} x {}, batch {}/rank (global {}{}){}, {}, {}", what, s.model, rt.host(), r.gpus,
-      r.gpu, per_gpu, r.global_batch, s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
-      r.tokens_per_sample > 0 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, optimizer_text(s)));
+  h.push_back(fmt::format("gradsync {}: {} on host {}, {} x {}, batch {}/rank (global {}{}){}, {}, {}", what, s.model,
+                          rt.host(), r.gpus, r.gpu, per_gpu, r.global_batch,
+                          s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
+                          r.tokens_per_sample > 0 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision,
+                          optimizer_text(s, r.precision)));
   h.push_back(fmt::format(
       "DDP: bucket_cap_mb {}, first bucket {} MiB, comm hook {}, broadcast_buffers {}{}{}{}{}; backend {}, launcher "
       "{} ({} process{})",

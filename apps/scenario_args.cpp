@@ -162,9 +162,10 @@ Scenario scenario_of(const ScenarioArgs& a) {
         if (o != a.given.end() && o->second->count() > 0) given.push_back(o->second->get_name());
       }
       const std::string flag = given.size() == 1 ? given.front() : "--SWITCH";
-      throw UsageError(fmt::format("{}: not a scenario file; a switch takes its value after '=' ({}={}), and alone "
-                                   "it is true",
-                                   a.file, flag, a.file));
+      throw UsageError(
+          fmt::format("{}: not a scenario file; a switch takes its value after '=' ({}={}), and alone "
+                      "it is true",
+                      a.file, flag, a.file));
     }
     s = sim::read_scenario_file(a.file, s);
   }
@@ -292,12 +293,13 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   mode.pad_to_multiple_of = s.pad_to_multiple_of;
   mode.master_weights = s.mixed_precision == "master-weights";
   const Model model = load_model(s.model);
-  h.push_back(fmt::format(
-      "gradsync {}: {} on {}, {} x {}, batch {}/GPU (global {}{}){}, {}, {}, {}, input {}; PyTorch {}", what, s.model,
-      s.topology, r.gpus, r.gpu, per_gpu, r.global_batch,
-      s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
-      r.tokens_per_sample > 0 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision, optimizer_text(s),
-      execution_mode_text(effective_mode(model, mode), has_attention(model)), s.input, s.pytorch_version));
+  h.push_back(
+      fmt::format("gradsync {}: {} on {}, {} x {}, batch {}/GPU (global {}{}){}, {}, {}, {}, input {}; PyTorch {}",
+                  what, s.model, s.topology, r.gpus, r.gpu, per_gpu, r.global_batch,
+                  s.grad_accum > 1 ? fmt::format(" over {} micro-steps", s.grad_accum) : "",
+                  r.tokens_per_sample > 0 ? fmt::format(", seq_len {}", r.tokens_per_sample) : "", r.precision,
+                  optimizer_text(s, r.precision),
+                  execution_mode_text(effective_mode(model, mode), has_attention(model)), s.input, s.pytorch_version));
   // The DDP settings are said only where DDP ran; DP's broadcast and reduce still run on NCCL.
   const bool ddp =
       std::any_of(rs.begin(), rs.end(), [](const StrategyResult& x) { return x.strategy == Strategy::kDDP; });

@@ -107,14 +107,22 @@ void DdpStep::run_iteration(int iteration) {
     micro_ = micro;
     const bool sync = micro == opts_.grad_accum - 1;
     forward(sync);
+    if (opts_.scaler.on) dev_.compute(costs_.memory("grad_scaler:scale", kGradScalerScalarBytes, 1));
     backward();
+  }
+  if (opts_.scaler.unscales(opts_.clip_grad_norm)) {  // on the reduced gradients, before clipping
+    const GradScalerWork w =
+        grad_scaler_work(static_cast<double>(model_.gradient_bytes()), static_cast<int>(model_.trainable().size()));
+    dev_.compute(costs_.memory("grad_scaler:unscale", w.unscale_bytes, w.unscale_kernels));
   }
   if (opts_.clip_grad_norm) {  // on the reduced gradients
     dev_.compute(costs_.clip_grad_norm());
     if (opts_.clip_syncs) dev_.synchronize();  // `if clip_coef < 1:` reads the GPU's result
     dev_.compute(costs_.clip_grad_scale());
   }
+  if (opts_.scaler.waits()) dev_.synchronize();  // found_inf's .item() before optimizer.step()
   dev_.compute(costs_.optimizer());
+  if (opts_.scaler.on) dev_.compute(costs_.memory("grad_scaler:update", kGradScalerScalarBytes, 1));
   dev_.synchronize();
   host_.end_iteration(iteration);
 }

@@ -18,6 +18,7 @@
 
 #include "core/backend.hpp"
 #include "core/cost_model.hpp"
+#include "core/grad_scaler.hpp"
 #include "core/reducer.hpp"
 #include "core/step_model.hpp"
 
@@ -30,6 +31,7 @@ struct DdpStepOptions {
   bool clip_grad_norm = false;  // clip_grad_norm_ between backward and the optimizer
   bool clip_syncs = false;      // the host waits for the GPU inside it (PyTorch < 1.10: clip_grad_norm_syncs)
   InputLocation input = InputLocation::kPageable;  // where each local batch starts
+  GradScalerOptions scaler;                        // torch.cuda.amp.GradScaler (core/grad_scaler.hpp)
 };
 
 class DdpStep {

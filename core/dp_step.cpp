@@ -142,6 +142,8 @@ void DpStep::micro_step(int micro) {
   } else if (m > 1) {
     compute(0, costs_.memory("dp:loss_mean", 2.0 * static_cast<double>(kLossBytes) * m, 2));
   }
+  // scaler.scale(loss) before backward, on GPU0 where the loss is.
+  if (opts_.scaler.on) compute(0, costs_.memory("grad_scaler:scale", kGradScalerScalarBytes, 1));
 
   // 6. Scatter the output gradient back (the loss's only, when forward computed it).
   if (m > 1) {
@@ -187,12 +189,19 @@ void DpStep::run_iteration(int iteration) {
   host_.begin_iteration(iteration);
   for (int micro = 0; micro < opts_.grad_accum; ++micro) micro_step(micro);
   // 9. The optimizer on GPU0 only (after clip_grad_norm_ of the module's gradients, when asked).
+  if (opts_.scaler.unscales(opts_.clip_grad_norm)) {  // the module's gradients, on GPU0
+    const GradScalerWork w =
+        grad_scaler_work(static_cast<double>(model_.gradient_bytes()), static_cast<int>(model_.trainable().size()));
+    devices_[0]->compute(costs_.memory("grad_scaler:unscale", w.unscale_bytes, w.unscale_kernels));
+  }
   if (opts_.clip_grad_norm) {
     devices_[0]->compute(costs_.clip_grad_norm());
     if (opts_.clip_syncs) devices_[0]->synchronize();  // `if clip_coef < 1:` reads GPU0's result
     devices_[0]->compute(costs_.clip_grad_scale());
   }
+  if (opts_.scaler.waits()) devices_[0]->synchronize();  // found_inf's .item() before optimizer.step()
   devices_[0]->compute(costs_.optimizer());
+  if (opts_.scaler.on) devices_[0]->compute(costs_.memory("grad_scaler:update", kGradScalerScalarBytes, 1));
   for (Device* d : devices_) d->synchronize();
   host_.end_iteration(iteration);
 }

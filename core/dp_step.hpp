@@ -27,6 +27,7 @@
 
 #include "core/backend.hpp"
 #include "core/cost_model.hpp"
+#include "core/grad_scaler.hpp"
 #include "core/step_model.hpp"
 
 namespace gradsync {
@@ -47,6 +48,7 @@ struct DpStepOptions {
   // parameter; with None it takes the reduced tensors, no kernel. Micro-steps after the first of a
   // gradient accumulation add whatever zero_grad did.
   bool accumulate_grads = false;
+  GradScalerOptions scaler;  // torch.cuda.amp.GradScaler on GPU0 (core/grad_scaler.hpp)
 };
 
 class DpStep {

@@ -56,6 +56,7 @@ struct Scenario {
   bool broadcast_buffers = true;          // DDP(broadcast_buffers=...): rank 0's buffers before each forward
   bool allreduce_after_backward = false;  // the buckets reduced after backward (apex delay_allreduce)
   bool clip_grad_norm = false;            // torch.nn.utils.clip_grad_norm_ before every optimizer step
+  std::string grad_scaler = "auto";       // torch.cuda.amp.GradScaler: auto (with fp16 autocast), true, false
   int iterations = 5;                     // optimizer steps simulated
   int warmup = 3;                         // leading steps left out of the steady-state mean
   std::string fidelity = "auto";          // step, aggregate, auto (sim/collective_run.hpp)

@@ -306,6 +306,15 @@ void check_scenario_keys(const Scenario& s) {
     before("precision bf16: autocast to bfloat16 on CUDA", "1.10 (fp16 before it)");
   if (s.precision == "fp16" && s.mixed_precision != "master-weights" && !has_amp_autocast(version))
     before("precision fp16: torch.cuda.amp.autocast", "1.6 (before it, mixed_precision master-weights: apex amp O2)");
+  if (s.grad_scaler == "true") {
+    if (s.mixed_precision == "master-weights")
+      throw ConfigError(
+          "grad_scaler true: GradScaler serves autocast; a 16-bit model (mixed_precision master-weights, apex amp "
+          "O2) scales the loss through its own optimizer wrapper");
+    if (s.optimizer == "none")
+      throw ConfigError("grad_scaler true: scaler.step(optimizer) needs an optimizer; optimizer is none");
+    if (!has_amp_autocast(version)) before("grad_scaler true: torch.cuda.amp.GradScaler", "1.6");
+  }
   if (s.optimizer_impl == "fused") {
     if (s.optimizer == "adam" && !has_fused_adam(version)) before("optimizer_impl fused: Adam(fused=True)", "1.13");
     if (s.optimizer == "adamw" && !has_fused_adamw(version)) before("optimizer_impl fused: AdamW(fused=True)", "2.0");
@@ -315,6 +324,11 @@ void check_scenario_keys(const Scenario& s) {
         fmt::format("warmup \"{}\": expected 0..{} (fewer than iterations {}, so that a steady iteration is left)",
                     s.warmup, s.iterations - 1, s.iterations));
   }
+}
+
+bool uses_grad_scaler(const Scenario& s, std::string_view precision) {
+  if (s.grad_scaler != "auto") return s.grad_scaler == "true";
+  return precision == "fp16" && s.mixed_precision != "master-weights" && s.optimizer != "none";
 }
 
 Scenario resolved_scenario(const Scenario& requested, const ScenarioFacts& f) {
@@ -337,6 +351,7 @@ Scenario resolved_scenario(const Scenario& requested, const ScenarioFacts& f) {
   const bool foreach = foreach_optimizers(b.pytorch);
   if (r.optimizer_impl == "auto") r.optimizer_impl = foreach ? "foreach" : "for-loop";
   if (r.set_to_none == "auto") r.set_to_none = foreach ? "true" : "false";
+  if (r.grad_scaler == "auto") r.grad_scaler = uses_grad_scaler(r, r.precision) ? "true" : "false";
   return r;
 }
 

@@ -101,6 +101,10 @@ std::string key_help(const ScenarioKey& k);
 // keys (warmup below iterations; the global batch within 2^53). ConfigError naming the key.
 void check_scenario_keys(const Scenario& s);
 
+// uses_grad_scaler: whether the step runs under GradScaler (core/grad_scaler.hpp): grad_scaler
+// true, or auto with fp16 autocast (`precision` as resolved) and an optimizer to step.
+bool uses_grad_scaler(const Scenario& s, std::string_view precision);
+
 // ScenarioFacts: what an engine found for the engine_default keys: the GPUs it uses, the batch and
 // sequence length of the model, the precision the GPU runs. seq_len is unset for a model
 // without a sequence dimension.

@@ -311,6 +311,16 @@ std::vector<ScenarioKey> make_scenario_table() {
        .default_text = "false",
        .kind = KeyKind::kSwitch,
        .field = &S::clip_grad_norm},
+      {.name = "grad_scaler",
+       .flag = "--grad-scaler",
+       .value_name = "auto|true|false",
+       .help = "torch.cuda.amp.GradScaler around backward and the optimizer step: the loss scaled, every gradient "
+               "unscaled and checked for inf/NaN in one pass, and (unless the optimizer is fused) the host waiting "
+               "for the GPU before optimizer.step(); auto: with fp16 autocast, which needs it",
+       .default_text = "auto",
+       .kind = KeyKind::kChoice,
+       .field = &S::grad_scaler,
+       .choices = {"auto", "true", "false"}},
       {.name = "iterations",
        .flag = "--iterations",
        .value_name = "N",

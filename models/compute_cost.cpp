@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/grad_scaler.hpp"
 #include "core/launch_queue.hpp"
 #include "core/text.hpp"
 #include "models/op_cost.hpp"
@@ -217,6 +218,25 @@ ModelCost model_cost(const Model& model, const ComputeContext& ctx) {
     m.input.host_s = ctx.efficiency.launch_s;
     m.input.gpu_s = m.input.time_s;
     m.input_waits = ctx.input == InputLocation::kPageable;
+  }
+  // GradScaler (core/grad_scaler.hpp) over the trainable parameters' gradients; a measured step's
+  // optimizer time holds what its own run did.
+  if (ctx.grad_scaler && !model.measured) {
+    double bytes = 0;
+    int tensors = 0;
+    for (const auto& p : model.parameters) {
+      if (!p.requires_grad) continue;
+      bytes += static_cast<double>(p.bytes());
+      ++tensors;
+    }
+    const GradScalerOptions scaler{true, ctx.optimizer_impl == OptimizerImpl::kFused};
+    m.scaler_scale = memory_kernel_cost(kGradScalerScalarBytes, 1, ctx);
+    m.scaler_update = m.scaler_scale;
+    if (scaler.unscales(false)) {
+      const GradScalerWork w = grad_scaler_work(bytes, tensors);
+      m.scaler_unscale = memory_kernel_cost(w.unscale_bytes, w.unscale_kernels, ctx);
+    }
+    m.scaler_waits = scaler.waits();
   }
   return model.measured ? with_measured(model, m, ctx) : m;
 }
@@ -447,9 +467,13 @@ double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int
     issue(c.input);
     if (c.input_waits) q.wait();
     for (const LayerCost& l : c.layers) issue(l.forward);
+    issue(c.scaler_scale);
     for (auto l = c.layers.rbegin(); l != c.layers.rend(); ++l) issue(l->backward);
   }
+  issue(cost.scaler_unscale);
+  if (cost.scaler_waits) q.wait();  // found_inf's .item() before optimizer.step()
   issue(optimizer);
+  issue(cost.scaler_update);
   return q.end();
 }
 

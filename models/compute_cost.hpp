@@ -105,6 +105,9 @@ struct ComputeContext {
   // input: where each batch starts (core/backend.hpp InputLocation); one GPU's step (ModelCost::input)
   // copies it from the host unless it is already on the device. The simulator copies it itself.
   InputLocation input = InputLocation::kDevice;
+  // grad_scaler: the step runs under torch.cuda.amp.GradScaler (core/grad_scaler.hpp): costed with
+  // one GPU's step (single_gpu_step_s); the simulator's drivers issue it themselves.
+  bool grad_scaler = false;
 };
 
 // KernelClass: what a kernel does, for the GPU time by class that `models show` prints (where the
@@ -171,6 +174,13 @@ struct ModelCost {
   // device), and whether the host waits for it (pageable memory: x.to(device) is synchronous).
   KernelCost input{};
   bool input_waits = false;
+  // scaler_*: GradScaler's work (ComputeContext::grad_scaler, core/grad_scaler.hpp): the loss
+  // scaled before each backward, the unscale pass before the optimizer (none with a fused one),
+  // whether the host waits for the GPU before optimizer.step(), and the scale's update after it.
+  KernelCost scaler_scale{};
+  KernelCost scaler_unscale{};
+  KernelCost scaler_update{};
+  bool scaler_waits = false;
   // add appends a layer's cost and adds it to the totals.
   void add(const LayerCost& c) {
     forward_s += c.forward.time_s;
@@ -183,9 +193,11 @@ struct ModelCost {
 };
 
 // single_gpu_step_s: one GPU's training step as CUDA runs it (core/launch_queue.hpp): the host
-// copies each micro-step's batch (ModelCost::input, waiting for it from pageable memory), issues every layer's kernels, forward in order and backward in reverse, `grad_accum` times,
-// then the optimizer's, while the GPU runs those issued before; neither the sum of per-layer
-// maxima of GPU and host time nor the larger of their totals.
+// copies each micro-step's batch (ModelCost::input, waiting for it from pageable memory), issues
+// every layer's kernels, forward in order and backward in reverse, `grad_accum` times, then the
+// optimizer's (within GradScaler's work when the step has it: ModelCost::scaler_*), while the GPU
+// runs those issued before; neither the sum of per-layer maxima of GPU and host time nor the
+// larger of their totals.
 double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int grad_accum = 1,
                          const ModelCost* later = nullptr);
 ModelCost model_cost(const Model& model, const ComputeContext& ctx);

@@ -84,9 +84,10 @@ void apply_framework(ComputeContext& ctx, const Scenario& s) {
   // zero_grad's default became set_to_none=True in PyTorch 2.0, with the foreach optimizers.
   ctx.zero_grad_fill = s.set_to_none == "false" || (s.set_to_none == "auto" && !ctx.foreach);
   ctx.grads_defined = ctx.zero_grad_fill;
+  ctx.grad_scaler = uses_grad_scaler(s, precision_name(ctx.precision));
 }
 
-std::string optimizer_text(const Scenario& s) {
+std::string optimizer_text(const Scenario& s, std::string_view precision) {
   ComputeContext ctx;
   apply_framework(ctx, s);
   const char* impl = ctx.optimizer_impl == OptimizerImpl::kFused     ? "fused"
@@ -95,8 +96,9 @@ std::string optimizer_text(const Scenario& s) {
   // Without an optimizer step the implementation shows only in zero_grad's fill, when it fills.
   if (s.optimizer == "none" && !ctx.zero_grad_fill)
     return fmt::format("none{}", s.clip_grad_norm ? " after clip_grad_norm_" : "");
-  return fmt::format("{} ({}{}){}", s.optimizer, impl, ctx.zero_grad_fill ? ", zero_grad fills zeros" : "",
-                     s.clip_grad_norm ? " after clip_grad_norm_" : "");
+  return fmt::format("{} ({}{}){}{}", s.optimizer, impl, ctx.zero_grad_fill ? ", zero_grad fills zeros" : "",
+                     s.clip_grad_norm ? " after clip_grad_norm_" : "",
+                     uses_grad_scaler(s, precision) ? " under GradScaler" : "");
 }
 
 ScenarioFacts scenario_facts(const ScenarioBasics& b, const Model& model, int gpus) {

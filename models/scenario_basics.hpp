@@ -56,8 +56,9 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
 void apply_framework(ComputeContext& ctx, const Scenario& s);
 
 // optimizer_text: the optimizer as it runs, for the headers of compare, simulate and bench:
-// "adamw (foreach)", "sgd (for-loop) after clip_grad_norm_".
-std::string optimizer_text(const Scenario& s);
+// "adamw (foreach)", "sgd (for-loop) after clip_grad_norm_", "adamw (foreach) under GradScaler" (the
+// precision as resolved: fp16 autocast runs under one by default).
+std::string optimizer_text(const Scenario& s, std::string_view precision);
 
 // scenario_facts: what resolve_basics found, for resolved_scenario (core/scenario_keys.hpp).
 ScenarioFacts scenario_facts(const ScenarioBasics& b, const Model& model, int gpus);

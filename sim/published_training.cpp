@@ -115,6 +115,9 @@ TrainingPrediction predict_training(const TrainingCase& c) {
   ctx.zero_grad_fill = c.optimizer_impl == OptimizerImpl::kSingleTensor;
   ctx.grads_defined = ctx.zero_grad_fill;
   ctx.lerp_moments = c.optimizer_impl != OptimizerImpl::kSingleTensor;
+  ctx.optimizer_impl = c.optimizer_impl;
+  // fp16 autocast with an optimizer runs under GradScaler (scenario key grad_scaler's auto).
+  ctx.grad_scaler = ctx.precision == Precision::kFP16 && !c.master_weights && c.optimizer != "none";
   const ModelCost cost = model_cost(m, ctx);
   // Micro-steps after the first add into the gradients the first left, whatever zero_grad did.
   ComputeContext later_ctx = ctx;

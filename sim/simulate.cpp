@@ -129,6 +129,7 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid,
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
     o.clip_syncs = clip_grad_norm_syncs(parse_pytorch_version(s.pytorch_version));
+    o.scaler = {ctx.grad_scaler, ctx.optimizer_impl == OptimizerImpl::kFused};
     out.replicas = r.gpus;
     std::vector<bool> mirrored(static_cast<std::size_t>(r.gpus), false);
     for (const auto& others : mirrors)
@@ -161,6 +162,7 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid,
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
     o.clip_syncs = clip_grad_norm_syncs(parse_pytorch_version(s.pytorch_version));
+    o.scaler = {ctx.grad_scaler, ctx.optimizer_impl == OptimizerImpl::kFused};
     o.accumulate_grads = dp_accumulates && ctx.zero_grad_fill;
     cluster.spawn(0, [&, o, host, devices, group] {
       CalledGroup called(*group, *host, costs.host().collective_call_s);
@@ -371,7 +373,20 @@ ClosedForm closed_form_ddp(const Scenario& scenario) {
     backward += costs.backward(l, r.batch).time_s;
   }
   ClosedForm out;
-  const double step_end = costs.optimizer().time_s +
+  // GradScaler's kernels (core/grad_scaler.hpp), as DdpStep issues them; its wait costs nothing
+  // here, where nothing runs ahead.
+  const GradScalerOptions scaler{ctx.grad_scaler, ctx.optimizer_impl == OptimizerImpl::kFused};
+  double scaler_s = 0;
+  if (scaler.on) {
+    const ComputeOp scalar = costs.memory("grad_scaler:scale", kGradScalerScalarBytes, 1);
+    scaler_s += (r.s.grad_accum + 1) * scalar.time_s;  // scale before each backward, update after the step
+  }
+  if (scaler.unscales(r.s.clip_grad_norm)) {
+    const GradScalerWork w =
+        grad_scaler_work(static_cast<double>(model.gradient_bytes()), static_cast<int>(model.trainable().size()));
+    scaler_s += costs.memory("grad_scaler:unscale", w.unscale_bytes, w.unscale_kernels).time_s;
+  }
+  const double step_end = costs.optimizer().time_s + scaler_s +
                           (r.s.clip_grad_norm ? costs.clip_grad_norm().time_s + costs.clip_grad_scale().time_s : 0.0);
   out.compute_s = forward + backward + step_end;
   const BucketSchedule plan = bucket_schedule(model, buckets_of(r.s));

@@ -83,6 +83,30 @@ TEST(DpStep, ClipGradNormBefore110WaitsForGpu0) {
   }
 }
 
+// GradScaler under DataParallel: the loss scaled on GPU0 before backward, the module's gradients
+// unscaled there once, the host waiting for found_inf before the optimizer (core/grad_scaler.hpp).
+TEST(DpStep, GradScalerRunsOnGpu0AndWaitsBeforeTheOptimizer) {
+  DpStepOptions o;
+  o.scaler = {true, false};
+  DpRun r("resnet18", 2, 16, o);
+  r.costs.launch_s = 20e-6;
+  r.step.run_iteration(1);
+  const auto scale = r.calls(Kind::kCompute, "grad_scaler:scale");
+  const auto unscale = r.calls(Kind::kCompute, "grad_scaler:unscale");
+  const auto opt = r.calls(Kind::kCompute, "optimizer");
+  ASSERT_EQ(scale.size(), 1u);
+  ASSERT_EQ(unscale.size(), 1u);
+  ASSERT_EQ(opt.size(), 1u);
+  EXPECT_EQ(scale[0].device, 0);
+  EXPECT_EQ(unscale[0].device, 0);
+  EXPECT_EQ(unscale[0].bytes, 2 * r.model.gradient_bytes());
+  EXPECT_DOUBLE_EQ(opt[0].start_s, unscale[0].end_s + r.costs.launch_s);
+  ASSERT_EQ(r.calls(Kind::kCompute, "grad_scaler:update", 0).size(), 1u);
+  DpRun plain("resnet18", 2, 16);
+  plain.step.run_iteration(1);
+  EXPECT_TRUE(plain.calls(Kind::kCompute, "grad_scaler:unscale").empty());
+}
+
 TEST(DpStep, ChunksFollowTorchChunkAndFewerReplicasWorkWithASmallBatch) {
   EXPECT_EQ(DpStep::chunk_sizes(64, 8), (std::vector<std::int64_t>(8, 8)));
   EXPECT_EQ(DpStep::chunk_sizes(10, 8), (std::vector<std::int64_t>{2, 2, 2, 2, 2}));

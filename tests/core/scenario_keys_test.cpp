@@ -152,6 +152,7 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"optimizer", "sgd"},
                                                    {"optimizer_impl", "fused"},
                                                    {"set_to_none", "false"},
+                                                   {"grad_scaler", "false"},
                                                    {"input", "device"},
                                                    {"bucket_cap_mb", "50"},
                                                    {"first_bucket_mb", "2"},
@@ -303,6 +304,11 @@ TEST(ScenarioKeys, ResolvedScenarioMakesEveryDefaultExplicit) {
   const Scenario o = resolved_scenario(old_torch, {8, 16, 1024, "bf16"});
   EXPECT_EQ(o.optimizer_impl, "for-loop");  // before 2.0: a Python loop, zero_grad fills zeros
   EXPECT_EQ(o.set_to_none, "false");
+  EXPECT_EQ(r.grad_scaler, "false");                                               // bf16 autocast runs without one
+  EXPECT_EQ(resolved_scenario(asked, {8, 16, 1024, "fp16"}).grad_scaler, "true");  // fp16 autocast needs one
+  Scenario no_step = asked;
+  no_step.optimizer = "none";
+  EXPECT_EQ(resolved_scenario(no_step, {8, 16, 1024, "fp16"}).grad_scaler, "false");
   EXPECT_EQ(requested_json(asked, r), json({{"gpus", "default"},
                                             {"batch_per_gpu", "default"},
                                             {"seq_len", "default"},
@@ -310,7 +316,8 @@ TEST(ScenarioKeys, ResolvedScenarioMakesEveryDefaultExplicit) {
                                             {"optimizer_impl", "auto"},
                                             {"set_to_none", "auto"},
                                             {"bucket_cap_mb", "default"},
-                                            {"first_bucket_mb", "default"}}));
+                                            {"first_bucket_mb", "default"},
+                                            {"grad_scaler", "auto"}}));
   // An explicit cap is the first bucket too (PyTorch >= 2.3); a model without T keeps seq_len unset.
   asked.bucket_cap_mb = 50;
   asked.gpus = 4;

@@ -7,6 +7,7 @@
 #include "models/memory_cost.hpp"
 #include "models/op_cost.hpp"
 #include "models/scenario_basics.hpp"
+#include "topologies/gpu_spec.hpp"
 
 namespace gradsync {
 namespace {
@@ -175,12 +176,12 @@ TEST(ComputeCost, OptimizerAndCopies) {
   apply_framework(c2, sc);
   EXPECT_EQ(c2.optimizer_impl, OptimizerImpl::kSingleTensor);
   EXPECT_TRUE(c2.foreach);  // clip_grad_norm_ stays foreach
-  EXPECT_EQ(optimizer_text(sc), "adamw (for-loop) after clip_grad_norm_");
+  EXPECT_EQ(optimizer_text(sc, "fp32"), "adamw (for-loop) after clip_grad_norm_");
   EXPECT_FALSE(c2.zero_grad_fill);  // set_to_none: auto is True from 2.0
   sc.set_to_none = "false";
   apply_framework(c2, sc);
   EXPECT_TRUE(c2.zero_grad_fill);
-  EXPECT_EQ(optimizer_text(sc), "adamw (for-loop, zero_grad fills zeros) after clip_grad_norm_");
+  EXPECT_EQ(optimizer_text(sc, "fp32"), "adamw (for-loop, zero_grad fills zeros) after clip_grad_norm_");
   sc.set_to_none = "auto";
   sc.pytorch_version = "1.13";
   apply_framework(c2, sc);
@@ -357,6 +358,53 @@ TEST(ComputeCost, OneGpusStepIsTheLaunchQueueOverTheLayers) {
   l.backward = issued(1e-3, 10e-3, 100);
   h.add(l);
   EXPECT_NEAR(single_gpu_step_s(h, issued(0.5e-3, 5e-3, 50), 2), 45e-3 + 0.5e-3 / 50, 1e-12);
+  // Under GradScaler: the scale before backward, the unscale pass after it, the update after the
+  // optimizer, all GPU-queued (+0.52 ms); when the host waits for found_inf, the GPU drains first
+  // (20.1 + 0.01 + 2 + 0.5 = 22.61 ms) and the optimizer's 5 ms of issuing shows: then its last
+  // kernel (0.01 ms), and the update (0.01 ms launch, 0.01 ms on the GPU).
+  c.scaler_scale = issued(0.01e-3, 0.01e-3, 1);
+  c.scaler_unscale = issued(0.5e-3, 0.05e-3, 5);
+  c.scaler_update = issued(0.01e-3, 0.01e-3, 1);
+  EXPECT_NEAR(single_gpu_step_s(c, opt), 23.62e-3, 1e-12);
+  c.scaler_waits = true;
+  EXPECT_NEAR(single_gpu_step_s(c, opt), 27.63e-3, 1e-12);
+}
+
+// GradScaler's work in one GPU's step (core/grad_scaler.hpp): fp16 autocast by default; a fused
+// optimizer unscales inside its own kernel and the host does not wait.
+TEST(ComputeCost, GradScalerIsOnePassOverTheGradientsWithFp16Autocast) {
+  const Model m = load_model("resnet18");
+  const GpuSpec& gpu = gpu_spec("a100-sxm4-80gb");
+  Scenario sc;
+  sc.optimizer = "sgd-momentum";
+  ComputeContext ctx{&gpu, Precision::kFP16, 32, 1, {}};
+  apply_framework(ctx, sc);
+  EXPECT_TRUE(ctx.grad_scaler);
+  const ModelCost c = model_cost(m, ctx);
+  double grads = 0;
+  int tensors = 0;
+  for (const auto& p : m.parameters) {
+    if (!p.requires_grad) continue;
+    grads += static_cast<double>(p.bytes());
+    ++tensors;
+  }
+  EXPECT_DOUBLE_EQ(c.scaler_unscale.bytes, 2 * grads);
+  EXPECT_EQ(c.scaler_unscale.kernels, 4 + (tensors + 109) / 110);
+  EXPECT_EQ(c.scaler_scale.kernels, 1);
+  EXPECT_EQ(c.scaler_update.kernels, 1);
+  EXPECT_TRUE(c.scaler_waits);
+  ctx.optimizer_impl = OptimizerImpl::kFused;
+  const ModelCost fused = model_cost(m, ctx);
+  EXPECT_EQ(fused.scaler_unscale.kernels, 0);
+  EXPECT_FALSE(fused.scaler_waits);
+  ComputeContext bf16 = ctx;
+  bf16.precision = Precision::kBF16;
+  apply_framework(bf16, sc);
+  EXPECT_FALSE(bf16.grad_scaler);  // bf16 autocast runs without one
+  sc.grad_scaler = "false";
+  apply_framework(ctx, sc);
+  EXPECT_FALSE(ctx.grad_scaler);
+  EXPECT_EQ(model_cost(m, ctx).scaler_scale.kernels, 0);
 }
 
 // The default precision follows the release: bf16 autocast from PyTorch 1.10 where the GPU has
