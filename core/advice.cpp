@@ -174,6 +174,14 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
                            kPad, padded),
                fmt::format("{} output classes that no token uses join the softmax", padded - traits.vocabulary)));
   }
+  // fp16 autocast needs GradScaler (its unscale pass, and the host's wait before the optimizer);
+  // bf16 keeps float32's range and runs without one.
+  if (traits.bf16 && s.precision == "fp16" && s.mixed_precision == "autocast") {
+    out.push_back(change("bf16 autocast, no GradScaler", {{"precision", "bf16"}, {"grad_scaler", "false"}},
+                         "with torch.autocast('cuda', dtype=torch.bfloat16): ...; loss.backward(); "
+                         "optimizer.step()  # no GradScaler",
+                         "activations in bf16 (8 bits of mantissa) instead of fp16 (11), and no loss scaling"));
+  }
   if (traits.convolution && !s.channels_last && has_channels_last(v)) {
     out.push_back(
         change("channels_last", {{"channels_last", "true"}}, "model = model.to(memory_format=torch.channels_last)"));

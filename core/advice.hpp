@@ -41,8 +41,8 @@ struct Change {
 
 // ModelTraits: what decides which changes apply to a model.
 struct ModelTraits {
-  bool attention = false;    // an attention core (--attention applies)
-  bool causal = false;       // its attention is causal (a decoder: is_causal=True)
+  bool attention = false;  // an attention core (--attention applies)
+  bool causal = false;     // its attention is causal (a decoder: is_causal=True)
   // masked: a non-causal attention that adds a mask to its scores (BERT's padding mask): SDPA
   // takes it as attn_mask, which its flash kernel does not accept (the memory-efficient one does).
   bool masked = false;
@@ -51,6 +51,9 @@ struct ModelTraits {
   // flash: the GPU runs SDPA's flash kernel (compute capability 8.0 from PyTorch 2.2); where it
   // does not, SDPA takes the memory-efficient kernel, and that is the change to try.
   bool flash = true;
+  // bf16: the GPU autocasts to bfloat16 (Ampere and later, PyTorch 1.10 on), so an fp16 run may
+  // drop its GradScaler for bf16.
+  bool bf16 = false;
   // vocabulary: the token embedding's rows when a product spans them (padding applies); else 0.
   std::int64_t vocabulary = 0;
 };

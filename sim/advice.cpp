@@ -50,6 +50,16 @@ ModelTraits traits_of(const Scenario& s) {
       t.flash = false;  // check_attention_gpu: this GPU (or precision) has no flash kernel
     }
   }
+  if (s.precision == "fp16" && s.mixed_precision != "master-weights") {
+    Scenario bf16 = s;
+    bf16.precision = "bf16";
+    try {
+      (void)resolve_scenario(bf16, false);
+      t.bf16 = true;
+    } catch (const ConfigError&) {
+      // no bf16 on this GPU or release
+    }
+  }
   return t;
 }
 

@@ -94,11 +94,13 @@ TEST(Advice, AVocabularyOffSixtyFourIsPaddedOnce) {
   EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, t), "vocabulary padded to 50304"), nullptr);
   t.vocabulary = 50257;
   s.pad_to_multiple_of = 8;
-  for (const Change& c : candidate_changes(s, Strategy::kDDP, t)) EXPECT_EQ(c.what.rfind("vocabulary", 0), std::string::npos);
+  for (const Change& c : candidate_changes(s, Strategy::kDDP, t))
+    EXPECT_EQ(c.what.rfind("vocabulary", 0), std::string::npos);
   // No product spans a vocabulary (a classifier, BERT's encoder): nothing to pad.
   s.pad_to_multiple_of = 1;
   t.vocabulary = 0;
-  for (const Change& c : candidate_changes(s, Strategy::kDDP, t)) EXPECT_EQ(c.what.rfind("vocabulary", 0), std::string::npos);
+  for (const Change& c : candidate_changes(s, Strategy::kDDP, t))
+    EXPECT_EQ(c.what.rfind("vocabulary", 0), std::string::npos);
 }
 
 // A GPU without SDPA's flash kernel (a V100, compute capability 7.0) gets the memory-efficient
@@ -123,6 +125,25 @@ TEST(Advice, AGpuWithoutFlashTriesMemEfficientAndFindUnusedIsTriedOff) {
   EXPECT_EQ(find(candidate_changes(s, Strategy::kDP, traits(true, false)), "find_unused_parameters off"), nullptr);
 }
 
+// fp16 autocast on a GPU that autocasts to bf16: bf16 without GradScaler is tried, and says the
+// maths change; not where the GPU has no bf16, nor for a run already in bf16 or a 16-bit model.
+TEST(Advice, Fp16AutocastTriesBf16WithoutGradScaler) {
+  Scenario s = resolved_8();
+  s.precision = "fp16";
+  s.grad_scaler = "true";
+  ModelTraits a100 = traits(false, true);
+  a100.bf16 = true;
+  const Change* c = find(candidate_changes(s, Strategy::kDDP, a100), "bf16 autocast, no GradScaler");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->keys,
+            (std::vector<std::pair<std::string, std::string>>{{"precision", "bf16"}, {"grad_scaler", "false"}}));
+  EXPECT_FALSE(c->alters.empty());
+  EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, traits(false, true)), "bf16 autocast, no GradScaler"), nullptr);
+  EXPECT_EQ(find(candidate_changes(resolved_8(), Strategy::kDDP, a100), "bf16 autocast, no GradScaler"), nullptr);
+  s.mixed_precision = "master-weights";
+  EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, a100), "bf16 autocast, no GradScaler"), nullptr);
+}
+
 // static_graph rebuilds the buckets for iteration 3: its candidate's steady mean starts there,
 // not at the run's iteration 2 (which would average its constructed buckets in).
 // SDPA as each attention takes it: causal (is_causal=True) and unmasked on the flash kernel; a
@@ -143,7 +164,8 @@ TEST(Advice, AttentionIsTriedAsSdpaTakesItsMask) {
   const std::vector<Change> masked = candidate_changes(resolved_8(), Strategy::kDDP, t);
   EXPECT_EQ(find(masked, "flash attention"), nullptr);
   ASSERT_NE(find(masked, "mem-efficient attention"), nullptr);
-  EXPECT_EQ(find(masked, "mem-efficient attention")->pytorch, "F.scaled_dot_product_attention(q, k, v, attn_mask=mask)");
+  EXPECT_EQ(find(masked, "mem-efficient attention")->pytorch,
+            "F.scaled_dot_product_attention(q, k, v, attn_mask=mask)");
 }
 
 // Only what the script's PyTorch release can call is tried: no torch.compile, SDPA, comm hooks or
