@@ -314,6 +314,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
     o.clip_syncs = clip_grad_norm_syncs(parse_pytorch_version(s.pytorch_version));
+    o.scaler = {ctx.grad_scaler, ctx.optimizer_impl == OptimizerImpl::kFused};
     out.replicas = rt.world();
     std::vector<std::unique_ptr<RealHost>> hosts;
     for (int i = 0; i < rt.local(); ++i) {
@@ -352,6 +353,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
     o.clip_syncs = clip_grad_norm_syncs(parse_pytorch_version(s.pytorch_version));
+    o.scaler = {ctx.grad_scaler, ctx.optimizer_impl == OptimizerImpl::kFused};
     o.accumulate_grads = dp_accumulates && ctx.zero_grad_fill;
     DpStep step(model, costs, o, global, host, devices, rig->local_group(m));
     for (int it = 1; it <= s.iterations; ++it) step.run_iteration(it);
