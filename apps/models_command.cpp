@@ -199,6 +199,11 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     j["optimizer_s"] = step.time_s;
     j["input"] = s.input;
     j["input_s"] = cost.input.time_s;  // the batch's copy from the host (0: already on the GPU)
+    // GradScaler's kernels (scale before each backward, unscale, update) and the host's wait.
+    j["grad_scaler"] = ctx.grad_scaler;
+    j["grad_scaler_s"] = ctx.grad_scaler ? cost.scaler_scale.time_s * s.grad_accum + cost.scaler_unscale.time_s +
+                                               cost.scaler_update.time_s
+                                         : 0.0;
     // The step as the GPU runs it: the host issues ahead while kernels run, so it is not the sum of
     // the phases above (each layer there is the larger of its GPU and host time).
     j["step_s"] = step_s;
