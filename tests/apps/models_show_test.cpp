@@ -139,5 +139,33 @@ TEST(ModelsShow, TheInputCopyIsOnePcieCopyBeforeForward) {
   EXPECT_EQ(pageable.at("input"), "pageable");
 }
 
+// fp16 autocast runs under GradScaler unless told otherwise: its kernels' time is in the step, and
+// with a fused optimizer (no unscale pass, no wait) it is two one-element kernels.
+TEST(ModelsShow, Fp16RunsUnderGradScaler) {
+  const auto show = [](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"models", "show", "gpt2", "--gpu", "a100", "--precision", "fp16", "--json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return nlohmann::json::parse(run_printed(a).out);
+  };
+  const nlohmann::json on = show({}), off = show({"--grad-scaler", "false"}),
+                       fused = show({"--optimizer-impl", "fused"});
+  EXPECT_TRUE(on.at("grad_scaler").get<bool>());
+  EXPECT_FALSE(off.at("grad_scaler").get<bool>());
+  EXPECT_EQ(off.at("grad_scaler_s").get<double>(), 0.0);
+  // The unscale pass reads and writes GPT-2's float32 gradients (about 1 GB) at A100 speed.
+  const double pass = on.at("grad_scaler_s").get<double>();
+  EXPECT_GT(pass, 0.3e-3);
+  EXPECT_LT(pass, 1.0e-3);
+  // GPU-bound: the step grows by the kernels' time (the wait exposes only the optimizer's few
+  // foreach launches, which the GPU's own optimizer time covers).
+  EXPECT_GE(on.at("step_s").get<double>() - off.at("step_s").get<double>() + 1e-12, pass);
+  EXPECT_LT(fused.at("grad_scaler_s").get<double>(), 0.05e-3);
+  const nlohmann::json bf16 = nlohmann::json::parse(
+      run_printed({"models", "show", "gpt2", "--gpu", "a100", "--precision", "bf16", "--json"}).out);
+  EXPECT_FALSE(bf16.at("grad_scaler").get<bool>());
+  expect_error({"models", "show", "gpt2", "--precision", "fp16", "--optimizer", "none", "--grad-scaler", "true"}, 2,
+               "--grad-scaler true");
+}
+
 }  // namespace
 }  // namespace gradsync::apps::test
