@@ -199,6 +199,17 @@ ModelCost with_measured(const Model& model, const ModelCost& base, const Compute
 
 }  // namespace
 
+std::pair<double, int> trainable_gradients(const Model& model) {
+  double bytes = 0;
+  int tensors = 0;
+  for (const auto& p : model.parameters) {
+    if (!p.requires_grad) continue;
+    bytes += static_cast<double>(p.bytes());  // a gradient has its parameter's dtype
+    ++tensors;
+  }
+  return {bytes, tensors};
+}
+
 ModelCost model_cost(const Model& model, const ComputeContext& ctx) {
   ModelCost m;
   if (!model.ops.empty()) {
@@ -222,13 +233,7 @@ ModelCost model_cost(const Model& model, const ComputeContext& ctx) {
   // GradScaler (core/grad_scaler.hpp) over the trainable parameters' gradients; a measured step's
   // optimizer time holds what its own run did.
   if (ctx.grad_scaler && !model.measured) {
-    double bytes = 0;
-    int tensors = 0;
-    for (const auto& p : model.parameters) {
-      if (!p.requires_grad) continue;
-      bytes += static_cast<double>(p.bytes());
-      ++tensors;
-    }
+    const auto [bytes, tensors] = trainable_gradients(model);
     const GradScalerOptions scaler{true, ctx.optimizer_impl == OptimizerImpl::kFused};
     m.scaler_scale = memory_kernel_cost(kGradScalerScalarBytes, 1, ctx);
     m.scaler_update = m.scaler_scale;
@@ -416,13 +421,7 @@ KernelCost clip_grad_norm_cost(const Model& model, const ComputeContext& ctx) {
 }
 
 KernelCost clip_grad_norm_cost(const Model& model, const ComputeContext& ctx, ClipPart part) {
-  double bytes = 0;
-  int tensors = 0;
-  for (const auto& p : model.parameters) {
-    if (!p.requires_grad) continue;
-    bytes += static_cast<double>(p.bytes());  // a gradient has its parameter's dtype
-    ++tensors;
-  }
+  const auto [bytes, tensors] = trainable_gradients(model);
   // torch/nn/utils/clip_grad.py: the norm of every gradient, the norm of those norms (stack,
   // vector_norm), clip_coef = max_norm / (total + 1e-6) clamped to 1 (add, div, clamp), then every
   // gradient multiplied by it: the gradients are read twice and written once. With foreach (PyTorch

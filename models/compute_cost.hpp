@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -201,6 +202,8 @@ struct ModelCost {
 double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int grad_accum = 1,
                          const ModelCost* later = nullptr);
 ModelCost model_cost(const Model& model, const ComputeContext& ctx);
+// trainable_gradients: the bytes and the number of the gradients of the parameters that require one.
+std::pair<double, int> trainable_gradients(const Model& model);
 
 // Optimizer: the update rule; foreach (PyTorch 2.x default) or fused implementation. kNone: no
 // optimizer.step() (a benchmark timing forward and backward only; zero_grad still runs).

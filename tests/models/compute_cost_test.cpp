@@ -381,13 +381,9 @@ TEST(ComputeCost, GradScalerIsOnePassOverTheGradientsWithFp16Autocast) {
   apply_framework(ctx, sc);
   EXPECT_TRUE(ctx.grad_scaler);
   const ModelCost c = model_cost(m, ctx);
-  double grads = 0;
-  int tensors = 0;
-  for (const auto& p : m.parameters) {
-    if (!p.requires_grad) continue;
-    grads += static_cast<double>(p.bytes());
-    ++tensors;
-  }
+  const auto [grads, tensors] = trainable_gradients(m);
+  EXPECT_DOUBLE_EQ(grads, 4.0 * 11689512);  // torchvision's ResNet-18: 11,689,512 float32 parameters
+  EXPECT_EQ(tensors, 62);
   EXPECT_DOUBLE_EQ(c.scaler_unscale.bytes, 2 * grads);
   EXPECT_EQ(c.scaler_unscale.kernels, 4 + (tensors + 109) / 110);
   EXPECT_EQ(c.scaler_scale.kernels, 1);
