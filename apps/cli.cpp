@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/scenario_keys.hpp"
@@ -116,6 +117,41 @@ void check_switch_values(CLI::App* app) {
       o->multi_option_policy(CLI::MultiOptionPolicy::Throw);
     }
   for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) check_switch_values(sub);
+}
+
+// check_switch_value_after_blank: `--broadcast-buffers false` gives a switch (a flag without a
+// value of its own) a value after a blank, which the parser would take for the next positional
+// argument (the scenario file) or refuse as unexpected. A usage error naming the '=' form instead.
+struct SwitchValueSlip {
+  std::string message;
+  CLI::App* command = nullptr;  // the subcommand whose help the hint names
+};
+
+std::optional<SwitchValueSlip> switch_value_after_blank(CLI::App& app, const std::vector<std::string>& args) {
+  static const std::vector<std::string> kWords = {"true", "false", "yes", "no", "on", "off", "1", "0"};
+  std::vector<CLI::App*> path = {&app};  // the subcommands the arguments name, outermost first
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].starts_with("-")) {
+      CLI::App* named = nullptr;
+      for (CLI::App* sub : path.back()->get_subcommands([](CLI::App*) { return true; }))
+        if (sub->check_name(args[i])) named = sub;
+      if (named != nullptr) {
+        path.push_back(named);
+        continue;
+      }
+    }
+    if (i == 0 || std::find(kWords.begin(), kWords.end(), ascii_lower(args[i])) == kWords.end()) continue;
+    const std::string& flag = args[i - 1];
+    if (!flag.starts_with("-") || flag.find('=') != std::string::npos) continue;
+    for (CLI::App* a : path) {
+      const CLI::Option* o = a->get_option_no_throw(flag);
+      if (o != nullptr && o->get_expected_max() == 0)
+        return SwitchValueSlip{fmt::format("{} {}: a switch takes its value after '=' ({}={}); alone it is true", flag,
+                                           args[i], flag, args[i]),
+                               path.back()};
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -280,6 +316,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       if (i > 0 && args[i - 1].starts_with("-"))
         throw UsageError(fmt::format("{}: value \"{}\" has blanks at its ends; {}", args[i - 1], a, expected));
       throw UsageError(fmt::format("argument \"{}\" has blanks at its ends; {}", a, expected));
+    }
+    if (const auto slip = switch_value_after_blank(app, args)) {
+      if (launched_rank() > 0) return kExitSuccess;  // said once, by rank 0, as a parse error
+      err << ("error: " + slip->message + "\nRun '" + command_path(slip->command) + " --help' for usage.\n");
+      return kExitUsage;
     }
     try {
       app.parse(reversed);

@@ -152,21 +152,6 @@ Scenario scenario_of(const ScenarioArgs& a) {
     const auto zoo = zoo_model_names();
     if (!std::filesystem::exists(a.file) && std::find(zoo.begin(), zoo.end(), a.file) != zoo.end())
       throw UsageError(fmt::format("{}: no such scenario file; the zoo model is --model {}", a.file, a.file));
-    // A switch's value written after a blank (--broadcast-buffers false) reaches here as the
-    // scenario file: a switch takes its value after '=' only.
-    static const std::vector<std::string> kWords = {"true", "false", "yes", "no", "on", "off", "1", "0"};
-    if (!std::filesystem::exists(a.file) && std::find(kWords.begin(), kWords.end(), a.file) != kWords.end()) {
-      std::vector<std::string> given;
-      for (const auto& [name, on] : a.switches) {
-        const auto o = a.given.find(name);
-        if (o != a.given.end() && o->second->count() > 0) given.push_back(o->second->get_name());
-      }
-      const std::string flag = given.size() == 1 ? given.front() : "--SWITCH";
-      throw UsageError(
-          fmt::format("{}: not a scenario file; a switch takes its value after '=' ({}={}), and alone "
-                      "it is true",
-                      a.file, flag, a.file));
-    }
     s = sim::read_scenario_file(a.file, s);
   }
   for (const ScenarioKey& k : scenario_table()) {

@@ -176,7 +176,7 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
   }
   // fp16 autocast needs GradScaler (its unscale pass, and the host's wait before the optimizer);
   // bf16 keeps float32's range and runs without one.
-  if (traits.bf16 && s.precision == "fp16" && s.mixed_precision == "autocast") {
+  if (traits.bf16 && s.precision == "fp16" && s.mixed_precision == "autocast" && s.grad_scaler == "true") {
     out.push_back(change("bf16 autocast, no GradScaler", {{"precision", "bf16"}, {"grad_scaler", "false"}},
                          "with torch.autocast('cuda', dtype=torch.bfloat16): ...; loss.backward(); "
                          "optimizer.step()  # no GradScaler",

@@ -21,6 +21,8 @@ std::string phase_of(const std::string& n) {
   if (n.rfind("host:", 0) == 0) return "host work";
   if (n.rfind("dp:", 0) == 0 || n.rfind("h2d:", 0) == 0 || n == "optimizer" || n.rfind("broadcast:", 0) == 0) return n;
   if (n.rfind("loss", 0) == 0) return "loss";
+  if (n.rfind("grad_scaler:", 0) == 0) return "grad scaler";       // core/grad_scaler.hpp
+  if (n.rfind("clip_grad_norm", 0) == 0) return "clip_grad_norm";  // the norm and the scaling
   return "other";
 }
 

@@ -55,12 +55,12 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
   if (s == Strategy::kDP) {
     if (phase == "h2d:input") return "host -> GPU0";
     if (phase == "dp:scatter") return "GPU0 -> " + others + " (peer copies)";
-    if (phase == "dp:replicate")
-      return "GPU0 -> " + others + " (broadcast" + via + duplex + ")";
+    if (phase == "dp:replicate") return "GPU0 -> " + others + " (broadcast" + via + duplex + ")";
     if (phase == "dp:gather") return others + " -> GPU0 (peer copies)";
     if (phase == "dp:scatter_grad") return "GPU0 -> " + others + " (peer copies)";
     if (phase == "dp:reduce") return others + " -> GPU0 (reduce" + via + duplex + ")";
-    if (phase == "optimizer" || phase == "loss" || phase == "dp:gather_local" || phase == "dp:loss_mean")
+    if (phase == "optimizer" || phase == "loss" || phase == "dp:gather_local" || phase == "dp:loss_mean" ||
+        phase == "grad scaler" || phase == "clip_grad_norm")
       return "GPU0 only";
     return replicas == 1 ? std::string("GPU0 only") : fmt::format("GPUs 0-{}", replicas - 1);
   }
@@ -74,8 +74,7 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
   if (phase == "overlap slowdown") return "every GPU: compute beside NCCL's kernels (SMs and DRAM shared)";
   // A collective's wait for its last rank, on the comm stream: hidden where backward runs beside
   // it (the exposed column says what reached the step), not a straggler's cost by itself.
-  if (phase == "waiting for peers")
-    return "comm stream: waiting for the last rank (hidden beside backward)";
+  if (phase == "waiting for peers") return "comm stream: waiting for the last rank (hidden beside backward)";
   return gpus == 1 ? std::string("GPU 0") : fmt::format("every GPU (0-{})", gpus - 1);
 }
 
@@ -92,8 +91,8 @@ std::string oom_text(const StrategyResult& r) {
   if (!r.skipped.empty()) return "";
   const GpuResult* worst = nullptr;
   for (const GpuResult& g : r.per_gpu)
-    if (g.oom && (worst == nullptr || g.peak_memory_bytes - g.capacity_bytes >
-                                          worst->peak_memory_bytes - worst->capacity_bytes))
+    if (g.oom &&
+        (worst == nullptr || g.peak_memory_bytes - g.capacity_bytes > worst->peak_memory_bytes - worst->capacity_bytes))
       worst = &g;
   if (worst == nullptr) return "";
   constexpr double kGiB = 1024.0 * 1024 * 1024;
