@@ -133,7 +133,8 @@ TEST(Advice, Fp16AutocastTriesBf16WithoutGradScaler) {
   s.grad_scaler = "true";
   ModelTraits a100 = traits(false, true);
   a100.bf16 = true;
-  const Change* c = find(candidate_changes(s, Strategy::kDDP, a100), "bf16 autocast, no GradScaler");
+  const std::vector<Change> cs = candidate_changes(s, Strategy::kDDP, a100);  // kept: find points into it
+  const Change* c = find(cs, "bf16 autocast, no GradScaler");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->keys,
             (std::vector<std::pair<std::string, std::string>>{{"precision", "bf16"}, {"grad_scaler", "false"}}));
