@@ -8,6 +8,9 @@ bin=$1
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# ResNet-18: a run of about a second here (the default model's takes 2.5), so that 16 kills spread over
+# it, and the signal runs after them, cost CI half a minute rather than two.
+compare=("$bin" compare --model resnet18 --advice-budget 0)
 
 snapshot() { (cd "$d/out" && find . -type f | sort | xargs sha256sum); }
 complete() {  # complete GPUS: --out holds exactly one whole run of `compare --gpus GPUS`
@@ -23,10 +26,10 @@ PY
   for t in "$d"/out/trace-*.json; do python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$t" || return 1; done
 }
 
-"$bin" compare --advice-budget 0 --gpus 2 --out "$d/out" >/dev/null
+"${compare[@]}" --gpus 2 --out "$d/out" >/dev/null
 complete 2 || fail "the first run is not complete"
 start=$(date +%s.%N)
-"$bin" compare --advice-budget 0 --gpus 4 --out "$d/timing" >/dev/null
+"${compare[@]}" --gpus 4 --out "$d/timing" >/dev/null
 run_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
 rm -rf "$d/timing"
 
@@ -34,7 +37,7 @@ kept=0 replaced=0 gpus=2
 for i in $(seq 1 16); do
   next=$(( gpus == 2 ? 4 : 2 ))
   before=$(snapshot)
-  "$bin" compare --advice-budget 0 --gpus "$next" --out "$d/out" >/dev/null 2>&1 &
+  "${compare[@]}" --gpus "$next" --out "$d/out" >/dev/null 2>&1 &
   pid=$!
   sleep "$(awk -v t="$run_s" -v i="$i" 'BEGIN { printf "%.3f", t * i / 14 }')"
   kill -9 "$pid" 2>/dev/null || true
@@ -58,7 +61,7 @@ echo "16 kills over a ${run_s}s run: --out kept the previous run $kept times, he
 [[ $kept -gt 0 ]] || fail "no kill landed before the swap"
 
 # The next run removes what killed runs left beside --out, and says so when it does.
-"$bin" compare --advice-budget 0 --gpus 2 --out "$d/out" >/dev/null 2>"$d.err" || fail "the run after the kills failed"
+"${compare[@]}" --gpus 2 --out "$d/out" >/dev/null 2>"$d.err" || fail "the run after the kills failed"
 complete 2 || fail "the run after the kills is not complete"
 left=$(cd "$d" && ls -A | grep -v '^out$' || true)
 [[ -z $left ]] || fail "left beside --out after a clean run: $left"
@@ -76,7 +79,7 @@ for sig in INT TERM; do
     next=$(( gpus == 2 ? 4 : 2 ))
     rc=0
     timeout --preserve-status -s "$sig" "$(awk -v t="$run_s" -v f="$frac" 'BEGIN { printf "%.3f", t * f }')" \
-      "$bin" compare --advice-budget 0 --gpus "$next" --out "$d/out" >/dev/null 2>"$d.err" || rc=$?
+      "${compare[@]}" --gpus "$next" --out "$d/out" >/dev/null 2>"$d.err" || rc=$?
     sleep 0.2
     left=$(cd "$d" && ls -A | grep -v '^out$' || true)
     [[ -z $left ]] || fail "SIG$sig at $frac of the run left beside --out: $left"
@@ -102,7 +105,7 @@ echo "SIGINT/SIGTERM at 6 moments: $said left --out as it was and said so; nothi
 
 # Four runs into the same --out at once: each succeeds, --out ends whole, nothing is left beside it.
 pids=()
-for g in 2 4 2 4; do "$bin" compare --advice-budget 0 --gpus "$g" --out "$d/out" >/dev/null 2>"$d/race-$g.err" & pids+=($!); done
+for g in 2 4 2 4; do "${compare[@]}" --gpus "$g" --out "$d/out" >/dev/null 2>"$d/race-$g.err" & pids+=($!); done
 for p in "${pids[@]}"; do wait "$p" || { cat "$d"/race-*.err >&2; fail "a run racing three others into one --out failed"; }; done
 rm -f "$d"/race-*.err
 complete 2 || complete 4 || fail "after four racing runs --out is not one whole run"
