@@ -100,6 +100,7 @@ void run_collectives(CollectivesArgs a) {
     j["gpus"] = n;
     j["op"] = a.op;
     j["nccl_model"] = std::string(sim::kNcclModelVersion);
+    j["nccl_version"] = resolve_nccl_release(knobs.nccl_version, knobs.pytorch_version).text();
     j["nccl"] = sim::nccl_info_json(info);
     auto& rows = j["rows"] = nlohmann::ordered_json::array();
     for (const auto& p : pts) {
@@ -137,7 +138,7 @@ void run_collectives(CollectivesArgs a) {
       fmt::format("gradsync collectives: simulated {} on {}, {} GPUs (nccl-tests definitions: algbw = "
                   "size / time, busbw = algbw x {:.4f})",
                   a.op, a.sweep.topology, n, sim::bus_factor(a.sweep.op, n)),
-      fmt::format("NCCL model {}{}; one collective per size, ranks aligned before each", sim::kNcclModelVersion,
+      fmt::format("{}{}; one collective per size, ranks aligned before each", nccl_release_text(knobs),
                   nccl_knobs_text(knobs))};
   for (std::string& line : sim::nccl_info_lines(info)) header.push_back(std::move(line));
   // A size that is not a whole number of floats (of n of them for allgather and reducescatter)
@@ -184,7 +185,7 @@ void register_collectives_command(CLI::App& app) {
             return fmt::format("value \"{}\" must be a number > 1 and below 1e9", text);
           },
           "FACTOR"));
-  add_scenario_options(coll, co->knobs, {"NCCL_ALGO", "NCCL_PROTO", "nccl"});
+  add_scenario_options(coll, co->knobs, {"NCCL_ALGO", "NCCL_PROTO", "nccl", "nccl_version"});
   coll->add_option("--fidelity", co->sweep.fidelity,
                    "step (every ring step and chunk a flow; default), aggregate (one flow per rank, channel and "
                    "phase) or auto")

@@ -15,6 +15,7 @@
 #include "apps/cli.hpp"
 #include "core/comm_hook.hpp"
 #include "core/error.hpp"
+#include "core/nccl_release.hpp"
 #include "core/scenario_keys.hpp"
 #include "core/text.hpp"
 #include "models/model.hpp"
@@ -41,6 +42,12 @@ std::string mib_text(const nlohmann::ordered_json& v) {
 std::string bucket_text(const nlohmann::ordered_json& v) {
   if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() >= 1.0 / 64) return mib_text(v) + " MiB";
   return fmt::format("{} B", static_cast<std::int64_t>(v.get<double>() * 1048576.0));
+}
+
+std::string nccl_release_text(const Scenario& s) {
+  const NcclRelease r = resolve_nccl_release(s.nccl_version, s.pytorch_version);
+  const std::string whose = s.nccl_version == "auto" ? fmt::format("PyTorch {}'s, ", s.pytorch_version) : "";
+  return fmt::format("NCCL {} ({}tuning model {})", r.text(), whose, sim::kNcclModelVersion);
 }
 
 std::string nccl_knobs_text(const Scenario& s) {
@@ -288,7 +295,7 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   // The DDP settings are said only where DDP ran; DP's broadcast and reduce still run on NCCL.
   const bool ddp =
       std::any_of(rs.begin(), rs.end(), [](const StrategyResult& x) { return x.strategy == Strategy::kDDP; });
-  const std::string nccl = fmt::format("NCCL model {}{}{}", sim::kNcclModelVersion, nccl_knobs_text(s),
+  const std::string nccl = fmt::format("{}{}{}", nccl_release_text(s), nccl_knobs_text(s),
                                        r.fidelity.mode.empty() ? "" : fmt::format(", fidelity {}", s.fidelity));
   if (!ddp)
     h.push_back(nccl);

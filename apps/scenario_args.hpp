@@ -45,6 +45,10 @@ void add_scenario_options(CLI::App* cmd, ScenarioArgs& a, const std::vector<std:
 // naming file:line).
 sim::Scenario scenario_of(const ScenarioArgs& a);
 
+// nccl_release_text: "NCCL 2.28 (PyTorch 2.11's, tuning model 2.27)": the release whose rules
+// apply, for header lines.
+std::string nccl_release_text(const sim::Scenario& s);
+
 // nccl_knobs_text: ", NCCL_ALGO=ring NCCL_P2P_DISABLE=true" for the knobs a scenario sets (",
 // NCCL's defaults" when none), for header lines.
 std::string nccl_knobs_text(const sim::Scenario& s);

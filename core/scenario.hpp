@@ -30,12 +30,12 @@ namespace gradsync {
 struct Scenario {
   std::string model = "gpt2";
   std::string topology = "dgx-a100";
-  int gpus = 0;                    // 0: every GPU of the topology
-  int nnodes = 0;                  // torchrun --nnodes; 0: unset (gpus decides)
-  int nproc_per_node = 0;          // torchrun --nproc-per-node; 0: unset
-  std::int64_t batch_per_gpu = 0;  // 0: the model's default batch
-  std::int64_t seq_len = 0;        // 0: the model's default
-  std::string precision;           // empty: bf16 where the GPU has it, else fp16
+  int gpus = 0;                              // 0: every GPU of the topology
+  int nnodes = 0;                            // torchrun --nnodes; 0: unset (gpus decides)
+  int nproc_per_node = 0;                    // torchrun --nproc-per-node; 0: unset
+  std::int64_t batch_per_gpu = 0;            // 0: the model's default batch
+  std::int64_t seq_len = 0;                  // 0: the model's default
+  std::string precision;                     // empty: bf16 where the GPU has it, else fp16
   std::string mixed_precision = "autocast";  // autocast, or master-weights (the model in 16 bits)
   std::string optimizer = "adamw";
   std::string optimizer_impl = "auto";    // auto (the release's default), foreach, fused, for-loop
@@ -46,6 +46,7 @@ struct Scenario {
   int pad_to_multiple_of = 1;             // the vocabulary padded to a multiple of this (1: as the model)
   std::string input = "pageable";         // where each batch starts: pageable, pinned, device
   std::string pytorch_version = "2.11";   // the release whose rules apply (core/pytorch_version.hpp)
+  std::string nccl_version = "auto";      // the NCCL release linked; auto: PyTorch's (core/nccl_release.hpp)
   std::optional<double> bucket_cap_mb;    // unset: 25 MiB
   std::optional<double> first_bucket_mb;  // unset: 1 MiB without bucket_cap_mb, else bucket_cap_mb
   int grad_accum = 1;

@@ -11,6 +11,7 @@
 #include "core/comm_hook.hpp"
 #include "core/error.hpp"
 #include "core/nccl_knobs.hpp"
+#include "core/nccl_release.hpp"
 #include "core/pytorch_version.hpp"
 #include "core/scenario.hpp"
 #include "core/text.hpp"
@@ -185,6 +186,18 @@ std::vector<ScenarioKey> make_scenario_table() {
        .kind = KeyKind::kSpec,
        .field = &S::pytorch_version,
        .canonical = canonical_pytorch_version},
+      {.name = "nccl_version",
+       .flag = "--nccl-version",
+       .value_name = "M.N",
+       .help = "The NCCL release the run links (2.21, or 2.21.5 as NCCL's tags name it), whose default P2P level "
+               "applies: P2P up to PHB in 2.4; across sockets (SYS) on AMD CPUs through 2.22 and on Intel ones "
+               "(PHB) in 2.7-2.8; from 2.23 no farther than PXB but for 2 GPUs on AMD; auto: the release "
+               "PyTorch's binaries bundle for --pytorch-version (2.28 for 2.11, 2.21 for 2.5-2.6). NCCL's "
+               "tuning constants stay 2.27's",
+       .default_text = "auto",
+       .kind = KeyKind::kSpec,
+       .field = &S::nccl_version,
+       .canonical = canonical_nccl_version},
       {.name = "optimizer",
        .flag = "--optimizer",
        .value_name = "OPT",
@@ -391,7 +404,7 @@ std::vector<ScenarioKey> make_scenario_table() {
       {.name = "NCCL_P2P_LEVEL",
        .value_name = "LEVEL",
        .help = "NCCL_P2P_LEVEL: the farthest path P2P takes: LOC, NVL, NVB, PIX, PXB, PHB, SYS (or 0-5)",
-       .default_text = "unset: PXB, SYS for 2 GPUs on AMD",
+       .default_text = "unset: nccl_version's default (2.23 on: PXB, SYS for 2 GPUs on AMD)",
        .kind = KeyKind::kSpec,
        .field = &S::nccl_p2p_level,
        .canonical = canonical_level,

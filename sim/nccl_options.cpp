@@ -38,6 +38,7 @@ NcclSettings nccl_settings(const Scenario& s) {
   n.request.protocols = s.nccl_proto;
   n.request.nvls = s.nccl_nvls_enable != "0";
   n.transport.p2p_disable = s.nccl_p2p_disable;
+  n.transport.nccl = resolve_nccl_release(s.nccl_version, s.pytorch_version);
   if (!s.nccl_p2p_level.empty()) {
     n.transport.p2p_level = path_level(s.nccl_p2p_level);
     if (!n.transport.p2p_level) n.transport.p2p_disable = true;  // LOC: P2P only within one GPU

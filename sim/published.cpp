@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/nccl_release.hpp"
 #include "core/scenario_keys.hpp"
 #include "core/units.hpp"
 #include "core/yaml_reader.hpp"
@@ -224,6 +225,13 @@ PublishedResult simulate_published(const PublishedCase& c) {
     } catch (const ConfigError& e) {
       throw ConfigError(fmt::format("case {}: env {}=\"{}\": {}", c.id, key, value, e.what()));
     }
+  }
+  // The release the case ran, where it says (the default P2P level depends on it); otherwise
+  // PyTorch 2.11's, as `gradsync collectives` assumes.
+  try {
+    knobs.nccl_version = canonical_nccl_version(c.nccl_version);
+  } catch (const ConfigError&) {
+    knobs.nccl_version = "auto";
   }
   sw.nccl = nccl_settings(knobs);
   {

@@ -172,6 +172,7 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"channels_last", "true"},
                                                    {"pad_to_multiple_of", "64"},
                                                    {"pytorch_version", "1.13"},
+                                                   {"nccl_version", "2.21"},
                                                    {"fidelity", "step"},
                                                    {"calibration", "c.yaml"},
                                                    {"NCCL_ALGO", "tree"},

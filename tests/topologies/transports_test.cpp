@@ -76,6 +76,38 @@ TEST(Transports, TwoGpusOnAmdTakeP2pAcrossTheHostBridge) {
   EXPECT_EQ(hop_of(intel, 0, 1).kind, TransportKind::kShm);
 }
 
+TEST(Transports, TheDefaultP2pLevelFollowsTheNcclRelease) {
+  // paths.cc of each release (p2p.cc in 2.4): what NCCL's P2P reaches without NCCL_P2P_LEVEL.
+  EXPECT_EQ(default_p2p_level({2, 4}, false, 8), PathClass::kPHB);  // not across root complexes
+  EXPECT_EQ(default_p2p_level({2, 4}, true, 8), PathClass::kPHB);
+  EXPECT_EQ(default_p2p_level({2, 6}, false, 8), PathClass::kSYS);  // Broadwell only: PXB
+  EXPECT_EQ(default_p2p_level({2, 7}, false, 8), PathClass::kPHB);  // Intel other than Broadwell
+  EXPECT_EQ(default_p2p_level({2, 8}, false, 8), PathClass::kPHB);
+  EXPECT_EQ(default_p2p_level({2, 9}, false, 8), PathClass::kPXB);
+  EXPECT_EQ(default_p2p_level({2, 7}, true, 8), PathClass::kSYS);
+  EXPECT_EQ(default_p2p_level({2, 22}, true, 8), PathClass::kSYS);  // AMD: P2P whenever it can
+  EXPECT_EQ(default_p2p_level({2, 22}, false, 2), PathClass::kPXB);
+  EXPECT_EQ(default_p2p_level({2, 23}, true, 8), PathClass::kPXB);  // 2.23: PXB...
+  EXPECT_EQ(default_p2p_level({2, 23}, true, 2), PathClass::kSYS);  // ...but pairs on AMD
+  EXPECT_EQ(default_p2p_level({2, 28}, false, 2), PathClass::kPXB);
+
+  // Four A40s on the root ports of two EPYC sockets (pairs SYS apart): PyTorch 2.6's NCCL 2.21
+  // goes peer to peer across the sockets, 2.7's NCCL 2.26 through host memory.
+  const Topology amd = generate_pcie({.gpu = "a40", .gpus = 4, .sockets = 2, .gpus_per_switch = 0, .cpu = "amd"});
+  const Routes routes(amd);
+  int far = -1;
+  for (int g = 1; g < 4 && far < 0; ++g)
+    if (routes.gpu_route(0, g).path_class == PathClass::kSYS) far = g;
+  ASSERT_GT(far, 0);
+  EXPECT_EQ(hop_of(amd, 0, far, {.nccl = {2, 21}}).kind, TransportKind::kP2P);
+  EXPECT_EQ(hop_of(amd, 0, far, {.nccl = {2, 26}}).kind, TransportKind::kShm);
+  EXPECT_EQ(hop_of(amd, 0, far, {.p2p_level = PathClass::kSYS, .nccl = {2, 26}}).kind, TransportKind::kP2P);
+  // Two A40s on one Xeon's root ports (PHB): P2P with NCCL 2.7 (PyTorch 1.6-1.9), not from 2.9.
+  const Topology intel = generate_pcie({.gpu = "a40", .gpus = 2, .sockets = 1, .gpus_per_switch = 0});
+  EXPECT_EQ(hop_of(intel, 0, 1, {.nccl = {2, 7}}).kind, TransportKind::kP2P);
+  EXPECT_EQ(hop_of(intel, 0, 1, {.nccl = {2, 10}}).kind, TransportKind::kShm);
+}
+
 TEST(Transports, ShmDisabledLeavesTheNetworkOrNothing) {
   const Topology t = generate_pcie({.gpu = "rtx-2080-ti", .gpus = 2, .sockets = 1, .gpus_per_switch = 0});
   // This machine has no NIC: nothing connects the pair, a clear error.

@@ -4,6 +4,25 @@
 #include "topologies/transports/transport.hpp"
 
 namespace gradsync {
+
+PathClass default_p2p_level(NcclRelease release, bool amd, int gpus) {
+  // NCCL 2.4 (transport/p2p.cc p2pCanConnect): "Do not use P2P across root complexes by default",
+  // pciDistance < PATH_NODE: through the CPU's host bridge (PHB) but no farther.
+  if (!release.at_least(2, 5)) return PathClass::kPHB;
+  // 2.5-2.22 (graph/paths.cc ncclTopoCheckP2p): PATH_SYS, lowered for some CPUs: Intel's to PXB
+  // from 2.9, to PHB in 2.7-2.8 (PXB on Broadwell, which gradsync does not tell apart: a later
+  // Xeon is assumed), not at all in 2.5-2.6 (but Broadwell); AMD's never ("In general, use P2P
+  // whenever we can").
+  if (!release.at_least(2, 23)) {
+    if (amd) return PathClass::kSYS;
+    if (release.at_least(2, 9)) return PathClass::kPXB;
+    return release.at_least(2, 7) ? PathClass::kPHB : PathClass::kSYS;
+  }
+  // 2.23 on: "By default don't use P2P across CPU Host Bridges and further apart" (PXB), "Allow
+  // P2P between pairs of GPUs on AMD systems" (SYS when the machine has at most 2 GPUs).
+  return amd && gpus <= 2 ? PathClass::kSYS : PathClass::kPXB;
+}
+
 namespace {
 
 class P2pTransport final : public Transport {
@@ -12,12 +31,9 @@ class P2pTransport final : public Transport {
     if (ctx.options.p2p_disable) return std::nullopt;  // NCCL_P2P_DISABLE: the P2P level becomes LOC
     if (ctx.topo.host_of(from) != ctx.topo.host_of(to)) return std::nullopt;
     const Route r = ctx.routes.gpu_route(from, to);
-    // NCCL's default level is PXB ("by default don't use P2P across CPU host bridges"), SYS for
-    // pairs of GPUs on AMD (paths.cc, NCCL >= 2.23).
-    PathClass level = PathClass::kPXB;
     const VertexId gpu = ctx.topo.gpu(from);
-    if (ctx.gpus_in_machine(from) <= 2 && ctx.has_cpu(gpu) && ctx.topo.vertex(ctx.cpu_of(gpu)).amd())
-      level = PathClass::kSYS;
+    const bool amd = ctx.has_cpu(gpu) && ctx.topo.vertex(ctx.cpu_of(gpu)).amd();
+    PathClass level = default_p2p_level(ctx.options.nccl, amd, ctx.gpus_in_machine(from));
     if (ctx.options.p2p_level) level = *ctx.options.p2p_level;
     if (r.path_class > level) return std::nullopt;
     // Over PCIe both GPUs must do peer-to-peer (NVML's P2P status; GeForce boards report none).

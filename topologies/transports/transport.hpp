@@ -19,19 +19,27 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/nccl_release.hpp"
 #include "topologies/routes.hpp"
 #include "topologies/topology.hpp"
 
 namespace gradsync {
 
-// TransportOptions: NCCL's knobs that choose transports (NCCL 2.27 defaults when unset).
+// TransportOptions: NCCL's knobs that choose transports (NCCL 2.27 defaults when unset), and the
+// release whose default P2P level applies.
 struct TransportOptions {
   bool p2p_disable = false;                  // NCCL_P2P_DISABLE=1: no P2P between GPUs (P2P level LOC)
-  std::optional<PathClass> p2p_level{};      // NCCL_P2P_LEVEL; unset: PXB (SYS on AMD with <= 2 GPUs)
+  std::optional<PathClass> p2p_level{};      // NCCL_P2P_LEVEL; unset: default_p2p_level
   bool shm_disable = false;                  // NCCL_SHM_DISABLE=1: no SHM; GPUs of one host use the network
   std::optional<PathClass> net_gdr_level{};  // NCCL_NET_GDR_LEVEL; unset: PXB
   bool ib_disable = false;                   // NCCL_IB_DISABLE=1: sockets, host memory, no GPUDirect RDMA
+  NcclRelease nccl{};                        // the NCCL release linked (scenario key nccl_version)
 };
+
+// default_p2p_level: the farthest path NCCL's P2P transport takes without NCCL_P2P_LEVEL, in
+// `release`, between GPUs of a machine of `gpus` GPUs whose CPU is AMD's (`amd`) or Intel's
+// (p2p.cpp cites each release's paths.cc).
+PathClass default_p2p_level(NcclRelease release, bool amd, int gpus);
 
 enum class TransportKind { kP2P, kShm, kNet };
 

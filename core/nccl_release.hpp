@@ -1,0 +1,40 @@
+// nccl_release.hpp: the NCCL release a run links (scenario key nccl_version), by default the one
+// PyTorch's binaries bundle for pytorch_version, and the rule of NCCL's that changed across the
+// releases gradsync models: how far peer-to-peer reaches by default (topologies/transports/p2p.cpp).
+//
+//   bundled_nccl(parse_pytorch_version("2.6"))          // {2, 21}
+//   resolve_nccl_release("auto", "1.7")                 // {2, 7}
+//   resolve_nccl_release("2.18.3", "2.11")              // {2, 18}
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/pytorch_version.hpp"
+
+namespace gradsync {
+
+struct NcclRelease {
+  int major = 2;
+  int minor = 28;
+  bool operator<(const NcclRelease& o) const { return major != o.major ? major < o.major : minor < o.minor; }
+  bool at_least(int ma, int mi) const { return !(*this < NcclRelease{ma, mi}); }
+  std::string text() const;  // "2.28"
+};
+
+// kOldestNccl: the oldest release read (2.4: the one PyTorch 1.4, gradsync's oldest, bundles).
+inline constexpr NcclRelease kOldestNccl{2, 4};
+
+// bundled_nccl: the NCCL release PyTorch's Linux CUDA binaries of that version link (the
+// third_party/nccl pin, and the nvidia-nccl-cu* wheel from 1.13 on; core/nccl_release.cpp cites each).
+NcclRelease bundled_nccl(PytorchVersion v);
+
+// parse_nccl_version reads "2.21", "2.18.3" or "2.18.3-1" (NCCL's tags); ConfigError naming the
+// text otherwise, or for a release before 2.4.
+NcclRelease parse_nccl_version(std::string_view text);
+// canonical_nccl_version: "auto", or "M.N" of a parsed release (the scenario key's canonical form).
+std::string canonical_nccl_version(std::string_view text);
+// resolve_nccl_release: `nccl_version` ("auto": PyTorch's bundled release for `pytorch_version`).
+NcclRelease resolve_nccl_release(std::string_view nccl_version, std::string_view pytorch_version);
+
+}  // namespace gradsync
