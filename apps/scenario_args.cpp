@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -100,6 +101,28 @@ std::vector<std::string> nccl_environment() {
   return out;
 }
 
+namespace {
+
+// nccl_text_value: a knob's value as NCCL's environment gives it. NCCL reads its switches as
+// integers (NCCL_P2P_DISABLE with strtol in paths.cc, the others through NCCL_PARAM's strtoll):
+// "true" is 0 there, the knob left off, so it is refused rather than read as gradsync's files read
+// it.
+nlohmann::ordered_json nccl_text_value(const ScenarioKey& k, std::string_view text) {
+  if (k.kind == KeyKind::kSwitch) {
+    std::string t(text);
+    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (t == "true" || t == "yes" || t == "on") {
+      throw ConfigError(
+          fmt::format("expected 0 or 1: NCCL reads the variable as an integer, so \"{}\" is 0 "
+                      "there and leaves the knob off; write 1 to set it",
+                      text));
+    }
+  }
+  return parse_key_value(k, text);
+}
+
+}  // namespace
+
 Scenario scenario_of(const ScenarioArgs& a) {
   Scenario s;
   if (a.nccl_from_env) {
@@ -112,7 +135,7 @@ Scenario scenario_of(const ScenarioArgs& a) {
         if (v == nullptr || *v == '\0') continue;
         nlohmann::ordered_json value;
         try {
-          value = parse_key_value(k, v);
+          value = nccl_text_value(k, v);
         } catch (const ConfigError& e) {
           throw UsageError(fmt::format("{}=\"{}\" (the environment, --nccl-from-env): {}", name, v, e.what()));
         }
@@ -204,7 +227,7 @@ Scenario scenario_of(const ScenarioArgs& a) {
       throw UsageError(fmt::format("--nccl {} and {} both set {}; give one of them", item, k->flag, k->name));
     }
     try {
-      set_key(s, *k, parse_key_value(*k, item.substr(eq + 1)));
+      set_key(s, *k, nccl_text_value(*k, item.substr(eq + 1)));
     } catch (const ConfigError& e) {
       throw UsageError(fmt::format("--nccl {}=\"{}\": {}", item.substr(0, eq), item.substr(eq + 1), e.what()));
     }

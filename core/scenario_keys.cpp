@@ -117,7 +117,7 @@ json parse_nccl_switch(std::string_view text) {
   const std::string t = lower(trim(text));
   if (t == "1" || t == "true") return true;
   if (t == "0" || t == "false") return false;
-  throw ConfigError("expected 0 or 1 (NCCL reads the variable as an integer; true and false also do)");
+  throw ConfigError("expected 0 or 1 (NCCL reads the variable as an integer; a scenario file may say true or false)");
 }
 
 json parse_switch(std::string_view text) {
