@@ -38,6 +38,8 @@ void steady_from_iteration_3(const Scenario& s, Change& c) {
 
 // ddp_changes: DistributedDataParallel's own options, its comm hooks and no_sync accumulation.
 void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Change>& out) {
+  // Only what the script's release can call (core/pytorch_version.hpp).
+  const PytorchVersion v = parse_pytorch_version(s.pytorch_version);
   // Bucket caps around PyTorch's default 25 MiB, as PyTorch's DDP benchmark and DDP's docs try
   // them: smaller buckets start the first allreduce sooner, larger ones make fewer calls.
   const double cap = s.bucket_cap_mb.value_or(25);
@@ -52,7 +54,7 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
                          "DDP(model, find_unused_parameters=False)",
                          "DDP raises an error if a parameter gets no gradient in an iteration"));
   }
-  if (!s.static_graph && !s.find_unused_parameters) {
+  if (!s.static_graph && !s.find_unused_parameters && has_static_graph(v)) {
     // static_graph rebuilds the buckets for iteration 3, not 2 (core/bucket_plan.hpp): its steady
     // mean starts there, whatever the run's warm-up, so that iteration 2's constructed buckets
     // are not taken for its steady state.
@@ -60,7 +62,7 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
     steady_from_iteration_3(s, sg);
     out.push_back(sg);
   }
-  if (!s.gradient_as_bucket_view) {
+  if (!s.gradient_as_bucket_view && has_gradient_as_bucket_view(v)) {
     out.push_back(change("gradient_as_bucket_view", {{"gradient_as_bucket_view", "true"}},
                          "DDP(model, gradient_as_bucket_view=True)"));
   }
@@ -69,8 +71,6 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
                          "DDP(model, broadcast_buffers=False)",
                          traits.batchnorm ? "each rank keeps its own BatchNorm running statistics" : ""));
   }
-  // Only what the script's release can call (core/pytorch_version.hpp).
-  const PytorchVersion v = parse_pytorch_version(s.pytorch_version);
   if (s.comm_hook == "none" && has_comm_hooks(v)) {
     if (has_bf16_comm_hook(v)) {
       out.push_back(change("comm hook bf16", {{"comm_hook", "bf16"}},
@@ -134,7 +134,7 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
   out.push_back(micro);
   // fused=True: Adam's from PyTorch 1.13, AdamW's from 2.0 (transformers#22141 on 2.0's release).
   const PytorchVersion v = parse_pytorch_version(s.pytorch_version);
-  const bool fused_exists = s.optimizer == "adam" ? v.at_least(1, 13) : v.at_least(2, 0);
+  const bool fused_exists = s.optimizer == "adam" ? has_fused_adam(v) : has_fused_adamw(v);
   if ((s.optimizer == "adam" || s.optimizer == "adamw") && s.optimizer_impl != "fused" && fused_exists) {
     out.push_back(change(
         "fused optimizer", {{"optimizer_impl", "fused"}},
@@ -145,7 +145,12 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
                          "DataLoader(dataset, pin_memory=True); x.to(device, non_blocking=True)"));
   }
   if (s.set_to_none == "false") {
-    out.push_back(change("zero_grad set_to_none", {{"set_to_none", "true"}}, "optimizer.zero_grad(set_to_none=True)"));
+    // Before 1.7 zero_grad() took no argument: scripts set the gradients to None themselves.
+    out.push_back(change("zero_grad set_to_none", {{"set_to_none", "true"}},
+                         has_set_to_none(v)
+                             ? "optimizer.zero_grad(set_to_none=True)"
+                             : "for p in model.parameters(): p.grad = None  # zero_grad(set_to_none=True) "
+                               "from PyTorch 1.7"));
   }
   if (!s.compile && has_compile(v)) {
     out.push_back(change("torch.compile", {{"compile", "true"}}, "model = torch.compile(model)"));

@@ -73,6 +73,13 @@ inline bool has_channels_last(PytorchVersion v) { return v.at_least(1, 5); }
 inline bool has_amp_autocast(PytorchVersion v) { return v.at_least(1, 6); }
 inline bool has_fused_adam(PytorchVersion v) { return v.at_least(1, 13); }
 inline bool has_fused_adamw(PytorchVersion v) { return v.at_least(2, 0); }
+// has_fused_sgd: SGD's fused=True (pytorch/pytorch#116585, "[mta] Fused SGD", 2024-01: 2.3).
+inline bool has_fused_sgd(PytorchVersion v) { return v.at_least(2, 3); }
+// has_set_to_none: Optimizer.zero_grad(set_to_none=...) (1.7; zero_grad() took no argument before).
+inline bool has_set_to_none(PytorchVersion v) { return v.at_least(1, 7); }
+// has_gradient_as_bucket_view: DDP(gradient_as_bucket_view=True) (pytorch/pytorch#44344,
+// 2020-09: 1.7).
+inline bool has_gradient_as_bucket_view(PytorchVersion v) { return v.at_least(1, 7); }
 // matmul_tf32_by_default: torch.backends.cuda.matmul.allow_tf32 defaulted to True from 1.7 (when
 // TF32 came) to 1.11, and to False from 1.12 (pytorch/pytorch#76509): a float32 script on Ampere
 // or later ran its matmuls as TF32 in those releases.

@@ -318,7 +318,11 @@ void check_scenario_keys(const Scenario& s) {
   if (s.optimizer_impl == "fused") {
     if (s.optimizer == "adam" && !has_fused_adam(version)) before("optimizer_impl fused: Adam(fused=True)", "1.13");
     if (s.optimizer == "adamw" && !has_fused_adamw(version)) before("optimizer_impl fused: AdamW(fused=True)", "2.0");
+    if ((s.optimizer == "sgd" || s.optimizer == "sgd-momentum") && !has_fused_sgd(version))
+      before("optimizer_impl fused: SGD(fused=True)", "2.3");
   }
+  if (s.gradient_as_bucket_view && !has_gradient_as_bucket_view(version))
+    before("gradient_as_bucket_view: DDP(gradient_as_bucket_view=True)", "1.7");
   if (s.warmup >= s.iterations) {
     throw ConfigError(
         fmt::format("warmup \"{}\": expected 0..{} (fewer than iterations {}, so that a steady iteration is left)",

@@ -187,6 +187,19 @@ TEST(Advice, OnlyWhatTheReleaseHasIsTried) {
   EXPECT_EQ(find(hooks, "comm hook bf16"), nullptr);
   s.pytorch_version = "1.4";
   EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, t), "channels_last"), nullptr);
+  // DDP's static_graph (1.9) and gradient_as_bucket_view (1.7); zero_grad's set_to_none (1.7),
+  // which a script before it writes by hand.
+  s.pytorch_version = "1.8";
+  s.set_to_none = "false";
+  EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, t), "static_graph"), nullptr);
+  EXPECT_NE(find(candidate_changes(s, Strategy::kDDP, t), "gradient_as_bucket_view"), nullptr);
+  s.pytorch_version = "1.6";
+  const std::vector<Change> v16 = candidate_changes(s, Strategy::kDDP, t);
+  EXPECT_EQ(find(v16, "gradient_as_bucket_view"), nullptr);
+  ASSERT_NE(find(v16, "zero_grad set_to_none"), nullptr);
+  EXPECT_EQ(find(v16, "zero_grad set_to_none")->pytorch.rfind("for p in model.parameters(): p.grad = None", 0), 0u);
+  s.pytorch_version = "1.9";
+  EXPECT_NE(find(candidate_changes(s, Strategy::kDDP, t), "static_graph"), nullptr);
 }
 
 TEST(Advice, StaticGraphIsSimulatedToItsRebuiltBuckets) {

@@ -287,6 +287,15 @@ TEST(ScenarioKeys, FeaturesNewerThanPytorchVersionAreRefused) {
   EXPECT_EQ(message(fused("adam"), "1.12"),
             "optimizer_impl fused: Adam(fused=True) came with PyTorch 1.13; pytorch_version is 1.12");
   EXPECT_EQ(message(fused("adam"), "1.13"), "accepted");
+  // SGD's from 2.3 (pytorch/pytorch#116585); DDP's gradient_as_bucket_view from 1.7.
+  EXPECT_EQ(message(fused("sgd-momentum"), "2.2"),
+            "optimizer_impl fused: SGD(fused=True) came with PyTorch 2.3; pytorch_version is 2.2");
+  EXPECT_EQ(message(fused("sgd"), "2.3"), "accepted");
+  EXPECT_EQ(message([](Scenario& s) { s.gradient_as_bucket_view = true; }, "1.6"),
+            "gradient_as_bucket_view: DDP(gradient_as_bucket_view=True) came with PyTorch 1.7; pytorch_version is 1.6");
+  EXPECT_EQ(message([](Scenario& s) { s.gradient_as_bucket_view = true; }, "1.7"), "accepted");
+  // Setting the gradients to None by hand is older than zero_grad's argument (1.7): taken.
+  EXPECT_EQ(message([](Scenario& s) { s.set_to_none = "true"; }, "1.4"), "accepted");
 }
 
 TEST(ScenarioKeys, ResolvedScenarioMakesEveryDefaultExplicit) {
