@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -166,6 +167,49 @@ Phases phases_of(const std::vector<Event>& host, const Event& step, const std::s
         "{}: {} has no backward (no autograd::engine::evaluate_function event inside it); expected a trace of "
         "training steps: forward, loss.backward(), optimizer.step(), then prof.step()",
         origin, step.name));
+  }
+  // One backward per step. loss.backward() seeds the graph with aten::ones_like (the scalar
+  // loss's gradient, torch.autograd's _make_grads) before autograd's first function runs; a second
+  // seed followed by autograd's functions is a second backward: gradient accumulation, whose later
+  // forwards would be counted as backward. Seeds inside an autograd function (a backward formula's
+  // own ones_like) are not loss.backward()'s.
+  {
+    std::vector<Span> runs;
+    for (const Event& e : host)
+      if (e.start >= step.start && e.end <= step.end && starts_with(e.name, "autograd::engine::evaluate_function:"))
+        runs.emplace_back(e.start, e.end);
+    std::sort(runs.begin(), runs.end());
+    std::vector<Span> merged;  // the union of the functions' spans, to tell nested seeds apart
+    for (const Span& r : runs) {
+      if (!merged.empty() && r.first <= merged.back().second)
+        merged.back().second = std::max(merged.back().second, r.second);
+      else
+        merged.push_back(r);
+    }
+    const auto nested = [&](const Event& e) {
+      auto it = std::upper_bound(merged.begin(), merged.end(), Span{e.start, std::numeric_limits<double>::infinity()});
+      return it != merged.begin() && std::prev(it)->first <= e.start && e.end <= std::prev(it)->second;
+    };
+    std::vector<double> seeds;
+    for (const Event& e : host)
+      if (e.start >= step.start && e.end <= step.end && e.name == "aten::ones_like" && !nested(e))
+        seeds.push_back(e.end);
+    std::sort(seeds.begin(), seeds.end());
+    // Each seed counts when autograd's functions run after it and before the next seed.
+    int passes = 0;
+    double second = 0;
+    for (std::size_t i = 0; i < seeds.size(); ++i) {
+      const double until = i + 1 < seeds.size() ? seeds[i + 1] : step.end;
+      const auto first = std::lower_bound(runs.begin(), runs.end(), Span{seeds[i], -1.0});
+      if (first != runs.end() && first->first < until && ++passes == 2) second = seeds[i];
+    }
+    if (passes > 1) {
+      throw DataError(
+          fmt::format("{}: {} holds {} backward passes (loss.backward() seeds autograd again at {} us: gradient "
+                      "accumulation?); expected one forward, loss.backward() and optimizer.step() per profiler step: "
+                      "profile a run without accumulation (gradsync's --grad-accum N then adds the micro-steps)",
+                      origin, step.name, passes, second));
+    }
   }
   // optimizer.step() follows loss.backward(): an optimizer span inside the backward would be
   // counted twice (the step's time is the phases' sum).

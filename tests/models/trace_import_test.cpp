@@ -206,6 +206,25 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
             "t.json: ProfilerStep#2's forward launched no kernel on the GPU that the trace records (the rest of the "
             "step did; a kernel is the launch's whose args.correlation it shares); expected a trace of training steps "
             "on one GPU");
+  // Gradient accumulation: two micro-batches' forward and backward in one step, each backward seeded
+  // by loss.backward()'s ones_like; a backward formula's own ones_like (inside an autograd function)
+  // seeds nothing, nor does a forward's that no backward follows before the next seed.
+  EXPECT_EQ(message(R"([
+    {"name": "ProfilerStep#3", "ph": "X", "ts": 0, "dur": 1000, "tid": 1},
+    {"name": "aten::ones_like", "ph": "X", "ts": 10, "dur": 5, "tid": 1},
+    {"name": "aten::linear", "ph": "X", "ts": 30, "dur": 100, "tid": 1},
+    {"name": "aten::ones_like", "ph": "X", "ts": 180, "dur": 5, "tid": 1},
+    {"name": "autograd::engine::evaluate_function: AddmmBackward0", "ph": "X", "ts": 200, "dur": 200, "tid": 1},
+    {"name": "aten::ones_like", "ph": "X", "ts": 250, "dur": 5, "tid": 1},
+    {"name": "aten::add_", "ph": "X", "ts": 420, "dur": 5, "tid": 1},
+    {"name": "aten::linear", "ph": "X", "ts": 500, "dur": 100, "tid": 1},
+    {"name": "aten::ones_like", "ph": "X", "ts": 620, "dur": 5, "tid": 1},
+    {"name": "autograd::engine::evaluate_function: AddmmBackward0", "ph": "X", "ts": 650, "dur": 200, "tid": 1},
+    {"name": "Optimizer.step#SGD.step", "ph": "X", "ts": 900, "dur": 50, "tid": 1}
+  ])"),
+            "t.json: ProfilerStep#3 holds 2 backward passes (loss.backward() seeds autograd again at 625 us: "
+            "gradient accumulation?); expected one forward, loss.backward() and optimizer.step() per profiler step: "
+            "profile a run without accumulation (gradsync's --grad-accum N then adds the micro-steps)");
   // A launch's correlation id is an integer, as its kernel's.
   EXPECT_EQ(message(R"([
     {"name": "ProfilerStep#2", "ph": "X", "ts": 0, "dur": 1000, "tid": 1},

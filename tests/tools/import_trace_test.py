@@ -48,16 +48,18 @@ def mlp():
                          nn.Linear(1024, 10))
 
 
-def train_trace(model, path, backward=True):
+def train_trace(model, path, backward=True, micro=1):
     opt = torch.optim.AdamW(model.parameters())
     x = torch.randn(BATCH, 256)
     y = torch.randint(0, 10, (BATCH,))
     with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=2, active=5)) as p:
         for _ in range(8):
             opt.zero_grad(set_to_none=True)
-            loss = nn.functional.cross_entropy(model(x), y)
+            for _ in range(micro):  # gradient accumulation: micro-batches before one optimizer step
+                loss = nn.functional.cross_entropy(model(x), y)
+                if backward:
+                    (loss / micro).backward()
             if backward:
-                loss.backward()
                 opt.step()
             p.step()
     p.export_chrome_trace(path)
@@ -196,6 +198,11 @@ with tempfile.TemporaryDirectory() as tmp:
     train_trace(mlp(), inference, backward=False)
     with open(inference) as f:
         refused("inference.json", f.read(), "has no backward")
+    # Gradient accumulation (4 micro-batches per step, as nanoGPT): the later forwards would count as backward.
+    accum = os.path.join(tmp, "accum.json")
+    train_trace(mlp(), accum, micro=4)
+    with open(accum) as f:
+        refused("accum.json", f.read(), "holds 4 backward passes")
 
 if failures:
     print(f"{len(failures)} failure(s)")
