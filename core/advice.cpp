@@ -132,6 +132,8 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
   // BatchNorm normalises over each micro-batch: its statistics are over fewer samples.
   if (traits.batchnorm) micro.alters = "BatchNorm's statistics over each micro-batch";
   out.push_back(micro);
+  // A measured step keeps its times whatever the script runs: those changes would all gain 0.
+  if (traits.measured) return;
   // fused=True: Adam's from PyTorch 1.13, AdamW's from 2.0 (transformers#22141 on 2.0's release).
   const PytorchVersion v = parse_pytorch_version(s.pytorch_version);
   const bool fused_exists = s.optimizer == "adam" ? has_fused_adam(v) : has_fused_adamw(v);

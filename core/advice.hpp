@@ -56,6 +56,10 @@ struct ModelTraits {
   bool bf16 = false;
   // vocabulary: the token embedding's rows when a product spans them (padding applies); else 0.
   std::int64_t vocabulary = 0;
+  // measured: the model carries a step torch.profiler measured (models import-trace), whose times
+  // do not change with what the script runs (compile, attention, memory format, optimizer, input,
+  // precision): only the batch and the strategy's own options are tried on it.
+  bool measured = false;
 };
 
 // candidate_changes: the changes to try on `resolved` (every key resolved: resolve_scenario) run

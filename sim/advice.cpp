@@ -41,6 +41,7 @@ ModelTraits traits_of(const Scenario& s) {
   t.batchnorm =
       std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.kind == LayerKind::kBatchNorm; });
   if (products_span_vocabulary(m)) t.vocabulary = vocabulary_size(m);
+  t.measured = m.measured.has_value();
   if (t.attention) {
     Scenario flash = s;
     flash.attention = "flash";

@@ -202,6 +202,26 @@ TEST(Advice, OnlyWhatTheReleaseHasIsTried) {
   EXPECT_NE(find(candidate_changes(s, Strategy::kDDP, t), "static_graph"), nullptr);
 }
 
+TEST(Advice, AMeasuredStepTriesOnlyTheBatchAndTheStrategysOptions) {
+  Scenario s = resolved_8();
+  s.optimizer = "adamw";
+  s.optimizer_impl = "foreach";
+  s.input = "pageable";
+  s.set_to_none = "false";
+  ModelTraits t = traits(true, true);
+  t.vocabulary = 50257;
+  const std::vector<Change> roofline = candidate_changes(s, Strategy::kDDP, t);
+  t.measured = true;
+  const std::vector<Change> measured = candidate_changes(s, Strategy::kDDP, t);
+  for (const char* what : {"torch.compile", "flash attention", "channels_last", "fused optimizer", "pinned input",
+                           "zero_grad set_to_none", "vocabulary padded to 50304"}) {
+    EXPECT_NE(find(roofline, what), nullptr) << what;
+    EXPECT_EQ(find(measured, what), nullptr) << what;
+  }
+  for (const char* what : {"largest batch that fits", "bucket_cap_mb 50", "static_graph", "comm hook bf16"})
+    EXPECT_NE(find(measured, what), nullptr) << what;
+}
+
 TEST(Advice, StaticGraphIsSimulatedToItsRebuiltBuckets) {
   Scenario s = resolved_8();
   s.iterations = 2;
