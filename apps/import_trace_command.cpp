@@ -1,6 +1,7 @@
 // import_trace_command.cpp: `gradsync models import-trace TRACE --model M --batch B`: a training
 // step the user measured with torch.profiler, as a model file whose times are the measurement.
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <iostream>
@@ -28,6 +29,16 @@ struct ImportOptions {
 };
 
 void import_trace(const ImportOptions& o) {
+  // The trace's name goes into the model file (measured.trace, and a comment), which names no file
+  // with control characters: such a name is refused here, not in the file it would write.
+  for (char c : o.trace) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      throw UsageError(
+          fmt::format("trace {}: the file's name holds a control character (0x{:02x}); expected a "
+                      "name without them: rename or link the file",
+                      nlohmann::json(o.trace).dump(), static_cast<unsigned char>(c)));
+    }
+  }
   TraceImport t;
   const Model m = load_model_arg(o.model);  // a zoo name that does not exist is a usage error naming --model
   if (o.seq_len > 0) {

@@ -444,7 +444,7 @@ std::string imported_model_text(MeasuredStep ms, const TraceImport& opts) {
   out += fmt::format(
       "\n# The step measured in {}, written by gradsync models import-trace: means over {} ProfilerStep#N; each\n"
       "# layer's share of forward and backward is its share of the roofline's time on {} in {}.\n",
-      ms.trace, ms.steps, ctx.gpu->key, precision_name(ctx.precision));
+      q(ms.trace), ms.steps, ctx.gpu->key, precision_name(ctx.precision));
   out += "measured:\n";
   out += fmt::format("  trace: {}\n  device: {}\n  batch: {}\n", q(ms.trace), q(ms.device), ms.batch);
   if (ms.seq_len) out += fmt::format("  seq_len: {}\n", *ms.seq_len);

@@ -13,6 +13,7 @@ with the model file tools/export_model.py writes for it. Checked:
 Exits 77 (ctest: skipped) when torch cannot be imported."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -198,6 +199,12 @@ with tempfile.TemporaryDirectory() as tmp:
     train_trace(mlp(), inference, backward=False)
     with open(inference) as f:
         refused("inference.json", f.read(), "has no backward")
+    # A name with a control character would reach the model file: refused naming it, escaped.
+    ctl = os.path.join(tmp, "ctl\x1b[31mred.json")
+    shutil.copy(inference, ctl)
+    c = run("models", "import-trace", ctl, "--model", model_file, "--batch", "8")
+    check(c.returncode == 2 and "\\u001b[31mred.json" in c.stderr and "control character (0x1b)" in c.stderr
+          and "\x1b" not in c.stderr, f"control character: exit 2, escaped, got {c.returncode}: {c.stderr!r}")
     # Gradient accumulation (4 micro-batches per step, as nanoGPT): the later forwards would count as backward.
     accum = os.path.join(tmp, "accum.json")
     train_trace(mlp(), accum, micro=4)
