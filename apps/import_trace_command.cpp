@@ -28,6 +28,12 @@ struct ImportOptions {
   std::string out;
 };
 
+// kTraceLimit: a trace may be larger than other inputs; one larger still is profiled for more than
+// import-trace needs.
+constexpr InputLimit kTraceLimit{kMaxTraceBytes,
+                                 "profile fewer active steps, e.g. schedule(wait=1, warmup=1, active=3), without "
+                                 "with_stack and record_shapes, which import-trace does not read"};
+
 void import_trace(const ImportOptions& o) {
   // The trace's name goes into the model file (measured.trace, and a comment), which names no file
   // with control characters: such a name is refused here, not in the file it would write.
@@ -66,8 +72,8 @@ void import_trace(const ImportOptions& o) {
   } catch (const ConfigError& e) {
     throw UsageError(fmt::format("--precision: {}", e.what()));
   }
-  const MeasuredStep ms =
-      read_profiler_trace(gunzip_input(read_input_file(o.trace, "trace"), o.trace, "trace"), o.trace);
+  const MeasuredStep ms = read_profiler_trace(
+      gunzip_input(read_input_file(o.trace, "trace", kTraceLimit), o.trace, "trace", kTraceLimit), o.trace);
   const std::string text = imported_model_text(ms, t);
   parse_model(text, o.out.empty() ? "the imported model" : o.out);  // what it writes must load
   if (o.out.empty()) {

@@ -16,7 +16,7 @@
 
 namespace gradsync {
 
-std::string read_input_file(const std::string& path, const std::string& what) {
+std::string read_input_file(const std::string& path, const std::string& what, const InputLimit& limit) {
   namespace fs = std::filesystem;
   const auto fail = [&](const std::string& why) {
     throw DataError(fmt::format("{}: cannot read the {}: {}", path, what, why));
@@ -45,16 +45,15 @@ std::string read_input_file(const std::string& path, const std::string& what) {
   while (in) {
     in.read(block, sizeof block);
     text.append(block, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxInputFileBytes) {
-      fail(fmt::format("it is larger than {} MiB, the most any input file may hold (is it the right file?)",
-                       kMaxInputFileBytes >> 20));
+    if (text.size() > limit.bytes) {
+      fail(fmt::format("it is larger than {} MiB, the most a {} may hold ({})", limit.bytes >> 20, what, limit.hint));
     }
   }
   if (in.bad()) fail("read error");
   return text;
 }
 
-std::string gunzip_input(std::string bytes, const std::string& path, const std::string& what) {
+std::string gunzip_input(std::string bytes, const std::string& path, const std::string& what, const InputLimit& limit) {
   if (bytes.size() < 2 || static_cast<unsigned char>(bytes[0]) != 0x1f || static_cast<unsigned char>(bytes[1]) != 0x8b)
     return bytes;
   const auto fail = [&](const std::string& why) {
@@ -78,9 +77,9 @@ std::string gunzip_input(std::string bytes, const std::string& path, const std::
       fail(why);
     }
     out.append(block, sizeof block - s.avail_out);
-    if (out.size() > kMaxInputFileBytes) {
+    if (out.size() > limit.bytes) {
       inflateEnd(&s);
-      fail(fmt::format("it inflates past {} MiB, the most any input may hold", kMaxInputFileBytes >> 20));
+      fail(fmt::format("it inflates past {} MiB, the most a {} may hold ({})", limit.bytes >> 20, what, limit.hint));
     }
   }
   inflateEnd(&s);

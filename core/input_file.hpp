@@ -15,12 +15,24 @@ namespace gradsync {
 // model file and a generated 16,384-GPU topology is about 10 MB.
 inline constexpr std::uint64_t kMaxInputFileBytes = std::uint64_t{256} << 20;
 
+// kMaxTraceBytes: the largest torch.profiler trace read (1 GiB, inflated): a Kineto trace of a
+// large model over several active steps, with record_shapes, passes 256 MiB; parsed whole, 1 GiB of
+// JSON takes some 8 GiB of memory.
+inline constexpr std::uint64_t kMaxTraceBytes = std::uint64_t{1} << 30;
+
+// InputLimit: the most bytes a kind of input may hold, and what to say when it holds more.
+struct InputLimit {
+  std::uint64_t bytes = kMaxInputFileBytes;
+  const char* hint = "is it the right file?";
+};
+
 // read_input_file: the file's bytes; ConfigError "<path>: cannot read the <what>: <why>".
-std::string read_input_file(const std::string& path, const std::string& what);
+std::string read_input_file(const std::string& path, const std::string& what, const InputLimit& limit = {});
 
 // gunzip_input: `bytes` inflated when they are gzip (they start with 1f 8b: torch.profiler's
 // tensorboard handler writes *.pt.trace.json.gz), else `bytes` as they are. DataError naming the
-// file for a damaged stream or one that inflates past kMaxInputFileBytes.
-std::string gunzip_input(std::string bytes, const std::string& path, const std::string& what);
+// file for a damaged stream or one that inflates past the limit.
+std::string gunzip_input(std::string bytes, const std::string& path, const std::string& what,
+                         const InputLimit& limit = {});
 
 }  // namespace gradsync
