@@ -450,7 +450,10 @@ Channels build_channels(const Topology& topo, const Routes& routes, const std::v
   double upper = 0;
   const std::vector<double> speeds = search.speeds(upper);
   double best_total = 0;
-  for (int c = 0; c <= static_cast<int>(PathClass::kSYS) && out.rings.empty(); ++c) {
+  // Inside a node the search takes hops of every class up to SYS, then, where no ring is found
+  // (NCCL_P2P_DISABLE and NCCL_SHM_DISABLE both set), NET: a hop out through a NIC and back in
+  // (paths.cc: without P2P or SHM a pair's path becomes PATH_NET, through the NIC).
+  for (int c = 0; c <= static_cast<int>(PathClass::kNET) && out.rings.empty(); ++c) {
     const PathClass cls = static_cast<PathClass>(c);
     for (double s : speeds) {
       if (s * kMaxChannels <= best_total * (1 + kRelEps)) break;  // cannot beat what we have
@@ -468,7 +471,7 @@ Channels build_channels(const Topology& topo, const Routes& routes, const std::v
     // NCCL's ncclTopoCompute (search.cc): no ring at any speed, so one channel "in simple order"
     // at bwIntra = bwInter = 0.1 GB/s over paths of any type (PATH_SYS). The search at that speed
     // finds the ring (its order follows the links, its NICs are pinned as any ring's).
-    std::vector<RingChannel> rings = search.channels(PathClass::kSYS, kFallbackBw);
+    std::vector<RingChannel> rings = search.channels(PathClass::kNET, kFallbackBw);
     if (!rings.empty()) {
       rings.resize(1);
       out.rings = std::move(rings);

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "topologies/channels.hpp"
 #include "topologies/generators.hpp"
+#include "topologies/transports/transport.hpp"
 
 namespace gradsync {
 namespace {
@@ -125,6 +126,27 @@ TEST(Channels, TwoDgxA100RingLeavesEachNodeOncePerChannel) {
   EXPECT_EQ(ch.rings.size(), 8u);
   EXPECT_EQ(nics.size(), 8u);
   EXPECT_DOUBLE_EQ(ch.total_bw_Bps(), 192e9);
+}
+
+TEST(Channels, WithoutP2pAndShmANodesGpusJoinThroughItsNics) {
+  // NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1: inside a node NCCL goes out through a NIC and back
+  // (paths.cc: the pair's path becomes PATH_NET); every hop of the ring is then NET.
+  const Topology t = load_topology("2x-dgx-a100-hdr");
+  Routes routes(t);
+  const Transports transports(t, routes, {.p2p_disable = true, .shm_disable = true});
+  const Channels ch = build_channels(t, routes, first_ranks(16), transports);
+  ASSERT_FALSE(ch.rings.empty());
+  expect_fits(t, ch);
+  for (const RingChannel& r : ch.rings)
+    for (const Hop& h : r.hops) {
+      EXPECT_EQ(h.kind, TransportKind::kNet);
+      EXPECT_EQ(h.route.path_class, PathClass::kNET);
+    }
+  // On one node whose NICs reach no network, nothing joins them: the error says so.
+  const Topology one = load_topology("dgx-a100");
+  Routes one_routes(one);
+  const Transports none(one, one_routes, {.p2p_disable = true, .shm_disable = true});
+  EXPECT_THROW(build_channels(one, one_routes, first_ranks(8), none), ConfigError);
 }
 
 TEST(Channels, SubsetsAndSingleGpu) {
