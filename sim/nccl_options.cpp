@@ -51,13 +51,10 @@ NcclSettings nccl_settings(const Scenario& s) {
   n.transport.ib_disable = s.nccl_ib_disable;
   n.min_channels = s.nccl_min_nchannels;
   n.max_channels = s.nccl_max_nchannels;
-  if (n.min_channels > 0 && n.max_channels > 0 && n.min_channels > n.max_channels) {
-    throw ConfigError(
-        fmt::format("NCCL_MIN_NCHANNELS {} is above NCCL_MAX_NCHANNELS {}; expected at most it (one "
-                    "bounds the channels from below, the other from above; NCCL_MIN_CTAS and "
-                    "NCCL_MAX_CTAS are the same bounds under NCCL 2.17's names)",
-                    n.min_channels, n.max_channels));
-  }
+  // A minimum above the maximum: NCCL sets both to the maximum (init.cc parseCommConfig: "minCTAs %d
+  // is larger than maxCTAs %d, set both to %d", an INFO line; only ncclCommInitRankConfig's own
+  // config struct is refused so).
+  if (n.min_channels > 0 && n.max_channels > 0 && n.min_channels > n.max_channels) n.min_channels = n.max_channels;
   return n;
 }
 

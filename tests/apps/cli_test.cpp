@@ -194,15 +194,6 @@ TEST(Cli, AMixedGpuTopologyIsRefusedNotCostedAsGpuZero) {
   EXPECT_EQ(run_printed(one).code, 0);
 }
 
-// NCCL_MIN_NCHANNELS above NCCL_MAX_NCHANNELS contradict each other: refused, on every command.
-TEST(Cli, ChannelBoundsThatContradictAreRefused) {
-  const std::string msg = "NCCL_MIN_NCHANNELS 16 is above NCCL_MAX_NCHANNELS 4; expected at most it";
-  expect_error({"collectives", "--topology", "dgx-a100", "--nccl", "NCCL_MIN_NCHANNELS=16", "--nccl",
-                "NCCL_MAX_NCHANNELS=4", "-b", "1M", "-e", "1M"},
-               2, msg);
-  expect_error({"compare", "--nccl", "NCCL_MIN_NCHANNELS=16", "--nccl", "NCCL_MAX_NCHANNELS=4"}, 2, msg);
-}
-
 // NCCL_ALGO=tree on one host leaves DDP's allreduce nothing gradsync models (refused), while
 // DataParallel's broadcast and reduce, ring-only in NCCL, fall back to the ring: a DP-only run
 // goes ahead. A protocol list that excludes every protocol is a bad value, whatever the strategy.

@@ -422,6 +422,13 @@ TEST(NcclInfo, CollChannelsAreTheSearchedRingsDoubledThenTheKnobs) {
   EXPECT_EQ(ch.rings.size(), 8u);
   EXPECT_EQ(ch.searched, 12);
   EXPECT_EQ(launched_channels(ch), 8);
+  // A minimum above the maximum: NCCL sets both to the maximum (init.cc), under either name.
+  Scenario s;
+  s.nccl_min_nchannels = 16;
+  s.nccl_max_nchannels = 4;
+  const NcclSettings both = nccl_settings(s);
+  EXPECT_EQ(both.min_channels, 4);
+  EXPECT_EQ(both.max_channels, 4);
 }
 
 }  // namespace
