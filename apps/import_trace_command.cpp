@@ -54,6 +54,14 @@ void import_trace(const ImportOptions& o) {
       throw UsageError(fmt::format("--seq-len {}: {}", o.seq_len, e.what()));
     }
   }
+  // The batch (and T) must give sizes the model's expressions hold in 64 bits: said of --batch.
+  try {
+    m.check_sizes(m.seq_len(o.seq_len > 0 ? std::optional<std::int64_t>(o.seq_len) : std::nullopt), o.batch);
+  } catch (const DataError&) {
+    throw;
+  } catch (const ConfigError& e) {
+    throw UsageError(fmt::format("--batch {}: {}", o.batch, e.what()));
+  }
   std::error_code same_ec;
   if (!o.out.empty() && std::filesystem::equivalent(o.out, o.trace, same_ec)) {
     throw UsageError(fmt::format("--out {}: is the trace being read; give the model file another name", o.out));
