@@ -7,7 +7,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -16,13 +19,32 @@
 
 namespace gradsync {
 
+std::string name_within(const std::string& name, std::size_t reserve) {
+  if (name.size() + reserve <= NAME_MAX) return name;
+  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a, 64 bits
+  for (unsigned char c : name) hash = (hash ^ c) * 1099511628211ull;
+  constexpr std::size_t kHashText = 17;  // "~" and 16 hex digits
+  std::size_t keep = NAME_MAX > reserve + kHashText ? NAME_MAX - reserve - kHashText : 0;
+  keep = std::min(keep, name.size());
+  while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;  // whole UTF-8 characters
+  return fmt::format("{}~{:016x}", name.substr(0, keep), hash);
+}
+
+namespace {
+// temporary_beside: the mkstemp template of a temporary file beside `target`.
+std::string temporary_beside(const std::filesystem::path& dir, const std::filesystem::path& target) {
+  constexpr std::size_t kAround = std::string_view("..tmp-XXXXXX").size();
+  return (dir / fmt::format(".{}.tmp-XXXXXX", name_within(target.filename().string(), kAround))).string();
+}
+}  // namespace
+
 void write_file_atomic(const std::string& path, std::string_view text) {
   namespace fs = std::filesystem;
   const fs::path target(path);
   std::error_code ec;
   if (fs::is_directory(target, ec)) throw RuntimeError(fmt::format("cannot write {}: it is a directory", path));
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string tmpl = (dir / fmt::format(".{}.tmp-XXXXXX", target.filename().string())).string();
+  std::string tmpl = temporary_beside(dir, target);
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0) throw RuntimeError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
   const auto fail = [&](int err) {
@@ -68,7 +90,7 @@ AtomicFileWriter::AtomicFileWriter(std::string path, bool gzip) : path_(std::mov
   std::error_code ec;
   if (fs::is_directory(target, ec)) throw RuntimeError(fmt::format("cannot write {}: it is a directory", path_));
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  tmp_ = (dir / fmt::format(".{}.tmp-XXXXXX", target.filename().string())).string();
+  tmp_ = temporary_beside(dir, target);
   fd_ = ::mkstemp(tmp_.data());
   if (fd_ < 0) throw RuntimeError(fmt::format("cannot write {}: {}", path_, std::strerror(errno)));
   if (gzip_) {

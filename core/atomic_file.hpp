@@ -4,10 +4,16 @@
 //   write_file_atomic("out/result.json", text);   // RuntimeError naming the path on failure
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace gradsync {
+
+// name_within: `name` when `reserve` more bytes beside it stay within the system's NAME_MAX (255);
+// else its first bytes (whole UTF-8 characters) and "~" with a 64-bit hash of it, as long as that
+// allows: the stem of a temporary or staging name made beside a file or folder of a long name.
+std::string name_within(const std::string& name, std::size_t reserve);
 
 // write_file_atomic writes `text` to `path` through a temporary file in the same directory and
 // a rename; on failure the temporary file is removed and RuntimeError says which path and why.

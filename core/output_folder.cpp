@@ -13,10 +13,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
 
@@ -42,6 +44,15 @@ std::string host_name() {
   for (char& c : h)
     if (c == '/' || c == '.') c = '_';
   return h.empty() ? "host" : h;
+}
+
+// staging_prefix: ".NAME.gradsync-", the start of the staging and old folders' names beside --out
+// NAME, with NAME shortened (name_within) where "tmp-HOST-PID" after it would pass NAME_MAX (a
+// 240-byte --out was refused with "File name too long" though the folder itself could be made).
+std::string staging_prefix(const std::string& name, const std::string& host) {
+  constexpr std::size_t kPidDigits = 10;
+  const std::size_t around = std::string_view("..gradsync-tmp-").size() + host.size() + 1 + kPidDigits;
+  return fmt::format(".{}.gradsync-", name_within(name, around));
 }
 
 // process_gone: no process `pid` runs on this host: none exists, or it is a zombie (it died and
@@ -262,7 +273,7 @@ OutputFolder::OutputFolder(std::string final_path) {
   // Staging folders of runs into the same place that were killed: this host's, whose process is gone.
   const std::string name = target.filename().string();
   const std::string host = host_name();
-  const std::string prefix = fmt::format(".{}.gradsync-", name);
+  const std::string prefix = staging_prefix(name, host);
   for (const auto& e : fs::directory_iterator(parent, ec)) {
     const std::string entry = e.path().filename().string();
     if (!entry.starts_with(prefix)) continue;
@@ -335,8 +346,9 @@ void swap_into_place(const std::string& staging_, const std::string& final_) {
   // Named as the staging folders are, so that the next run removes it if this one dies here.
   const fs::path target(final_);
   const fs::path parent = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  const std::string old =
-      (parent / fmt::format(".{}.gradsync-old-{}-{}", target.filename().string(), host_name(), ::getpid())).string();
+  const std::string old = (parent / fmt::format("{}old-{}-{}", staging_prefix(target.filename().string(), host_name()),
+                                                host_name(), ::getpid()))
+                              .string();
   if (::rename(final_.c_str(), old.c_str()) != 0 || ::rename(staging_.c_str(), final_.c_str()) != 0) {
     throw RuntimeError(fmt::format("--out {}: cannot replace it with {}: {}", final_, staging_, std::strerror(errno)));
   }

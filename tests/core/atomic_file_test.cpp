@@ -40,6 +40,27 @@ TEST_F(AtomicFile, WritesAndReplacesLeavingNoTemporaryFile) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
 }
 
+TEST_F(AtomicFile, ANameAsLongAsTheSystemAllowsIsWrittenThroughAShorterTemporary) {
+  for (std::size_t length : {240u, 255u}) {
+    const fs::path target = dir_ / std::string(length, 'm');
+    write_file_atomic(target.string(), "one\n");
+    AtomicFileWriter w(target.string());
+    w.write("two\n");
+    w.commit();
+    EXPECT_EQ(read(target), "two\n") << length;
+    fs::remove(target);
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 0);
+  // The shortened stem: the name's first bytes, whole UTF-8 characters, then a hash of all of it.
+  EXPECT_EQ(name_within("out", 12), "out");
+  // 243 + 12 bytes fit exactly; 245 do not: 226 bytes are kept, and the 226th would split "é".
+  const std::string accented = std::string(225, 'x') + "\xc3\xa9" + std::string(18, 'b');
+  const std::string stem = name_within(accented, 12);
+  EXPECT_EQ(stem.substr(0, 226), std::string(225, 'x') + "~");
+  EXPECT_EQ(stem.size(), 225u + 17u);
+  EXPECT_NE(name_within(accented, 12), name_within(accented + "c", 12));  // different names, different stems
+}
+
 TEST_F(AtomicFile, FailureNamesThePathAndKeepsTheOldFile) {
   const fs::path missing = dir_ / "no-such-dir" / "out.dot";
   try {

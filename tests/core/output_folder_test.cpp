@@ -58,6 +58,22 @@ TEST_F(OutputFolderTest, NothingAppearsUntilCommitThenExactlyThisRun) {
   EXPECT_EQ(entries(root_), std::set<std::string>{"out"});
 }
 
+TEST_F(OutputFolderTest, ANameAsLongAsTheSystemAllowsIsStagedUnderAShorterOne) {
+  // 255 bytes (NAME_MAX): the staging folder beside it keeps a prefix and a hash of the name.
+  for (std::size_t length : {200u, 240u, 255u}) {
+    const fs::path out = root_ / std::string(length, 'n');
+    for (int run = 0; run < 2; ++run) {  // the second replaces the first
+      OutputFolder f(out.string());
+      EXPECT_LE(fs::path(f.path()).filename().string().size(), 255u) << length;
+      put(fs::path(f.path()) / "result.json", std::to_string(run));
+      f.commit();
+    }
+    EXPECT_EQ(entries(out), (std::set<std::string>{".gradsync-run", "result.json"})) << length;
+    EXPECT_EQ(entries(root_), std::set<std::string>{out.filename().string()}) << length;
+    fs::remove_all(out);
+  }
+}
+
 TEST_F(OutputFolderTest, RefusesAFileOrAFolderOfOtherFiles) {
   put(root_ / "file", "x");
   EXPECT_THROW(OutputFolder((root_ / "file").string()), UsageError);
