@@ -71,6 +71,13 @@ void print_advice(const Advice& a, std::ostream& out) {
     }
     t.print(out, header);
     for (const std::string& s : alters) out << "# maths CHANGED by " << s << '\n';
+    // A change simulated with a later warm-up than the run's (static_graph's buckets are rebuilt for
+    // iteration 3, PowerSGD compresses from it): its steady mean covers other iterations, said here.
+    for (const ChangeResult* c : best)
+      for (const auto& [key, value] : c->change.keys)
+        if (key == "warmup")
+          out << fmt::format("# {}: steady from iteration {} (its state from then on), not the run's warm-up\n",
+                             c->change.what, std::stoi(value) + 1);
     // The largest batch fills the GPU to what gradsync's memory model counts: say how little is
     // left, since the caching allocator's rounding and fragmentation can take more in a real run.
     for (const ChangeResult* c : best) {
