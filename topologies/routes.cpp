@@ -452,8 +452,12 @@ Route Routes::fabric_route(VertexId nic_a, VertexId nic_b, std::uint64_t flow) c
       const LinkType t = topo_.link(e).type;
       if (t == LinkType::kInfiniband || t == LinkType::kEthernet) return std::make_pair(e, topo_.other_end(e, nic));
     }
-    throw ConfigError(fmt::format("{}: nic {} has no infiniband or ethernet link to the network", topo_.origin(),
-                                  topo_.vertex(nic).name));
+    // A fault of the file (exit 1 on every command), named where the NIC is declared.
+    const TopoVertex& v = topo_.vertex(nic);
+    throw DataError(
+        fmt::format("{}{}: nic {} has no infiniband or ethernet link to the network; expected one, since "
+                    "traffic between hosts goes through it",
+                    topo_.origin(), v.line > 0 ? fmt::format(":{}", v.line) : "", v.name));
   };
   const auto single = [&](VertexId from, LinkId e) {
     Route r;
