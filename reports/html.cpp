@@ -28,22 +28,6 @@ using json = nlohmann::ordered_json;
 constexpr int kTimelineRanks = 8;
 constexpr std::size_t kTimelineLanesMax = 32;
 
-// timeline_ranks: the GPUs whose lanes the timeline draws: every GPU up to kTimelineRanks; past
-// that, node 0's (the first kTimelineRanks when nodes differ), the slowest of each phase and those
-// asked for (--trace-ranks LIST), then the first GPU of each other node while fewer than
-// kTimelineLanesMax GPUs are drawn (the trace file holds the rest).
-std::vector<int> timeline_ranks(const StrategyResult& r, int per_node, const TraceOptions& o) {
-  std::set<int> kept;
-  const int node0 = per_node > 0 ? per_node : kTimelineRanks;
-  for (int g = 0; g < r.gpus && g < node0; ++g) kept.insert(g);
-  if (r.gpus <= kTimelineRanks) return {kept.begin(), kept.end()};
-  for (int g : slowest_ranks(r)) kept.insert(g);
-  for (int g : o.extra)
-    if (g >= 0 && g < r.gpus) kept.insert(g);
-  for (int g = node0; per_node > 0 && g < r.gpus && kept.size() < kTimelineLanesMax; g += per_node) kept.insert(g);
-  return {kept.begin(), kept.end()};
-}
-
 std::string_view embedded(std::span<const EmbeddedFile> files, std::string_view suffix) {
   for (const EmbeddedFile& f : files) {
     if (f.path.size() >= suffix.size() && f.path.substr(f.path.size() - suffix.size()) == suffix) return f.text;
@@ -205,6 +189,25 @@ std::string page(const std::string& title, const json& data) {
 }
 
 }  // namespace
+
+// timeline_ranks: the GPUs whose lanes the timeline draws: every GPU up to kTimelineRanks; past
+// that, node 0's (the first kTimelineRanks when nodes differ), the slowest of each phase and those
+// asked for (--trace-ranks LIST), then the first GPU of each other node while fewer than
+// kTimelineLanesMax GPUs are drawn (the trace file holds the rest).
+std::vector<int> timeline_ranks(const StrategyResult& r, int per_node, const TraceOptions& o) {
+  std::set<int> kept;
+  if (r.gpus <= kTimelineRanks) {  // every GPU, whatever node it is on (two nodes of 2 GPUs: all 4)
+    for (int g = 0; g < r.gpus; ++g) kept.insert(g);
+    return {kept.begin(), kept.end()};
+  }
+  const int node0 = per_node > 0 ? per_node : kTimelineRanks;
+  for (int g = 0; g < r.gpus && g < node0; ++g) kept.insert(g);
+  for (int g : slowest_ranks(r)) kept.insert(g);
+  for (int g : o.extra)
+    if (g >= 0 && g < r.gpus) kept.insert(g);
+  for (int g = node0; per_node > 0 && g < r.gpus && kept.size() < kTimelineLanesMax; g += per_node) kept.insert(g);
+  return {kept.begin(), kept.end()};
+}
 
 std::string html_escape(std::string_view text) { return markup_escape(text); }
 

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/trace_ranks.hpp"
 #include "reports/csv.hpp"
 #include "reports/report.hpp"
 
@@ -22,6 +23,11 @@ namespace gradsync::reports {
 
 // html_report: the page for one scenario (compare, simulate, bench).
 std::string html_report(const Report& r);
+
+// timeline_ranks: the GPUs whose lanes the report's timeline draws: every GPU up to 8; past that,
+// node 0's (the first 8 when nodes differ), the slowest of each phase and those asked for
+// (--trace-ranks LIST), then the first GPU of each other node while fewer than 32 are drawn.
+std::vector<int> timeline_ranks(const StrategyResult& r, int per_node, const TraceOptions& o);
 
 // SweepTable: a sweep's definition and its summary.csv rows, for html_sweep_report.
 struct SweepTable {

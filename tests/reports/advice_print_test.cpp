@@ -1,5 +1,7 @@
-// advice_print_test.cpp: the advice as stdout prints it (reports/advice.hpp).
+// advice_print_test.cpp: the advice as stdout prints it (reports/advice.hpp), and which GPUs the
+// report's timeline draws (reports/html.hpp).
 #include "reports/advice.hpp"
+#include "reports/html.hpp"
 
 #include <gtest/gtest.h>
 
@@ -34,6 +36,16 @@ TEST(AdviceReport, AChangeWithALaterWarmupSaysWhereItsSteadyStarts) {
             std::string::npos)
       << out.str();
   EXPECT_EQ(out.str().find("# bucket_cap_mb 50: steady from"), std::string::npos) << out.str();
+}
+
+// Up to 8 GPUs the timeline draws every one, on however many nodes (two nodes of 2: all 4); past
+// 8, node 0's, then the first GPU of each other node.
+TEST(TimelineRanks, EveryGpuUpToEightWhateverTheNodes) {
+  StrategyResult r;
+  r.gpus = 4;
+  EXPECT_EQ(reports::timeline_ranks(r, 2, {}), (std::vector<int>{0, 1, 2, 3}));
+  r.gpus = 8;
+  EXPECT_EQ(reports::timeline_ranks(r, 4, {}), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
 }  // namespace
