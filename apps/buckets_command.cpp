@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/pytorch_version.hpp"
+#include "core/reducer.hpp"
 #include "core/scenario_keys.hpp"
 #include "models/compute_cost.hpp"
 #include "models/step_costs.hpp"
@@ -158,6 +159,16 @@ void run_buckets(const BucketsOptions& o) {
   if (b.static_graph && !has_static_graph(b.pytorch)) {
     throw UsageError(
         fmt::format("--static-graph: DDP(static_graph=True) exists from PyTorch 1.9, not {}", b.pytorch.text()));
+  }
+  // A parameter forward never uses gets no gradient: without find_unused_parameters (or
+  // static_graph) DDP's second forward raises, as `simulate` says; there is no plan to show.
+  if (!b.find_unused_parameters && !b.static_graph) {
+    std::vector<std::string> missing;
+    for (std::size_t p : m.trainable())
+      if (m.params[p].unused) missing.push_back(fmt::format("{} ({})", p, m.params[p].name));
+    if (!missing.empty())
+      throw RuntimeError(
+          fmt::format("{}: DDP raises at iteration 2: {}", sc.model, unfinished_reduction_error(0, missing)));
   }
   const BucketSchedule s = bucket_schedule(m, b);
   if (o.json) {

@@ -15,6 +15,15 @@ Reducer::Reducer(const StepModel& model, const DdpOptions& opts, Device& dev, Pr
   set_plan(initial_buckets(model, opts.buckets));
 }
 
+std::string unfinished_reduction_error(int rank, const std::vector<std::string>& missing) {
+  return fmt::format(
+      "Expected to have finished reduction in the prior iteration before starting a new one. This error "
+      "indicates that your module has parameters that were not used in producing loss. You can enable unused "
+      "parameter detection by passing the keyword argument `find_unused_parameters=True` to "
+      "`torch.nn.parallel.DistributedDataParallel`. Parameter indices which did not receive grad for rank {}: {}",
+      rank, fmt::join(missing, ", "));
+}
+
 void Reducer::set_plan(BucketPlan plan) {
   plan_ = std::move(plan);
   pending_.assign(plan_.buckets.size(), 0);
@@ -29,12 +38,7 @@ void Reducer::prepare_for_forward(bool /*sync*/) {
     std::vector<std::string> missing;
     for (std::size_t p : model_.trainable())
       if (!ready_[p]) missing.push_back(fmt::format("{} ({})", p, model_.params[p].name));
-    throw RuntimeError(fmt::format(
-        "Expected to have finished reduction in the prior iteration before starting a new one. This error "
-        "indicates that your module has parameters that were not used in producing loss. You can enable unused "
-        "parameter detection by passing the keyword argument `find_unused_parameters=True` to "
-        "`torch.nn.parallel.DistributedDataParallel`. Parameter indices which did not receive grad for rank {}: {}",
-        pg_.rank(), fmt::join(missing, ", ")));
+    throw RuntimeError(unfinished_reduction_error(pg_.rank(), missing));
   }
   if (!should_rebuild() || recorded_.empty()) return;
   set_plan(rebuilt_buckets(model_, recorded_, opts_.buckets));

@@ -42,6 +42,11 @@ struct DdpOptions {
   CommHook hook;
 };
 
+// unfinished_reduction_error: PyTorch's error at the forward after a backward in which `missing`
+// ("index (name)" of each parameter) got no gradient, without find_unused_parameters
+// (c10d reducer.cpp ensure_prior_reduction_finished), as rank `rank` raises it.
+std::string unfinished_reduction_error(int rank, const std::vector<std::string>& missing);
+
 class Reducer {
  public:
   Reducer(const StepModel& model, const DdpOptions& opts, Device& dev, ProcessGroup& pg, Host& host,
