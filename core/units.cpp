@@ -169,7 +169,6 @@ Bytes parse_size(std::string_view text) {
 
 double parse_bandwidth(std::string_view text) {
   const Quantity q = split_quantity(text, "bandwidth");
-  if (q.value <= 0) throw ConfigError(fmt::format("bandwidth \"{}\" must be > 0", text));
   std::string_view unit = q.unit;
   bool per_second = false;
   for (std::string_view suffix : {"ps", "/s"}) {
@@ -191,6 +190,8 @@ double parse_bandwidth(std::string_view text) {
     throw ConfigError(
         fmt::format("bandwidth \"{}\" has unknown unit \"{}\"; expected {}", text, q.unit, kBandwidthUnits));
   }
+  // The unit first: "0x10GBps" is a number with an unknown unit ("x10GBps"), not a zero bandwidth.
+  if (q.value <= 0) throw ConfigError(fmt::format("bandwidth \"{}\" must be > 0", text));
   const double bps = q.value * *factor;
   if (!std::isfinite(bps)) throw ConfigError(fmt::format("bandwidth \"{}\" is out of range", text));
   return bps;

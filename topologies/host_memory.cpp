@@ -29,11 +29,26 @@ void check_host_memory(const Routes& routes) {
   const Topology& topo = routes.topology();
   for (VertexId g : topo.gpus()) {
     if (routes.host_cpu(g)) continue;
+    // A CPU linked to this host's nodes but given another host (or none) is the likely slip: named.
+    const std::string& host = topo.vertex(g).host;
+    std::string other;
+    for (LinkId e : boost::make_iterator_range(boost::edges(topo.graph()))) {
+      for (VertexId c : {boost::source(e, topo.graph()), boost::target(e, topo.graph())}) {
+        const TopoVertex& cpu = topo.vertex(c);
+        if (cpu.kind != VertexKind::kCpu || cpu.host == host || topo.vertex(topo.other_end(e, c)).host != host ||
+            !other.empty())
+          continue;
+        other = fmt::format("; cpu {}{} is linked to host {}'s {} but its host is {}", cpu.name,
+                            cpu.line > 0 ? fmt::format(" (line {})", cpu.line) : "", host,
+                            topo.vertex(topo.other_end(e, c)).name,
+                            cpu.host.empty() ? "not given" : fmt::format("\"{}\"", cpu.host));
+      }
+    }
     throw DataError(fmt::format(
         "{}: GPU {} on host {} reaches no CPU socket (a node with kind=\"cpu\", host=\"{}\", linked to its PCIe "
-        "switch); a run needs host memory behind one (the batch copied in, NCCL's SHM, a network without "
+        "switch){}; a run needs host memory behind one (the batch copied in, NCCL's SHM, a network without "
         "GPUDirect RDMA), as every machine has",
-        topo.origin(), topo.vertex(g).name, topo.vertex(g).host, topo.vertex(g).host));
+        topo.origin(), topo.vertex(g).name, host, host, other));
   }
 }
 

@@ -86,6 +86,8 @@ TEST(ParseBandwidth, BytesAndBits) {
 TEST(ParseBandwidth, BadForms) {
   expect_error([] { parse_bandwidth("-5GBps"); }, {"bandwidth \"-5GBps\" must be > 0"});
   expect_error([] { parse_bandwidth("0GBps"); }, {"bandwidth \"0GBps\" must be > 0"});
+  // A number with an unknown unit, not a zero bandwidth (a hex-looking value: the number is 0, the unit "x10GBps").
+  expect_error([] { parse_bandwidth("0x10GBps"); }, {"has unknown unit \"x10GBps\""});
   expect_error([] { parse_bandwidth("300"); }, {"bandwidth \"300\" has no unit"});
   expect_error([] { parse_bandwidth("300GB"); }, {"unknown unit \"GB\""});
   expect_error([] { parse_bandwidth("10 parsecs"); }, {"unknown unit \"parsecs\""});

@@ -172,6 +172,23 @@ TEST(Transports, TheReadmeExampleTalksP2pAndAHostWithoutCpuIsNamed) {
   } catch (const DataError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("bare.dot: GPU gpu0 on host node0 reaches no CPU socket", 0), 0u) << e.what();
   }
+  // A CPU linked to the host's switch but declared without host: the slip is named, with its line.
+  const Topology slip = read_topology_dot(R"(graph t {
+  gpu0 [kind="gpu", model="a100", host="node0"];
+  sw [kind="pcie_switch", host="node0"];
+  cpu0 [kind="cpu"];
+  gpu0 -- sw [type="pcie", bw="25GBps", latency="150ns"];
+  sw -- cpu0 [type="pcie", bw="25GBps", latency="150ns"];
+})",
+                                          "slip.dot");
+  try {
+    check_host_memory(Routes(slip));
+    FAIL() << "expected an error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("; cpu cpu0 (line 4) is linked to host node0's sw but its host is not given;"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // Host memory is the machine's CPU socket that a GPU reaches with the least latency; a socket it
