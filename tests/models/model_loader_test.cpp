@@ -301,8 +301,8 @@ TEST(ModelLoader, MissingFileAndUnknownName) {
     FAIL();
   } catch (const DataError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "/dev/zero: cannot read the model file: it is larger than 256 MiB, the most any "
-              "input file may hold (is it the right file?)");
+              "/dev/zero: cannot read the model file: it is larger than 256 MiB, the most a model "
+              "file may hold (is it the right file?)");
   }
   try {
     load_model("models/zoo");
