@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -109,8 +108,7 @@ namespace {
 // it.
 nlohmann::ordered_json nccl_text_value(const ScenarioKey& k, std::string_view text) {
   if (k.kind == KeyKind::kSwitch) {
-    std::string t(text);
-    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string t = ascii_lower(text);
     if (t == "true" || t == "yes" || t == "on") {
       throw ConfigError(
           fmt::format("expected 0 or 1: NCCL reads the variable as an integer, so \"{}\" is 0 "

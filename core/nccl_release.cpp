@@ -36,9 +36,8 @@ NcclRelease bundled_nccl(PytorchVersion v) {
 NcclRelease parse_nccl_version(std::string_view text) {
   const auto bad = [&] {
     return ConfigError(fmt::format(
-        "nccl_version \"{}\": expected auto or an NCCL release M.N (2.21, 2.18.3 or 2.18.3-1 as NCCL's tags "
-        "name it), {} or later",
-        text, kOldestNccl.text()));
+        "expected auto or an NCCL release M.N (2.21, 2.18.3 or 2.18.3-1 as NCCL's tags name it), {} or later",
+        kOldestNccl.text()));
   };
   NcclRelease r;
   const char* p = text.data();

@@ -29,8 +29,8 @@ inline constexpr NcclRelease kOldestNccl{2, 4};
 // third_party/nccl pin, and the nvidia-nccl-cu* wheel from 1.13 on; core/nccl_release.cpp cites each).
 NcclRelease bundled_nccl(PytorchVersion v);
 
-// parse_nccl_version reads "2.21", "2.18.3" or "2.18.3-1" (NCCL's tags); ConfigError naming the
-// text otherwise, or for a release before 2.4.
+// parse_nccl_version reads "2.21", "2.18.3" or "2.18.3-1" (NCCL's tags); ConfigError saying what
+// is expected otherwise, or for a release before 2.4 (the caller names the key and the text).
 NcclRelease parse_nccl_version(std::string_view text);
 // canonical_nccl_version: "auto", or "M.N" of a parsed release (the scenario key's canonical form).
 std::string canonical_nccl_version(std::string_view text);
