@@ -169,6 +169,21 @@ OpRef OpFileReader::ref(const YAML::Node& n, const std::string& where, std::size
   return *ref;
 }
 
+void OpFileReader::check_parameter_input(const OpInput& in, const YAML::Node& n, const std::string& where) const {
+  if (in.ref.kind != OpRef::Kind::kParameter) return;
+  // An op reads a parameter through views: whole, a slice of it, or broadcast over the batch and
+  // the sequence (ViT's class token expanded to B x 768). For one sample of one position it reads
+  // at most the parameter; more means the file's sizes and its parameter shapes disagree.
+  const Parameter& p = m_.parameters[in.ref.index];
+  const std::int64_t one = in.elements.eval(1, 1);
+  if (one > p.numel()) {
+    r_.fail(n, where,
+            fmt::format("elements {} of parameter {} ({}): expected at most {}, the element count of its shape "
+                        "[{}] (a view reads it whole, a slice of it, or broadcasts it over B and T)",
+                        in.elements.to_string(), in.ref.to_string(), p.name, p.numel(), fmt::join(p.shape, ", ")));
+  }
+}
+
 int OpFileReader::bytes(const YAML::Node& n, const std::string& where) const {
   const std::int64_t b = r_.non_negative_int(n, where, "bytes per element");
   if (b != 0 && b != 1 && b != 2 && b != 4 && b != 8) {
@@ -196,6 +211,7 @@ void OpFileReader::read_layer(const YAML::Node& l, const std::string& where, Lay
       if (!x.IsSequence() || x.size() != 3)
         r_.fail(x, at, "in: each input is [reference, elements, bytes per element]");
       op.in.push_back({ref(x[0], at, index), size(x[1], at, "elements"), bytes(x[2], at)});
+      check_parameter_input(op.in.back(), x[1], at);
     }
     const YAML::Node out = r_.required(o, at, "out");
     if (!out.IsSequence() || out.size() == 0) r_.fail(out, at, "out: expected a list of [elements, bytes per element]");
