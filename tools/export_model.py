@@ -11,6 +11,8 @@ or from the command line for torchvision models:
 What it records:
   * parameters in model.parameters() registration order (tied parameters once, under their first
     name), with shape, dtype, requires_grad and whether the owning Embedding has sparse=True;
+    trainable ones that forward never reads are listed as unused_parameters (pass unused=[...] for
+    those it reads but whose result does not reach the loss);
   * buffers (named_buffers(), persistent or not: DP replicates and DDP broadcasts them all);
   * layers in forward execution order, from forward hooks on leaf modules (a module called twice
     gives two layers, the second named NAME:2), with the parameters each uses and the shapes the
@@ -345,6 +347,12 @@ def export(model, example_input_fn, name, path, batch, seq_len=None, description
         for bname, b in bufs:
             lines.append(f"  - {{name: {bname}, shape: [{', '.join(str(int(d)) for d in b.shape)}], "
                          f"dtype: {DTYPE_NAMES[b.dtype]}}}")
+    # A trainable parameter that no layer's forward reads gets no gradient: DDP needs
+    # find_unused_parameters (or static_graph) for it, and the file must say so. `unused` adds those
+    # that forward reads but that do not reach the loss (a branch whose output is dropped).
+    used = {pn for l in layers for pn in l["params"]}
+    never_read = [pn for pn, p in model.named_parameters() if p.requires_grad and pn not in used]
+    unused = list(dict.fromkeys(list(unused) + never_read))
     if unused:
         lines.append("unused_parameters: [" + ", ".join(unused) + "]")
     lines.append("layers:")

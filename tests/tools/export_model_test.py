@@ -118,6 +118,32 @@ with tempfile.TemporaryDirectory() as tmp:
                              text=True)
         check(out.returncode == 0, f"gradsync loads a model returning its loss: {out.stderr}")
 
+    # A trainable layer that forward never calls is found and listed as unused, so the file loads
+    # and DDP's default (find_unused_parameters=False) is refused as PyTorch refuses it.
+    class Skips(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(8, 8)
+            self.spare = nn.Linear(8, 8)
+            self.b = nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.b(torch.relu(self.a(x)))
+
+    upath = os.path.join(tmp, "skips.yaml")
+    export(Skips(), lambda T: (torch.zeros(1, 8),), "skips", upath, batch=4)
+    ulines = [l for l in open(upath).read().splitlines() if l.startswith("unused_parameters:")]
+    check(ulines == ["unused_parameters: [spare.weight, spare.bias]"], f"unused parameters found: {ulines}")
+    out = subprocess.run([gradsync, "models", "show", upath, "--json", "--precision", "fp32"], capture_output=True,
+                         text=True)
+    check(out.returncode == 0, f"gradsync loads a model with an unused layer: {out.stderr}")
+    out = subprocess.run([gradsync, "buckets", "--model", upath], capture_output=True, text=True)
+    check(out.returncode != 0 and "find_unused_parameters" in out.stderr,
+          f"buckets without find_unused_parameters is PyTorch's error: rc {out.returncode} {out.stderr}")
+    out = subprocess.run([gradsync, "buckets", "--model", upath, "--find-unused-parameters"], capture_output=True,
+                         text=True)
+    check(out.returncode == 0, f"buckets with find_unused_parameters: {out.stderr}")
+
     # The zoo's torchvision files are reproducible with the command-line exporter.
     regen = os.path.join(tmp, "resnet18.yaml")
     subprocess.run([sys.executable, os.path.join(ROOT, "tools", "export_model.py"), "torchvision:resnet18", "-o", regen,
