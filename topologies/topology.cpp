@@ -68,14 +68,16 @@ std::string_view to_string(LinkType t) {
 }
 
 std::optional<VertexKind> parse_vertex_kind(std::string_view text) {
+  const std::string wanted = ascii_lower(text);  // "GPU" as "gpu", as GPU models and flags are read
   for (const auto& [kind, name] : kKinds)
-    if (name == text) return kind;
+    if (name == wanted) return kind;
   return std::nullopt;
 }
 
 std::optional<LinkType> parse_link_type(std::string_view text) {
+  const std::string wanted = ascii_lower(text);  // "NVLink" as "nvlink"
   for (const auto& [type, name] : kTypes)
-    if (name == text) return type;
+    if (name == wanted) return type;
   return std::nullopt;
 }
 

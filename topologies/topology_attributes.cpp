@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "core/units.hpp"
 
 namespace gradsync::detail {
@@ -150,12 +151,14 @@ Topology topology_from_raw(const std::string& origin, std::string comment, const
     v.kind = *k;
     if (const std::string* model = find_attr(n.attrs, "model")) v.model = *model;
     if (const std::string* host = find_attr(n.attrs, "host")) v.host = *host;
+    // Words in any case, as flags take them: "True", "NVLink", "AMD".
     if (const std::string* p2p = find_attr(n.attrs, "p2p")) {
-      if (*p2p != "true" && *p2p != "false")
+      const std::string word = ascii_lower(*p2p);
+      if (word != "true" && word != "false")
         throw ConfigError(where + fmt::format("attribute \"p2p\" is \"{}\"; expected true or false", *p2p));
-      v.pcie_p2p = *p2p == "true";
+      v.pcie_p2p = word == "true";
     }
-    if (const std::string* vendor = find_attr(n.attrs, "vendor")) v.vendor = *vendor;
+    if (const std::string* vendor = find_attr(n.attrs, "vendor")) v.vendor = ascii_lower(*vendor);
     index.emplace(n.name, vertices.size());
     vertices.push_back(std::move(v));
   }

@@ -3,6 +3,7 @@
 // line, element and the attribute meant, in DOT and GraphML alike.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "core/error.hpp"
@@ -31,6 +32,31 @@ TEST(TopologyAttributes, DrawingAttributesAreIgnored) {
   const Topology t = read_topology_dot(kDot, "t.dot");
   EXPECT_EQ(t.gpu_count(), 2);
   EXPECT_EQ(dot_error(kDot), "no error");
+}
+
+// Words are read in any case, as flags and GPU models are: "NVLink", "GPU", "True", "AMD".
+TEST(TopologyAttributes, WordsAreReadInAnyCase) {
+  const std::string dot = R"(graph g {
+  cpu0 [kind="CPU", host="h0", vendor="AMD"];
+  gpu0 [kind="GPU", model="A100", host="h0", p2p="True"];
+  gpu1 [kind="gpu", model="a100", host="h0", p2p="FALSE"];
+  nvs [kind="NVSwitch", host="h0"];
+  gpu0 -- nvs [type="NVLink", bw="25GBps", latency="100ns", links="12"];
+  gpu1 -- nvs [type="nvlink", bw="25GBps", latency="100ns", links="12"];
+  gpu0 -- cpu0 [type="PCIe", bw="32GBps", latency="1us"];
+  gpu1 -- cpu0 [type="pcie", bw="32GBps", latency="1us"];
+}
+)";
+  const Topology t = read_topology_dot(dot, "t.dot");
+  ASSERT_EQ(t.gpu_count(), 2);
+  EXPECT_EQ(t.vertex(t.gpu(0)).pcie_p2p, std::optional<bool>(true));
+  EXPECT_EQ(t.vertex(t.gpu(1)).pcie_p2p, std::optional<bool>(false));
+  bool amd = false;
+  for (VertexId v = 0; v < t.vertex_count(); ++v) amd = amd || t.vertex(v).amd();
+  EXPECT_TRUE(amd);
+  // A word that is none of them in any case is still an error naming it.
+  EXPECT_NE(dot_error(with(kDot, "type=\"nvlink\"", "type=\"NVLinkk\"")).find("unknown type \"NVLinkk\""),
+            std::string::npos);
 }
 
 // links="12" misspelt left one NVLink where there are twelve: 19 GB/s busbw for 230, said nowhere.
