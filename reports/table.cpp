@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/text.hpp"
+
 namespace gradsync::reports {
 
 Table::Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
@@ -19,8 +21,8 @@ void Table::add_row(std::vector<std::string> cells) {
 void Table::print(std::ostream& out, const std::vector<std::string>& header_lines) const {
   std::vector<std::size_t> width(columns_.size());
   for (std::size_t c = 0; c < columns_.size(); ++c) {
-    width[c] = std::max(columns_[c].name.size(), columns_[c].unit.size());
-    for (const auto& row : rows_) width[c] = std::max(width[c], row[c].size());
+    width[c] = std::max(display_width(columns_[c].name), display_width(columns_[c].unit));
+    for (const auto& row : rows_) width[c] = std::max(width[c], display_width(row[c]));
   }
   // The first column's cells start two characters in, so the "# " of the header rows lines up.
   auto line = [&](const std::string& lead, auto&& cell) {
@@ -28,7 +30,7 @@ void Table::print(std::ostream& out, const std::vector<std::string>& header_line
     for (std::size_t c = 0; c < columns_.size(); ++c) {
       const std::string& v = cell(c);
       if (c > 0) text += "  ";
-      const std::string pad(width[c] - v.size(), ' ');
+      const std::string pad(width[c] - display_width(v), ' ');  // columns, not bytes
       text += columns_[c].left ? v + pad : pad + v;
     }
     while (!text.empty() && text.back() == ' ') text.pop_back();

@@ -5,6 +5,8 @@
 
 #include <sstream>
 
+#include "core/text.hpp"
+
 namespace gradsync::reports {
 namespace {
 
@@ -29,6 +31,26 @@ TEST(Table, NoHeaderLines) {
   std::ostringstream out;
   t.print(out);
   EXPECT_EQ(out.str(), "#     a\n#     B\n  12345\n");
+}
+
+// Columns line up on screen: a cell is padded by the columns it takes, not its bytes ("œ" and "é"
+// are two bytes and one column each, "节" three bytes and two columns).
+TEST(Table, UnicodeCellsAreAlignedByColumns) {
+  Table t({{"host", "", true}, {"gpus", ""}});
+  t.add_row({"nœud-é", "2"});
+  t.add_row({"节点0", "8"});
+  t.add_row({"n1", "4"});
+  std::ostringstream out;
+  t.print(out);
+  EXPECT_EQ(out.str(),
+            "# host    gpus\n"
+            "#\n"
+            "  nœud-é     2\n"
+            "  节点0      8\n"
+            "  n1         4\n");
+  EXPECT_EQ(display_width("nœud-é"), 6u);
+  EXPECT_EQ(display_width("节点0"), 5u);
+  EXPECT_EQ(display_width(""), 0u);
 }
 
 TEST(Table, RowWithWrongCellCountIsRejected) {
