@@ -33,6 +33,11 @@ namespace {
 constexpr int kMatrixTextMax = 16;
 constexpr int kMatrixJsonMax = 256;
 constexpr int kRingTextMax = 32;
+// kFallbackNote: what NCCL's search did when no ring fit the links at any speed it tries.
+constexpr const char* kFallbackNote =
+    "no ring fits the links at any speed NCCL's search tries (search.cc speedArrayIntra down to 3 GB/s "
+    "per channel): NCCL falls back to one channel in simple order at 0.1 GB/s, as gradsync does "
+    "(NCCL INFO \"Could not find a path for pattern 4, falling back to simple order\")";
 
 // gb formats bytes/s as GB/s: four significant digits, whole numbers from 1000 GB/s up.
 std::string gb(double bps) {
@@ -81,9 +86,11 @@ void validate(const std::string& file, std::ostream& out) {
   const Channels ch = build_channels(t, routes, first_ranks(t.gpu_count()));
   // One GPU: no ring to describe (NCCL builds none).
   const std::string rings =
-      ch.rings.empty() ? std::string("no ring (one GPU)")
-                       : fmt::format("{} of {} GB/s", counted(static_cast<long long>(ch.rings.size()), "ring channel"),
-                                     gb(ch.channel_bw_Bps));
+      ch.rings.empty()
+          ? std::string("no ring (one GPU)")
+          : fmt::format("{} of {} GB/s{}", counted(static_cast<long long>(ch.rings.size()), "ring channel"),
+                        gb(ch.channel_bw_Bps),
+                        ch.fallback ? " (NCCL's fallback: no ring fits the links at any speed its search tries)" : "");
   out << fmt::format("{}: OK: {}, {}, {}; {}\n", file, gpu_summary(t), counted(t.vertex_count(), "node"),
                      counted(static_cast<long long>(t.links().size()), "link"), rings);
 }
@@ -156,6 +163,7 @@ void show(const std::string& file, bool json, std::ostream& out) {
     rings["channel_bw_Bps"] = ch.channel_bw_Bps;
     rings["total_bw_Bps"] = ch.total_bw_Bps();
     rings["intra_node_class"] = to_string(ch.intra_class);
+    rings["fallback"] = ch.fallback;
     auto& orders = rings["orders"] = nlohmann::ordered_json::array();
     for (const RingChannel& r : ch.rings) {
       nlohmann::ordered_json o{{"order", r.order}};
@@ -253,6 +261,7 @@ void show(const std::string& file, bool json, std::ostream& out) {
     out << fmt::format("# Rings: {} channel{} x {} GB/s = {} GB/s per direction; worst hop inside a node: {}\n",
                        ch.rings.size(), ch.rings.size() == 1 ? "" : "s", gb(ch.channel_bw_Bps), gb(ch.total_bw_Bps()),
                        inside ? std::string(to_string(ch.intra_class)) : std::string("none (one GPU per node)"));
+    if (ch.fallback) out << "# " << kFallbackNote << '\n';
     for (std::size_t c = 0; c < ch.rings.size(); ++c) {
       const RingChannel& r = ch.rings[c];
       std::vector<std::string> nics;
