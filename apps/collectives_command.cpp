@@ -108,8 +108,8 @@ void run_collectives(CollectivesArgs a) {
                       {"time_us", p.time_s * 1e6},
                       {"algbw_GBps", p.algbw_GBps},
                       {"busbw_GBps", p.busbw_GBps},
-                      {"algorithm", sim::algorithm_name(p.choice.algorithm)},
-                      {"protocol", sim::protocol_name(p.choice.protocol)}});
+                      {"algorithm", p.ran ? nlohmann::ordered_json(sim::algorithm_name(p.choice.algorithm)) : nullptr},
+                      {"protocol", p.ran ? nlohmann::ordered_json(sim::protocol_name(p.choice.protocol)) : nullptr}});
     }
     std::cout << json_text(j, 2) << '\n';
     return;
@@ -129,8 +129,9 @@ void run_collectives(CollectivesArgs a) {
     const double count = std::floor(p.bytes / 4 / (per_rank ? n : 1));
     t.add_row({fmt::format("{:.0f}", p.bytes), fmt::format("{:.0f}", count), "float",
                fmt::format("{:.2f}", p.time_s * 1e6), fmt::format("{:.2f}", p.algbw_GBps),
-               fmt::format("{:.2f}", p.busbw_GBps), std::string(sim::algorithm_name(p.choice.algorithm)),
-               std::string(sim::protocol_name(p.choice.protocol))});
+               fmt::format("{:.2f}", p.busbw_GBps),
+               p.ran ? std::string(sim::algorithm_name(p.choice.algorithm)) : std::string("none"),
+               p.ran ? std::string(sim::protocol_name(p.choice.protocol)) : std::string("none")});
   }
   double sum = 0;
   for (const auto& p : pts) sum += p.busbw_GBps;
@@ -141,17 +142,20 @@ void run_collectives(CollectivesArgs a) {
       fmt::format("{}{}; one collective per size, ranks aligned before each", nccl_release_text(knobs),
                   nccl_knobs_text(knobs))};
   for (std::string& line : sim::nccl_info_lines(info)) header.push_back(std::move(line));
-  // A size that is not a whole number of floats (of n of them for allgather and reducescatter)
-  // runs rounded down, as nccl-tests runs it: said once, with the first size it changed.
+  // A size nccl-tests runs smaller (not a whole number of floats, or for allgather and
+  // reducescatter of 16 bytes per rank) is said once, with the first size it changed; a size of 0
+  // launches nothing (NCCL returns from a call of count 0).
   const bool shares = a.sweep.op == Collective::kAllgather || a.sweep.op == Collective::kReduceScatter;
-  const double align = shares ? 4.0 * n : 4.0;
   for (double b = a.sweep.min_bytes; b <= a.sweep.max_bytes * (1 + 1e-12); b *= a.sweep.step_factor) {
-    const double runs = std::max(align, std::floor(b / align) * align);
+    const double runs = sim::nccl_tests_bytes(a.sweep.op, b, n);
     if (runs == b) continue;
     header.push_back(fmt::format(
         "sizes run as nccl-tests runs them: a whole number of 4-byte floats{} (a requested {:.0f} B runs as {:.0f} "
-        "B)",
-        shares ? fmt::format(" per rank ({}'s size is all {} ranks' shares)", a.op, n) : "", b, runs));
+        "B{})",
+        shares
+            ? fmt::format(", each rank's share a whole number of 16 bytes ({}'s size is all {} ranks' shares)", a.op, n)
+            : "",
+        b, runs, runs > 0 ? "" : ": NCCL launches nothing for a count of 0, and nccl-tests prints the row"));
     break;
   }
   t.print(std::cout, header);

@@ -413,6 +413,15 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw) {
   return simulate_collectives(sw, topo);
 }
 
+double nccl_tests_bytes(Collective op, double requested, int ranks) {
+  const double floats = std::floor(requested / 4);
+  if (op == Collective::kAllgather || op == Collective::kReduceScatter) {
+    const double share = std::floor(floats / std::max(1, ranks));
+    return std::floor(share / 4) * 4 * 4 * std::max(1, ranks);
+  }
+  return floats * 4;
+}
+
 std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw, const Topology& topo) {
   const int n = sw.gpus > 0 ? sw.gpus : topo.gpu_count();
   if (n > topo.gpu_count()) {
@@ -444,31 +453,29 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw, con
   so.fidelity = *fidelity;
   so.fluid = sw.fluid;
 
-  // nccl-tests' sizes: min, min*f, ... up to max, each a whole number of 4-byte floats (and of
-  // n of them for allgather and reduce-scatter, whose size is the whole buffer).
+  // nccl-tests' sizes: min, min*f, ... up to max, or those given, each as nccl-tests runs it; a
+  // row for every step, as nccl-tests prints one, even where two steps round to the same bytes.
   std::vector<double> sizes;
-  const double align = (sw.op == Collective::kAllgather || sw.op == Collective::kReduceScatter) ? 4.0 * n : 4.0;
-  const auto add = [&](double b) {
-    const double aligned = std::max(align, std::floor(b / align) * align);
-    if (sizes.empty() || aligned != sizes.back()) sizes.push_back(aligned);
-  };
   if (!sw.sizes.empty()) {
-    for (double b : sw.sizes) add(b);
+    for (double b : sw.sizes) sizes.push_back(nccl_tests_bytes(sw.op, b, n));
   } else {
-    for (double b = sw.min_bytes; b <= sw.max_bytes * (1 + 1e-12); b *= sw.step_factor) add(b);
+    for (double b = sw.min_bytes; b <= sw.max_bytes * (1 + 1e-12); b *= sw.step_factor)
+      sizes.push_back(nccl_tests_bytes(sw.op, b, n));
   }
+  const double largest = sizes.empty() ? 0.0 : *std::max_element(sizes.begin(), sizes.end());
 
   auto engine = create_engine(n);
   const Routes routes(topo);
   SimCluster cluster(topo, routes, n, so);
   // Fail early (before the engine runs) when the forced algorithm cannot serve this operation.
-  (void)choose_collective(sw.op, sizes.front(), cluster.channels(n), so.nccl);
+  if (largest > 0) (void)choose_collective(sw.op, largest, cluster.channels(n), so.nccl);
   auto barrier = simgrid::s4u::Barrier::create(static_cast<unsigned>(n));
   for (int rank = 0; rank < n; ++rank) {
     ProcessGroup* pg = &cluster.world_group(rank);
     cluster.host({rank});
     cluster.spawn(rank, [&, pg] {
       for (double size : sizes) {
+        if (!(size > 0)) continue;  // count 0: NCCL returns without a kernel
         CollectiveOp op;
         op.name = std::string(collective_name(sw.op));
         op.bytes = static_cast<Bytes>(sw.op == Collective::kAllgather ? size / n : size);
@@ -481,11 +488,18 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw, con
   cluster.run();
   std::vector<CollectivePoint> points;
   const auto& recs = cluster.collectives();
+  std::size_t rec = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     CollectivePoint p;
     p.bytes = sizes[i];
-    p.time_s = recs.at(i).end_s - recs.at(i).start_s;
-    p.choice = recs.at(i).choice;
+    if (!(p.bytes > 0)) {
+      p.ran = false;
+      points.push_back(p);
+      continue;
+    }
+    p.time_s = recs.at(rec).end_s - recs.at(rec).start_s;
+    p.choice = recs.at(rec).choice;
+    ++rec;
     p.algbw_GBps = p.time_s > 0 ? p.bytes / p.time_s / 1e9 : 0.0;
     p.busbw_GBps = p.algbw_GBps * bus_factor(sw.op, n);
     points.push_back(p);

@@ -152,7 +152,17 @@ struct CollectivePoint {
   double algbw_GBps = 0;
   double busbw_GBps = 0;
   CollectiveChoice choice;
+  // ran: false for a size of 0 bytes: NCCL returns from a call of count 0 without launching a
+  // kernel (enqueue.cc), so nothing is timed and no algorithm chosen.
+  bool ran = true;
 };
+
+// nccl_tests_bytes: the bytes nccl-tests runs for a requested size (a -b .. -e step): a whole
+// number of 4-byte floats (common.cu setupArgs: count = size / wordSize); for allgather and
+// reducescatter, whose size is all ranks' shares, each rank's share rounded down to a whole
+// number of 16 bytes (all_gather.cu and reduce_scatter.cu GetCollByteCount: (count / nranks) &
+// ~(16 / eltSize - 1), nccl-tests 2.13.12 on, December 2024), which may be 0.
+double nccl_tests_bytes(Collective op, double requested, int ranks);
 
 struct CollectiveSweep {
   std::string topology;

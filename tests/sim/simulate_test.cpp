@@ -44,6 +44,22 @@ Sequences sequences(const Trace& t, int only_rank = -1) {
 
 constexpr int kIterations = 3;
 
+// nccl-tests' bytes for a requested size (common.cu setupArgs; all_gather.cu and
+// reduce_scatter.cu GetCollByteCount since nccl-tests 2.13.12): whole floats; for allgather and
+// reducescatter each rank's share a whole number of 16 bytes, 0 included.
+TEST(NcclTestsBytes, WholeFloatsAndSixteenBytesPerRankForShares) {
+  EXPECT_EQ(nccl_tests_bytes(Collective::kAllreduce, 7, 8), 4);
+  EXPECT_EQ(nccl_tests_bytes(Collective::kAllreduce, 3, 8), 0);
+  EXPECT_EQ(nccl_tests_bytes(Collective::kBroadcast, 1 << 20, 6), 1 << 20);
+  // 8 ranks: 64 B is 16 floats, 2 per rank, below 4: nothing; 128 B is 4 floats per rank.
+  EXPECT_EQ(nccl_tests_bytes(Collective::kAllgather, 64, 8), 0);
+  EXPECT_EQ(nccl_tests_bytes(Collective::kAllgather, 128, 8), 128);
+  EXPECT_EQ(nccl_tests_bytes(Collective::kAllgather, 255, 8), 128);
+  // 6 ranks, 1 MiB: 262144 floats / 6 = 43690 per rank, 43688 a multiple of 4: 43688 x 6 x 4 B.
+  EXPECT_EQ(nccl_tests_bytes(Collective::kReduceScatter, 1 << 20, 6), 43688.0 * 6 * 4);
+  EXPECT_EQ(nccl_tests_bytes(Collective::kAllgather, 1 << 20, 8), 1 << 20);
+}
+
 TEST(SimulatedTrace, DdpHasTheRecordingBackendsEventsInTheSameOrderPerStream) {
   const Model m = load_model("resnet18");
   const StepModel model = to_step_model(m, Precision::kBF16, std::nullopt);
