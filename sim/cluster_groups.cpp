@@ -261,7 +261,7 @@ ProcessGroup& SimCluster::local_group(int m) {
 
 // Built and destroyed here, where every group type is complete.
 SimCluster::Impl::Impl(const Topology& t, const Routes& r, int gpus, SimOptions o)
-    : topo(t), routes(r), n(gpus), opts(o), transports(t, r, o.transport) {
+    : topo(t), routes(r), n(gpus), opts(o), transports(t, r, o.transport, gpus) {
   if (gpus < 1 || gpus > topo.gpu_count()) {
     throw ConfigError(fmt::format("{}: {} GPUs asked for; the topology has {}", topo.origin(), gpus, topo.gpu_count()));
   }

@@ -49,7 +49,7 @@ StepClasses step_classes(const Scenario& s, Strategy strategy) {
     // As validate --published classes nccl-tests cases: the path class NCCL's rings use in a node.
     const Topology topo = load_topology(s.topology);
     const Routes routes(topo);
-    const Transports transports(topo, routes, nccl_settings(s).transport);
+    const Transports transports(topo, routes, nccl_settings(s).transport, r.gpus);
     const Channels ch = build_channels(topo, routes, first_ranks(r.gpus), transports);
     link = ch.intra_class <= PathClass::kNVB ? "NVLink node" : "PCIe node";
   }

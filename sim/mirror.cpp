@@ -26,7 +26,7 @@ std::vector<std::vector<int>> mirror_plan(const ResolvedScenario& r, Strategy st
   if (r.fidelity == Fidelity::kAuto) {
     const Routes routes(r.topo);
     auto found = std::make_shared<const Channels>(
-        build_channels(r.topo, routes, first_ranks(r.gpus), Transports(r.topo, routes, r.nccl.transport)));
+        build_channels(r.topo, routes, first_ranks(r.gpus), Transports(r.topo, routes, r.nccl.transport, r.gpus)));
     if (channels) *channels = found;
     Channels ch = *found;
     limit_channels(ch, r.nccl.min_channels, r.nccl.max_channels);

@@ -16,7 +16,7 @@ namespace gradsync::sim {
 
 NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl, Collective op) {
   const Routes routes(topo);
-  const Transports transports(topo, routes, nccl.transport);
+  const Transports transports(topo, routes, nccl.transport, gpus);
   Channels ch = build_channels(topo, routes, first_ranks(gpus), transports);
   NcclInfo i;
   limit_channels(ch, nccl.min_channels, nccl.max_channels);

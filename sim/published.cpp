@@ -236,7 +236,7 @@ PublishedResult simulate_published(const PublishedCase& c) {
   sw.nccl = nccl_settings(knobs);
   {
     const Routes routes(topo);
-    const Transports transports(topo, routes, sw.nccl.transport);
+    const Transports transports(topo, routes, sw.nccl.transport, n);
     const Channels ch = build_channels(topo, routes, first_ranks(n), transports);
     out.cls = ch.hosts.size() > 1 ? "multi-node" : ch.intra_class <= PathClass::kNVB ? "NVLink node" : "PCIe";
   }

@@ -175,7 +175,7 @@ void check_ddp_allreduce(const ResolvedScenario& r) {
   // A request that leaves DDP's allreduce nothing to run with fails now (NCCL_ALGO=tree on one
   // host). DataParallel's broadcast and reduce are ring-only in NCCL and fall back to it.
   const Routes routes(r.topo);
-  const Transports transports(r.topo, routes, r.nccl.transport);
+  const Transports transports(r.topo, routes, r.nccl.transport, r.gpus);
   const Channels ch = build_channels(r.topo, routes, first_ranks(r.gpus), transports);
   (void)choose_collective(Collective::kAllreduce, 64 << 20, ch, r.nccl.request);
 }

@@ -394,7 +394,7 @@ ClosedForm closed_form_ddp(const Scenario& scenario) {
   double last = 0;
   if (r.gpus > 1) {
     const Routes routes(r.topo);
-    const Transports transports(r.topo, routes, r.nccl.transport);
+    const Transports transports(r.topo, routes, r.nccl.transport, r.gpus);
     const Channels ch = build_channels(r.topo, routes, first_ranks(r.gpus), transports);
     CollectiveRequest req = r.nccl.request;
     req.strict = false;

@@ -108,6 +108,21 @@ TEST(Transports, TheDefaultP2pLevelFollowsTheNcclRelease) {
   EXPECT_EQ(hop_of(intel, 0, 1, {.nccl = {2, 10}}).kind, TransportKind::kShm);
 }
 
+// NCCL counts the communicator's GPUs on a machine, not the machine's (ncclTopoGetSystem adds a
+// peer's GPU when it shares the host): two of four GPUs on an AMD host are a pair to NCCL >= 2.23,
+// whose default P2P level is then SYS, so they go peer to peer across the host bridge; all four
+// go through host memory.
+TEST(Transports, TheP2pLevelCountsTheCommunicatorsGpusOnTheMachine) {
+  const Topology amd = generate_pcie({.gpu = "a40", .gpus = 4, .sockets = 1, .gpus_per_switch = 0, .cpu = "amd"});
+  const Routes routes(amd);
+  ASSERT_EQ(routes.gpu_route(0, 1).path_class, PathClass::kPHB);
+  const TransportOptions o{.nccl = {2, 28}};
+  EXPECT_EQ(Transports(amd, routes, o).hop(0, 1).kind, TransportKind::kShm);
+  EXPECT_EQ(Transports(amd, routes, o, 4).hop(0, 1).kind, TransportKind::kShm);
+  EXPECT_EQ(Transports(amd, routes, o, 2).hop(0, 1).kind, TransportKind::kP2P);
+  EXPECT_EQ(Transports(amd, routes, o, 3).hop(0, 1).kind, TransportKind::kShm);
+}
+
 TEST(Transports, ShmDisabledLeavesTheNetworkOrNothing) {
   const Topology t = generate_pcie({.gpu = "rtx-2080-ti", .gpus = 2, .sockets = 1, .gpus_per_switch = 0});
   // This machine has no NIC: nothing connects the pair, a clear error.

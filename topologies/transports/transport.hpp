@@ -83,7 +83,7 @@ struct Hop {
 inline constexpr double kShmDuplexBps = 4.0e9;
 inline constexpr int kShmDuplexUntilSm = 89;  // the limit holds below compute capability 8.9
 
-// MachineIndex: per host, its GPU count; per vertex, its CPU (Routes::host_cpu, filled on use).
+// MachineIndex: per host, the communicator's GPUs on it; per vertex, its CPU (Routes::host_cpu, filled on use).
 struct MachineIndex {
   std::unordered_map<std::string, int> gpus;
   mutable std::unordered_map<VertexId, VertexId> cpu_of;
@@ -123,7 +123,10 @@ std::unique_ptr<Transport> make_net_transport();
 // Transports: NCCL's transports for one topology and set of knobs, tried in order.
 class Transports {
  public:
-  Transports(const Topology& topo, const Routes& routes, TransportOptions options);
+  // ranks: the communicator's ranks, the topology's first GPUs (0: all of them). NCCL's system
+  // holds only the communicator's GPUs of each machine (ncclTopoGetSystem adds a peer's GPU when it
+  // shares the host), so rules that count a machine's GPUs (default_p2p_level) count those.
+  Transports(const Topology& topo, const Routes& routes, TransportOptions options, int ranks = 0);
   ~Transports();
   Transports(const Transports&) = delete;
   Transports& operator=(const Transports&) = delete;

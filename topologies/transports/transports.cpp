@@ -47,12 +47,14 @@ std::string_view transport_kind_name(TransportKind k) {
   return "?";
 }
 
-Transports::Transports(const Topology& topo, const Routes& routes, TransportOptions options)
+Transports::Transports(const Topology& topo, const Routes& routes, TransportOptions options, int ranks)
     : topo_(topo), routes_(routes), options_(options) {
+  const int n = ranks > 0 ? std::min(ranks, static_cast<int>(topo.gpu_count())) : static_cast<int>(topo.gpu_count());
   for (VertexId v = 0; v < topo.vertex_count(); ++v) {
     const TopoVertex& tv = topo.vertex(v);
-    if (tv.kind == VertexKind::kGpu) ++machines_.gpus[tv.host];
+    if (tv.kind == VertexKind::kGpu) machines_.gpus.try_emplace(tv.host, 0);
   }
+  for (int r = 0; r < n; ++r) ++machines_.gpus[topo.vertex(topo.gpu(r)).host];
   order_.push_back(make_p2p_transport());
   order_.push_back(make_shm_transport());
   order_.push_back(make_net_transport());
