@@ -52,6 +52,11 @@ void register_sweep_command(CLI::App& app) {
   cmd->callback([a] {
     sweep::SweepOptions run = a->options;
     run.base = scenario_of(a->scenario);
+    {
+      const auto flag = a->scenario.given.find("warmup");
+      run.warmup_from_iterations = (flag == a->scenario.given.end() || flag->second->count() == 0) &&
+                                   !file_line_of(a->scenario, "warmup").has_value();
+    }
     run.locate = [a](std::string_view error) {
       std::vector<std::string> varied;
       for (const std::string& text : a->options.vary) varied.push_back(parse_vary(text).key);

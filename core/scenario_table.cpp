@@ -346,7 +346,7 @@ std::vector<ScenarioKey> make_scenario_table() {
        .flag = "--warmup",
        .value_name = "N",
        .help = "Leading steps left out of the steady-state mean (fewer than iterations; unset, 3 or iterations - 1 "
-               "where fewer run)",
+               "where fewer run, per point under sweep --vary iterations)",
        .default_text = "3",
        .kind = KeyKind::kCount,
        .field = &S::warmup,

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -305,7 +306,11 @@ SweepStats run_sweep(const SweepOptions& o) {
   }
   std::vector<Vary> vary;
   for (const std::string& text : o.vary) vary.push_back(parse_vary(text));
-  const std::vector<GridPoint> grid = expand_grid(o.base, vary);
+  std::vector<GridPoint> grid = expand_grid(o.base, vary);
+  const bool warmup_varied = std::any_of(vary.begin(), vary.end(), [](const Vary& v) { return v.key == "warmup"; });
+  if (o.warmup_from_iterations && !warmup_varied) {
+    for (GridPoint& g : grid) g.scenario.warmup = std::clamp(g.scenario.iterations - 1, 0, Scenario{}.warmup);
+  }
 
   // Every point checked and resolved before any runs: a point that cannot run (16 GPUs on an
   // 8-GPU topology in a grid of both) is said now and recorded as failed; the others run. When no

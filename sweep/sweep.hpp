@@ -31,6 +31,9 @@ struct SweepOptions {
   bool resume = false;            // keep the points already in out/summary.csv
   bool retry_failed = false;      // with resume: run the points that failed again
   std::string out = "gradsync-sweep";
+  // warmup_from_iterations: neither a flag nor the scenario file set warmup, so each point takes
+  // the default for its own iterations (3, or iterations - 1 when fewer), as compare would.
+  bool warmup_from_iterations = false;
   double timeout_s = 600;               // under mpirun/srun: how long rank 0 waits for a silent rank
   std::ostream* table = &std::cout;     // the table (rank 0)
   std::ostream* progress = &std::cerr;  // the progress line or bar

@@ -109,3 +109,21 @@ grep -q "^note: bucket_cap_mb 5 applies to DDP only: the sweep's dp points run w
   --out "$tmp/n2" >/dev/null 2>"$tmp/n2.err" || { cat "$tmp/n2.err" >&2; fail "the DDP-only sweep failed"; }
 if grep -q "applies to DDP only" "$tmp/n2.err"; then fail "a note for a sweep without dp points"; fi
 echo "a DDP setting beside dp points is noted once"
+
+# 6. --vary iterations without --warmup: each point takes the default warmup for its iterations
+# (3, or iterations - 1 when fewer), as compare does; points of 1-3 iterations failed on warmup 3.
+warm_of() { python3 -c "
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])): print(r['iterations'], r['warmup'], r['status'])" "$1"; }
+"$bin" sweep --model resnet18 --gpus 2 --vary strategy=ddp --vary iterations=1,3,6 --out "$tmp/w" \
+  >/dev/null 2>"$tmp/w.err" || { cat "$tmp/w.err" >&2; fail "a sweep over iterations failed"; }
+[[ "$(warm_of "$tmp/w/summary.csv" | tr '\n' ';')" == "1 0 ok;3 2 ok;6 3 ok;" ]] \
+  || { warm_of "$tmp/w/summary.csv"; fail "warmup per point"; }
+# A warmup given by a flag holds for every point; a point it leaves no steady iteration fails.
+set +e
+"$bin" sweep --model resnet18 --gpus 2 --vary strategy=ddp --vary iterations=2,6 --warmup 3 --out "$tmp/w2" \
+  >/dev/null 2>"$tmp/w2.err"
+set -e
+[[ "$(warm_of "$tmp/w2/summary.csv" | tr '\n' ';')" == "2 3 failed;6 3 ok;" ]] \
+  || { warm_of "$tmp/w2/summary.csv"; fail "an explicit warmup"; }
+echo "warmup follows each point's iterations unless given"
