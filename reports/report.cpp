@@ -128,8 +128,10 @@ void print_summary(const Report& rep, std::ostream& out) {
     for (const auto& g : r.per_gpu) oom = oom || g.oom;
     t.add_row({label, ms(r.iteration_1_time_s), ms(r.steady_iteration_time_s), ms(r.compute_s), ms(r.communication_s),
                ms(r.exposed_communication_s), fmt::format("{:.1f}", 100 * r.overlap),
-               fmt::format("{:.1f}", r.samples_per_s),
-               r.tokens_per_sample > 0 ? fmt::format("{:.0f}", r.tokens_per_s) : "-", bytes_text(g0.bytes_in),
+               // A run that does not fit has no throughput (as sweep's table says it); its times are
+               // what it would take if it fit (summary.csv and result.json keep them all).
+               oom ? "-" : fmt::format("{:.1f}", r.samples_per_s),
+               r.tokens_per_sample > 0 && !oom ? fmt::format("{:.0f}", r.tokens_per_s) : "-", bytes_text(g0.bytes_in),
                bytes_text(g0.bytes_out), fmt::format("{:.2f} GiB", g0.peak_memory_bytes / (1024.0 * 1024 * 1024)),
                oom ? "OOM" : "ok"});
   }
@@ -156,7 +158,8 @@ void print_summary(const Report& rep, std::ostream& out) {
     if (!r.skipped.empty()) continue;
     if (const std::string o = oom_text(r); !o.empty()) over.push_back(o);
   }
-  for (const std::string& o : over) out << "# " << o << '\n';
+  for (const std::string& o : over)
+    out << "# " << o << ": no samples/s is shown; its times are what it would take if it fit\n";
   if (!over.empty()) return;
   if (rs.size() == 2 && rs[0].skipped.empty() && rs[1].skipped.empty()) {
     const double speedup = rs[0].steady_iteration_time_s / rs[1].steady_iteration_time_s;

@@ -78,7 +78,7 @@
   }
 
   // confidenceLines: how far gradsync has been from published measurements in each strategy's class.
-  function confidenceLines(parent, rows) {
+  function confidenceLines(parent, rows, unfit) {
     parent.appendChild(el('h3', 'How sure'));
     const pct = v => (100 * v).toFixed(1) + '%';
     const measured = c => {
@@ -94,6 +94,10 @@
     const ul = el('ul', null, 'confidence');
     rows.forEach(c => {
       const who = c.strategy.toUpperCase();
+      if ((unfit || []).includes(c.strategy)) {
+        if (c.part === 'step') ul.appendChild(el('li', who + ': does not fit the GPU\'s memory, so no time to be sure of'));
+        return;
+      }
       if (c.part === 'step') {
         ul.appendChild(el('li', c.cases > 0 ? who + ': ' + measured(c) : who + ': no published step of class "' + c['class'] + '" in gradsync\'s validation tables' +
           (rows.some(o => o.strategy === c.strategy && o.part !== 'step') ? '; its parts:' : '')));
@@ -144,7 +148,9 @@
 
     // The first screen: the answer (DP against DDP), what to change, then the scenario.
     const an = section('Answer', null);
-    if (byName.dp && byName.ddp && !byName.dp.skipped && !byName.ddp.skipped) {
+    // A strategy that does not fit the GPU's memory has no speed to compare (as the table says).
+    const fits = s => !s.per_gpu.some(g => g.oom);
+    if (byName.dp && byName.ddp && !byName.dp.skipped && !byName.ddp.skipped && fits(byName.dp) && fits(byName.ddp)) {
       const x = byName.dp.steady_ms / byName.ddp.steady_ms;
       const p = el('p', null, 'headline');
       p.appendChild(document.createTextNode('DDP is '));
@@ -152,7 +158,7 @@
       p.appendChild(document.createTextNode(' than DP: ' + byName.ddp.steady_ms.toFixed(1) + ' ms against ' + byName.dp.steady_ms.toFixed(1) + ' ms per step.'));
       an.appendChild(p);
     } else {
-      ran.forEach(s => an.appendChild(el('p', s.strategy.toUpperCase() + ': ' + s.steady_ms.toFixed(1) + ' ms per step, ' + s.samples_per_s.toFixed(1) + ' samples/s.', 'headline')));
+      ran.filter(fits).forEach(s => an.appendChild(el('p', s.strategy.toUpperCase() + ': ' + s.steady_ms.toFixed(1) + ' ms per step, ' + s.samples_per_s.toFixed(1) + ' samples/s.', 'headline')));
     }
     const oom = ran.filter(s => s.per_gpu.some(g => g.oom));
     if (oom.length) {
@@ -163,7 +169,7 @@
           ' GiB of its ' + (g.capacity_bytes / GiB).toFixed(1) + ' GiB (out of memory).', 'headline oom'));
       });
     }
-    if (data.confidence) confidenceLines(an, data.confidence);
+    if (data.confidence) confidenceLines(an, data.confidence, oom.map(s => s.strategy));
     if (data.advice) adviceTable(an, data.advice);
 
     const sc = section('Scenario', 'The model, the cluster and the options of this ' + data.mode + ' run, every default resolved.');

@@ -9,6 +9,9 @@
       r.steady_ms = r.steady_iteration_time_s === null ? null : 1e3 * r.steady_iteration_time_s;
       r.exposed_ms = r.exposed_communication_s === null ? null : 1e3 * r.exposed_communication_s;
       r.label = data.varied.map(k => k + '=' + r[k]).join(' ');
+      // A point that does not fit the GPU's memory has times (what it would take if it fit) but no
+      // throughput to plot or rank, as the table says (summary.csv keeps them beside status oom).
+      if (r.status === 'oom') { r.samples_per_s = null; r.tokens_per_s = null; r.scaling_efficiency_frac = null; }
     });
     const ok = rows.filter(r => r.status !== 'skipped' && r.status !== 'failed');
     const seriesOf = x => r => [r.strategy.toUpperCase()].concat(data.varied.filter(k => k !== x && k !== 'strategy').map(k => k + '=' + r[k])).join(' ');
@@ -34,6 +37,7 @@
     headerLines(sc);
     rows.filter(r => r.status === 'skipped').forEach(r => sc.appendChild(el('p', 'point ' + r.point + ' (' + r.label + ', ' + r.strategy + ') not run: ' + r.skipped_reason, 'note')));
     rows.filter(r => r.status === 'failed').forEach(r => sc.appendChild(el('p', 'point ' + r.point + ' (' + r.label + ', ' + r.strategy + ') failed: ' + r.error, 'note')));
+    rows.filter(r => r.status === 'oom').forEach(r => sc.appendChild(el('p', 'point ' + r.point + ' (' + r.label + ', ' + r.strategy + ') does not fit the GPU\'s memory (status oom): no samples/s is shown; the times are what it would take if it fit (summary.csv keeps them)', 'note')));
 
     if (data.varied.indexOf('gpus') >= 0) {
       const s = section('Scaling with GPU count', 'Throughput, and scaling efficiency: samples/s per GPU against the fewest GPUs of the same series.');

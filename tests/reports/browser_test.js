@@ -1,7 +1,7 @@
 // browser_test.js GRADSYNC OUTDIR: renders report.html pages in headless Chromium (Debian's
 // chromium, network off) and fails on any error, console error, refused request or alert the
 // page recorded, or on a chart that drew no marks. Pages: `gradsync compare` (the default
-// scenario), a sweep, and a compare whose model path holds <script>alert(1)</script>, which must
+// scenario), one whose DP run does not fit, a sweep, and a compare whose model path holds <script>alert(1)</script>, which must
 // show as text. Screenshots go to OUTDIR. Without chromium: skipped (77), except under CI.
 'use strict';
 const { execFileSync, spawnSync } = require('child_process');
@@ -59,6 +59,17 @@ assert.ok(answer.includes('DDP is') && answer.includes('What to change') && answ
 assert.ok(answer.includes('How sure') && answer.includes('DP, NVLink node, transformer') &&
   answer.includes('DDP, NVLink node, transformer'), 'the answer section says how sure each time is');
 console.log('compare: the answer and the advice open the page');
+
+// DataParallel out of memory (GPT-2 medium on 8 A100s: 87.5 of 80 GiB on GPU0): no speed-up is
+// headlined and no time is "sure", as compare's table says.
+run(['compare', '--model', 'gpt2-medium', '--iterations', '2', '--warmup', '1', '--advice-budget', '0', '--out', path.join(outDir, 'oom')]);
+const odom = check('oom', path.join(outDir, 'oom', 'report.html'), 5, 4000);
+const oanswer = odom.slice(odom.indexOf('<h2>Answer</h2>'), odom.indexOf('<h2>Scenario</h2>'));
+assert.ok(!oanswer.includes('DDP is') && oanswer.includes('DP does not fit') && oanswer.includes('DDP: '),
+  'an out-of-memory DP run gets no speed-up headline');
+assert.ok(oanswer.includes("DP: does not fit the GPU's memory, so no time to be sure of") ||
+  oanswer.includes('DP: does not fit the GPU&#39;s memory, so no time to be sure of'), 'nor a confidence');
+console.log('compare with DP out of memory: no speed-up, no confidence for DP');
 
 // 16 GPUs on two nodes: the timeline draws node 0's GPUs and the first GPU of node 1 (8), not all 16
 run(['compare', '--model', 'resnet18', '--topology', '2x-dgx-a100-hdr', '--iterations', '2', '--warmup', '1', '--advice-budget', '0',
