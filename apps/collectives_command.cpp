@@ -31,6 +31,7 @@ struct CollectivesArgs {
   std::string op = "allreduce";
   std::string min_bytes = "8";
   std::string max_bytes = "1GiB";
+  std::string step_bytes = "1M";
   bool json = false;
 };
 
@@ -51,6 +52,7 @@ void run_collectives(CollectivesArgs a) {
   a.sweep.op = parse_op(a.op);
   a.sweep.min_bytes = parse_nccl_tests_size_flag("--min-bytes", a.min_bytes);
   a.sweep.max_bytes = parse_nccl_tests_size_flag("--max-bytes", a.max_bytes);
+  a.sweep.step_bytes = parse_nccl_tests_size_flag("--step-bytes", a.step_bytes);
   if (a.sweep.max_bytes < a.sweep.min_bytes) {
     throw UsageError(fmt::format("--max-bytes {} is below --min-bytes {}", a.max_bytes, a.min_bytes));
   }
@@ -146,7 +148,7 @@ void run_collectives(CollectivesArgs a) {
   // reducescatter of 16 bytes per rank) is said once, with the first size it changed; a size of 0
   // launches nothing (NCCL returns from a call of count 0).
   const bool shares = a.sweep.op == Collective::kAllgather || a.sweep.op == Collective::kReduceScatter;
-  for (double b = a.sweep.min_bytes; b <= a.sweep.max_bytes * (1 + 1e-12); b *= a.sweep.step_factor) {
+  for (double b : sim::requested_sizes(a.sweep)) {
     const double runs = sim::nccl_tests_bytes(a.sweep.op, b, n);
     if (runs == b) continue;
     header.push_back(fmt::format(
@@ -177,18 +179,22 @@ void register_collectives_command(CLI::App& app) {
                    "Smallest size (default 8; 64KiB, or nccl-tests' 128M: K, M, G are powers of 1024)");
   coll->add_option("-e,--max-bytes,--maxbytes", co->max_bytes, "Largest size (default 1GiB; as -b)");
   coll->add_option("-f,--step-factor,--stepfactor", co->sweep.step_factor,
-                   "Size multiplier between rows (default 2; nccl-tests' -f)")
+                   "Size multiplier between rows, a whole number (default 2; nccl-tests' -f, whose 1 steps by -i)")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
-            try {
-              std::size_t used = 0;
-              const double v = std::stod(text, &used);
-              if (used == text.size() && v > 1 && v < 1e9) return {};
-            } catch (const std::exception&) {
-            }
-            return fmt::format("value \"{}\" must be a number > 1 and below 1e9", text);
+            // nccl-tests reads the factor with strtol: a whole number (its 1.5 is 1: linear steps).
+            if (!text.empty() && text.size() <= 9 &&
+                std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+                std::stol(text) >= 1)
+              return {};
+            return fmt::format(
+                "value \"{}\" must be a whole number from 1 to 999999999, as nccl-tests reads it (1: steps of "
+                "--step-bytes)",
+                text);
           },
           "FACTOR"));
+  coll->add_option("-i,--step-bytes,--stepbytes", co->step_bytes,
+                   "With --step-factor 1: bytes added between rows (default 1M; nccl-tests' -i)");
   add_scenario_options(coll, co->knobs, {"NCCL_ALGO", "NCCL_PROTO", "nccl", "nccl_version"});
   coll->add_option("--fidelity", co->sweep.fidelity,
                    "step (every ring step and chunk a flow; default), aggregate (one flow per rank, channel and "

@@ -422,6 +422,36 @@ double nccl_tests_bytes(Collective op, double requested, int ranks) {
   return floats * 4;
 }
 
+std::vector<double> requested_sizes(const CollectiveSweep& sw) {
+  if (!sw.sizes.empty()) return sw.sizes;
+  if (!(sw.step_factor >= 1) || sw.step_factor != std::floor(sw.step_factor) || sw.step_factor >= 1e9)
+    throw ConfigError(
+        fmt::format("step-factor {}: expected a whole number >= 1 (1: steps of step-bytes)", sw.step_factor));
+  if (sw.step_factor == 1 && !(sw.step_bytes >= 1))
+    throw ConfigError(fmt::format("step-bytes {}: expected at least 1 byte", sw.step_bytes));
+  // kMaxRows: a table to read, not a search: nccl-tests' -f 2 from 8 B to 16 GiB is 32 rows;
+  // linear steps of 1 MiB to 8 GiB would be 8192 simulations.
+  constexpr double kMaxRows = 4096;
+  const double rows = sw.step_factor > 1
+                          ? std::floor(std::log(sw.max_bytes / sw.min_bytes) / std::log(sw.step_factor) + 1e-9) + 1
+                          : std::floor((sw.max_bytes - sw.min_bytes) / sw.step_bytes) + 1;
+  if (rows > kMaxRows) {
+    throw ConfigError(
+        sw.step_factor > 1
+            ? fmt::format("step-factor {}: {:.0f} sizes from {} to {} bytes; expected at most {:.0f} (a larger "
+                          "factor or a narrower min-bytes..max-bytes)",
+                          sw.step_factor, rows, sw.min_bytes, sw.max_bytes, kMaxRows)
+            : fmt::format("step-bytes {}: {:.0f} sizes from {} to {} bytes in steps of it (step-factor 1); expected at "
+                          "most {:.0f} (larger steps, a step-factor such as 2, or a narrower min-bytes..max-bytes)",
+                          sw.step_bytes, rows, sw.min_bytes, sw.max_bytes, kMaxRows));
+  }
+  std::vector<double> out;
+  for (double b = sw.min_bytes; b <= sw.max_bytes * (1 + 1e-12);
+       b = sw.step_factor > 1 ? b * sw.step_factor : b + sw.step_bytes)
+    out.push_back(b);
+  return out;
+}
+
 std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw, const Topology& topo) {
   const int n = sw.gpus > 0 ? sw.gpus : topo.gpu_count();
   if (n > topo.gpu_count()) {
@@ -430,19 +460,7 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw, con
   if (!(sw.min_bytes > 0) || sw.max_bytes < sw.min_bytes) {
     throw ConfigError(fmt::format("sizes {}..{}: expected 0 < min-bytes <= max-bytes", sw.min_bytes, sw.max_bytes));
   }
-  if (!(sw.step_factor > 1)) throw ConfigError(fmt::format("step-factor {}: expected a number > 1", sw.step_factor));
-  // kMaxRows: a table to read, not a search: nccl-tests' -f 2 from 8 B to 16 GiB is 32 rows. A
-  // factor a hair above 1 would make millions of simulations.
-  constexpr double kMaxRows = 4096;
-  if (sw.sizes.empty()) {
-    const double rows = std::floor(std::log(sw.max_bytes / sw.min_bytes) / std::log(sw.step_factor)) + 1;
-    if (rows > kMaxRows) {
-      throw ConfigError(
-          fmt::format("step-factor {}: {:.0f} sizes from {} to {} bytes; expected at most {:.0f} (a larger "
-                      "factor or a narrower min-bytes..max-bytes)",
-                      sw.step_factor, rows, sw.min_bytes, sw.max_bytes, kMaxRows));
-    }
-  }
+  const std::vector<double> requested = requested_sizes(sw);
   SimOptions so;
   so.nccl = sw.nccl.request;
   so.transport = sw.nccl.transport;
@@ -456,12 +474,7 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw, con
   // nccl-tests' sizes: min, min*f, ... up to max, or those given, each as nccl-tests runs it; a
   // row for every step, as nccl-tests prints one, even where two steps round to the same bytes.
   std::vector<double> sizes;
-  if (!sw.sizes.empty()) {
-    for (double b : sw.sizes) sizes.push_back(nccl_tests_bytes(sw.op, b, n));
-  } else {
-    for (double b = sw.min_bytes; b <= sw.max_bytes * (1 + 1e-12); b *= sw.step_factor)
-      sizes.push_back(nccl_tests_bytes(sw.op, b, n));
-  }
+  for (double b : requested) sizes.push_back(nccl_tests_bytes(sw.op, b, n));
   const double largest = sizes.empty() ? 0.0 : *std::max_element(sizes.begin(), sizes.end());
 
   auto engine = create_engine(n);

@@ -164,18 +164,25 @@ struct CollectivePoint {
 // ~(16 / eltSize - 1), nccl-tests 2.13.12 on, December 2024), which may be 0.
 double nccl_tests_bytes(Collective op, double requested, int ranks);
 
+
 struct CollectiveSweep {
   std::string topology;
   int gpus = 0;
   Collective op = Collective::kAllreduce;
   double min_bytes = 8;
   double max_bytes = 1024.0 * 1024 * 1024;
-  double step_factor = 2;
+  double step_factor = 2;  // a whole number; 1: linear steps of step_bytes (nccl-tests' -f, -i)
+  double step_bytes = 1024.0 * 1024;
   NcclSettings nccl;              // NCCL's knobs (sim/nccl_options.hpp)
   std::string fidelity = "step";  // step, aggregate or auto
   bool fluid = true;              // SimOptions::fluid (false: tests compare with SimGrid's flows)
   std::vector<double> sizes;      // these sizes (nccl-tests' bytes) instead of min..max by step_factor
 };
+
+// requested_sizes: the sizes nccl-tests steps through (common.cu TimeTest): min, then each times
+// step_factor while it is above 1, else plus step_bytes, up to max; sweep.sizes when given.
+// ConfigError for a factor that is not a whole number >= 1, a step of 0, or more than 4096 rows.
+std::vector<double> requested_sizes(const CollectiveSweep& sweep);
 
 // bus_factor (core/backend.hpp): nccl-tests' busbw / algbw.
 using ::gradsync::bus_factor;
