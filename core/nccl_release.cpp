@@ -36,8 +36,9 @@ NcclRelease bundled_nccl(PytorchVersion v) {
 NcclRelease parse_nccl_version(std::string_view text) {
   const auto bad = [&] {
     return ConfigError(fmt::format(
-        "expected auto or an NCCL release M.N (2.21, 2.18.3 or 2.18.3-1 as NCCL's tags name it), {} or later",
-        kOldestNccl.text()));
+        "expected auto or an NCCL release M.N (2.21, 2.18.3 or 2.18.3-1 as NCCL's tags name it), from {} to {} (the "
+        "newest gradsync knows)",
+        kOldestNccl.text(), kNewestNccl.text()));
   };
   NcclRelease r;
   const char* p = text.data();
@@ -58,7 +59,7 @@ NcclRelease parse_nccl_version(std::string_view text) {
       if (e4 != std::errc{} || u != end || u == t + 1) throw bad();
     }
   }
-  if (r < kOldestNccl || r.major > 9 || r.minor > 99) throw bad();
+  if (r < kOldestNccl || kNewestNccl < r) throw bad();
   return r;
 }
 

@@ -24,6 +24,9 @@ struct NcclRelease {
 
 // kOldestNccl: the oldest release read (2.4: the one PyTorch 1.4, gradsync's oldest, bundles).
 inline constexpr NcclRelease kOldestNccl{2, 4};
+// kNewestNccl: the newest release published when this table was last read (NCCL's tag v2.30.7-1);
+// a later number is refused rather than read as a release whose rules are unknown.
+inline constexpr NcclRelease kNewestNccl{2, 30};
 
 // bundled_nccl: the NCCL release PyTorch's Linux CUDA binaries of that version link (the
 // third_party/nccl pin, and the nvidia-nccl-cu* wheel from 1.13 on; core/nccl_release.cpp cites each).
