@@ -211,23 +211,36 @@ void discard_staging_folders() noexcept {
   }
 }
 
-void start_fresh_folder(const std::string& path) {
+void start_fresh_folder(const std::string& path, const std::string& out) {
   std::error_code ec;
   const fs::path dir(path);
+  // Errors name the --out the user gave; a working folder beside it is named as that.
+  const std::string what =
+      out.empty() ? fmt::format("--out {}", path) : fmt::format("--out {}: its working folder {}", out, path);
   const fs::file_status st = fs::symlink_status(dir, ec);
   if (fs::exists(st)) {
     if (fs::is_symlink(st))
-      throw UsageError(fmt::format("--out {}: is a symbolic link; give the folder it names, or a new one", path));
+      throw UsageError(fmt::format("{}: is a symbolic link; give the folder it names, or a new one", what));
     if (!fs::is_directory(st))
-      throw UsageError(fmt::format("--out {}: exists and is not a folder; give a new or empty folder", path));
-    refuse_foreign_files(dir, path);
+      throw UsageError(fmt::format("{}: exists and is not a folder; give a new or empty folder", what));
+    refuse_foreign_files(dir, out.empty() ? path : fmt::format("{}: its working folder {}", out, path));
     for (const auto& e : fs::directory_iterator(dir, ec)) fs::remove_all(e.path(), ec);
   }
   fs::create_directories(dir, ec);
-  if (ec) throw RuntimeError(fmt::format("--out {}: cannot create the folder: {}", path, ec.message()));
+  if (ec) {
+    // As OutputFolder says it: /proc and /sys answer ENOENT for a folder they refuse.
+    std::error_code exists_ec;
+    const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
+    const bool there = fs::is_directory(parent, exists_ec);
+    const std::string why =
+        there && ec == std::errc::no_such_file_or_directory
+            ? fmt::format("{} exists but the system refuses new folders in it ({})", parent.string(), ec.message())
+            : ec.message();
+    throw RuntimeError(fmt::format("{}: cannot create the folder: {}", what, why));
+  }
   std::ofstream marker(dir / kOutputMarker);
   marker << fmt::format("written by gradsync {}; a new run into this folder replaces what it holds\n", kVersion);
-  if (!marker) throw RuntimeError(fmt::format("--out {}: cannot write {}", path, kOutputMarker));
+  if (!marker) throw RuntimeError(fmt::format("{}: cannot write {}", what, kOutputMarker));
 }
 
 void check_replaceable_folder(const std::string& final_) {

@@ -56,8 +56,9 @@ void swap_into_place(const std::string& staging, const std::string& final_path);
 
 // start_fresh_folder: an incremental output folder (a sweep's, saved point by point so that it can
 // resume): the files of any earlier gradsync run in it are removed and the marker written.
-// UsageError for a file, or a folder of files gradsync did not write.
-void start_fresh_folder(const std::string& path);
+// UsageError for a file, or a folder of files gradsync did not write. `out`: the --out it works
+// for, when `path` is a folder beside it (a sweep's .NAME.gradsync-sweep), named in its errors.
+void start_fresh_folder(const std::string& path, const std::string& out = "");
 
 // kOutputMarker: the file every committed output folder holds (what wrote it), so that a later
 // run knows it may replace the folder.

@@ -380,9 +380,13 @@ SweepStats run_sweep(const SweepOptions& o) {
   const bool in_place = o.resume && !work_exists && fs::exists(target, ec);
   if (!in_place) check_replaceable_folder(out_path);
   const fs::path dir = in_place ? target : work;
-  if (!in_place && (!o.resume || !work_exists) && w.size == 1) start_fresh_folder(work.string());
+  if (!in_place && (!o.resume || !work_exists) && w.size == 1) start_fresh_folder(work.string(), o.out);
   fs::create_directories(w.size > 1 ? dir / "parts" : dir, ec);
-  if (ec) throw RuntimeError(fmt::format("--out {}: cannot create the folder: {}", o.out, ec.message()));
+  if (ec) {
+    throw RuntimeError(fmt::format("--out {}: cannot create {}: {}", o.out,
+                                   dir == target ? std::string("the folder") : "its working folder " + dir.string(),
+                                   ec.message()));
+  }
   const std::string summary = (dir / "summary.csv").string();
   SweepCsvReporter csv(w.size > 1 ? part_path(dir, w.rank, w.size) : summary);
   if (o.resume) {
