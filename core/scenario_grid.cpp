@@ -205,14 +205,14 @@ Vary parse_vary(std::string_view text) {
     } catch (const ConfigError& e) {
       const std::string what = e.what();
       // A:B without a step reads as one value: say what a range looks like.
-      const std::string hint = list_valued(k)
-                                   ? fmt::format(
-                                         " (in --vary a comma separates values: join one value's names with +, as "
-                                         "{}=ring+tree,nvls)",
-                                         k->name)
-                               : split(item, ':').size() == 2
-                                   ? fmt::format(" (a range takes a step: {}:x2 doubles, {}:+1 counts)", item, item)
-                                   : "";
+      const std::string hint =
+          list_valued(k) ? fmt::format(
+                               " (in --vary a comma separates values: join one value's names with +, as "
+                               "{}=ring+tree,nvls)",
+                               k->name)
+          : split(item, ':').size() == 2 && (k->kind == KeyKind::kCount || k->kind == KeyKind::kSizeMiB)
+              ? fmt::format(" (a range takes a step: {}:x2 doubles, {}:+1 counts)", item, item)
+              : "";
       throw UsageError(what.rfind("range \"", 0) == 0
                            ? fmt::format("--vary \"{}\": {}", shown, what)
                            : fmt::format("--vary \"{}\": \"{}\": {}{}", shown, item, what, hint));

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <memory>
 #include <thread>
 
+#include "core/comm_hook.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/output_folder.hpp"
@@ -350,6 +352,25 @@ SweepStats run_sweep(const SweepOptions& o) {
       if (!p.error.empty())
         *o.progress << fmt::format("sweep: point {} ({}) cannot run: {}\n", p.grid.index, p.grid.label,
                                    located(p.error));
+    // PowerSGD compresses only from start_powerSGD_iter (PowerSGDState's default 1000): a DDP point
+    // whose iterations end before it runs the hook's plain allreduce, as simulate says of one run.
+    std::vector<std::string> plain;
+    int start = 0;
+    for (const Point& p : points) {
+      if (!p.error.empty() || p.grid.strategy != Strategy::kDDP) continue;
+      const CommHook hook = parse_comm_hook(p.grid.scenario.comm_hook);
+      if (hook.kind == CommHookKind::kPowerSGD && p.grid.scenario.iterations <= hook.powersgd_start_iter) {
+        plain.push_back(std::to_string(p.grid.index));
+        start = hook.powersgd_start_iter;
+      }
+    }
+    if (!plain.empty()) {
+      *o.progress << fmt::format(
+          "note: point{} {}: PowerSGD compresses from iteration {} (start_powerSGD_iter; PowerSGDState's default is "
+          "1000), after the simulated iterations: {} its plain allreduce; comm_hook powersgd:start_iter=2 simulates "
+          "its steady state\n",
+          plain.size() == 1 ? "" : "s", fmt::join(plain, ", "), start + 1, plain.size() == 1 ? "it runs" : "they run");
+    }
   }
   std::vector<CsvRow> keys;
   for (const Point& p : points) keys.push_back(p.key);

@@ -159,6 +159,11 @@ TEST(Cli, MistakesNameWhatWasMeant) {
                         0),
             0u)
       << r.err;
+  // A key that takes no range (a comm hook's options hold a colon) gets no hint of one.
+  r = run({"sweep", "--vary", "comm_hook=powersgd:start_iter=1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("start_iter \"1\" must be an integer from 2"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("a range takes a step"), std::string::npos) << r.err;
 }
 
 // A topology whose GPUs used are of two models: one run is priced for one GPU model, so it is

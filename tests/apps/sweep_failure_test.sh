@@ -127,3 +127,11 @@ set -e
 [[ "$(warm_of "$tmp/w2/summary.csv" | tr '\n' ';')" == "2 3 failed;6 3 ok;" ]] \
   || { warm_of "$tmp/w2/summary.csv"; fail "an explicit warmup"; }
 echo "warmup follows each point's iterations unless given"
+
+# 7. PowerSGD whose start_powerSGD_iter no simulated iteration reaches: the sweep says which points
+# run its plain allreduce, as simulate says of one run.
+"$bin" sweep --model resnet18 --gpus 2 --vary strategy=ddp --vary comm_hook=none,powersgd,powersgd:start_iter=2 \
+  --iterations 3 --out "$tmp/p" >/dev/null 2>"$tmp/p.err" || { cat "$tmp/p.err" >&2; fail "the PowerSGD sweep failed"; }
+grep -q "^note: point 1: PowerSGD compresses from iteration 1001 " "$tmp/p.err" || { cat "$tmp/p.err"; fail "no PowerSGD note"; }
+if grep -q "^note: points" "$tmp/p.err"; then cat "$tmp/p.err"; fail "a note for a point that compresses"; fi
+echo "PowerSGD points that never compress are named"
