@@ -236,6 +236,22 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
       throw ConfigError(where + fmt::format("a pcie link joins gpus, cpus, pcie_switches and nics, not a {} and a {}",
                                             to_string(a.kind), to_string(b.kind)));
     }
+    // A GPU's PCIe link carries at most its own port (gpus.yaml pcie: generation and lanes); a
+    // switch's uplink may be wider, the GPU's end is not. 5% over the datasheet figure is taken
+    // (32GBps for Gen4 x16's 31.5).
+    for (const std::size_t end : {s.a, s.b}) {
+      const TopoVertex& g = t.graph_[end];
+      if (s.link.type != LinkType::kPcie || g.kind != VertexKind::kGpu || !g.gpu || g.gpu->pcie_gen <= 0) continue;
+      const double port = pcie_Bps(g.gpu->pcie_gen, g.gpu->pcie_lanes);
+      const double given = s.link.bw_Bps * s.link.links;
+      if (given > port * 1.05) {
+        throw ConfigError(where + fmt::format("gpu {} ({}) has a PCIe Gen{} x{} port, {:.2f} GB/s per direction "
+                                              "(topologies/hardware/gpus.yaml), and this pcie edge gives {:.2f} GB/s; "
+                                              "expected at most the port's rate",
+                                              g.name, g.gpu->name, g.gpu->pcie_gen, g.gpu->pcie_lanes, port / 1e9,
+                                              given / 1e9));
+      }
+    }
     s.link.index = i;
     s.link.a = s.a;
     s.link.b = s.b;

@@ -250,6 +250,22 @@ TEST(TopologyReaderErrors, NvlinksAGpuDoesNotHave) {
       "(topologies/hardware/gpus.yaml), and its nvlink edges take 13 so far; expected at most 12 in all");
 }
 
+// A GPU's PCIe edge carries at most its port: an A100's Gen4 x16 is 31.5 GB/s per direction
+// (32GBps, within 5%, is taken); 1000 GB/s made 751 GB/s of busbw over "PCIe".
+TEST(TopologyReaderErrors, PcieFasterThanTheGpusPort) {
+  const std::string pcie = "graph g {\n  sw [kind=\"pcie_switch\", host=\"h0\"];\n  cpu0 [kind=\"cpu\", host=\"h0\"];\n"
+                           "  gpu0 [kind=\"gpu\", model=\"a100\", host=\"h0\"];\n"
+                           "  gpu1 [kind=\"gpu\", model=\"a100\", host=\"h0\"];\n"
+                           "  sw -- cpu0 [type=\"pcie\", bw=\"64GBps\", latency=\"150ns\"];\n"
+                           "  gpu0 -- sw [type=\"pcie\", bw=\"BW\", latency=\"150ns\"];\n"
+                           "  gpu1 -- sw [type=\"pcie\", bw=\"31.5GBps\", latency=\"150ns\"];\n}\n";
+  EXPECT_EQ(dot_error(replace(pcie, "BW", "32GBps")), "no error");
+  EXPECT_EQ(dot_error(replace(pcie, "BW", "1000GBps")),
+            "t.dot:7: edge gpu0--sw: gpu gpu0 (NVIDIA A100 SXM4 80GB) has a PCIe Gen4 x16 port, 31.50 GB/s per "
+            "direction (topologies/hardware/gpus.yaml), and this pcie edge gives 1000.00 GB/s; expected at most the "
+            "port's rate");
+}
+
 TEST(TopologyReaderErrors, LinkRules) {
   const std::string cpu = replace(kGood, "nvs [kind=\"nvswitch\"", "nvs [kind=\"cpu\"");
   EXPECT_EQ(dot_error(cpu), "t.dot:6: edge gpu0--nvs: an nvlink joins gpus and nvswitches, not a gpu and a cpu");
