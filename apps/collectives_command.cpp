@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/scenario_keys.hpp"
+#include "core/text.hpp"
 #include "reports/table.hpp"
 #include "sim/nccl_info.hpp"
 #include "sim/simulate.hpp"
@@ -32,8 +34,48 @@ struct CollectivesArgs {
   std::string min_bytes = "8";
   std::string max_bytes = "1GiB";
   std::string step_bytes = "1M";
+  std::string datatype = "float";
+  // nccl-tests' -n, -w, -c: taken so that its command lines run; a simulated size has one time.
+  std::string iters, warmup_iters, check;
   bool json = false;
 };
+
+// kWholeNumberText: nccl-tests' -n, -w and -c take whole numbers (strtol).
+const CLI::Validator kWholeNumberText(
+    [](std::string& text) -> std::string {
+      if (!text.empty() && text.size() <= 9 &&
+          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return {};
+      return fmt::format("value \"{}\" must be a whole number, as nccl-tests reads it", text);
+    },
+    "N");
+
+// kNcclTestsTypes: nccl-tests' -d names (src/common.cu test_typenames) and element sizes.
+struct TestType {
+  const char* name;
+  int bytes;
+};
+constexpr TestType kNcclTestsTypes[] = {{"int8", 1},   {"uint8", 1},    {"int32", 4},  {"uint32", 4},
+                                        {"int64", 8},  {"uint64", 8},   {"half", 2},   {"float", 4},
+                                        {"double", 8}, {"bfloat16", 2}, {"f8e4m3", 1}, {"f8e5m2", 1}};
+// nccl-tests' other spellings (ncclstringtotype): char, int, float16, float32, float64.
+const TestType& test_type(const std::string& text) {
+  const std::string t = ascii_lower(text);
+  const std::string name = t == "char"      ? "int8"
+                           : t == "int"     ? "int32"
+                           : t == "float16" ? "half"
+                           : t == "float32" ? "float"
+                           : t == "float64" ? "double"
+                                            : t;
+  for (const TestType& tt : kNcclTestsTypes)
+    if (name == tt.name) return tt;
+  std::vector<std::string> names;
+  for (const TestType& tt : kNcclTestsTypes) names.emplace_back(tt.name);
+  throw UsageError(
+      fmt::format("--datatype \"{}\": expected one of {} (nccl-tests' names; 'all' runs every type "
+                  "in nccl-tests: give one here)",
+                  text, fmt::join(names, ", ")));
+}
 
 Collective parse_op(const std::string& op) {
   if (const auto c = parse_collective(op)) return *c;
@@ -53,6 +95,8 @@ void run_collectives(CollectivesArgs a) {
   a.sweep.min_bytes = parse_nccl_tests_size_flag("--min-bytes", a.min_bytes);
   a.sweep.max_bytes = parse_nccl_tests_size_flag("--max-bytes", a.max_bytes);
   a.sweep.step_bytes = parse_nccl_tests_size_flag("--step-bytes", a.step_bytes);
+  const TestType& type = test_type(a.datatype);
+  a.sweep.element_bytes = type.bytes;
   if (a.sweep.max_bytes < a.sweep.min_bytes) {
     throw UsageError(fmt::format("--max-bytes {} is below --min-bytes {}", a.max_bytes, a.min_bytes));
   }
@@ -95,6 +139,7 @@ void run_collectives(CollectivesArgs a) {
     throw UsageError(e.what());
   }
   const int n = a.sweep.gpus;
+  const bool shares = a.sweep.op == Collective::kAllgather || a.sweep.op == Collective::kReduceScatter;
   if (a.json) {
     nlohmann::ordered_json j;
     j["schema_version"] = 1;
@@ -107,6 +152,8 @@ void run_collectives(CollectivesArgs a) {
     auto& rows = j["rows"] = nlohmann::ordered_json::array();
     for (const auto& p : pts) {
       rows.push_back({{"bytes", whole_json(p.bytes)},
+                      {"count", whole_json(std::floor(p.bytes / type.bytes / (shares ? n : 1)))},
+                      {"type", type.name},
                       {"time_us", p.time_s * 1e6},
                       {"algbw_GBps", p.algbw_GBps},
                       {"busbw_GBps", p.busbw_GBps},
@@ -125,11 +172,10 @@ void run_collectives(CollectivesArgs a) {
                     {"algo", "", true},
                     {"proto", "", true}});
   // nccl-tests prints the count each rank passes to NCCL (its paramCount): for allgather and
-  // reducescatter a rank's share, size / 4 / ranks; else size / 4.
-  const bool per_rank = a.sweep.op == Collective::kAllgather || a.sweep.op == Collective::kReduceScatter;
+  // reducescatter a rank's share, size / element / ranks; else size / element.
   for (const auto& p : pts) {
-    const double count = std::floor(p.bytes / 4 / (per_rank ? n : 1));
-    t.add_row({fmt::format("{:.0f}", p.bytes), fmt::format("{:.0f}", count), "float",
+    const double count = std::floor(p.bytes / type.bytes / (shares ? n : 1));
+    t.add_row({fmt::format("{:.0f}", p.bytes), fmt::format("{:.0f}", count), type.name,
                fmt::format("{:.2f}", p.time_s * 1e6), fmt::format("{:.2f}", p.algbw_GBps),
                fmt::format("{:.2f}", p.busbw_GBps),
                p.ran ? std::string(sim::algorithm_name(p.choice.algorithm)) : std::string("none"),
@@ -144,16 +190,32 @@ void run_collectives(CollectivesArgs a) {
       fmt::format("{}{}; one collective per size, ranks aligned before each", nccl_release_text(knobs),
                   nccl_knobs_text(knobs))};
   for (std::string& line : sim::nccl_info_lines(info)) header.push_back(std::move(line));
+  std::vector<std::string> taken;
+  if (!a.iters.empty()) taken.push_back("-n " + a.iters);
+  if (!a.warmup_iters.empty()) taken.push_back("-w " + a.warmup_iters);
+  if (!a.check.empty()) taken.push_back("-c " + a.check);
+  if (!taken.empty()) {
+    header.push_back(
+        fmt::format("{}: taken as nccl-tests takes {}, changing nothing here: a simulated size has one "
+                    "time (no iterations to average, no warm-up, no data to check)",
+                    fmt::join(taken, ", "), taken.size() == 1 ? "it" : "them"));
+  }
+  if (type.bytes != 4 || std::string(type.name) != "float") {
+    header.push_back(
+        fmt::format("-d {}: {}-byte elements (count and alignment as nccl-tests'); the time is that of "
+                    "the bytes, whatever the type",
+                    type.name, type.bytes));
+  }
   // A size nccl-tests runs smaller (not a whole number of floats, or for allgather and
   // reducescatter of 16 bytes per rank) is said once, with the first size it changed; a size of 0
   // launches nothing (NCCL returns from a call of count 0).
-  const bool shares = a.sweep.op == Collective::kAllgather || a.sweep.op == Collective::kReduceScatter;
   for (double b : sim::requested_sizes(a.sweep)) {
-    const double runs = sim::nccl_tests_bytes(a.sweep.op, b, n);
+    const double runs = sim::nccl_tests_bytes(a.sweep.op, b, n, type.bytes);
     if (runs == b) continue;
     header.push_back(fmt::format(
-        "sizes run as nccl-tests runs them: a whole number of 4-byte floats{} (a requested {:.0f} B runs as {:.0f} "
-        "B{})",
+        "sizes run as nccl-tests runs them: a whole number of {}-byte elements ({}){} (a requested {:.0f} B runs as "
+        "{:.0f} B{})",
+        type.bytes, type.name,
         shares
             ? fmt::format(", each rank's share a whole number of 16 bytes ({}'s size is all {} ranks' shares)", a.op, n)
             : "",
@@ -195,6 +257,14 @@ void register_collectives_command(CLI::App& app) {
           "FACTOR"));
   coll->add_option("-i,--step-bytes,--stepbytes", co->step_bytes,
                    "With --step-factor 1: bytes added between rows (default 1M; nccl-tests' -i)");
+  coll->add_option("-d,--datatype", co->datatype,
+                   "Element type, nccl-tests' -d: int8, uint8, int32, uint32, int64, uint64, half, float, double, "
+                   "bfloat16, f8e4m3, f8e5m2 (default float): sets count and alignment");
+  coll->add_option("-n,--iters", co->iters, "nccl-tests' iterations: taken, and changes nothing (one time per size)")
+      ->check(kWholeNumberText);
+  coll->add_option("-w,--warmup_iters", co->warmup_iters, "nccl-tests' warm-up iterations: taken, changes nothing")
+      ->check(kWholeNumberText);
+  coll->add_option("-c,--check", co->check, "nccl-tests' data check: taken, changes nothing")->check(kWholeNumberText);
   add_scenario_options(coll, co->knobs, {"NCCL_ALGO", "NCCL_PROTO", "nccl", "nccl_version"});
   coll->add_option("--fidelity", co->sweep.fidelity,
                    "step (every ring step and chunk a flow; default), aggregate (one flow per rank, channel and "

@@ -413,13 +413,15 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw) {
   return simulate_collectives(sw, topo);
 }
 
-double nccl_tests_bytes(Collective op, double requested, int ranks) {
-  const double floats = std::floor(requested / 4);
+double nccl_tests_bytes(Collective op, double requested, int ranks, int element_bytes) {
+  const double elt = std::max(1, element_bytes);
+  const double count = std::floor(requested / elt);
   if (op == Collective::kAllgather || op == Collective::kReduceScatter) {
-    const double share = std::floor(floats / std::max(1, ranks));
-    return std::floor(share / 4) * 4 * 4 * std::max(1, ranks);
+    const double share = std::floor(count / std::max(1, ranks));
+    const double align = std::max(1.0, 16 / elt);  // (count / nranks) & ~(16 / eltSize - 1)
+    return std::floor(share / align) * align * elt * std::max(1, ranks);
   }
-  return floats * 4;
+  return count * elt;
 }
 
 std::vector<double> requested_sizes(const CollectiveSweep& sw) {
@@ -474,7 +476,7 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw, con
   // nccl-tests' sizes: min, min*f, ... up to max, or those given, each as nccl-tests runs it; a
   // row for every step, as nccl-tests prints one, even where two steps round to the same bytes.
   std::vector<double> sizes;
-  for (double b : requested) sizes.push_back(nccl_tests_bytes(sw.op, b, n));
+  for (double b : requested) sizes.push_back(nccl_tests_bytes(sw.op, b, n, sw.element_bytes));
   const double largest = sizes.empty() ? 0.0 : *std::max_element(sizes.begin(), sizes.end());
 
   auto engine = create_engine(n);

@@ -162,8 +162,9 @@ struct CollectivePoint {
 // reducescatter, whose size is all ranks' shares, each rank's share rounded down to a whole
 // number of 16 bytes (all_gather.cu and reduce_scatter.cu GetCollByteCount: (count / nranks) &
 // ~(16 / eltSize - 1), nccl-tests 2.13.12 on, December 2024), which may be 0.
-double nccl_tests_bytes(Collective op, double requested, int ranks);
-
+// element_bytes: nccl-tests' -d type's size (4 for float): count = size / element_bytes, and a
+// rank's share a multiple of 16 / element_bytes elements.
+double nccl_tests_bytes(Collective op, double requested, int ranks, int element_bytes = 4);
 
 struct CollectiveSweep {
   std::string topology;
@@ -173,6 +174,7 @@ struct CollectiveSweep {
   double max_bytes = 1024.0 * 1024 * 1024;
   double step_factor = 2;  // a whole number; 1: linear steps of step_bytes (nccl-tests' -f, -i)
   double step_bytes = 1024.0 * 1024;
+  int element_bytes = 4;          // nccl-tests' -d: float by default; a call's bytes are what move
   NcclSettings nccl;              // NCCL's knobs (sim/nccl_options.hpp)
   std::string fidelity = "step";  // step, aggregate or auto
   bool fluid = true;              // SimOptions::fluid (false: tests compare with SimGrid's flows)

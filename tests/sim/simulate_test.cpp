@@ -58,6 +58,12 @@ TEST(NcclTestsBytes, WholeFloatsAndSixteenBytesPerRankForShares) {
   // 6 ranks, 1 MiB: 262144 floats / 6 = 43690 per rank, 43688 a multiple of 4: 43688 x 6 x 4 B.
   EXPECT_EQ(nccl_tests_bytes(Collective::kReduceScatter, 1 << 20, 6), 43688.0 * 6 * 4);
   EXPECT_EQ(nccl_tests_bytes(Collective::kAllgather, 1 << 20, 8), 1 << 20);
+  // -d half: 2-byte elements, a share a multiple of 8 of them; -d double: of 2; -d int8: of 16.
+  EXPECT_EQ(nccl_tests_bytes(Collective::kAllgather, 64, 8, 2), 0);    // 32 halves, 4 per rank
+  EXPECT_EQ(nccl_tests_bytes(Collective::kAllgather, 128, 8, 2), 128);  // 8 per rank
+  EXPECT_EQ(nccl_tests_bytes(Collective::kAllgather, 200, 8, 8), 128);  // 25 doubles, 3 per rank -> 2
+  EXPECT_EQ(nccl_tests_bytes(Collective::kAllreduce, 7, 8, 1), 7);
+  EXPECT_EQ(nccl_tests_bytes(Collective::kAllreduce, 7, 8, 8), 0);
 }
 
 TEST(SimulatedTrace, DdpHasTheRecordingBackendsEventsInTheSameOrderPerStream) {
