@@ -23,6 +23,14 @@ std::string canonical_nccl_list(std::string_view text, std::span<const std::stri
   if (t == "auto") return "";
   const std::string expected = fmt::format(
       "expected a comma list of {} (NCCL's names, any case), ^ first to exclude them", fmt::join(names, ", "));
+  // NCCL 2.24 on also reads per-collective lists ("allreduce:tree,ring;allgather:ring",
+  // tuning.cc parseList); gradsync holds one list for every collective.
+  if (t.find(':') != std::string::npos || t.find(';') != std::string::npos) {
+    throw ConfigError(
+        fmt::format("per-collective lists (NCCL 2.24's \"allreduce:tree;allgather:ring\" form) are not "
+                    "modelled; {}, for every collective",
+                    expected));
+  }
   bool exclude = false;
   if (!t.empty() && t.front() == '^') {
     exclude = true;
