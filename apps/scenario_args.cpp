@@ -243,6 +243,7 @@ void finish_run(const reports::Report& rep, OutputFolder& out, bool explain) {
     std::cerr << fmt::format("note: removed {}, left by a run into {} that was killed\n", p, out.final_path());
   const std::vector<std::string> written = reports::write_outputs(out.path(), rep);
   out.commit();
+  if (!out.left_behind().empty()) std::cerr << "note: " << out.left_behind() << '\n';
   reports::print_summary(rep, std::cout);
   reports::print_confidence(rep, std::cout);
   if (rep.advice) reports::print_advice(*rep.advice, std::cout);

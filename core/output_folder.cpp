@@ -335,15 +335,25 @@ void OutputFolder::commit() {
     marker << fmt::format("written by gradsync {}; this folder is replaced whole by the next run into it\n", kVersion);
     if (!marker) throw RuntimeError(fmt::format("--out {}: cannot write {}", final_, kOutputMarker));
   }
-  swap_into_place(staging_, final_);
+  left_ = swap_into_place(staging_, final_);
   committed_ = true;
 }
 
-void swap_into_place(const std::string& staging_, const std::string& final_) {
+std::string swap_into_place(const std::string& staging_, const std::string& final_) {
   std::error_code ec;
+  // What could not be removed of the replaced folder: said, not left silently in a hidden folder.
+  const auto remove_replaced = [&](const std::string& old) -> std::string {
+    std::error_code rm;
+    fs::remove_all(old, rm);
+    if (!rm) return "";
+    return fmt::format(
+        "--out {}: the folder it replaced could not be removed whole ({}); its files are in {}: "
+        "remove it by hand",
+        final_, rm.message(), old);
+  };
   const bool exists = fs::exists(fs::symlink_status(final_, ec));
   if (!exists) {
-    if (::rename(staging_.c_str(), final_.c_str()) == 0) return;
+    if (::rename(staging_.c_str(), final_.c_str()) == 0) return "";
     // Another run into the same place put its folder there first: replace it as below.
     if (errno != ENOTEMPTY && errno != EEXIST) {
       throw RuntimeError(
@@ -352,8 +362,7 @@ void swap_into_place(const std::string& staging_, const std::string& final_) {
   }
   // One atomic swap: --out is the old folder or the new one at every instant.
   if (::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, final_.c_str(), RENAME_EXCHANGE) == 0) {
-    fs::remove_all(staging_, ec);  // now the old folder
-    return;
+    return remove_replaced(staging_);  // now the old folder
   }
   // A file system without RENAME_EXCHANGE: move the old folder aside, then the new one in.
   // Named as the staging folders are, so that the next run removes it if this one dies here.
@@ -365,7 +374,7 @@ void swap_into_place(const std::string& staging_, const std::string& final_) {
   if (::rename(final_.c_str(), old.c_str()) != 0 || ::rename(staging_.c_str(), final_.c_str()) != 0) {
     throw RuntimeError(fmt::format("--out {}: cannot replace it with {}: {}", final_, staging_, std::strerror(errno)));
   }
-  fs::remove_all(old, ec);
+  return remove_replaced(old);
 }
 
 }  // namespace gradsync

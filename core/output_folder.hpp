@@ -32,11 +32,15 @@ class OutputFolder {
   void commit();
   // removed: staging folders of killed runs that the constructor removed (for a note to the user).
   const std::vector<std::string>& removed() const { return removed_; }
+  // left_behind: after commit, where the replaced folder's files stay when they could not all be
+  // removed (a file the user cannot delete), with why; empty when they are gone.
+  const std::string& left_behind() const { return left_; }
 
  private:
   std::string final_;
   std::string staging_;
   std::vector<std::string> removed_;
+  std::string left_;
   bool committed_ = false;
   int slot_ = -1;  // where the SIGINT/SIGTERM handler finds the staging folder to remove
 };
@@ -52,7 +56,9 @@ void check_replaceable_folder(const std::string& final_path);
 
 // swap_into_place: the folder `staging` in place of `final_path` (absent, or a folder it replaces
 // in one renameat2 RENAME_EXCHANGE; the old one is then removed). RuntimeError naming both.
-void swap_into_place(const std::string& staging, const std::string& final_path);
+// Returns "" or, when the replaced folder could not be removed whole, a note naming where its
+// files stay and why (the run's outputs are in place all the same).
+std::string swap_into_place(const std::string& staging, const std::string& final_path);
 
 // start_fresh_folder: an incremental output folder (a sweep's, saved point by point so that it can
 // resume): the files of any earlier gradsync run in it are removed and the marker written.

@@ -520,7 +520,10 @@ SweepStats run_sweep(const SweepOptions& o) {
     for (const CsvRow& row : rows) r->add(record_of(points[static_cast<std::size_t>(std::stoi(row[0]))], row));
     r->finish();
   }
-  if (!in_place) swap_into_place(dir.string(), out_path);
+  if (!in_place) {
+    if (const std::string left = swap_into_place(dir.string(), out_path); !left.empty())
+      *o.progress << "note: " << left << '\n';
+  }
   return stats;
 }
 
