@@ -37,6 +37,7 @@ struct CollectivesArgs {
   std::string datatype = "float";
   // nccl-tests' -n, -w, -c: taken so that its command lines run; a simulated size has one time.
   std::string iters, warmup_iters, check;
+  double reduced_max = 0;  // nccl-tests' "Reducing maxBytes to N due to memory limitation"
   bool json = false;
 };
 
@@ -101,9 +102,6 @@ void run_collectives(CollectivesArgs a) {
     throw UsageError(fmt::format("--max-bytes {} is below --min-bytes {}", a.max_bytes, a.min_bytes));
   }
   {
-    // nccl-tests allocates each GPU a send and a receive buffer for the largest size (src/common.cu:
-    // sendBytes, recvBytes; allgather sends a rank's share of what it receives, reducescatter
-    // receives a share of what it sends): a size whose buffers do not fit could not run there.
     const Topology topo = load_topology(a.sweep.topology);
     const int n = a.sweep.gpus > 0 ? a.sweep.gpus : static_cast<int>(topo.gpu_count());
     if (n == 1) {
@@ -117,15 +115,26 @@ void run_collectives(CollectivesArgs a) {
           : most == 2 ? fmt::format("give -g 2 ({} has 2 GPUs)", a.sweep.topology)
                       : fmt::format("give -g 2 to {} ({} has {} GPUs)", most, a.sweep.topology, most)));
     }
-    const bool shares = a.sweep.op == Collective::kAllgather || a.sweep.op == Collective::kReduceScatter;
-    const double buffers = a.sweep.max_bytes * (1.0 + (shares ? 1.0 / std::max(1, n) : 1.0));
-    const GpuSpec* gpu = topo.gpu_count() > 0 ? topo.vertex(topo.gpu(0)).gpu : nullptr;
-    if (gpu != nullptr && gpu->memory_bytes > 0 && buffers > static_cast<double>(gpu->memory_bytes)) {
-      throw UsageError(fmt::format(
-          "--max-bytes {}: nccl-tests' send and receive buffers for it take {:.1f} GiB on each GPU, more than "
-          "its {:.1f} GiB ({})",
-          a.max_bytes, buffers / (1024.0 * 1024 * 1024),
-          static_cast<double>(gpu->memory_bytes) / (1024.0 * 1024 * 1024), gpu->key));
+    // nccl-tests' memory rule (src/common.cu run()): of the smallest GPU memory it keeps 1 GiB per
+    // 16 GiB (at most 4 GiB) and 1 GiB more, and splits the rest among the send, receive and (with
+    // the data check, its default -c 1) expected buffers; a larger maxBytes is reduced to that,
+    // and minBytes with it, as nccl-tests prints it.
+    double smallest = 0;
+    for (int r = 0; r < n; ++r) {
+      const GpuSpec* g = topo.vertex(topo.gpu(r)).gpu;
+      if (g != nullptr && g->memory_bytes > 0 && (smallest == 0 || g->memory_bytes < smallest))
+        smallest = static_cast<double>(g->memory_bytes);
+    }
+    if (smallest > 0) {
+      constexpr double kGiB = 1024.0 * 1024 * 1024;
+      const double reserve = std::min(std::ceil(smallest / (16 * kGiB)) * kGiB, 4 * kGiB);
+      const bool datacheck = a.check.empty() || std::stol(a.check) != 0;
+      const double most = std::floor((smallest - reserve - kGiB) / (datacheck ? 3 : 2));
+      if (a.sweep.max_bytes > most) {
+        a.sweep.max_bytes = most;
+        a.sweep.min_bytes = std::min(a.sweep.min_bytes, most);
+        a.reduced_max = most;
+      }
     }
   }
   std::vector<sim::CollectivePoint> pts;
@@ -221,6 +230,12 @@ void run_collectives(CollectivesArgs a) {
             : "",
         b, runs, runs > 0 ? "" : ": NCCL launches nothing for a count of 0, and nccl-tests prints the row"));
     break;
+  }
+  if (a.reduced_max > 0) {
+    header.push_back(
+        fmt::format("Reducing maxBytes to {:.0f} due to memory limitation (as nccl-tests: its send, "
+                    "receive{} buffers in the smallest GPU's memory, less its reserve)",
+                    a.reduced_max, a.check.empty() || std::stol(a.check) != 0 ? ", expected" : ""));
   }
   t.print(std::cout, header);
   std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n",
