@@ -19,12 +19,12 @@ namespace {
 // pairs inside a host talk over 100 GB/s NVLink (80 GB/s of payload on A100s).
 constexpr const char* kTwoNodes = R"(graph t {
   "a.cpu" [kind="cpu", host="a"];
-  "a.gpu0" [kind="gpu", model="a100", host="a"];
-  "a.gpu1" [kind="gpu", model="a100", host="a"];
+  "a.gpu0" [kind="gpu", model="h100", host="a"];
+  "a.gpu1" [kind="gpu", model="h100", host="a"];
   "a.nic" [kind="nic", host="a"];
   "b.cpu" [kind="cpu", host="b"];
-  "b.gpu0" [kind="gpu", model="a100", host="b"];
-  "b.gpu1" [kind="gpu", model="a100", host="b"];
+  "b.gpu0" [kind="gpu", model="h100", host="b"];
+  "b.gpu1" [kind="gpu", model="h100", host="b"];
   "b.nic" [kind="nic", host="b"];
   "sw" [kind="switch"];
   "a.cpu" -- "a.gpu0" [type="pcie", bw="20GBps", latency="1us"];
@@ -70,8 +70,9 @@ TEST(Platform, HostsAndLinksFollowTheTopology) {
   EXPECT_EQ(f.p.host_memory[0]->get_name(), "mem:a.cpu");
   EXPECT_EQ(f.p.host_memory[3]->get_name(), "mem:b.cpu");
   ASSERT_EQ(f.p.links.size(), f.topo.links().size());
-  // Links carry their payload rate (topologies/link_model.hpp): 4 NVLinks x NCCL's 20 GB/s.
-  EXPECT_DOUBLE_EQ(f.p.links[2]->get_bandwidth(), 80e9);
+  // Links carry their payload rate (topologies/link_model.hpp): 4 NVLinks x NCCL's 20.6 GB/s (H100:
+  // the fixture's GPUs are H100s, whose PCIe Gen5 port takes the 50 GB/s GPU-NIC links).
+  EXPECT_DOUBLE_EQ(f.p.links[2]->get_bandwidth(), 4 * 20.6e9);
   EXPECT_DOUBLE_EQ(f.p.links[0]->get_bandwidth(), 20e9 * 12 / 15.75);  // PCIe
   EXPECT_DOUBLE_EQ(f.p.links[10]->get_bandwidth(), 25e9);              // InfiniBand: the line rate
 }
