@@ -41,12 +41,20 @@ struct CollectivesArgs {
   bool json = false;
 };
 
+// whole_number: nccl-tests reads -f, -n, -w and -c with strtol; gradsync takes digits only, at
+// most 9 of them (a value strtol and an int both hold).
+bool whole_number(const std::string& text) {
+  return !text.empty() && text.size() <= 9 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// data_check: whether nccl-tests checks results (-c, default 1), which takes a third buffer.
+bool data_check(const CollectivesArgs& a) { return a.check.empty() || std::stol(a.check) != 0; }
+
 // kWholeNumberText: nccl-tests' -n, -w and -c take whole numbers (strtol).
 const CLI::Validator kWholeNumberText(
     [](std::string& text) -> std::string {
-      if (!text.empty() && text.size() <= 9 &&
-          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return {};
+      if (whole_number(text)) return {};
       return fmt::format("value \"{}\" must be a whole number, as nccl-tests reads it", text);
     },
     "N");
@@ -128,8 +136,7 @@ void run_collectives(CollectivesArgs a) {
     if (smallest > 0) {
       constexpr double kGiB = 1024.0 * 1024 * 1024;
       const double reserve = std::min(std::ceil(smallest / (16 * kGiB)) * kGiB, 4 * kGiB);
-      const bool datacheck = a.check.empty() || std::stol(a.check) != 0;
-      const double most = std::floor((smallest - reserve - kGiB) / (datacheck ? 3 : 2));
+      const double most = std::floor((smallest - reserve - kGiB) / (data_check(a) ? 3 : 2));
       if (a.sweep.max_bytes > most) {
         a.sweep.max_bytes = most;
         a.sweep.min_bytes = std::min(a.sweep.min_bytes, most);
@@ -235,7 +242,7 @@ void run_collectives(CollectivesArgs a) {
     header.push_back(
         fmt::format("Reducing maxBytes to {:.0f} due to memory limitation (as nccl-tests: its send, "
                     "receive{} buffers in the smallest GPU's memory, less its reserve)",
-                    a.reduced_max, a.check.empty() || std::stol(a.check) != 0 ? ", expected" : ""));
+                    a.reduced_max, data_check(a) ? ", expected" : ""));
   }
   t.print(std::cout, header);
   std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n",
@@ -260,10 +267,7 @@ void register_collectives_command(CLI::App& app) {
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             // nccl-tests reads the factor with strtol: a whole number (its 1.5 is 1: linear steps).
-            if (!text.empty() && text.size() <= 9 &&
-                std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-                std::stol(text) >= 1)
-              return {};
+            if (whole_number(text) && std::stol(text) >= 1) return {};
             return fmt::format(
                 "value \"{}\" must be a whole number from 1 to 999999999, as nccl-tests reads it (1: steps of "
                 "--step-bytes)",

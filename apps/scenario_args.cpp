@@ -406,8 +406,7 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   }
   // PowerSGD compresses only from start_powerSGD_iter (PowerSGDState's default 1000); before, its
   // hook is a plain allreduce. Say so when no simulated iteration reaches it.
-  if (const CommHook hook = parse_comm_hook(s.comm_hook);
-      hook.kind == CommHookKind::kPowerSGD && s.iterations <= hook.powersgd_start_iter) {
+  if (const CommHook hook = parse_comm_hook(s.comm_hook); powersgd_never_compresses(hook, s.iterations)) {
     h.push_back(fmt::format(
         "PowerSGD compresses from iteration {} (start_powerSGD_iter; PowerSGDState's default is 1000): all {} "
         "simulated iterations run its plain allreduce; --comm-hook powersgd:start_iter=2 simulates its steady state",

@@ -65,6 +65,13 @@ PowerSgdSplit powersgd_split(const CommHook& h, const std::vector<std::vector<st
 // in the gradients' type (powerSGD_hook.py).
 double powersgd_state_bytes(const CommHook& h, const std::vector<std::vector<std::int64_t>>& shapes, DType grad);
 
+// powersgd_never_compresses: whether `h` is PowerSGD and a run of `iterations` synced iterations
+// ends before it compresses (it compresses from iteration start_iter + 1; before, its hook is a
+// plain allreduce: PowerSGDState's start_powerSGD_iter, default 1000).
+inline bool powersgd_never_compresses(const CommHook& h, int iterations) {
+  return h.kind == CommHookKind::kPowerSGD && iterations <= h.powersgd_start_iter;
+}
+
 // hook_divides: whether the hook divides by the world size itself (then the Reducer's copy into
 // the bucket does not).
 inline bool hook_divides(const CommHook& h) { return h.kind != CommHookKind::kNone; }

@@ -30,6 +30,7 @@
 #include "core/scenario_keys.hpp"
 #include "sim/simulate.hpp"
 #include "sweep/reporters.hpp"
+#include "sweep/world.hpp"
 
 namespace gradsync::sweep {
 namespace {
@@ -75,34 +76,6 @@ void check_resumable(const std::filesystem::path& dir, const std::string& out) {
 struct Group {
   std::vector<const Point*> members;
 };
-
-// World: this process's place under mpirun (OpenMPI, PMI) or srun; rank 0 of 1 otherwise.
-struct World {
-  int rank = 0;
-  int size = 1;
-};
-
-World world_from_environment() {
-  const std::pair<const char*, const char*> vars[] = {
-      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMI_RANK", "PMI_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"}};
-  for (const auto& [rank_var, size_var] : vars) {
-    const char* r = std::getenv(rank_var);
-    const char* n = std::getenv(size_var);
-    if (!r || !n) continue;
-    World w;
-    try {
-      w.rank = std::stoi(r);
-      w.size = std::stoi(n);
-    } catch (const std::exception&) {
-      throw UsageError(fmt::format("{}=\"{}\", {}=\"{}\": expected integers", rank_var, r, size_var, n));
-    }
-    if (w.size < 1 || w.rank < 0 || w.rank >= w.size) {
-      throw UsageError(fmt::format("{}={} and {}={}: expected 0 <= rank < size", rank_var, r, size_var, n));
-    }
-    return w;
-  }
-  return {};
-}
 
 // Progress: a bar redrawn in place on a terminal, a plain line per simulation otherwise.
 class Progress {
@@ -166,49 +139,6 @@ CsvRow with_results(const Point& p, const CsvRow& done) {
   return row;
 }
 
-// Interruption. Ctrl-C (SIGINT) or SIGTERM while points run: the points saved so far stay in
-// summary.csv (each is written as it finishes), the running children are killed, and the sweep
-// ends with a message saying how to finish it (--resume) and the shell's status for the signal
-// (128 + its number). A signal the caller ignored (nohup, a background job) stays ignored.
-volatile std::sig_atomic_t g_signal = 0;
-
-extern "C" void on_signal(int sig) { g_signal = sig; }
-
-class Interrupted : public RuntimeError {
- public:
-  Interrupted(const std::string& what, int sig) : RuntimeError(what), sig_(sig) {}
-  int exit_code() const noexcept override { return 128 + sig_; }
-  int signal() const noexcept { return sig_; }
-
- private:
-  int sig_;
-};
-
-// SignalGuard: on_signal for SIGINT and SIGTERM while it lives (not restarting poll), the
-// previous dispositions after.
-class SignalGuard {
- public:
-  SignalGuard() {
-    g_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 2; ++i) {
-      ::sigaction(kSignals[i], nullptr, &old_[i]);
-      if (old_[i].sa_handler != SIG_IGN) ::sigaction(kSignals[i], &sa, nullptr);
-    }
-  }
-  ~SignalGuard() {
-    for (int i = 0; i < 2; ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
-  }
-  SignalGuard(const SignalGuard&) = delete;
-  SignalGuard& operator=(const SignalGuard&) = delete;
-
- private:
-  static constexpr int kSignals[2] = {SIGINT, SIGTERM};
-  struct sigaction old_[2]{};
-};
-
 // run_groups simulates `todo` with up to `jobs` children at once, saving each finished point.
 void run_groups(const std::vector<const Group*>& todo, int jobs, SweepCsvReporter& csv, Progress& progress) {
   struct Running {
@@ -231,7 +161,7 @@ void run_groups(const std::vector<const Group*>& todo, int jobs, SweepCsvReporte
       throw RuntimeError(fmt::format("sweep: poll: {}", std::strerror(errno)));
     }
     // A child that the same Ctrl-C ended is not a failed point: nothing more is recorded.
-    if (g_signal != 0) throw Interrupted("", g_signal);
+    if (interrupt_signal() != 0) throw Interrupted("", interrupt_signal());
     for (std::size_t i = running.size(); i-- > 0;) {
       if (fds[i].revents == 0 || !running[i].child->read_some()) continue;
       Running r = std::move(running[i]);
@@ -359,7 +289,7 @@ SweepStats run_sweep(const SweepOptions& o) {
     for (const Point& p : points) {
       if (!p.error.empty() || p.grid.strategy != Strategy::kDDP) continue;
       const CommHook hook = parse_comm_hook(p.grid.scenario.comm_hook);
-      if (hook.kind == CommHookKind::kPowerSGD && p.grid.scenario.iterations <= hook.powersgd_start_iter) {
+      if (powersgd_never_compresses(hook, p.grid.scenario.iterations)) {
         plain.push_back(std::to_string(p.grid.index));
         start = hook.powersgd_start_iter;
       }
