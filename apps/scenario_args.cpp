@@ -125,9 +125,6 @@ Scenario scenario_of(const ScenarioArgs& a) {
   Scenario s;
   if (a.nccl_from_env) {
     for (const ScenarioKey& k : scenario_table()) {
-      // A knob under both its names (NCCL_MIN_NCHANNELS and NCCL_MIN_CTAS): NCCL takes the larger
-      // minimum and the smaller maximum (connect.cc), and so does this.
-      std::optional<std::int64_t> bound;
       for (std::string_view name : nccl_names(k)) {
         const char* v = std::getenv(std::string(name).c_str());
         if (v == nullptr || *v == '\0') continue;
@@ -136,12 +133,6 @@ Scenario scenario_of(const ScenarioArgs& a) {
           value = nccl_text_value(k, v);
         } catch (const ConfigError& e) {
           throw UsageError(fmt::format("{}=\"{}\" (the environment, --nccl-from-env): {}", name, v, e.what()));
-        }
-        if (value.is_number_integer()) {
-          const auto n = value.get<std::int64_t>();
-          const bool minimum = k.name.find("_MIN_") != std::string_view::npos;
-          bound = !bound ? n : minimum ? std::max(*bound, n) : std::min(*bound, n);
-          value = *bound;
         }
         set_key(s, k, value);
       }

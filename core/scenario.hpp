@@ -71,6 +71,8 @@ struct Scenario {
   std::string nccl_nvls_enable;    // NCCL_NVLS_ENABLE: 0, 1, 2
   int nccl_min_nchannels = 0;      // NCCL_MIN_NCHANNELS
   int nccl_max_nchannels = 0;      // NCCL_MAX_NCHANNELS
+  int nccl_min_ctas = 0;           // NCCL_MIN_CTAS (NCCL 2.17)
+  int nccl_max_ctas = 0;           // NCCL_MAX_CTAS (NCCL 2.17)
   std::string nccl_net_gdr_level;  // NCCL_NET_GDR_LEVEL: LOC NVL NVB PIX PXB PHB SYS
   bool nccl_ib_disable = false;    // NCCL_IB_DISABLE
 };

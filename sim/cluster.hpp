@@ -69,8 +69,10 @@ struct SimOptions {
   // issue more than kAutoAggregateFlows flows at step fidelity, or that would take an
   // iteration's step-fidelity flows past kAutoIterationFlows).
   Fidelity fidelity = Fidelity::kAuto;
-  int max_channels = 0;  // NCCL_MAX_NCHANNELS: use at most this many of the rings found (0: all)
-  int min_channels = 0;  // NCCL_MIN_NCHANNELS: at least this many, the rings repeated (0: as found)
+  int max_channels = 0;       // NCCL_MAX_NCHANNELS: use at most this many of the rings found (0: all)
+  int min_channels = 0;       // NCCL_MIN_NCHANNELS: at least this many, the rings repeated (0: as found)
+  int nvls_max_channels = 0;  // NCCL_MAX_CTAS: NVLS's blocks at most (0: NCCL's default)
+  int nvls_min_channels = 0;  // NCCL_MIN_CTAS: NVLS's blocks at least (0: NCCL's default)
   // fluid: aggregate calls whose members span machines are solved (sim/fluid.hpp) rather than
   // run as one SimGrid flow each; false is for tests that compare the two.
   bool fluid = true;
@@ -90,7 +92,6 @@ struct SimOptions {
   // NCCL_MIN/MAX_NCHANNELS), when the caller found them already (mirror_plan): not searched again.
   std::shared_ptr<const Channels> world_channels;
 };
-
 
 // CollectiveRecord: one collective as it ran: first member's start to last member's end.
 struct CollectiveRecord {

@@ -211,9 +211,11 @@ struct SimCluster::Impl {
   const Channels& channels_of(int m) {
     auto& c = channels[m];
     if (!c) {
-      c = m == n && opts.world_channels ? std::make_unique<Channels>(*opts.world_channels)
-                                        : std::make_unique<Channels>(build_channels(topo, routes, first_ranks(m), transports));
+      c = m == n && opts.world_channels
+              ? std::make_unique<Channels>(*opts.world_channels)
+              : std::make_unique<Channels>(build_channels(topo, routes, first_ranks(m), transports));
       limit_channels(*c, opts.min_channels, opts.max_channels);
+      limit_nvls_channels(*c, opts.nvls_min_channels, opts.nvls_max_channels);
       // Each ring hop between machines goes through its channel's NICs, as the search counted it.
       for (const RingChannel& rc : c->rings)
         for (std::size_t i = 0; i < rc.hops.size(); ++i)

@@ -76,6 +76,8 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw, con
   so.transport = sw.nccl.transport;
   so.min_channels = sw.nccl.min_channels;
   so.max_channels = sw.nccl.max_channels;
+  so.nvls_min_channels = sw.nccl.nvls_min_channels;
+  so.nvls_max_channels = sw.nccl.nvls_max_channels;
   const auto fidelity = parse_fidelity(sw.fidelity);
   if (!fidelity) throw ConfigError(fmt::format("fidelity \"{}\": expected step, aggregate or auto", sw.fidelity));
   so.fidelity = *fidelity;

@@ -20,6 +20,7 @@ NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl, Col
   Channels ch = build_channels(topo, routes, first_ranks(gpus), transports);
   NcclInfo i;
   limit_channels(ch, nccl.min_channels, nccl.max_channels);
+  limit_nvls_channels(ch, nccl.nvls_min_channels, nccl.nvls_max_channels);
   i.coll_channels = launched_channels(ch);
   i.gpus = gpus;
   i.nodes = ch.nodes();
@@ -32,6 +33,7 @@ NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl, Col
   }
   if (ch.nvls && nccl.request.nvls) {
     i.nvls_channels = ch.nvls->channels;
+    i.nvls_blocks = ch.nvls->launched;
     i.nvls_bw_intra_Bps = ch.nvls->bw_intra_Bps;
     i.nvls_bw_inter_Bps = ch.nvls->bw_inter_Bps;
   }
@@ -58,8 +60,8 @@ std::vector<std::string> nccl_info_lines(const NcclInfo& i) {
                           i.tree_bw_inter_Bps / 1e9);
   }
   if (i.nvls_channels > 0) {
-    graphs += fmt::format(", NVLS {} x {:.1f}/{:.1f} GB/s (intra/inter)", i.nvls_channels, i.nvls_bw_intra_Bps / 1e9,
-                          i.nvls_bw_inter_Bps / 1e9);
+    graphs += fmt::format(", NVLS {} x {:.1f}/{:.1f} GB/s (intra/inter) in {} blocks", i.nvls_channels,
+                          i.nvls_bw_intra_Bps / 1e9, i.nvls_bw_inter_Bps / 1e9, i.nvls_blocks);
   } else {
     graphs += ", no NVLS";
   }
@@ -94,6 +96,7 @@ nlohmann::json nccl_info_json(const NcclInfo& i) {
   if (i.nodes > 1) j["tree_GBps"] = {{"intra", i.tree_bw_intra_Bps / 1e9}, {"inter", i.tree_bw_inter_Bps / 1e9}};
   if (i.nvls_channels > 0) {
     j["nvls"] = {{"channels", i.nvls_channels},
+                 {"blocks", i.nvls_blocks},
                  {"intra_GBps", i.nvls_bw_intra_Bps / 1e9},
                  {"inter_GBps", i.nvls_bw_inter_Bps / 1e9}};
   }

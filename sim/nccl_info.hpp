@@ -27,7 +27,7 @@ struct HopClass {
 struct NcclInfo {
   int gpus = 0;
   int nodes = 0;
-  int channels = 0;                                     // ring channels (after NCCL_MIN/MAX_NCHANNELS)
+  int channels = 0;  // ring channels (after NCCL_MIN/MAX_NCHANNELS)
   // coll_channels: NCCL's comm->nChannels, what NCCL_DEBUG=INFO counts: the rings the search
   // found, doubled (connect.cc: "Duplicate channels"), at most 64, then NCCL_MAX_NCHANNELS and
   // NCCL_MIN_NCHANNELS.
@@ -36,6 +36,7 @@ struct NcclInfo {
   bool fallback = false;                                // no ring fit: NCCL's one channel at 0.1 GB/s
   double tree_bw_intra_Bps = 0, tree_bw_inter_Bps = 0;  // across nodes only
   int nvls_channels = 0;                                // 0: no NVLS graph
+  int nvls_blocks = 0;  // an NVLS kernel's thread blocks (nvls.cc NVLS_NCHANNELS, NCCL_MIN/MAX_CTAS)
   double nvls_bw_intra_Bps = 0, nvls_bw_inter_Bps = 0;
   std::vector<std::vector<int>> rings;  // each channel's GPU order
   std::vector<HopClass> hops;           // most hops first

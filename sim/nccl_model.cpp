@@ -296,8 +296,7 @@ double nvls_chunk(Algorithm a, double nbytes, double ops, int nodes, double nvls
 
 int launched_blocks(Algorithm a, const Channels& ch) {
   if (ch.ranks.size() <= 1) return 0;
-  if ((a == Algorithm::kNvls || a == Algorithm::kNvlsTree) && ch.nvls)
-    return ch.sm_version >= 100 ? (ch.nodes() > 1 ? 32 : 24) : 16;
+  if ((a == Algorithm::kNvls || a == Algorithm::kNvlsTree) && ch.nvls) return ch.nvls->launched;
   return launched_channels(ch);
 }
 
@@ -326,7 +325,7 @@ double pipeline_sync_s(Collective c, double nbytes, const Channels& ch, Algorith
     const int nodes = ch.nodes();
     // Launched NVLS channels (nvls.cc NVLS_NCHANNELS_SM90 16; SM100 24 in one NVLink domain, 32
     // across nodes), each a chunk per head (a node's GPU) per round.
-    const double launched = ch.sm_version >= 100 ? (nodes > 1 ? 32.0 : 24.0) : 16.0;
+    const double launched = ch.nvls->launched;
     const double ops = launched * std::max(1, k / nodes);
     const double bus = ch.nvls->channels * std::min(ch.nvls->bw_intra_Bps, ch.nvls->bw_inter_Bps) / 1e9;
     // NCCL's NVLS bandwidth is what its default chunk (128 KiB) achieves; a call cut into smaller

@@ -32,6 +32,14 @@ void limit_channels(Channels& c, int min, int max) {
   c.launched = launched;
 }
 
+void limit_nvls_channels(Channels& c, int min, int max) {
+  if (!c.nvls) return;
+  int launched = c.nvls->default_launched;
+  if (max > 0) launched = std::min(launched, max);
+  if (min > 0) launched = std::max(launched, std::min(min, 64));
+  c.nvls->launched = launched;
+}
+
 NcclSettings nccl_settings(const Scenario& s) {
   NcclSettings n;
   n.request.algorithms = s.nccl_algo;
@@ -49,12 +57,20 @@ NcclSettings nccl_settings(const Scenario& s) {
     if (!n.transport.net_gdr_level) n.transport.net_gdr_level = PathClass::kNVL;  // LOC: never reached by a NIC
   }
   n.transport.ib_disable = s.nccl_ib_disable;
-  n.min_channels = s.nccl_min_nchannels;
-  n.max_channels = s.nccl_max_nchannels;
-  // A minimum above the maximum: NCCL sets both to the maximum (init.cc parseCommConfig: "minCTAs %d
-  // is larger than maxCTAs %d, set both to %d", an INFO line; only ncclCommInitRankConfig's own
-  // config struct is refused so).
-  if (n.min_channels > 0 && n.max_channels > 0 && n.min_channels > n.max_channels) n.min_channels = n.max_channels;
+  // NCCL 2.17's CTA bounds: a minimum above the maximum sets both to the maximum (init.cc
+  // parseCommConfig: "minCTAs %d is larger than maxCTAs %d, set both to %d", an INFO line; only
+  // ncclCommInitRankConfig's own config struct is refused so).
+  int min_ctas = s.nccl_min_ctas;
+  const int max_ctas = s.nccl_max_ctas;
+  if (min_ctas > 0 && max_ctas > 0 && min_ctas > max_ctas) min_ctas = max_ctas;
+  // The rings (connect.cc, after the search): at most the smaller of NCCL_MAX_NCHANNELS and
+  // maxCTAs, then copies up to the larger of NCCL_MIN_NCHANNELS and minCTAs. The minimum is applied
+  // last, so NCCL_MIN_NCHANNELS above NCCL_MAX_NCHANNELS wins.
+  const auto smaller = [](int a, int b) { return a > 0 && b > 0 ? std::min(a, b) : std::max(a, b); };
+  n.max_channels = smaller(s.nccl_max_nchannels, max_ctas);
+  n.min_channels = std::max(s.nccl_min_nchannels, min_ctas);
+  n.nvls_min_channels = min_ctas;
+  n.nvls_max_channels = max_ctas;
   return n;
 }
 

@@ -16,9 +16,14 @@ namespace gradsync::sim {
 struct NcclSettings {
   CollectiveRequest request;  // NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE
   TransportOptions
-      transport;         // NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, NCCL_SHM_DISABLE, NCCL_NET_GDR_LEVEL, NCCL_IB_DISABLE
-  int min_channels = 0;  // NCCL_MIN_NCHANNELS (0: unset)
-  int max_channels = 0;  // NCCL_MAX_NCHANNELS (0: unset)
+      transport;  // NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, NCCL_SHM_DISABLE, NCCL_NET_GDR_LEVEL, NCCL_IB_DISABLE
+  // The ring and tree channels' bounds (0: unset): NCCL_MIN_NCHANNELS and NCCL_MIN_CTAS, the
+  // larger; NCCL_MAX_NCHANNELS and NCCL_MAX_CTAS, the smaller (connect.cc).
+  int min_channels = 0;
+  int max_channels = 0;
+  // NVLS's bounds: NCCL_MIN_CTAS and NCCL_MAX_CTAS only (nvls.cc); 0: unset.
+  int nvls_min_channels = 0;
+  int nvls_max_channels = 0;
 };
 
 // nccl_settings: the scenario's knobs (already checked by the key table).
@@ -31,6 +36,11 @@ NcclSettings nccl_settings(const Scenario& s);
 // per ring run the same rings, so the rings and their speed stay (Channels::launched counts the
 // blocks). A minimum at or below the default changes nothing.
 void limit_channels(Channels& c, int min, int max);
+
+// limit_nvls_channels: NCCL_MIN_CTAS and NCCL_MAX_CTAS bound NVLS's launched blocks (NCCL 2.27
+// nvls.cc ncclNvlsInit: comm->nvlsChannels = max(minCTAs, min(maxCTAs, NVLS_NCHANNELS_SM90 16, or
+// Blackwell's 24 and 32)); NCCL_MIN/MAX_NCHANNELS do not. 0: unset. Nothing without an NVLS graph.
+void limit_nvls_channels(Channels& c, int min, int max);
 
 // path_level: an NCCL level name (LOC, NVL, ... SYS) as a path class; LOC (no path between two
 // GPUs is that near) as nullopt.

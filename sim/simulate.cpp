@@ -92,6 +92,8 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid,
   so.transport = r.nccl.transport;
   so.min_channels = r.nccl.min_channels;
   so.max_channels = r.nccl.max_channels;
+  so.nvls_min_channels = r.nccl.nvls_min_channels;
+  so.nvls_max_channels = r.nccl.nvls_max_channels;
   so.fidelity = r.fidelity;
   so.fluid = fluid;
   so.mirrors = mirrors;

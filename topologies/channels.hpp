@@ -56,9 +56,14 @@ struct RingChannel {
 // links carry twice a channel, every other GPU's once: (GPUs + 1) x speed within a GPU's NVSwitch
 // bandwidth) and `bw_inter_Bps` through the NICs between nodes.
 struct NvlsGraph {
-  int channels = 0;
+  int channels = 0;  // the NVLS graph's channels, which NCCL's tuning model counts
   double bw_intra_Bps = 0;
   double bw_inter_Bps = 0;
+  // default_launched: the thread blocks an NVLS kernel runs by default (NCCL 2.27 nvls.cc:
+  // NVLS_NCHANNELS_SM90 16; on Blackwell NVLS_NCHANNELS_SM100_NVL 24 in one node, SM100 32 across
+  // nodes); launched: as NCCL_MIN_CTAS / NCCL_MAX_CTAS leave them (limit_nvls_channels).
+  int default_launched = 16;
+  int launched = 16;
 };
 
 // Channels is the result of the search for one set of ranks.

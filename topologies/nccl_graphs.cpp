@@ -107,6 +107,8 @@ void graph_nvls_and_tree(const Topology& topo, const Routes& routes, Channels& c
   const int ppn = static_cast<int>(by_host.begin()->second.size());
   NvlsGraph g;
   g.channels = std::min(32, ppn);  // NCCL_MAX_NVLS_ARITY
+  g.default_launched = ch.sm_version >= 100 ? (nodes > 1 ? 32 : 24) : 16;
+  g.launched = g.default_launched;
   // ncclTopoSearchTryNvls charges the head GPU's NVSwitch links twice a channel and every other
   // GPU's once: with every GPU a head, each link carries (GPUs + 1) channels.
   g.bw_intra_Bps = largest(nccl_speeds(nodes > 1, ch.sm_version), nvswitch_link / (ppn + 1));

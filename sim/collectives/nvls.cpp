@@ -32,13 +32,18 @@ std::vector<NvlsFlow> nvls_flows(int me, double bytes, const NvlsNodes& nn, cons
   const int local = nn.local_of[static_cast<std::size_t>(me)];
   const std::vector<int>& mine = nodes[static_cast<std::size_t>(node)];
   const auto ppn = static_cast<double>(mine.size());
+  // Fewer blocks than NCCL's default (NCCL_MAX_CTAS): each block moves its share of the data at
+  // the rate it has by default ("NVLS should not need more than 16 channels to get peak BW",
+  // enqueue.cc), so the call slows in proportion; more blocks (NCCL_MIN_CTAS) add nothing.
+  const double blocks =
+      g.default_launched > 0 ? std::min(1.0, static_cast<double>(g.launched) / g.default_launched) : 1.0;
   std::vector<NvlsFlow> out;
   // Into the NVSwitch and back: S each way through the GPU's NVLink, paired with the next GPU of
   // the node so that every GPU's links carry one flow each way.
   const int peer = mine[static_cast<std::size_t>(local + 1) % mine.size()];
-  const double intra_rate = choice.algorithm == Algorithm::kNvls
-                                ? choice.alg_bw_Bps
-                                : static_cast<double>(g.channels) * g.bw_intra_Bps * 5.0 / 6.0;
+  const double intra_rate =
+      blocks * (choice.algorithm == Algorithm::kNvls ? choice.alg_bw_Bps
+                                                     : static_cast<double>(g.channels) * g.bw_intra_Bps * 5.0 / 6.0);
   out.push_back({peer, bytes, bytes * direct_bandwidth(me, peer) / intra_rate, true});
   if (choice.algorithm == Algorithm::kNvlsTree && nodes.size() > 1) {
     // Between nodes: this GPU's share to the same GPU of the next node, at NCCL's inter rate
@@ -47,7 +52,7 @@ std::vector<NvlsFlow> nvls_flows(int me, double bytes, const NvlsNodes& nn, cons
     const int to = next[static_cast<std::size_t>(local) % next.size()];
     const double inter = nodes.size() <= 2 ? g.bw_inter_Bps : g.bw_inter_Bps / 2;
     const double share = bytes / ppn;
-    const double rate = inter * 5.0 / 6.0 * static_cast<double>(g.channels) / ppn;
+    const double rate = blocks * inter * 5.0 / 6.0 * static_cast<double>(g.channels) / ppn;
     out.push_back({to, share, share * bandwidth(me, to) / rate});
   }
   return out;

@@ -218,10 +218,10 @@ TEST(Cli, AnAlgorithmListIsCheckedAgainstTheCollectivesTheRunCalls) {
   }
 }
 
-// NCCL 2.17's NCCL_MAX_CTAS / NCCL_MIN_CTAS bound the channels as NCCL_MAX_NCHANNELS /
-// NCCL_MIN_NCHANNELS do (connect.cc takes the smaller maximum and the larger minimum of both):
-// the same communicator under either name; from the environment both names combine.
-TEST(Cli, CtaBoundsAreTheChannelBoundsUnderNccl217sNames) {
+// NCCL 2.17's NCCL_MAX_CTAS / NCCL_MIN_CTAS bound the ring channels as NCCL_MAX_NCHANNELS /
+// NCCL_MIN_NCHANNELS do (connect.cc takes the smaller maximum and the larger minimum of both),
+// from flags and from the environment alike.
+TEST(Cli, CtaBoundsAlsoBoundTheRingChannels) {
   // rings: the launched channels `collectives` reports ("NCCL INFO N coll channels: ..."), from a
   // child process (one simulation engine per process); -1 when the run failed or printed none.
   const auto rings = [](std::vector<std::string> extra) {

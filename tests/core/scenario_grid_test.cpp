@@ -107,15 +107,16 @@ namespace gradsync {
 namespace {
 
 // --vary strategy takes any case, as --strategy does; the points keep PyTorch's lower-case names.
-// NCCL's knobs go by either of their NCCL names (NCCL_MAX_CTAS is NCCL_MAX_NCHANNELS).
-TEST(ScenarioGrid, VaryTakesStrategiesInAnyCaseAndNcclsOtherNames) {
+// NCCL_MAX_CTAS is a knob of its own, not NCCL_MAX_NCHANNELS under another name (it also
+// bounds NVLS, which NCCL_MAX_NCHANNELS does not).
+TEST(ScenarioGrid, VaryTakesStrategiesInAnyCaseAndNcclMaxCtasAsItsOwnKnob) {
   const Vary s = parse_vary("strategy=DDP,Dp");
   ASSERT_EQ(s.labels.size(), 2u);
   EXPECT_EQ(s.labels[0], "ddp");
   EXPECT_EQ(s.labels[1], "dp");
   EXPECT_THROW(parse_vary("strategy=fsdp"), UsageError);
   const Vary c = parse_vary("NCCL_MAX_CTAS=2,4");
-  EXPECT_EQ(c.key, "NCCL_MAX_NCHANNELS");
+  EXPECT_EQ(c.key, "NCCL_MAX_CTAS");
   EXPECT_EQ(c.labels.size(), 2u);
 }
 

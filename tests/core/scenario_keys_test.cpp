@@ -183,6 +183,8 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"NCCL_NVLS_ENABLE", "0"},
                                                    {"NCCL_MIN_NCHANNELS", "4"},
                                                    {"NCCL_MAX_NCHANNELS", "8"},
+                                                   {"NCCL_MIN_CTAS", "2"},
+                                                   {"NCCL_MAX_CTAS", "12"},
                                                    {"NCCL_NET_GDR_LEVEL", "SYS"},
                                                    {"NCCL_IB_DISABLE", "1"}};
   Scenario s;

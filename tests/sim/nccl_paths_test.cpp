@@ -63,6 +63,40 @@ TEST(Nvls, UncontendedAllreduceTakesTheModelsTime) {
   }
 }
 
+// NCCL_MAX_CTAS=4 leaves an NVLS kernel 4 of its 16 blocks (nvls.cc: nvlsChannels = max(minCTAs,
+// min(maxCTAs, 16))); each block moves its share at its default rate, so the payload takes 16/4
+// times as long. NCCL's tuning model still plans with the graph (NVLS is still chosen); rounds of
+// 4 blocks x 8 heads x 128 KiB. NCCL_MAX_NCHANNELS=4 leaves NVLS as it was.
+TEST(Nvls, MaxCtasBoundsItsBlocksAndMaxNchannelsDoesNot) {
+  const Topology topo = load_topology("dgx-h100");
+  const Routes routes(topo);
+  const double route = routes.gpu_route(0, 1).latency_s;
+  const double alg = 8 * 40e9 * 5.0 / 6.0;
+  // time: one 1 GiB NVLS allreduce under `nccl`, from a child process (one engine per process);
+  // negative where another algorithm ran.
+  const auto time = [&](NcclSettings nccl) {
+    const std::vector<double> t = testing_support::in_child([&] {
+      const std::vector<CollectivePoint> p = simulate(topo, 8, Collective::kAllreduce, {kGiB}, nccl);
+      return std::vector<double>{p.size() == 1 && p[0].choice.algorithm == Algorithm::kNvls ? p[0].time_s : -1.0};
+    });
+    return t.empty() ? -2.0 : t.front();
+  };
+  NcclSettings ctas;
+  ctas.nvls_max_channels = 4;
+  ctas.max_channels = 4;
+  const double four = time(ctas);
+  const double fill = 4.0 * 8 * 128 * 1024 / alg + kNvlinkHandshake;
+  const double expected = 25e-6 + fill + kGiB / (alg * 4 / 16) + route;
+  EXPECT_NEAR(four, expected, 1e-6 * expected);
+  NcclSettings rings;
+  rings.max_channels = 4;
+  const double plain = time(rings);
+  const double dflt = time({});
+  EXPECT_GT(dflt, 0);
+  EXPECT_EQ(plain, dflt);
+  EXPECT_GT(four, 3.5 * dflt);
+}
+
 // Two DGX A100s, 8 HDR NICs each: a ring's eight channels leave each node by their own NIC, so
 // its bus bandwidth is bounded by 8 NICs x the rate of the NIC's path: the 25 GB/s line rate
 // behind PCIe Gen4 x16, which carries 24 GB/s of payload (NCCL's ring graph: 8 x 24 GB/s). Its
@@ -422,13 +456,26 @@ TEST(NcclInfo, CollChannelsAreTheSearchedRingsDoubledThenTheKnobs) {
   EXPECT_EQ(ch.rings.size(), 8u);
   EXPECT_EQ(ch.searched, 12);
   EXPECT_EQ(launched_channels(ch), 8);
-  // A minimum above the maximum: NCCL sets both to the maximum (init.cc), under either name.
+  // NCCL_MIN_NCHANNELS above NCCL_MAX_NCHANNELS: connect.cc caps, then copies up to the minimum,
+  // so the minimum wins.
   Scenario s;
   s.nccl_min_nchannels = 16;
   s.nccl_max_nchannels = 4;
-  const NcclSettings both = nccl_settings(s);
-  EXPECT_EQ(both.min_channels, 4);
-  EXPECT_EQ(both.max_channels, 4);
+  const NcclSettings rings = nccl_settings(s);
+  EXPECT_EQ(rings.min_channels, 16);
+  EXPECT_EQ(rings.max_channels, 4);
+  EXPECT_EQ(rings.nvls_min_channels, 0);
+  EXPECT_EQ(rings.nvls_max_channels, 0);
+  // minCTAs above maxCTAs: init.cc sets both to the maximum, and the CTA bounds reach NVLS too.
+  Scenario c;
+  c.nccl_min_ctas = 16;
+  c.nccl_max_ctas = 4;
+  c.nccl_max_nchannels = 8;
+  const NcclSettings ctas = nccl_settings(c);
+  EXPECT_EQ(ctas.min_channels, 4);
+  EXPECT_EQ(ctas.max_channels, 4);
+  EXPECT_EQ(ctas.nvls_min_channels, 4);
+  EXPECT_EQ(ctas.nvls_max_channels, 4);
 }
 
 }  // namespace
