@@ -46,7 +46,10 @@ std::string bucket_text(const nlohmann::ordered_json& v) {
 
 std::string nccl_release_text(const Scenario& s) {
   const NcclRelease r = resolve_nccl_release(s.nccl_version, s.pytorch_version);
-  const std::string whose = s.nccl_version == "auto" ? fmt::format("PyTorch {}'s, ", s.pytorch_version) : "";
+  // "PyTorch 2.11's" where it is the release that PyTorch bundles (auto resolves to it).
+  const NcclRelease bundled = resolve_nccl_release("auto", s.pytorch_version);
+  const std::string whose =
+      r.major == bundled.major && r.minor == bundled.minor ? fmt::format("PyTorch {}'s, ", s.pytorch_version) : "";
   return fmt::format("NCCL {} ({}tuning model {})", r.text(), whose, sim::kNcclModelVersion);
 }
 

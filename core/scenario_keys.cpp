@@ -1,5 +1,6 @@
 // scenario_keys.cpp: the scenario key table and how its values are read, stored and written.
 #include "core/scenario_keys.hpp"
+#include "core/nccl_release.hpp"
 
 #include <fmt/format.h>
 
@@ -356,6 +357,8 @@ Scenario resolved_scenario(const Scenario& requested, const ScenarioFacts& f) {
   if (r.optimizer_impl == "auto") r.optimizer_impl = foreach ? "foreach" : "for-loop";
   if (r.set_to_none == "auto") r.set_to_none = foreach ? "true" : "false";
   if (r.grad_scaler == "auto") r.grad_scaler = uses_grad_scaler(r, r.precision) ? "true" : "false";
+  // NCCL: the release PyTorch's binaries of that version bundle.
+  if (r.nccl_version == "auto") r.nccl_version = resolve_nccl_release("auto", r.pytorch_version).text();
   return r;
 }
 

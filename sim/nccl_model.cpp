@@ -357,6 +357,7 @@ CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels
       if (pass == 0 && !nccl_list_allows(req.algorithms, algorithm_name(a))) continue;
       if (pass == 1 && a != Algorithm::kRing) continue;
       if ((a == Algorithm::kNvls || a == Algorithm::kNvlsTree) && !req.nvls) continue;
+      if (a == Algorithm::kNvlsTree && !req.nvls_tree) continue;
       for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
         if (!nccl_list_allows(req.protocols, lower(protocol_name(p)))) continue;
         const Model m = tune(c, a, p, ch, !req.protocols.empty());
@@ -378,7 +379,10 @@ CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels
       std::vector<std::string> set;
       if (!req.algorithms.empty()) set.push_back(fmt::format("NCCL_ALGO={}", req.algorithms));
       if (!req.protocols.empty()) set.push_back(fmt::format("NCCL_PROTO={}", req.protocols));
-      if (!req.nvls) set.push_back("NCCL_NVLS_ENABLE=0");
+      if (!req.nvls && req.release.empty()) set.push_back("NCCL_NVLS_ENABLE=0");
+      if (!req.release.empty())
+        set.push_back(req.nvls ? fmt::format("NCCL {} (no NVLSTree before 2.18)", req.release)
+                               : fmt::format("NCCL {} (no NVLS before 2.17, no NVLSTree before 2.18)", req.release));
       const std::string asked = fmt::format("{}", fmt::join(set, " "));
       throw ConfigError(fmt::format(
           "{}: {} over {} GPU{} on {} node{} has no algorithm and protocol left that gradsync models (tree: "

@@ -68,6 +68,10 @@ struct CollectiveRequest {
   std::string algorithms;
   std::string protocols;
   bool nvls = true;
+  // release: the NCCL release the run links, where it lacks an algorithm: NVLS came with 2.17 and
+  // NVLSTree with 2.18 (NCCL_ALGO_NVLS, NCCL_ALGO_NVLS_TREE in src/include/devcomm.h); empty: any.
+  std::string release;
+  bool nvls_tree = true;  // false before NCCL 2.18
   // strict: an algorithm list that leaves a collective nothing to run with is an error; not
   // strict, such collectives use the ring (a step's allgathers and broadcasts under NCCL_ALGO=tree).
   bool strict = true;

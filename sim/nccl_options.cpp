@@ -57,6 +57,12 @@ NcclSettings nccl_settings(const Scenario& s) {
     if (!n.transport.net_gdr_level) n.transport.net_gdr_level = PathClass::kNVL;  // LOC: never reached by a NIC
   }
   n.transport.ib_disable = s.nccl_ib_disable;
+  // NCCL releases before NVLS (2.17) and NVLSTree (2.18) run neither, whatever the hardware.
+  if (!n.transport.nccl.at_least(2, 18)) {
+    n.request.release = n.transport.nccl.text();
+    n.request.nvls_tree = false;
+    if (!n.transport.nccl.at_least(2, 17)) n.request.nvls = false;
+  }
   // NCCL 2.17's CTA bounds: a minimum above the maximum sets both to the maximum (init.cc
   // parseCommConfig: "minCTAs %d is larger than maxCTAs %d, set both to %d", an INFO line; only
   // ncclCommInitRankConfig's own config struct is refused so).

@@ -311,11 +311,13 @@ TEST(ScenarioKeys, ResolvedScenarioMakesEveryDefaultExplicit) {
   EXPECT_EQ(r.first_bucket_mb, 1.0);       // _DEFAULT_FIRST_BUCKET_BYTES
   EXPECT_EQ(r.optimizer_impl, "foreach");  // PyTorch 2.x's defaults
   EXPECT_EQ(r.set_to_none, "true");
+  EXPECT_EQ(r.nccl_version, "2.28");  // the NCCL PyTorch 2.11's binaries bundle
   Scenario old_torch;
   old_torch.pytorch_version = "1.13";
   const Scenario o = resolved_scenario(old_torch, {8, 16, 1024, "bf16"});
   EXPECT_EQ(o.optimizer_impl, "for-loop");  // before 2.0: a Python loop, zero_grad fills zeros
   EXPECT_EQ(o.set_to_none, "false");
+  EXPECT_EQ(o.nccl_version, "2.14");
   EXPECT_EQ(r.grad_scaler, "false");                                               // bf16 autocast runs without one
   EXPECT_EQ(resolved_scenario(asked, {8, 16, 1024, "fp16"}).grad_scaler, "true");  // fp16 autocast needs one
   Scenario no_step = asked;
@@ -325,6 +327,7 @@ TEST(ScenarioKeys, ResolvedScenarioMakesEveryDefaultExplicit) {
                                             {"batch_per_gpu", "default"},
                                             {"seq_len", "default"},
                                             {"precision", "default"},
+                                            {"nccl_version", "auto"},
                                             {"optimizer_impl", "auto"},
                                             {"set_to_none", "auto"},
                                             {"bucket_cap_mb", "default"},

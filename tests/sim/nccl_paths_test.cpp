@@ -326,6 +326,25 @@ TEST(NcclModel, LlAndLl128WritesBetweenA100sOverNvlinkCostMoreWireThanNcclPlans)
   EXPECT_EQ(pair.intra_class, PathClass::kNVL);
   EXPECT_DOUBLE_EQ(ampere_nvlink_write_factor(Protocol::kLL, pair), 1 / kAmpereNvlinkWriteEfficiency);
 
+  // NCCL releases before NVLS (2.17) run rings on an H100 NVSwitch node, and refuse NCCL_ALGO=nvls;
+  // NVLSTree needs 2.18.
+  const Topology h100 = load_topology("dgx-h100");
+  const Routes h100_routes(h100);
+  const Channels h100_ch = build_channels(h100, h100_routes, first_ranks(8));
+  Scenario nccl214;
+  nccl214.nccl_version = "2.14";
+  EXPECT_EQ(choose_collective(Collective::kAllreduce, kGiB, h100_ch, nccl_settings(nccl214).request).algorithm,
+            Algorithm::kRing);
+  EXPECT_EQ(choose_collective(Collective::kAllreduce, kGiB, h100_ch, nccl_settings(Scenario{}).request).algorithm,
+            Algorithm::kNvls);
+  nccl214.nccl_algo = "nvls";
+  EXPECT_THROW(choose_collective(Collective::kAllreduce, kGiB, h100_ch, nccl_settings(nccl214).request), ConfigError);
+  Scenario nccl217;
+  nccl217.nccl_version = "2.17";
+  nccl217.nccl_algo = "nvls";
+  EXPECT_EQ(choose_collective(Collective::kAllreduce, kGiB, h100_ch, nccl_settings(nccl217).request).algorithm,
+            Algorithm::kNvls);
+
   // LL128 is NCCL's default only where the ring stays on NVLink (tuning.cc: its default value 2 is
   // tested against typeIntra <= PATH_NVB); NCCL_PROTO set at all enables or disables it as listed,
   // so asked for, or left in by an exclusion of another protocol, it runs over PCIe too.

@@ -32,6 +32,12 @@ TEST(Transports, A100sOverNvlinkReadTheirPeersMemoryH100sWrite) {
   const Hop h = hop_of(load_topology("dgx-h100"), 0, 1);
   EXPECT_EQ(h.name, "P2P/CUMEM");
   EXPECT_FALSE(h.read);
+  // Before NCCL 2.19 (NCCL_CUMEM_ENABLE off by default) the buffers are shared by CUDA IPC, and
+  // NCCL's log says P2P/IPC.
+  TransportOptions old;
+  old.nccl = {2, 18};
+  EXPECT_EQ(hop_of(load_topology("dgx-a100"), 0, 1, old).name, "P2P/IPC/read");
+  EXPECT_EQ(hop_of(load_topology("dgx-h100"), 0, 1, old).name, "P2P/IPC");
 }
 
 TEST(Transports, GeforceBoardsHaveNoPcieP2pAndGoThroughHostMemory) {

@@ -1,6 +1,8 @@
 // p2p.cpp: NCCL's P2P transport (src/transport/p2p.cc p2pCanConnect, src/graph/paths.cc
 // ncclTopoCheckP2p): a GPU writes straight into its peer's memory over NVLink or PCIe, when the
 // path between them is no farther than the P2P level and both GPUs can do it.
+#include <fmt/format.h>
+
 #include "topologies/transports/transport.hpp"
 
 namespace gradsync {
@@ -49,7 +51,10 @@ class P2pTransport final : public Transport {
       return g != nullptr ? g->sm_version : 0;
     };
     h.read = r.path_class == PathClass::kNVL && sm(from) == 80 && sm(to) == 80;
-    h.name = h.read ? "P2P/CUMEM/read" : "P2P/CUMEM";  // one process per GPU with cuMem (NCCL_CUMEM_ENABLE)
+    // NCCL's name for it, one process per GPU: P2P/CUMEM from 2.19 (NCCL_CUMEM_ENABLE on by default,
+    // init.cc), P2P/IPC (CUDA IPC handles) before; "/read" where the receiver reads (p2p.cc).
+    const char* api = ctx.options.nccl.at_least(2, 19) ? "P2P/CUMEM" : "P2P/IPC";
+    h.name = fmt::format("{}{}", api, h.read ? "/read" : "");
     h.route = r;
     h.wire_factor = h.search_factor = ctx.intel_overhead(r);
     return h;
