@@ -56,7 +56,7 @@ void DdpStep::forward(bool sync) {
   }
   std::vector<ComputeOp> ops;
   for (std::size_t l = 0; l < model_.layers.size(); ++l) ops.push_back(costs_.forward(l, batch_));
-  if (!model_.has_loss_layer())
+  if (model_.adds_loss())
     ops.push_back(implicit_loss(costs_, model_.output_bytes_per_sample * static_cast<double>(batch_), false));
   issue(ops, sync, "fwd");
   previous_synced_ = sync;
@@ -85,13 +85,13 @@ ComputeOp DdpStep::layer_backward(std::size_t layer) const {
 void DdpStep::backward() {
   if (!previous_synced_) {
     std::vector<ComputeOp> ops;
-    if (!model_.has_loss_layer())
+    if (model_.adds_loss())
       ops.push_back(implicit_loss(costs_, model_.output_bytes_per_sample * static_cast<double>(batch_), true));
     for (std::size_t i = model_.layers.size(); i-- > 0;) ops.push_back(layer_backward(i));
     issue(ops, false, "bwd");
     return;
   }
-  if (!model_.has_loss_layer())
+  if (model_.adds_loss())
     dev_.compute(implicit_loss(costs_, model_.output_bytes_per_sample * static_cast<double>(batch_), true));
   for (std::size_t i = model_.layers.size(); i-- > 0;) {
     dev_.compute(layer_backward(i));

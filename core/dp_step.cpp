@@ -130,7 +130,7 @@ void DpStep::micro_step(int micro) {
   }
 
   // 5. Loss on GPU0, and its backward.
-  if (loss_on_gpu0 && !model_.has_loss_layer()) {
+  if (loss_on_gpu0 && model_.adds_loss()) {
     const double logits = model_.output_bytes_per_sample * static_cast<double>(global_batch_);
     compute(0, implicit_loss(costs_, logits, false));
     compute(0, implicit_loss(costs_, logits, true));

@@ -63,8 +63,13 @@ struct StepModel {
   Bytes gradient_bytes() const;  // sum over trainable parameters
   Bytes parameter_bytes() const;
   Bytes buffer_bytes() const;
-  // has_loss_layer: whether a layer computes the loss (else the driver adds implicit_loss).
+  // has_loss_layer: whether a layer computes the loss.
   bool has_loss_layer() const;
+  // measured: the compute times are a measured step's (models import-trace), whose forward and
+  // backward already hold the loss.
+  bool measured = false;
+  // adds_loss: whether the driver adds implicit_loss: no layer computes it and nothing measured it.
+  bool adds_loss() const { return !measured && !has_loss_layer(); }
 };
 
 // ready_order is the order in which the trainable, used parameters' gradients become ready in

@@ -75,6 +75,7 @@ StepModel to_step_model(const Model& model, Precision precision, std::optional<s
   s.output_bytes_per_sample =
       static_cast<double>(model.output_elements.eval(t)) * static_cast<double>(activation_bytes(precision));
   s.loss_inside = model.loss_inside;
+  s.measured = model.measured.has_value();
   s.modules = module_count(model);
   return s;
 }

@@ -58,6 +58,12 @@ double powersgd_state(const CommHook& h, const StepModel& model) {
 // stand for (sim/mirror.hpp) not simulated but given their standing rank's events; with `keep`,
 // only the traced ranks' events (traced_ranks: a rank standing for others is the lowest of them,
 // so the slowest ranks are found on the standing ranks' events alone).
+// input_of: where each batch starts; a measured step's copies are inside its measured time
+// (models/compute_cost.cpp with_measured), so its batch is taken as on the device.
+InputLocation input_of(const ResolvedScenario& r, const Scenario& s) {
+  return r.model.measured ? InputLocation::kDevice : input_location(s);
+}
+
 StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid,
                    const std::vector<std::vector<int>>& mirrors, const TraceOptions* keep,
                    std::shared_ptr<const Channels> channels = nullptr) {
@@ -125,7 +131,7 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid,
     o.ddp.buckets = buckets_of(s);
     o.ddp.gradient_as_bucket_view = s.gradient_as_bucket_view;
     o.ddp.broadcast_buffers = s.broadcast_buffers;
-    o.input = input_location(s);
+    o.input = input_of(r, s);
     o.ddp.allreduce_after_backward = s.allreduce_after_backward;
     o.ddp.hook = r.hook;
     o.grad_accum = s.grad_accum;
@@ -160,7 +166,7 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid,
     for (int g = 0; g < r.gpus; ++g) devices.push_back(&cluster.device(g));
     ProcessGroup* group = &cluster.local_group(m);
     DpStepOptions o;
-    o.location = input_location(s);
+    o.location = input_of(r, s);
     o.grad_accum = s.grad_accum;
     o.clip_grad_norm = s.clip_grad_norm;
     o.clip_syncs = clip_grad_norm_syncs(parse_pytorch_version(s.pytorch_version));

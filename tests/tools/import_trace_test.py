@@ -139,6 +139,19 @@ with tempfile.TemporaryDirectory() as tmp:
         sim = run("simulate", "--strategy", "ddp", "--model", out, "--topology", "dgx-a100", "--gpus", "2",
                   "--batch-per-gpu", str(BATCH), "--out", os.path.join(tmp, "sim"))
         check(sim.returncode == 0, f"simulate DDP from the imported model: {sim.stderr}")
+        # One GPU under DataParallel adds nothing to the measured step: its loss and its batch's copy
+        # are inside the measured times (the input is pageable by default, and the model's loss is
+        # outside it), so neither is costed again.
+        one = run("simulate", "--strategy", "dp", "--model", out, "--topology", "dgx-a100", "--gpus", "1",
+                  "--batch-per-gpu", str(BATCH), "--out", os.path.join(tmp, "sim1"))
+        check(one.returncode == 0, f"simulate DP on one GPU from the imported model: {one.stderr}")
+        if one.returncode == 0 and show.returncode == 0:
+            with open(os.path.join(tmp, "sim1", "result.json")) as f:
+                steady = json.load(f)["strategies"][0]["steady_iteration_time_s"]
+            shown = json.loads(show.stdout)
+            step = shown["forward_s"] + shown["backward_s"] + shown["optimizer_s"]
+            check(abs(steady / step - 1) < 1e-4,
+                  f"one-GPU DP from a measured step: {steady * 1e3:.4f} ms, models show {step * 1e3:.4f} ms")
 
         again = run("models", "import-trace", trace, "--model", out, "--batch", str(BATCH))
         check(again.returncode == 1 and "already carries a measured step" in again.stderr,
