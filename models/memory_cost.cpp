@@ -27,9 +27,12 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
     // optimizers).
     m.parameters += 4 * elements;
     m.gradients += 4 * elements;
-  } else if (activation_bytes(ctx.precision) == 2) {
+  } else if (activation_bytes(ctx.precision) == 2 && model.ops.empty()) {
     // Autocast keeps a bf16/fp16 copy of every weight it casts for the matmuls' backward: float32
-    // ones (it never casts float64, and a 16-bit weight is used as it is).
+    // ones (it never casts float64, and a 16-bit weight is used as it is). An op-level model counts
+    // the copies of the weights its products cast among the saved tensors (op_cost.cpp
+    // saved_bytes: the autocast cache's copy is the tensor autograd saves), so only a layer-level
+    // one adds them here; counting both had the copies twice (2 bytes a weight; a new user's report).
     m.parameters += float32_trainable / 2;
   }
   m.activations = model_cost(model, ctx).saved_activation_bytes;

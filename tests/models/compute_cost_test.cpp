@@ -206,6 +206,22 @@ TEST(MemoryCost, DdpBucketsAndGradientAsBucketView) {
   EXPECT_DOUBLE_EQ(a.parameters, grads);  // fp32: no autocast weight copies
 }
 
+// Autocast's bf16 copy of a float32 weight is one tensor (autocast's cache holds it, the product
+// saves it): an op-level model counts it once, among the saved tensors. VGG-16's weights all feed
+// convolutions and linears, so the part of its bf16 activations that does not grow with the batch
+// is 2 bytes a parameter, and its parameters' memory is fp32's.
+TEST(MemoryCost, AutocastWeightCopiesAreCountedOnce) {
+  const Model m = load_model("vgg16");
+  const GpuSpec& gpu = gpu_spec("a100-sxm4-80gb");
+  const MemoryOptions o;
+  const auto at = [&](Precision p, int batch) { return memory_cost(m, ComputeContext{&gpu, p, batch, 0, {}}, o); };
+  const MemoryBreakdown one = at(Precision::kBF16, 1), two = at(Precision::kBF16, 2);
+  double elements = 0;
+  for (const auto& p : m.parameters) elements += static_cast<double>(p.numel());
+  EXPECT_DOUBLE_EQ(2 * one.activations - two.activations, 2 * elements);
+  EXPECT_DOUBLE_EQ(one.parameters, at(Precision::kFP32, 1).parameters);
+}
+
 TEST(MemoryCost, DpGpu0HoldsOutputsAndOptimizer) {
   const Model m = parse_model(kModel, "small.yaml");
   const GpuSpec gpu = round_gpu();
