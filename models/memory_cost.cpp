@@ -1,6 +1,8 @@
 // memory_cost.cpp: per-GPU peak memory for DP and DDP (see memory_cost.hpp).
 #include "models/memory_cost.hpp"
 
+#include <algorithm>
+
 namespace gradsync {
 
 MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const MemoryOptions& opts) {
@@ -47,7 +49,16 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
   // (tests/tools/loss_memory_test.py, B=2, T=128; by hand also B=4, T=256): GPT-2 in fp32 peaks
   // inside cross_entropy and again after nll_loss_backward B x T x 50257 x 4 bytes (to within 300
   // bytes) above the live bytes at the end of forward, which equal gradsync's activations.
-  const double loss_bytes_per_sample = out_elements * (ctx.mode.master_weights ? e : 4.0);
+  // A loss computed inside forward works on the log-softmax's input, whatever forward returns (the
+  // logits and the loss, or the loss alone): the largest log-softmax of an op-level model.
+  double loss_elements = out_elements;
+  if (model.loss_inside) {
+    const auto t64 = static_cast<std::int64_t>(t);
+    for (const Op& op : model.ops)
+      if ((op.name == "_log_softmax" || op.name == "log_softmax") && !op.out.empty())
+        loss_elements = std::max(loss_elements, static_cast<double>(op.out.front().elements.eval(1, t64)));
+  }
+  const double loss_bytes_per_sample = loss_elements * (ctx.mode.master_weights ? e : 4.0);
   if (opts.strategy == Strategy::kDDP) {
     m.optimizer_state = state;
     if (!opts.gradient_as_bucket_view) m.buckets = trainable;

@@ -222,6 +222,19 @@ TEST(MemoryCost, AutocastWeightCopiesAreCountedOnce) {
   EXPECT_DOUBLE_EQ(one.parameters, at(Precision::kFP32, 1).parameters);
 }
 
+// A loss inside forward works on the log-softmax's B x T x vocabulary input whether forward returns
+// the logits with the loss (GPT-2's) or the loss alone (output elements 0).
+TEST(MemoryCost, ALossInsideForwardIsSizedByItsInputNotByWhatForwardReturns) {
+  Model m = load_model("gpt2");
+  ASSERT_TRUE(m.loss_inside);
+  const GpuSpec& gpu = gpu_spec("a100-sxm4-80gb");
+  const ComputeContext ctx{&gpu, Precision::kFP32, 2, 128, {}};
+  const double with_logits = memory_cost(m, ctx, {}).loss;
+  EXPECT_DOUBLE_EQ(with_logits, 2.0 * 128 * 50257 * 4);
+  m.output_elements = SeqExpr(0);
+  EXPECT_DOUBLE_EQ(memory_cost(m, ctx, {}).loss, with_logits);
+}
+
 TEST(MemoryCost, DpGpu0HoldsOutputsAndOptimizer) {
   const Model m = parse_model(kModel, "small.yaml");
   const GpuSpec gpu = round_gpu();
