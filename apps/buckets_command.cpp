@@ -158,7 +158,9 @@ void run_buckets(const BucketsOptions& o) {
   b.pytorch = parse_pytorch_version(sc.pytorch_version);
   if (b.static_graph && !has_static_graph(b.pytorch)) {
     throw UsageError(
-        fmt::format("--static-graph: DDP(static_graph=True) exists from PyTorch 1.9, not {}", b.pytorch.text()));
+        fmt::format("--static-graph: DDP's static graph exists from PyTorch 1.9 (ddp_model._set_static_graph(); the "
+                    "constructor's static_graph=True from 1.11), not {}",
+                    b.pytorch.text()));
   }
   // A parameter forward never uses gets no gradient: without find_unused_parameters (or
   // static_graph) DDP's second forward raises, as `simulate` says; there is no plan to show.

@@ -58,7 +58,7 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
     // static_graph rebuilds the buckets for iteration 3, not 2 (core/bucket_plan.hpp): its steady
     // mean starts there, whatever the run's warm-up, so that iteration 2's constructed buckets
     // are not taken for its steady state.
-    Change sg = change("static_graph", {{"static_graph", "true"}}, "DDP(model, static_graph=True)");
+    Change sg = change("static_graph", {{"static_graph", "true"}}, static_graph_call(v));
     steady_from_iteration_3(s, sg);
     out.push_back(sg);
   }

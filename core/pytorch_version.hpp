@@ -49,8 +49,14 @@ inline bool divides_per_parameter(PytorchVersion v) { return v.at_least(1, 6); }
 // reviewed 2020-04-16 after 1.5's branch: 1.6); before, every iteration keeps the constructed
 // buckets (model.parameters() reversed, limits [1 MiB, cap]).
 inline bool rebuilds_buckets(PytorchVersion v) { return v.at_least(1, 6); }
-// has_static_graph: DDP(static_graph=True) (pytorch/pytorch#55248, 1.9).
+// has_static_graph: DDP's static graph (pytorch/pytorch#54995, 1.9): the private call
+// ddp_model._set_static_graph() in 1.9 and 1.10, the constructor's static_graph=True from 1.11
+// (pytorch/pytorch#71459, "[PT1.11] make static graph to be stable").
 inline bool has_static_graph(PytorchVersion v) { return v.at_least(1, 9); }
+// static_graph_call: how a script of release `v` turns it on.
+inline const char* static_graph_call(PytorchVersion v) {
+  return v.at_least(1, 11) ? "DDP(model, static_graph=True)" : "ddp_model._set_static_graph() after DDP(model)";
+}
 // foreach_optimizers: torch.optim uses its multi-tensor (foreach) implementations on CUDA by
 // default and zero_grad sets gradients to None (2.0; before, a Python loop over the parameters and
 // zero_grad filling zeros).

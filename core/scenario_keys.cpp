@@ -286,8 +286,10 @@ void check_scenario_keys(const Scenario& s) {
   }
   const PytorchVersion version = parse_pytorch_version(s.pytorch_version);
   if (s.static_graph && !has_static_graph(version)) {
-    throw ConfigError(fmt::format("static_graph: DDP(static_graph=True) exists from PyTorch 1.9; pytorch_version is {}",
-                                  s.pytorch_version));
+    throw ConfigError(
+        fmt::format("static_graph: DDP's static graph exists from PyTorch 1.9 (ddp_model._set_static_graph(); the "
+                    "constructor's static_graph=True from 1.11); pytorch_version is {}",
+                    s.pytorch_version));
   }
   // What the script could not call in that release (core/pytorch_version.hpp).
   const auto before = [&](const std::string& what, const char* since) {
