@@ -1,20 +1,72 @@
 // input_file.cpp: bounded whole-file reads with one clear error (see input_file.hpp).
 #include "core/input_file.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <zlib.h>
 
 #include "core/error.hpp"
 
 namespace gradsync {
+namespace {
+
+// kFifoWait: how long a named pipe may stay without a byte before it is refused. Opened without
+// O_NONBLOCK, a FIFO that nothing writes to blocks open() for ever; a process substitution
+// (<(cmd)) has its writer from the start and sends as it runs.
+constexpr auto kFifoWait = std::chrono::seconds(10);
+
+// read_fifo: a pipe's bytes until its writer closes it, at most `limit` bytes; nothing at all for
+// kFifoWait is an error.
+std::string read_fifo(const std::string& path, const std::function<void(const std::string&)>& fail, std::size_t limit,
+                      const std::string& too_large) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) fail(errno == EACCES ? "permission denied" : std::strerror(errno));
+  std::string text;
+  const auto start = std::chrono::steady_clock::now();
+  char block[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, block, sizeof block);
+    if (n > 0) {
+      text.append(block, static_cast<std::size_t>(n));
+      if (text.size() > limit) {
+        ::close(fd);
+        fail(too_large);
+      }
+      continue;
+    }
+    if (n == 0 && !text.empty()) break;  // its writer closed it
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      const int e = errno;
+      ::close(fd);
+      fail(std::strerror(e));
+    }
+    // No writer yet (n == 0) or one that has not written (EAGAIN): wait a little, within limits.
+    if (text.empty() && std::chrono::steady_clock::now() - start > kFifoWait) {
+      ::close(fd);
+      fail(fmt::format("it is a named pipe (FIFO) that nothing wrote to in {} s",
+                       std::chrono::duration_cast<std::chrono::seconds>(kFifoWait).count()));
+    }
+    pollfd p{fd, POLLIN, 0};
+    ::poll(&p, 1, 100);
+  }
+  ::close(fd);
+  return text;
+}
+
+}  // namespace
 
 std::string read_input_file(const std::string& path, const std::string& what, const InputLimit& limit) {
   namespace fs = std::filesystem;
@@ -37,6 +89,9 @@ std::string read_input_file(const std::string& path, const std::string& what, co
   if (ec == std::errc::permission_denied) fail("permission denied (a folder on its path cannot be searched)");
   if (ec || !fs::exists(st)) fail("no such file");
   if (fs::is_directory(st)) fail("it is a directory");
+  const std::string too_large =
+      fmt::format("it is larger than {} MiB, the most a {} may hold ({})", limit.bytes >> 20, what, limit.hint);
+  if (fs::is_fifo(st)) return read_fifo(path, fail, limit.bytes, too_large);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(errno == EACCES ? "permission denied" : std::strerror(errno));
   // Read in blocks up to the limit: a device or a pipe has no size to ask for first.
@@ -45,9 +100,7 @@ std::string read_input_file(const std::string& path, const std::string& what, co
   while (in) {
     in.read(block, sizeof block);
     text.append(block, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > limit.bytes) {
-      fail(fmt::format("it is larger than {} MiB, the most a {} may hold ({})", limit.bytes >> 20, what, limit.hint));
-    }
+    if (text.size() > limit.bytes) fail(too_large);
   }
   if (in.bad()) fail("read error");
   return text;
