@@ -2,6 +2,7 @@
 #include "models/memory_cost.hpp"
 
 #include <algorithm>
+#include <vector>
 
 namespace gradsync {
 
@@ -10,11 +11,21 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
   // Optimizer state: `slots` tensors like each trainable parameter, in its own dtype (torch.optim's
   // zeros_like(p)), or float32 for the master copies of a 16-bit model.
   const double slots = optimizer_state_bytes_per_param(opts.optimizer) / 4.0;
-  double trainable = 0, elements = 0, float32_trainable = 0, state = 0;
-  for (const auto& p : model.parameters) {
+  // A parameter forward never reads gets no gradient (its .grad stays None: autograd never reaches
+  // it, and DDP's Reducer leaves a globally unused parameter's grad untouched), so torch.optim,
+  // which skips parameters whose grad is None, keeps no state for it; DDP's buckets still hold it.
+  std::vector<bool> unused(model.parameters.size(), false);
+  for (std::size_t u : model.unused_parameters)
+    if (u < unused.size()) unused[u] = true;
+  double trainable = 0, elements = 0, all_elements = 0, float32_trainable = 0, state = 0, with_grad = 0;
+  for (std::size_t i = 0; i < model.parameters.size(); ++i) {
+    const auto& p = model.parameters[i];
     m.parameters += static_cast<double>(p.bytes());
     if (p.requires_grad) {
       trainable += static_cast<double>(p.bytes());
+      all_elements += static_cast<double>(p.numel());
+      if (unused[i]) continue;
+      with_grad += static_cast<double>(p.bytes());
       elements += static_cast<double>(p.numel());
       if (p.dtype == DType::kFloat32) float32_trainable += static_cast<double>(p.bytes());
       state +=
@@ -22,12 +33,12 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
     }
   }
   m.parameters += static_cast<double>(model.buffer_bytes());
-  m.gradients = trainable;
+  m.gradients = with_grad;
   if (ctx.mode.master_weights) {
     // A 16-bit model (half_model) and the optimizer's float32 master copies of its trainable
     // parameters, with float32 gradients for them (apex amp O2, DeepSpeed's and Megatron-LM's fp16
     // optimizers).
-    m.parameters += 4 * elements;
+    m.parameters += 4 * all_elements;
     m.gradients += 4 * elements;
   } else if (activation_bytes(ctx.precision) == 2 && model.ops.empty()) {
     // Autocast keeps a bf16/fp16 copy of every weight it casts for the matmuls' backward: float32

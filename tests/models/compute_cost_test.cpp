@@ -235,6 +235,25 @@ TEST(MemoryCost, ALossInsideForwardIsSizedByItsInputNotByWhatForwardReturns) {
   EXPECT_DOUBLE_EQ(memory_cost(m, ctx, {}).loss, with_logits);
 }
 
+// A parameter forward never reads keeps no gradient and no optimizer state (its grad stays None,
+// torch.optim skips it); DDP's buckets (find_unused_parameters) still hold it.
+TEST(MemoryCost, AnUnusedParameterHasNoGradientNorOptimizerState) {
+  Model m = parse_model(kModel, "small.yaml");
+  const GpuSpec gpu = round_gpu();
+  const ComputeContext ctx{&gpu, Precision::kFP32, 8, 128, {}};
+  MemoryOptions o;
+  o.optimizer = Optimizer::kAdamW;
+  const MemoryBreakdown all = memory_cost(m, ctx, o);
+  ASSERT_TRUE(m.parameters[0].requires_grad);
+  const double first = static_cast<double>(m.parameters[0].bytes());
+  m.unused_parameters = {0};
+  const MemoryBreakdown some = memory_cost(m, ctx, o);
+  EXPECT_DOUBLE_EQ(all.gradients - some.gradients, first);
+  EXPECT_DOUBLE_EQ(all.optimizer_state - some.optimizer_state, 2 * first);  // Adam's two moments
+  EXPECT_DOUBLE_EQ(some.buckets, all.buckets);
+  EXPECT_DOUBLE_EQ(some.parameters, all.parameters);
+}
+
 TEST(MemoryCost, DpGpu0HoldsOutputsAndOptimizer) {
   const Model m = parse_model(kModel, "small.yaml");
   const GpuSpec gpu = round_gpu();
