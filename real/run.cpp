@@ -188,10 +188,16 @@ Resolved resolve(const Scenario& s, const Runtime& rt) {
     for (const ScenarioKey& k : scenario_table()) {
       const auto v = key_value(s, k);
       if (k.nccl && !v.is_null() && v != false) {
+        // As NCCL's environment writes it: a switch is 1.
         throw ConfigError(
             fmt::format("{}={}: NCCL's knobs apply to the GPU backend's NCCL; the CPU backend's collectives are MPI's",
-                        k.name, value_text(v)));
+                        k.name, v.is_boolean() ? "1" : value_text(v)));
       }
+    }
+    if (s.nccl_version != "auto") {
+      throw ConfigError(fmt::format(
+          "nccl_version {}: the NCCL release applies to the GPU backend; the CPU backend's collectives are MPI's",
+          s.nccl_version));
     }
   } else {
     r.spec = gpu_spec_of(gpu_props(0));
