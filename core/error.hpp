@@ -14,21 +14,47 @@
 namespace gradsync {
 
 // printable_message: `message` with its control characters written out (NUL as \x00, ESC as
-// \x1b; newlines and tabs kept), so that a bad value quoted from a file or flag neither ends the
-// message at a NUL nor reaches the terminal as an escape sequence.
+// \x1b; newlines and tabs kept), and each byte that is not part of a UTF-8 character as \xNN
+// (0xff as \xff), so that a bad value quoted from a file or flag neither ends the message at a NUL
+// nor reaches the terminal as an escape sequence or as a byte it cannot show.
 inline std::string printable_message(const std::string& message) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(message.size());
-  for (const char c : message) {
-    const auto u = static_cast<unsigned char>(c);
-    if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7f) {
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    } else {
-      out += c;
+  const auto escape = [&](unsigned char u) {
+    out += "\\x";
+    out += kHex[u >> 4];
+    out += kHex[u & 15];
+  };
+  for (std::size_t i = 0; i < message.size();) {
+    const auto u = static_cast<unsigned char>(message[i]);
+    if (u < 0x80) {
+      if ((u < 0x20 && u != '\n' && u != '\t') || u == 0x7f) {
+        escape(u);
+      } else {
+        out += static_cast<char>(u);
+      }
+      ++i;
+      continue;
     }
+    // A UTF-8 lead byte and its continuation bytes (no overlong forms, no surrogates, at most U+10FFFF).
+    const std::size_t len = u >= 0xc2 && u <= 0xdf ? 2 : u >= 0xe0 && u <= 0xef ? 3 : u >= 0xf0 && u <= 0xf4 ? 4 : 0;
+    bool ok = len > 0 && i + len <= message.size();
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(message[i + k]) & 0xc0) == 0x80;
+    if (ok && len >= 3) {
+      const auto b1 = static_cast<unsigned char>(message[i + 1]);
+      if (u == 0xe0 && b1 < 0xa0) ok = false;   // overlong
+      if (u == 0xed && b1 >= 0xa0) ok = false;  // surrogates
+      if (u == 0xf0 && b1 < 0x90) ok = false;   // overlong
+      if (u == 0xf4 && b1 >= 0x90) ok = false;  // beyond U+10FFFF
+    }
+    if (!ok) {
+      escape(u);
+      ++i;
+      continue;
+    }
+    out.append(message, i, len);
+    i += len;
   }
   return out;
 }

@@ -31,5 +31,13 @@ TEST(Error, ControlCharactersAreWrittenOut) {
   EXPECT_STREQ(DataError(std::string("f.yaml:1: ") + e.what()).what(), (std::string("f.yaml:1: ") + e.what()).c_str());
 }
 
+TEST(Error, BytesThatAreNotUtf8AreWrittenOut) {
+  // 0xff is never UTF-8; a lone continuation byte, a lead byte cut short, an overlong form and a
+  // surrogate are not characters either; é, 节 and 😀 are kept.
+  const ConfigError e("model \"res\xffnet\x80 \xc3 \xc0\xaf \xed\xa0\x80 \xc3\xa9 \xe8\x8a\x82 \xf0\x9f\x98\x80\"");
+  EXPECT_STREQ(e.what(),
+               "model \"res\\xffnet\\x80 \\xc3 \\xc0\\xaf \\xed\\xa0\\x80 \xc3\xa9 \xe8\x8a\x82 \xf0\x9f\x98\x80\"");
+}
+
 }  // namespace
 }  // namespace gradsync
