@@ -324,6 +324,24 @@ void check_scenario_keys(const Scenario& s) {
     if ((s.optimizer == "sgd" || s.optimizer == "sgd-momentum") && !has_fused_sgd(version))
       before("optimizer_impl fused: SGD(fused=True)", "2.3");
   }
+  // torch._foreach_* and torch.optim._multi_tensor came with 1.7 (the foreach= argument with 1.12).
+  if (s.optimizer_impl == "foreach" && !version.at_least(1, 7))
+    before(
+        "optimizer_impl foreach: torch.optim's multi-tensor optimizers (torch.optim._multi_tensor; foreach= from "
+        "1.12)",
+        "1.7");
+  // bfloat16 collectives need ncclBfloat16 (NCCL 2.10): ProcessGroupNCCL refuses a bf16 tensor
+  // under an older NCCL.
+  const bool bf16_collectives =
+      s.comm_hook == "bf16" || (s.precision == "bf16" && s.mixed_precision == "master-weights");
+  if (bf16_collectives) {
+    const NcclRelease nccl = resolve_nccl_release(s.nccl_version, s.pytorch_version);
+    if (!nccl.at_least(2, 10)) {
+      throw ConfigError(fmt::format(
+          "{}: bfloat16 collectives need ncclBfloat16, from NCCL 2.10; the run links NCCL {}",
+          s.comm_hook == "bf16" ? "comm_hook bf16" : "precision bf16 (mixed_precision master-weights)", nccl.text()));
+    }
+  }
   if (s.gradient_as_bucket_view && !has_gradient_as_bucket_view(version))
     before("gradient_as_bucket_view: DDP(gradient_as_bucket_view=True)", "1.7");
   if (s.warmup >= s.iterations) {

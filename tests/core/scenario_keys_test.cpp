@@ -267,7 +267,19 @@ TEST(ScenarioKeys, FeaturesNewerThanPytorchVersionAreRefused) {
       s.mixed_precision = "master-weights";
     };
   };
-  EXPECT_EQ(message(sixteen_bit_model("bf16"), "1.9"), "accepted");
+  EXPECT_EQ(message(sixteen_bit_model("fp16"), "1.4"), "accepted");
+  // Its bf16 buckets need ncclBfloat16 (NCCL 2.10), which 1.9's bundled 2.7 lacks.
+  EXPECT_EQ(message(sixteen_bit_model("bf16"), "1.9"),
+            "precision bf16 (mixed_precision master-weights): bfloat16 collectives need ncclBfloat16, from NCCL "
+            "2.10; the run links NCCL 2.7");
+  EXPECT_EQ(message(
+                [](Scenario& s) {
+                  s.precision = "bf16";
+                  s.mixed_precision = "master-weights";
+                  s.nccl_version = "2.10";
+                },
+                "1.9"),
+            "accepted");
   EXPECT_EQ(message([](Scenario& s) { s.channels_last = true; }, "1.4"),
             "channels_last: torch.channels_last came with PyTorch 1.5; pytorch_version is 1.4");
   // fp16 autocast is torch.cuda.amp's (1.6); a 16-bit model (apex amp O2) ran before it.
@@ -298,6 +310,19 @@ TEST(ScenarioKeys, FeaturesNewerThanPytorchVersionAreRefused) {
   EXPECT_EQ(message([](Scenario& s) { s.gradient_as_bucket_view = true; }, "1.7"), "accepted");
   // Setting the gradients to None by hand is older than zero_grad's argument (1.7): taken.
   EXPECT_EQ(message([](Scenario& s) { s.set_to_none = "true"; }, "1.4"), "accepted");
+  // The multi-tensor optimizers came with 1.7; bf16 collectives need NCCL 2.10 (PyTorch 1.10's).
+  EXPECT_EQ(message([](Scenario& s) { s.optimizer_impl = "foreach"; }, "1.6"),
+            "optimizer_impl foreach: torch.optim's multi-tensor optimizers (torch.optim._multi_tensor; foreach= "
+            "from 1.12) came with PyTorch 1.7; pytorch_version is 1.6");
+  EXPECT_EQ(message([](Scenario& s) { s.optimizer_impl = "foreach"; }, "1.7"), "accepted");
+  EXPECT_EQ(message(
+                [](Scenario& s) {
+                  s.comm_hook = "bf16";
+                  s.nccl_version = "2.7";
+                },
+                "2.11"),
+            "comm_hook bf16: bfloat16 collectives need ncclBfloat16, from NCCL 2.10; the run links NCCL 2.7");
+  EXPECT_EQ(message([](Scenario& s) { s.comm_hook = "bf16"; }, "1.10"), "accepted");
 }
 
 TEST(ScenarioKeys, ResolvedScenarioMakesEveryDefaultExplicit) {
