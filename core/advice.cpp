@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "core/pytorch_version.hpp"
+#include "core/scenario_keys.hpp"
 
 namespace gradsync {
 namespace {
@@ -66,6 +67,11 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
     out.push_back(change("gradient_as_bucket_view", {{"gradient_as_bucket_view", "true"}},
                          "DDP(model, gradient_as_bucket_view=True)"));
   }
+  if (s.allreduce_after_backward) {
+    // The buckets' allreduces overlap backward again, DDP's reason to bucket at all.
+    out.push_back(change("allreduce overlapping backward", {{"allreduce_after_backward", "false"}},
+                         "DDP(model) alone: no delay_allreduce, no no_sync() with a manual allreduce"));
+  }
   if (s.broadcast_buffers) {
     out.push_back(change("broadcast_buffers off", {{"broadcast_buffers", "false"}},
                          "DDP(model, broadcast_buffers=False)",
@@ -98,8 +104,16 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
   }
 }
 
-// nccl_changes: NCCL's environment variables where NCCL's defaults leave a choice.
+// nccl_changes: NCCL's environment variables where NCCL's defaults leave a choice, and each one
+// the run sets taken away (NCCL's own choice, which a knob set long ago may now beat).
 void nccl_changes(const Scenario& s, std::vector<Change>& out) {
+  for (const ScenarioKey& k : scenario_table()) {
+    if (!k.nccl) continue;
+    const auto v = key_value(s, k);
+    if (v.is_null() || v == false) continue;
+    out.push_back(change(fmt::format("{} unset", k.name), {{std::string(k.name), kUnsetValue}},
+                         fmt::format("unset {}  # NCCL's default", k.name)));
+  }
   if (s.nccl_algo.empty()) {
     // Tree serves allreduce across nodes only (NCCL: inside one node it is a chain).
     for (const char* algo : {"Ring", "Tree"}) {
@@ -141,6 +155,14 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
     out.push_back(change(
         "fused optimizer", {{"optimizer_impl", "fused"}},
         fmt::format("torch.optim.{}(model.parameters(), fused=True)", s.optimizer == "adam" ? "Adam" : "AdamW")));
+  }
+  // A Python loop over the parameters (the default before 2.0) against the multi-tensor kernels:
+  // torch.optim._multi_tensor from 1.7, the foreach= argument from 1.12.
+  if (s.optimizer != "none" && s.optimizer_impl == "for-loop" && v.at_least(1, 7)) {
+    const std::string cls = s.optimizer == "adam" ? "Adam" : s.optimizer == "adamw" ? "AdamW" : "SGD";
+    out.push_back(change("foreach optimizer", {{"optimizer_impl", "foreach"}},
+                         v.at_least(1, 12) ? fmt::format("torch.optim.{}(model.parameters(), foreach=True)", cls)
+                                           : fmt::format("torch.optim._multi_tensor.{}(model.parameters())", cls)));
   }
   if (s.input == "pageable") {
     out.push_back(change("pinned input", {{"input", "pinned"}},

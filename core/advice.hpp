@@ -22,9 +22,12 @@
 namespace gradsync {
 
 // Change: one thing to try. `keys` are scenario keys with values as their flags read them.
+// kUnsetValue: a Change's value that puts its key back to the default (NCCL_MAX_NCHANNELS unset).
+inline constexpr const char* kUnsetValue = "unset";
+
 struct Change {
   std::string what;                                       // "bucket_cap_mb 50", "DDP instead of DP"
-  std::vector<std::pair<std::string, std::string>> keys;  // {"bucket_cap_mb", "50"}
+  std::vector<std::pair<std::string, std::string>> keys;  // {"bucket_cap_mb", "50"}; kUnsetValue: the default
   std::optional<Strategy> strategy;                       // set: run this strategy instead
   std::string pytorch;                                    // the line to change in the script
   // alters: empty when the change leaves the training maths as they are; else what it changes

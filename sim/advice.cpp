@@ -110,7 +110,7 @@ Scenario changed(const Scenario& asked, const Change& c) {
   Scenario s = asked;
   for (const auto& [name, text] : c.keys) {
     const ScenarioKey& k = scenario_key(name);
-    set_key(s, k, parse_key_value(k, text));
+    set_key(s, k, text == kUnsetValue ? key_value(Scenario{}, k) : parse_key_value(k, text));
   }
   return s;
 }

@@ -208,6 +208,33 @@ TEST(Advice, OnlyWhatTheReleaseHasIsTried) {
   EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, t), "static_graph")->pytorch, "DDP(model, static_graph=True)");
 }
 
+// A setting the run made that may hurt is tried undone: an NCCL knob (back to NCCL's own choice),
+// the allreduce after backward (DDP's overlap), a pre-2.0 loop over the parameters (foreach).
+TEST(Advice, SettingsTheRunMadeAreTriedUndone) {
+  Scenario s = resolved_8();
+  s.nccl_max_nchannels = 1;
+  s.nccl_p2p_disable = true;
+  s.allreduce_after_backward = true;
+  s.optimizer = "adamw";
+  s.optimizer_impl = "for-loop";
+  s.pytorch_version = "1.12";
+  const ModelTraits t{};
+  const std::vector<Change> c = candidate_changes(s, Strategy::kDDP, t);
+  const Change* max = find(c, "NCCL_MAX_NCHANNELS unset");
+  ASSERT_NE(max, nullptr);
+  EXPECT_EQ(max->keys, (std::vector<std::pair<std::string, std::string>>{{"NCCL_MAX_NCHANNELS", kUnsetValue}}));
+  EXPECT_NE(find(c, "NCCL_P2P_DISABLE unset"), nullptr);
+  EXPECT_EQ(find(c, "NCCL_ALGO unset"), nullptr);  // not set: nothing to undo
+  ASSERT_NE(find(c, "allreduce overlapping backward"), nullptr);
+  ASSERT_NE(find(c, "foreach optimizer"), nullptr);
+  EXPECT_EQ(find(c, "foreach optimizer")->pytorch, "torch.optim.AdamW(model.parameters(), foreach=True)");
+  s.pytorch_version = "1.8";
+  EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, t), "foreach optimizer")->pytorch,
+            "torch.optim._multi_tensor.AdamW(model.parameters())");
+  s.pytorch_version = "1.6";
+  EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, t), "foreach optimizer"), nullptr);
+}
+
 TEST(Advice, AMeasuredStepTriesOnlyTheBatchAndTheStrategysOptions) {
   Scenario s = resolved_8();
   s.optimizer = "adamw";
