@@ -143,10 +143,11 @@ void run_buckets(const BucketsOptions& o) {
     grad_dtype = p == Precision::kBF16 ? "bfloat16" : "float16";
     note = fmt::format("gradients in {} (the model itself in 16 bits: mixed_precision master-weights)", grad_dtype);
   } else if (!sc.precision.empty()) {
+    const bool sixteen = sc.precision == "bf16" || sc.precision == "fp16";
     note = fmt::format(
-        "--precision {}: under autocast the parameters and their gradients stay float32: it changes "
-        "nothing here (--mixed-precision master-weights makes them 16-bit)",
-        sc.precision);
+        "--precision {}: {} the parameters and their gradients stay float32: it changes nothing here{}", sc.precision,
+        sixteen ? "under autocast" : sc.precision == "tf32" ? "TF32 changes how products compute;" : "in float32",
+        sixteen ? " (--mixed-precision master-weights makes them 16-bit)" : "");
   }
   const StepModel m = to_step_model(model, Precision::kFP32, std::nullopt);
   BucketOptions b;

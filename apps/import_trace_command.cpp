@@ -47,6 +47,10 @@ void import_trace(const ImportOptions& o) {
   }
   TraceImport t;
   const Model m = load_model_arg(o.model);  // a zoo name that does not exist is a usage error naming --model
+  // The most samples per GPU every other command takes (the scenario key batch_per_gpu).
+  constexpr std::int64_t kMostSamples = std::int64_t{1} << 24;
+  if (o.batch > kMostSamples)
+    throw UsageError(fmt::format("--batch {}: expected an integer from 1 to {}", o.batch, kMostSamples));
   if (o.seq_len > 0) {
     try {
       m.check_seq_len(o.seq_len);
@@ -54,13 +58,14 @@ void import_trace(const ImportOptions& o) {
       throw UsageError(fmt::format("--seq-len {}: {}", o.seq_len, e.what()));
     }
   }
-  // The batch (and T) must give sizes the model's expressions hold in 64 bits: said of --batch.
+  // The batch (and T) must give sizes the model's expressions hold in 64 bits: said of both flags.
   try {
     m.check_sizes(m.seq_len(o.seq_len > 0 ? std::optional<std::int64_t>(o.seq_len) : std::nullopt), o.batch);
   } catch (const DataError&) {
     throw;
   } catch (const ConfigError& e) {
-    throw UsageError(fmt::format("--batch {}: {}", o.batch, e.what()));
+    throw UsageError(o.seq_len > 0 ? fmt::format("--batch {} --seq-len {}: {}", o.batch, o.seq_len, e.what())
+                                   : fmt::format("--batch {}: {}", o.batch, e.what()));
   }
   std::error_code same_ec;
   if (!o.out.empty() && std::filesystem::equivalent(o.out, o.trace, same_ec)) {

@@ -96,7 +96,7 @@ std::string model_kind(const Model& m) {
   if (has_attention(m)) return "transformer";
   const bool conv =
       std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.kind == LayerKind::kConv2d; });
-  return conv ? "conv net" : "transformer";
+  return conv ? "conv net" : "other";
 }
 
 bool has_convolutions(const Model& m) {

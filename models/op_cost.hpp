@@ -115,7 +115,8 @@ std::string execution_mode_text(const ExecutionMode& m, bool attention = true);
 bool has_attention(const Model& m);
 // model_kind: the kind the validation classes group a model by: "transformer" when it has
 // attention (a ViT's patch embedding is a convolution, but its step is a transformer's), else
-// "conv net" when it has convolutions, else "transformer".
+// "conv net" when it has convolutions, else "other" (an MLP, an LSTM: no published case is of
+// their kind, so no validation class vouches for them).
 std::string model_kind(const Model& m);
 // has_convolutions: whether a model records a convolution (what channels_last changes).
 bool has_convolutions(const Model& m);

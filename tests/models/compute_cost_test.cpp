@@ -470,3 +470,29 @@ TEST(ScenarioBasics, TheDefaultPrecisionIsWhatTheReleaseCouldAutocast) {
 
 }  // namespace
 }  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+// The validation classes group models as transformers (attention), conv nets (convolutions) and
+// the rest (an MLP), which no published case vouches for.
+TEST(ModelKind, AttentionConvolutionsOrOther) {
+  EXPECT_EQ(model_kind(load_model("gpt2")), "transformer");
+  EXPECT_EQ(model_kind(load_model("vit-b-16")), "transformer");
+  EXPECT_EQ(model_kind(load_model("resnet18")), "conv net");
+  const Model mlp = parse_model(R"(format: gradsync-model/2
+name: mlp
+defaults: {batch: 8}
+input: {bytes: 4096}
+output: {elements: 10}
+parameters:
+  - {name: fc.weight, shape: [10, 1024]}
+layers:
+  - {name: fc, kind: linear, params: [fc.weight], in: 1024, out: 10}
+)",
+                                "mlp.yaml");
+  EXPECT_EQ(model_kind(mlp), "other");
+}
+
+}  // namespace
+}  // namespace gradsync
