@@ -214,6 +214,15 @@ Phases phases_of(const std::vector<Event>& host, const Event& step, const std::s
   // optimizer.step() follows loss.backward(): an optimizer span inside the backward would be
   // counted twice (the step's time is the phases' sum).
   for (const Span& o : p.optimizer) {
+    if (o.first < bwd_lo) {
+      // Before the backward: prof.step() is called between loss.backward() and optimizer.step(),
+      // so each profiler step holds the previous iteration's optimizer.step() first.
+      throw DataError(fmt::format(
+          "{}: {}'s Optimizer.step starts at {} us, before its backward ({} to {} us): prof.step() runs between "
+          "loss.backward() and optimizer.step(); expected optimizer.step() after loss.backward() in each profiler "
+          "step: call prof.step() after optimizer.step()",
+          origin, step.name, o.first, bwd_lo, bwd_hi));
+    }
     if (o.first < bwd_hi) {
       throw DataError(
           fmt::format("{}: {}'s Optimizer.step starts at {} us, inside its backward ({} to {} us); expected "

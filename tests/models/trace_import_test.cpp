@@ -184,6 +184,14 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
                     "{\"name\": \"Optimizer.step#SGD.step\", \"ph\": \"X\", \"ts\": 650, \"dur\": 200}]"),
             "t.json: ProfilerStep#1's Optimizer.step starts at 650 us, inside its backward (400 to 700 us); expected "
             "optimizer.step() after loss.backward()");
+  // Before it: prof.step() sits between loss.backward() and optimizer.step().
+  EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 0, \"dur\": 1000}, "
+                    "{\"name\": \"autograd::engine::evaluate_function: AddmmBackward0\", \"ph\": \"X\", \"ts\": 400, "
+                    "\"dur\": 300}, "
+                    "{\"name\": \"Optimizer.step#SGD.step\", \"ph\": \"X\", \"ts\": 100, \"dur\": 10}]"),
+            "t.json: ProfilerStep#1's Optimizer.step starts at 100 us, before its backward (400 to 700 us): "
+            "prof.step() runs between loss.backward() and optimizer.step(); expected optimizer.step() after "
+            "loss.backward() in each profiler step: call prof.step() after optimizer.step()");
   // On a GPU, a backward that launched no kernel is no training step.
   EXPECT_EQ(message(R"([
     {"name": "ProfilerStep#2", "ph": "X", "ts": 0, "dur": 1000, "tid": 1},
