@@ -151,7 +151,7 @@ bool open_out(std::optional<OutputFolder>& out, const std::string& path, const r
 }
 
 void bench_command(const BenchArgs& a) {
-  const Scenario s = real_scenario(a.scenario, "bench");
+  const Scenario s = same_on_every_rank([&] { return real_scenario(a.scenario, "bench"); });
   if (!s.calibration.empty()) throw UsageError("--calibration: bench measures; a calibration is for simulate");
   // How the simulator cuts collectives into flows: bench runs NCCL's or MPI's own.
   if (s.fidelity != "auto") {

@@ -93,9 +93,9 @@ Scenario resolve_located(const ScenarioArgs& a, const std::function<Scenario()>&
     try {
       return resolve();
     } catch (const DataError& e) {
-      throw DataError(file_key_error(a, e.what()));
+      throw like(e, DataError(file_key_error(a, e.what())));
     } catch (const ConfigError& e) {
-      throw ConfigError(file_key_error(a, e.what()));
+      throw like(e, ConfigError(file_key_error(a, e.what())));
     }
   }
   try {
@@ -103,7 +103,7 @@ Scenario resolve_located(const ScenarioArgs& a, const std::function<Scenario()>&
   } catch (const DataError&) {
     throw;  // a model, topology or calibration file the flags named: its content is at fault
   } catch (const ConfigError& e) {
-    throw UsageError(flag_spelling(a, e.what()));  // every other value came from a flag
+    throw like(e, UsageError(flag_spelling(a, e.what())));  // every other value came from a flag
   }
 }
 

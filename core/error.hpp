@@ -10,6 +10,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace gradsync {
 
@@ -111,6 +112,29 @@ class RuntimeError : public Error {
  public:
   using Error::Error;
 };
+
+// like: `to`, marked as found alike by every rank where `from` was (a message rewritten on its
+// way up keeps the mark).
+template <typename E>
+E like(const Error& from, E to) {
+  return from.every_rank() ? on_every_rank(std::move(to)) : to;
+}
+
+// same_on_every_rank runs `f`, whose errors every rank of an mpirun or srun finds alike (the
+// command line, a shared scenario file): they are rethrown marked so (on_every_rank), so that
+// rank 0 says them once.
+template <typename F>
+auto same_on_every_rank(F f) {
+  try {
+    return f();
+  } catch (const UsageError& e) {
+    throw on_every_rank(UsageError(e));
+  } catch (const DataError& e) {
+    throw on_every_rank(DataError(e));
+  } catch (const ConfigError& e) {
+    throw on_every_rank(ConfigError(e));
+  }
+}
 
 // as_data_error runs `read` (a loader of `origin`'s text) and rethrows its ConfigErrors as DataError.
 template <typename Read>

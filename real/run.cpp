@@ -179,8 +179,8 @@ Resolved resolve(const Scenario& s, const Runtime& rt) {
   Scenario checked = s;
   if (rt.backend() == "cpu") {
     if (!s.precision.empty() && s.precision != "fp32") {
-      throw ConfigError(fmt::format(
-          "precision \"{}\": the CPU backend computes in fp32 (OpenBLAS sgemm); expected fp32 or a GPU", s.precision));
+      throw on_every_rank(ConfigError(fmt::format(
+          "precision \"{}\": the CPU backend computes in fp32 (OpenBLAS sgemm); expected fp32 or a GPU", s.precision)));
     }
     checked.precision = "fp32";
     const auto [device_name, capacity] = cpu_machine(rt);
@@ -189,24 +189,24 @@ Resolved resolve(const Scenario& s, const Runtime& rt) {
       const auto v = key_value(s, k);
       if (k.nccl && !v.is_null() && v != false) {
         // As NCCL's environment writes it: a switch is 1.
-        throw ConfigError(
+        throw on_every_rank(ConfigError(
             fmt::format("{}={}: NCCL's knobs apply to the GPU backend's NCCL; the CPU backend's collectives are MPI's",
-                        k.name, v.is_boolean() ? "1" : value_text(v)));
+                        k.name, v.is_boolean() ? "1" : value_text(v))));
       }
     }
     if (s.nccl_version != "auto") {
-      throw ConfigError(fmt::format(
+      throw on_every_rank(ConfigError(fmt::format(
           "nccl_version {}: the NCCL release applies to the GPU backend; the CPU backend's collectives are MPI's",
-          s.nccl_version));
+          s.nccl_version)));
     }
   } else {
     r.spec = gpu_spec_of(gpu_props(0));
   }
   if (s.gpus > 0 && s.gpus != rt.world()) {
-    throw ConfigError(fmt::format("gpus {}: this run has {} rank{} ({}); expected {} or leave gpus unset", s.gpus,
-                                  rt.world(), rt.world() == 1 ? "" : "s",
-                                  rt.launch() == Launch::kLocal ? "--world-size" : "the launcher's rank count",
-                                  rt.world()));
+    throw on_every_rank(ConfigError(
+        fmt::format("gpus {}: this run has {} rank{} ({}); expected {} or leave gpus unset", s.gpus, rt.world(),
+                    rt.world() == 1 ? "" : "s",
+                    rt.launch() == Launch::kLocal ? "--world-size" : "the launcher's rank count", rt.world())));
   }
   check_hosts(s, rt);
   if (checked.mixed_precision != "autocast") {

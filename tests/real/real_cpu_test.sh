@@ -310,6 +310,14 @@ case "$case_" in
     # Every rank finds it alike: rank 0 says it once.
     [[ $rc == 2 && $(grep -c '^error: ' "$tmp/out") == 1 ]] && grep -q 'DataParallel runs in one process' "$tmp/out" ||
       { cat "$tmp/out"; fail "dp under mpirun: $rc"; }
+    # A scenario file's error and a rank count the flags contradict: also said once.
+    printf 'model: resnet18\nfoo: 1\n' >"$tmp/unknown.yaml"
+    rc=0; mpirun -np 2 "$bin" bench "$tmp/unknown.yaml" --iterations 3 --warmup 1 --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc == 1 && $(grep -c '^error: ' "$tmp/out") == 1 ]] && grep -q 'unknown.yaml:2: scenario: unknown key "foo"' "$tmp/out" ||
+      { cat "$tmp/out"; fail "a file's error under mpirun: $rc"; }
+    rc=0; mpirun -np 2 "$bin" bench "${small[@]}" --gpus 3 --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc == 2 && $(grep -c '^error: ' "$tmp/out") == 1 ]] && grep -q -- '--gpus 3: this run has 2 ranks' "$tmp/out" ||
+      { cat "$tmp/out"; fail "--gpus 3 under mpirun -np 2: $rc"; }
     rc=0; mpirun -np 2 "$bin" bench "${small[@]}" --world-size 3 --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
     [[ $rc == 2 ]] && grep -q -- '--world-size 3: mpirun started 2 ranks' "$tmp/out" || { cat "$tmp/out"; fail "world size: $rc"; }
     # torchrun's --nnodes / --nproc-per-node describe the launch that ran; they are recorded with it.
