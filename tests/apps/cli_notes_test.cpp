@@ -301,7 +301,7 @@ TEST(Cli, ATinyFirstBucketIsSaidInBytes) {
       run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--bucket-cap-mb", "0.0001",
                    "--iterations", "2", "--warmup", "1", "--out", testing::TempDir() + "/tiny-cap"});
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("# DDP: bucket_cap_mb 0.0001, first bucket 104 B, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# DDP: bucket_cap_mb 0.0001 (104 B), first bucket 104 B, "), std::string::npos) << r.out;
 }
 
 // models show --json gives the step it prints (the launch queue's: the host issues ahead of the

@@ -33,7 +33,8 @@ try {
   // torch.optim's implementation and zero_grad's set_to_none: the release's defaults (PyTorch 2.11).
   assert.strictEqual(result.scenario.optimizer_impl, 'foreach');
   assert.strictEqual(result.scenario.set_to_none, 'true');
-  assert.deepStrictEqual(result.requested, { nnodes: 'default', nproc_per_node: 'default', batch_per_gpu: 'default', precision: 'default', optimizer_impl: 'auto', set_to_none: 'auto', bucket_cap_mb: 'default', first_bucket_mb: 'default', grad_scaler: 'auto' });
+  assert.strictEqual(result.scenario.nccl_version, '2.28', 'the NCCL PyTorch 2.11 bundles, resolved');
+  assert.deepStrictEqual(result.requested, { nnodes: 'default', nproc_per_node: 'default', batch_per_gpu: 'default', precision: 'default', nccl_version: 'auto', optimizer_impl: 'auto', set_to_none: 'auto', bucket_cap_mb: 'default', first_bucket_mb: 'default', grad_scaler: 'auto' });
   // summary.csv: resolved scenario cells, _frac fractions, whole bytes.
   const summary = fs.readFileSync(path.join(dir, 'summary.csv'), 'utf8').trim().split('\n').map(l => l.split(','));
   const col = name => { const i = summary[0].indexOf(name); assert.ok(i >= 0, `summary.csv has ${name}`); return i; };

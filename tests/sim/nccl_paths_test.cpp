@@ -3,6 +3,8 @@
 // call (pipeline_sync_s) and its choice of algorithm. One SimGrid engine per process.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <cmath>
 
 #include "sim/engine.hpp"
@@ -480,21 +482,17 @@ TEST(NcclInfo, CollChannelsAreTheSearchedRingsDoubledThenTheKnobs) {
   Scenario s;
   s.nccl_min_nchannels = 16;
   s.nccl_max_nchannels = 4;
-  const NcclSettings rings = nccl_settings(s);
-  EXPECT_EQ(rings.min_channels, 16);
-  EXPECT_EQ(rings.max_channels, 4);
-  EXPECT_EQ(rings.nvls_min_channels, 0);
-  EXPECT_EQ(rings.nvls_max_channels, 0);
+  // bounds: ring minimum and maximum, NVLS minimum and maximum.
+  const auto bounds = [](const NcclSettings& n) {
+    return std::array<int, 4>{n.min_channels, n.max_channels, n.nvls_min_channels, n.nvls_max_channels};
+  };
+  EXPECT_EQ(bounds(nccl_settings(s)), (std::array<int, 4>{16, 4, 0, 0}));
   // minCTAs above maxCTAs: init.cc sets both to the maximum, and the CTA bounds reach NVLS too.
   Scenario c;
   c.nccl_min_ctas = 16;
   c.nccl_max_ctas = 4;
   c.nccl_max_nchannels = 8;
-  const NcclSettings ctas = nccl_settings(c);
-  EXPECT_EQ(ctas.min_channels, 4);
-  EXPECT_EQ(ctas.max_channels, 4);
-  EXPECT_EQ(ctas.nvls_min_channels, 4);
-  EXPECT_EQ(ctas.nvls_max_channels, 4);
+  EXPECT_EQ(bounds(nccl_settings(c)), (std::array<int, 4>{4, 4, 4, 4}));
 }
 
 }  // namespace
