@@ -16,14 +16,18 @@ namespace gradsync::real::cpu_detail {
 
 char* Buffer::get(std::size_t n, double& allocated) {
   if (n > size) {
+    std::unique_ptr<char[]> grown;
     try {
-      data = std::make_unique<char[]>(n);  // zero-filled: every page is touched now, not mid-step
+      grown = std::make_unique<char[]>(n);  // zero-filled: every page is touched now, not mid-step
     } catch (const std::bad_alloc&) {
-      throw RuntimeError(fmt::format("out of host memory: a CPU rank could not allocate {} more (it already "
-                                     "holds {}); use fewer ranks per process "
-                                     "(--world-size, or --launch mpi across machines) or a smaller model or size",
-                                     human_bytes(static_cast<double>(n)), human_bytes(allocated)));
+      throw RuntimeError(
+          fmt::format("out of host memory: a CPU rank could not allocate {} more (it already "
+                      "holds {}); use fewer ranks per process "
+                      "(--world-size, or --launch mpi across machines) or a smaller model or size",
+                      human_bytes(static_cast<double>(n)), human_bytes(allocated)));
     }
+    if (data) retired.push_back(std::move(data));
+    data = std::move(grown);
     allocated += static_cast<double>(n) - static_cast<double>(size);
     size = n;
   }

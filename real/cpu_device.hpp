@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "real/rig.hpp"
 
@@ -17,13 +18,19 @@ namespace gradsync::real::cpu_detail {
 constexpr int kMaxCpuGemm = 2048;                 // largest square sgemm side; larger ops repeat it
 constexpr std::size_t kCpuStaging = 64ull << 20;  // copy destination, reused cyclically
 
-// Buffer: bytes that stay put (growing keeps the larger size).
+// Buffer: bytes that stay put (growing keeps the larger size). Work is issued on one thread and
+// runs on the streams' threads, so a call that grows a buffer may find an earlier call of the same
+// name still running on the old storage (DataParallel's "dp:replicate" chunks, issued back to
+// back): growing retires the old storage rather than freeing it, and the device releases it when
+// its streams are idle (CpuDevice::synchronize), as a stream-ordered allocator would.
 struct Buffer {
   std::unique_ptr<char[]> data;
   std::size_t size = 0;
+  std::vector<std::unique_ptr<char[]>> retired;  // replaced storage a stream may still use
   // get: at least n bytes, zero-filled when grown; RuntimeError naming the sizes when the host
-  // has no more.
+  // has no more. `allocated` counts the live storage, not the retired.
   char* get(std::size_t n, double& allocated);
+  void release_retired() { retired.clear(); }
 };
 
 inline std::size_t padded(Bytes b) { return static_cast<std::size_t>((b + 3) / 4 * 4); }
@@ -59,10 +66,7 @@ class CpuDevice final : public Device {
   WorkPtr copy_from_host(const CopyOp& op, Stream s) override {
     StreamWorker::Task t;
     t.event = event(s, op.name, op.bytes, -1, -1);
-    t.body = [this, bytes = op.bytes] {
-      host_.get(kCpuStaging, host_allocated_);
-      stream_bytes(host_.data.get(), kCpuStaging, staging(), kCpuStaging, bytes);
-    };
+    t.body = [this, bytes = op.bytes] { stream_bytes(pageable(), kCpuStaging, staging(), kCpuStaging, bytes); };
     return stream(s).push(std::move(t));
   }
   void stream_wait(Stream s, Work& w) override {
@@ -70,9 +74,13 @@ class CpuDevice final : public Device {
     t.deps.push_back(share(w));
     stream(s).push(std::move(t));
   }
+  // synchronize: every stream's work done; then no task holds storage a growth retired.
   void synchronize() override {
     for (StreamWorker* w : {&compute_, &comm_, &copy_})
       if (auto last = w->last()) last->wait();
+    const std::lock_guard<std::mutex> lock(mutex_);
+    workspace_.release_retired();
+    for (auto& [name, b] : buffers_) b.release_retired();
   }
 
   // computing: whether this device's compute or copy stream is running a task now.
@@ -108,6 +116,11 @@ class CpuDevice final : public Device {
     char* p = staging_.get(kCpuStaging, allocated_);
     peak_ = std::max(peak_, allocated_);
     return p;
+  }
+  // pageable: the host memory an input is copied from (not device memory: not counted in peak).
+  char* pageable() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return host_.get(kCpuStaging, host_allocated_);
   }
   // stream_bytes copies `bytes` from src to dst, each used cyclically.
   static void stream_bytes(const char* src, std::size_t src_size, char* dst, std::size_t dst_size, Bytes bytes);
