@@ -83,7 +83,7 @@ struct Model {
   double bus = 0, alg = 0, lat = 0;
 };
 
-Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128_asked) {
+Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128_asked, NcclRelease release) {
   Model m;
   const int n = static_cast<int>(ch.ranks.size());
   const int nodes = ch.nodes();
@@ -124,11 +124,11 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128
   if (a == Algorithm::kTree && p == Protocol::kLL128) {
     bus = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * kPerChMaxTreeLL128Bw[arch][scale]);
   }
-  // LL128 by default only on NVLink inside nodes (tuning.cc: typeIntra <= PATH_NVB) and for GPUs of
-  // one kind; never for NVLS. Only by default: NCCL_PROTO set at all leaves LL128 enabled or
-  // disabled as its list says (tuning.cc: parseList gives every protocol 0 or 1, and the NVLink test
-  // runs only for LL128's default 2), so `NCCL_PROTO=LL128` or `^LL` runs it over PCIe too.
-  if (p == Protocol::kLL128 && !ll128_asked && ch.intra_class > PathClass::kNVB) return m;
+  // LL128 by default only where the release enables it (ll128_by_default); never for NVLS. Only
+  // by default: NCCL_PROTO set at all leaves LL128 enabled or disabled as its list says (tuning.cc:
+  // parseList gives every protocol 0 or 1, and the NVLink test runs only for LL128's default 2), so
+  // `NCCL_PROTO=LL128` or `^LL` runs it over PCIe too.
+  if (p == Protocol::kLL128 && !ll128_asked && !ll128_by_default(release, ch.sm_version, ch.intra_class)) return m;
   m.bus = bus;
   const int steps = ring_steps(c, n);
   const double ratio = a == Algorithm::kRing ? static_cast<double>(n) / steps : a == Algorithm::kTree ? 0.5 : 5.0 / 6.0;
@@ -343,6 +343,25 @@ double pipeline_sync_s(Collective c, double nbytes, const Channels& ch, Algorith
   return 0;
 }
 
+bool ll128_by_default(NcclRelease r, int sm, PathClass intra) {
+  if (!r.at_least(2, 5)) return false;
+  if (intra > (r.at_least(2, 19) ? PathClass::kNVB : PathClass::kNVL)) return false;
+  if (r.at_least(2, 27)) return sm >= 70;
+  switch (sm) {
+    case 70:
+      return true;
+    case 80:
+      return r.at_least(2, 7);
+    case 90:
+      return r.at_least(2, 15);
+    case 100:
+    case 120:
+      return r.at_least(2, 25);
+    default:
+      return false;
+  }
+}
+
 CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels& ch, const CollectiveRequest& req) {
   const int k = static_cast<int>(ch.ranks.size());
   const double bytes = tuning_bytes(c, op_bytes, k);
@@ -360,7 +379,8 @@ CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels
       if (a == Algorithm::kNvlsTree && !req.nvls_tree) continue;
       for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
         if (!nccl_list_allows(req.protocols, lower(protocol_name(p)))) continue;
-        const Model m = tune(c, a, p, ch, !req.protocols.empty());
+        if (p == Protocol::kLL128 && !req.nccl.at_least(2, 5)) continue;  // no LL128 before NCCL 2.5
+        const Model m = tune(c, a, p, ch, !req.protocols.empty(), req.nccl);
         if (!(m.alg > 0)) continue;
         double alg = m.alg, lat = m.lat;
         // ncclTopoGetAlgoTime: the tree's bandwidth by size, and the ring's latency plateau across

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "core/backend.hpp"
+#include "core/nccl_release.hpp"
 #include "core/units.hpp"
 #include "topologies/channels.hpp"
 
@@ -72,6 +73,9 @@ struct CollectiveRequest {
   // NVLSTree with 2.18 (NCCL_ALGO_NVLS, NCCL_ALGO_NVLS_TREE in src/include/devcomm.h); empty: any.
   std::string release;
   bool nvls_tree = true;  // false before NCCL 2.18
+  // nccl: the release, for the protocols it has and enables unasked (ll128_by_default); NCCL's
+  // newest rules when not set.
+  NcclRelease nccl{};
   // strict: an algorithm list that leaves a collective nothing to run with is an error; not
   // strict, such collectives use the ring (a step's allgathers and broadcasts under NCCL_ALGO=tree).
   bool strict = true;
@@ -97,6 +101,21 @@ struct CollectiveChoice {
   double write_factor = 1;
   double wire_bytes_per_byte() const { return wire_factor(protocol) * write_factor; }
 };
+
+// ll128_by_default: whether NCCL release `r` runs LL128 without being asked (NCCL_PROTO unset) for
+// GPUs of compute capability `sm` (x10, all alike) whose hops inside a node are of class `intra`
+// (tuning.cc ncclTopoTuneModel, by tag: "Enable LL128 by default only on ... +NVLink. Other cases
+// are not tested and may cause silent data corruption"):
+//   2.4        none: LL128 came with 2.5 (v2.4.8-1 has LL and Simple only)
+//   2.5-2.6    sm 70 (Volta)
+//   2.7-2.14   sm 70, 80 (Volta, Ampere A100; not 8.6/8.9 parts)
+//   2.15-2.24  sm 70, 80, 90
+//   2.25-2.26  sm 70, 80, 90, 100, 120
+//   2.27-      every sm from 70
+// with every hop inside a node NVLink (PATH_NVL), or from 2.18.3 (read here as 2.19) NVLink through
+// a GPU (PATH_NVB) too. NCCL's test of the path to the NIC across nodes (typeInter <= PATH_PXB) is
+// not modelled: gradsync's topologies put each node's NICs beside its GPUs.
+bool ll128_by_default(NcclRelease r, int sm, PathClass intra);
 
 // choose_collective: among the allowed (algorithm, protocol) pairs, the one with the smallest
 // predicted time (ncclTopoGetAlgoTime). Ring serves every collective; tree allreduce across

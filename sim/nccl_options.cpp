@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <string>
+
 #include "core/error.hpp"
 
 namespace gradsync::sim {
@@ -40,6 +42,34 @@ void limit_nvls_channels(Channels& c, int min, int max) {
   c.nvls->launched = launched;
 }
 
+namespace {
+
+// refuse_knobs_unread: a knob the release does not read is an error, not a setting that changes
+// nothing in NCCL and something in gradsync: NCCL_ALGO and NCCL_PROTO came with NCCL 2.5
+// (tuning.cc's getenv; 2.4 chose the tree and LL by size, NCCL_TREE_THRESHOLD and
+// NCCL_LL_THRESHOLD), NCCL_MIN_CTAS and NCCL_MAX_CTAS with 2.17 (init.cc's config).
+void refuse_knobs_unread(const Scenario& s, NcclRelease nccl) {
+  struct Knob {
+    const char* name;
+    std::string value;  // empty: unset
+    NcclRelease from;
+  };
+  const auto count = [](int n) { return n > 0 ? std::to_string(n) : std::string(); };
+  const Knob knobs[] = {{"NCCL_ALGO", s.nccl_algo, {2, 5}},
+                        {"NCCL_PROTO", s.nccl_proto, {2, 5}},
+                        {"NCCL_MIN_CTAS", count(s.nccl_min_ctas), {2, 17}},
+                        {"NCCL_MAX_CTAS", count(s.nccl_max_ctas), {2, 17}}};
+  for (const Knob& k : knobs) {
+    if (k.value.empty() || nccl.at_least(k.from.major, k.from.minor)) continue;
+    throw ConfigError(fmt::format(
+        "{}={}: NCCL {} does not read {} (it came with NCCL {}); unset it, or set nccl_version (--nccl-version) to "
+        "{} or later",
+        k.name, k.value, nccl.text(), k.name, k.from.text(), k.from.text()));
+  }
+}
+
+}  // namespace
+
 NcclSettings nccl_settings(const Scenario& s) {
   NcclSettings n;
   n.request.algorithms = s.nccl_algo;
@@ -57,6 +87,8 @@ NcclSettings nccl_settings(const Scenario& s) {
     if (!n.transport.net_gdr_level) n.transport.net_gdr_level = PathClass::kNVL;  // LOC: never reached by a NIC
   }
   n.transport.ib_disable = s.nccl_ib_disable;
+  n.request.nccl = n.transport.nccl;
+  refuse_knobs_unread(s, n.transport.nccl);
   // NCCL releases before NVLS (2.17) and NVLSTree (2.18) run neither, whatever the hardware.
   if (!n.transport.nccl.at_least(2, 18)) {
     n.request.release = n.transport.nccl.text();

@@ -1,0 +1,128 @@
+// nccl_release_rules_test.cpp: what an NCCL release has and enables unasked, as its tuning.cc
+// says by tag: LL128 from 2.5 and on which GPUs by default; NCCL_ALGO / NCCL_PROTO from 2.5 and
+// NCCL_MIN_CTAS / NCCL_MAX_CTAS from 2.17, refused under releases that do not read them.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.hpp"
+#include "core/scenario.hpp"
+#include "sim/nccl_model.hpp"
+#include "sim/nccl_options.hpp"
+#include "topologies/channels.hpp"
+#include "topologies/routes.hpp"
+#include "topologies/topology.hpp"
+
+namespace gradsync::sim {
+namespace {
+
+constexpr double kRulesMiB = 1024.0 * 1024;
+
+std::vector<int> rules_ranks(int n) {
+  std::vector<int> r;
+  for (int i = 0; i < n; ++i) r.push_back(i);
+  return r;
+}
+
+TEST(NcclRelease, Ll128ByDefaultFollowsTheReleasesGpusAndPaths) {
+  const auto on = [](int major, int minor, int sm, PathClass intra = PathClass::kNVL) {
+    return ll128_by_default(NcclRelease{major, minor}, sm, intra);
+  };
+  // 2.4: no LL128 at all.
+  for (int sm : {70, 80, 90}) EXPECT_FALSE(on(2, 4, sm)) << sm;
+  // 2.5-2.6: Volta only.
+  EXPECT_TRUE(on(2, 5, 70));
+  EXPECT_FALSE(on(2, 6, 80));
+  // 2.7-2.14: Volta and A100, not the 8.6 parts (RTX 3090, A40) nor Hopper.
+  EXPECT_TRUE(on(2, 7, 80));
+  EXPECT_FALSE(on(2, 14, 86));
+  EXPECT_FALSE(on(2, 14, 90));
+  // 2.15-2.24: and Hopper; 2.25-2.26: and Blackwell (10.0, 12.0), still not 8.6 or 8.9.
+  EXPECT_TRUE(on(2, 15, 90));
+  EXPECT_FALSE(on(2, 24, 100));
+  EXPECT_TRUE(on(2, 25, 100));
+  EXPECT_TRUE(on(2, 26, 120));
+  EXPECT_FALSE(on(2, 26, 89));
+  // 2.27 on: every GPU from Volta.
+  EXPECT_TRUE(on(2, 27, 86));
+  EXPECT_TRUE(on(2, 28, 89));
+  EXPECT_FALSE(on(2, 28, 60));
+  // NVLink through another GPU (PATH_NVB) only from 2.18.3 (read as 2.19); PCIe never.
+  EXPECT_FALSE(on(2, 18, 80, PathClass::kNVB));
+  EXPECT_TRUE(on(2, 19, 80, PathClass::kNVB));
+  EXPECT_FALSE(on(2, 28, 80, PathClass::kPIX));
+}
+
+// PyTorch 1.4's NCCL 2.4 on a DGX-1 runs LL or Simple at every size; 2.5's picks LL128 where its
+// model says it is fastest (megabytes on Volta over NVLink).
+TEST(NcclRelease, Nccl24RunsNoLl128WhereNccl25Does) {
+  const Topology topo = load_topology("dgx1-v100");
+  const Routes routes(topo);
+  const Channels ch = build_channels(topo, routes, rules_ranks(8));
+  Scenario s24, s25;
+  s24.nccl_version = "2.4";
+  s25.nccl_version = "2.5";
+  int ll128_in_25 = 0;
+  for (double size = 64 * 1024; size <= 256 * kRulesMiB; size *= 2) {
+    EXPECT_NE(choose_collective(Collective::kAllreduce, size, ch, nccl_settings(s24).request).protocol,
+              Protocol::kLL128)
+        << size;
+    ll128_in_25 +=
+        choose_collective(Collective::kAllreduce, size, ch, nccl_settings(s25).request).protocol == Protocol::kLL128;
+  }
+  EXPECT_GT(ll128_in_25, 0);
+}
+
+// An H100 NVSwitch node: NCCL 2.14 (PyTorch 1.13-2.0) leaves LL128 off on Hopper, 2.15 runs it
+// (both without NVLS, which came with 2.17).
+TEST(NcclRelease, AnH100NodeRunsLl128FromNccl215) {
+  const Topology topo = load_topology("dgx-h100");
+  const Routes routes(topo);
+  const Channels ch = build_channels(topo, routes, rules_ranks(8));
+  ASSERT_EQ(ch.sm_version, 90);
+  Scenario old_, new_;
+  old_.nccl_version = "2.14";
+  new_.nccl_version = "2.15";
+  int ll128_old = 0, ll128_new = 0;
+  for (double size = 64 * 1024; size <= 256 * kRulesMiB; size *= 2) {
+    ll128_old +=
+        choose_collective(Collective::kAllreduce, size, ch, nccl_settings(old_).request).protocol == Protocol::kLL128;
+    ll128_new +=
+        choose_collective(Collective::kAllreduce, size, ch, nccl_settings(new_).request).protocol == Protocol::kLL128;
+  }
+  EXPECT_EQ(ll128_old, 0);
+  EXPECT_GT(ll128_new, 0);
+}
+
+std::string knob_refusal(const Scenario& s) {
+  try {
+    (void)nccl_settings(s);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(NcclRelease, KnobsTheReleaseDoesNotReadAreRefusedNamingIt) {
+  Scenario s;
+  s.nccl_version = "2.4";
+  s.nccl_proto = "ll128";
+  EXPECT_EQ(knob_refusal(s),
+            "NCCL_PROTO=ll128: NCCL 2.4 does not read NCCL_PROTO (it came with NCCL 2.5); unset it, or set "
+            "nccl_version (--nccl-version) to 2.5 or later");
+  s.nccl_proto.clear();
+  s.nccl_algo = "ring";
+  EXPECT_NE(knob_refusal(s).find("NCCL_ALGO=ring: NCCL 2.4 does not read NCCL_ALGO"), std::string::npos);
+  s.nccl_version = "2.5";
+  EXPECT_EQ(knob_refusal(s), "");
+  s.nccl_version = "2.14";
+  s.nccl_max_ctas = 4;
+  EXPECT_EQ(knob_refusal(s),
+            "NCCL_MAX_CTAS=4: NCCL 2.14 does not read NCCL_MAX_CTAS (it came with NCCL 2.17); unset it, or set "
+            "nccl_version (--nccl-version) to 2.17 or later");
+  s.nccl_version = "2.17";
+  EXPECT_EQ(knob_refusal(s), "");
+}
+
+}  // namespace
+}  // namespace gradsync::sim
