@@ -74,7 +74,9 @@ bool fill_largest_batch(const Scenario& resolved, Strategy strategy, std::int64_
     return true;
   }
   const std::int64_t per_step = static_cast<std::int64_t>(resolved.gpus) * resolved.grad_accum;
-  c.change.what = fmt::format("batch_per_gpu {} (largest that fits)", b);
+  c.change.what = b >= kLargestBatchSearched
+                      ? fmt::format("batch_per_gpu {} (the largest gradsync tries; larger ones may fit too)", b)
+                      : fmt::format("batch_per_gpu {} (largest that fits)", b);
   c.change.keys = {{"batch_per_gpu", std::to_string(b)}};
   // DataParallel splits the DataLoader's batch across its GPUs; under DDP each rank loads its own.
   c.change.pytorch =

@@ -276,8 +276,8 @@ std::int64_t largest_batch_per_gpu(const Scenario& s, Strategy strategy) {
     return !memory_cost(r.model, ctx, mo).oom;
   };
   // Memory grows with the batch (activations), so the largest that fits is found by doubling,
-  // then bisecting. kMaxBatch bounds a model that saves nothing per sample.
-  constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
+  // then bisecting. kLargestBatchSearched bounds a model that saves nothing per sample.
+  constexpr std::int64_t kMaxBatch = kLargestBatchSearched;
   if (!fits(1)) return 0;
   std::int64_t lo = 1, hi = 2;
   while (hi <= kMaxBatch && fits(hi)) {

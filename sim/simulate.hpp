@@ -142,7 +142,10 @@ int bucket_rebuild_iteration(const Scenario& s);
 std::vector<std::string> calibration_extrapolations(const Scenario& s, const std::vector<Strategy>& strategies);
 
 // largest_batch_per_gpu: the largest batch_per_gpu whose step fits the GPU's memory under
-// `strategy` (the memory model simulate reports peak_mem with); 0 when not even 1 fits.
+// `strategy` (the memory model simulate reports peak_mem with); 0 when not even 1 fits;
+// kLargestBatchSearched when that fits (a model that saves almost nothing per sample): larger
+// batches may fit too, and callers say so.
+inline constexpr std::int64_t kLargestBatchSearched = std::int64_t{1} << 20;
 std::int64_t largest_batch_per_gpu(const Scenario& s, Strategy strategy);
 
 // CollectiveSweepPoint: one size of `gradsync collectives`.

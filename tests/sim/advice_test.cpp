@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "core/advice.hpp"
@@ -50,7 +52,8 @@ TEST(AdviceSim, AdvisedChangesAreTheSimulatedStepsOfTheChangedScenario) {
   EXPECT_DOUBLE_EQ(ddp->steady_s, simulate_isolated(s, Strategy::kDDP).steady_iteration_time_s);
   // DataParallel's largest batch is the DataLoader's, split across its GPUs; on one GPU nothing splits.
   const auto largest = [](const Advice& x) {
-    return std::find_if(x.changes.begin(), x.changes.end(), [](const ChangeResult& c) { return c.change.largest_batch; });
+    return std::find_if(x.changes.begin(), x.changes.end(),
+                        [](const ChangeResult& c) { return c.change.largest_batch; });
   };
   ASSERT_NE(largest(a), a.changes.end());
   EXPECT_NE(largest(a)->change.pytorch.find("# DataParallel splits it across the GPUs"), std::string::npos);
@@ -102,8 +105,8 @@ TEST(AdviceSim, ARunThatDoesNotFitKeepsItsGlobalBatchInMicroBatches) {
   };
   ASSERT_NE(micro(a), a.changes.end());
   const ChangeResult& c = *micro(a);
-  EXPECT_EQ(c.change.keys, (std::vector<std::pair<std::string, std::string>>{
-                               {"batch_per_gpu", std::to_string(fits)}, {"grad_accum", "4"}}));
+  EXPECT_EQ(c.change.keys, (std::vector<std::pair<std::string, std::string>>{{"batch_per_gpu", std::to_string(fits)},
+                                                                             {"grad_accum", "4"}}));
   EXPECT_EQ(c.status, "ok") << c.error;
   EXPECT_TRUE(c.change.alters.find("BatchNorm") != std::string::npos) << "resnet18 normalises each micro-batch";
   const auto shown = advised(a);
@@ -126,11 +129,32 @@ TEST(AdviceSim, NothingRunsPastTheBudget) {
 // changes on a slower or busier machine, so the same inputs could print other advice.
 TEST(AdviceSim, WithoutABudgetEveryChangeRuns) {
   const Scenario s = small();
-  const Advice a = advise(s, simulate_isolated(s, Strategy::kDDP),
-                          {.budget_s = std::numeric_limits<double>::infinity(), .jobs = 2});
+  const Advice a =
+      advise(s, simulate_isolated(s, Strategy::kDDP), {.budget_s = std::numeric_limits<double>::infinity(), .jobs = 2});
   ASSERT_FALSE(a.changes.empty());
   for (const ChangeResult& c : a.changes) EXPECT_NE(c.status, "budget") << c.change.what;
   EXPECT_TRUE(advice_json(a).at("budget_s").is_null());
+}
+
+// A model that saves almost nothing per sample fits the search's bound: the advice says that larger
+// batches may fit too, rather than calling the bound the largest that fits.
+TEST(AdviceSim, TheLargestBatchSearchedIsSaidToBeABoundNotTheLargestThatFits) {
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "gradsync-advice-tiny-model.yaml";
+  std::ofstream(file) << "format: gradsync-model/2\nname: tiny\ndefaults: {batch: 4, seq_len: 1}\n"
+                         "input: {bytes: 8*T}\noutput: {elements: 10*T, loss: outside}\nparameters:\n"
+                         "  - {name: fc.weight, shape: [10, 4]}\n  - {name: fc.bias, shape: [10]}\nlayers:\n"
+                         "  - {name: fc, kind: linear, params: [fc.weight, fc.bias], in: 4, out: 10, tokens: T}\n";
+  Scenario s = small();
+  s.model = file.string();
+  s.topology = "dgx1-v100";
+  s.batch_per_gpu = 4;
+  EXPECT_EQ(largest_batch_per_gpu(s, Strategy::kDDP), kLargestBatchSearched);
+  const Advice a = advise(s, simulate_isolated(s, Strategy::kDDP), {.budget_s = 600, .jobs = 2});
+  const auto c =
+      std::find_if(a.changes.begin(), a.changes.end(), [](const ChangeResult& r) { return r.change.largest_batch; });
+  ASSERT_NE(c, a.changes.end());
+  EXPECT_EQ(c->change.what, "batch_per_gpu 1048576 (the largest gradsync tries; larger ones may fit too)");
+  std::filesystem::remove(file);
 }
 
 }  // namespace
