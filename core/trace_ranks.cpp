@@ -23,6 +23,11 @@ std::string phase_of(const std::string& n) {
   if (n.rfind("loss", 0) == 0) return "loss";
   if (n.rfind("grad_scaler:", 0) == 0) return "grad scaler";       // core/grad_scaler.hpp
   if (n.rfind("clip_grad_norm", 0) == 0) return "clip_grad_norm";  // the norm and the scaling
+  // A comm hook's own steps on a bucket (core/comm_hook.cpp): its collectives ("allreduce_p:bucket3",
+  // "allgather_qparams:bucket3") and its kernels ("compress:bucket3", "powersgd:compute_q:bucket3").
+  if (const auto at = n.rfind(":bucket");
+      at != std::string::npos && at + 7 < n.size() && n.find_first_not_of("0123456789", at + 7) == std::string::npos)
+    return n.rfind("allreduce", 0) == 0 || n.rfind("allgather", 0) == 0 ? "comm hook collectives" : "comm hook kernels";
   return "other";
 }
 

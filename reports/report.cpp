@@ -69,6 +69,12 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
     if (gpus == 1) return "one GPU: nothing crosses a link";
     return fmt::format("{} over {} GPUs{}{}, overlapping backward", algorithms_of(r, phase), gpus, via, duplex);
   }
+  if (phase == "comm hook collectives") {
+    if (gpus == 1) return "one GPU: nothing crosses a link";
+    return fmt::format("{} over {} GPUs{}{}: the comm hook's calls, overlapping backward", algorithms_of(r, phase),
+                       gpus, via, duplex);
+  }
+  if (phase == "comm hook kernels") return "every GPU: the comm hook's kernels (compute and comm streams)";
   if (phase.rfind("broadcast", 0) == 0)
     return gpus == 1 ? std::string("rank 0 only: nothing to send") : fmt::format("rank 0 -> all {} GPUs", gpus);
   if (phase == "overlap slowdown") return "every GPU: compute beside NCCL's kernels (SMs and DRAM shared)";

@@ -1,7 +1,9 @@
 // writers_test.cpp: the CSV, Chrome trace, JSON and HTML writers on a hand-made result record.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
+#include "core/trace_ranks.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -88,6 +90,36 @@ Report report(std::string model = "gpt2") {
 
 // --explain's rows: a collective's wait for its last rank is its own phase, on the comm stream and
 // hidden beside backward (its time is not the exposed column's).
+// A comm hook's steps are phases of their own, not "other": its collectives (PowerSGD's P and Q,
+// the quantize hook's allgathers) and its kernels (compress, PowerSGD's products).
+TEST(Explain, CommHookStepsAreTheirOwnPhases) {
+  EXPECT_EQ(phase_of("allreduce:bucket3"), "allreduce buckets");
+  EXPECT_EQ(phase_of("allreduce_p:bucket3"), "comm hook collectives");
+  EXPECT_EQ(phase_of("allgather_qparams:bucket12"), "comm hook collectives");
+  EXPECT_EQ(phase_of("compress:bucket0"), "comm hook kernels");
+  EXPECT_EQ(phase_of("powersgd:compute_q:bucket2"), "comm hook kernels");
+  EXPECT_EQ(phase_of("div:bucket2"), "bucket copies");  // the Reducer's own division
+  EXPECT_EQ(phase_of("slowdown:allreduce_p:bucket3"), "overlap slowdown");
+  EXPECT_EQ(phase_of("compress:bucketx"), "other");
+  StrategyResult r = ddp_result();
+  r.trace.add(event(0, Stream::kComm, "allreduce_q:bucket0", 0.005, 0.007));
+  r.trace.add(event(0, Stream::kCompute, "powersgd:compute_p:bucket0", 0.004, 0.005));
+  int shown = 0;
+  for (const ExplainRow& row : explain(r)) {
+    if (row.phase == "comm hook collectives") {
+      ++shown;
+      EXPECT_NE(row.where.find("the comm hook's calls"), std::string::npos) << row.where;
+      EXPECT_NEAR(row.time_s, 0.002, 1e-12);
+    }
+    if (row.phase == "comm hook kernels") {
+      ++shown;
+      EXPECT_NEAR(row.time_s, 0.001, 1e-12);
+    }
+    EXPECT_NE(row.phase, "other");
+  }
+  EXPECT_EQ(shown, 2);
+}
+
 TEST(Explain, WaitingForPeersIsTheCommStreamsHiddenWait) {
   StrategyResult r = ddp_result();
   r.trace.add(event(0, Stream::kComm, "wait:allreduce:bucket0", 0.005, 0.006));
