@@ -10,8 +10,10 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include "apps/cli.hpp"
@@ -114,8 +116,30 @@ std::vector<std::string> real_header(const Scenario& s, const StrategyResult& r,
   return h;
 }
 
+// note_shared_cores: on the CPU backend each rank runs a compute and a comm thread (and DP's
+// replicas theirs); more of them than this host has cores take turns on the cores, so a step's time
+// measures that sharing too, which a simulated GPU never has. Cores: those this process may run on
+// (its affinity, as taskset or a container's cpuset leaves them). Said once, by the root.
+void note_shared_cores(const real::Runtime& rt) {
+  if (!rt.root() || rt.backend() != "cpu") return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cores = ::sched_getaffinity(0, sizeof set, &set) == 0
+                        ? CPU_COUNT(&set)
+                        : static_cast<int>(std::thread::hardware_concurrency());
+  const int here = rt.launcher() == "local" ? rt.local()
+                   : rt.hosts() > 0         ? (rt.world() + rt.hosts() - 1) / rt.hosts()
+                                            : 1;
+  if (cores <= 0 || 2 * here <= cores) return;
+  std::cerr << fmt::format(
+      "note: {} CPU rank{} on this host's {} core{}: each rank runs a compute and a comm thread, so they take turns "
+      "on the cores and the times include that sharing; with at most {} per host each has two\n",
+      here, here == 1 ? "" : "s", cores, cores == 1 ? "" : "s", std::max(1, cores / 2));
+}
+
 reports::Report run_bench(const ScenarioArgs& a, const Scenario& s, const std::vector<Strategy>& strategies,
                           real::Runtime& rt, const std::string& what) {
+  note_shared_cores(rt);
   reports::Report rep;
   rep.command = what;
   rep.mode = "real";

@@ -65,6 +65,13 @@ case "$case_" in
     "$bin" bench "${small[@]}" --launch local --world-size 2 --out "$tmp/b" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "bench"; }
     grep -q '^  dp ' "$tmp/out" && grep -q '^  ddp ' "$tmp/out" || { cat "$tmp/out"; fail "rows"; }
     grep -q "DDP is .* than DP" "$tmp/out" || fail "no comparison line"
+    # Two ranks of two threads each on fewer than four cores share them, and the run says so.
+    cores=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
+    if ((cores < 4)); then
+      grep -q "^note: 2 CPU ranks on this host's $cores core" "$tmp/out" || { cat "$tmp/out"; fail "no shared-cores note"; }
+    else
+      ! grep -q "CPU ranks on this host" "$tmp/out" || fail "a shared-cores note with enough cores"
+    fi
     for s in dp ddp; do grep -q "^$s,1,comm," "$tmp/b/events.csv" || fail "no $s collectives on rank 1"; done
     grep -q '^dp,0,copy,dp:scatter,' "$tmp/b/events.csv" || fail "DP scatter missing"
     # Bytes per GPU as the simulation counts them: the broadcast's root only sends, the reduce's
