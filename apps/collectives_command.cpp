@@ -15,6 +15,7 @@
 #include "apps/scenario_args.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "core/nccl_release.hpp"
 #include "core/scenario_keys.hpp"
 #include "core/text.hpp"
 #include "reports/table.hpp"
@@ -86,6 +87,32 @@ const TestType& test_type(const std::string& text) {
                   text, fmt::join(names, ", ")));
 }
 
+// check_datatype: a type the release or the GPUs cannot run is refused, as NCCL refuses it:
+// ncclBfloat16 came with NCCL 2.10, ncclFloat8e4m3/e5m2 with 2.24 (src/nccl.h.in), and FP8 needs
+// compute capability 9.0 (enqueue.cc: "FP8 reduction support begins with sm90 capable devices",
+// ncclInvalidArgument; for every collective through 2.27, for reductions only from 2.28).
+void check_datatype(const TestType& type, NcclRelease nccl, int min_sm, Collective c) {
+  const std::string name = type.name;
+  if (name == "bfloat16" && !nccl.at_least(2, 10))
+    throw UsageError(
+        fmt::format("--datatype bfloat16: NCCL {} has no ncclBfloat16 (it came with NCCL 2.10); give "
+                    "--nccl-version 2.10 or later",
+                    nccl.text()));
+  if (name != "f8e4m3" && name != "f8e5m2") return;
+  if (!nccl.at_least(2, 24))
+    throw UsageError(
+        fmt::format("--datatype {}: NCCL {} has no FP8 types (ncclFloat8e4m3 and ncclFloat8e5m2 came "
+                    "with NCCL 2.24); give --nccl-version 2.24 or later",
+                    name, nccl.text()));
+  const bool reduces = c == Collective::kAllreduce || c == Collective::kReduce || c == Collective::kReduceScatter;
+  if (min_sm > 0 && min_sm < 90 && (reduces || !nccl.at_least(2, 28)))
+    throw UsageError(fmt::format(
+        "--datatype {}: NCCL refuses FP8 {}s on GPUs of compute capability {}.{} (\"FP8 reduction support begins "
+        "with sm90 capable devices\", ncclInvalidArgument{}); Hopper or later runs them",
+        name, collective_name(c), min_sm / 10, min_sm % 10,
+        reduces ? "" : fmt::format(", for every collective before NCCL 2.28; NCCL {} here", nccl.text())));
+}
+
 Collective parse_op(const std::string& op) {
   if (const auto c = parse_collective(op)) return *c;
   throw UsageError(fmt::format("--op \"{}\": expected allreduce, broadcast, reduce, allgather or reducescatter", op));
@@ -112,6 +139,10 @@ void run_collectives(CollectivesArgs a) {
   {
     const Topology topo = load_topology(a.sweep.topology);
     const int n = a.sweep.gpus > 0 ? a.sweep.gpus : static_cast<int>(topo.gpu_count());
+    if (n > static_cast<int>(topo.gpu_count())) {
+      throw UsageError(fmt::format("--gpus {}: topology {} has {} GPU{}; expected 2..{}", n, a.sweep.topology,
+                                   topo.gpu_count(), topo.gpu_count() == 1 ? "" : "s", topo.gpu_count()));
+    }
     if (n == 1) {
       // NCCL's collectives of one rank move nothing (enqueue.cc: in place they return, out of
       // place they copy the buffer on the GPU): no time to compare with a network's.
@@ -127,6 +158,11 @@ void run_collectives(CollectivesArgs a) {
     // 16 GiB (at most 4 GiB) and 1 GiB more, and splits the rest among the send, receive and (with
     // the data check, its default -c 1) expected buffers; a larger maxBytes is reduced to that,
     // and minBytes with it, as nccl-tests prints it.
+    int min_sm = 0;
+    for (int r = 0; r < n; ++r)
+      if (const GpuSpec* g = topo.vertex(topo.gpu(r)).gpu; g != nullptr && (min_sm == 0 || g->sm_version < min_sm))
+        min_sm = g->sm_version;
+    check_datatype(type, a.sweep.nccl.transport.nccl, min_sm, a.sweep.op);
     double smallest = 0;
     for (int r = 0; r < n; ++r) {
       const GpuSpec* g = topo.vertex(topo.gpu(r)).gpu;
@@ -285,6 +321,13 @@ void register_collectives_command(CLI::App& app) {
       ->check(kWholeNumberText);
   coll->add_option("-c,--check", co->check, "nccl-tests' data check: taken, changes nothing")->check(kWholeNumberText);
   add_scenario_options(coll, co->knobs, {"NCCL_ALGO", "NCCL_PROTO", "nccl", "nccl_version"});
+  // collectives has no --pytorch-version: its auto is the newest PyTorch's bundled release.
+  co->knobs.given.at("nccl_version")
+      ->description(
+          "The NCCL release the run links (2.21, or 2.21.5 as NCCL's tags name it), from 2.4 to 2.30: its default "
+          "P2P level, its algorithms (NVLS from 2.17, NVLSTree from 2.18), protocols (LL128 from 2.5, on the GPUs "
+          "each release enables it for) and data types (bfloat16 from 2.10, FP8 from 2.24); NCCL's tuning constants "
+          "stay 2.27's (default: auto, the release PyTorch 2.11 bundles: 2.28)");
   coll->add_option("--fidelity", co->sweep.fidelity,
                    "step (every ring step and chunk a flow; default), aggregate (one flow per rank, channel and "
                    "phase) or auto")

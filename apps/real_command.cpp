@@ -139,12 +139,12 @@ void note_shared_cores(const real::Runtime& rt) {
 
 reports::Report run_bench(const ScenarioArgs& a, const Scenario& s, const std::vector<Strategy>& strategies,
                           real::Runtime& rt, const std::string& what) {
-  note_shared_cores(rt);
   reports::Report rep;
   rep.command = what;
   rep.mode = "real";
   // Resolved for this machine; an error names the file's line or is the command line's, as simulate's.
   const Scenario resolved = resolve_located(a, [&] { return real::resolve_scenario(s, rt); });
+  note_shared_cores(rt);  // once the scenario is known to run
   rep.scenario = scenario_json(resolved);
   rep.requested = requested_json(s, resolved);
   rep.scenario["topology"] = fmt::format("host {}", rt.host());  // this machine, not a topology

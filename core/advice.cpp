@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string_view>
 
+#include "core/nccl_release.hpp"
 #include "core/pytorch_version.hpp"
 #include "core/scenario_keys.hpp"
 
@@ -114,7 +115,9 @@ void nccl_changes(const Scenario& s, std::vector<Change>& out) {
     out.push_back(change(fmt::format("{} unset", k.name), {{std::string(k.name), kUnsetValue}},
                          fmt::format("unset {}  # NCCL's default", k.name)));
   }
-  if (s.nccl_algo.empty()) {
+  // NCCL_ALGO and NCCL_PROTO came with NCCL 2.5 (tuning.cc's getenv): 2.4 reads neither.
+  const bool reads_algo_proto = resolve_nccl_release(s.nccl_version, s.pytorch_version).at_least(2, 5);
+  if (s.nccl_algo.empty() && reads_algo_proto) {
     // Tree serves allreduce across nodes only (NCCL: inside one node it is a chain).
     for (const char* algo : {"Ring", "Tree"}) {
       if (std::string_view(algo) == "Tree" && s.nnodes < 2) continue;
@@ -122,7 +125,7 @@ void nccl_changes(const Scenario& s, std::vector<Change>& out) {
                            fmt::format("export NCCL_ALGO={}  # before torchrun", algo)));
     }
   }
-  if (s.nccl_proto.empty()) {
+  if (s.nccl_proto.empty() && reads_algo_proto) {
     out.push_back(
         change("NCCL_PROTO=Simple", {{"NCCL_PROTO", "Simple"}}, "export NCCL_PROTO=Simple  # before torchrun"));
   }

@@ -47,7 +47,8 @@ namespace {
 // refuse_knobs_unread: a knob the release does not read is an error, not a setting that changes
 // nothing in NCCL and something in gradsync: NCCL_ALGO and NCCL_PROTO came with NCCL 2.5
 // (tuning.cc's getenv; 2.4 chose the tree and LL by size, NCCL_TREE_THRESHOLD and
-// NCCL_LL_THRESHOLD), NCCL_MIN_CTAS and NCCL_MAX_CTAS with 2.17 (init.cc's config).
+// NCCL_LL_THRESHOLD); NCCL_NVLS_ENABLE (with NVLS), NCCL_MIN_CTAS and NCCL_MAX_CTAS (init.cc's
+// config) with 2.17.
 void refuse_knobs_unread(const Scenario& s, NcclRelease nccl) {
   struct Knob {
     const char* name;
@@ -57,6 +58,7 @@ void refuse_knobs_unread(const Scenario& s, NcclRelease nccl) {
   const auto count = [](int n) { return n > 0 ? std::to_string(n) : std::string(); };
   const Knob knobs[] = {{"NCCL_ALGO", s.nccl_algo, {2, 5}},
                         {"NCCL_PROTO", s.nccl_proto, {2, 5}},
+                        {"NCCL_NVLS_ENABLE", s.nccl_nvls_enable, {2, 17}},
                         {"NCCL_MIN_CTAS", count(s.nccl_min_ctas), {2, 17}},
                         {"NCCL_MAX_CTAS", count(s.nccl_max_ctas), {2, 17}}};
   for (const Knob& k : knobs) {

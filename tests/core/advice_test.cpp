@@ -187,6 +187,13 @@ TEST(Advice, OnlyWhatTheReleaseHasIsTried) {
   EXPECT_EQ(find(hooks, "comm hook bf16"), nullptr);
   s.pytorch_version = "1.4";
   EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, t), "channels_last"), nullptr);
+  // NCCL 2.4 (PyTorch 1.4's) reads neither NCCL_ALGO nor NCCL_PROTO; 2.5 does.
+  EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, t), "NCCL_ALGO=Ring"), nullptr);
+  EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, t), "NCCL_PROTO=Simple"), nullptr);
+  s.nccl_version = "2.5";
+  EXPECT_NE(find(candidate_changes(s, Strategy::kDDP, t), "NCCL_ALGO=Ring"), nullptr);
+  EXPECT_NE(find(candidate_changes(s, Strategy::kDDP, t), "NCCL_PROTO=Simple"), nullptr);
+  s.nccl_version = "auto";
   // DDP's static_graph (1.9) and gradient_as_bucket_view (1.7); zero_grad's set_to_none (1.7),
   // which a script before it writes by hand.
   s.pytorch_version = "1.8";

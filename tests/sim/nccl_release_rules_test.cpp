@@ -122,6 +122,12 @@ TEST(NcclRelease, KnobsTheReleaseDoesNotReadAreRefusedNamingIt) {
             "nccl_version (--nccl-version) to 2.17 or later");
   s.nccl_version = "2.17";
   EXPECT_EQ(knob_refusal(s), "");
+  Scenario nvls;
+  nvls.nccl_version = "2.16";
+  nvls.nccl_nvls_enable = "0";
+  EXPECT_NE(knob_refusal(nvls).find("NCCL_NVLS_ENABLE=0: NCCL 2.16 does not read NCCL_NVLS_ENABLE (it came with "
+                                    "NCCL 2.17)"),
+            std::string::npos);
 }
 
 }  // namespace
