@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -40,8 +41,7 @@ std::string mib_text(const nlohmann::ordered_json& v) {
   // A whole number as it is (1073741824, not 1.07374e+09); below 16 KiB also the bytes DDP caps
   // at (int(bucket_cap_mb * 1024 * 1024)).
   if (mib == std::floor(mib) && std::abs(mib) < 1e15) return fmt::format("{:.0f}", mib);
-  if (mib > 0 && mib < 1.0 / 64)
-    return fmt::format("{:.6g} ({} B)", mib, static_cast<std::int64_t>(mib * 1048576.0));
+  if (mib > 0 && mib < 1.0 / 64) return fmt::format("{:.6g} ({} B)", mib, static_cast<std::int64_t>(mib * 1048576.0));
   return fmt::format("{:.6g}", mib);
 }
 
@@ -118,6 +118,24 @@ namespace {
 // "true" is 0 there, the knob left off, so it is refused rather than read as gradsync's files read
 // it.
 nlohmann::ordered_json nccl_text_value(const ScenarioKey& k, std::string_view text) {
+  if (k.kind == KeyKind::kSwitch || k.kind == KeyKind::kCount) {
+    // NCCL_PARAM reads integers with strtoll(str, NULL, 0) (src/misc/param.cc): 0x16 is hex and a
+    // leading 0 octal (010 is 8), and it stops at the first character it cannot read ("08" is 0).
+    // The value is taken as NCCL reads it; text NCCL reads only a prefix of is refused, saying so.
+    const std::string t(trim_blanks(text));
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(t.c_str(), &end, 0);
+    if (!t.empty() && end != t.c_str() && errno == 0) {
+      if (*end != '\0') {
+        throw ConfigError(fmt::format(
+            "NCCL reads \"{}\" as {} (strtoll with base 0 stops at \"{}\"; a leading 0 is octal, 0x hex); write {} "
+            "if that is meant",
+            t, v, end, v));
+      }
+      return parse_key_value(k, std::to_string(v));
+    }
+  }
   if (k.kind == KeyKind::kSwitch) {
     const std::string t = ascii_lower(text);
     if (t == "true" || t == "yes" || t == "on") {

@@ -249,6 +249,16 @@ TEST(Cli, CtaBoundsAlsoBoundTheRingChannels) {
   EXPECT_EQ(rings({"--nccl-from-env"}), 32);  // the larger minimum
   ::unsetenv("NCCL_MIN_CTAS");
   ::unsetenv("NCCL_MIN_NCHANNELS");
+  // NCCL_PARAM's strtoll(str, NULL, 0): a leading 0 is octal, 0x hex.
+  EXPECT_EQ(rings({"--nccl", "NCCL_MAX_NCHANNELS=010"}), 8);
+  ::setenv("NCCL_MAX_NCHANNELS", "0x6", 1);
+  EXPECT_EQ(rings({"--nccl-from-env"}), 6);
+  ::unsetenv("NCCL_MAX_NCHANNELS");
+  // Text NCCL reads only a prefix of is refused, saying what NCCL would read.
+  const Result prefix = run({"collectives", "--topology", "dgx-a100", "--nccl", "NCCL_MAX_NCHANNELS=08"});
+  EXPECT_EQ(prefix.code, 2);
+  EXPECT_NE(prefix.err.find("NCCL reads \"08\" as 0 (strtoll with base 0 stops at \"8\""), std::string::npos)
+      << prefix.err;
 }
 
 // A malformed model or topology file named by a flag is a bad input file (exit 1), as README's exit
