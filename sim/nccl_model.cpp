@@ -395,7 +395,7 @@ CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels
         if (t < best.predicted_s) best = {a, p, t, m.bus * 1e9, alg * 1e9, lat * 1e-6, 0};
       }
     }
-    if (!std::isfinite(best.predicted_s) && (req.strict || pass == 1)) {
+    if (!std::isfinite(best.predicted_s) && ((req.strict && !req.ring_backup) || pass == 1)) {
       std::vector<std::string> set;
       if (!req.algorithms.empty()) set.push_back(fmt::format("NCCL_ALGO={}", req.algorithms));
       if (!req.protocols.empty()) set.push_back(fmt::format("NCCL_PROTO={}", req.protocols));
@@ -404,6 +404,13 @@ CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels
         set.push_back(req.nvls ? fmt::format("NCCL {} (no NVLSTree before 2.18)", req.release)
                                : fmt::format("NCCL {} (no NVLS before 2.17, no NVLSTree before 2.18)", req.release));
       const std::string asked = fmt::format("{}", fmt::join(set, " "));
+      if (c != Collective::kAllreduce && !req.algorithms.empty() && !nccl_list_allows(req.algorithms, "ring")) {
+        throw ConfigError(fmt::format(
+            "{}: {} over {} GPU{} runs on the ring only (tree, nvls and nvlstree serve allreduce), which NCCL_ALGO "
+            "leaves out; NCCL fails such a call (\"no algorithm/protocol available\"), except 2.19-2.23, which run "
+            "the ring as a backup (--nccl-version 2.23)",
+            asked, collective_name(c), k, k == 1 ? "" : "s"));
+      }
       throw ConfigError(fmt::format(
           "{}: {} over {} GPU{} on {} node{} has no algorithm and protocol left that gradsync models (tree: "
           "allreduce across nodes; NCCL also runs it inside one node, as a chain, which gradsync does not model "

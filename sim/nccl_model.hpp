@@ -79,6 +79,10 @@ struct CollectiveRequest {
   // strict: an algorithm list that leaves a collective nothing to run with is an error; not
   // strict, such collectives use the ring (a step's allgathers and broadcasts under NCCL_ALGO=tree).
   bool strict = true;
+  // ring_backup: NCCL 2.19-2.23 run the ring (with the protocols allowed) for a collective NCCL_ALGO
+  // leaves nothing for, even when strict (tuning.cc ringbdw, enqueue.cc backupAlgo); earlier and
+  // later releases fail the call ("no algorithm/protocol available").
+  bool ring_backup = false;
   // only: a request allowing one algorithm and/or protocol.
   static CollectiveRequest only(std::optional<Algorithm> a, std::optional<Protocol> p);
 };

@@ -90,6 +90,7 @@ NcclSettings nccl_settings(const Scenario& s) {
   }
   n.transport.ib_disable = s.nccl_ib_disable;
   n.request.nccl = n.transport.nccl;
+  n.request.ring_backup = n.transport.nccl.at_least(2, 19) && !n.transport.nccl.at_least(2, 24);
   refuse_knobs_unread(s, n.transport.nccl);
   // NCCL releases before NVLS (2.17) and NVLSTree (2.18) run neither, whatever the hardware.
   if (!n.transport.nccl.at_least(2, 18)) {

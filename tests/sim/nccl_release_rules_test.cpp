@@ -94,6 +94,26 @@ TEST(NcclRelease, AnH100NodeRunsLl128FromNccl215) {
   EXPECT_GT(ll128_new, 0);
 }
 
+// NCCL_ALGO=tree leaves a broadcast nothing: NCCL 2.19-2.23 run it on the ring (their ring
+// backup), 2.18 and 2.24 on fail it, and so does `collectives`.
+TEST(NcclRelease, OnlyNccl219To223RunTheRingForACollectiveNcclAlgoLeavesNothing) {
+  const Topology topo = load_topology("dgx-a100");
+  const Routes routes(topo);
+  const Channels ch = build_channels(topo, routes, rules_ranks(8));
+  Scenario s;
+  s.nccl_algo = "tree";
+  for (const char* v : {"2.19", "2.23"}) {
+    s.nccl_version = v;
+    EXPECT_EQ(choose_collective(Collective::kBroadcast, kRulesMiB, ch, nccl_settings(s).request).algorithm,
+              Algorithm::kRing)
+        << v;
+  }
+  for (const char* v : {"2.18", "2.24", "2.28"}) {
+    s.nccl_version = v;
+    EXPECT_THROW(choose_collective(Collective::kBroadcast, kRulesMiB, ch, nccl_settings(s).request), ConfigError) << v;
+  }
+}
+
 std::string knob_refusal(const Scenario& s) {
   try {
     (void)nccl_settings(s);
