@@ -5,6 +5,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
 #include <vector>
 
 #include "core/error.hpp"
@@ -81,11 +84,30 @@ std::string canonical_nccl_level(std::string_view text) {
   static constexpr std::string_view kLevels[] = {"LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS"};
   for (std::string_view l : kLevels)
     if (t == l) return t;
-  // NCCL's integers keep their old meaning (paths.cc levelsOldToNew): 0 LOC, 1 PIX, 2 PXB, 3 PHB, 4+ SYS.
+  // NCCL's integers keep their old meaning (paths.cc ncclGetLevel, levelsOldToNew, 2.7 on): text that
+  // starts with a digit is read with strtol(str, NULL, 0) (010 is 8, 0x2 is 2) and clamped to the
+  // table's last entry: 0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 and above SYS.
   static constexpr std::string_view kOld[] = {"LOC", "PIX", "PXB", "PHB", "SYS", "SYS"};
-  if (t.size() == 1 && t[0] >= '0' && t[0] <= '5') return std::string(kOld[t[0] - '0']);
+  if (!t.empty() && t[0] >= '0' && t[0] <= '9') {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(t.c_str(), &end, 0);
+    if (*end != '\0')
+      throw ConfigError(fmt::format(
+          "NCCL reads \"{}\" as {} (strtol with base 0 stops at \"{}\"; a leading 0 is octal, 0x hex); write {} if "
+          "that is meant",
+          t, v, end, v));
+    // NCCL stores strtol's long in an int: beyond INT_MAX the level it indexes is undefined.
+    if (errno == ERANGE || v > std::numeric_limits<int>::max())
+      throw ConfigError(
+          fmt::format("{} is out of NCCL's range: it keeps the old level in an int (at most {}); "
+                      "expected 0-5 (4 and above are SYS)",
+                      t, std::numeric_limits<int>::max()));
+    return std::string(kOld[std::min<long long>(v, 5)]);
+  }
   throw ConfigError(
-      "expected LOC, NVL, NVB, PIX, PXB, PHB or SYS (NCCL compares them in upper case) or NCCL's old integers 0-5");
+      "expected LOC, NVL, NVB, PIX, PXB, PHB or SYS (NCCL compares them in upper case) or NCCL's old integers (0 LOC, "
+      "1 PIX, 2 PXB, 3 PHB, 4 and above SYS)");
 }
 
 std::string canonical_nccl_nvls(std::string_view text) {

@@ -7,6 +7,7 @@
 //   canonical_nccl_list("Ring,TREE", kNcclAlgorithms)  == "ring,tree"
 //   canonical_nccl_list("^NVLS", kNcclAlgorithms)      == "^nvls"
 //   canonical_nccl_level("2")                          == "PXB"   // NCCL's old numbering
+//   canonical_nccl_level("7")                          == "SYS"   // clamped, as NCCL does
 #pragma once
 
 #include <span>
@@ -29,8 +30,9 @@ std::string canonical_nccl_list(std::string_view text, std::span<const std::stri
 bool nccl_list_allows(std::string_view list, std::string_view name);
 
 // canonical_nccl_level: a path level as NCCL_P2P_LEVEL takes it: LOC, NVL, NVB, PIX, PXB, PHB,
-// SYS (NCCL compares them as written: upper case) or NCCL's old integers 0-5 (0 LOC, 1 PIX, 2 PXB,
-// 3 PHB, 4 and 5 SYS). ConfigError otherwise.
+// SYS (NCCL compares them as written: upper case) or NCCL's old integers, read as strtol with base
+// 0 reads them (0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 and above SYS; 010 is 8). ConfigError otherwise, and
+// for text NCCL reads only a prefix of ("08", "4x") or beyond an int.
 std::string canonical_nccl_level(std::string_view text);
 
 // canonical_nccl_nvls: NCCL_NVLS_ENABLE: 0 (off), 1 (on where the hardware has it), 2 (auto).

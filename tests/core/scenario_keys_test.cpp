@@ -122,6 +122,16 @@ TEST(ScenarioKeys, ChoicesSwitchesNamesAndHooks) {
   EXPECT_EQ(parse_key_value(scenario_key("NCCL_P2P_LEVEL"), "2"), json("PXB"));  // NCCL's old numbering
   EXPECT_EQ(parse_key_value(scenario_key("NCCL_P2P_LEVEL"), "SYS"), json("SYS"));
   EXPECT_NE(error_of(scenario_key("NCCL_P2P_LEVEL"), "sys"), "");  // NCCL compares in upper case
+  // Old integers as ncclGetLevel reads them: strtol base 0, clamped to SYS above 4.
+  EXPECT_EQ(parse_key_value(scenario_key("NCCL_P2P_LEVEL"), "5"), json("SYS"));
+  EXPECT_EQ(parse_key_value(scenario_key("NCCL_P2P_LEVEL"), "9"), json("SYS"));
+  EXPECT_EQ(parse_key_value(scenario_key("NCCL_P2P_LEVEL"), "0x3"), json("PHB"));
+  EXPECT_EQ(parse_key_value(scenario_key("NCCL_P2P_LEVEL"), "01"), json("PIX"));
+  EXPECT_EQ(parse_key_value(scenario_key("NCCL_NET_GDR_LEVEL"), "12"), json("SYS"));
+  EXPECT_NE(error_of(scenario_key("NCCL_P2P_LEVEL"), "08").find("NCCL reads \"08\" as 0"), std::string::npos);
+  EXPECT_NE(error_of(scenario_key("NCCL_P2P_LEVEL"), "4x").find("stops at \"x\""), std::string::npos);
+  EXPECT_NE(error_of(scenario_key("NCCL_P2P_LEVEL"), "3000000000").find("out of NCCL's range"), std::string::npos);
+  EXPECT_NE(error_of(scenario_key("NCCL_P2P_LEVEL"), "-1"), "");  // not a digit first: not a level
   EXPECT_EQ(parse_key_value(scenario_key("NCCL_P2P_DISABLE"), "1"), json(true));
   EXPECT_EQ(parse_key_value(scenario_key("nccl_p2p_disable"), "0"), json(false));  // any case
   EXPECT_EQ(error_of(scenario_key("NCCL_MAX_NCHANNELS"), "65"), "expected an integer from 1 to 64");
