@@ -228,9 +228,17 @@ void SweepTableReporter::finish() {
     return s.empty() ? std::string("-") : fmt::format("{:.3f}", std::stod(s) * 1e3);
   };
   std::vector<std::string> oom;
-  for (const CsvRow& row : rows_) {
+  for (const SweepRecord& record : records_) {
+    const CsvRow& row = record.row;
     std::vector<std::string> cells{row[0]};
-    for (const std::string& v : varied) cells.push_back(row[col(v)]);
+    // A varied value the point resolved (nccl_version auto: the release its PyTorch bundles) shows
+    // both: "auto (2.28)"; summary.csv keeps the resolved value, result.json the request.
+    for (const std::string& v : varied) {
+      const auto asked = record.requested.find(v);
+      cells.push_back(asked == record.requested.end() || row[col(v)].empty()
+                          ? row[col(v)]
+                          : fmt::format("{} ({})", value_text(*asked), row[col(v)]));
+    }
     // A point that does not fit the GPU's memory has times (what it would take if it fit) but no
     // throughput to rank: the table shows none, summary.csv keeps them beside status oom.
     const bool fits = row[col("status")] != "oom";
@@ -249,8 +257,8 @@ void SweepTableReporter::finish() {
   }
   table.print(out_, sweep_header_lines(ctx_));
   // efficiency's baseline, which is one GPU only where the sweep has a one-GPU point.
-  if (std::any_of(rows_.begin(), rows_.end(),
-                  [&](const CsvRow& row) { return !row[col("scaling_efficiency_frac")].empty(); }))
+  if (std::any_of(records_.begin(), records_.end(),
+                  [&](const SweepRecord& r) { return !r.row[col("scaling_efficiency_frac")].empty(); }))
     out_ << "# efficiency: samples/s per GPU against the point with the fewest GPUs among those that differ only in "
             "gpus (same strategy): against one GPU only where the sweep has a one-GPU point\n";
   if (!oom.empty())

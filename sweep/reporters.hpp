@@ -106,13 +106,13 @@ class SweepHtmlReporter : public SweepReporter {
 class SweepTableReporter : public SweepReporter {
  public:
   SweepTableReporter(std::ostream& out, std::string folder) : out_(out), folder_(std::move(folder)) {}
-  void add(const SweepRecord& r) override { rows_.push_back(r.row); }
+  void add(const SweepRecord& r) override { records_.push_back(r); }
   void finish() override;
 
  private:
   std::ostream& out_;
   std::string folder_;
-  std::vector<CsvRow> rows_;
+  std::vector<SweepRecord> records_;
 };
 
 // sweep_header_lines: the `#` lines above the table and in the HTML report.

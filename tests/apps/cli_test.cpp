@@ -379,6 +379,23 @@ TEST(Cli, ASweepsFileKeyThatFailsEveryPointNamesItsLine) {
   std::remove(file.c_str());
 }
 
+// A varied value that resolves per point (nccl_version auto: the release PyTorch bundles) shows the
+// request and what it resolved to; summary.csv keeps the resolved value.
+TEST(Cli, ASweepsTableShowsAnAutoValueAndWhatItResolvedTo) {
+  const std::string out = ::testing::TempDir() + "/gradsync-cli-sweep-auto";
+  std::filesystem::remove_all(out);
+  const Result r = run_printed({"sweep", "--model", "resnet18", "--gpus", "2", "--iterations", "2", "--warmup", "1",
+                                "--pytorch-version", "2.5", "--vary", "nccl_version=auto,2.18", "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("auto (2.21)"), std::string::npos) << r.out;  // PyTorch 2.5 bundles NCCL 2.21
+  EXPECT_EQ(r.out.find("2.18 ("), std::string::npos) << r.out;       // asked as it resolved: shown once
+  std::ifstream csv(out + "/summary.csv");
+  const std::string text((std::istreambuf_iterator<char>(csv)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(",2.5,2.21,"), std::string::npos) << text;  // pytorch_version, nccl_version
+  EXPECT_EQ(text.find(",2.5,auto,"), std::string::npos) << text;
+  std::filesystem::remove_all(out);
+}
+
 // A topology file named in a scenario file is found beside it, wherever the command runs.
 TEST(Cli, AScenarioFilesTopologyIsFoundBesideIt) {
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "gradsync-cli-beside";
