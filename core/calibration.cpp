@@ -97,7 +97,9 @@ std::string quoted(const std::string& s) {
 void write_table(std::string& out, const std::string& indent, const CalibrationTable& t, const char* unit) {
   out += indent + "points:  # [" + unit + ", seconds]\n";
   for (const auto& [s, sec] : t.points) out += fmt::format("{}  - [{}, {}]\n", indent, s, sec);
-  out += indent + "segments:  # fitted: time = latency_s + size / rate between from and to\n";
+  // latency_s is the segment's line at size 0: negative where the time grows faster than the size
+  // between two points (a cache left behind); the line is used only between from and to.
+  out += indent + "segments:  # fitted: time = latency_s + size / rate between from and to (only there)\n";
   for (const auto& g : t.segments())
     out += fmt::format("{}  - {{from: {}, to: {}, latency_s: {:.6g}, rate: {:.6g}}}\n", indent, g.from, g.to,
                        g.latency_s, g.rate);
