@@ -184,6 +184,11 @@ void bench_command(const BenchArgs& a) {
                     "and validate",
                     s.fidelity));
   }
+  // The GPUs' spread is a prediction's: bench runs on GPUs as they are.
+  if (s.gpu_spread_pct != Scenario{}.gpu_spread_pct) {
+    throw UsageError(fmt::format(
+        "--gpu-spread-pct {}: bench measures the GPUs as they are; the spread is for simulate", s.gpu_spread_pct));
+  }
   real::Runtime rt(a.launch);
   std::optional<OutputFolder> out;  // the root writes the outputs
   if (!open_out(out, a.out, rt)) return;

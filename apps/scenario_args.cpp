@@ -20,6 +20,7 @@
 #include "core/nccl_release.hpp"
 #include "core/scenario_keys.hpp"
 #include "core/text.hpp"
+#include "models/gpu_spread.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
 #include "models/scenario_basics.hpp"
@@ -355,6 +356,9 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       "simulated {} iteration{}; steady = mean of iterations {}..{}{}{}", s.iterations, s.iterations == 1 ? "" : "s",
       s.warmup + 1, s.iterations, ddp ? "; DDP times on rank 0" : "",
       dp ? fmt::format("{} DP times of the whole process (all GPUs on one timeline)", ddp ? "," : ";") : ""));
+  // GPUs are not alike: a synchronous step runs at its slowest GPU's pace (models/gpu_spread.hpp).
+  if (const std::string slow = slowest_gpu_text(s, r.gpus); !slow.empty())
+    h.push_back(slow + ": GPUs of one model differ, and every step waits for its slowest (README: GPUs are not alike)");
   if (s.warmup == 0) {
     h.push_back(fmt::format(
         "the steady mean includes iteration 1, which is not a steady step: DDP's first iteration reduces one "

@@ -62,6 +62,7 @@ struct Scenario {
   int warmup = 3;                         // leading steps left out of the steady-state mean
   std::string fidelity = "auto";          // step, aggregate, auto (sim/collective_run.hpp)
   std::string calibration;                // calibration.yaml of `gradsync calibrate`; empty: the roofline model
+  std::string gpu_spread_pct = "1.5";     // GPUs' spread in percent (models/gpu_spread.hpp kGpuSpread)
   // NCCL's knobs under NCCL's names (core/nccl_knobs.hpp); empty, 0 or false: unset, NCCL's default.
   std::string nccl_algo;           // NCCL_ALGO: ring, tree, nvls, nvlstree as a list, ^ to exclude
   std::string nccl_proto;          // NCCL_PROTO: ll, ll128, simple as a list, ^ to exclude

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -46,6 +48,18 @@ std::string check_comm_hook(std::string_view text) {
 std::string canonical_algos(std::string_view text) { return canonical_nccl_list(text, kNcclAlgorithms); }
 std::string canonical_protos(std::string_view text) { return canonical_nccl_list(text, kNcclProtocols); }
 std::string canonical_level(std::string_view text) { return canonical_nccl_level(text); }
+
+// canonical_gpu_spread: a percentage from 0 to 20 (the paper's worst cluster spread 22% from
+// fastest to slowest GPU is far below a 20% standard deviation), written as {:g} writes it.
+std::string canonical_gpu_spread(std::string_view text) {
+  const std::string t(trim_blanks(text));
+  char* end = nullptr;
+  const double v = t.empty() ? 0.0 : std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v) || v < 0 || v > 20)
+    throw ConfigError(
+        "expected a percentage from 0 to 20 (1.5: one GPU's compute rate varies by 1.5% about the median)");
+  return fmt::format("{:g}", v);
+}
 
 // kMaxNcclChannels: NCCL's MAXCHANNELS (64 since 2.25).
 constexpr std::int64_t kMaxNcclChannels = 64;
@@ -370,6 +384,17 @@ std::vector<ScenarioKey> make_scenario_table() {
        .kind = KeyKind::kName,
        .field = &S::calibration,
        .engine_default = true},
+      {.name = "gpu_spread_pct",
+       .flag = "--gpu-spread-pct",
+       .value_name = "PCT",
+       .help = "How unalike the job's GPUs run, in percent: the standard deviation of one GPU's sustained compute "
+               "rate about its model's median (power management and manufacturing variation; Sinha et al., SC22). "
+               "A synchronous step waits for the slowest GPU, so N GPUs run SM-bound kernels at the pace of the "
+               "slowest of N; 0: alike. Not applied with a calibration, whose times were measured",
+       .default_text = "1.5",
+       .kind = KeyKind::kSpec,
+       .field = &S::gpu_spread_pct,
+       .canonical = canonical_gpu_spread},
       // NCCL's knobs, as NCCL's environment variables (NCCL 2.27 src/init.cc, src/graph/*.cc):
       // `--nccl NAME=VALUE`, the same names in a scenario file, as CSV columns and with --vary.
       {.name = "NCCL_ALGO",

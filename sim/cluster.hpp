@@ -91,6 +91,10 @@ struct SimOptions {
   // world_channels: NCCL's channels over every rank as build_channels finds them (before
   // NCCL_MIN/MAX_NCHANNELS), when the caller found them already (mirror_plan): not searched again.
   std::shared_ptr<const Channels> world_channels;
+  // slowest_gpu: how much longer every device's SM-bound kernels take (ComputeLoad::sm_s) than the
+  // cost model's median GPU: the pace of the slowest GPU of a synchronous job
+  // (models/gpu_spread.hpp slowest_gpu_factor). DRAM-bound kernels and host time keep theirs.
+  double slowest_gpu = 1.0;
 };
 
 // CollectiveRecord: one collective as it ran: first member's start to last member's end.

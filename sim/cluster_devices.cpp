@@ -76,6 +76,21 @@ struct Queued {
   LaunchWindow window{};
 };
 
+// on_slowest: `op` on a GPU whose SM-bound kernels take `factor` as long (SimOptions::slowest_gpu):
+// its GPU time and load grow by (factor - 1) x load.sm_s; a time that was the longer of GPU and
+// host time stays so, any other grows by as much.
+ComputeOp on_slowest(ComputeOp op, double factor) {
+  if (factor == 1.0 || op.load.sm_s <= 0) return op;
+  const double extra = op.load.sm_s * (factor - 1.0);
+  const bool longer_of_two = op.load.gpu_s > 0 && op.host_s > 0 &&
+                             std::abs(op.time_s - std::max(op.load.gpu_s, op.host_s)) <= 1e-9 * op.time_s;
+  op.load.gpu_s += extra;
+  op.load.sm_s *= factor;
+  op.load.sm_held_s *= factor;
+  op.time_s = longer_of_two ? std::max(op.load.gpu_s, op.host_s) : op.time_s + extra;
+  return op;
+}
+
 Queued queued(const ComputeOp& op) {
   const double gpu = op.load.gpu_s;
   if (gpu > 0 && op.host_s > 0 && std::abs(op.time_s - std::max(gpu, op.host_s)) <= 1e-9 * op.time_s)
@@ -96,7 +111,8 @@ WorkPtr SimCluster::Impl::Dev::push_compute(double gpu, LaunchWindow window, con
   return w;
 }
 
-WorkPtr SimCluster::Impl::Dev::compute(const ComputeOp& op, gradsync::Stream s) {
+WorkPtr SimCluster::Impl::Dev::compute(const ComputeOp& given, gradsync::Stream s) {
+  const ComputeOp op = on_slowest(given, impl->opts.slowest_gpu);
   const Queued q = queued(op);
   return push_compute(q.gpu, q.window, op, s);
 }
@@ -114,7 +130,7 @@ WorkPtr SimCluster::Impl::Dev::compute_run(const std::vector<ComputeOp>& ops, co
   double host = 0, tail = -std::numeric_limits<double>::infinity(), gpu = 0;
   LaunchWindow first{};
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    const ComputeOp& op = ops[i];
+    const ComputeOp op = on_slowest(ops[i], impl->opts.slowest_gpu);
     const Queued q = queued(op);
     if (i == 0) first = q.window;
     const double start = std::max(tail, host + q.window.first_issue);

@@ -1,6 +1,8 @@
 // simulate.cpp: scenario -> StepModel, costs and cluster -> DpStep / DdpStep on SimGrid -> metrics.
 #include "sim/simulate.hpp"
 
+#include "models/gpu_spread.hpp"
+
 #include <simgrid/s4u.hpp>
 
 #include <fmt/format.h>
@@ -105,6 +107,9 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid,
   so.mirrors = mirrors;
   so.world_channels = std::move(channels);
   if (r.calibration) so.calibration = &*r.calibration;
+  // The step waits for its slowest GPU (models/gpu_spread.hpp); a calibration's times are the
+  // measured GPUs' own.
+  if (!r.calibration) so.slowest_gpu = slowest_gpu_factor(r.gpus, gpu_spread(s));
   SimCluster cluster(r.topo, routes, r.gpus, so);
 
   ComputeContext ctx = context_of(r);

@@ -185,6 +185,7 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"nccl_version", "2.21"},
                                                    {"fidelity", "step"},
                                                    {"calibration", "c.yaml"},
+                                                   {"gpu_spread_pct", "2.5"},
                                                    {"NCCL_ALGO", "tree"},
                                                    {"NCCL_PROTO", "ll128"},
                                                    {"NCCL_P2P_DISABLE", "1"},

@@ -4,6 +4,7 @@
 #include <simgrid/s4u/Engine.hpp>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -208,6 +209,45 @@ TEST(ComputeRun, EndsWhereTheOpsOneByOneEnd) {
   EXPECT_NEAR(sum, 12.75e-3, 1e-12);
   EXPECT_NEAR(one_by_one_end, 0.1e-3 + 12.75e-3, 1e-12);
   EXPECT_NEAR(host_done[1], host_done[0], 1e-12);
+}
+
+// The slowest of the job's GPUs (SimOptions::slowest_gpu): its SM-bound kernels take that much
+// longer, DRAM-bound ones and the host's time do not, and an op without a load (a measured time)
+// keeps its time.
+TEST(SlowestGpu, StretchesOnlyTheSmBoundPartOfAKernel) {
+  auto engine = create_engine();
+  const Topology topo = read_topology_dot(kPair, "pair.dot");
+  const Routes routes(topo);
+  SimOptions so;
+  so.slowest_gpu = 1.1;
+  SimCluster cluster(topo, routes, 2, so);
+  for (int r = 0; r < 2; ++r) {
+    Device* dev = &cluster.device(r);
+    cluster.spawn(r, [dev] {
+      ComputeLoad mixed;  // 4 ms SM-bound, 6 ms DRAM-bound
+      mixed.gpu_s = 10e-3;
+      mixed.sm_s = 4e-3;
+      mixed.sm_held_s = 4e-3;
+      mixed.hbm_s = 6e-3;
+      mixed.hbm_demand = 0.8;
+      dev->compute({"mixed", OpKind::kConv, 0, 0, 1, 10e-3, 0, -1, mixed});
+      ComputeLoad light;  // host-bound: 5 ms of GPU under 12 ms of launches
+      light.gpu_s = 5e-3;
+      light.sm_s = 5e-3;
+      light.sm_held_s = 5e-3;
+      dev->compute({"hostbound", OpKind::kMatmul, 0, 0, 100, 12e-3, 12e-3, -1, light});
+      dev->compute({"measured", OpKind::kConv, 0, 0, 1, 3e-3, 0, -1, {}});
+      dev->synchronize();
+    });
+  }
+  cluster.run();
+  std::map<std::string, double> took;
+  for (const TraceEvent& e : cluster.trace().events)
+    if (e.rank == 0) took[e.name] = e.duration_s();
+  EXPECT_NEAR(took.at("mixed"), 10e-3 + 0.1 * 4e-3, 1e-12);  // 10.4 ms
+  EXPECT_NEAR(took.at("measured"), 3e-3, 1e-12);
+  // 5.5 ms of GPU work still fits under the host's 12 ms: the op ends with its last launch.
+  EXPECT_LE(took.at("hostbound"), 12e-3 + 1e-12);
 }
 
 }  // namespace
