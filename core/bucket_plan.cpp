@@ -132,10 +132,9 @@ BucketPlan rebuilt_buckets(const StepModel& model, const std::vector<std::size_t
 }
 
 std::vector<std::size_t> rebuild_order(const StepModel& model) {
-  std::vector<std::size_t> order;
+  std::vector<std::size_t> order = ready_order(model);
   for (std::size_t p : model.trainable())
     if (model.params[p].unused) order.push_back(p);
-  for (std::size_t p : ready_order(model)) order.push_back(p);
   return order;
 }
 

@@ -110,9 +110,9 @@ struct BucketSchedule {
   }
 };
 
-// rebuild_order: the order the Reducer records in the backward it rebuilds from: parameters
-// that get no gradient (marked ready when the first hook fires, static graph only) and then
-// ready_order(model).
+// rebuild_order: the order the Reducer records in the backward it rebuilds from:
+// ready_order(model), then the parameters that get no gradient (static graph only) in
+// registration order, which the end-of-backward callback pushes (c10d reducer.cpp).
 std::vector<std::size_t> rebuild_order(const StepModel& model);
 
 // bucket_schedule plans every iteration of `model` under `opts`.

@@ -80,10 +80,9 @@ void Reducer::autograd_hook(std::size_t p) {
   }
   if (!marked_unused_) {
     marked_unused_ = true;
-    for (std::size_t u : unused_) {
-      if (should_rebuild()) recorded_.push_back(u);
-      mark_variable_ready(u);
-    }
+    // Marked ready, not recorded for the rebuild: autograd_hook pushes only the parameter it was
+    // called for (backward_done records these).
+    for (std::size_t u : unused_) mark_variable_ready(u);
   }
   if (should_rebuild()) recorded_.push_back(p);
   mark_variable_ready(p);
@@ -195,6 +194,12 @@ void Reducer::backward_done() {
     }
   }
   if (finalize_queued_) {
+    // mark_variable_ready's queued callback: with a static graph the parameters that got no
+    // gradient join the rebuild order last, in registration order (c10d reducer.cpp:
+    // "static_graph_after_first_iteration() && should_rebuild_buckets()": push_rebuilt_params for
+    // each of unused_parameters_, which delay_all_reduce lists by index).
+    if (opts_.buckets.static_graph && should_rebuild())
+      for (std::size_t u : unused_) recorded_.push_back(u);
     finalize();
   }
   armed_ = false;
