@@ -238,6 +238,15 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
     if (p["dtype"]) param.dtype = r.dtype(p["dtype"], where);
     if (p["requires_grad"]) param.requires_grad = r.boolean(p["requires_grad"], where, "requires_grad");
     if (p["sparse_grad"]) param.sparse_grad = r.boolean(p["sparse_grad"], where, "sparse_grad");
+    // PyTorch: "Only Tensors of floating point and complex dtype can require gradients".
+    const bool floating = param.dtype == DType::kFloat32 || param.dtype == DType::kFloat16 ||
+                          param.dtype == DType::kBFloat16 || param.dtype == DType::kFloat64;
+    if (param.requires_grad && !floating) {
+      r.fail(p["dtype"], where,
+             fmt::format("dtype {} cannot require gradients (PyTorch: only floating point and complex tensors "
+                         "can); expected requires_grad: false, or a floating-point dtype",
+                         dtype_name(param.dtype)));
+    }
     if (!param_index.emplace(param.name, i).second) {
       r.fail(p["name"], where,
              fmt::format("duplicate parameter name \"{}\" (first at parameters[{}])", param.name,
@@ -409,7 +418,13 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
     // At the defaults' line (the sizes it was checked at); the message names the field.
     r.fail(defaults, "defaults", e.what());
   }
-  if (const YAML::Node measured = root["measured"]) read_measured_section(r, measured, m);
+  if (const YAML::Node measured = root["measured"]) {
+    read_measured_section(r, measured, m);
+    // A measured model runs at the batch (and sequence length) it was measured at unless a run
+    // asks for others: its defaults block is the model's it was imported into.
+    m.default_batch = m.measured->batch;
+    if (m.measured->seq_len) m.default_seq_len = m.measured->seq_len;
+  }
   return m;
 }
 

@@ -250,10 +250,23 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
   try {
     root = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
+    // nlohmann's byte is 1-based, one past the end at end of input: the line and column of it,
+    // and what the parser read there ("syntax error while parsing value - invalid literal; last
+    // read: 'NaN'").
+    const std::size_t at = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    const std::string_view before = text.substr(0, at);
+    const std::size_t line = 1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+    const std::size_t newline = before.rfind('\n');
+    const std::size_t column = at - (newline == std::string_view::npos ? 0 : newline + 1) + 1;
+    std::string_view what = e.what();
+    if (const auto tag = what.find("] "); what.rfind("[json.exception.", 0) == 0 && tag != std::string_view::npos)
+      what.remove_prefix(tag + 2);
+    if (const auto parse = what.find(": "); what.rfind("parse error at", 0) == 0 && parse != std::string_view::npos)
+      what.remove_prefix(parse + 2);
     throw DataError(
-        fmt::format("{}: not JSON (byte {}): expected the Chrome trace of torch.profiler's "
+        fmt::format("{}:{}:{}: not JSON{}: {}; expected the Chrome trace of torch.profiler's "
                     "export_chrome_trace",
-                    origin, e.byte));
+                    origin, line, column, e.byte >= text.size() ? " (the file ends early: truncated?)" : "", what));
   } catch (const json::exception& e) {  // a number out of range ("number overflow parsing '1e400'")
     std::string_view what = e.what();
     if (const auto tag = what.find("] "); what.rfind("[json.exception.", 0) == 0 && tag != std::string_view::npos)

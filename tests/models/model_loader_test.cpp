@@ -138,6 +138,17 @@ TEST(ModelLoader, UnknownDtype) {
             "float64, int64, int32, int8, uint8 or bool");
 }
 
+// An integer tensor cannot require gradients in PyTorch; a frozen one (requires_grad: false) loads.
+TEST(ModelLoader, AnIntegerParameterThatTrainsIsRefused) {
+  EXPECT_EQ(error_of(replace(kGood, "{name: fc.bias, shape: [10]}", "{name: fc.bias, shape: [10], dtype: int64}")),
+            "bad.yaml:9: parameters[2] \"fc.bias\": dtype int64 cannot require gradients (PyTorch: only floating "
+            "point and complex tensors can); expected requires_grad: false, or a floating-point dtype");
+  const Model m = parse_model(replace(kGood, "{name: fc.bias, shape: [10]}",
+                                      "{name: fc.bias, shape: [10], dtype: int64, requires_grad: false}"),
+                              "frozen.yaml");
+  EXPECT_FALSE(m.parameters[2].requires_grad);
+}
+
 TEST(ModelLoader, SequenceLengthWithoutDefault) {
   EXPECT_EQ(error_of(replace(kGood, "defaults: {batch: 4, seq_len: 8}", "defaults: {batch: 4}")),
             "bad.yaml:4: input: \"8*T\" uses T but defaults has no seq_len");

@@ -111,8 +111,16 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
   for (const char* empty : {"", " \n"})
     EXPECT_EQ(message(empty),
               "t.json: the file is empty: expected the Chrome trace of torch.profiler's export_chrome_trace");
+  // Located by line and column, with what the parser read there; a file that stops says so.
   EXPECT_EQ(message("{\"traceEvents\": ["),
-            "t.json: not JSON (byte 18): expected the Chrome trace of torch.profiler's export_chrome_trace");
+            "t.json:1:18: not JSON (the file ends early: truncated?): syntax error while parsing value - unexpected "
+            "end of input; expected '[', '{', or a literal; expected the Chrome trace of torch.profiler's "
+            "export_chrome_trace");
+  EXPECT_EQ(message("{\n \"traceEvents\": [\n  NaN ]}")
+                .rfind("t.json:3:3: not JSON: syntax error while parsing value "
+                       "- invalid literal; last read:",
+                       0),
+            0u);
   EXPECT_NE(message("[{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 1, \"dur\": 1}]").find("no ProfilerStep#N"),
             std::string::npos);
   EXPECT_NE(message("{\"traceEvents\": 3}").find("no \"traceEvents\" list"), std::string::npos);
@@ -250,6 +258,9 @@ TEST(TraceImport, MeasuredModelCostsAreTheMeasurement) {
   const Model m = parse_model(imported_model_text(ms, opts), "imported.yaml");
   ASSERT_TRUE(m.measured.has_value());
   EXPECT_EQ(m.measured->batch, 16);
+  // The measured batch is the model's default (resnet18's own is 32): models show, compare and
+  // simulate without a batch run the step that was measured.
+  EXPECT_EQ(m.default_batch, 16);
   ComputeContext ctx = opts.split;
   ctx.batch = 16;
   const ModelCost at16 = model_cost(m, ctx);
