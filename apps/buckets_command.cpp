@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -123,6 +124,13 @@ void print_json(const StepModel& m, const BucketOptions& b, const BucketSchedule
 
 void run_buckets(const BucketsOptions& o) {
   const Scenario sc = scenario_of(o.keys);
+  // The variable PyTorch's DDP reads for it (distributed.py: os.environ.get("DDP_SET_LAST_BUCKET_CAP")):
+  // gradsync reads flags, not the shell, and says so rather than ignore it without a word.
+  if (const char* v = std::getenv("DDP_SET_LAST_BUCKET_CAP"); v != nullptr && !o.last_bucket_cap)
+    std::cerr << fmt::format(
+        "note: DDP_SET_LAST_BUCKET_CAP={} is set in this shell and not read: --last-bucket-cap puts the small "
+        "bucket last\n",
+        v);
   Model model = load_model_arg(sc.model);
   // Gradients have their parameters' dtype: float32 under autocast (whatever the precision), 16 bits
   // when the model itself is (model.half(): mixed_precision master-weights), which halves every
@@ -144,10 +152,12 @@ void run_buckets(const BucketsOptions& o) {
     note = fmt::format("gradients in {} (the model itself in 16 bits: mixed_precision master-weights)", grad_dtype);
   } else if (!sc.precision.empty()) {
     const bool sixteen = sc.precision == "bf16" || sc.precision == "fp16";
-    note = fmt::format(
-        "--precision {}: {} the parameters and their gradients stay float32: it changes nothing here{}", sc.precision,
-        sixteen ? "under autocast" : sc.precision == "tf32" ? "TF32 changes how products compute;" : "in float32",
-        sixteen ? " (--mixed-precision master-weights makes them 16-bit)" : "");
+    note = fmt::format("--precision {}: {} the parameters and their gradients stay float32: it changes nothing here{}",
+                       sc.precision,
+                       sixteen                  ? "under autocast"
+                       : sc.precision == "tf32" ? "TF32 changes how products compute;"
+                                                : "in float32",
+                       sixteen ? " (--mixed-precision master-weights makes them 16-bit)" : "");
   }
   const StepModel m = to_step_model(model, Precision::kFP32, std::nullopt);
   BucketOptions b;
@@ -197,6 +207,7 @@ void register_buckets_command(CLI::App& app) {
           "autocast (the default) gradients stay float32 whatever it is");
   cmd->add_flag("--last-bucket-cap", o->last_bucket_cap, "Put the small bucket last (DDP_SET_LAST_BUCKET_CAP=1)");
   cmd->add_flag("--json", o->json, "Print JSON instead of a table");
+  o->keys.quiet = true;  // no NCCL here: the shell's NCCL_* variables change no bucket
   cmd->callback([o] { run_buckets(*o); });
 }
 

@@ -396,6 +396,25 @@ TEST(Cli, ASweepsTableShowsAnAutoValueAndWhatItResolvedTo) {
   std::filesystem::remove_all(out);
 }
 
+// buckets runs no NCCL: the shell's NCCL_* variables get no note there; PyTorch's own variable for
+// the bucket order does, naming the flag that sets it.
+TEST(Cli, BucketsNotesDdpsVariableNotNccls) {
+  ::setenv("NCCL_ALGO", "tree", 1);
+  ::setenv("DDP_SET_LAST_BUCKET_CAP", "1", 1);
+  std::ostringstream notes;
+  std::streambuf* const saved = std::cerr.rdbuf(notes.rdbuf());
+  const Result r = run_printed({"buckets", "--model", "resnet18"});
+  std::cerr.rdbuf(saved);
+  ::unsetenv("NCCL_ALGO");
+  ::unsetenv("DDP_SET_LAST_BUCKET_CAP");
+  EXPECT_EQ(r.code, 0) << r.err;
+  const std::string said = notes.str() + r.err;
+  EXPECT_EQ(said.find("NCCL_ALGO"), std::string::npos) << said;
+  EXPECT_NE(said.find("note: DDP_SET_LAST_BUCKET_CAP=1 is set in this shell and not read: --last-bucket-cap"),
+            std::string::npos)
+      << said;
+}
+
 // A topology file named in a scenario file is found beside it, wherever the command runs.
 TEST(Cli, AScenarioFilesTopologyIsFoundBesideIt) {
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "gradsync-cli-beside";
