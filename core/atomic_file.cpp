@@ -31,6 +31,36 @@ std::string name_within(const std::string& name, std::size_t reserve) {
 }
 
 namespace {
+// Destination: where an output named `path` goes. A symbolic link is followed (the link stays; the
+// file it names gets the text), and a path that names something other than a regular file or a
+// directory (/dev/null, /dev/stdout on a terminal or a pipe, a FIFO) is written into as it is: a
+// temporary file renamed over it would replace the device or pipe itself (as root, /dev/null
+// became a regular file until 2026-12-01).
+struct Destination {
+  std::string path;     // the file the text ends up in
+  bool direct = false;  // written into, not replaced
+};
+
+Destination destination_of(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  Destination d{path, false};
+  if (fs::is_symlink(fs::symlink_status(path, ec))) {
+    const fs::path resolved = fs::weakly_canonical(path, ec);
+    if (!ec) d.path = resolved.string();
+  }
+  const fs::file_status st = fs::status(d.path, ec);
+  d.direct = fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st);
+  return d;
+}
+
+// open_direct: `path` opened for writing as it is (no create, no truncate: a device or a pipe).
+int open_direct(const std::string& path, const std::string& named) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw RuntimeError(fmt::format("cannot write {}: {}", named, std::strerror(errno)));
+  return fd;
+}
+
 // temporary_beside: the mkstemp template of a temporary file beside `target`.
 std::string temporary_beside(const std::filesystem::path& dir, const std::filesystem::path& target) {
   constexpr std::size_t kAround = std::string_view("..tmp-XXXXXX").size();
@@ -40,9 +70,25 @@ std::string temporary_beside(const std::filesystem::path& dir, const std::filesy
 
 void write_file_atomic(const std::string& path, std::string_view text) {
   namespace fs = std::filesystem;
-  const fs::path target(path);
+  const Destination dest = destination_of(path);
+  const fs::path target(dest.path);
   std::error_code ec;
   if (fs::is_directory(target, ec)) throw RuntimeError(fmt::format("cannot write {}: it is a directory", path));
+  if (dest.direct) {
+    const int fd = open_direct(dest.path, path);
+    for (std::size_t done = 0; done < text.size();) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int err = errno;
+        ::close(fd);
+        throw RuntimeError(fmt::format("cannot write {}: {}", path, std::strerror(err)));
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (::close(fd) != 0) throw RuntimeError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+    return;
+  }
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::string tmpl = temporary_beside(dir, target);
   const int fd = ::mkstemp(tmpl.data());
@@ -68,7 +114,7 @@ void write_file_atomic(const std::string& path, std::string_view text) {
     ::unlink(tmpl.c_str());
     throw RuntimeError(fmt::format("cannot write {}: {}", path, std::strerror(err)));
   }
-  if (std::rename(tmpl.c_str(), path.c_str()) != 0) {
+  if (std::rename(tmpl.c_str(), dest.path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmpl.c_str());
     throw RuntimeError(fmt::format("cannot write {}: {}", path, std::strerror(err)));
@@ -86,13 +132,19 @@ struct AtomicFileWriter::Deflate {
 
 AtomicFileWriter::AtomicFileWriter(std::string path, bool gzip) : path_(std::move(path)), gzip_(gzip) {
   namespace fs = std::filesystem;
-  const fs::path target(path_);
+  const Destination dest = destination_of(path_);
+  const fs::path target(dest.path);
   std::error_code ec;
   if (fs::is_directory(target, ec)) throw RuntimeError(fmt::format("cannot write {}: it is a directory", path_));
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  tmp_ = temporary_beside(dir, target);
-  fd_ = ::mkstemp(tmp_.data());
-  if (fd_ < 0) throw RuntimeError(fmt::format("cannot write {}: {}", path_, std::strerror(errno)));
+  target_ = dest.path;
+  if (dest.direct) {
+    fd_ = open_direct(dest.path, path_);  // tmp_ stays empty: nothing to rename or remove
+  } else {
+    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    tmp_ = temporary_beside(dir, target);
+    fd_ = ::mkstemp(tmp_.data());
+    if (fd_ < 0) throw RuntimeError(fmt::format("cannot write {}: {}", path_, std::strerror(errno)));
+  }
   if (gzip_) {
     z_ = new Deflate;
     // windowBits 15 + 16: a gzip wrapper, whose header zlib writes with no name and time 0.
@@ -102,7 +154,7 @@ AtomicFileWriter::AtomicFileWriter(std::string path, bool gzip) : path_(std::mov
       delete z_;
       z_ = nullptr;
       ::close(fd_);
-      ::unlink(tmp_.c_str());
+      if (!tmp_.empty()) ::unlink(tmp_.c_str());
       throw RuntimeError(fmt::format("cannot write {}: zlib could not start", path_));
     }
   }
@@ -116,14 +168,14 @@ AtomicFileWriter::~AtomicFileWriter() {
   }
   if (fd_ >= 0) {
     ::close(fd_);
-    ::unlink(tmp_.c_str());
+    if (!tmp_.empty()) ::unlink(tmp_.c_str());
   }
 }
 
 void AtomicFileWriter::fail(int err) {
   ::close(fd_);
   fd_ = -1;
-  ::unlink(tmp_.c_str());
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
   throw RuntimeError(fmt::format("cannot write {}: {}", path_, std::strerror(err)));
 }
 
@@ -168,6 +220,12 @@ void AtomicFileWriter::write(std::string_view text) {
 void AtomicFileWriter::commit() {
   if (fd_ < 0) throw RuntimeError(fmt::format("cannot write {}: already committed", path_));
   flush_buffer(true);
+  if (tmp_.empty()) {  // a device or a pipe, written into: nothing to sync or rename
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) throw RuntimeError(fmt::format("cannot write {}: {}", path_, std::strerror(errno)));
+    return;
+  }
   if (::fchmod(fd_, 0644) != 0) fail(errno);
   if (::fsync(fd_) != 0) fail(errno);
   if (::close(fd_) != 0) {
@@ -177,7 +235,7 @@ void AtomicFileWriter::commit() {
     throw RuntimeError(fmt::format("cannot write {}: {}", path_, std::strerror(err)));
   }
   fd_ = -1;
-  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+  if (std::rename(tmp_.c_str(), target_.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp_.c_str());
     throw RuntimeError(fmt::format("cannot write {}: {}", path_, std::strerror(err)));

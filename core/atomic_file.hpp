@@ -16,7 +16,9 @@ namespace gradsync {
 std::string name_within(const std::string& name, std::size_t reserve);
 
 // write_file_atomic writes `text` to `path` through a temporary file in the same directory and
-// a rename; on failure the temporary file is removed and RuntimeError says which path and why.
+// a rename; on failure the temporary file is removed and RuntimeError says which path and why. A
+// symbolic link is followed (the file it names is replaced, the link stays); a device or a pipe
+// (-o /dev/null, /dev/stdout) is written into as it is, never replaced.
 void write_file_atomic(const std::string& path, std::string_view text);
 
 // AtomicFileWriter: the same, written piece by piece (a trace of millions of events is never held
@@ -41,7 +43,8 @@ class AtomicFileWriter {
   [[noreturn]] void fail(int err);
 
   std::string path_;
-  std::string tmp_;
+  std::string target_;  // path_, or the file its symbolic link names
+  std::string tmp_;     // empty when target_ is a device or a pipe, written into as it is
   int fd_ = -1;
   bool gzip_ = false;
   std::string buffer_;  // text not yet written (or compressed)

@@ -1,10 +1,12 @@
 // atomic_file_test.cpp: outputs appear whole or not at all, and failures name the path.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -78,6 +80,41 @@ TEST_F(AtomicFile, FailureNamesThePathAndKeepsTheOldFile) {
     EXPECT_EQ(std::string(e.what()), "cannot write " + (dir_ / "taken").string() + ": it is a directory");
   }
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+// A pipe or a device (-o /dev/null, /dev/stdout) is written into, never replaced by a renamed
+// file (as root that turned /dev/null into a regular file); a symbolic link stays a link and the
+// file it names gets the text. A FIFO stands for every such file here: a test must not risk the
+// machine's /dev/null.
+TEST_F(AtomicFile, APipeIsWrittenIntoAndALinkIsFollowed) {
+  const fs::path fifo = dir_ / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const bool streamed : {false, true}) {
+    std::string got;
+    std::thread reader([&] { got = read(fifo); });
+    if (streamed) {
+      AtomicFileWriter w(fifo.string());
+      w.write("streamed\n");
+      w.commit();
+    } else {
+      write_file_atomic(fifo.string(), "whole\n");
+    }
+    reader.join();
+    EXPECT_EQ(got, streamed ? "streamed\n" : "whole\n");
+    EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+  }
+  const fs::path file = dir_ / "real.txt", link = dir_ / "link.txt";
+  write_file_atomic(file.string(), "old\n");
+  fs::create_symlink(file, link);
+  write_file_atomic(link.string(), "new\n");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_EQ(read(file), "new\n");
+  AtomicFileWriter w(link.string());
+  w.write("newer\n");
+  w.commit();
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_EQ(read(file), "newer\n");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 3);  // pipe, file, link
 }
 
 }  // namespace
