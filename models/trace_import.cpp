@@ -54,9 +54,27 @@ std::vector<Event> complete_events(const json& list, const std::string& origin) 
   std::size_t index = 0;
   for (const json& e : list) {
     const std::size_t at = index++;
-    if (!e.is_object() || text_field(e, "ph") != "X") continue;
+    if (!e.is_object()) continue;
     const auto name = e.find("name");
-    if (name == e.end() || !name->is_string()) continue;
+    // Every event of the Chrome trace format is named by a string; a step dropped for its name's
+    // type would leave the import a step short without a word.
+    if (name != e.end() && !name->is_string()) {
+      throw DataError(
+          fmt::format("{}: traceEvents[{}]: \"name\" is {}; expected a string, as every event of the "
+                      "Chrome trace format has",
+                      origin, at, name->dump()));
+    }
+    if (text_field(e, "ph") != "X") {
+      // torch.profiler writes its steps as complete events ("ph": "X"); a step as a begin/end pair
+      // (another exporter) is said, not dropped.
+      if (starts_with(text_field(e, "name"), "ProfilerStep#"))
+        throw DataError(
+            fmt::format("{}: traceEvents[{}] \"{}\": phase \"{}\"; expected \"X\" (a complete event "
+                        "with ts and dur), as torch.profiler's export_chrome_trace writes its steps",
+                        origin, at, text_field(e, "name"), text_field(e, "ph")));
+      continue;
+    }
+    if (name == e.end()) continue;
     const auto ts = e.find("ts");
     const auto dur = e.find("dur");
     const std::string& text = name->get_ref<const std::string&>();

@@ -123,6 +123,14 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
             0u);
   EXPECT_NE(message("[{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 1, \"dur\": 1}]").find("no ProfilerStep#N"),
             std::string::npos);
+  // An event whose name is not a string, or a step that is not a complete event, is named, not
+  // dropped (the import came out a step short).
+  EXPECT_EQ(message("[{\"name\": 7, \"ph\": \"X\", \"ts\": 1, \"dur\": 1}]"),
+            "t.json: traceEvents[0]: \"name\" is 7; expected a string, as every event of the Chrome trace format has");
+  EXPECT_EQ(
+      message("[{\"name\": \"ProfilerStep#3\", \"ph\": \"B\", \"ts\": 1}]"),
+      "t.json: traceEvents[0] \"ProfilerStep#3\": phase \"B\"; expected \"X\" (a complete event with ts and dur), "
+      "as torch.profiler's export_chrome_trace writes its steps");
   EXPECT_NE(message("{\"traceEvents\": 3}").find("no \"traceEvents\" list"), std::string::npos);
   EXPECT_NE(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 1, \"dur\": 9}]")
                 .find("ProfilerStep#1 has no backward"),
