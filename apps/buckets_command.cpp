@@ -56,7 +56,11 @@ void print_text(const StepModel& m, const BucketOptions& b, const BucketSchedule
                 std::ostream& out) {
   const std::size_t trainable = m.trainable().size();
   out << fmt::format("# gradsync buckets: DDP's bucket plan for {} (PyTorch {} rules)\n", m.name, b.pytorch.text());
-  out << fmt::format("# {} parameters with gradients, {} ({} bytes)\n", trainable,
+  std::size_t unused = 0;
+  for (std::size_t p : m.trainable()) unused += m.params[p].unused ? 1 : 0;
+  // The unused ones get no gradient; DDP still gives each its bucket slot (zeroed).
+  out << fmt::format("# {} trainable parameters{}, {} ({} bytes) of bucket space\n", trainable,
+                     unused > 0 ? fmt::format(" ({} unused: no gradient, their bucket slots zeroed)", unused) : "",
                      human_bytes(static_cast<double>(m.gradient_bytes())), m.gradient_bytes());
   if (!note.empty()) out << fmt::format("# {}\n", note);
   out << fmt::format(
