@@ -49,4 +49,40 @@ inline std::size_t display_width(std::string_view s) {
   return width;
 }
 
+// first_invalid_utf8: the offset of the first byte that is not well-formed UTF-8 (an overlong
+// form, a surrogate, a code point past U+10FFFF, a missing continuation), npos when none.
+inline std::size_t first_invalid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    unsigned long cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      n = 1, cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2, cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3, cp = c & 0x07;
+    } else {
+      return i;
+    }
+    if (i + n >= s.size()) return i;  // the n continuation bytes are missing
+    for (std::size_t k = 1; k <= n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+      return i;
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
+// valid_utf8: well-formed UTF-8 throughout.
+inline bool valid_utf8(std::string_view s) { return first_invalid_utf8(s) == std::string_view::npos; }
+
 }  // namespace gradsync

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "topologies/dot_parser.hpp"
 #include "topologies/topology.hpp"
 #include "topologies/topology_attributes.hpp"
@@ -39,6 +40,13 @@ Topology read_topology_dot(std::string_view text, const std::string& origin) {
 }
 
 static Topology read_topology_dot_unchecked(std::string_view text, const std::string& origin) {
+  // Names and attributes go into tables, JSON and the other format's file: bytes that are not UTF-8
+  // are refused at their line (GraphML export copied them raw, and XML readers refuse them).
+  if (const std::size_t bad = first_invalid_utf8(text); bad != std::string_view::npos) {
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+    throw ConfigError(fmt::format("{}:{}: byte 0x{:02X} is not UTF-8; expected a UTF-8 file", origin, line,
+                                  static_cast<unsigned char>(text[bad])));
+  }
   // A UTF-8 byte order mark (as some editors save) is skipped, as the YAML reader skips it.
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   detail::DotParse parsed = detail::parse_dot(text, origin);

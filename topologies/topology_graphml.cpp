@@ -15,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "core/markup.hpp"
+#include "core/text.hpp"
 #include "topologies/topology.hpp"
 #include "topologies/topology_attributes.hpp"
 
@@ -146,6 +147,13 @@ Topology read_topology_graphml(std::string_view text, const std::string& origin)
 }
 
 static Topology read_topology_graphml_unchecked(std::string_view text, const std::string& origin) {
+  // Names and attributes go into tables, JSON and the other format's file: bytes that are not UTF-8
+  // are refused at their line (GraphML export copied them raw, and XML readers refuse them).
+  if (const std::size_t bad = first_invalid_utf8(text); bad != std::string_view::npos) {
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+    throw ConfigError(fmt::format("{}:{}: byte 0x{:02X} is not UTF-8; expected a UTF-8 file", origin, line,
+                                  static_cast<unsigned char>(text[bad])));
+  }
   namespace pt = boost::property_tree;
   pt::ptree tree;
   const TagLines tag_lines = scan_tags(text, origin);

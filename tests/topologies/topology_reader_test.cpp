@@ -253,12 +253,13 @@ TEST(TopologyReaderErrors, NvlinksAGpuDoesNotHave) {
 // A GPU's PCIe edge carries at most its port: an A100's Gen4 x16 is 31.5 GB/s per direction
 // (32GBps, within 5%, is taken); 1000 GB/s made 751 GB/s of busbw over "PCIe".
 TEST(TopologyReaderErrors, PcieFasterThanTheGpusPort) {
-  const std::string pcie = "graph g {\n  sw [kind=\"pcie_switch\", host=\"h0\"];\n  cpu0 [kind=\"cpu\", host=\"h0\"];\n"
-                           "  gpu0 [kind=\"gpu\", model=\"a100\", host=\"h0\"];\n"
-                           "  gpu1 [kind=\"gpu\", model=\"a100\", host=\"h0\"];\n"
-                           "  sw -- cpu0 [type=\"pcie\", bw=\"64GBps\", latency=\"150ns\"];\n"
-                           "  gpu0 -- sw [type=\"pcie\", bw=\"BW\", latency=\"150ns\"];\n"
-                           "  gpu1 -- sw [type=\"pcie\", bw=\"31.5GBps\", latency=\"150ns\"];\n}\n";
+  const std::string pcie =
+      "graph g {\n  sw [kind=\"pcie_switch\", host=\"h0\"];\n  cpu0 [kind=\"cpu\", host=\"h0\"];\n"
+      "  gpu0 [kind=\"gpu\", model=\"a100\", host=\"h0\"];\n"
+      "  gpu1 [kind=\"gpu\", model=\"a100\", host=\"h0\"];\n"
+      "  sw -- cpu0 [type=\"pcie\", bw=\"64GBps\", latency=\"150ns\"];\n"
+      "  gpu0 -- sw [type=\"pcie\", bw=\"BW\", latency=\"150ns\"];\n"
+      "  gpu1 -- sw [type=\"pcie\", bw=\"31.5GBps\", latency=\"150ns\"];\n}\n";
   EXPECT_EQ(dot_error(replace(pcie, "BW", "32GBps")), "no error");
   EXPECT_EQ(dot_error(replace(pcie, "BW", "1000GBps")),
             "t.dot:7: edge gpu0--sw: gpu gpu0 (NVIDIA A100 SXM4 80GB) has a PCIe Gen4 x16 port, 31.50 GB/s per "
@@ -326,6 +327,18 @@ TEST(TopologyReaderGraphml, OnlyXmlsOwnReferencesAreRead) {
       "t.graphml");
   EXPECT_EQ(t.gpu_count(), 2);
   EXPECT_EQ(t.vertex(t.gpu(0)).host, "h&i");
+}
+
+// Bytes that are not UTF-8 (a host name saved in Latin-1) are refused at their line: exported to
+// GraphML they made XML that other readers refuse.
+TEST(TopologyReader, BytesThatAreNotUtf8AreRefusedAtTheirLine) {
+  EXPECT_EQ(dot_error("graph g {\n  a [kind=\"gpu\", model=\"h100\", host=\"n\xFF"
+                      "de\"];\n}"),
+            "t.dot:2: byte 0xFF is not UTF-8; expected a UTF-8 file");
+  const std::string latin1 =
+      graphml_error(replace(kGraphml, "<data key=\"host\">h</data></node>", "<data key=\"host\">h\xE9</data></node>"));
+  EXPECT_EQ(latin1.rfind("t.graphml:", 0), 0u) << latin1;  // at the byte's line, whichever node it is
+  EXPECT_NE(latin1.find(": byte 0xE9 is not UTF-8; expected a UTF-8 file"), std::string::npos) << latin1;
 }
 
 TEST(TopologyReaderGraphml, Errors) {
