@@ -75,6 +75,20 @@ Scenario real_scenario(const ScenarioArgs& a, const char* command) {
     throw ConfigError(fmt::format("{}{}: topology \"{}\": bench runs on this machine; remove the key", a.file,
                                   line > 0 ? fmt::format(":{}", line) : std::string(), s.topology));
   }
+  // The GPUs' spread is a prediction's: bench measures the GPUs as they are, and validate simulates
+  // with a calibration of them. Refused where it was given (the flag, or the file's line), and left
+  // out of what a real run records.
+  if (s.gpu_spread_pct != Scenario{}.gpu_spread_pct) {
+    const std::string why = fmt::format(
+        "gpu_spread_pct {}: {} {}; the spread is for simulate, compare and sweep", s.gpu_spread_pct, command,
+        std::string(command) == "bench" ? "measures the GPUs as they are"
+                                        : "simulates with a calibration, the measured GPUs' own times");
+    if (const auto flag = a.given.find("gpu_spread_pct"); flag != a.given.end() && flag->second->count() > 0)
+      throw UsageError(fmt::format("--gpu-spread-pct{}", why.substr(std::string_view("gpu_spread_pct").size())));
+    const int line = file_line_of(a, "gpu_spread_pct").value_or(0);
+    throw ConfigError(fmt::format("{}{}: {}", a.file, line > 0 ? fmt::format(":{}", line) : std::string(), why));
+  }
+  s.gpu_spread_pct.clear();
   return s;
 }
 
@@ -183,11 +197,6 @@ void bench_command(const BenchArgs& a) {
         fmt::format("--fidelity {}: bench measures real collectives; the flow fidelity is for simulate "
                     "and validate",
                     s.fidelity));
-  }
-  // The GPUs' spread is a prediction's: bench runs on GPUs as they are.
-  if (s.gpu_spread_pct != Scenario{}.gpu_spread_pct) {
-    throw UsageError(fmt::format(
-        "--gpu-spread-pct {}: bench measures the GPUs as they are; the spread is for simulate", s.gpu_spread_pct));
   }
   real::Runtime rt(a.launch);
   std::optional<OutputFolder> out;  // the root writes the outputs

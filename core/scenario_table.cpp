@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -53,9 +54,12 @@ std::string canonical_level(std::string_view text) { return canonical_nccl_level
 // fastest to slowest GPU is far below a 20% standard deviation), written as {:g} writes it.
 std::string canonical_gpu_spread(std::string_view text) {
   const std::string t(trim_blanks(text));
+  // Decimal digits with at most one point, as the other numeric keys take them (no 0x10, 1e1).
+  const bool decimal = !t.empty() && t.find_first_not_of("0123456789.") == std::string::npos &&
+                       std::count(t.begin(), t.end(), '.') <= 1 && t != ".";
   char* end = nullptr;
-  const double v = t.empty() ? 0.0 : std::strtod(t.c_str(), &end);
-  if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v) || v < 0 || v > 20)
+  const double v = decimal ? std::strtod(t.c_str(), &end) : -1.0;
+  if (!decimal || end != t.c_str() + t.size() || !std::isfinite(v) || v < 0 || v > 20)
     throw ConfigError(
         "expected a percentage from 0 to 20 (1.5: one GPU's compute rate varies by 1.5% about the median)");
   return fmt::format("{:g}", v);

@@ -121,6 +121,16 @@ ResolvedScenario resolve(const Scenario& requested) {
   r.nccl = nccl_settings(s);
   r.fidelity = *parse_fidelity(s.fidelity);
   if (!s.calibration.empty()) {
+    // A calibration's times were measured on the user's GPUs, spread and all: the roofline's
+    // median GPU is not what runs, so no spread is applied, and one asked for is refused rather
+    // than recorded as if it had been.
+    if (s.gpu_spread_pct != "0" && s.gpu_spread_pct != Scenario{}.gpu_spread_pct) {
+      throw ConfigError(fmt::format(
+          "gpu_spread_pct {}: a calibration holds the measured GPUs' own times, so no spread is applied; expected 0 "
+          "or no gpu_spread_pct with calibration {}",
+          s.gpu_spread_pct, s.calibration));
+    }
+    r.resolved.gpu_spread_pct = "0";
     r.calibration = read_calibration(s.calibration);
     if (r.calibration->precision != precision_name(r.precision)) {
       const std::string wanted(precision_name(r.precision));

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -413,6 +414,21 @@ TEST(Cli, BucketsNotesDdpsVariableNotNccls) {
   EXPECT_NE(said.find("note: DDP_SET_LAST_BUCKET_CAP=1 is set in this shell and not read: --last-bucket-cap"),
             std::string::npos)
       << said;
+}
+
+// A calibration's times are the measured GPUs' own: the spread resolves to 0 there, and what the
+// run records says so (an explicit spread with it is refused: golden simulate-calibration-spread).
+TEST(Cli, ACalibratedRunRecordsNoGpuSpread) {
+  const std::string out = ::testing::TempDir() + "/gradsync-cli-calibrated-spread";
+  std::filesystem::remove_all(out);
+  const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--precision",
+                                "fp32", "--calibration", "tests/fuzz/seeds/calibration/cpu-2ranks.yaml", "--iterations",
+                                "2", "--warmup", "1", "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("slowest of"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(out + "/result.json"));
+  EXPECT_EQ(j.at("scenario").at("gpu_spread_pct"), "0");
+  std::filesystem::remove_all(out);
 }
 
 // A topology file named in a scenario file is found beside it, wherever the command runs.

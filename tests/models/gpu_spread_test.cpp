@@ -41,7 +41,7 @@ TEST(GpuSpread, TheScenarioKeyDefaultsToTheConstantAndTakesAPercentage) {
   const ScenarioKey& k = scenario_key("gpu_spread_pct");
   EXPECT_EQ(parse_key_value(k, "1.50"), nlohmann::ordered_json("1.5"));
   EXPECT_EQ(parse_key_value(k, "0"), nlohmann::ordered_json("0"));
-  for (const char* bad : {"", "abc", "1.5%", "-1", "25", "nan", "inf"})
+  for (const char* bad : {"", "abc", "1.5%", "-1", "25", "nan", "inf", "0x10", "1e1", ".", "1.2.3"})
     EXPECT_THROW((void)parse_key_value(k, bad), ConfigError) << bad;
   Scenario s;
   s.gpu_spread_pct = "3";
