@@ -77,7 +77,7 @@ Scenario real_scenario(const ScenarioArgs& a, const char* command) {
   }
   // The GPUs' spread is a prediction's: bench measures the GPUs as they are, and validate simulates
   // with a calibration of them. Refused where it was given (the flag, or the file's line), and left
-  // out of what a real run records.
+  // out of what a real run records (run_bench).
   if (s.gpu_spread_pct != Scenario{}.gpu_spread_pct) {
     const std::string why = fmt::format(
         "gpu_spread_pct {}: {} {}; the spread is for simulate, compare and sweep", s.gpu_spread_pct, command,
@@ -88,7 +88,6 @@ Scenario real_scenario(const ScenarioArgs& a, const char* command) {
     const int line = file_line_of(a, "gpu_spread_pct").value_or(0);
     throw ConfigError(fmt::format("{}{}: {}", a.file, line > 0 ? fmt::format(":{}", line) : std::string(), why));
   }
-  s.gpu_spread_pct.clear();
   return s;
 }
 
@@ -163,6 +162,8 @@ reports::Report run_bench(const ScenarioArgs& a, const Scenario& s, const std::v
   rep.requested = requested_json(s, resolved);
   rep.scenario["topology"] = fmt::format("host {}", rt.host());  // this machine, not a topology
   rep.requested.erase("topology");
+  rep.scenario["gpu_spread_pct"] = nullptr;  // the GPUs as they are: no simulated spread
+  rep.requested.erase("gpu_spread_pct");
   for (Strategy st : strategies) rep.strategies.push_back(real::bench(s, st, rt));
   if (rt.root()) rep.header = real_header(resolved, rep.strategies.front(), rt, what, strategies);
   return rep;
