@@ -287,9 +287,11 @@ struct ValidateArgs {
 void validate_command(const ValidateArgs& va) {
   if (va.published->count() > 0) {
     for (const auto& [key, option] : va.bench.scenario.given)
-      if (option->count() > 0)
-        throw UsageError(
-            fmt::format("--{}: --published validates against published measurements, not a scenario", key));
+      if (option->count() > 0) {
+        const ScenarioKey* k = find_scenario_key(key);  // the flag as given: --gpu-spread-pct, not its key
+        throw UsageError(fmt::format("{}: --published validates against published measurements, not a scenario",
+                                     k != nullptr && !k->flag.empty() ? std::string(k->flag) : "--" + key));
+      }
     for (const CLI::Option* o : va.run_only)
       if (o->count() > 0)
         throw UsageError(
