@@ -8,12 +8,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <string_view>
 
 #include "core/comm_hook.hpp"
 #include "core/error.hpp"
-#include "core/nccl_knobs.hpp"
 #include "core/nccl_release.hpp"
 #include "core/pytorch_version.hpp"
 #include "core/scenario.hpp"
@@ -46,9 +46,6 @@ std::string check_comm_hook(std::string_view text) {
     throw ConfigError(what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
   }
 }
-std::string canonical_algos(std::string_view text) { return canonical_nccl_list(text, kNcclAlgorithms); }
-std::string canonical_protos(std::string_view text) { return canonical_nccl_list(text, kNcclProtocols); }
-std::string canonical_level(std::string_view text) { return canonical_nccl_level(text); }
 
 // canonical_gpu_spread: a percentage from 0 to 20 (the paper's worst cluster spread 22% from
 // fastest to slowest GPU is far below a 20% standard deviation), written as {:g} writes it.
@@ -65,15 +62,13 @@ std::string canonical_gpu_spread(std::string_view text) {
   return fmt::format("{:g}", v);
 }
 
-// kMaxNcclChannels: NCCL's MAXCHANNELS (64 since 2.25).
-constexpr std::int64_t kMaxNcclChannels = 64;
 constexpr std::int64_t kMaxPadMultiple = 1 << 16;  // far above any vocabulary padding in use (64, 128)
 
 }  // namespace
 
 std::vector<ScenarioKey> make_scenario_table() {
   using S = Scenario;
-  return {
+  std::vector<ScenarioKey> table{
       {.name = "model",
        .flag = "--model",
        .value_name = "NAME|FILE",
@@ -399,119 +394,10 @@ std::vector<ScenarioKey> make_scenario_table() {
        .kind = KeyKind::kSpec,
        .field = &S::gpu_spread_pct,
        .canonical = canonical_gpu_spread},
-      // NCCL's knobs, as NCCL's environment variables (NCCL 2.27 src/init.cc, src/graph/*.cc):
-      // `--nccl NAME=VALUE`, the same names in a scenario file, as CSV columns and with --vary.
-      {.name = "NCCL_ALGO",
-       .flag = "--algo",
-       .value_name = "ALGOS",
-       .help = "NCCL_ALGO: ring, tree, nvls, nvlstree, a comma list of them, or ^list to exclude",
-       .default_text = "unset: NCCL's tuning model picks per call",
-       .kind = KeyKind::kSpec,
-       .field = &S::nccl_algo,
-       .canonical = canonical_algos,
-       .engine_default = true,
-       .nccl = true,
-       .aliases = {"algo"}},
-      {.name = "NCCL_PROTO",
-       .flag = "--proto",
-       .value_name = "PROTOS",
-       .help = "NCCL_PROTO: ll, ll128, simple, a comma list of them, or ^list to exclude",
-       .default_text = "unset: NCCL's tuning model picks per call",
-       .kind = KeyKind::kSpec,
-       .field = &S::nccl_proto,
-       .canonical = canonical_protos,
-       .engine_default = true,
-       .nccl = true,
-       .aliases = {"proto"}},
-      {.name = "NCCL_P2P_DISABLE",
-       .value_name = "0|1",
-       .help = "NCCL_P2P_DISABLE=1: no peer-to-peer between GPUs; one host's GPUs go through host memory (SHM)",
-       .default_text = "0",
-       .kind = KeyKind::kSwitch,
-       .field = &S::nccl_p2p_disable,
-       .nccl = true},
-      {.name = "NCCL_P2P_LEVEL",
-       .value_name = "LEVEL",
-       .help = "NCCL_P2P_LEVEL: the farthest path P2P takes: LOC, NVL, NVB, PIX, PXB, PHB, SYS (or 0-5)",
-       .default_text = "unset: nccl_version's default (2.23 on: PXB, SYS for 2 GPUs on AMD)",
-       .kind = KeyKind::kSpec,
-       .field = &S::nccl_p2p_level,
-       .canonical = canonical_level,
-       .engine_default = true,
-       .nccl = true},
-      {.name = "NCCL_SHM_DISABLE",
-       .value_name = "0|1",
-       .help = "NCCL_SHM_DISABLE=1: no SHM transport; GPUs of one host without P2P go through the network",
-       .default_text = "0",
-       .kind = KeyKind::kSwitch,
-       .field = &S::nccl_shm_disable,
-       .nccl = true},
-      {.name = "NCCL_NVLS_ENABLE",
-       .value_name = "0|1|2",
-       .help = "NCCL_NVLS_ENABLE: NVLink SHARP (the NVSwitch reduces) on H100, H200, B200: 0 off, 1 on, 2 auto",
-       .default_text = "unset: 2",
-       .kind = KeyKind::kSpec,
-       .field = &S::nccl_nvls_enable,
-       .canonical = canonical_nccl_nvls,
-       .engine_default = true,
-       .nccl = true},
-      {.name = "NCCL_MIN_NCHANNELS",
-       .value_name = "N",
-       .help = "NCCL_MIN_NCHANNELS: at least N ring and tree channels (rings repeated)",
-       .default_text = "unset",
-       .kind = KeyKind::kCount,
-       .field = &S::nccl_min_nchannels,
-       .max = kMaxNcclChannels,
-       .engine_default = true,
-       .nccl = true},
-      {.name = "NCCL_MAX_NCHANNELS",
-       .value_name = "N",
-       .help = "NCCL_MAX_NCHANNELS: at most N ring and tree channels of those NCCL's search finds (NVLS keeps "
-               "its own)",
-       .default_text = "unset",
-       .kind = KeyKind::kCount,
-       .field = &S::nccl_max_nchannels,
-       .max = kMaxNcclChannels,
-       .engine_default = true,
-       .nccl = true},
-      {.name = "NCCL_MIN_CTAS",
-       .value_name = "N",
-       .help = "NCCL_MIN_CTAS (NCCL 2.17): at least N thread blocks per NCCL kernel: ring and tree channels as "
-               "NCCL_MIN_NCHANNELS, and NVLS's (16 on Hopper)",
-       .default_text = "unset",
-       .kind = KeyKind::kCount,
-       .field = &S::nccl_min_ctas,
-       .max = kMaxNcclChannels,
-       .engine_default = true,
-       .nccl = true},
-      {.name = "NCCL_MAX_CTAS",
-       .value_name = "N",
-       .help = "NCCL_MAX_CTAS (NCCL 2.17): at most N thread blocks per NCCL kernel: ring and tree channels as "
-               "NCCL_MAX_NCHANNELS, and NVLS's (16 on Hopper, 24 on Blackwell)",
-       .default_text = "unset",
-       .kind = KeyKind::kCount,
-       .field = &S::nccl_max_ctas,
-       .max = kMaxNcclChannels,
-       .engine_default = true,
-       .nccl = true},
-      {.name = "NCCL_NET_GDR_LEVEL",
-       .value_name = "LEVEL",
-       .help = "NCCL_NET_GDR_LEVEL: the farthest GPU-NIC path GPUDirect RDMA takes (as NCCL_P2P_LEVEL); farther, "
-               "data goes through host memory",
-       .default_text = "unset: PXB",
-       .kind = KeyKind::kSpec,
-       .field = &S::nccl_net_gdr_level,
-       .canonical = canonical_level,
-       .engine_default = true,
-       .nccl = true},
-      {.name = "NCCL_IB_DISABLE",
-       .value_name = "0|1",
-       .help = "NCCL_IB_DISABLE=1: TCP sockets instead of InfiniBand/RoCE verbs: no GPUDirect RDMA",
-       .default_text = "0",
-       .kind = KeyKind::kSwitch,
-       .field = &S::nccl_ib_disable,
-       .nccl = true},
   };
+  std::vector<ScenarioKey> nccl = nccl_scenario_keys();
+  table.insert(table.end(), std::make_move_iterator(nccl.begin()), std::make_move_iterator(nccl.end()));
+  return table;
 }
 
 }  // namespace gradsync

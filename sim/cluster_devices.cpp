@@ -76,14 +76,20 @@ struct Queued {
   LaunchWindow window{};
 };
 
+// gpu_or_host_bound: whether `op`'s time is the longer of its GPU and host times (as the cost
+// models make it), not a measured time or one given without its GPU time.
+bool gpu_or_host_bound(const ComputeOp& op) {
+  return op.load.gpu_s > 0 && op.host_s > 0 &&
+         std::abs(op.time_s - std::max(op.load.gpu_s, op.host_s)) <= 1e-9 * op.time_s;
+}
+
 // on_slowest: `op` on a GPU whose SM-bound kernels take `factor` as long (SimOptions::slowest_gpu):
 // its GPU time and load grow by (factor - 1) x load.sm_s; a time that was the longer of GPU and
 // host time stays so, any other grows by as much.
 ComputeOp on_slowest(ComputeOp op, double factor) {
   if (factor == 1.0 || op.load.sm_s <= 0) return op;
   const double extra = op.load.sm_s * (factor - 1.0);
-  const bool longer_of_two = op.load.gpu_s > 0 && op.host_s > 0 &&
-                             std::abs(op.time_s - std::max(op.load.gpu_s, op.host_s)) <= 1e-9 * op.time_s;
+  const bool longer_of_two = gpu_or_host_bound(op);
   op.load.gpu_s += extra;
   op.load.sm_s *= factor;
   op.load.sm_held_s *= factor;
@@ -92,9 +98,7 @@ ComputeOp on_slowest(ComputeOp op, double factor) {
 }
 
 Queued queued(const ComputeOp& op) {
-  const double gpu = op.load.gpu_s;
-  if (gpu > 0 && op.host_s > 0 && std::abs(op.time_s - std::max(gpu, op.host_s)) <= 1e-9 * op.time_s)
-    return {gpu, launch_window(op.host_s, gpu, op.kernels)};
+  if (gpu_or_host_bound(op)) return {op.load.gpu_s, launch_window(op.host_s, op.load.gpu_s, op.kernels)};
   return {op.time_s, {}};
 }
 
