@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "core/error.hpp"
@@ -83,7 +84,9 @@ std::optional<Range> range_of(const std::string& item) {
   return r;
 }
 
+// number_of: a key's value as a number (a decimal key's canonical text, "1.5", read back).
 double number_of(const json& v) {
+  if (v.is_string()) return std::strtod(v.get<std::string>().c_str(), nullptr);
   return v.is_number_integer() ? static_cast<double>(v.get<std::int64_t>()) : v.get<double>();
 }
 
@@ -127,7 +130,10 @@ std::vector<json> expand_range(const ScenarioKey& k, const Range& r, const std::
   for (double v = a; v <= last; v = r.multiply ? v * step : v + step) {
     if (out.size() >= kMaxVaryValues)
       throw ConfigError(fmt::format("range \"{}\" has more than {} values", item, kMaxVaryValues));
-    out.push_back(whole ? json(static_cast<std::int64_t>(v)) : json(v));
+    // A decimal key's value is its canonical text: 0.1 + 0.2 is written 0.3, as its flag writes it.
+    out.push_back(whole       ? json(static_cast<std::int64_t>(v))
+                  : k.decimal ? parse_key_value(k, fmt::format("{:.12g}", v))
+                              : json(v));
   }
   return out;
 }
@@ -191,8 +197,10 @@ Vary parse_vary(std::string_view text) {
       continue;
     }
     try {
-      const auto range = (k->kind == KeyKind::kCount || k->kind == KeyKind::kSizeMiB) ? range_of(item) : std::nullopt;
-      if (range && (range->multiply || k->kind == KeyKind::kCount || item.find("..") == std::string::npos)) {
+      const bool numeric = k->kind == KeyKind::kCount || k->kind == KeyKind::kSizeMiB || k->decimal;
+      const auto range = numeric ? range_of(item) : std::nullopt;
+      if (range &&
+          (range->multiply || k->kind == KeyKind::kCount || k->decimal || item.find("..") == std::string::npos)) {
         for (json& value : expand_range(*k, *range, item)) {
           (void)parse_key_value(*k, value_text(value));  // each value within the key's bounds
           add(std::move(value), item);
@@ -210,7 +218,7 @@ Vary parse_vary(std::string_view text) {
                                " (in --vary a comma separates values: join one value's names with +, as "
                                "{}=ring+tree,nvls)",
                                k->name)
-          : split(item, ':').size() == 2 && (k->kind == KeyKind::kCount || k->kind == KeyKind::kSizeMiB)
+          : split(item, ':').size() == 2 && (k->kind == KeyKind::kCount || k->kind == KeyKind::kSizeMiB || k->decimal)
               ? fmt::format(" (a range takes a step: {}:x2 doubles, {}:+1 counts)", item, item)
               : "";
       throw UsageError(what.rfind("range \"", 0) == 0

@@ -61,6 +61,9 @@ struct ScenarioKey {
   // nccl: one of NCCL's environment knobs (NCCL_*): set by `--nccl NAME=VALUE`, read from the
   // environment only with --nccl-from-env, and handed to NCCL in real mode.
   bool nccl = false;
+  // decimal: a kSpec key whose values are decimal numbers (gpu_spread_pct): --vary takes ranges of
+  // it (0:3:0.5) as it does of sizes.
+  bool decimal = false;
   std::vector<std::string_view> aliases = {};  // other names the key answers to ("algo" for NCCL_ALGO)
 };
 

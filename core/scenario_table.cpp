@@ -393,7 +393,8 @@ std::vector<ScenarioKey> make_scenario_table() {
        .default_text = "1.5",
        .kind = KeyKind::kSpec,
        .field = &S::gpu_spread_pct,
-       .canonical = canonical_gpu_spread},
+       .canonical = canonical_gpu_spread,
+       .decimal = true},
   };
   std::vector<ScenarioKey> nccl = nccl_scenario_keys();
   table.insert(table.end(), std::make_move_iterator(nccl.begin()), std::make_move_iterator(nccl.end()));

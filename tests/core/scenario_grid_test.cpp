@@ -42,6 +42,14 @@ TEST(Vary, ListsAndRanges) {
   EXPECT_EQ(labels("strategy=ddp"), (std::vector<std::string>{"ddp"}));
   EXPECT_EQ(parse_vary("gpus=1,2").values, (std::vector<json>{1, 2}));
   EXPECT_EQ(parse_vary("bucket_cap_mb=25").values, (std::vector<json>{25.0}));
+  // A decimal key takes ranges too; its values are its canonical text (0.1 + 0.2 is 0.3).
+  EXPECT_EQ(labels("gpu_spread_pct=0:0.4:0.1"), (std::vector<std::string>{"0", "0.1", "0.2", "0.3", "0.4"}));
+  EXPECT_EQ(labels("gpu_spread_pct=0..2,4.5"), (std::vector<std::string>{"0", "1", "2", "4.5"}));
+  EXPECT_EQ(labels("gpu_spread_pct=1:8:x2"), (std::vector<std::string>{"1", "2", "4", "8"}));
+  EXPECT_EQ(parse_vary("gpu_spread_pct=1:2:1").values, (std::vector<json>{"1", "2"}));
+  EXPECT_EQ(error_of("gpu_spread_pct=0:30:10"),
+            "--vary \"gpu_spread_pct=0:30:10\": range \"0:30:10\": its end \"30\": expected a percentage from 0 "
+            "to 20 (1.5: one GPU's compute rate varies by 1.5% about the median)");
 }
 
 TEST(Vary, BadValuesNameTheTextAndWhatWasExpected) {
