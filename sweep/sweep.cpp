@@ -228,6 +228,8 @@ std::string simulation_identity(const Scenario& resolved, Strategy strategy) {
   id["strategy"] = std::string(strategy_label(strategy));
   for (const ScenarioKey& k : scenario_table())
     if (k.reach == KeyReach::kEvery || strategy == Strategy::kDDP) id[std::string(k.name)] = key_value(resolved, k);
+  // One GPU is its own slowest: how unalike GPUs run cannot change its step (models/gpu_spread.hpp).
+  if (resolved.gpus == 1) id.erase("gpu_spread_pct");
   return json_text(id);
 }
 

@@ -53,7 +53,8 @@ struct SweepStats {
 };
 
 // simulation_identity: what a point's simulation depends on: its strategy and the resolved keys
-// that reach it (KeyReach). Points with the same identity share one simulation.
+// that reach it (KeyReach), less gpu_spread_pct on one GPU. Points with the same identity share one
+// simulation.
 std::string simulation_identity(const Scenario& resolved, Strategy strategy);
 
 // run_sweep runs the grid and writes its outputs. UsageError for a bad --vary or a bad point

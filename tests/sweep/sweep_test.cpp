@@ -31,5 +31,17 @@ TEST(SweepIdentity, DataParallelIgnoresDdpKnobsAndDdpDoesNot) {
   EXPECT_NE(simulation_identity(a, Strategy::kDP), simulation_identity(c, Strategy::kDP));
 }
 
+TEST(SweepIdentity, GpuSpreadMattersOnlyAboveOneGpu) {
+  Scenario a;
+  a.gpus = 2;
+  a.gpu_spread_pct = std::string{"0"};  // not = "0": GCC 12 -O3 warns falsely (-Wrestrict) on it
+  Scenario b = a;
+  b.gpu_spread_pct = std::string{"3"};
+  EXPECT_NE(simulation_identity(a, Strategy::kDDP), simulation_identity(b, Strategy::kDDP));
+  a.gpus = b.gpus = 1;  // one GPU is its own slowest
+  EXPECT_EQ(simulation_identity(a, Strategy::kDDP), simulation_identity(b, Strategy::kDDP));
+  EXPECT_EQ(simulation_identity(a, Strategy::kDP), simulation_identity(b, Strategy::kDP));
+}
+
 }  // namespace
 }  // namespace gradsync::sweep
