@@ -337,7 +337,19 @@ double pipeline_sync_s(Collective c, double nbytes, const Channels& ch, Algorith
     const double round_sync = a == Algorithm::kNvls ? handshake : hop_latency_s(HopKind::kNet, a, p);
     // Fill: the first round is scattered before the switch reduces it, the last gathered after:
     // one round's bytes at NCCL's NVLS algorithm bandwidth and its handshake.
-    const double fill = std::min(nbytes, ops * chunk) / alg_Bps + round_sync;
+    const double round_bytes = std::min(nbytes, ops * chunk);
+    double fill = round_bytes / alg_Bps + round_sync;
+    if (a == Algorithm::kNvlsTree && nodes > 1) {
+      // NVLSTree's first round also crosses the network up the tree and back down before the last
+      // stages can start (all_reduce.h runTreeSplit, NVLS_TREE: the leaf head's send, the root
+      // head's reduce and send back, the leaf's multicast): 2 x log2(nodes) network hops, each
+      // taking half a round's bytes (channels alternate their tree's root, connect.cc) through the
+      // node's NICs at the NVLS graph's inter-node rate (nChannels x bwInter, halved beyond two
+      // nodes as tuning.cc halves it). The steps behind it follow at the pipeline's rate.
+      const double node_inter = ch.nvls->channels * (nodes <= 2 ? ch.nvls->bw_inter_Bps : ch.nvls->bw_inter_Bps / 2);
+      const double hops = 2 * std::ceil(std::log2(static_cast<double>(nodes)) - 1e-12);
+      if (node_inter > 0) fill += hops * (round_bytes / 2) / node_inter;
+    }
     return std::max(0.0, rounds - full) * round_sync + fill;
   }
   return 0;
