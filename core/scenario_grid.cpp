@@ -177,7 +177,8 @@ Vary parse_vary(std::string_view text) {
   }
   std::set<std::string> seen;
   auto add = [&](json value, const std::string& item) {
-    const std::string label = value_text(value);
+    // An unset value (calibration=none) is labelled by the word that unset it.
+    const std::string label = value.is_string() && value.get<std::string>().empty() ? "none" : value_text(value);
     if (!seen.insert(json_text(value)).second) {
       throw UsageError(fmt::format("--vary \"{}\": \"{}\" given twice (as {})", shown, item, label));
     }

@@ -159,6 +159,8 @@ json parse_key_value(const ScenarioKey& k, std::string_view text) {
   switch (k.kind) {
     case KeyKind::kName: {
       if (trim(text).empty()) throw ConfigError("expected a name or a file, not an empty text");
+      // A key an engine resolves (calibration) is unset by the word its default says: none.
+      if (k.engine_default && trim(text) == "none") return std::string();
       if (!valid_utf8(text)) throw ConfigError("expected UTF-8 text (the value has bytes that are not UTF-8)");
       for (char c : text)
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)

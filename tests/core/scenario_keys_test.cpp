@@ -62,6 +62,14 @@ TEST(ScenarioKeys, EveryRowIsComplete) {
   EXPECT_EQ(find_scenario_key("bucket_size"), nullptr);
 }
 
+TEST(ScenarioKeys, NoneUnsetsTheCalibrationAsItsDefaultSays) {
+  const ScenarioKey& cal = scenario_key("calibration");
+  EXPECT_EQ(parse_key_value(cal, "none"), json(""));
+  EXPECT_EQ(parse_key_value(cal, " none "), json(""));
+  EXPECT_EQ(parse_key_value(cal, "./none"), json("./none"));                // a file of that name
+  EXPECT_EQ(parse_key_value(scenario_key("model"), "none"), json("none"));  // not a key an engine resolves
+}
+
 TEST(ScenarioKeys, WholeNumbersWithinTheirBounds) {
   const ScenarioKey& gpus = scenario_key("gpus");
   EXPECT_EQ(parse_key_value(gpus, "8"), json(8));
