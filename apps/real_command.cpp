@@ -364,8 +364,11 @@ void validate_command(const ValidateArgs& va) {
   finish_run(rep, *out, false);
 }
 
-void add_bench_options(CLI::App* cmd, BenchArgs& a, const char* default_out) {
+// add_bench_options: the scenario flags, less in --help those the command refuses (`hidden`): still
+// parsed, so that giving one says why it is refused rather than that it is unknown.
+void add_bench_options(CLI::App* cmd, BenchArgs& a, const char* default_out, const std::vector<std::string>& hidden) {
   add_scenario_options(cmd, a.scenario);
+  for (const std::string& key : hidden) a.scenario.given.at(key)->group("");
   add_launch_options(cmd, a.launch);
   cmd->add_option("--strategy", a.strategy, "dp or ddp (default: both in one process, DDP under mpirun/srun)")
       ->transform(CLI::IsMember({"dp", "ddp"}, CLI::ignore_case));
@@ -379,7 +382,7 @@ void register_real_commands(CLI::App& app) {
   auto ba = std::make_shared<BenchArgs>();
   CLI::App* bench = app.add_subcommand(
       "bench", "Run a scenario for real (GPUs with NCCL, or CPUs with MPI) and write the same outputs, mode real");
-  add_bench_options(bench, *ba, "gradsync-bench");
+  add_bench_options(bench, *ba, "gradsync-bench", {"topology", "calibration", "fidelity", "gpu_spread_pct"});
   bench->add_flag("--explain", ba->explain, "Also print the phases, as simulate --explain");
   bench->callback([ba] { bench_command(*ba); });
 
@@ -407,7 +410,7 @@ void register_real_commands(CLI::App& app) {
   auto va = std::make_shared<ValidateArgs>();
   CLI::App* val = app.add_subcommand(
       "validate", "Run a scenario for real and simulated with --calibration; measured vs simulated per phase");
-  add_bench_options(val, va->bench, "gradsync-validate");
+  add_bench_options(val, va->bench, "gradsync-validate", {"gpu_spread_pct"});
   for (CLI::Option* o : val->get_options()) {
     bool scenario = false;
     for (const auto& [key, option] : va->bench.scenario.given) scenario = scenario || option == o;

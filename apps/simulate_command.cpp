@@ -59,7 +59,7 @@ void add_command_options(CLI::App* cmd, ScenarioCommand& c) {
   add_scenario_options(cmd, c.scenario);
   cmd->add_option("--out", c.out,
                   "Output folder for the CSV, JSON, Chrome trace and HTML report (default gradsync-out)");
-  cmd->add_flag("--explain", c.explain, "Also print DP against DDP phase by phase: where, what moves, bytes, time");
+  cmd->add_flag("--explain", c.explain, "Also print the run phase by phase: where, what moves, bytes, time");
   cmd->add_option("--trace-ranks", c.trace_ranks,
                   "Ranks the trace and events.csv hold besides the default ones (every rank up to 16 GPUs; beyond, "
                   "node 0, the first GPU of every other node and the slowest rank of each phase): all, or a list "

@@ -71,6 +71,21 @@ TEST(Cli, HelpExitsZero) {
   EXPECT_NE(r.out.find("Usage: gradsync"), std::string::npos) << r.out;
 }
 
+// bench's --help lists no flag bench refuses; each still parses, to say why it is refused.
+TEST(Cli, BenchHelpListsNoFlagItRefuses) {
+  const Result help = run({"bench", "--help"});
+  ASSERT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("--bucket-cap-mb"), std::string::npos) << help.out;
+  for (const char* refused : {"--topology", "--calibration", "--fidelity", "--gpu-spread-pct"})
+    EXPECT_EQ(help.out.find(refused), std::string::npos) << refused;
+  const Result spread = run({"bench", "--gpu-spread-pct", "2"});
+  EXPECT_EQ(spread.code, 2);
+  EXPECT_NE(spread.err.find("bench measures the GPUs as they are"), std::string::npos) << spread.err;
+  const Result validate = run({"validate", "--help"});
+  EXPECT_NE(validate.out.find("--calibration"), std::string::npos);
+  EXPECT_EQ(validate.out.find("--gpu-spread-pct"), std::string::npos);
+}
+
 TEST(Cli, UnknownFlagIsAUsageError) {
   const Result r = run({"--frobnicate"});
   EXPECT_EQ(r.code, 2);
