@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <future>
 #include <map>
@@ -102,8 +103,18 @@ std::string oom_text(const StrategyResult& r) {
       worst = &g;
   if (worst == nullptr) return "";
   constexpr double kGiB = 1024.0 * 1024 * 1024;
-  return fmt::format("{} does not fit GPU{}'s memory: it needs {:.2f} GiB of {:.2f} GiB", strategy_label(r.strategy),
-                     worst->rank, worst->peak_memory_bytes / kGiB, worst->capacity_bytes / kGiB);
+  const double need = worst->peak_memory_bytes / kGiB, have = worst->capacity_bytes / kGiB;
+  // As many decimals as it takes for the need to read above what the GPU has (2 usually; a
+  // need just past it, 80.001 of 80.00 GiB, takes more), and the bytes when even 6 do not part them.
+  int digits = 2;
+  while (digits < 6 && fmt::format("{:.{}f}", need, digits) == fmt::format("{:.{}f}", have, digits)) ++digits;
+  const std::string over =
+      fmt::format("{:.{}f}", need, digits) == fmt::format("{:.{}f}", have, digits)
+          ? fmt::format(" ({} bytes over)",
+                        static_cast<long long>(std::ceil(worst->peak_memory_bytes - worst->capacity_bytes)))
+          : "";
+  return fmt::format("{} does not fit GPU{}'s memory: it needs {:.{}f} GiB of {:.{}f} GiB{}",
+                     strategy_label(r.strategy), worst->rank, need, digits, have, digits, over);
 }
 
 void print_summary(const Report& rep, std::ostream& out) {

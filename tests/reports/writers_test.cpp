@@ -434,5 +434,21 @@ TEST(TracedRanks, TheTraceAndEventsCsvHoldOnlyThem) {
   EXPECT_EQ(streamed, json_text(json::parse(streamed)) + "\n");
 }
 
+// The out-of-memory line reads the need above what the GPU has: 2 decimals where they part them,
+// more where a need is just past it, and the bytes where 6 decimals do not.
+TEST(OomText, ShowsAsManyDecimalsAsPartNeedFromCapacity) {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  const auto text = [](double need, double have) {
+    StrategyResult r;
+    r.strategy = Strategy::kDDP;
+    r.per_gpu.push_back({.rank = 0, .peak_memory_bytes = need, .capacity_bytes = have, .oom = true});
+    return oom_text(r);
+  };
+  EXPECT_EQ(text(115.59 * kGiB, 32 * kGiB), "ddp does not fit GPU0's memory: it needs 115.59 GiB of 32.00 GiB");
+  EXPECT_EQ(text(80.001 * kGiB, 80 * kGiB), "ddp does not fit GPU0's memory: it needs 80.001 GiB of 80.000 GiB");
+  EXPECT_EQ(text(80 * kGiB + 512, 80 * kGiB),
+            "ddp does not fit GPU0's memory: it needs 80.000000 GiB of 80.000000 GiB (512 bytes over)");
+}
+
 }  // namespace
 }  // namespace gradsync::reports
