@@ -231,6 +231,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     }
     auto& bufs = j["buffers"] = nlohmann::ordered_json::array();
     for (const auto& b : m.buffers) {
+      if (!b.registered) continue;
       bufs.push_back({{"name", b.name}, {"shape", b.shape}, {"numel", b.numel()}, {"dtype", dtype_name(b.dtype)}});
     }
     auto& layers = j["layers"] = nlohmann::ordered_json::array();
@@ -289,8 +290,10 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   for (std::size_t i = 1; i < dtypes.size(); ++i) dtype_text += (i + 1 == dtypes.size() ? " and " : ", ") + dtypes[i];
   t.add_row({"parameters", fmt::format("{} ({} tensors, {} {})", with_commas(m.total_params()), m.parameters.size(),
                                        human_bytes(static_cast<double>(m.parameter_bytes())), dtype_text)});
-  t.add_row(
-      {"buffers", fmt::format("{} tensors, {}", m.buffers.size(), human_bytes(static_cast<double>(m.buffer_bytes())))});
+  t.add_row({"buffers", fmt::format("{} tensors, {}",
+                                    std::count_if(m.buffers.begin(), m.buffers.end(),
+                                                  [](const Buffer& b) { return b.registered; }),
+                                    human_bytes(static_cast<double>(m.buffer_bytes())))});
   t.add_row({"layers", std::to_string(m.layers.size())});
   t.add_row({"input/sample", fmt::format("{}{}", human_bytes(static_cast<double>(m.input_bytes.eval(ctx.seq_len))),
                                          m.input_what.empty() ? "" : fmt::format(" ({})", m.input_what))});

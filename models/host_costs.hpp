@@ -13,9 +13,9 @@ namespace gradsync {
 
 // HostCall: what an eager ATen call runs, which sets its host cost.
 enum class HostCall {
-  kOp,     // an ATen op launching its own kernel: TensorIterator ops, casts, copies, reductions
-  kBlas,   // a cuBLAS product (mm, addmm, bmm) or a fused attention kernel
-  kCudnn,  // a cuDNN call: a convolution, its backward, batch norm forward or backward
+  kOp,         // an ATen op launching its own kernel: TensorIterator ops, casts, copies, reductions
+  kBlas,       // a cuBLAS product (mm, addmm, bmm) or a fused attention kernel
+  kCudnn,      // a cuDNN call: a convolution, its backward, batch norm forward or backward
   kInside,     // a further kernel of the call before it in the same op
   kAccumulate  // AccumulateGrad's add_ into a gradient still there: the engine repeats one
                // in-place op over the parameters, from C++, as torch.optim's loop does from

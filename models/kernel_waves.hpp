@@ -1,9 +1,9 @@
 // kernel_waves.hpp: how much of a GPU a GEMM keeps busy. cuBLAS runs one thread block (CTA) per
 // output tile and the GPU as many at once as it has SMs, so a GEMM takes whole waves of them and
-// the last wave may run partly empty (NVIDIA, "Matrix Multiplication Background User's Guide", section "Wave Quantization").
-// With fewer tiles than SMs the libraries split the reduction dimension K across more CTAs
-// (split-K: CUTLASS's "Parallel Reduction Split-K" and "Serial Split-K"), each partial product
-// then summed: the CTAs fill one wave at the cost of writing and reading the partial sums.
+// the last wave may run partly empty (NVIDIA, "Matrix Multiplication Background User's Guide", section "Wave
+// Quantization"). With fewer tiles than SMs the libraries split the reduction dimension K across more CTAs (split-K:
+// CUTLASS's "Parallel Reduction Split-K" and "Serial Split-K"), each partial product then summed: the CTAs fill one
+// wave at the cost of writing and reading the partial sums.
 //
 //   gemm_waves_of({1, 1568, 512, 4608}, 128, 80);   // 13 x 4 = 52 tiles on a V100's 80 SMs:
 //                                                  // efficiency 52/80, split 1 (52 > 80/2)

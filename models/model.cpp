@@ -50,7 +50,8 @@ Bytes Model::parameter_bytes() const {
 
 Bytes Model::buffer_bytes() const {
   std::int64_t n = 0;
-  for (const auto& b : buffers) n = checked_add(n, static_cast<std::int64_t>(b.bytes()), "the buffers' bytes");
+  for (const auto& b : buffers)
+    if (b.registered) n = checked_add(n, static_cast<std::int64_t>(b.bytes()), "the buffers' bytes");
   return static_cast<Bytes>(n);
 }
 

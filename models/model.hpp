@@ -40,6 +40,12 @@ struct Buffer {
   std::string name;
   std::vector<std::int64_t> shape;
   DType dtype = DType::kFloat32;
+  // math_attention_only: registered only where the model runs its own (math) attention: nanoGPT's
+  // causal mask (`if not self.flash: self.register_buffer("bias", ...)`), absent when it calls
+  // F.scaled_dot_product_attention. `registered` is false once the scenario's attention drops it
+  // (resolve_basics): DDP broadcasts, DP replicates and memory holds only registered buffers.
+  bool math_attention_only = false;
+  bool registered = true;
 
   std::int64_t numel() const;
   Bytes bytes() const;

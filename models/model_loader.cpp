@@ -276,9 +276,18 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
       Buffer buf;
       buf.name = r.string(r.required(b, where, "name"), where, "name");
       where = entry("buffers", i, buf.name);
-      r.only_keys(b, where, {"name", "shape", "dtype"});
+      r.only_keys(b, where, {"name", "shape", "dtype", "attention"});
       buf.shape = r.shape(r.required(b, where, "shape"), where);
       if (b["dtype"]) buf.dtype = r.dtype(b["dtype"], where);
+      if (const YAML::Node a = b["attention"]) {
+        // attention: math: registered only when the model runs its own attention (nanoGPT's mask).
+        if (r.string(a, where, "attention") != "math")
+          r.fail(a, where,
+                 fmt::format("field \"attention\" \"{}\": expected math (a buffer that exists only under math "
+                             "attention)",
+                             r.string(a, where, "attention")));
+        buf.math_attention_only = true;
+      }
       if (!seen.insert(buf.name).second)
         r.fail(b["name"], where, fmt::format("duplicate buffer name \"{}\"", buf.name));
       try {

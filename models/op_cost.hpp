@@ -35,7 +35,7 @@ struct KernelRates {
   // gemm_misaligned: what a tensor-core GEMM reaches of the aligned rate when an operand's or
   // the output's innermost dimension is not a multiple of 16 bytes (rates_for: per architecture).
   double gemm_misaligned = 1.0 / 3.0;
-  double conv = 0.60;         // cuDNN convolutions, of the same peak as the GEMMs
+  double conv = 0.60;  // cuDNN convolutions, of the same peak as the GEMMs
   // conv_16bit: cuDNN convolutions in fp16/bf16 (autocast, a 16-bit model), of the 16-bit tensor
   // peak; rates_for: conv unless measured (GeForce Ampere and Ada: the GEMMs' rate).
   double conv_16bit = 0.60;
@@ -43,9 +43,9 @@ struct KernelRates {
   // do not run as TF32), of the FP32 peak. rates_for sets it per architecture: the conv rate scaled
   // as SGEMM to the tensor GEMM (conv * gemm_fp32 / gemm_tensor) unless measured.
   double conv_fp32 = 0.60 * 0.85 / 0.80;
-  double flash = 0.50;        // FlashAttention-2 (forward; backward does 2.5x the FLOPs)
+  double flash = 0.50;  // FlashAttention-2 (forward; backward does 2.5x the FLOPs)
   double mem_efficient = 0.35;
-  double memory = 0.80;               // memory-bound kernels, of DRAM bandwidth
+  double memory = 0.80;  // memory-bound kernels, of DRAM bandwidth
   // Batch norm in training, elements per SM per clock (of the input N x C x H x W): its kernels
   // reduce each channel over N x H x W and are limited by that, not by DRAM, on GPUs whose DRAM is
   // fast for their SMs (kernel_rates.cpp). Forward (cuDNN's NCHW kernels and PyTorch's NHWC ones);
@@ -68,7 +68,7 @@ struct KernelRates {
   // added to a float32 residual): PyTorch's unrolled casting loop, operand elements loaded or
   // stored per SM per clock at most (kernel_rates.cpp).
   double unrolled_cast = 2.95;
-  int tile = 128;                     // output tile of a GEMM (CUTLASS/cuBLAS 128x128), for wave quantisation
+  int tile = 128;              // output tile of a GEMM (CUTLASS/cuBLAS 128x128), for wave quantisation
   double min_kernel_s = 2e-6;  // a kernel's GPU time at least (launch to completion)
   // host: what one eager ATen call costs the issuing thread (Python or the autograd engine, the
   // dispatcher, autocast, the caching allocator, the library's own host code and the launches),

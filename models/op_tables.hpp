@@ -76,13 +76,13 @@ inline const std::set<std::string_view> kPassThrough = {"clone", "alias", "conti
 
 // Ops whose backward reads their input (derivatives.yaml: gelu_backward(grad, self),
 // silu_backward(grad, self), pow's grad * exponent * self^(exponent - 1), ...).
-inline const std::set<std::string_view> kReadsInput = {"gelu",    "silu", "mish",       "pow",      "log",
-                                                       "log1p",   "sin",  "cos",        "erf",      "softplus",
+inline const std::set<std::string_view> kReadsInput = {"gelu",      "silu",        "mish",       "pow", "log",
+                                                       "log1p",     "sin",         "cos",        "erf", "softplus",
                                                        "hardswish", "hardsigmoid", "leaky_relu", "abs", "elu"};
 // Ops whose backward reads their result (derivatives.yaml: threshold_backward(grad, result, 0) for
 // relu, tanh_backward(grad, result), rsqrt's -0.5 * grad * result^3, _log_softmax_backward_data
 // (grad, result); _softmax has a rule of its own).
-inline const std::set<std::string_view> kReadsResult = {"relu", "relu_",   "tanh", "sigmoid",     "exp",
-                                                        "sqrt", "rsqrt",   "reciprocal", "_log_softmax"};
+inline const std::set<std::string_view> kReadsResult = {"relu", "relu_", "tanh",       "sigmoid",     "exp",
+                                                        "sqrt", "rsqrt", "reciprocal", "_log_softmax"};
 
 }  // namespace gradsync::op_detail

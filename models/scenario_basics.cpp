@@ -47,6 +47,8 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
     const ExecutionMode mode = effective_mode(model, execution_mode(s.compile, s.attention));
     check_attention_precision(mode, r.precision);
     check_attention_gpu(mode, gpu.sm_version, gpu.name, parse_pytorch_version(s.pytorch_version));
+    // A model that calls F.scaled_dot_product_attention registers no mask of its own (nanoGPT).
+    for (Buffer& b : model.buffers) b.registered = !(b.math_attention_only && mode.attention != AttentionImpl::kMath);
     return 0;
   });
   r.optimizer = parse_optimizer(s.optimizer);

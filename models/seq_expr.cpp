@@ -28,7 +28,8 @@ class Parser {
   // fail: what is wrong where, and what could stand there (expressions hold integers, T, +, -, *
   // and parentheses).
   [[noreturn]] void fail(const std::string& what, std::string_view expected) const {
-    throw ConfigError(fmt::format("expression \"{}\": {} at character {}; expected {}", text_, what, pos_ + 1, expected));
+    throw ConfigError(
+        fmt::format("expression \"{}\": {} at character {}; expected {}", text_, what, pos_ + 1, expected));
   }
   void skip_space() {
     while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) ++pos_;

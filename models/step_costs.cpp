@@ -69,7 +69,8 @@ StepModel to_step_model(const Model& model, Precision precision, std::optional<s
   for (const Parameter& p : model.parameters)
     s.params.push_back({p.name, p.shape, p.dtype, p.requires_grad, p.sparse_grad, false});
   for (std::size_t u : model.unused_parameters) s.params[u].unused = true;
-  for (const Buffer& b : model.buffers) s.buffers.push_back({b.name, b.numel(), b.dtype});
+  for (const Buffer& b : model.buffers)
+    if (b.registered) s.buffers.push_back({b.name, b.numel(), b.dtype});
   for (const Layer& l : model.layers) s.layers.push_back({l.name, grad_order_of(model, l), l.kind == LayerKind::kLoss});
   s.input_bytes_per_sample = static_cast<double>(model.input_bytes.eval(t));
   s.output_bytes_per_sample =

@@ -9,9 +9,9 @@
 
 #include <cstdint>
 #include <map>
-#include <utility>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "core/calibration.hpp"
 #include "core/cost_model.hpp"

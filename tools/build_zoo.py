@@ -48,6 +48,10 @@ class CausalSelfAttention(nn.Module):
                              .view(1, 1, c["block"], c["block"]))
         if hf:
             self.register_buffer("masked_bias", torch.tensor(-1e4, device=META))
+        else:
+            # nanoGPT registers its mask only without F.scaled_dot_product_attention ("if not
+            # self.flash"); export_model.py marks such buffers `attention: math`.
+            self.gradsync_math_attention_buffers = ("bias",)
 
     def forward(self, x):
         B, T, C = x.size()

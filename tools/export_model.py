@@ -345,8 +345,13 @@ def export(model, example_input_fn, name, path, batch, seq_len=None, description
     if bufs:
         lines.append("buffers:")
         for bname, b in bufs:
+            # A module's gradsync_math_attention_buffers: buffers it registers only when it runs its
+            # own (math) attention, as nanoGPT's causal mask.
+            owner, _, leaf = bname.rpartition(".")
+            module = model.get_submodule(owner) if owner else model
+            math_only = leaf in getattr(module, "gradsync_math_attention_buffers", ())
             lines.append(f"  - {{name: {bname}, shape: [{', '.join(str(int(d)) for d in b.shape)}], "
-                         f"dtype: {DTYPE_NAMES[b.dtype]}}}")
+                         f"dtype: {DTYPE_NAMES[b.dtype]}{', attention: math' if math_only else ''}}}")
     # A trainable parameter that no layer's forward reads gets no gradient: DDP needs
     # find_unused_parameters (or static_graph) for it, and the file must say so. `unused` adds those
     # that forward reads but that do not reach the loss (a branch whose output is dropped).

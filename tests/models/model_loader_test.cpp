@@ -138,6 +138,24 @@ TEST(ModelLoader, UnknownDtype) {
             "float64, int64, int32, int8, uint8 or bool");
 }
 
+// A buffer registered only under math attention (nanoGPT's causal mask) says so; nothing else does.
+TEST(ModelLoader, ABufferOnlyUnderMathAttention) {
+  const std::string with = replace(kGood, "layers:\n",
+                                   "buffers:\n  - {name: mask, shape: [8, 8], attention: math}\n"
+                                   "  - {name: ids, shape: [8], dtype: int64}\nlayers:\n");
+  const Model m = parse_model(with, "good.yaml");
+  ASSERT_EQ(m.buffers.size(), 2u);
+  EXPECT_TRUE(m.buffers[0].math_attention_only);
+  EXPECT_FALSE(m.buffers[1].math_attention_only);
+  EXPECT_EQ(m.buffer_bytes(), 8 * 8 * 4 + 8 * 8);
+  Model dropped = m;
+  dropped.buffers[0].registered = false;  // as resolve_basics leaves it under flash attention
+  EXPECT_EQ(dropped.buffer_bytes(), 8 * 8);
+  EXPECT_EQ(error_of(replace(with, "attention: math", "attention: flash")),
+            "bad.yaml:11: buffers[0] \"mask\": field \"attention\" \"flash\": expected math (a buffer that exists "
+            "only under math attention)");
+}
+
 // An integer tensor cannot require gradients in PyTorch; a frozen one (requires_grad: false) loads.
 TEST(ModelLoader, AnIntegerParameterThatTrainsIsRefused) {
   EXPECT_EQ(error_of(replace(kGood, "{name: fc.bias, shape: [10]}", "{name: fc.bias, shape: [10], dtype: int64}")),
