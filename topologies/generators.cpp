@@ -35,8 +35,16 @@ Topology generate_nvswitch(const NvswitchOptions& o) {
 
 Topology generate_nvlink_mesh(const NvlinkMeshOptions& o) {
   const GpuSpec& g = nvlink_gpu(o.gpu, "the DGX-1 cube-mesh");
-  need(g.nvlink_links >= 6,
-       fmt::format("--gpu {}: the DGX-1 cube-mesh needs 6 NVLinks per GPU; {} has {}", o.gpu, g.name, g.nvlink_links));
+  // The hybrid cube-mesh is the DGX-1's board of SXM2 modules with 6 NVLinks each (V100); the
+  // SXM4/SXM5 modules after it (12 and 18 NVLinks) sit on NVSwitch baseboards (HGX), not in a mesh.
+  need(g.nvlink_links == 6,
+       g.nvlink_links > 6
+           ? fmt::format("--gpu {}: {} has {} NVLinks and sits on an NVSwitch baseboard (HGX); the DGX-1 cube-mesh "
+                         "holds SXM2 modules of 6 NVLinks (V100); expected v100-sxm2-16gb or v100-sxm2-32gb, or topo "
+                         "generate nvswitch --gpu {}",
+                         o.gpu, g.name, g.nvlink_links, o.gpu)
+           : fmt::format("--gpu {}: the DGX-1 cube-mesh needs 6 NVLinks per GPU; {} has {}", o.gpu, g.name,
+                         g.nvlink_links));
   Builder b;
   add_dgx1_node(b, "", "node0", g, o.gpu, 4);
   const std::string cmd = fmt::format("gradsync topo generate nvlink-mesh --gpu {}", o.gpu);

@@ -235,6 +235,12 @@ TEST(Generators, BadOptions) {
   EXPECT_EQ(error([] { generate_nvlink_mesh({.gpu = "a100-pcie-40gb"}); }),
             "--gpu a100-pcie-40gb: NVIDIA A100 PCIe 40GB is a PCIe board whose NVLink is a bridge to one other "
             "board; the DGX-1 cube-mesh holds SXM modules (topo generate pcie --nvlink-bridge pairs such boards)");
+  // The cube-mesh is the DGX-1's board of 6-NVLink SXM2 modules; later modules sit on NVSwitch.
+  EXPECT_EQ(error([] { generate_nvlink_mesh({.gpu = "a100"}); }),
+            "--gpu a100: NVIDIA A100 SXM4 80GB has 12 NVLinks and sits on an NVSwitch baseboard (HGX); the DGX-1 "
+            "cube-mesh holds SXM2 modules of 6 NVLinks (V100); expected v100-sxm2-16gb or v100-sxm2-32gb, or topo "
+            "generate nvswitch --gpu a100");
+  EXPECT_EQ(generate_nvlink_mesh({.gpu = "v100-sxm2-16gb"}).gpu_count(), 8);
   // An SXM module sits on its baseboard: a PCIe box of them, bridged or not, is no machine.
   for (const bool bridge : {false, true}) {
     EXPECT_EQ(error([&] { generate_pcie({.gpu = "h100", .gpus = 2, .nvlink_bridge = bridge}); }),
