@@ -11,9 +11,12 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.hpp"
+#include "models/trace_events.hpp"
 
 namespace gradsync {
 namespace {
@@ -41,94 +44,93 @@ std::string id_text(const json& v) {
 }
 
 // text_field: e[key] when it is a string, else "" (a field of another type is not ours to read).
-std::string text_field(const json& e, const char* key) {
+std::string_view text_field(const json& e, const char* key) {
   const auto it = e.find(key);
-  return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+  return it != e.end() && it->is_string() ? std::string_view(it->get_ref<const std::string&>()) : std::string_view();
 }
 
 // kMaxEventUs: the longest event a trace of training steps holds, in microseconds (a day): a
 // longer one (1e300) is a broken trace, not a step to import.
 constexpr double kMaxEventUs = 86400e6;
 
-std::vector<Event> complete_events(const json& list, const std::string& origin) {
-  std::vector<Event> out;
-  std::size_t index = 0;
-  for (const json& e : list) {
-    const std::size_t at = index++;
-    if (!e.is_object()) continue;
-    const auto name = e.find("name");
-    // Every event of the Chrome trace format is named by a string; a step dropped for its name's
-    // type would leave the import a step short without a word.
-    if (name != e.end() && !name->is_string()) {
-      throw DataError(
-          fmt::format("{}: traceEvents[{}]: \"name\" is {}; expected a string, as every event of the "
-                      "Chrome trace format has",
-                      origin, at, name->dump()));
-    }
-    if (text_field(e, "ph") != "X") {
-      // torch.profiler writes its steps as complete events ("ph": "X"); a step as a begin/end pair
-      // (another exporter) is said, not dropped.
-      if (starts_with(text_field(e, "name"), "ProfilerStep#"))
-        throw DataError(
-            fmt::format("{}: traceEvents[{}] \"{}\": phase \"{}\"; expected \"X\" (a complete event "
-                        "with ts and dur), as torch.profiler's export_chrome_trace writes its steps",
-                        origin, at, text_field(e, "name"), text_field(e, "ph")));
-      continue;
-    }
-    if (name == e.end()) continue;
-    const auto ts = e.find("ts");
-    const auto dur = e.find("dur");
-    const std::string& text = name->get_ref<const std::string&>();
-    // The events whose times gradsync reads: the steps, the phases' host spans (backward's
-    // autograd functions, the optimizer's step and zero_grad), the launches and the GPU's (one
-    // without a time would be dropped, and a step or phase would come out shorter than it ran).
-    const std::string cat = text_field(e, "cat");
-    const bool gpu = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
-    const bool read = gpu || starts_with(text, "ProfilerStep#") ||
-                      starts_with(text, "autograd::engine::evaluate_function:") ||
-                      starts_with(text, "Optimizer.step#") || starts_with(text, "Optimizer.zero_grad#") ||
-                      (cat == "cuda_runtime" && starts_with(text, "cudaLaunchKernel")) ||
-                      (cat == "cuda_driver" && starts_with(text, "cuLaunchKernel"));
-    if (ts == e.end() || !ts->is_number() || dur == e.end() || !dur->is_number()) {
-      if (!read) continue;  // not an event gradsync reads the time of
-      throw DataError(
-          fmt::format("{}: traceEvents[{}] \"{}\": \"ts\" and \"dur\" must be numbers (microseconds); "
-                      "got ts {} and dur {}",
-                      origin, at, name->get<std::string>(), ts == e.end() ? "missing" : ts->dump(),
-                      dur == e.end() ? "missing" : dur->dump()));
-    }
-    const double start = ts->get<double>(), length = dur->get<double>();
-    if (!std::isfinite(start) || !std::isfinite(length) || length < 0 || length > kMaxEventUs ||
-        std::abs(start) > 1e18) {
-      throw DataError(
-          fmt::format("{}: traceEvents[{}] \"{}\": ts {} dur {}; expected a duration of 0 to {} us (a day) "
-                      "at a time (ts) within 1e18 us of the trace's origin",
-                      origin, at, name->get<std::string>(), ts->dump(), dur->dump(), kMaxEventUs));
-    }
-    Event ev;
-    ev.name = name->get<std::string>();
-    ev.cat = text_field(e, "cat");
-    ev.start = start;
-    ev.end = start + length;
-    // A kernel and the launch that queued it share args.correlation; a malformed one would leave the
-    // kernel out of its phase.
-    const bool launch = cat == "cuda_runtime" || cat == "cuda_driver";
-    if (const auto args = e.find("args");
-        (gpu || launch) && args != e.end() &&
-        (!args->is_object() || (args->contains("correlation") && !(*args)["correlation"].is_number_integer()))) {
-      throw DataError(fmt::format(
-          "{}: traceEvents[{}] \"{}\" ({}): args {}; expected an object whose \"correlation\" is an integer ({})",
-          origin, at, ev.name, cat, args->dump(), gpu ? "the launch that queued it" : "the kernel or copy it queued"));
-    }
-    if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
-      if (const auto c = args->find("correlation"); c != args->end() && c->is_number_integer())
-        ev.correlation = c->get<std::int64_t>();
-      if (const auto d = args->find("device"); d != args->end()) ev.device = id_text(*d);
-    }
-    if (ev.device.empty() && e.contains("pid")) ev.device = id_text(e["pid"]);
-    out.push_back(std::move(ev));
+// event_of: traceEvents[at] as the importer keeps it, or nothing for an event it does not read.
+std::optional<Event> event_of(const json& e, std::size_t at, const std::string& origin) {
+  if (!e.is_object()) return std::nullopt;
+  const auto name = e.find("name");
+  // Every event of the Chrome trace format is named by a string; a step dropped for its name's
+  // type would leave the import a step short without a word.
+  if (name != e.end() && !name->is_string()) {
+    throw DataError(
+        fmt::format("{}: traceEvents[{}]: \"name\" is {}; expected a string, as every event of the "
+                    "Chrome trace format has",
+                    origin, at, name->dump()));
   }
-  return out;
+  if (text_field(e, "ph") != "X") {
+    // torch.profiler writes its steps as complete events ("ph": "X"); a step as a begin/end pair
+    // (another exporter) is said, not dropped.
+    if (starts_with(text_field(e, "name"), "ProfilerStep#"))
+      throw DataError(
+          fmt::format("{}: traceEvents[{}] \"{}\": phase \"{}\"; expected \"X\" (a complete event "
+                      "with ts and dur), as torch.profiler's export_chrome_trace writes its steps",
+                      origin, at, text_field(e, "name"), text_field(e, "ph")));
+    return std::nullopt;
+  }
+  if (name == e.end()) return std::nullopt;
+  const auto ts = e.find("ts");
+  const auto dur = e.find("dur");
+  const std::string& text = name->get_ref<const std::string&>();
+  // The events whose times gradsync reads: the steps, the phases' host spans (backward's
+  // autograd functions, the optimizer's step and zero_grad), the launches and the GPU's (one
+  // without a time would be dropped, and a step or phase would come out shorter than it ran).
+  const std::string_view cat = text_field(e, "cat");
+  const bool gpu = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
+  const bool read = gpu || starts_with(text, "ProfilerStep#") ||
+                    starts_with(text, "autograd::engine::evaluate_function:") || starts_with(text, "Optimizer.step#") ||
+                    starts_with(text, "Optimizer.zero_grad#") ||
+                    (cat == "cuda_runtime" && starts_with(text, "cudaLaunchKernel")) ||
+                    (cat == "cuda_driver" && starts_with(text, "cuLaunchKernel"));
+  // Nor are other events kept: only those read below (and the CUDA calls whose correlation
+  // ties a copy or a kernel to its launch, loss.backward()'s seed), not every operator's.
+  const bool kept = read || cat == "cuda_runtime" || cat == "cuda_driver" || text == "aten::ones_like";
+  if (ts == e.end() || !ts->is_number() || dur == e.end() || !dur->is_number()) {
+    if (!read) return std::nullopt;  // not an event gradsync reads the time of
+    throw DataError(
+        fmt::format("{}: traceEvents[{}] \"{}\": \"ts\" and \"dur\" must be numbers (microseconds); "
+                    "got ts {} and dur {}",
+                    origin, at, name->get<std::string>(), ts == e.end() ? "missing" : ts->dump(),
+                    dur == e.end() ? "missing" : dur->dump()));
+  }
+  const double start = ts->get<double>(), length = dur->get<double>();
+  if (!std::isfinite(start) || !std::isfinite(length) || length < 0 || length > kMaxEventUs || std::abs(start) > 1e18) {
+    throw DataError(
+        fmt::format("{}: traceEvents[{}] \"{}\": ts {} dur {}; expected a duration of 0 to {} us (a day) "
+                    "at a time (ts) within 1e18 us of the trace's origin",
+                    origin, at, name->get<std::string>(), ts->dump(), dur->dump(), kMaxEventUs));
+  }
+  if (!kept) return std::nullopt;
+  Event ev;
+  // A kernel's name (a template's, often hundreds of characters) is not read.
+  if (!gpu) ev.name = text;
+  ev.cat = cat;
+  ev.start = start;
+  ev.end = start + length;
+  // A kernel and the launch that queued it share args.correlation; a malformed one would leave the
+  // kernel out of its phase.
+  const bool launch = cat == "cuda_runtime" || cat == "cuda_driver";
+  if (const auto args = e.find("args");
+      (gpu || launch) && args != e.end() &&
+      (!args->is_object() || (args->contains("correlation") && !(*args)["correlation"].is_number_integer()))) {
+    throw DataError(fmt::format(
+        "{}: traceEvents[{}] \"{}\" ({}): args {}; expected an object whose \"correlation\" is an integer ({})", origin,
+        at, text, cat, args->dump(), gpu ? "the launch that queued it" : "the kernel or copy it queued"));
+  }
+  if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
+    if (const auto c = args->find("correlation"); c != args->end() && c->is_number_integer())
+      ev.correlation = c->get<std::int64_t>();
+    if (const auto d = args->find("device"); d != args->end()) ev.device = id_text(*d);
+  }
+  if (ev.device.empty() && e.contains("pid")) ev.device = id_text(e["pid"]);
+  return ev;
 }
 
 using Span = std::pair<double, double>;
@@ -158,7 +160,8 @@ struct Phases {
   std::vector<Span> optimizer;
 };
 
-Phases phases_of(const std::vector<Event>& host, const Event& step, const std::string& origin) {
+// phases_of: `host` holds the step's host events (those starting within it, by start time).
+Phases phases_of(std::span<const Event> host, const Event& step, const std::string& origin) {
   Phases p;
   double bwd_lo = step.end, bwd_hi = step.start;
   for (const Event& e : host) {
@@ -265,9 +268,47 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
     throw DataError(fmt::format(
         "{}: the file is empty: expected the Chrome trace of torch.profiler's export_chrome_trace", origin));
   }
-  json root;
+  // Each event as it is read: the GPU's, the host's and the steps (trace_events.hpp keeps no
+  // document, only these).
+  std::vector<Event> host, gpu, steps;
+  std::set<std::string> gpus;
+  bool launches = false;
+  const auto sort_event = [&](Event&& e) {
+    if (is_gpu_event(e)) {
+      gpus.insert(e.device);
+      gpu.push_back(std::move(e));
+    } else if (e.cat == "gpu_user_annotation") {
+      return;
+    } else {
+      if ((e.cat == "cuda_runtime" && starts_with(e.name, "cudaLaunchKernel")) ||
+          (e.cat == "cuda_driver" && starts_with(e.name, "cuLaunchKernel")))
+        launches = true;
+      if (starts_with(e.name, "ProfilerStep#")) {
+        // prof.step() numbers its steps: ProfilerStep#<N>.
+        const std::string n = e.name.substr(std::string_view("ProfilerStep#").size());
+        if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) {
+          throw DataError(
+              fmt::format("{}: event \"{}\": expected ProfilerStep#N, N the step's number, as "
+                          "prof.step() names them",
+                          origin, e.name));
+        }
+        // A step of no duration holds nothing and would halve every mean.
+        if (!(e.end > e.start))
+          throw DataError(
+              fmt::format("{}: event \"{}\" lasts 0 us; expected a step that holds its forward, "
+                          "backward and optimizer",
+                          origin, e.name));
+        steps.push_back(e);
+      }
+      host.push_back(std::move(e));
+    }
+  };
+  // Read event by event: a trace of hundreds of megabytes is never held whole (trace_events.hpp).
+  TraceShape shape;
   try {
-    root = json::parse(text.begin(), text.end());
+    shape = read_trace_events(text, [&](const json& e, std::size_t at) {
+      if (std::optional<Event> ev = event_of(e, at, origin)) sort_event(std::move(*ev));
+    });
   } catch (const json::parse_error& e) {
     // nlohmann's byte is 1-based, one past the end at end of input: the line and column of it,
     // and what the parser read there ("syntax error while parsing value - invalid literal; last
@@ -295,50 +336,13 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
         "export_chrome_trace",
         origin, what));
   }
-  const json* list = &root;
-  if (root.is_object()) {
-    const auto it = root.find("traceEvents");
-    if (it == root.end() || !it->is_array())
+  if (shape.root_object) {
+    if (!shape.event_list)
       throw DataError(fmt::format("{}: no \"traceEvents\" list: expected the Chrome trace of torch.profiler", origin));
-    list = &*it;
-  } else if (!root.is_array()) {
+  } else if (!shape.root_array) {
     throw DataError(fmt::format("{}: expected a JSON object with \"traceEvents\" or a list of events", origin));
   }
-  const std::vector<Event> events = complete_events(*list, origin);
 
-  std::vector<Event> host, gpu, steps;
-  std::set<std::string> gpus;
-  bool launches = false;
-  for (const Event& e : events) {
-    if (is_gpu_event(e)) {
-      gpu.push_back(e);
-      gpus.insert(e.device);
-    } else if (e.cat == "gpu_user_annotation") {
-      continue;
-    } else {
-      if ((e.cat == "cuda_runtime" && starts_with(e.name, "cudaLaunchKernel")) ||
-          (e.cat == "cuda_driver" && starts_with(e.name, "cuLaunchKernel")))
-        launches = true;
-      if (starts_with(e.name, "ProfilerStep#")) {
-        // prof.step() numbers its steps: ProfilerStep#<N>.
-        const std::string n = e.name.substr(std::string_view("ProfilerStep#").size());
-        if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) {
-          throw DataError(
-              fmt::format("{}: event \"{}\": expected ProfilerStep#N, N the step's number, as "
-                          "prof.step() names them",
-                          origin, e.name));
-        }
-        // A step of no duration holds nothing and would halve every mean.
-        if (!(e.end > e.start))
-          throw DataError(
-              fmt::format("{}: event \"{}\" lasts 0 us; expected a step that holds its forward, "
-                          "backward and optimizer",
-                          origin, e.name));
-        steps.push_back(e);
-      }
-      host.push_back(e);
-    }
-  }
   if (steps.empty()) {
     throw DataError(
         fmt::format("{}: no ProfilerStep#N event: profile with torch.profiler.profile(schedule=...) and "
@@ -385,23 +389,43 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
   // The launch time of each kernel, by correlation id: CUDA runtime calls (cudaLaunchKernel,
   // cudaMemsetAsync, ...) and driver calls, which Kineto files as "cuda_driver" (cuBLASLt's kernels
   // on Hopper go through cuLaunchKernelEx: 390 of a GPT-2 step's 1,604 kernels on an H200).
-  std::map<std::int64_t, double> launch_at;
+  std::unordered_map<std::int64_t, double> launch_at;
   for (const Event& e : host)
     if ((e.cat == "cuda_runtime" || e.cat == "cuda_driver") && e.correlation) launch_at[*e.correlation] = e.start;
 
   MeasuredStep ms;
   ms.trace = origin;
   ms.device = "cpu";
-  if (root.is_object()) {
-    if (const auto props = root.find("deviceProperties");
-        props != root.end() && props->is_array() && !props->empty() && (*props)[0].is_object())
-      ms.device = text_field((*props)[0], "name").empty() ? "gpu" : text_field((*props)[0], "name");
+  if (shape.root_object) {
+    if (const std::optional<json>& props = shape.device_properties;
+        props && props->is_array() && !props->empty() && (*props)[0].is_object())
+      ms.device = text_field((*props)[0], "name").empty() ? "gpu" : std::string(text_field((*props)[0], "name"));
     else if (!gpu.empty())
       ms.device = "gpu";
   }
   std::sort(steps.begin(), steps.end(), [](const Event& a, const Event& b) { return a.start < b.start; });
-  for (const Event& step : steps) {
-    const Phases p = phases_of(host, step, origin);
+  // Each step reads only the events that start inside it: the host events by start time, and the
+  // kernels by the step their launch falls in (steps do not overlap), so a trace of many steps is
+  // read in one pass rather than once per step.
+  std::stable_sort(host.begin(), host.end(), [](const Event& a, const Event& b) { return a.start < b.start; });
+  std::vector<std::vector<const Event*>> kernels_of(steps.size());
+  for (const Event& k : gpu) {
+    if (!k.correlation) continue;
+    const auto launch = launch_at.find(*k.correlation);
+    if (launch == launch_at.end()) continue;
+    const double at = launch->second;
+    const auto after =
+        std::upper_bound(steps.begin(), steps.end(), at, [](double t, const Event& step) { return t < step.start; });
+    if (after == steps.begin() || !(at < std::prev(after)->end)) continue;
+    kernels_of[static_cast<std::size_t>(std::prev(after) - steps.begin())].push_back(&k);
+  }
+  for (std::size_t si = 0; si < steps.size(); ++si) {
+    const Event& step = steps[si];
+    const auto first =
+        std::lower_bound(host.begin(), host.end(), step.start, [](const Event& e, double t) { return e.start < t; });
+    const auto last =
+        std::upper_bound(first, host.end(), step.end, [](double t, const Event& e) { return t < e.start; });
+    const Phases p = phases_of(std::span<const Event>(&*first, static_cast<std::size_t>(last - first)), step, origin);
     double fwd = 0, bwd = 0, opt = 0;
     if (gpu.empty()) {
       fwd = p.forward.second - p.forward.first;
@@ -409,8 +433,8 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
       opt = union_length(p.optimizer);
     } else {
       std::vector<Span> f, b, o;
-      for (const Event& k : gpu) {
-        if (!k.correlation || !launch_at.count(*k.correlation)) continue;
+      for (const Event* kp : kernels_of[si]) {
+        const Event& k = *kp;
         const double at = launch_at.at(*k.correlation);
         auto inside = [at](const Span& s) { return at >= s.first && at < s.second; };
         if (inside(p.forward)) {
