@@ -330,7 +330,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   t.add_row({"optimizer", human_duration(step.time_s)});
   t.add_row({"step (1 GPU)", fmt::format("{}, {:.4g} samples/s{}", human_duration(step_s), samples / step_s,
                                          m.default_seq_len ? fmt::format(", {:.4g} tokens/s", tokens / step_s) : "")});
-  t.add_row({"memory: params", human_bytes(mem.parameters)});
+  t.add_row({"memory: params+bufs", human_bytes(mem.parameters)});
   t.add_row({"memory: grads", human_bytes(mem.gradients)});
   t.add_row({"memory: optimizer", human_bytes(mem.optimizer_state)});
   t.add_row({"memory: activations", human_bytes(mem.activations)});

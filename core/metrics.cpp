@@ -77,8 +77,10 @@ std::vector<IterationMetrics> iteration_metrics(const Trace& trace, int rank) {
     } else if (e.stream == Stream::kCompute && !is_host_copy_event(e.name)) {
       compute.emplace_back(e.start_s, e.end_s);
     } else if ((e.stream == Stream::kComm || e.stream == Stream::kCopy || e.stream == Stream::kCompute) &&
-               !is_wait_event(e.name)) {
-      // A collective's wait for its last member is no communication (the phase "waiting for peers").
+               !is_wait_event(e.name) && !is_host_copy_event(e.name)) {
+      // A collective's wait for its last member is no communication (the phase "waiting for peers"),
+      // nor is the batch's copy from host memory (h2d:input), which loads data and which no bucket
+      // or collective setting changes: it is neither compute nor communication (--explain shows it).
       comm.emplace_back(e.start_s, e.end_s);
     }
   }
