@@ -356,6 +356,12 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
       "simulated {} iteration{}; steady = mean of iterations {}..{}{}{}", s.iterations, s.iterations == 1 ? "" : "s",
       s.warmup + 1, s.iterations, ddp ? "; DDP times on rank 0" : "",
       dp ? fmt::format("{} DP times of the whole process (all GPUs on one timeline)", ddp ? "," : ";") : ""));
+  if (s.compile && std::any_of(rs.begin(), rs.end(), [](const StrategyResult& x) {
+        return x.strategy == Strategy::kDP && x.skipped.empty() && x.replicas > 1;
+      }))
+    h.push_back(
+        "DP runs eager: torch.compile does not compile through DataParallel's replica threads "
+        "(pytorch/pytorch#94636: \"for multi-gpu it falls back to the non-compile speed\"); DDP is compiled");
   // GPUs are not alike: a synchronous step runs at its slowest GPU's pace (models/gpu_spread.hpp).
   if (const std::string slow = slowest_gpu_text(s, r.gpus); !slow.empty())
     h.push_back(slow + ": GPUs of one model differ, and every step waits for its slowest (README: GPUs are not alike)");

@@ -140,7 +140,7 @@ void nccl_changes(const Scenario& s, std::vector<Change>& out) {
 
 // script_changes: what both strategies' scripts can change: the batch, the optimizer, the input,
 // torch.compile, the attention kernel, the memory format.
-void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Change>& out) {
+void script_changes(const Scenario& s, Strategy strategy, const ModelTraits& traits, std::vector<Change>& out) {
   Change batch = change("largest batch that fits", {}, "DataLoader(dataset, batch_size=B)");
   batch.largest_batch = true;
   out.push_back(batch);
@@ -179,7 +179,9 @@ void script_changes(const Scenario& s, const ModelTraits& traits, std::vector<Ch
                              : "for p in model.parameters(): p.grad = None  # zero_grad(set_to_none=True) "
                                "from PyTorch 1.7"));
   }
-  if (!s.compile && has_compile(v)) {
+  // torch.compile does not compile through DataParallel's replica threads (pytorch/pytorch#94636):
+  // under DP on several GPUs it would gain nothing (sim/simulate.cpp runs it eager).
+  if (!s.compile && has_compile(v) && !(strategy == Strategy::kDP && s.gpus > 1)) {
     out.push_back(change("torch.compile", {{"compile", "true"}}, "model = torch.compile(model)"));
   }
   if (traits.attention && s.attention == "math" && has_sdpa(v)) {
@@ -233,7 +235,7 @@ std::vector<Change> candidate_changes(const Scenario& s, Strategy strategy, cons
   }
   // The script's own changes first (the largest gains, so a tight budget still tries them), then
   // DDP's options, then NCCL's.
-  script_changes(s, traits, out);
+  script_changes(s, strategy, traits, out);
   if (strategy == Strategy::kDDP && s.gpus > 1) ddp_changes(s, traits, out);
   if (s.gpus > 1) nccl_changes(s, out);
   return out;

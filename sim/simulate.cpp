@@ -117,6 +117,10 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid,
   // each replica's backward.
   const bool dp_accumulates = strategy == Strategy::kDP && DpStep::replicas(global, r.gpus) > 1;
   if (dp_accumulates) ctx.accumulate_in_backward = false;
+  // torch.compile(DataParallel(model)) over several GPUs runs eager: DataParallel runs its replicas
+  // in threads, which Dynamo does not trace ("for multi-gpu it falls back to the non-compile speed",
+  // pytorch/pytorch#94636; PyTorch documents compile with DDP and FSDP). The header says so.
+  if (strategy == Strategy::kDP && DpStep::replicas(global, r.gpus) > 1) ctx.mode.compile = false;
   if (r.gpus > 1) {
     // The NCCL kernel beside backward: a bucket's allreduce as NCCL would run it over every rank.
     const Channels& ch = cluster.channels(r.gpus);

@@ -169,6 +169,17 @@ TEST(Advice, AttentionIsTriedAsSdpaTakesItsMask) {
             "F.scaled_dot_product_attention(q, k, v, attn_mask=mask)");
 }
 
+// torch.compile is not tried for DataParallel on several GPUs: it does not compile through DP's
+// replica threads (pytorch/pytorch#94636), so it would gain nothing; on one GPU, or under DDP, it is.
+TEST(Advice, TorchCompileIsNotTriedForDataParallelOnSeveralGpus) {
+  Scenario s = resolved_8();
+  const ModelTraits t = traits(true, true);
+  EXPECT_EQ(find(candidate_changes(s, Strategy::kDP, t), "torch.compile"), nullptr);
+  EXPECT_NE(find(candidate_changes(s, Strategy::kDDP, t), "torch.compile"), nullptr);
+  s.gpus = 1;
+  EXPECT_NE(find(candidate_changes(s, Strategy::kDP, t), "torch.compile"), nullptr);
+}
+
 // Only what the script's PyTorch release can call is tried: no torch.compile, SDPA, comm hooks or
 // fused AdamW on 1.7, no bf16 hook before 1.10, no channels_last on 1.4.
 TEST(Advice, OnlyWhatTheReleaseHasIsTried) {
