@@ -117,6 +117,7 @@ struct Routes::Tree {
 struct Routes::Search {
   std::vector<double> dist;
   std::vector<std::uint32_t> pred;
+  std::vector<double> bw;            // the bottleneck payload bandwidth of the path to each vertex
   std::vector<std::uint32_t> stamp;  // dist/pred valid where stamp == generation
   std::uint32_t generation = 0;
   using Entry = std::pair<double, std::uint32_t>;
@@ -130,7 +131,8 @@ struct Routes::Local {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> pred;
 };
 
-Routes::Routes(const Topology& topo) : topo_(topo), weight_(topo.links().size()), search_(std::make_unique<Search>()) {
+Routes::Routes(const Topology& topo)
+    : topo_(topo), weight_(topo.links().size()), payload_(topo.links().size()), search_(std::make_unique<Search>()) {
   const TopoGraph& g = topo.graph();
   const std::size_t n = topo.vertex_count();
   nvlink_.assign(topo.links().size(), 0);
@@ -138,6 +140,7 @@ Routes::Routes(const Topology& topo) : topo_(topo), weight_(topo.links().size())
   for (LinkId e : topo.links()) {
     const TopoLink& l = topo.link(e);
     weight_[l.index] = l.latency_s + kHopTieBreak_s;
+    payload_[l.index] = l.payload_bw_Bps;
     nvlink_[l.index] = l.type == LinkType::kNvlink;
     ends_[l.index] = {static_cast<std::uint32_t>(l.a), static_cast<std::uint32_t>(l.b)};
   }
@@ -199,6 +202,7 @@ bool Routes::dijkstra(VertexId source, long target, std::size_t budget, Scope sc
   if (s.dist.size() != n) {
     s.dist.assign(n, 0);
     s.pred.assign(n, 0);
+    s.bw.assign(n, 0);
     s.stamp.assign(n, 0);
   }
   if (++s.generation == 0) {
@@ -210,6 +214,7 @@ bool Routes::dijkstra(VertexId source, long target, std::size_t budget, Scope sc
   s.heap.clear();
   s.stamp[source] = s.generation;
   s.dist[source] = 0;
+  s.bw[source] = std::numeric_limits<double>::infinity();
   s.heap.emplace_back(0.0, static_cast<std::uint32_t>(source));
   std::size_t settled = 0;
   const std::int32_t home = machine_[source];
@@ -238,10 +243,21 @@ bool Routes::dijkstra(VertexId source, long target, std::size_t budget, Scope sc
       if (relay_nvlink_only && (!nvlink_[a.link] || !gpu_[a.to])) continue;
       if (machine && machine_[a.to] != home) continue;
       const double nd = d + weight_[a.link];
-      if (!known(a.to) || nd < s.dist[a.to]) {
+      const double nb = std::min(s.bw[u], payload_[a.link]);
+      // Among paths as short, the widest (NCCL's paths.cc, ncclTopoSetPaths: a path of as many
+      // hops replaces another where its bandwidth is higher); the vertex is not settled yet (its
+      // distance is above u's), so its own paths follow the choice.
+      const bool as_short = known(a.to) && std::abs(nd - s.dist[a.to]) <= 1e-9 * nd;
+      if (as_short) {
+        if (nb > s.bw[a.to]) {
+          s.pred[a.to] = a.link;
+          s.bw[a.to] = nb;
+        }
+      } else if (!known(a.to) || nd < s.dist[a.to]) {
         s.stamp[a.to] = s.generation;
         s.dist[a.to] = nd;
         s.pred[a.to] = a.link;
+        s.bw[a.to] = nb;
         s.heap.emplace_back(nd, a.to);
         std::push_heap(s.heap.begin(), s.heap.end(), cmp);
       }

@@ -126,7 +126,8 @@ class Routes {
   std::shared_ptr<const Tree> kept(VertexId source) const;
 
   const Topology& topo_;
-  std::vector<double> weight_;        // per link: latency plus a per-hop tie-break
+  std::vector<double> weight_;
+  std::vector<double> payload_;  // each link's payload bandwidth (TopoLink::payload_bw_Bps)        // per link: latency plus a per-hop tie-break
   std::vector<std::uint32_t> first_;  // adjacency of vertex v: adj_[first_[v] .. first_[v+1])
   std::vector<Adjacent> adj_;
   // relay rule (NCCL's paths.cc): per vertex whether it is a GPU, per link whether it is NVLink and

@@ -28,6 +28,26 @@ TEST(Routes, Dgx1DirectNvlinkAndThroughAGpu) {
   EXPECT_TRUE(nvb.p2p);
 }
 
+// Among paths of as many hops the widest wins, as NCCL's ncclTopoSetPaths keeps it: GPU 0 reaches
+// 7 through 4 over two double links (40 GB/s), not through 3 (0-3 double, 3-7 single: 20). The
+// cube-mesh maps onto itself by i -> i xor 4, and so do the bottlenecks.
+TEST(Routes, AmongPathsAsShortTheWidestWins) {
+  const Topology t = load_topology("dgx1-v100");
+  Routes routes(t);
+  const Route wide = routes.gpu_route(0, 7);
+  ASSERT_EQ(wide.hops.size(), 2u);
+  EXPECT_DOUBLE_EQ(wide.bottleneck_Bps, 40e9);
+  EXPECT_EQ(t.vertex(wide.vertices[1]).name, "gpu4");
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 8; ++b)
+      if (a != b) {
+        EXPECT_DOUBLE_EQ(routes.gpu_route(a, b).bottleneck_Bps, routes.gpu_route(a ^ 4, b ^ 4).bottleneck_Bps)
+            << a << " -> " << b;
+        EXPECT_DOUBLE_EQ(routes.gpu_route(a, b).bottleneck_Bps, routes.gpu_route(b, a).bottleneck_Bps)
+            << a << " <-> " << b;
+      }
+}
+
 TEST(Routes, PcieSwitchAndCpuClasses) {
   const Topology t = load_topology("pcie-4gpu");
   Routes routes(t);
