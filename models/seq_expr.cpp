@@ -28,8 +28,12 @@ class Parser {
   // fail: what is wrong where, and what could stand there (expressions hold integers, T, +, -, *
   // and parentheses).
   [[noreturn]] void fail(const std::string& what, std::string_view expected) const {
-    throw ConfigError(
-        fmt::format("expression \"{}\": {} at character {}; expected {}", text_, what, pos_ + 1, expected));
+    // A long expression is quoted by its start and length, not echoed whole.
+    const std::string shown = text_.size() <= 80
+                                  ? std::string(text_)
+                                  : fmt::format("{}...\" ({} characters", text_.substr(0, 60), text_.size());
+    throw ConfigError(fmt::format("expression \"{}{}: {} at character {}; expected {}", shown,
+                                  text_.size() <= 80 ? "\"" : ")", what, pos_ + 1, expected));
   }
   void skip_space() {
     while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) ++pos_;
@@ -69,8 +73,13 @@ class Parser {
       return SeqExpr(0) + SeqExpr::variable();
     }
     if (c == '(') {
+      // Each parenthesis is a level of this recursive parser: a bound keeps a file's nesting from
+      // exhausting the stack (50,000 levels did).
+      if (++depth_ > kMaxDepth)
+        fail(fmt::format("parentheses nested more than {} deep", kMaxDepth), "an expression of fewer levels");
       ++pos_;
       SeqExpr e = expr();
+      --depth_;
       skip_space();
       if (pos_ >= text_.size() || text_[pos_] != ')') fail("missing ')'", "+, -, * or )");
       ++pos_;
@@ -90,8 +99,10 @@ class Parser {
     fail(fmt::format("unexpected '{}'", c), kOperand);
   }
 
+  static constexpr int kMaxDepth = 100;
   std::string_view text_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 std::int64_t checked_mul(std::int64_t a, std::int64_t b) { return gradsync::checked_mul(a, b, "expression"); }

@@ -55,6 +55,13 @@ TEST(SeqExpr, BadText) {
   EXPECT_EQ(message("3x"), "expression \"3x\": unexpected 'x' at character 2; expected +, -, * or the end");
   EXPECT_EQ(message("(3*T"), "expression \"(3*T\": missing ')' at character 5; expected +, -, * or )");
   EXPECT_EQ(message("3*"), "expression \"3*\": missing operand at character 3; expected an integer, T or (");
+  // Nesting is bounded (a file's 50,000 levels exhausted the stack), and a long expression is
+  // quoted by its start and length.
+  EXPECT_EQ(SeqExpr::parse(std::string(100, '(') + "T" + std::string(100, ')')).eval(7), 7);
+  const std::string deep = std::string(50000, '(') + "1" + std::string(50000, ')');
+  EXPECT_EQ(message(deep), "expression \"" + std::string(60, '(') +
+                               "...\" (100001 characters): parentheses nested more than 100 deep at character 101; "
+                               "expected an expression of fewer levels");
 }
 
 }  // namespace
