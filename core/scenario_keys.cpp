@@ -314,6 +314,15 @@ void check_scenario_keys(const Scenario& s) {
   }
   if (s.gradient_as_bucket_view && !has_gradient_as_bucket_view(version))
     before("gradient_as_bucket_view: DDP(gradient_as_bucket_view=True)", "1.7");
+  // Every micro-step is simulated (and traced): the grid's bounds allow 65,536 x 1,000 of them,
+  // hours of work and a hundred gigabytes of trace. At most kMaxMicroSteps a run.
+  constexpr std::int64_t kMaxMicroSteps = 10000;
+  if (static_cast<std::int64_t>(s.grad_accum) * s.iterations > kMaxMicroSteps) {
+    throw ConfigError(fmt::format(
+        "grad_accum \"{}\": {} micro-steps over {} iterations; expected at most {} micro-steps a run (grad_accum x "
+        "iterations), each simulated: fewer iterations (the steady mean needs one past warmup) or a smaller grad_accum",
+        s.grad_accum, static_cast<std::int64_t>(s.grad_accum) * s.iterations, s.iterations, kMaxMicroSteps));
+  }
   if (s.warmup >= s.iterations) {
     throw ConfigError(
         fmt::format("warmup \"{}\": expected 0..{} (fewer than iterations {}, so that a steady iteration is left)",

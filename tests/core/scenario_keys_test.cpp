@@ -230,6 +230,22 @@ TEST(ScenarioKeys, ChecksOfAScenarioBuiltInCode) {
   Scenario s;
   s.warmup = 5;
   EXPECT_THROW(check_scenario_keys(s), ConfigError);
+  // Every micro-step is simulated: grad_accum x iterations at most 10,000.
+  s = {};
+  s.grad_accum = 2000;
+  s.iterations = 5;
+  EXPECT_NO_THROW(check_scenario_keys(s));
+  s.grad_accum = 2001;
+  try {
+    check_scenario_keys(s);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("grad_accum \"2001\": 10005 micro-steps over 5 iterations; expected at most "
+                                          "10000 micro-steps a run",
+                                          0),
+              0u)
+        << e.what();
+  }
   s = {};
   s.bucket_cap_mb = 0;
   EXPECT_NO_THROW(check_scenario_keys(s));
