@@ -71,6 +71,14 @@ void import_trace(const ImportOptions& o) {
   if (!o.out.empty() && std::filesystem::equivalent(o.out, o.trace, same_ec)) {
     throw UsageError(fmt::format("--out {}: is the trace being read; give the model file another name", o.out));
   }
+  // Nor the model it starts from: the written file carries a measured step, which a later import
+  // into it refuses (imported_model_text), so the exported model would be lost.
+  if (!o.out.empty() && std::filesystem::equivalent(o.out, o.model, same_ec)) {
+    throw UsageError(
+        fmt::format("--out {}: is the model file being read (--model); give the measured model file "
+                    "another name",
+                    o.out));
+  }
   t.model = o.model;
   t.batch = o.batch;
   t.seq_len = o.seq_len;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <charconv>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -369,6 +370,20 @@ void register_topo_command(CLI::App& app) {
       ->transform(CLI::IsMember({"dot", "graphml"}, CLI::ignore_case));
   ex->add_option("-o,--out", *ex_out, "Output file (default: stdout)")->check(kNonEmptyPath);
   ex->callback([ex_file, ex_format, ex_out] {
+    if (!ex_out->empty()) {
+      // The file read back must be the one written: not the input itself, and named by the
+      // extension the reader takes the format from (load_topology: .dot/.gv, .graphml/.xml).
+      std::error_code same;
+      if (std::filesystem::equivalent(*ex_out, *ex_file, same))
+        throw UsageError(fmt::format("--out {}: is the topology being read; give the export another name", *ex_out));
+      const std::string ext = ascii_lower(std::filesystem::path(*ex_out).extension().string());
+      const bool dot_name = ext == ".dot" || ext == ".gv", graphml_name = ext == ".graphml" || ext == ".xml";
+      if ((*ex_format == "dot" && graphml_name) || (*ex_format == "graphml" && dot_name))
+        throw UsageError(fmt::format(
+            "--out {}: a {} name for --format {}; expected {} (gradsync reads a topology "
+            "file by its extension)",
+            *ex_out, ext, *ex_format, *ex_format == "dot" ? "a .dot or .gv name" : "a .graphml or .xml name"));
+    }
     const Topology t = load_topology(*ex_file);
     emit(*ex_format == "dot" ? write_topology_dot(t) : write_topology_graphml(t), *ex_out, std::cout);
   });

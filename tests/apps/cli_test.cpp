@@ -299,6 +299,19 @@ TEST(Cli, ImportTraceChecksSeqLenAndWillNotOverwriteItsTrace) {
                "--seq-len 4096: model gpt2 has 1024 positions");
   expect_error({"models", "import-trace", trace, "--model", "resnet18", "--batch", "8", "-o", trace}, 2,
                "--out " + trace + ": is the trace being read");
+  // Nor the model file it starts from, and topo export neither its input nor a name whose
+  // extension says the other format.
+  const std::string model = "tests/golden/data/unused-parameter-model.yaml";
+  expect_error({"models", "import-trace", trace, "--model", model, "--batch", "8", "-o", model}, 2,
+               "--out " + model + ": is the model file being read (--model)");
+  const std::string dot = "tests/golden/data/ring-fallback.dot";
+  ASSERT_TRUE(std::filesystem::exists(dot));
+  expect_error({"topo", "export", dot, "--format", "graphml", "-o", dot}, 2,
+               "--out " + dot + ": is the topology being read");
+  expect_error({"topo", "export", "dgx-a100", "--format", "dot", "-o", "x.graphml"}, 2,
+               "--out x.graphml: a .graphml name for --format dot; expected a .dot or .gv name");
+  expect_error({"topo", "export", "dgx-a100", "--format", "graphml", "-o", "x.DOT"}, 2,
+               "--out x.DOT: a .dot name for --format graphml; expected a .graphml or .xml name");
 }
 
 // --advice-budget reads a number as a number (1e-3 as 0.001); nan, inf and hex are refused.
