@@ -83,12 +83,22 @@ std::string usage_message(const CLI::ParseError& e, const CLI::App& app, std::st
   if (const auto at = text.find(": At Most 1 required but received "); at != std::string::npos)
     return fmt::format("{} given {} times; give it once", text.substr(0, at),
                        text.substr(at + std::string_view(": At Most 1 required but received ").size()));
-  // A switch given a value it cannot read: CLI11 says "Could not convert: --compile = maybe".
+  // A value CLI11 cannot read: "Could not convert: --compile = maybe". A switch takes true or
+  // false; another option says what kind of value it takes (--oversubscription = abc).
   if (const std::string_view lead = "Could not convert: "; text.rfind(lead, 0) == 0) {
     const std::string rest = text.substr(lead.size());
-    if (const auto eq = rest.find(" = "); eq != std::string::npos)
-      return fmt::format("{}: value \"{}\" must be true or false (or the flag alone, for true)", rest.substr(0, eq),
-                         rest.substr(eq + 3));
+    if (const auto eq = rest.find(" = "); eq != std::string::npos) {
+      const std::string name = rest.substr(0, eq), value = rest.substr(eq + 3);
+      const CLI::Option* o = where->get_option_no_throw(name);
+      if (o == nullptr || o->get_expected_max() == 0)
+        return fmt::format("{}: value \"{}\" must be true or false (or the flag alone, for true)", name, value);
+      const std::string type = o->get_type_name();
+      return fmt::format("{}: value \"{}\" must be {}", name, value,
+                         type.rfind("FLOAT", 0) == 0 ? "a number"
+                         : type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0
+                             ? "a whole number in decimal digits, within the option's range"
+                             : fmt::format("a value of type {}", type));
+    }
   }
   if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
   return text;
@@ -106,6 +116,34 @@ const CLI::Validator kSwitchValue(
       return fmt::format("value \"{}\" must be true or false (or the flag alone, for true)", text);
     },
     "");  // nothing added to --help: the flag's own help says what it switches
+
+// kDecimalInteger: an integer flag's value in decimal digits: CLI11 alone reads "010" as octal 8
+// and "0x10" as 16, where a scenario key reads 10 or refuses; a leading zero is refused rather
+// than read either way.
+const CLI::Validator kDecimalInteger(
+    [](std::string& text) -> std::string {
+      const std::string_view t = text;
+      const std::string_view digits = t.substr(!t.empty() && (t[0] == '+' || t[0] == '-') ? 1 : 0);
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos)
+        return fmt::format("value \"{}\" must be a whole number in decimal digits", text);
+      if (digits.size() > 1 && digits[0] == '0')
+        return fmt::format(
+            "value \"{}\" must be a whole number in decimal digits without a leading zero (which "
+            "would read as octal)",
+            text);
+      return "";
+    },
+    "");
+
+// check_integer_values: every integer option of `app` and its commands reads decimal digits.
+void check_integer_values(CLI::App* app) {
+  for (CLI::Option* o : app->get_options()) {
+    const std::string type = o->get_type_name();
+    if (o->get_expected_max() > 0 && (type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0))
+      o->check(kDecimalInteger);
+  }
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) check_integer_values(sub);
+}
 
 // check_switch_values: every switch of `app` and its commands checks its value (kSwitchValue)
 // and is given at most once, as a flag with a value is ("--compile --compile=false" would
@@ -126,6 +164,39 @@ struct SwitchValueSlip {
   std::string message;
   CLI::App* command = nullptr;  // the subcommand whose help the hint names
 };
+
+// named_command: the innermost subcommand the arguments name (the app itself if none), found
+// before parsing, for the help hint of an error said before the parse.
+CLI::App* named_command(CLI::App& app, const std::vector<std::string>& args) {
+  CLI::App* at = &app;
+  for (const std::string& a : args) {
+    if (a.starts_with("-")) continue;
+    for (CLI::App* sub : at->get_subcommands([](CLI::App*) { return true; }))
+      if (sub->check_name(a)) {
+        at = sub;
+        break;
+      }
+  }
+  return at;
+}
+
+// empty_switch_value: `--static-graph=`, a switch given an empty value, which the parser takes
+// for true (an empty value where none is needed); a scenario file's `static_graph: ""` is refused.
+std::optional<SwitchValueSlip> empty_switch_value(CLI::App& app, const std::vector<std::string>& args) {
+  CLI::App* command = named_command(app, args);
+  for (const std::string& a : args) {
+    if (!a.starts_with("--") || a.size() < 4 || a.back() != '=' || a.find('=') + 1 != a.size()) continue;
+    const std::string flag = a.substr(0, a.size() - 1);
+    for (const CLI::App* c = command; c != nullptr; c = c->get_parent()) {
+      const CLI::Option* o = c->get_option_no_throw(flag);
+      if (o != nullptr && o->get_expected_max() == 0)
+        return SwitchValueSlip{
+            fmt::format("{}: an empty value; a switch takes true or false after '=' (or the flag alone, for true)", a),
+            command};
+    }
+  }
+  return std::nullopt;
+}
 
 std::optional<SwitchValueSlip> switch_value_after_blank(CLI::App& app, const std::vector<std::string>& args) {
   static const std::vector<std::string> kWords = {"true", "false", "yes", "no", "on", "off", "1", "0"};
@@ -300,6 +371,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   register_sweep_command(app);
   register_real_commands(app);
   check_switch_values(&app);
+  check_integer_values(&app);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
   try {
@@ -316,6 +388,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       if (i > 0 && args[i - 1].starts_with("-"))
         throw UsageError(fmt::format("{}: value \"{}\" has blanks at its ends; {}", args[i - 1], a, expected));
       throw UsageError(fmt::format("argument \"{}\" has blanks at its ends; {}", a, expected));
+    }
+    if (const auto slip = empty_switch_value(app, args)) {
+      if (launched_rank() > 0) return kExitSuccess;  // said once, by rank 0, as a parse error
+      err << ("error: " + slip->message + "\nRun '" + command_path(slip->command) + " --help' for usage.\n");
+      return kExitUsage;
     }
     if (const auto slip = switch_value_after_blank(app, args)) {
       if (launched_rank() > 0) return kExitSuccess;  // said once, by rank 0, as a parse error
@@ -354,8 +431,10 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return kExitUsage;
   } catch (const UsageError& e) {
     if (e.every_rank() && launched_rank() > 0) return kExitSuccess;
-    err << ("error: " + std::string(e.what()) + "\nRun '" + command_path(deepest_parsed(&app)) +
-            " --help' for usage.\n");
+    // Before the parse (a value with blanks at its ends) the command is the one the arguments name.
+    const CLI::App* parsed = deepest_parsed(&app);
+    err << ("error: " + std::string(e.what()) + "\nRun '" +
+            command_path(parsed != &app ? parsed : named_command(app, args)) + " --help' for usage.\n");
     return kExitUsage;
   } catch (const Error& e) {
     if (e.every_rank() && launched_rank() > 0) return kExitSuccess;

@@ -235,5 +235,29 @@ TEST(Cli, CompileLeavesDataParallelOnSeveralGpusEager) {
   std::filesystem::remove_all(dir);
 }
 
+// A switch given an empty value (--static-graph=) is refused, not read as true; an integer flag
+// reads decimal digits (CLI11 alone reads 010 as octal 8), and a number flag that cannot be read
+// says what it takes, not "true or false"; an error said before the parse names its command's help.
+TEST(Cli, EmptySwitchValuesLeadingZerosAndTheirHelpHint) {
+  const Result empty = run({"simulate", "--strategy", "ddp", "--static-graph="});
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_EQ(empty.err,
+            "error: --static-graph=: an empty value; a switch takes true or false after '=' (or the flag alone, for "
+            "true)\nRun 'gradsync simulate --help' for usage.\n");
+  const Result octal = run({"topo", "generate", "nvswitch", "--gpus", "010"});
+  EXPECT_EQ(octal.code, 2);
+  EXPECT_NE(octal.err.find("--gpus: value \"010\" must be a whole number in decimal digits without a leading zero"),
+            std::string::npos)
+      << octal.err;
+  const Result word = run({"topo", "generate", "nvswitch", "--gpus", "abc"});
+  EXPECT_NE(word.err.find("--gpus: value \"abc\" must be a whole number in decimal digits\n"), std::string::npos)
+      << word.err;
+  const Result ratio =
+      run({"topo", "generate", "fat-tree", "--nodes", "2", "--node", "dgx-a100", "--oversubscription", "abc"});
+  EXPECT_NE(ratio.err.find("--oversubscription: value \"abc\" must be a number\n"), std::string::npos) << ratio.err;
+  const Result blank = run({"compare", "--model", "gpt2 "});
+  EXPECT_NE(blank.err.find("\nRun 'gradsync compare --help' for usage.\n"), std::string::npos) << blank.err;
+}
+
 }  // namespace
 }  // namespace gradsync::apps
