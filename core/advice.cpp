@@ -107,7 +107,9 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
 
 // nccl_changes: NCCL's environment variables where NCCL's defaults leave a choice, and each one
 // the run sets taken away (NCCL's own choice, which a knob set long ago may now beat).
-void nccl_changes(const Scenario& s, std::vector<Change>& out) {
+void nccl_changes(const Scenario& s, Strategy strategy, std::vector<Change>& out) {
+  // DataParallel is one process, started as `python train.py`, not by torchrun.
+  const char* before = strategy == Strategy::kDP ? "before python starts the script" : "before torchrun";
   for (const ScenarioKey& k : scenario_table()) {
     if (!k.nccl) continue;
     const auto v = key_value(s, k);
@@ -122,19 +124,19 @@ void nccl_changes(const Scenario& s, std::vector<Change>& out) {
     for (const char* algo : {"Ring", "Tree"}) {
       if (std::string_view(algo) == "Tree" && s.nnodes < 2) continue;
       out.push_back(change(fmt::format("NCCL_ALGO={}", algo), {{"NCCL_ALGO", algo}},
-                           fmt::format("export NCCL_ALGO={}  # before torchrun", algo)));
+                           fmt::format("export NCCL_ALGO={}  # {}", algo, before)));
     }
   }
   if (s.nccl_proto.empty() && reads_algo_proto) {
     out.push_back(
-        change("NCCL_PROTO=Simple", {{"NCCL_PROTO", "Simple"}}, "export NCCL_PROTO=Simple  # before torchrun"));
+        change("NCCL_PROTO=Simple", {{"NCCL_PROTO", "Simple"}}, fmt::format("export NCCL_PROTO=Simple  # {}", before)));
   }
   // Fewer channels hold fewer SMs beside backward's kernels (sim/contention); more move more.
   if (s.nccl_max_nchannels == 0 && s.nccl_min_nchannels == 0) {
     out.push_back(change("NCCL_MAX_NCHANNELS=4", {{"NCCL_MAX_NCHANNELS", "4"}},
-                         "export NCCL_MAX_NCHANNELS=4  # before torchrun"));
+                         fmt::format("export NCCL_MAX_NCHANNELS=4  # {}", before)));
     out.push_back(change("NCCL_MIN_NCHANNELS=32", {{"NCCL_MIN_NCHANNELS", "32"}},
-                         "export NCCL_MIN_NCHANNELS=32  # before torchrun"));
+                         fmt::format("export NCCL_MIN_NCHANNELS=32  # {}", before)));
   }
 }
 
@@ -237,7 +239,7 @@ std::vector<Change> candidate_changes(const Scenario& s, Strategy strategy, cons
   // DDP's options, then NCCL's.
   script_changes(s, strategy, traits, out);
   if (strategy == Strategy::kDDP && s.gpus > 1) ddp_changes(s, traits, out);
-  if (s.gpus > 1) nccl_changes(s, out);
+  if (s.gpus > 1) nccl_changes(s, strategy, out);
   return out;
 }
 

@@ -28,8 +28,9 @@ void print_advice(const Advice& a, std::ostream& out) {
   const std::string label = a.strategy == Strategy::kDP ? "DP" : "DDP";
   out << "#\n";
   std::vector<std::string> header{
-      fmt::format("what to change in the {} run ({:.3f} ms, {:.1f} samples/s{}): {} of {} simulated, each on its own{}",
-                  label, 1e3 * a.steady_s, a.samples_per_s, a.oom ? ", OUT OF MEMORY" : "", ran,
+      // A run that does not fit has no samples/s (the table shows none): its time alone, and why.
+      fmt::format("what to change in the {} run ({:.3f} ms, {}): {} of {} simulated, each on its own{}", label,
+                  1e3 * a.steady_s, a.oom ? "OUT OF MEMORY" : fmt::format("{:.1f} samples/s", a.samples_per_s), ran,
                   plural(a.changes.size(), "change", "changes"),
                   std::isfinite(a.budget_s) ? fmt::format(" (budget {:g} s, --advice-budget)", a.budget_s) : "")};
   const std::vector<const ChangeResult*> best = advised(a);
@@ -65,8 +66,9 @@ void print_advice(const Advice& a, std::ostream& out) {
     std::vector<std::string> alters;
     for (const ChangeResult* c : best) {
       t.add_row({c->change.what, fmt::format("{:.3f}", 1e3 * c->steady_s), fmt::format("{:.1f}", c->samples_per_s),
-                 fmt::format("{:+.1f}", 100 * c->gain), c->change.alters.empty() ? "same" : "CHANGED",
-                 c->change.pytorch});
+                 // Against a run that does not fit there is no samples/s to gain over (the table shows none).
+                 a.oom ? std::string("-") : fmt::format("{:+.1f}", 100 * c->gain),
+                 c->change.alters.empty() ? "same" : "CHANGED", c->change.pytorch});
       if (!c->change.alters.empty()) alters.push_back(fmt::format("{}: {}", c->change.what, c->change.alters));
     }
     t.print(out, header);
