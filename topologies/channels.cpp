@@ -17,6 +17,22 @@
 namespace gradsync {
 namespace {
 
+// rank_runs: ranks as runs of consecutive ones ("0-255", "0,2,4-7"), so that a message about a
+// thousand GPUs stays one readable line.
+std::string rank_runs(const std::vector<int>& ranks) {
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += j > i + 1    ? fmt::format("{}-{}", ranks[i], ranks[j])
+           : j == i + 1 ? fmt::format("{},{}", ranks[i], ranks[j])
+                        : std::to_string(ranks[i]);
+    i = j + 1;
+  }
+  return out;
+}
+
 // kSearchBudget: DFS steps allowed per channel and node before the search gives up at that
 // speed (NCCL bounds its search by a step budget too).
 constexpr long kSearchBudget = 20000;
@@ -485,7 +501,7 @@ Channels build_channels(const Topology& topo, const Routes& routes, const std::v
                     "back to: a link on their paths carries less than that, or no transport joins two "
                     "of them (NCCL_P2P_DISABLE and NCCL_SHM_DISABLE leave only the network between GPUs "
                     "of one node)",
-                    topo.origin(), fmt::format("{}", fmt::join(out.ranks, ",")), kFallbackBw / 1e9));
+                    topo.origin(), rank_runs(out.ranks), kFallbackBw / 1e9));
   }
   finish_graphs(topo, routes, out);
   return out;

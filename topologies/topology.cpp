@@ -272,6 +272,23 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
   }
   if (t.gpus_.empty())
     throw ConfigError(loc.at(0) + "no gpu in the topology; expected at least one node with kind=\"gpu\"");
+  // Bounds that keep the searches (paths, rings, trees) within minutes: 4 x the generators' largest
+  // cluster (16,384 GPUs), and 256 GPUs in one machine (the largest NVLink domain sold, GB200 NVL72,
+  // has 72; a PCIe host a few tens). Beyond them a file is a mistake, not a cluster.
+  constexpr std::size_t kMaxGpus = 65536, kMaxGpusPerHost = 256;
+  if (t.gpus_.size() > kMaxGpus)
+    throw ConfigError(fmt::format("{}{} gpus; expected at most {} in a topology (4 x the generators' largest)",
+                                  loc.at(0), t.gpus_.size(), kMaxGpus));
+  {
+    std::vector<std::size_t> per_host(t.hosts_.size(), 0);
+    for (int h : t.host_of_rank_) ++per_host[static_cast<std::size_t>(h)];
+    for (std::size_t h = 0; h < per_host.size(); ++h)
+      if (per_host[h] > kMaxGpusPerHost)
+        throw ConfigError(
+            fmt::format("{}host \"{}\" has {} gpus; expected at most {} in one machine (GB200 NVL72's "
+                        "NVLink domain has 72)",
+                        loc.at(0), t.hosts_[h], per_host[h], kMaxGpusPerHost));
+  }
   t.host_nics_.resize(t.hosts_.size());
   for (VertexId v = 0; v < boost::num_vertices(t.graph_); ++v) {
     if (t.graph_[v].kind != VertexKind::kNic) continue;

@@ -106,5 +106,21 @@ TEST(TopologyAttributes, GraphmlKeysNameAnAttributeReadOrADrawingOne) {
   }
 }
 
+// A machine holds at most 256 GPUs (GB200 NVL72's NVLink domain has 72): a file of a thousand GPUs
+// on one host took the searches minutes, and a hundred thousand never finished.
+TEST(TopologyAttributes, AHostOfMoreThan256GpusIsRefused) {
+  const auto host_of = [](int gpus) {
+    std::string dot = "graph g {\n  nvs [kind=\"nvswitch\", host=\"h0\"];\n";
+    for (int i = 0; i < gpus; ++i)
+      dot += "  gpu" + std::to_string(i) + " [kind=\"gpu\", model=\"h100\", host=\"h0\"];\n  gpu" + std::to_string(i) +
+             " -- nvs [type=\"nvlink\", bw=\"25GBps\", latency=\"100ns\", links=\"18\"];\n";
+    return dot + "}\n";
+  };
+  EXPECT_EQ(read_topology_dot(host_of(256), "t.dot").gpu_count(), 256);
+  EXPECT_EQ(
+      dot_error(host_of(257)),
+      "t.dot: host \"h0\" has 257 gpus; expected at most 256 in one machine (GB200 NVL72's NVLink domain has 72)");
+}
+
 }  // namespace
 }  // namespace gradsync::attributes_test
