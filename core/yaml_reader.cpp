@@ -115,6 +115,22 @@ struct DocumentStarts final : YAML::EventHandler {
 }  // namespace
 
 YAML::Node YamlReader::load(std::string_view text) const {
+  // YAML is text: a control byte (a NUL, an ELF header's \x04) is no character of it (YAML 1.2
+  // c-printable: tab, line feed and carriage return only). Said where it stands, written as
+  // \xNN, before yaml-cpp reads it as an escape or ends a line at it.
+  std::size_t line = 1, column = 1;
+  for (const char ch : text) {
+    const auto b = static_cast<unsigned char>(ch);
+    if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7f)
+      throw DataError(fmt::format("{}:{}:{}: a control byte \\x{:02x}; expected YAML text (a binary file?)", origin_,
+                                  line, column, b));
+    if (b == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
@@ -125,9 +141,10 @@ YAML::Node YamlReader::load(std::string_view text) const {
     YAML::Parser parser(in);
     DocumentStarts starts;
     if (parser.HandleNextDocument(starts) && parser.HandleNextDocument(starts) && starts.count > 1) {
-      throw DataError(fmt::format("{}:{}: a second YAML document (after \"---\" or \"...\"); expected one: put "
-                                  "its keys in the first",
-                                  origin_, starts.second_line));
+      throw DataError(
+          fmt::format("{}:{}: a second YAML document (after \"---\" or \"...\"); expected one: put "
+                      "its keys in the first",
+                      origin_, starts.second_line));
     }
   } catch (const YAML::ParserException& e) {
     throw DataError(fmt::format("{}:{}: syntax error: {}", origin_, e.mark.line + 1, e.msg));

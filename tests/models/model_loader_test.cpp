@@ -182,6 +182,18 @@ TEST(ModelLoader, UnusedParameterMustBeDeclared) {
   EXPECT_EQ(m.unused_parameters, (std::vector<std::size_t>{3}));
 }
 
+// YAML is text: a control byte is named where it stands, written as \xNN (yaml-cpp read a NUL as an
+// escape and named the wrong line).
+TEST(ModelLoader, AControlByteIsNamedWhereItStands) {
+  EXPECT_EQ(error_of(replace(kGood, "name: tiny", std::string("name: ti\0ny", 11))),
+            "bad.yaml:2:9: a control byte \\x00; expected YAML text (a binary file?)");
+  EXPECT_EQ(error_of("\x7f"
+                     "ELF\x02"),
+            "bad.yaml:1:1: a control byte \\x7f; expected YAML text (a binary file?)");
+  EXPECT_EQ(error_of(replace(kGood, "name: tiny", "name:\ttiny")).find("control byte"),
+            std::string::npos);  // a tab is text
+}
+
 TEST(ModelLoader, SyntaxError) {
   EXPECT_EQ(error_of(replace(kGood, "name: tiny", "name: [tiny")).substr(0, 22), "bad.yaml:3: syntax err");
 }
