@@ -40,6 +40,11 @@ NcclRelease parse_nccl_version(std::string_view text) {
         "newest gradsync knows)",
         kOldestNccl.text(), kNewestNccl.text()));
   };
+  // A number with a leading zero (2.021, 02.21) is no release name: as PyTorch's versions, refused.
+  for (std::size_t i = 0; i + 1 < text.size(); ++i)
+    if (text[i] == '0' && (i == 0 || text[i - 1] == '.' || text[i - 1] == '-') && text[i + 1] >= '0' &&
+        text[i + 1] <= '9')
+      throw bad();
   NcclRelease r;
   const char* p = text.data();
   const char* end = text.data() + text.size();

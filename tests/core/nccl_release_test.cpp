@@ -35,8 +35,9 @@ TEST(NcclRelease, ReadsNcclsTagsAndRefusesTheRest) {
   EXPECT_EQ(canonical_nccl_version("2.18.3"), "2.18");
   EXPECT_EQ(canonical_nccl_version("2.18.3-1"), "2.18");
   EXPECT_EQ(canonical_nccl_version("2.30.7-1"), "2.30");  // the newest release read
-  for (const char* bad : {"", "2", "2.", "2.x", "two", "1.9", "2.3", "2.18.", "2.18.3-", "2.18.3-x", "2.18 ",
-                          "2.18.3.4", "10.1", "2.100", "3.0", "2.99", "2.31"}) {
+  for (const char* bad :
+       {"",         "2",    "2.",    "2.x", "two",  "1.9",  "2.3",   "2.18.", "2.18.3-", "2.18.3-x", "2.18 ",
+        "2.18.3.4", "10.1", "2.100", "3.0", "2.99", "2.31", "2.021", "02.21", "2.18.03", "2.030"}) {
     try {
       canonical_nccl_version(bad);
       ADD_FAILURE() << "accepted \"" << bad << "\"";
