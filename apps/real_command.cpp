@@ -41,8 +41,18 @@ void add_launch_options(CLI::App* cmd, real::RealOptions& o) {
   cmd->add_option("--launch", o.launch,
                   "auto (mpirun/srun when they started this process, else local), local (one process drives "
                   "--world-size devices; CPU ranks are threads) or mpi");
-  cmd->add_option("--world-size", o.world_size, "Ranks with --launch local (default: every GPU, or 1 CPU rank)")
-      ->check(kPositiveInteger);
+  // At most 1,024 ranks in one process (CPU ranks are threads, GPU ranks one per device): a
+  // hundred thousand threads of training steps is a typo, not a run.
+  cmd->add_option("--world-size", o.world_size,
+                  "Ranks with --launch local, at most 1024 (default: every GPU, or 1 CPU rank)")
+      ->check(kPositiveInteger)
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return text.size() > 4 || std::stoi(text) > 1024
+                       ? fmt::format("value \"{}\" is above 1024 ranks in one process", text)
+                       : std::string();
+          },
+          ""));
   cmd->add_option("--init-method", o.init_method,
                   "file:///PATH: ranks started by another launcher (RANK, WORLD_SIZE, LOCAL_RANK set as torchrun "
                   "does) meet through this file (GPU backend)");

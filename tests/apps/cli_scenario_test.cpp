@@ -255,6 +255,10 @@ TEST(Cli, EmptySwitchValuesLeadingZerosAndTheirHelpHint) {
   const Result ratio =
       run({"topo", "generate", "fat-tree", "--nodes", "2", "--node", "dgx-a100", "--oversubscription", "abc"});
   EXPECT_NE(ratio.err.find("--oversubscription: value \"abc\" must be a number\n"), std::string::npos) << ratio.err;
+  const Result ranks = run({"bench", "--backend", "cpu", "--world-size", "100000"});
+  EXPECT_EQ(ranks.code, 2);
+  EXPECT_NE(ranks.err.find("--world-size: value \"100000\" is above 1024 ranks in one process"), std::string::npos)
+      << ranks.err;
   const Result blank = run({"compare", "--model", "gpt2 "});
   EXPECT_NE(blank.err.find("\nRun 'gradsync compare --help' for usage.\n"), std::string::npos) << blank.err;
 }
