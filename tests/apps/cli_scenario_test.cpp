@@ -211,27 +211,27 @@ TEST(Cli, AScenarioFilesTopologyIsFoundBesideIt) {
 // DataParallel over several GPUs runs eager under --compile (its replicas run in threads Dynamo
 // does not trace, pytorch/pytorch#94636), and the header says so; DDP compiles.
 TEST(Cli, CompileLeavesDataParallelOnSeveralGpusEager) {
-  const auto row = [](const std::vector<std::string>& args, const char* strategy) {
+  // simulate, one strategy a run (compare would also simulate its advice: 40 times the work).
+  const auto dir = std::filesystem::temp_directory_path() / "gradsync-cli-compile-dp";
+  const auto run_strategy = [&](const char* strategy, bool compile) {
+    std::vector<std::string> args = {"simulate",     "--strategy", strategy,   "--model", "resnet18", "--gpus",    "2",
+                                     "--iterations", "2",          "--warmup", "1",       "--out",    dir.string()};
+    if (compile) args.push_back("--compile");
     const Result r = run_printed(args);
     EXPECT_EQ(r.code, 0) << r.err;
     const std::string start = fmt::format("\n  {} ", strategy);
     const auto at = r.out.find(start);
     return std::pair{at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at + 1) - at), r.out};
   };
-  const auto dir = std::filesystem::temp_directory_path() / "gradsync-cli-compile-dp";
-  const std::vector<std::string> base = {"compare", "--model",  "resnet18", "--gpus", "2",         "--iterations",
-                                         "2",       "--warmup", "1",        "--out",  dir.string()};
-  std::vector<std::string> compiled = base;
-  compiled.push_back("--compile");
-  const auto [dp_eager, eager_out] = row(base, "dp");
-  const auto [dp_compiled, compiled_out] = row(compiled, "dp");
+  const auto [dp_eager, eager_out] = run_strategy("dp", false);
+  const auto [dp_compiled, compiled_out] = run_strategy("dp", true);
   ASSERT_FALSE(dp_eager.empty()) << eager_out;
   EXPECT_EQ(dp_compiled, dp_eager);
   EXPECT_NE(compiled_out.find("# DP runs eager: torch.compile does not compile through DataParallel's replica threads"),
             std::string::npos)
       << compiled_out;
   EXPECT_EQ(eager_out.find("DP runs eager"), std::string::npos);
-  EXPECT_NE(row(compiled, "ddp").first, row(base, "ddp").first);  // DDP compiles
+  EXPECT_NE(run_strategy("ddp", true).first, run_strategy("ddp", false).first);  // DDP compiles
   std::filesystem::remove_all(dir);
 }
 
