@@ -5,6 +5,7 @@
 #include <cctype>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gradsync {
 
@@ -84,5 +85,21 @@ inline std::size_t first_invalid_utf8(std::string_view s) {
 
 // valid_utf8: well-formed UTF-8 throughout.
 inline bool valid_utf8(std::string_view s) { return first_invalid_utf8(s) == std::string_view::npos; }
+
+// rank_runs: ranks as runs of consecutive ones ("0-255", "0,2,4-7"), so that a message about a
+// thousand GPUs stays one readable line.
+inline std::string rank_runs(const std::vector<int>& ranks) {
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += j > i + 1    ? std::to_string(ranks[i]) + "-" + std::to_string(ranks[j])
+           : j == i + 1 ? std::to_string(ranks[i]) + "," + std::to_string(ranks[j])
+                        : std::to_string(ranks[i]);
+    i = j + 1;
+  }
+  return out;
+}
 
 }  // namespace gradsync

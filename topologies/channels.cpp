@@ -13,25 +13,10 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace gradsync {
 namespace {
-
-// rank_runs: ranks as runs of consecutive ones ("0-255", "0,2,4-7"), so that a message about a
-// thousand GPUs stays one readable line.
-std::string rank_runs(const std::vector<int>& ranks) {
-  std::string out;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += j > i + 1    ? fmt::format("{}-{}", ranks[i], ranks[j])
-           : j == i + 1 ? fmt::format("{},{}", ranks[i], ranks[j])
-                        : std::to_string(ranks[i]);
-    i = j + 1;
-  }
-  return out;
-}
 
 // kSearchBudget: DFS steps allowed per channel and node before the search gives up at that
 // speed (NCCL bounds its search by a step budget too).

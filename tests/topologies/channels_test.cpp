@@ -3,6 +3,8 @@
 // the CPU link crossed once each way on a PCIe box, each node left once per channel.
 #include <gtest/gtest.h>
 
+#include "core/text.hpp"
+
 #include <map>
 #include <set>
 
@@ -328,6 +330,14 @@ TEST(Channels, EveryGeneratorOutputHasRings) {
     // Read back through DOT: the generator's output loads.
     EXPECT_EQ(read_topology_dot(write_topology_dot(t), "g.dot").gpu_count(), t.gpu_count());
   }
+}
+
+// An error about many GPUs lists them as runs: one readable line for a thousand.
+TEST(Channels, RankRunsJoinConsecutiveRanks) {
+  EXPECT_EQ(rank_runs({0, 1, 2, 3}), "0-3");
+  EXPECT_EQ(rank_runs({0, 2, 4, 5, 6, 7}), "0,2,4-7");
+  EXPECT_EQ(rank_runs({3, 4, 9}), "3,4,9");
+  EXPECT_EQ(rank_runs({}), "");
 }
 
 }  // namespace
