@@ -180,7 +180,8 @@ std::vector<ScenarioKey> make_scenario_table() {
        .value_name = "N",
        .help = "model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=N) (nanoGPT: vocab_size 50304): "
                "the vocabulary, the first embedding's rows, padded to a multiple of N in every product that spans "
-               "it, so that cuBLAS's aligned kernels run them",
+               "it, so that cuBLAS's aligned kernels run them, and in every per-token table (the embedding, an "
+               "untied output projection): DDP's buckets, the optimizer and memory hold the padded rows",
        .default_text = "1: the model's vocabulary as it is",
        .kind = KeyKind::kCount,
        .field = &S::pad_to_multiple_of,

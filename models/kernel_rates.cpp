@@ -124,6 +124,7 @@ ExecutionMode effective_mode(const Model& m, ExecutionMode mode) {
 }
 
 std::int64_t vocabulary_size(const Model& m) {
+  if (m.unpadded_vocabulary > 0) return m.unpadded_vocabulary;
   for (const Op& op : m.ops) {
     if (op.name != "embedding" || op.in.empty() || op.in[0].ref.kind != OpRef::Kind::kParameter) continue;
     const Parameter& table = m.parameters.at(op.in[0].ref.index);
@@ -143,6 +144,15 @@ bool products_span_vocabulary(const Model& m) {
 std::int64_t padded_vocabulary(std::int64_t vocabulary, int multiple) {
   const std::int64_t k = std::max(1, multiple);
   return (vocabulary + k - 1) / k * k;
+}
+
+void pad_vocabulary(Model& m, int multiple) {
+  if (multiple <= 1 || m.unpadded_vocabulary > 0 || !products_span_vocabulary(m)) return;
+  const std::int64_t v = vocabulary_size(m);
+  const std::int64_t padded = padded_vocabulary(v, multiple);
+  m.unpadded_vocabulary = v;
+  for (Parameter& p : m.parameters)
+    if (!p.shape.empty() && p.shape.size() <= 2 && p.shape.front() == v) p.shape.front() = padded;
 }
 
 KernelRates rates_for(const GpuSpec& gpu) {

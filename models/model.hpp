@@ -145,6 +145,9 @@ struct Model {
   // Set for a model imported with a measured step: its times replace the roofline's
   // (models/compute_cost.hpp: measured_cost).
   std::optional<MeasuredStep> measured;
+  // unpadded_vocabulary: the vocabulary before pad_vocabulary widened the tables that hold it
+  // (models/op_cost.hpp); 0 while they are as the file gives them.
+  std::int64_t unpadded_vocabulary = 0;
 
   std::int64_t total_params() const;
   Bytes parameter_bytes() const;

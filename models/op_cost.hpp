@@ -126,13 +126,21 @@ bool has_convolutions(const Model& m);
 std::vector<std::string> inert_settings(const Model& m, const ExecutionMode& mode);
 // effective_mode: `mode` without its inert settings (what the header should claim).
 ExecutionMode effective_mode(const Model& m, ExecutionMode mode);
-// vocabulary_size: the rows of the table of the model's first embedding op (its token embedding);
-// 0 without one.
+// vocabulary_size: the rows of the table of the model's first embedding op (its token embedding)
+// as the model file gives them (before pad_vocabulary); 0 without one.
 std::int64_t vocabulary_size(const Model& m);
 // products_span_vocabulary: whether a product's n or k is the vocabulary at every batch and length
 // (a language model's output projection), so that padding the vocabulary changes it.
 bool products_span_vocabulary(const Model& m);
 // padded_vocabulary: `vocabulary` rounded up to a multiple of `multiple` (>= 1).
 std::int64_t padded_vocabulary(std::int64_t vocabulary, int multiple);
+// pad_vocabulary: what model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=N) does to
+// the parameters (transformers' PreTrainedModel._resize_token_embeddings): every table that holds
+// one row per token (the token embedding, an untied output projection and its bias, BERT's
+// prediction bias: each parameter whose first dimension is the vocabulary) gets the padded row
+// count, so DDP's buckets, the optimizer and memory hold the padded rows. Does nothing to a model
+// without a product over its vocabulary (the padding is inert there, and said to be) or when
+// `multiple` <= 1; the products' widening is OpCoster's.
+void pad_vocabulary(Model& m, int multiple);
 
 }  // namespace gradsync

@@ -51,6 +51,8 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
     for (Buffer& b : model.buffers) b.registered = !(b.math_attention_only && mode.attention != AttentionImpl::kMath);
     return 0;
   });
+  // resize_token_embeddings(pad_to_multiple_of=N) widens the parameters, not only the products.
+  pad_vocabulary(model, s.pad_to_multiple_of);
   r.optimizer = parse_optimizer(s.optimizer);
   r.batch = s.batch_per_gpu > 0 ? s.batch_per_gpu : model.default_batch;
   if (s.seq_len > 0)

@@ -7,6 +7,7 @@
 
 #include "core/scenario.hpp"
 #include "models/model.hpp"
+#include "models/op_cost.hpp"
 #include "models/scenario_basics.hpp"
 #include "models/step_costs.hpp"
 #include "topologies/gpu_spec.hpp"
@@ -35,6 +36,42 @@ TEST(ScenarioBasics, FlashAttentionDropsNanoGptsMaskAndNotHuggingFacesOwn) {
     Model hf = load_model("gpt2-hf");
     (void)resolve_basics(s, hf, gpu_spec("a100"));
     EXPECT_EQ(registered(hf), 24) << attention;
+  }
+}
+
+// resize_token_embeddings(pad_to_multiple_of=64) widens every per-token table: GPT-2's tied
+// embedding (50257 -> 50304 rows of 768), Llama 2's untied embedding and output projection (32000
+// -> 32768 rows of 4096 at 1024); the products are widened by the coster, which still sees the
+// unpadded vocabulary.
+TEST(ScenarioBasics, PaddingTheVocabularyWidensEveryPerTokenTable) {
+  struct Case {
+    const char* model;
+    int multiple;
+    std::int64_t added;  // parameters the padding adds
+  };
+  for (const Case c :
+       {Case{"gpt2", 64, 47 * 768}, Case{"gpt2-hf", 64, 47 * 768}, Case{"llama2-7b", 1024, 2 * 768 * 4096}}) {
+    Scenario s;
+    s.precision = "bf16";
+    Model as_is = load_model(c.model);
+    (void)resolve_basics(s, as_is, gpu_spec("a100"));
+    s.pad_to_multiple_of = c.multiple;
+    Model padded = load_model(c.model);
+    (void)resolve_basics(s, padded, gpu_spec("a100"));
+    EXPECT_EQ(padded.total_params() - as_is.total_params(), c.added) << c.model;
+    EXPECT_EQ(vocabulary_size(padded), vocabulary_size(as_is)) << c.model;
+    EXPECT_EQ(padded.parameter_bytes() - as_is.parameter_bytes(), 4 * c.added) << c.model;  // float32 weights
+  }
+  // A model without a product over a vocabulary keeps its parameters (the flag is inert there, and
+  // said to be): BERT's encoder without its prediction head, a ResNet.
+  for (const char* name : {"bert-base", "resnet50"}) {
+    Scenario s;
+    s.precision = "bf16";
+    s.pad_to_multiple_of = 64;
+    Model m = load_model(name);
+    const std::int64_t before = m.total_params();
+    (void)resolve_basics(s, m, gpu_spec("a100"));
+    EXPECT_EQ(m.total_params(), before) << name;
   }
 }
 
