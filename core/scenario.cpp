@@ -118,9 +118,25 @@ std::string located_scenario_error(std::string_view message, const std::string& 
   return fmt::format("{}:{}: {}", file, at->second, message);
 }
 
+namespace {
+
+// typed: `v` as result.json types it: a choice of auto|true|false resolved to true or false is a
+// JSON boolean, a decimal key (gpu_spread_pct) a number; the Scenario keeps them as text.
+json typed(const ScenarioKey& k, json v) {
+  if (!v.is_string()) return v;
+  const std::string t = v.get<std::string>();
+  if (k.kind == KeyKind::kChoice && (t == "true" || t == "false") &&
+      std::find(k.choices.begin(), k.choices.end(), "auto") != k.choices.end())
+    return t == "true";
+  if (k.decimal) return std::stod(t);  // canonical: decimal digits, {:g}
+  return v;
+}
+
+}  // namespace
+
 json scenario_json(const Scenario& s) {
   json j = json::object();
-  for (const ScenarioKey& k : scenario_table()) j[std::string(k.name)] = key_value(s, k);
+  for (const ScenarioKey& k : scenario_table()) j[std::string(k.name)] = typed(k, key_value(s, k));
   return j;
 }
 

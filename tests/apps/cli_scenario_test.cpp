@@ -189,7 +189,7 @@ TEST(Cli, ACalibratedRunRecordsNoGpuSpread) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find("slowest of"), std::string::npos) << r.out;
   const nlohmann::json j = nlohmann::json::parse(std::ifstream(out + "/result.json"));
-  EXPECT_EQ(j.at("scenario").at("gpu_spread_pct"), "0");
+  EXPECT_EQ(j.at("scenario").at("gpu_spread_pct"), 0.0);
   std::filesystem::remove_all(out);
 }
 

@@ -225,6 +225,22 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
   EXPECT_EQ(scenario_json(Scenario{}).size(), scenario_table().size());
 }
 
+// result.json types what a Scenario holds as text: a resolved auto|true|false choice is a boolean,
+// gpu_spread_pct a number; "auto" and other choices stay text.
+TEST(ScenarioKeys, ResultJsonTypesResolvedSwitchesAndPercentages) {
+  Scenario s;
+  EXPECT_EQ(scenario_json(s).at("set_to_none"), "auto");
+  EXPECT_EQ(scenario_json(s).at("gpu_spread_pct"), 1.5);
+  s.set_to_none = "true";
+  s.grad_scaler = "false";
+  s.gpu_spread_pct = "0";
+  const nlohmann::ordered_json j = scenario_json(s);
+  EXPECT_EQ(j.at("set_to_none"), true);
+  EXPECT_EQ(j.at("grad_scaler"), false);
+  EXPECT_EQ(j.at("gpu_spread_pct"), 0.0);
+  EXPECT_EQ(j.at("input"), "pageable");
+}
+
 TEST(ScenarioKeys, ChecksOfAScenarioBuiltInCode) {
   EXPECT_NO_THROW(check_scenario_keys(Scenario{}));
   Scenario s;

@@ -32,7 +32,9 @@ try {
   assert.strictEqual(result.scenario.nproc_per_node, 4);
   // torch.optim's implementation and zero_grad's set_to_none: the release's defaults (PyTorch 2.11).
   assert.strictEqual(result.scenario.optimizer_impl, 'foreach');
-  assert.strictEqual(result.scenario.set_to_none, 'true');
+  assert.strictEqual(result.scenario.set_to_none, true);
+  assert.strictEqual(result.scenario.grad_scaler, false, 'bf16 autocast runs without GradScaler');
+  assert.strictEqual(result.scenario.gpu_spread_pct, 1.5);
   assert.strictEqual(result.scenario.nccl_version, '2.28', 'the NCCL PyTorch 2.11 bundles, resolved');
   assert.deepStrictEqual(result.requested, { nnodes: 'default', nproc_per_node: 'default', batch_per_gpu: 'default', precision: 'default', nccl_version: 'auto', optimizer_impl: 'auto', set_to_none: 'auto', bucket_cap_mb: 'default', first_bucket_mb: 'default', grad_scaler: 'auto' });
   // summary.csv: resolved scenario cells, _frac fractions, whole bytes.
