@@ -236,6 +236,14 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
       throw ConfigError(where + fmt::format("a pcie link joins gpus, cpus, pcie_switches and nics, not a {} and a {}",
                                             to_string(a.kind), to_string(b.kind)));
     }
+    // Two GPUs are PCIe endpoints: they meet at a switch's or a CPU root port's downstream ports,
+    // never on a cable of their own (peer traffic crosses the switch: NCCL's PIX/PXB/PHB paths).
+    if (s.link.type == LinkType::kPcie && a.kind == VertexKind::kGpu && b.kind == VertexKind::kGpu) {
+      throw ConfigError(where +
+                        "a pcie link between two gpus: PCIe endpoints meet at a pcie_switch or a cpu's root "
+                        "port; expected each gpu linked to a pcie_switch or cpu over pcie (or the two gpus "
+                        "joined over nvlink)");
+    }
     // A GPU's PCIe link carries at most its own port (gpus.yaml pcie: generation and lanes); a
     // switch's uplink may be wider, the GPU's end is not. 5% over the datasheet figure is taken
     // (32GBps for Gen4 x16's 31.5).

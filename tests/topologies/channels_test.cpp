@@ -175,15 +175,16 @@ TEST(Channels, SubsetsAndSingleGpu) {
 // is read, naming the link's line (the channel search would otherwise find no NIC to ring through).
 TEST(Channels, HostsJoinedByPcieAreRefused) {
   const std::string text = R"(graph g {
-  a [kind="gpu", model="a100", host="h0"]; b [kind="gpu", model="a100", host="h1"];
-  a -- b [type="pcie", bw="25GBps", latency="0ns"];
+  a [kind="gpu", model="a100", host="h0"]; s [kind="pcie_switch", host="h0"]; b [kind="gpu", model="a100", host="h1"];
+  a -- s [type="pcie", bw="25GBps", latency="0ns"];
+  s -- b [type="pcie", bw="25GBps", latency="0ns"];
 })";
   try {
     (void)read_topology_dot(text, "t.dot");
     FAIL() << "expected an error";
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
-                 "t.dot:3: link a -- b: a pcie link between host \"h0\" and host \"h1\"; PCIe and CPU links stay "
+                 "t.dot:4: link s -- b: a pcie link between host \"h0\" and host \"h1\"; PCIe and CPU links stay "
                  "inside one machine: join hosts through their NICs and a network switch");
   }
   const std::string cpus = R"(graph g {

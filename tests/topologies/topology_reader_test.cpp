@@ -282,6 +282,13 @@ TEST(TopologyReaderErrors, LinkRules) {
             "t.dot:6: edge gpu0--nvs: a pcie link joins gpus, cpus, pcie_switches and nics, not a gpu and a switch");
   EXPECT_EQ(dot_error(replace(kGood, "type=\"nvlink\"", "type=\"pcie\"")),
             "t.dot:6: edge gpu0--nvs: a pcie link joins gpus, cpus, pcie_switches and nics, not a gpu and a nvswitch");
+  // Two GPUs meet at a switch's or root port's downstream ports, not on a PCIe cable of their own.
+  const std::string gpus = replace(replace(kGood, "nvs [kind=\"nvswitch\"", "nvs [kind=\"gpu\", model=\"a100\""),
+                                   "type=\"nvlink\"", "type=\"pcie\"");
+  EXPECT_EQ(dot_error(gpus),
+            "t.dot:6: edge gpu0--nvs: a pcie link between two gpus: PCIe endpoints meet at a pcie_switch or a cpu's "
+            "root port; expected each gpu linked to a pcie_switch or cpu over pcie (or the two gpus joined over "
+            "nvlink)");
   EXPECT_EQ(dot_error(replace(kGood, "gpu0 -- nvs", "gpu0 -- gpu0")),
             "t.dot:6: edge gpu0--gpu0: a link from a node to itself");
   EXPECT_EQ(dot_error("graph g { s [kind=\"switch\", host=\"h\"] }"),
