@@ -199,11 +199,21 @@ ModelCost with_measured(const Model& model, const ModelCost& base, const Compute
 
 }  // namespace
 
+std::vector<bool> holds_gradient(const Model& model) {
+  std::vector<bool> holds(model.parameters.size(), false);
+  for (std::size_t i = 0; i < holds.size(); ++i) holds[i] = model.parameters[i].requires_grad;
+  for (std::size_t u : model.unused_parameters)
+    if (u < holds.size()) holds[u] = false;
+  return holds;
+}
+
 std::pair<double, int> trainable_gradients(const Model& model) {
   double bytes = 0;
   int tensors = 0;
-  for (const auto& p : model.parameters) {
-    if (!p.requires_grad) continue;
+  const std::vector<bool> holds = holds_gradient(model);
+  for (std::size_t i = 0; i < model.parameters.size(); ++i) {
+    const Parameter& p = model.parameters[i];
+    if (!holds[i]) continue;
     bytes += static_cast<double>(p.bytes());  // a gradient has its parameter's dtype
     ++tensors;
   }
@@ -348,13 +358,13 @@ OptimizerPasses optimizer_passes(Optimizer opt, OptimizerImpl impl, bool lerp) {
 }
 
 KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const ComputeContext& ctx) {
+  // torch.optim steps (and zero_grad fills) only the parameters whose .grad exists: never one that
+  // forward does not use (holds_gradient).
+  const int tensors = trainable_gradients(model).second;
   double elements = 0;
-  int tensors = 0;
-  for (const auto& p : model.parameters) {
-    if (!p.requires_grad) continue;
-    elements += static_cast<double>(p.numel());
-    ++tensors;
-  }
+  const std::vector<bool> holds = holds_gradient(model);
+  for (std::size_t i = 0; i < model.parameters.size(); ++i)
+    if (holds[i]) elements += static_cast<double>(model.parameters[i].numel());
   const OptimizerPasses passes =
       optimizer_passes(opt, fused ? OptimizerImpl::kFused : OptimizerImpl::kForEach, ctx.lerp_moments);
   const double per_elem = passes.bytes_per_element;
@@ -387,13 +397,11 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl,
   ComputeContext no_fill = ctx;  // the loop's own fill below, not _foreach_zero_
   no_fill.zero_grad_fill = false;
   KernelCost k = optimizer_cost(model, opt, false, no_fill);
-  int tensors = 0;
+  const int tensors = trainable_gradients(model).second;
   double elements = 0;
-  for (const auto& p : model.parameters) {
-    if (!p.requires_grad) continue;
-    ++tensors;
-    elements += static_cast<double>(p.numel());
-  }
+  const std::vector<bool> holds = holds_gradient(model);
+  for (std::size_t i = 0; i < model.parameters.size(); ++i)
+    if (holds[i]) elements += static_cast<double>(model.parameters[i].numel());
   // One kernel per parameter and operation of torch.optim's _single_tensor_* loops (optimizer_passes),
   // each issued from Python; zero_grad(set_to_none=False), the default before 2.0, adds a fill_(0)
   // per parameter.

@@ -202,7 +202,12 @@ struct ModelCost {
 double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int grad_accum = 1,
                          const ModelCost* later = nullptr);
 ModelCost model_cost(const Model& model, const ComputeContext& ctx);
-// trainable_gradients: the bytes and the number of the gradients of the parameters that require one.
+// holds_gradient: per parameter, whether a step leaves a .grad on it: it requires one and forward
+// uses it (a parameter under unused_parameters keeps grad None: autograd never reaches it and DDP's
+// Reducer leaves a globally unused one untouched), so that torch.optim, zero_grad, clip_grad_norm_
+// and GradScaler's unscale, which all skip `p.grad is None`, pass over it.
+std::vector<bool> holds_gradient(const Model& model);
+// trainable_gradients: the bytes and the number of the gradients a step leaves (holds_gradient).
 std::pair<double, int> trainable_gradients(const Model& model);
 
 // Optimizer: the update rule; foreach (PyTorch 2.x default) or fused implementation. kNone: no

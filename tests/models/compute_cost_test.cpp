@@ -128,6 +128,17 @@ TEST(ComputeCost, OptimizerAndCopies) {
   EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kNone, true, ctx).bytes, 0);
   EXPECT_EQ(optimizer_cost(m, Optimizer::kNone, OptimizerImpl::kSingleTensor, fill).kernels, 3);
   EXPECT_DOUBLE_EQ(optimizer_cost(m, Optimizer::kNone, OptimizerImpl::kSingleTensor, fill).bytes, 4 * elems);
+  // A parameter forward never uses keeps grad None: torch.optim, zero_grad and GradScaler's
+  // unscale skip it (the conv's weight here: 3 tensors become 2).
+  Model unused = m;
+  unused.unused_parameters.push_back(2);
+  const double used = 1024.0 * 1024 + 1024;
+  EXPECT_EQ(holds_gradient(unused), (std::vector<bool>{true, true, false}));
+  EXPECT_EQ(trainable_gradients(unused), (std::pair<double, int>{4 * used, 2}));
+  EXPECT_DOUBLE_EQ(optimizer_cost(unused, Optimizer::kAdamW, true, ctx).bytes, 28 * used);
+  EXPECT_EQ(optimizer_cost(unused, Optimizer::kAdamW, OptimizerImpl::kSingleTensor, fill).kernels, 2 * 10);
+  EXPECT_DOUBLE_EQ(optimizer_cost(unused, Optimizer::kAdamW, OptimizerImpl::kSingleTensor, fill).bytes,
+                   (88 + 4) * used);
   EXPECT_EQ(optimizer_state_bytes_per_param(Optimizer::kNone), 0);
   // foreach with set_to_none=False: one _foreach_zero_ launch writes every gradient once more.
   ComputeContext fill21 = fill;
