@@ -35,15 +35,16 @@ namespace gradsync::apps {
 
 using sim::Scenario;
 
-// mib_text: a size in MiB as a header shows it: six significant digits (25GB is 23841.9 MiB).
+// mib_text: a size in MiB as a header shows it: ten significant digits, as `gradsync buckets`
+// writes it, the value to give DDP's bucket_cap_mb for the same bytes (50MB is 47.68371582).
 std::string mib_text(const nlohmann::ordered_json& v) {
   if (!v.is_number()) return value_text(v);
   const double mib = v.get<double>();
   // A whole number as it is (1073741824, not 1.07374e+09); below 16 KiB also the bytes DDP caps
   // at (int(bucket_cap_mb * 1024 * 1024)).
   if (mib == std::floor(mib) && std::abs(mib) < 1e15) return fmt::format("{:.0f}", mib);
-  if (mib > 0 && mib < 1.0 / 64) return fmt::format("{:.6g} ({} B)", mib, static_cast<std::int64_t>(mib * 1048576.0));
-  return fmt::format("{:.6g}", mib);
+  if (mib > 0 && mib < 1.0 / 64) return fmt::format("{:.10g} ({} B)", mib, static_cast<std::int64_t>(mib * 1048576.0));
+  return fmt::format("{:.10g}", mib);
 }
 
 // bucket_text: a bucket's cap with its unit: MiB as mib_text, and below 16 KiB the whole bytes

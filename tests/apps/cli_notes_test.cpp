@@ -58,14 +58,15 @@ TEST(Cli, AMeasuredStepOnAnotherGpuIsSaidToBeUsedAsMeasured) {
   std::remove(model.c_str());
 }
 
-// The header shows sizes as a reader reads them (25GB is 23841.9 MiB, not 23841.85791015625) and
+// The header shows sizes as `gradsync buckets` does, the value to give DDP's bucket_cap_mb for the
+// same bytes to ten digits (25GB is 23841.85791, not 23841.85791015625 nor a rounded 23841.9), and
 // NCCL's switches as NCCL's environment takes them (NCCL_P2P_DISABLE=1).
 TEST(Cli, HeaderShowsSizesAndNcclSwitchesAsGiven) {
   const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations",
                                 "2", "--bucket-cap-mb", "25GB", "--nccl", "NCCL_P2P_DISABLE=1", "--out",
                                 ::testing::TempDir() + "/gradsync-cli-header"});
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("# DDP: bucket_cap_mb 23841.9, first bucket 23841.9 MiB,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# DDP: bucket_cap_mb 23841.85791, first bucket 23841.85791 MiB,"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(", NCCL_P2P_DISABLE=1,"), std::string::npos) << r.out;
 }
 
