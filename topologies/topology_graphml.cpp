@@ -167,6 +167,14 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
   }
   const auto root = tree.get_child_optional("graphml");
   if (!root) throw ConfigError(fmt::format("{}: not GraphML: expected a <graphml> root element", origin));
+  // GraphML's namespace, or none: a <graphml> of another vocabulary is not this format.
+  if (const std::string ns = root->get<std::string>("<xmlattr>.xmlns", "");
+      !ns.empty() && ns != "http://graphml.graphdrawing.org/xmlns") {
+    throw ConfigError(fmt::format(
+        "{}: <graphml xmlns=\"{}\">: not GraphML's namespace; expected xmlns=\"http://graphml.graphdrawing.org/xmlns\" "
+        "(or none)",
+        origin, ns));
+  }
   const pt::ptree* graph = nullptr;
   for (const auto& [tag, child] : *root) {
     if (tag != "graph") continue;
@@ -241,9 +249,15 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
       }
     }
   };
-  // Each <node> and <edge> of the graph with its line.
+  // Each <node> and <edge> of the graph with its line. A <hyperedge> (one link among many nodes)
+  // has no meaning in a cluster, whose links each join two ends: refused, not skipped.
   std::size_t node_count = 0, edge_count = 0;
   for (const auto& [tag, child] : *graph) {
+    if (tag == "hyperedge") {
+      throw ConfigError(fmt::format(
+          "{}: a <hyperedge>: a link joins two nodes; expected an <edge source=\"...\" target=\"...\"> for each pair",
+          origin));
+    }
     node_count += tag == "node";
     edge_count += tag == "edge";
   }

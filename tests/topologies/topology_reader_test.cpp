@@ -359,6 +359,15 @@ TEST(TopologyReaderGraphml, Errors) {
                                   "<data key=\"host\">h</data><graph id=\"inner\" edgedefault=\"undirected\"><node "
                                   "id=\"x\"/></graph></node>\n    <node id=\"gpu1\">")),
             "t.graphml: node gpu9: holds a nested <graph>; expected one flat graph of nodes and edges");
+  EXPECT_EQ(graphml_error(replace(kGraphml, "xmlns=\"http://graphml.graphdrawing.org/xmlns\"",
+                                  "xmlns=\"http://example.com/graphs\"")),
+            "t.graphml: <graphml xmlns=\"http://example.com/graphs\">: not GraphML's namespace; expected "
+            "xmlns=\"http://graphml.graphdrawing.org/xmlns\" (or none)");
+  EXPECT_EQ(graphml_error(replace(kGraphml, "  </graph>",
+                                  "    <hyperedge><endpoint node=\"gpu9\"/><endpoint node=\"gpu1\"/></hyperedge>\n  "
+                                  "</graph>")),
+            "t.graphml: a <hyperedge>: a link joins two nodes; expected an <edge source=\"...\" target=\"...\"> for "
+            "each pair");
   EXPECT_EQ(graphml_error(replace(kGraphml, "for=\"edge\" attr.name=\"bw\"", "for=\"port\" attr.name=\"bw\"")),
             "t.graphml: <key id=\"bw\">: for=\"port\"; expected node, edge or all");
   EXPECT_EQ(graphml_error(replace(kGraphml, "edgedefault=\"undirected\"", "edgedefault=\"directed\"")),
