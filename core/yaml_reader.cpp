@@ -1,6 +1,7 @@
 // yaml_reader.cpp: typed YAML access with located errors (see yaml_reader.hpp).
 #include "core/yaml_reader.hpp"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
 
@@ -146,6 +147,12 @@ YAML::Node YamlReader::load(std::string_view text) const {
                       "its keys in the first",
                       origin_, starts.second_line));
     }
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's parser stops nesting past its own guard with the message "bad file": said as the
+    // structure check below says a nesting deeper than kMaxYamlDepth.
+    throw DataError(fmt::format("{}:{}: document: mappings and lists nest more than {} levels deep; gradsync's "
+                                "files nest a few",
+                                origin_, e.mark.line + 1, kMaxYamlDepth));
   } catch (const YAML::ParserException& e) {
     throw DataError(fmt::format("{}:{}: syntax error: {}", origin_, e.mark.line + 1, e.msg));
   }
