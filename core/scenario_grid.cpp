@@ -127,6 +127,12 @@ std::vector<json> expand_range(const ScenarioKey& k, const Range& r, const std::
   std::vector<json> out;
   // Sizes in MiB are doubles: a bound reached within rounding counts (1:2:+0.1 ends at 2).
   const double last = whole ? b : b * (1 + 1e-12);
+  // Counted before any value is made: a step too fine to write (1e-20) is a range of too many values,
+  // not a value the key refuses.
+  const double count =
+      r.multiply ? std::floor(std::log(last / a) / std::log(step)) + 1 : std::floor((last - a) / step) + 1;
+  if (!(count <= static_cast<double>(kMaxVaryValues)))
+    throw ConfigError(fmt::format("range \"{}\" has more than {} values", item, kMaxVaryValues));
   for (double v = a; v <= last; v = r.multiply ? v * step : v + step) {
     if (out.size() >= kMaxVaryValues)
       throw ConfigError(fmt::format("range \"{}\" has more than {} values", item, kMaxVaryValues));

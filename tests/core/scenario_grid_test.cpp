@@ -67,6 +67,12 @@ TEST(Vary, BadValuesNameTheTextAndWhatWasExpected) {
   EXPECT_EQ(error_of("gpus=1..0"),
             "--vary \"gpus=1..0\": range \"1..0\": its end \"0\": expected an integer from 1 to 1048576");
   EXPECT_NE(error_of("gpus=1..100000").find("more than 10000 values"), std::string::npos);
+  // A step too fine to write is a range of too many values, counted before any value is made, not a
+  // value the key refuses.
+  EXPECT_EQ(error_of("gpu_spread_pct=0:2:1e-20"),
+            "--vary \"gpu_spread_pct=0:2:1e-20\": range \"0:2:1e-20\" has more than 10000 values");
+  EXPECT_EQ(error_of("bucket_cap_mb=1:25:x1.0000000001"),
+            "--vary \"bucket_cap_mb=1:25:x1.0000000001\": range \"1:25:x1.0000000001\" has more than 10000 values");
   EXPECT_EQ(error_of("gpus=1,,2"), "--vary \"gpus=1,,2\": an empty value");
   EXPECT_EQ(error_of("strategy=dp,fsdp"), "--vary \"strategy=dp,fsdp\": \"fsdp\": expected dp or ddp");
   EXPECT_EQ(error_of("precision=fp8"), "--vary \"precision=fp8\": \"fp8\": expected fp32, tf32, bf16 or fp16");
