@@ -79,8 +79,21 @@ void Model::check_sizes(std::int64_t t, std::int64_t batch) const {
                                     what, e.to_string(), v, origin));
     }
   };
-  const auto seq = [&](const std::string& what, const SeqExpr& e) { at(what, e, e.eval(t)); };
-  const auto per_batch = [&](const std::string& what, const BatchExpr& e) { at(what, e.e, e.eval(batch, t)); };
+  // An expression that overflows at these sizes is named by what it sizes (op 3 linear flops), not
+  // only by its text.
+  const auto named = [&](const std::string& what, auto&& eval) {
+    try {
+      return eval();
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: {}", what, e.what()));
+    }
+  };
+  const auto seq = [&](const std::string& what, const SeqExpr& e) {
+    at(what, e, named(what, [&] { return e.eval(t); }));
+  };
+  const auto per_batch = [&](const std::string& what, const BatchExpr& e) {
+    at(what, e.e, named(what, [&] { return e.eval(batch, t); }));
+  };
   seq("input bytes", input_bytes);
   seq("output elements", output_elements);
   for (const Layer& l : layers) {
@@ -100,7 +113,7 @@ void Model::check_sizes(std::int64_t t, std::int64_t batch) const {
       std::vector<std::int64_t> dims;
       for (const BatchExpr& g : *op.gemm) {
         per_batch(name_i + " gemm", g);
-        dims.push_back(g.eval(batch, t));
+        dims.push_back(named(name_i + " gemm", [&] { return g.eval(batch, t); }));
       }
       (void)checked_product(dims, fmt::format("model {} at T={}, B={}: {} gemm [{}] (from {})", name, t, batch, name_i,
                                               fmt::join(dims, ", "), origin));

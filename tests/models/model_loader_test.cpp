@@ -303,6 +303,15 @@ TEST(ModelLoader, AGemmBeyond64BitsIsRefusedAtTheRunsSizes) {
               "g.yaml:3: defaults: model tiny at T=8, B=4: op 1 addmm gemm [1, 32, 4000000000, 4000000000] (from "
               "g.yaml): 128000000000 x 4000000000 does not fit in 64 bits");
   }
+  // An expression that overflows at the defaults is named by what it sizes, not only by its text.
+  try {
+    (void)parse_model(replace(kOps, "flops: B*80*T", "flops: B*800000000000000000*T"), "g.yaml");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "g.yaml:3: defaults: op 1 addmm flops: expression B*800000000000000000*T at B=4, T=8: "
+              "6400000000000000000 x 4 does not fit in 64 bits");
+  }
   const Model m = parse_model(replace(kOps, "gemm: [1, B*T, 10, 4]", "gemm: [1, B*T, 100000000, 100000000]"), "g.yaml");
   EXPECT_NO_THROW(m.check_sizes(8, 4));
   EXPECT_THROW(m.check_sizes(8, 1 << 20), ConfigError);  // a batch that takes it past 64 bits
