@@ -228,8 +228,16 @@ void SweepTableReporter::finish() {
     return s.empty() ? std::string("-") : fmt::format("{:.3f}", std::stod(s) * 1e3);
   };
   std::vector<std::string> oom;
+  // Skipped points (DataParallel asked to span hosts) by their reason, in point order.
+  std::vector<std::pair<std::string, std::vector<std::string>>> skipped;
   for (const SweepRecord& record : records_) {
     const CsvRow& row = record.row;
+    if (row[col("status")] == "skipped") {
+      const std::string& why = row[col("skipped_reason")];
+      auto it = std::find_if(skipped.begin(), skipped.end(), [&](const auto& s) { return s.first == why; });
+      if (it == skipped.end()) it = skipped.insert(skipped.end(), {why, {}});
+      it->second.push_back(row[0]);
+    }
     std::vector<std::string> cells{row[0]};
     // A varied value the point resolved (nccl_version auto: the release its PyTorch bundles) shows
     // both: "auto (2.28)"; summary.csv keeps the resolved value, result.json the request.
@@ -267,6 +275,9 @@ void SweepTableReporter::finish() {
         "what {} would take if {} fit (summary.csv keeps them)\n",
         oom.size() == 1 ? "" : "s", fmt::join(oom, ", "), oom.size() == 1 ? "does" : "do",
         oom.size() == 1 ? "it" : "they", oom.size() == 1 ? "it" : "they");
+  for (const auto& [why, which] : skipped)
+    out_ << fmt::format("# point{} {} skipped (status skipped, not simulated): {}\n", which.size() == 1 ? "" : "s",
+                        fmt::join(which, ", "), why);
   out_ << fmt::format("# wrote {}/summary.csv, result.json, report.html\n", folder_);
 }
 

@@ -100,6 +100,16 @@ grep -q "^# point 1: does not fit the GPU's memory (status oom): no samples/s is
 [[ $(status_of "$tmp/o/summary.csv" | grep -c "^1 oom") == 1 ]] || fail "summary.csv's oom status"
 echo "an oom point shows no throughput, is named, and the sweep exits 0"
 
+# 4b. DataParallel asked to span two hosts is skipped (one process, one machine): a row with status
+# skipped, a note naming the point and why, and the sweep exits 0 (it is PyTorch's limit, not a failure).
+"$bin" sweep --topology 2x-dgx-a100-hdr --model resnet18 --vary gpus=8,16 --vary strategy=dp --iterations 2 \
+  --warmup 1 --jobs 1 --out "$tmp/s" >"$tmp/s.out" 2>"$tmp/s.err" || { cat "$tmp/s.err" >&2; fail "a sweep with a skipped point did not exit 0"; }
+grep -Eq '^ +1 +16 +dp +skipped +- +- +- +-$' "$tmp/s.out" || { cat "$tmp/s.out"; fail "the skipped row"; }
+grep -q "^# point 1 skipped (status skipped, not simulated): DataParallel runs in one process on one machine; GPUs 0..15 of 2x-dgx-a100-hdr span 2 hosts" "$tmp/s.out" \
+  || { cat "$tmp/s.out"; fail "the skipped note"; }
+[[ $(status_of "$tmp/s/summary.csv" | grep -c "^1 skipped") == 1 ]] || fail "summary.csv's skipped status"
+echo "a DataParallel point across hosts is skipped, named with its reason, and the sweep exits 0"
+
 # 5. DDP's settings with DataParallel points: said once, as compare says it; not said without dp points.
 "$bin" sweep --model resnet18 --vary gpus=1 --bucket-cap-mb 5 --iterations 2 --warmup 1 --out "$tmp/n" \
   >/dev/null 2>"$tmp/n.err" || { cat "$tmp/n.err" >&2; fail "the sweep with a DDP setting failed"; }
