@@ -90,6 +90,9 @@ inline bool has_gradient_as_bucket_view(PytorchVersion v) { return v.at_least(1,
 // TF32 came) to 1.11, and to False from 1.12 (pytorch/pytorch#76509): a float32 script on Ampere
 // or later ran its matmuls as TF32 in those releases.
 inline bool matmul_tf32_by_default(PytorchVersion v) { return v.at_least(1, 7) && !v.at_least(1, 12); }
+// cudnn_tf32_by_default: torch.backends.cudnn.allow_tf32 came with TF32 in 1.7 and has defaulted to
+// True since; before, every float32 convolution ran in float32 (there was no TF32 to allow).
+inline bool cudnn_tf32_by_default(PytorchVersion v) { return v.at_least(1, 7); }
 
 // clip_grad_norm_syncs: before PyTorch 1.10, torch.nn.utils.clip_grad_norm_ branched in Python on a
 // tensor the GPU computed (`if clip_coef < 1:`, and in 1.9 also `if total_norm.isnan() or

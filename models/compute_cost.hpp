@@ -100,6 +100,9 @@ struct ComputeContext {
   bool grads_defined = false;
   // lerp_moments: Adam's first moment in one lerp_ (PyTorch 2.1 on; adam_lerps_first_moment).
   bool lerp_moments = true;
+  // cudnn_tf32: float32 convolutions run as TF32 on Ampere and later (cudnn.allow_tf32's default
+  // from PyTorch 1.7; cudnn_tf32_by_default); false: in float32, as before 1.7.
+  bool cudnn_tf32 = true;
   // nccl_blocks: the blocks (one per channel) of the NCCL kernels that run beside compute while
   // DDP overlaps; each holds an SM (models/contention.hpp). 0: nothing runs beside compute.
   int nccl_blocks = 0;

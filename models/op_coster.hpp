@@ -298,6 +298,9 @@ class OpCoster {
   void bn_floor(std::vector<Kernel>& out, std::size_t first, double elements, double per_sm_clock) const;
 
   bool tf32_tensor_cores() const { return ctx_.gpu->sm_version >= 80 && ctx_.gpu->tf32_flops > 0; }
+  // tf32_convs: float32 convolutions on TF32 tensor cores: from Ampere on, where cudnn.allow_tf32
+  // exists (PyTorch 1.7) and is left at its default, True (ComputeContext::cudnn_tf32).
+  bool tf32_convs() const { return tf32_tensor_cores() && (ctx_.cudnn_tf32 || ctx_.precision == Precision::kTF32); }
 
   // gemm_peak: the matrix peak and efficiency of a product in this run's precision.
   std::pair<double, double> gemm_peak() const {
@@ -372,7 +375,7 @@ class OpCoster {
     const GpuSpec& g = *ctx_.gpu;
     double peak = 0, eff = r_.conv;
     if (ctx_.precision == Precision::kFP32 || ctx_.precision == Precision::kTF32) {
-      const bool tf32 = tf32_tensor_cores();
+      const bool tf32 = tf32_convs();
       peak = tf32 ? g.tf32_flops : g.fp32_flops;
       if (!tf32) eff = r_.conv_fp32;
     } else {
@@ -398,9 +401,9 @@ class OpCoster {
   // would be 19% too slow with them).
   bool transposes() const {
     const GpuSpec& g = *ctx_.gpu;
-    const bool tf32_convs = (ctx_.precision == Precision::kFP32 || ctx_.precision == Precision::kTF32) &&
-                            tf32_tensor_cores() && g.tf32_flops > g.fp32_flops;
-    return (low_ == 2 || tf32_convs) && !ctx_.mode.channels_last;
+    const bool tensor_core_convs = (ctx_.precision == Precision::kFP32 || ctx_.precision == Precision::kTF32) &&
+                                   tf32_convs() && g.tf32_flops > g.fp32_flops;
+    return (low_ == 2 || tensor_core_convs) && !ctx_.mode.channels_last;
   }
   Kernel memory(double bytes) const {
     Kernel k{0, bytes, 0};

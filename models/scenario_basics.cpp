@@ -27,7 +27,7 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
         !has_amp_autocast(version) && s.mixed_precision != "master-weights" ? Precision::kFP32 : Precision::kFP16;
     Precision p = !s.precision.empty() ? parse_precision(s.precision) : bf16 ? Precision::kBF16 : fallback;
     // float32 from 1.7 to 1.11 on a GPU with TF32 tensor cores: matmuls ran as TF32 by default
-    // (convolutions do in every release, cudnn.allow_tf32): the run is tf32.
+    // (convolutions do from 1.7 on, cudnn.allow_tf32; before 1.7 neither): the run is tf32.
     if (p == Precision::kFP32 && gpu.sm_version >= 80 &&
         matmul_tf32_by_default(parse_pytorch_version(s.pytorch_version)))
       p = Precision::kTF32;
@@ -79,6 +79,7 @@ void apply_framework(ComputeContext& ctx, const Scenario& s) {
   const PytorchVersion version = parse_pytorch_version(s.pytorch_version);
   ctx.foreach = foreach_optimizers(version);
   ctx.lerp_moments = adam_lerps_first_moment(version);
+  ctx.cudnn_tf32 = cudnn_tf32_by_default(version);
   const std::string& impl = s.optimizer_impl;
   ctx.optimizer_impl = impl == "fused"      ? OptimizerImpl::kFused
                        : impl == "foreach"  ? OptimizerImpl::kForEach
