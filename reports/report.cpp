@@ -68,7 +68,13 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
   if (phase == "h2d:input") return gpus == 1 ? "host -> GPU 0" : "host -> every GPU";
   if (phase == "allreduce buckets") {
     if (gpus == 1) return "one GPU: nothing crosses a link";
-    return fmt::format("{} over {} GPUs{}{}, overlapping backward", algorithms_of(r, phase), gpus, via, duplex);
+    // NVLS goes through the NVSwitch's multicast and reduction, not the ring's transports
+    // (NCCL_P2P_DISABLE leaves it on NVLink while the ring's hops turn to SHM).
+    const std::string algorithms = algorithms_of(r, phase);
+    if (algorithms == "nvls")
+      return fmt::format("nvls over {} GPUs via NVLink SHARP (NVSwitch multicast and reduction), overlapping backward",
+                         gpus);
+    return fmt::format("{} over {} GPUs{}{}, overlapping backward", algorithms, gpus, via, duplex);
   }
   if (phase == "comm hook collectives") {
     if (gpus == 1) return "one GPU: nothing crosses a link";

@@ -146,6 +146,26 @@ TEST(Explain, OneGpusRowsNameGpuZero) {
   EXPECT_EQ(where["allreduce buckets"], "one GPU: nothing crosses a link");
 }
 
+// NVLS reduces in the NVSwitch: its row names NVLink SHARP, not the ring's transports (which
+// NCCL_P2P_DISABLE turns to SHM while NVLS stays on NVLink); a ring names the ring's.
+TEST(Explain, NvlsBucketsGoThroughTheSwitchNotTheRingsTransports) {
+  StrategyResult r = ddp_result();
+  r.gpus = r.replicas = 8;
+  r.transports = "SHM/direct/direct over PHB";
+  r.trace.add(event(0, Stream::kComm, "allreduce:bucket0", 0.006, 0.009, 4096, 0));
+  CollectiveCall call;
+  call.name = "allreduce:bucket0";
+  call.algorithm = "nvls";
+  r.collectives = {call};
+  std::map<std::string, std::string> where;
+  for (const ExplainRow& row : explain(r)) where[row.phase] = row.where;
+  EXPECT_EQ(where["allreduce buckets"],
+            "nvls over 8 GPUs via NVLink SHARP (NVSwitch multicast and reduction), overlapping backward");
+  r.collectives[0].algorithm = "ring";
+  for (const ExplainRow& row : explain(r)) where[row.phase] = row.where;
+  EXPECT_EQ(where["allreduce buckets"], "ring over 8 GPUs via SHM/direct/direct over PHB, overlapping backward");
+}
+
 TEST(Csv, QuotesWhatNeedsQuotingAndReadsItBack) {
   const CsvRow row{"plain", "with,comma", "with \"quote\"", "two\nlines", ""};
   const std::string line = csv_line(row);
