@@ -481,12 +481,18 @@ Channels build_channels(const Topology& topo, const Routes& routes, const std::v
     }
   }
   if (out.rings.empty()) {
+    // The slowest link below the fallback speed, with its line: the likely culprit.
+    const TopoLink* slowest = topo.slowest_link();
+    const std::string culprit = slowest != nullptr && slowest->payload_bw_Bps < kFallbackBw
+                                    ? fmt::format(" (the slowest: {}, {:.3g} B/s of payload per direction)",
+                                                  topo.link_text(*slowest), slowest->payload_bw_Bps)
+                                    : std::string();
     throw ConfigError(
         fmt::format("{}: no ring through GPUs {} fits the links, not even at the {} GB/s NCCL falls "
-                    "back to: a link on their paths carries less than that, or no transport joins two "
+                    "back to: a link on their paths carries less than that{}, or no transport joins two "
                     "of them (NCCL_P2P_DISABLE and NCCL_SHM_DISABLE leave only the network between GPUs "
                     "of one node)",
-                    topo.origin(), rank_runs(out.ranks), kFallbackBw / 1e9));
+                    topo.origin(), rank_runs(out.ranks), kFallbackBw / 1e9, culprit));
   }
   finish_graphs(topo, routes, out);
   return out;

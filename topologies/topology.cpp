@@ -175,7 +175,8 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
 
   for (auto& v : vertices) boost::add_vertex(std::move(v), t.graph_);
   std::set<std::pair<std::size_t, std::size_t>> seen;
-  std::map<std::size_t, int> nvlinks_used;  // per GPU vertex: NVLinks its edges take so far
+  std::map<std::size_t, int> nvlinks_used;        // per GPU vertex: NVLinks its edges take so far
+  std::map<std::size_t, std::string> bridged_to;  // per bridged GPU vertex: the board its bridge joins
   for (std::size_t i = 0; i < links.size(); ++i) {
     LinkSpec& s = links[i];
     const TopoVertex& a = t.graph_[s.a];
@@ -204,6 +205,31 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
         throw ConfigError(where + fmt::format("gpu {} ({}) has no NVLink (topologies/hardware/gpus.yaml); "
                                               "expected its GPUs joined over pcie",
                                               g.name, g.gpu->name));
+      }
+      // Each NVLink carries at most the datasheet's rate (gpus.yaml nvlink.per_link); 5% over is taken.
+      if (g.gpu->nvlink_bw_Bps > 0 && s.link.bw_Bps > g.gpu->nvlink_bw_Bps * 1.05) {
+        throw ConfigError(where + fmt::format("gpu {} ({}) has NVLinks of {:.2f} GB/s per direction "
+                                              "(topologies/hardware/gpus.yaml nvlink.per_link), and this nvlink edge "
+                                              "gives {:.2f} GB/s per link; expected at most that (bw is per link: "
+                                              "give the link count in links)",
+                                              g.name, g.gpu->name, g.gpu->nvlink_bw_Bps / 1e9, s.link.bw_Bps / 1e9));
+      }
+      // A bridged PCIe board's NVLink is a bridge to one other board: no NVSwitch, one peer.
+      if (g.gpu->nvlink_bridge) {
+        const TopoVertex& other = t.graph_[end == s.a ? s.b : s.a];
+        if (other.kind != VertexKind::kGpu) {
+          throw ConfigError(where + fmt::format("gpu {} ({}) has an NVLink bridge to one other board "
+                                                "(topologies/hardware/gpus.yaml nvlink.bridge), not a port on a {}; "
+                                                "expected its nvlink edge to go to the one gpu it is bridged to",
+                                                g.name, g.gpu->name, to_string(other.kind)));
+        }
+        auto [it, fresh] = bridged_to.emplace(end, other.name);
+        if (!fresh && it->second != other.name) {
+          throw ConfigError(where + fmt::format("gpu {} ({}) is bridged to {} already; an NVLink bridge joins two "
+                                                "boards (topologies/hardware/gpus.yaml nvlink.bridge), expected one "
+                                                "bridged peer",
+                                                g.name, g.gpu->name, it->second));
+        }
       }
       if (used > g.gpu->nvlink_links) {
         throw ConfigError(where + fmt::format("gpu {} ({}) has {} NVLinks (topologies/hardware/gpus.yaml), "
@@ -443,6 +469,18 @@ Topology load_topology(const std::string& name_or_path) {
   return parsed_once(name_or_path, text, [&] {
     return dot ? read_topology_dot(text, name_or_path) : read_topology_graphml(text, name_or_path);
   });
+}
+
+const TopoLink* Topology::slowest_link() const {
+  const TopoLink* slowest = nullptr;
+  for (const LinkId e : links_)
+    if (slowest == nullptr || graph_[e].payload_bw_Bps < slowest->payload_bw_Bps) slowest = &graph_[e];
+  return slowest;
+}
+
+std::string Topology::link_text(const TopoLink& l) const {
+  return fmt::format("{}{}--{}", l.line > 0 ? fmt::format("line {}: ", l.line) : std::string(), graph_[l.a].name,
+                     graph_[l.b].name);
 }
 
 }  // namespace gradsync

@@ -119,6 +119,10 @@ class Topology {
   // links returns every link in file order; link(e) its properties; other_end the far vertex.
   const std::vector<LinkId>& links() const { return links_; }
   const TopoLink& link(LinkId e) const { return graph_[e]; }
+  // slowest_link: the link of least payload bandwidth (nullptr without links); link_text: a link as
+  // an error names it, "line 4: g0--cpu0" (without "line N: " where the line is unknown).
+  const TopoLink* slowest_link() const;
+  std::string link_text(const TopoLink& l) const;
   VertexId other_end(LinkId e, VertexId from) const;
 
   // GPUs in rank order (declaration order).

@@ -17,7 +17,7 @@
 namespace gradsync::sim {
 namespace {
 
-// B: what a 100 GB/s NVLink of an A100 carries of payload per direction, NCCL's 20 of every 25
+// B: what 4 NVLinks of an A100 (100 GB/s) carry of payload per direction, NCCL's 20 of every 25
 // GB/s (topologies/link_model.hpp): flows move payload at this rate.
 constexpr double kLinkBw = 100e9 * 20.0 / 25.0;
 constexpr double kLinkLat = 0.5e-6;  // a per link; a GPU-to-GPU route crosses two links
@@ -28,7 +28,7 @@ std::string star(int n) {
   std::string dot = "graph star {\n  \"cpu\" [kind=\"cpu\", host=\"h\"];\n  \"sw\" [kind=\"nvswitch\", host=\"h\"];\n";
   for (int g = 0; g < n; ++g) {
     dot += fmt::format("  \"gpu{0}\" [kind=\"gpu\", model=\"a100-sxm4-80gb\", host=\"h\"];\n", g);
-    dot += fmt::format("  \"gpu{0}\" -- \"sw\" [type=\"nvlink\", bw=\"100GBps\", latency=\"500ns\"];\n", g);
+    dot += fmt::format("  \"gpu{0}\" -- \"sw\" [type=\"nvlink\", bw=\"25GBps\", links=\"4\", latency=\"500ns\"];\n", g);
     dot += fmt::format("  \"gpu{0}\" -- \"cpu\" [type=\"pcie\", bw=\"10GBps\", latency=\"50us\"];\n", g);
   }
   return dot + "}\n";
@@ -134,8 +134,7 @@ TEST_P(Pipelined, BroadcastAndReduceMatchThePipelineFormula) {
   const CollectiveRecord rec = run_one(n, c, m * chunk, forced(Protocol::kSimple, 1));
   const double speed = nccl_speeds(false, 80).front();
   ASSERT_LT(speed, kLinkBw);  // so that the channel, not the link, sets the pace
-  const double stage =
-      kRouteLat + hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kSimple) + chunk / speed;
+  const double stage = kRouteLat + hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kSimple) + chunk / speed;
   const double expected = base_latency_s(Algorithm::kRing, Protocol::kSimple) + (n - 1 + m - 1) * stage;
   EXPECT_NEAR(rec.end_s - rec.start_s, expected, 1e-6 * expected) << "n=" << n;
 }

@@ -23,8 +23,8 @@ constexpr const char* kPair = R"(graph pair {
   "sw" [kind="nvswitch", host="h"];
   "gpu0" [kind="gpu", model="a100-sxm4-80gb", host="h"];
   "gpu1" [kind="gpu", model="a100-sxm4-80gb", host="h"];
-  "gpu0" -- "sw" [type="nvlink", bw="100GBps", latency="500ns"];
-  "gpu1" -- "sw" [type="nvlink", bw="100GBps", latency="500ns"];
+  "gpu0" -- "sw" [type="nvlink", bw="25GBps", links="4", latency="500ns"];
+  "gpu1" -- "sw" [type="nvlink", bw="25GBps", links="4", latency="500ns"];
   "gpu0" -- "cpu" [type="pcie", bw="32GBps", latency="1us"];
   "gpu1" -- "cpu" [type="pcie", bw="32GBps", latency="1us"];
 }

@@ -248,6 +248,30 @@ TEST(TopologyReaderErrors, NvlinksAGpuDoesNotHave) {
       dot_error(replace(kGood, "}\n", "  gpu0 -- gpu1 [type=\"nvlink\", bw=\"25GBps\", latency=\"100ns\"];\n}\n")),
       "t.dot:8: edge gpu0--gpu1: gpu gpu0 (NVIDIA A100 SXM4 80GB) has 12 NVLinks "
       "(topologies/hardware/gpus.yaml), and its nvlink edges take 13 so far; expected at most 12 in all");
+  // bw is per link: a link faster than the datasheet's (an A100's 25 GB/s) is refused, not simulated
+  // at 1,000 GB/s of busbw.
+  EXPECT_EQ(dot_error(replace(kGood, "bw=\"25GBps\", latency=\"100ns\", links=\"12\"];\n  gpu1",
+                              "bw=\"500GBps\", latency=\"100ns\", links=\"12\"];\n  gpu1")),
+            "t.dot:6: edge gpu0--nvs: gpu gpu0 (NVIDIA A100 SXM4 80GB) has NVLinks of 25.00 GB/s per direction "
+            "(topologies/hardware/gpus.yaml nvlink.per_link), and this nvlink edge gives 500.00 GB/s per link; "
+            "expected at most that (bw is per link: give the link count in links)");
+  // A bridged PCIe board's NVLink joins it to one other board: not an NVSwitch, not a third board.
+  std::string bridged = replace(kGood, "model=\"a100\"", "model=\"a100-pcie-80gb\"");
+  bridged = replace(bridged, "model=\"a100\"", "model=\"a100-pcie-80gb\"");
+  EXPECT_EQ(dot_error(replace(bridged, "links=\"12\"", "links=\"4\"")),
+            "t.dot:6: edge gpu0--nvs: gpu gpu0 (NVIDIA A100 PCIe 80GB) has an NVLink bridge to one other board "
+            "(topologies/hardware/gpus.yaml nvlink.bridge), not a port on a nvswitch; expected its nvlink edge to go "
+            "to the one gpu it is bridged to");
+  const std::string three = R"(graph g {
+  a [kind="gpu", model="a100-pcie-80gb", host="h"]; b [kind="gpu", model="a100-pcie-80gb", host="h"];
+  c [kind="gpu", model="a100-pcie-80gb", host="h"];
+  a -- b [type="nvlink", bw="25GBps", latency="100ns", links="4"];
+  a -- c [type="nvlink", bw="25GBps", latency="100ns", links="4"];
+}
+)";
+  EXPECT_EQ(dot_error(three),
+            "t.dot:5: edge a--c: gpu a (NVIDIA A100 PCIe 80GB) is bridged to b already; an NVLink bridge joins two "
+            "boards (topologies/hardware/gpus.yaml nvlink.bridge), expected one bridged peer");
 }
 
 // A GPU's PCIe edge carries at most its port: an A100's Gen4 x16 is 31.5 GB/s per direction
@@ -495,12 +519,14 @@ TEST(TopologyReaderDot, NvlinkBetweenHostsIsRefused) {
   const std::string why =
       "; NVLink between hosts (multi-node NVLink as in GB200 NVL72, NCCL's MNNVL) is not "
       "modelled: give each host its own NVLink and NVSwitches, joined through NICs";
-  EXPECT_EQ(dot_error(head +
-                      "  sw [kind=\"nvswitch\"];\n  a0 -- sw [type=\"nvlink\", bw=\"450GBps\", latency=\"100ns\"];\n"
-                      "  b0 -- sw [type=\"nvlink\", bw=\"450GBps\", latency=\"100ns\"];\n" +
-                      rest),
-            "t.dot:2: node b0: gpu of host \"b\" is in one NVLink domain with gpu a0 of host \"a\"" + why);
-  EXPECT_EQ(dot_error(head + "  a0 -- b0 [type=\"nvlink\", bw=\"50GBps\", latency=\"100ns\"];\n" + rest),
+  EXPECT_EQ(
+      dot_error(
+          head +
+          "  sw [kind=\"nvswitch\"];\n  a0 -- sw [type=\"nvlink\", bw=\"25GBps\", links=\"18\", latency=\"100ns\"];\n"
+          "  b0 -- sw [type=\"nvlink\", bw=\"25GBps\", links=\"18\", latency=\"100ns\"];\n" +
+          rest),
+      "t.dot:2: node b0: gpu of host \"b\" is in one NVLink domain with gpu a0 of host \"a\"" + why);
+  EXPECT_EQ(dot_error(head + "  a0 -- b0 [type=\"nvlink\", bw=\"25GBps\", links=\"2\", latency=\"100ns\"];\n" + rest),
             "t.dot:2: node b0: gpu of host \"b\" is in one NVLink domain with gpu a0 of host \"a\"" + why);
   EXPECT_NO_THROW(read_topology_dot(head + rest, "t.dot"));
 }
