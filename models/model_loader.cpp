@@ -421,6 +421,26 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
              "no layer uses this parameter; list it under unused_parameters if forward never uses it");
     }
   }
+  // The defaults within what a run may ask (the flags' bounds, 2^24) and, for a sequence model with a
+  // learned position table (GPT-2's wpe, BERT's position_embeddings), within its rows, as a
+  // --seq-len would be: nanoGPT asserts on a longer sequence.
+  constexpr std::int64_t kMaxDefault = std::int64_t{1} << 24;
+  if (m.default_batch > kMaxDefault)
+    r.fail(defaults["batch"], "defaults",
+           fmt::format("batch {}: expected at most {}, as --batch-per-gpu takes", m.default_batch, kMaxDefault));
+  if (m.default_seq_len) {
+    if (*m.default_seq_len > kMaxDefault)
+      r.fail(defaults["seq_len"], "defaults",
+             fmt::format("seq_len {}: expected at most {}, as --seq-len takes", *m.default_seq_len, kMaxDefault));
+    for (const Parameter& p : m.parameters) {
+      const bool positions =
+          p.name.find("wpe") != std::string::npos || p.name.find("position_embeddings") != std::string::npos;
+      if (positions && p.shape.size() == 2 && *m.default_seq_len > p.shape.front())
+        r.fail(defaults["seq_len"], "defaults",
+               fmt::format("seq_len {}: the position table {} is [{}, {}]; expected at most {} positions",
+                           *m.default_seq_len, p.name, p.shape[0], p.shape[1], p.shape[0]));
+    }
+  }
   try {
     m.check_sizes(m.seq_len(std::nullopt), m.default_batch);  // the defaults must run
   } catch (const ConfigError& e) {

@@ -291,6 +291,32 @@ TEST(ModelLoader, BadOpsNameTheLayerOpAndValue) {
             "bad.yaml:14: layers[1] \"fc\" ops[0] addmm: elements \"B*4*T\" uses T but defaults has no seq_len");
 }
 
+// A file's own defaults are bounded as the flags are, and a sequence model's default length by its
+// learned position table, as --seq-len is (nanoGPT asserts on a longer sequence).
+TEST(ModelLoader, DefaultsAreBoundedAsTheFlagsAre) {
+  const std::string gpt2 = model_text("gpt2");
+  ASSERT_NE(gpt2.find("  seq_len: 1024\n"), std::string::npos);
+  try {
+    (void)parse_model(replace(gpt2, "  seq_len: 1024\n", "  seq_len: 2048\n"), "g.yaml");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(": defaults: seq_len 2048: the position table transformer.wpe.weight is "
+                                         "[1024, 768]; expected at most 1024 positions"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    (void)parse_model(replace(gpt2, "  seq_len: 1024\n", "  seq_len: 99999999999999\n"), "g.yaml");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(": defaults: seq_len 99999999999999: expected at most 16777216, as "
+                                         "--seq-len takes"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW((void)parse_model(replace(gpt2, "  seq_len: 1024\n", "  seq_len: 512\n"), "g.yaml"));
+}
+
 // A GEMM whose multiply-adds (batch x m x n x k) do not fit in 64 bits is refused when the run's
 // sizes are known, as every size is; each dimension alone fit.
 TEST(ModelLoader, AGemmBeyond64BitsIsRefusedAtTheRunsSizes) {
