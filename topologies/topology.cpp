@@ -302,6 +302,16 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
     t.gpus_.push_back(v);
     auto [it, fresh] = host_index.emplace(tv.host, static_cast<int>(t.hosts_.size()));
     if (fresh) t.hosts_.push_back(tv.host);
+    // Ranks follow declaration order and torchrun numbers them node by node: a host's GPUs come
+    // together, or --nnodes 1 would take GPUs of two hosts.
+    if (!fresh && t.host_of_rank_.back() != it->second) {
+      const TopoVertex& between = t.graph_[t.gpus_[t.gpus_.size() - 2]];
+      throw ConfigError(
+          fmt::format("{}node {}: gpu of host \"{}\" declared after gpu {} of host \"{}\"; ranks follow "
+                      "the order gpus are declared in and torchrun numbers them node by node: expected "
+                      "each host's gpus declared together",
+                      loc.at(tv.line), tv.name, tv.host, between.name, between.host));
+    }
     t.host_of_rank_.push_back(it->second);
   }
   if (t.gpus_.empty())

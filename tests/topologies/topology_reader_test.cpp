@@ -507,6 +507,20 @@ TEST(TopologyLoad, NamesFilesAndErrors) {
 
 // NVLink between hosts (GB200 NVL72's multi-node NVLink, NCCL's MNNVL) is refused, named at the
 // first GPU of another host in the domain, whether through an NVSwitch or a direct link.
+// Ranks follow declaration order and torchrun numbers them node by node: a host's GPUs come
+// together, or --nnodes 1 would run on two hosts.
+TEST(TopologyReaderDot, AHostsGpusAreDeclaredTogether) {
+  const std::string interleaved = R"(graph g {
+  ga0 [kind="gpu", model="a100", host="a"];
+  gb0 [kind="gpu", model="a100", host="b"];
+  ga1 [kind="gpu", model="a100", host="a"];
+}
+)";
+  EXPECT_EQ(dot_error(interleaved),
+            "t.dot:4: node ga1: gpu of host \"a\" declared after gpu gb0 of host \"b\"; ranks follow the order gpus "
+            "are declared in and torchrun numbers them node by node: expected each host's gpus declared together");
+}
+
 TEST(TopologyReaderDot, NvlinkBetweenHostsIsRefused) {
   const std::string head = R"(graph g {
   a0 [kind="gpu", model="h100", host="a"]; b0 [kind="gpu", model="h100", host="b"];
