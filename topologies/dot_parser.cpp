@@ -226,8 +226,8 @@ class Parser {
 
  private:
   const Token& peek(std::size_t ahead = 0) const { return t_[std::min(p_ + ahead, t_.size() - 1)]; }
-  bool is_keyword(const char* k) const {
-    const Token& t = peek();
+  bool is_keyword(const char* k) const { return is_keyword_token(peek(), k); }
+  static bool is_keyword_token(const Token& t, const char* k) {
     if (t.kind != Tok::kId || t.text.size() != std::strlen(k)) return false;
     return std::equal(t.text.begin(), t.text.end(), k, [](char a, char b) { return std::tolower(a) == b; });
   }
@@ -251,7 +251,7 @@ class Parser {
     const Token& t = peek();
     if ((is_keyword("graph") || is_keyword("node") || is_keyword("edge")) && peek(1).kind == Tok::kLBracket) {
       ++p_;
-      attr_lists("", t);  // defaults: Boost applies them; nothing to locate
+      attr_lists("", t, nullptr, is_keyword_token(t, "node") ? "node" : is_keyword_token(t, "edge") ? "edge" : "");
       return;
     }
     if (is_keyword("subgraph") || t.kind == Tok::kLBrace) {
@@ -285,7 +285,7 @@ class Parser {
     if (peek().kind == Tok::kArrow) fail(peek(), "'->' in an undirected graph; write links as a -- b");
     if (peek().kind != Tok::kEdge) {
       RawNode& n = node(t, true);
-      attr_lists(n.name, t, &n.attrs);
+      attr_lists(n.name, t, &n.attrs, "node");
       return;
     }
     std::vector<const Token*> ends{&t};
@@ -301,7 +301,7 @@ class Parser {
       check_port();
     }
     std::map<std::string, std::string> attrs;
-    attr_lists(fmt::format("{}--{}", ends[0]->text, ends[1]->text), t, &attrs);
+    attr_lists(fmt::format("{}--{}", ends[0]->text, ends[1]->text), t, &attrs, "edge");
     for (std::size_t i = 0; i + 1 < ends.size(); ++i) {
       node(*ends[i], false);
       node(*ends[i + 1], false);
@@ -329,7 +329,9 @@ class Parser {
 
   // attr_lists reads [a=b, ...][...]; gradsync's own attributes go to `out` and may not be
   // unquoted numbers (Boost would keep "3" of 3e11).
-  void attr_lists(const std::string& element, const Token& at, std::map<std::string, std::string>* out = nullptr) {
+  // `on`: "node" or "edge" (a statement's or a default's element), else "" (a graph's defaults).
+  void attr_lists(const std::string& element, const Token& at, std::map<std::string, std::string>* out = nullptr,
+                  std::string_view on = "") {
     while (peek().kind == Tok::kLBracket) {
       ++p_;
       while (peek().kind != Tok::kRBracket) {
@@ -350,6 +352,16 @@ class Parser {
             throw ConfigError(
                 fmt::format("{}:{}: {}: {}", origin_, key.line,
                             element.empty() ? std::string("defaults") : fmt::format("element {}", element), unknown));
+        }
+        // A link's attribute on a node, or a node's on a link, is a slip to name: Boost's reader would
+        // drop it without a word.
+        const auto& mine = on == "edge" ? detail::kLinkAttributes : detail::kNodeAttributes;
+        if (ours && !on.empty() && std::find(mine.begin(), mine.end(), key.text) == mine.end()) {
+          throw ConfigError(
+              fmt::format("{}:{}: {}: attribute \"{}\" is for {}, not {}; {} takes {}", origin_, key.line,
+                          element.empty() ? fmt::format("{} defaults", on) : fmt::format("element {}", element),
+                          key.text, on == "edge" ? "nodes" : "links", on == "edge" ? "a link" : "a node",
+                          on == "edge" ? "a link" : "a node", fmt::join(mine, ", ")));
         }
         if (ours && value.kind == Tok::kNumeral && (value.glued || key.text != "links")) {
           throw ConfigError(fmt::format(

@@ -194,7 +194,8 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
   std::unordered_map<std::string, std::size_t> index;
   // The <key> declarations, checked here because Boost's read_graphml names neither a <data> whose
   // key is not declared nor a declaration's bad type ("unrecognized type \"\" for key").
-  std::map<std::string, std::string> declared;  // key id -> its domain (GraphML's for=: node, edge, all)
+  std::map<std::string, std::string> declared;   // key id -> its domain (GraphML's for=: node, edge, all)
+  std::map<std::string, std::string> key_names;  // key id -> its attr.name
   for (const auto& [tag, key] : *root) {
     if (tag != "key") continue;
     const std::string id = key.get<std::string>("<xmlattr>.id", "");
@@ -220,6 +221,7 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
         throw ConfigError(fmt::format("{}: <key id=\"{}\" attr.name=\"{}\">: {}", origin, id, name, unknown));
     }
     declared[id] = domain;
+    key_names[id] = key.get<std::string>(pt::ptree::path_type("<xmlattr>/attr.name", '/'), "");
   }
   // A <data> key twice on one element: Boost keeps the last; a link with two bandwidths is a
   // mistake to name.
@@ -241,6 +243,17 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
             fmt::format("{}: <data key=\"{}\">: that key is declared for=\"{}\"; expected a key for "
                         "{} (or all)",
                         what, key, decl->second, kind));
+      }
+      // A node's attribute on an edge (through a key for="all"), or a link's on a node: Boost's
+      // reader would drop it without a word.
+      const std::string& name = key_names[key];
+      const auto& theirs = kind == "edge" ? detail::kNodeAttributes : detail::kLinkAttributes;
+      if (std::find(theirs.begin(), theirs.end(), name) != theirs.end()) {
+        const auto& mine = kind == "edge" ? detail::kLinkAttributes : detail::kNodeAttributes;
+        throw ConfigError(fmt::format("{}: <data key=\"{}\">: attribute \"{}\" is for {}, not {}; {} takes {}", what,
+                                      key, name, kind == "edge" ? "nodes" : "links",
+                                      kind == "edge" ? "a link" : "a node", kind == "edge" ? "a link" : "a node",
+                                      fmt::join(mine, ", ")));
       }
       const std::string value = data.get_value<std::string>();
       if (const auto [it, fresh] = seen.emplace(key, value); !fresh) {

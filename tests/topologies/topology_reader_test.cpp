@@ -313,6 +313,14 @@ TEST(TopologyReaderErrors, LinkRules) {
             "t.dot:6: edge gpu0--nvs: a pcie link between two gpus: PCIe endpoints meet at a pcie_switch or a cpu's "
             "root port; expected each gpu linked to a pcie_switch or cpu over pcie (or the two gpus joined over "
             "nvlink)");
+  // A node's attribute on a link, or a link's on a node, is a slip to name, not a hint to ignore.
+  EXPECT_EQ(dot_error(replace(kGood, "links=\"12\"];\n  gpu1", "links=\"12\", host=\"h0\"];\n  gpu1")),
+            "t.dot:6: element gpu0--nvs: attribute \"host\" is for nodes, not a link; a link takes type, bw, latency, "
+            "links");
+  EXPECT_EQ(dot_error(replace(kGood, "nvs [kind=\"nvswitch\", host=\"h0\"]",
+                              "nvs [kind=\"nvswitch\", host=\"h0\", bw=\"1GBps\"]")),
+            "t.dot:5: element nvs: attribute \"bw\" is for links, not a node; a node takes kind, model, host, p2p, "
+            "vendor");
   EXPECT_EQ(dot_error(replace(kGood, "gpu0 -- nvs", "gpu0 -- gpu0")),
             "t.dot:6: edge gpu0--gpu0: a link from a node to itself");
   EXPECT_EQ(dot_error("graph g { s [kind=\"switch\", host=\"h\"] }"),
@@ -392,6 +400,12 @@ TEST(TopologyReaderGraphml, Errors) {
                                   "</graph>")),
             "t.graphml: a <hyperedge>: a link joins two nodes; expected an <edge source=\"...\" target=\"...\"> for "
             "each pair");
+  // A node's attribute on an edge through a key for all elements is named, not dropped.
+  EXPECT_EQ(graphml_error(
+                replace(replace(kGraphml, "for=\"node\" attr.name=\"host\"", "for=\"all\" attr.name=\"host\""),
+                        "<data key=\"bw\">25GBps</data>", "<data key=\"bw\">25GBps</data><data key=\"host\">h</data>")),
+            "t.graphml:12: edge gpu9--gpu1: <data key=\"host\">: attribute \"host\" is for nodes, not a link; a link "
+            "takes type, bw, latency, links");
   EXPECT_EQ(graphml_error(replace(kGraphml, "for=\"edge\" attr.name=\"bw\"", "for=\"port\" attr.name=\"bw\"")),
             "t.graphml: <key id=\"bw\">: for=\"port\"; expected node, edge or all");
   EXPECT_EQ(graphml_error(replace(kGraphml, "edgedefault=\"undirected\"", "edgedefault=\"directed\"")),
