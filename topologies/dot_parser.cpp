@@ -284,6 +284,9 @@ class Parser {
     check_port();
     if (peek().kind == Tok::kArrow) fail(peek(), "'->' in an undirected graph; write links as a -- b");
     if (peek().kind != Tok::kEdge) {
+      // Inside a subgraph a bare name already declared is a mention (DOT's `{a b} -- c`, a cluster
+      // listing its members), not a second declaration.
+      if (depth_ > 0 && peek().kind != Tok::kLBracket && index_.contains(t.text)) return;
       RawNode& n = node(t, true);
       attr_lists(n.name, t, &n.attrs, "node");
       return;

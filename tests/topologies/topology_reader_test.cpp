@@ -521,6 +521,31 @@ TEST(TopologyLoad, NamesFilesAndErrors) {
 
 // NVLink between hosts (GB200 NVL72's multi-node NVLink, NCCL's MNNVL) is refused, named at the
 // first GPU of another host in the domain, whether through an NVSwitch or a direct link.
+// A subgraph may list nodes declared before (a cluster of a host's GPUs); an edge to or from one is
+// refused as such, in either direction, not as a duplicate name.
+TEST(TopologyReaderDot, SubgraphsMentionDeclaredNodesAndTakeNoEdges) {
+  const std::string head = R"(graph g {
+  g0 [kind="gpu", model="a100-pcie-80gb", host="h"];
+  g1 [kind="gpu", model="a100-pcie-80gb", host="h"];
+  cpu0 [kind="cpu", host="h"];
+)";
+  const std::string links = R"(  g0 -- cpu0 [type="pcie", bw="25GBps", latency="1us"];
+  g1 -- cpu0 [type="pcie", bw="25GBps", latency="1us"];
+}
+)";
+  EXPECT_NO_THROW(read_topology_dot(head + "  subgraph cluster_h { g0; g1 }\n" + links, "t.dot"));
+  const std::string edge = R"(  [type="pcie", bw="25GBps", latency="1us"];
+}
+)";
+  const std::string why = "syntax error: edges to or from a subgraph are not supported; list each link";
+  EXPECT_EQ(dot_error(head + "  {g0 g1} -- cpu0" + edge), "t.dot:5: " + why);
+  EXPECT_EQ(dot_error(head + "  cpu0 -- {g0 g1}" + edge), "t.dot:5: " + why);
+  EXPECT_EQ(dot_error(head + "  subgraph s { g0; g1 } -- cpu0" + edge), "t.dot:5: " + why);
+  // A second declaration with attributes is still one.
+  EXPECT_EQ(dot_error(head + "  { g0 [kind=\"gpu\"] }\n" + links),
+            "t.dot:5: node g0: duplicate name; first declared on line 2");
+}
+
 // Ranks follow declaration order and torchrun numbers them node by node: a host's GPUs come
 // together, or --nnodes 1 would run on two hosts.
 TEST(TopologyReaderDot, AHostsGpusAreDeclaredTogether) {
