@@ -50,7 +50,20 @@ int torchrun_gpus(const Scenario& s, const Topology& topo) {
     throw ConfigError(fmt::format("nnodes {}: topology {} has {} host{}", nnodes, s.topology, per_host.size(),
                                   per_host.size() == 1 ? "" : "s"));
   }
-  const int nproc = s.nproc_per_node > 0 ? s.nproc_per_node : per_host.front();
+  // --nnodes alone: every GPU of each of the first nnodes hosts, as many as each has (torchrun on
+  // each node with its own --nproc-per-node; the result records no single nproc_per_node then).
+  if (s.nproc_per_node == 0) {
+    int world = 0;
+    for (int h = 0; h < nnodes; ++h) world += per_host[static_cast<std::size_t>(h)];
+    if (s.gpus > 0 && s.gpus != world) {
+      throw ConfigError(
+          fmt::format("gpus {} disagrees with nnodes {}: its first {} host{} have {} GPUs; give one or "
+                      "the other",
+                      s.gpus, nnodes, nnodes, nnodes == 1 ? "" : "s", world));
+    }
+    return world;
+  }
+  const int nproc = s.nproc_per_node;
   for (int h = 0; h < nnodes; ++h) {
     const int has = per_host[static_cast<std::size_t>(h)];
     if (nproc > has) {

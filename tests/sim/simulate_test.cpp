@@ -59,7 +59,7 @@ TEST(NcclTestsBytes, WholeFloatsAndSixteenBytesPerRankForShares) {
   EXPECT_EQ(nccl_tests_bytes(Collective::kReduceScatter, 1 << 20, 6), 43688.0 * 6 * 4);
   EXPECT_EQ(nccl_tests_bytes(Collective::kAllgather, 1 << 20, 8), 1 << 20);
   // -d half: 2-byte elements, a share a multiple of 8 of them; -d double: of 2; -d int8: of 16.
-  EXPECT_EQ(nccl_tests_bytes(Collective::kAllgather, 64, 8, 2), 0);    // 32 halves, 4 per rank
+  EXPECT_EQ(nccl_tests_bytes(Collective::kAllgather, 64, 8, 2), 0);     // 32 halves, 4 per rank
   EXPECT_EQ(nccl_tests_bytes(Collective::kAllgather, 128, 8, 2), 128);  // 8 per rank
   EXPECT_EQ(nccl_tests_bytes(Collective::kAllgather, 200, 8, 8), 128);  // 25 doubles, 3 per rank -> 2
   EXPECT_EQ(nccl_tests_bytes(Collective::kAllreduce, 7, 8, 1), 7);
@@ -302,6 +302,27 @@ TEST(Scenario, TorchrunLayoutNamesTheWorld) {
   EXPECT_EQ(error(1, 9, 0), "nproc_per_node 9: host node0 of topology 2x-dgx-a100-hdr has 8 GPUs");
   EXPECT_EQ(error(2, 8, 12), "gpus 12 disagrees with nnodes 2 x nproc_per_node 8 = 16; give one or the other");
   EXPECT_NE(error(2, 4, 0).find("nproc_per_node 4 on 2 nodes: host node0 has 8 GPUs"), std::string::npos);
+  EXPECT_EQ(error(2, 0, 12), "gpus 12 disagrees with nnodes 2: its first 2 hosts have 16 GPUs; give one or the other");
+  // --nnodes alone takes every GPU of each node, as many as each has: 3 + 1 on unequal hosts.
+  const std::string path = ::testing::TempDir() + "/unequal-hosts.dot";
+  std::ofstream(path) << R"(graph g {
+  a0 [kind="gpu", model="a100-pcie-80gb", host="a"]; a1 [kind="gpu", model="a100-pcie-80gb", host="a"];
+  a2 [kind="gpu", model="a100-pcie-80gb", host="a"]; b0 [kind="gpu", model="a100-pcie-80gb", host="b"];
+  ca [kind="cpu", host="a"]; cb [kind="cpu", host="b"];
+  na [kind="nic", host="a"]; nb [kind="nic", host="b"]; sw [kind="switch"];
+  a0 -- ca [type="pcie", bw="25GBps", latency="1us"]; a1 -- ca [type="pcie", bw="25GBps", latency="1us"];
+  a2 -- ca [type="pcie", bw="25GBps", latency="1us"]; b0 -- cb [type="pcie", bw="25GBps", latency="1us"];
+  na -- ca [type="pcie", bw="25GBps", latency="1us"]; nb -- cb [type="pcie", bw="25GBps", latency="1us"];
+  na -- sw [type="infiniband", bw="25GBps", latency="1us"]; nb -- sw [type="infiniband", bw="25GBps", latency="1us"];
+}
+)";
+  Scenario unequal = small("resnet18", path, 0);
+  unequal.iterations = 2;
+  unequal.warmup = 1;
+  unequal.nnodes = 2;
+  EXPECT_EQ(simulate_isolated(unequal, Strategy::kDDP).gpus, 4);
+  unequal.nnodes = 1;
+  EXPECT_EQ(simulate_isolated(unequal, Strategy::kDDP).gpus, 3);
 }
 
 // DataParallel funnels outputs and gradients through GPU0.
