@@ -100,6 +100,19 @@ class Scanner {
       } else if (s_.compare(i_, 2, "/*") == 0) {
         const std::size_t end = s_.find("*/", i_ + 2);
         if (end == std::string_view::npos) fail("a /* comment is never closed");
+        if (comment != nullptr) {
+          // Its lines as the file's comment, each without the leading blanks and ' * ' of a boxed one.
+          std::string_view body = s_.substr(i_ + 2, end - i_ - 2);
+          while (!body.empty()) {
+            const std::size_t nl = std::min(body.find('\n'), body.size());
+            std::string_view line = body.substr(0, nl);
+            body.remove_prefix(std::min(nl + 1, body.size()));
+            while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front()))) line.remove_prefix(1);
+            if (!line.empty() && line.front() == '*') line.remove_prefix(line.size() > 1 && line[1] == ' ' ? 2 : 1);
+            while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.remove_suffix(1);
+            if (!line.empty() || !comment->empty()) comment->append(line).push_back('\n');
+          }
+        }
         line_ += static_cast<int>(std::count(s_.begin() + static_cast<std::ptrdiff_t>(i_),
                                              s_.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
         i_ = end + 2;

@@ -44,6 +44,10 @@ TEST(TopologyReader, ReadsVerticesLinksAndComment) {
   EXPECT_NEAR(l.latency_s, 100e-9, 1e-18);
   EXPECT_EQ(l.line, 6);
   EXPECT_EQ(t.hosts(), std::vector<std::string>{"h0"});
+  // A /* */ opening comment is the file's comment too, boxed or not, so that export keeps it.
+  const std::string boxed = replace(kGood, "// two A100s\n", "/* two A100s\n * on a switch\n */\n");
+  EXPECT_EQ(read_topology_dot(boxed, "t.dot").comment(), "two A100s\non a switch");
+  EXPECT_EQ(read_topology_dot(replace(kGood, "// two A100s\n", "/* two A100s */\n"), "t.dot").comment(), "two A100s");
 }
 
 TEST(TopologyReader, GpuRanksFollowDeclarationOrderNotNames) {
