@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <limits>
+
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -115,8 +117,18 @@ void Model::check_sizes(std::int64_t t, std::int64_t batch) const {
         per_batch(name_i + " gemm", g);
         dims.push_back(named(name_i + " gemm", [&] { return g.eval(batch, t); }));
       }
-      (void)checked_product(dims, fmt::format("model {} at T={}, B={}: {} gemm [{}] (from {})", name, t, batch, name_i,
-                                              fmt::join(dims, ", "), origin));
+      const std::int64_t macs =
+          checked_product(dims, fmt::format("model {} at T={}, B={}: {} gemm [{}] (from {})", name, t, batch, name_i,
+                                            fmt::join(dims, ", "), origin));
+      // Forward is costed from flops and backward from the GEMM's shape: they must say the same
+      // product (2 FLOPs per multiply-add), or an edit of one leaves the two passes disagreeing.
+      const std::int64_t flops = op.flops.eval(batch, t);
+      if (macs <= std::numeric_limits<std::int64_t>::max() / 2 && flops != 2 * macs) {
+        throw ConfigError(
+            fmt::format("model {} at T={}, B={}: {} flops {} but its gemm [{}] makes 2 x {} = {}; "
+                        "expected the two to agree (a product's FLOPs are twice its multiply-adds)",
+                        name, t, batch, name_i, flops, fmt::join(dims, ", "), macs, 2 * macs));
+      }
     }
     if (op.attention) {
       per_batch(name_i + " heads", op.attention->heads);

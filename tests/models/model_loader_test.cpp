@@ -338,7 +338,20 @@ TEST(ModelLoader, AGemmBeyond64BitsIsRefusedAtTheRunsSizes) {
               "g.yaml:3: defaults: op 1 addmm flops: expression B*800000000000000000*T at B=4, T=8: "
               "6400000000000000000 x 4 does not fit in 64 bits");
   }
-  const Model m = parse_model(replace(kOps, "gemm: [1, B*T, 10, 4]", "gemm: [1, B*T, 100000000, 100000000]"), "g.yaml");
+  const Model m = parse_model(replace(replace(kOps, "gemm: [1, B*T, 10, 4]", "gemm: [1, B*T, 100000000, 100000000]"),
+                                      "flops: B*80*T", "flops: B*20000000000000000*T"),
+                              "g.yaml");
+  // flops and the GEMM's shape must say the same product: forward is costed from one, backward
+  // from the other.
+  try {
+    (void)parse_model(replace(kOps, "gemm: [1, B*T, 10, 4]", "gemm: [1, B*T, 10000, 40000]"), "g.yaml");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "g.yaml:3: defaults: model tiny at T=8, B=4: op 1 addmm flops 2560 but its gemm [1, 32, 10000, 40000] "
+              "makes 2 x 12800000000 = 25600000000; expected the two to agree (a product's FLOPs are twice its "
+              "multiply-adds)");
+  }
   EXPECT_NO_THROW(m.check_sizes(8, 4));
   EXPECT_THROW(m.check_sizes(8, 1 << 20), ConfigError);  // a batch that takes it past 64 bits
 }
