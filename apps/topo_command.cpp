@@ -92,8 +92,12 @@ void validate(const std::string& file, std::ostream& out) {
           : fmt::format("{} of {} GB/s{}", counted(static_cast<long long>(ch.rings.size()), "ring channel"),
                         gb(ch.channel_bw_Bps),
                         ch.fallback ? " (NCCL's fallback: no ring fits the links at any speed its search tries)" : "");
-  out << fmt::format("{}: OK: {}, {}, {}; {}\n", file, gpu_summary(t), counted(t.vertex_count(), "node"),
-                     counted(static_cast<long long>(t.links().size()), "link"), rings);
+  // The file's name as errors write it: a control character in it (an escape sequence) is shown,
+  // not sent to the terminal.
+  out << printable_message(fmt::format("{}: OK: {}, {}, {}; {}", file, gpu_summary(t),
+                                       counted(t.vertex_count(), "node"),
+                                       counted(static_cast<long long>(t.links().size()), "link"), rings))
+      << "\n";
 }
 
 void show(const std::string& file, bool json, std::ostream& out) {

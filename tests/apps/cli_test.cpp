@@ -370,6 +370,14 @@ TEST(Cli, TopoShowAndValidateWithoutHopsInsideANode) {
   const Result v = run_printed({"topo", "validate", one});
   ASSERT_EQ(v.code, 0) << v.err;
   EXPECT_NE(v.out.find("; no ring (one GPU)"), std::string::npos) << v.out;
+  // A control character in the file's name is shown as errors show it, not sent to the terminal.
+  const std::string escaped = ::testing::TempDir() + "/gradsync-cli-\x1b[31mred.dot";
+  std::filesystem::copy_file(one, escaped, std::filesystem::copy_options::overwrite_existing);
+  const Result e = run_printed({"topo", "validate", escaped});
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find("gradsync-cli-\\x1b[31mred.dot: OK: "), std::string::npos) << e.out;
+  EXPECT_EQ(e.out.find('\x1b'), std::string::npos) << e.out;
+  std::remove(escaped.c_str());
   std::remove(file.c_str());
   std::remove(one.c_str());
 }
