@@ -69,6 +69,9 @@ TEST(ModelLoader, SizesThatDoNotFitOrGoNegative) {
   // output's) or the defaults' (the T it was checked at); at another T, when that T is asked for.
   EXPECT_EQ(error_of(replace(kGood, "elements: 10*T,", "elements: 10*T-100,")),
             "bad.yaml:5: output: elements \"10*T-100\" is -20 at T=8; it must be >= 0");
+  EXPECT_EQ(error_of(replace(kGood, "elements: 10*T,", "elements: 0,")),
+            "bad.yaml:5: output: elements is 0 at the default T with loss: outside; expected the output's elements "
+            "per sample");
   const Model m = parse_model(replace(kGood, "elements: 10*T,", "elements: 10*T-50,"), "t.yaml");
   EXPECT_NO_THROW(m.check_sizes(8, 4));
   EXPECT_THROW(m.check_sizes(4, 4), ConfigError);
