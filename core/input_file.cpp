@@ -87,6 +87,15 @@ std::string read_input_file(const std::string& path, const std::string& what, co
     fail(fmt::format("its path is too long ({} bytes; the system allows {})", path.size(), PATH_MAX - 1));
   }
   if (ec == std::errc::permission_denied) fail("permission denied (a folder on its path cannot be searched)");
+  if (ec == std::errc::too_many_symbolic_link_levels) fail("its symbolic links loop (ELOOP)");
+  // A symbolic link whose target is missing is not a missing file: say where it points.
+  if (!fs::exists(st)) {
+    std::error_code lec;
+    if (fs::is_symlink(fs::symlink_status(path, lec))) {
+      const fs::path target = fs::read_symlink(path, lec);
+      if (!lec) fail(fmt::format("it is a symbolic link to {}, which does not exist", target.string()));
+    }
+  }
   if (ec || !fs::exists(st)) fail("no such file");
   if (fs::is_directory(st)) fail("it is a directory");
   const std::string too_large =

@@ -1,5 +1,6 @@
-// input_file_test.cpp: read_input_file on named pipes: a late writer is waited for, a pipe
-// nothing writes to is refused (it used to block open() for ever).
+// input_file_test.cpp: read_input_file on named pipes (a late writer is waited for, a pipe
+// nothing writes to is refused: it used to block open() for ever) and on symbolic links that loop
+// or point nowhere.
 #include "core/input_file.hpp"
 
 #include <gtest/gtest.h>
@@ -50,6 +51,34 @@ TEST(InputFile, ANamedPipeNothingWritesToIsRefusedNotWaitedOnForEver) {
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   std::remove(p.c_str());
+}
+
+// A symbolic link loop and a link to nothing are said as such, not as a missing file.
+TEST(InputFile, SymbolicLinksThatLoopOrPointNowhereAreNamed) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("gradsync-links-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::create_symlink("b.dot", dir / "a.dot");
+  fs::create_symlink("a.dot", dir / "b.dot");
+  fs::create_symlink("nowhere.dot", dir / "dangling.dot");
+  const auto error_of = [](const fs::path& p) {
+    try {
+      read_input_file(p.string(), "topology file");
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("read");
+  };
+  EXPECT_EQ(error_of(dir / "a.dot"),
+            (dir / "a.dot").string() + ": cannot read the topology file: its symbolic links loop (ELOOP)");
+  EXPECT_EQ(error_of(dir / "dangling.dot"),
+            (dir / "dangling.dot").string() +
+                ": cannot read the topology file: it is a symbolic link to nowhere.dot, "
+                "which does not exist");
+  EXPECT_EQ(error_of(dir / "missing.dot"),
+            (dir / "missing.dot").string() + ": cannot read the topology file: no such file");
+  fs::remove_all(dir);
 }
 
 }  // namespace
