@@ -21,6 +21,7 @@
 #include "core/embedded_file.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/json_text.hpp"
 #include "core/text.hpp"
 #include "core/yaml_reader.hpp"
 #include "models/measured_loader.hpp"
@@ -168,7 +169,8 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
   if (m.name.empty() || m.name.size() > 200 ||
       std::any_of(m.name.begin(), m.name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
     r.fail(root["name"], "model file",
-           fmt::format("name \"{}\" must be 1 to 200 printable characters (gpt2, my-resnet)", m.name));
+           fmt::format("name {} must be 1 to 200 printable characters (gpt2, my-resnet)",
+                       json_text(nlohmann::json(m.name))));  // quoted, its tabs and quotes escaped
   }
   if (root["description"]) m.description = r.string(root["description"], "model file", "description");
   if (root["source"]) m.source = r.string(root["source"], "model file", "source");

@@ -65,6 +65,9 @@ TEST(ModelLoader, SizesThatDoNotFitOrGoNegative) {
             "bad.yaml:3: document: key \"name\" appears twice in one mapping (lines 2 and 3); keep one");
   EXPECT_EQ(error_of(replace(kGood, "name: tiny", "name: \"\"")),
             "bad.yaml:2: model file: name \"\" must be 1 to 200 printable characters (gpt2, my-resnet)");
+  // The bad name quoted with its quotes and control characters escaped, as JSON writes them.
+  EXPECT_EQ(error_of(replace(kGood, "name: tiny", "name: \"ti\\\"ny\\t<x>\"")),
+            "bad.yaml:2: model file: name \"ti\\\"ny\\t<x>\" must be 1 to 200 printable characters (gpt2, my-resnet)");
   // A size negative at the default T is refused at load, at its own line (the input's and the
   // output's) or the defaults' (the T it was checked at); at another T, when that T is asked for.
   EXPECT_EQ(error_of(replace(kGood, "elements: 10*T,", "elements: 10*T-100,")),
