@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <initializer_list>
 #include <iterator>
@@ -150,7 +151,15 @@ Topology topology_from_raw(const std::string& origin, std::string comment, const
     if (!k) throw ConfigError(where + fmt::format("unknown kind \"{}\"; expected one of {}", *kind, kVertexKindNames));
     v.kind = *k;
     if (const std::string* model = find_attr(n.attrs, "model")) v.model = *model;
-    if (const std::string* host = find_attr(n.attrs, "host")) v.host = *host;
+    if (const std::string* host = find_attr(n.attrs, "host")) {
+      // " h" and "h" would be two machines: a name with blanks at its ends is a slip, refused.
+      if (!host->empty() && (std::isspace(static_cast<unsigned char>(host->front())) ||
+                             std::isspace(static_cast<unsigned char>(host->back()))))
+        throw ConfigError(where + fmt::format("host \"{}\" has blanks at its ends; expected the machine's name "
+                                              "alone (\"{}\" and \"{}\" would be two machines)",
+                                              *host, *host, std::string(trim_blanks(*host))));
+      v.host = *host;
+    }
     // Words in any case, as flags take them: "True", "NVLink", "AMD".
     if (const std::string* p2p = find_attr(n.attrs, "p2p")) {
       const std::string word = ascii_lower(*p2p);

@@ -325,6 +325,11 @@ TEST(TopologyReaderErrors, LinkRules) {
                               "nvs [kind=\"nvswitch\", host=\"h0\", bw=\"1GBps\"]")),
             "t.dot:5: element nvs: attribute \"bw\" is for links, not a node; a node takes kind, model, host, p2p, "
             "vendor");
+  // " h0" and "h0" would be two machines.
+  EXPECT_EQ(dot_error(replace(kGood, "gpu1 [kind=\"gpu\", model=\"a100\", host=\"h0\"]",
+                              "gpu1 [kind=\"gpu\", model=\"a100\", host=\" h0\"]")),
+            "t.dot:4: node gpu1: host \" h0\" has blanks at its ends; expected the machine's name alone (\" h0\" and "
+            "\"h0\" would be two machines)");
   EXPECT_EQ(dot_error(replace(kGood, "gpu0 -- nvs", "gpu0 -- gpu0")),
             "t.dot:6: edge gpu0--gpu0: a link from a node to itself");
   EXPECT_EQ(dot_error("graph g { s [kind=\"switch\", host=\"h\"] }"),
