@@ -222,6 +222,16 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
     }
     declared[id] = domain;
     key_names[id] = key.get<std::string>(pt::ptree::path_type("<xmlattr>/attr.name", '/'), "");
+    // gradsync's attributes are words and sizes with units: text (a count of links may be a number).
+    const std::string& named = key_names[id];
+    const bool ours = std::find(detail::kNodeAttributes.begin(), detail::kNodeAttributes.end(), named) !=
+                          detail::kNodeAttributes.end() ||
+                      std::find(detail::kLinkAttributes.begin(), detail::kLinkAttributes.end(), named) !=
+                          detail::kLinkAttributes.end();
+    if (ours && type != "string" && !(named == "links" && (type == "int" || type == "long"))) {
+      throw ConfigError(fmt::format("{}: <key id=\"{}\" attr.name=\"{}\">: attr.type \"{}\"; expected string{}", origin,
+                                    id, named, type, named == "links" ? " (or int)" : ""));
+    }
   }
   // A <data> key twice on one element: Boost keeps the last; a link with two bandwidths is a
   // mistake to name.

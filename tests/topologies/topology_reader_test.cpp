@@ -409,6 +409,10 @@ TEST(TopologyReaderGraphml, Errors) {
                                   "</graph>")),
             "t.graphml: a <hyperedge>: a link joins two nodes; expected an <edge source=\"...\" target=\"...\"> for "
             "each pair");
+  // A key for one of gradsync's attributes holds text: Boost would read "gpu" as a double.
+  EXPECT_EQ(graphml_error(replace(kGraphml, "attr.name=\"kind\" attr.type=\"string\"",
+                                  "attr.name=\"kind\" attr.type=\"double\"")),
+            "t.graphml: <key id=\"kind\" attr.name=\"kind\">: attr.type \"double\"; expected string");
   // A node's attribute on an edge through a key for all elements is named, not dropped.
   EXPECT_EQ(graphml_error(
                 replace(replace(kGraphml, "for=\"node\" attr.name=\"host\"", "for=\"all\" attr.name=\"host\""),
