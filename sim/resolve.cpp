@@ -144,6 +144,14 @@ ResolvedScenario resolve(const Scenario& requested) {
           s.gpu_spread_pct, s.calibration));
     }
     r.resolved.gpu_spread_pct = "0";
+    // An imported step's compute was measured already: a calibration would replace those times
+    // while the header says they are used as measured.
+    if (r.model.measured) {
+      throw ConfigError(fmt::format(
+          "calibration {}: model {} holds a step measured on {} ({}), whose compute times are used as measured; a "
+          "calibration would replace them: expected no calibration with an imported model",
+          s.calibration, r.model.name, r.model.measured->device, r.model.measured->trace));
+    }
     r.calibration = read_calibration(s.calibration);
     if (r.calibration->precision != precision_name(r.precision)) {
       const std::string wanted(precision_name(r.precision));

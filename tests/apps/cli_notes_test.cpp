@@ -55,6 +55,18 @@ TEST(Cli, AMeasuredStepOnAnotherGpuIsSaidToBeUsedAsMeasured) {
                        "every h100-sxm5-80gb (gradsync does not move a measured step to another GPU)"),
             std::string::npos)
       << r.out;
+  // A calibration would replace those measured times: refused, not applied under that header.
+  const Result c =
+      run({"simulate", "--strategy", "ddp", "--model", model, "--topology", "dgx-h100", "--gpus", "2", "--precision",
+           "bf16", "--calibration", "tests/fuzz/seeds/calibration/cpu-2ranks.yaml", "--iterations", "2", "--warmup",
+           "1", "--out", ::testing::TempDir() + "/gradsync-cli-measured"});
+  EXPECT_EQ(c.code, 2) << c.err;
+  EXPECT_NE(c.err.find("calibration tests/fuzz/seeds/calibration/cpu-2ranks.yaml: model gpt2 holds a step measured "
+                       "on NVIDIA H200 (validation/gpu/h200-2026-11-27/steps_gpt2-bf16-sdpa.json.gz), whose compute "
+                       "times are used as measured; a calibration would replace them: expected no calibration with "
+                       "an imported model"),
+            std::string::npos)
+      << c.err;
   std::remove(model.c_str());
 }
 
