@@ -371,6 +371,8 @@ void validate_command(const ValidateArgs& va) {
     rep.validation.insert(rep.validation.end(), rows.begin(), rows.end());
   }
   rep.header.push_back(fmt::format("simulated on {} with calibration {}", simulated.topology, s.calibration));
+  // The calibration the simulated side used, recorded as simulate records it (result.json, CSV).
+  rep.scenario["calibration"] = s.calibration;
   finish_run(rep, *out, false);
 }
 

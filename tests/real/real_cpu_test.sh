@@ -249,6 +249,8 @@ case "$case_" in
     grep -q '^  ddp       iteration 3  step ' "$tmp/val.out" || fail "no per-iteration row"
     head -1 "$tmp/v/validation.csv" | grep -q '^strategy,scope,phase,measured_s,simulated_s,error$' || fail "validation.csv"
     grep -q '"validation"' "$tmp/v/result.json" || fail "validation in result.json"
+    # The calibration the simulated side used is recorded, as simulate records it.
+    grep -q "\"calibration\": \"$tmp/cal.yaml\"" "$tmp/v/result.json" || fail "validate's result.json names no calibration"
     # A size that cannot fit in this machine's memory is refused before anything is allocated.
     set +e
     "$bin" calibrate --backend cpu --launch local --world-size 2 --max-bytes 1TiB --out "$tmp/big.yaml" >"$tmp/big.out" 2>&1
