@@ -154,6 +154,17 @@ void note_shared_cores(const real::Runtime& rt) {
                    : rt.hosts() > 0         ? (rt.world() + rt.hosts() - 1) / rt.hosts()
                                             : 1;
   if (cores <= 0 || 2 * here <= cores) return;
+  // Fewer cores than the host has: the launcher pinned the rank (Open MPI binds each rank to one
+  // core by default), so its two threads share that core whatever the host has.
+  const int online = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  if (online > cores) {
+    std::cerr << fmt::format(
+        "note: this rank may run on {} of this host's {} cores (the launcher pinned it: mpirun binds each rank to "
+        "a core by default); its compute and comm threads take turns there and the times include that sharing: "
+        "mpirun --bind-to none lets the ranks use every core\n",
+        cores, online);
+    return;
+  }
   std::cerr << fmt::format(
       "note: {} CPU rank{} on this host's {} core{}: each rank runs a compute and a comm thread, so they take turns "
       "on the cores and the times include that sharing; with at most {} per host each has two\n",
