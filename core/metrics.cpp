@@ -1,6 +1,8 @@
 // metrics.cpp: per-iteration compute, communication and overlap from a trace.
 #include "core/metrics.hpp"
 
+#include "core/trace_ranks.hpp"
+
 #include <algorithm>
 #include <map>
 
@@ -74,7 +76,10 @@ std::vector<IterationMetrics> iteration_metrics(const Trace& trace, int rank) {
       m.start_s = e.start_s;
       m.end_s = e.end_s;
       m.time_s = e.end_s - e.start_s;
-    } else if (e.stream == Stream::kCompute && !is_host_copy_event(e.name)) {
+    } else if ((e.stream == Stream::kCompute && !is_host_copy_event(e.name)) ||
+               (e.stream == Stream::kComm && phase_of(e.name) == "comm hook kernels")) {
+      // A comm hook's kernels (PowerSGD's products, the fp16 hook's decompress) are compute, on
+      // whichever stream they run: `comm` counts copies and collectives only, as real mode does.
       compute.emplace_back(e.start_s, e.end_s);
     } else if ((e.stream == Stream::kComm || e.stream == Stream::kCopy || e.stream == Stream::kCompute) &&
                !is_wait_event(e.name) && !is_host_copy_event(e.name)) {

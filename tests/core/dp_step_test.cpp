@@ -338,6 +338,13 @@ TEST(Metrics, IterationMetricsFromATrace) {
   EXPECT_DOUBLE_EQ(m[0].overlap_s, 2);
   EXPECT_DOUBLE_EQ(m[0].exposed_communication_s, 3);
   EXPECT_DOUBLE_EQ(m[0].overlap, 0.4);
+  // A comm hook's kernels on the comm stream (PowerSGD's products, the fp16 hook's decompress) are
+  // compute: comm counts copies and collectives only, as real mode does.
+  t.add({0, Stream::kComm, "powersgd:compute_q:bucket0", 9, 10, 0, 0, 1, -1});
+  t.add({0, Stream::kComm, "decompress:bucket0", 6.5, 7, 0, 0, 1, -1});
+  const auto h = iteration_metrics(t, 0);
+  EXPECT_DOUBLE_EQ(h[0].communication_s, 5);
+  EXPECT_DOUBLE_EQ(h[0].compute_s, 6 + 1 + 0.5);
 }
 
 }  // namespace
