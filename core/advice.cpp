@@ -132,12 +132,14 @@ void nccl_changes(const Scenario& s, Strategy strategy, std::vector<Change>& out
         change("NCCL_PROTO=Simple", {{"NCCL_PROTO", "Simple"}}, fmt::format("export NCCL_PROTO=Simple  # {}", before)));
   }
   // Fewer channels hold fewer SMs beside backward's kernels (sim/contention); more move more.
-  if (s.nccl_max_nchannels == 0 && s.nccl_min_nchannels == 0) {
+  // Each where it is not set: NCCL caps the rings at the maximum and then copies them up to the
+  // minimum (connect.cc), so a minimum beside a maximum set still changes the run.
+  if (s.nccl_max_nchannels == 0)
     out.push_back(change("NCCL_MAX_NCHANNELS=4", {{"NCCL_MAX_NCHANNELS", "4"}},
                          fmt::format("export NCCL_MAX_NCHANNELS=4  # {}", before)));
+  if (s.nccl_min_nchannels == 0)
     out.push_back(change("NCCL_MIN_NCHANNELS=32", {{"NCCL_MIN_NCHANNELS", "32"}},
                          fmt::format("export NCCL_MIN_NCHANNELS=32  # {}", before)));
-  }
 }
 
 // script_changes: what both strategies' scripts can change: the batch, the optimizer, the input,

@@ -205,6 +205,14 @@ TEST(Advice, OnlyWhatTheReleaseHasIsTried) {
   EXPECT_NE(find(candidate_changes(s, Strategy::kDDP, t), "NCCL_ALGO=Ring"), nullptr);
   EXPECT_NE(find(candidate_changes(s, Strategy::kDDP, t), "NCCL_PROTO=Simple"), nullptr);
   s.nccl_version = "auto";
+  // Each channel count where it is not set: NCCL caps the rings at the maximum, then copies them
+  // up to the minimum, so a minimum beside a maximum set still changes the run.
+  EXPECT_NE(find(candidate_changes(s, Strategy::kDDP, t), "NCCL_MIN_NCHANNELS=32"), nullptr);
+  s.nccl_max_nchannels = 1;
+  EXPECT_NE(find(candidate_changes(s, Strategy::kDDP, t), "NCCL_MIN_NCHANNELS=32"), nullptr);
+  EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, t), "NCCL_MAX_NCHANNELS=4"), nullptr);
+  EXPECT_NE(find(candidate_changes(s, Strategy::kDDP, t), "NCCL_MAX_NCHANNELS unset"), nullptr);
+  s.nccl_max_nchannels = 0;
   // DDP's static_graph (1.9) and gradient_as_bucket_view (1.7); zero_grad's set_to_none (1.7),
   // which a script before it writes by hand.
   s.pytorch_version = "1.8";
