@@ -79,14 +79,18 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
                          traits.batchnorm ? "each rank keeps its own BatchNorm running statistics" : ""));
   }
   if (s.comm_hook == "none" && has_comm_hooks(v)) {
+    // A 16-bit model's gradients are in its own dtype already: the hook of that dtype averages them
+    // as they are, and alters nothing.
+    const std::string gradients = s.mixed_precision == "master-weights" ? s.precision : "fp32";
+    const auto averaged_in = [&](const char* dtype) {
+      return gradients == dtype ? std::string() : fmt::format("gradients are averaged in {}", dtype);
+    };
     if (has_bf16_comm_hook(v)) {
       out.push_back(change("comm hook bf16", {{"comm_hook", "bf16"}},
-                           "model.register_comm_hook(None, default_hooks.bf16_compress_hook)",
-                           "gradients are averaged in bf16"));
+                           "model.register_comm_hook(None, default_hooks.bf16_compress_hook)", averaged_in("bf16")));
     }
     out.push_back(change("comm hook fp16", {{"comm_hook", "fp16"}},
-                         "model.register_comm_hook(None, default_hooks.fp16_compress_hook)",
-                         "gradients are averaged in fp16"));
+                         "model.register_comm_hook(None, default_hooks.fp16_compress_hook)", averaged_in("fp16")));
     // PowerSGD's steady state: start_iter 2 so that the simulated steady iterations (after the
     // warm-up) run the compressed path that a real run reaches after start_powerSGD_iter.
     Change psgd =

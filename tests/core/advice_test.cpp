@@ -48,6 +48,13 @@ TEST(Advice, DdpRunTriesBucketCapsAroundTheDefaultHooksAccumulationAndNccl) {
   EXPECT_FALSE(find(cs, "comm hook bf16")->alters.empty());
   ASSERT_NE(find(cs, "grad_accum 4 with no_sync"), nullptr);
   EXPECT_FALSE(find(cs, "grad_accum 4 with no_sync")->alters.empty());
+  // A bf16 model's gradients are bf16 already: the bf16 hook averages them as they are.
+  Scenario half = resolved_8();
+  half.mixed_precision = "master-weights";
+  half.precision = "bf16";
+  const std::vector<Change> hs = candidate_changes(half, Strategy::kDDP, traits(true, false));
+  EXPECT_TRUE(find(hs, "comm hook bf16")->alters.empty());
+  EXPECT_EQ(find(hs, "comm hook fp16")->alters, "gradients are averaged in fp16");
   // One node: NCCL's tree does not serve allreduce there, so it is not tried.
   EXPECT_NE(find(cs, "NCCL_ALGO=Ring"), nullptr);
   EXPECT_EQ(find(cs, "NCCL_ALGO=Tree"), nullptr);
