@@ -117,6 +117,11 @@ TEST(Generators, FatTreeOfOneGpuPerNode) {
   const Topology two = generate_fat_tree({.nodes = 2, .node = "dgx-a100", .gpus_per_node = 2, .nics_per_node = 2});
   EXPECT_EQ(two.gpu_count(), 4);
   EXPECT_EQ(count(two, VertexKind::kNic), 4);
+  // The node's NIC is named at its own speed only: HDR is 200 Gb/s, so 100 Gb/s is InfiniBand alone.
+  EXPECT_NE(two.comment().find("NICs of 200Gbps HDR InfiniBand (ConnectX-6) per node"), std::string::npos)
+      << two.comment();
+  const Topology slow = generate_fat_tree({.nodes = 2, .node = "dgx-a100", .nic_bw = "100Gbps"});
+  EXPECT_NE(slow.comment().find("8 NICs of 100Gbps InfiniBand per node"), std::string::npos) << slow.comment();
 }
 
 TEST(Generators, FatTreeLeavesSpinesAndOversubscription) {
