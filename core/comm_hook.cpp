@@ -206,25 +206,28 @@ std::vector<HookStep> hook_steps(const CommHook& h, const std::vector<std::vecto
         steps.push_back(collective(Kind::kAllreduce, "allreduce", bucket_bytes, grad));
         break;
       }
+      // P, Q and the uncompressed tensors are in the bucket's dtype (powerSGD_hook: dtype =
+      // input_tensor.dtype), so a 16-bit model's move and touch half the bytes of a float32 one's.
       const PowerSgdSplit split = powersgd_split(h, shapes);
+      const double eb = static_cast<double>(dtype_bytes(grad));
       const double uncompressed = split.uncompressed, p_elems = split.p_elems, q_elems = split.q_elems;
-      const double mm_flops = split.mm_flops, mm_bytes = split.mm_bytes;
+      const double mm_flops = split.mm_flops, mm_bytes = split.mm_bytes * eb / 4;
       const int matrices = split.matrices;
       const double r = h.powersgd_rank;
       // Error feedback (add the error, keep a copy), then P = M Q on the compute stream.
       steps.push_back(kernel("powersgd:error_feedback", 3 * s4 + 2 * s4, 2));
-      steps.push_back(kernel("powersgd:flatten", 2 * 4 * uncompressed));
+      steps.push_back(kernel("powersgd:flatten", 2 * eb * uncompressed));
       if (matrices > 0) steps.push_back(matmul("powersgd:compute_p", mm_flops, mm_bytes, matrices));
-      steps.push_back(collective(Kind::kAllreduce, "allreduce_uncompressed", static_cast<Bytes>(4 * uncompressed),
-                                 DType::kFloat32));
-      steps.push_back(kernel("powersgd:unflatten", 3 * 4 * uncompressed, 2));
+      steps.push_back(
+          collective(Kind::kAllreduce, "allreduce_uncompressed", static_cast<Bytes>(eb * uncompressed), grad));
+      steps.push_back(kernel("powersgd:unflatten", 3 * eb * uncompressed, 2));
       if (matrices == 0) break;
-      steps.push_back(collective(Kind::kAllreduce, "allreduce_p", static_cast<Bytes>(4 * p_elems), DType::kFloat32));
+      steps.push_back(collective(Kind::kAllreduce, "allreduce_p", static_cast<Bytes>(eb * p_elems), grad));
       // Gram-Schmidt on every P (r normalisations and r(r-1)/2 projections), then Q = M^T P.
       steps.push_back(
-          kernel("powersgd:orthogonalize", 4 * p_elems * (r + 1) * 2, matrices * static_cast<int>(r * (r + 1) / 2)));
+          kernel("powersgd:orthogonalize", eb * p_elems * (r + 1) * 2, matrices * static_cast<int>(r * (r + 1) / 2)));
       steps.push_back(matmul("powersgd:compute_q", mm_flops, mm_bytes, matrices));
-      steps.push_back(collective(Kind::kAllreduce, "allreduce_q", static_cast<Bytes>(4 * q_elems), DType::kFloat32));
+      steps.push_back(collective(Kind::kAllreduce, "allreduce_q", static_cast<Bytes>(eb * q_elems), grad));
       // M = P Q^T, divide by world size, new error = input - M.
       steps.push_back(matmul("powersgd:decompress", mm_flops, mm_bytes, matrices));
       steps.push_back(kernel("powersgd:error_update", 2 * s4 + 3 * s4, 2));

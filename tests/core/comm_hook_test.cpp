@@ -42,5 +42,23 @@ TEST(CommHook, ACompressionHookOnABucketOfItsTypeOnlyDivides) {
   EXPECT_EQ(same[1].bytes, static_cast<Bytes>(2 * kElements));
 }
 
+// PowerSGD's P, Q and uncompressed tensors are in the bucket's dtype (powerSGD_hook: dtype =
+// input_tensor.dtype): a bf16 model's allreduces move half a float32 one's bytes, in bf16.
+TEST(CommHook, PowerSgdAllreducesInTheBucketsType) {
+  const CommHook psgd = parse_comm_hook("powersgd:rank=1,start_iter=2");
+  const std::vector<HookStep> f32 = hook_steps(psgd, kShapes, 8, 3);
+  const std::vector<HookStep> bf16 = hook_steps(psgd, kShapes, 8, 3, DType::kBFloat16);
+  ASSERT_EQ(f32.size(), bf16.size());
+  int collectives = 0;
+  for (std::size_t i = 0; i < f32.size(); ++i) {
+    if (f32[i].kind != HookStep::Kind::kAllreduce) continue;
+    ++collectives;
+    EXPECT_EQ(f32[i].dtype, DType::kFloat32) << f32[i].name;
+    EXPECT_EQ(bf16[i].dtype, DType::kBFloat16) << bf16[i].name;
+    EXPECT_EQ(2 * bf16[i].bytes, f32[i].bytes) << f32[i].name;
+  }
+  EXPECT_EQ(collectives, 3);  // the uncompressed tensors, P and Q
+}
+
 }  // namespace comm_hook_test
 }  // namespace gradsync
