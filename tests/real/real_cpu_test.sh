@@ -90,9 +90,12 @@ case "$case_" in
     [[ -n $(ddp_bytes "$tmp/hook.out") && $(ddp_bytes "$tmp/hook.out") == $(ddp_bytes "$tmp/hook-sim.out") ]] \
       || { grep -h '^  ddp ' "$tmp/hook.out" "$tmp/hook-sim.out"; fail "DDP's bytes with the fp16 hook differ from the simulation's"; }
     # A run the watchdog aborts (a collective past --timeout) ends with _Exit, as c10d's: it removes
-    # its staging folder first, so nothing is left beside --out.
-    rc=0; "$bin" bench "${small[@]}" --launch local --world-size 2 --timeout 0.0005 --out "$tmp/wd" >"$tmp/wd.out" 2>&1 || rc=$?
-    [[ $rc == 1 ]] && grep -q "did not complete within --timeout 0.0005 s" "$tmp/wd.out" || { cat "$tmp/wd.out"; fail "the watchdog: rc $rc"; }
+    # its staging folder first, so nothing is left beside --out. Rank 1 stalls (GRADSYNC_FAULT), so
+    # the collective is past the timeout whatever the machine's speed (a 0.5 ms timeout alone let a
+    # fast allreduce finish in time: a flaky test).
+    rc=0; GRADSYNC_FAULT=stall:1 timeout 120 "$bin" bench "${small[@]}" --launch local --world-size 2 --strategy ddp \
+      --timeout 0.5 --out "$tmp/wd" >"$tmp/wd.out" 2>&1 || rc=$?
+    [[ $rc == 1 ]] && grep -q "did not complete within --timeout 0.5 s" "$tmp/wd.out" || { cat "$tmp/wd.out"; fail "the watchdog: rc $rc"; }
     left=$(cd "$tmp" && ls -A | grep -e '^\.wd\.' -e '^wd$' || true)
     [[ -z $left ]] || fail "an aborted run left $left"
     echo "--launch local --world-size 2: DP and DDP as threads, both measured"
