@@ -1,11 +1,13 @@
-// scenario_basics_test.cpp: what resolving a scenario's basics does to its model: buffers that
-// exist only under math attention (nanoGPT's causal mask) are dropped when the run calls
-// F.scaled_dot_product_attention.
+// scenario_basics_test.cpp: what resolving a scenario's basics does to its model and its run:
+// buffers that exist only under math attention (nanoGPT's causal mask) are dropped when the run
+// calls F.scaled_dot_product_attention, a padded vocabulary widens the per-token tables, and the
+// release sets the default precision and whether convolutions run as TF32.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "core/scenario.hpp"
+#include "models/compute_cost.hpp"
 #include "models/model.hpp"
 #include "models/op_cost.hpp"
 #include "models/scenario_basics.hpp"
@@ -73,6 +75,44 @@ TEST(ScenarioBasics, PaddingTheVocabularyWidensEveryPerTokenTable) {
     (void)resolve_basics(s, m, gpu_spec("a100"));
     EXPECT_EQ(m.total_params(), before) << name;
   }
+}
+
+// Float32 convolutions run as TF32 on an A100 from PyTorch 1.7 (cudnn.allow_tf32 came then and has
+// defaulted to True since), in float32 before it, where there was no TF32: ResNet-50, whose time is
+// mostly convolutions, takes more than twice as long in 1.6 (fp32 peak 19.5 TFLOP/s against TF32's
+// 156), and 1.7 and 1.12 (matmul TF32 off again) price convolutions alike.
+TEST(ComputeCost, ConvolutionsRunAsTf32OnlyFromPytorch17) {
+  const GpuSpec& gpu = gpu_spec("a100");
+  const auto compute_s = [&](const char* version) {
+    Scenario s;
+    s.pytorch_version = version;
+    s.precision = "fp32";
+    Model m = load_model("resnet50");
+    const ScenarioBasics b = resolve_basics(s, m, gpu);
+    ComputeContext ctx{&gpu, b.precision, 32, 1, {}};
+    apply_framework(ctx, s);
+    const ModelCost c = model_cost(m, ctx);
+    return c.forward_s + c.backward_s;
+  };
+  EXPECT_GT(compute_s("1.6"), 2.0 * compute_s("1.7"));
+  EXPECT_NEAR(compute_s("1.12"), compute_s("1.7"), 0.02 * compute_s("1.7"));  // only the fc's GEMM differs
+}
+
+// The default precision follows the release: bf16 autocast from PyTorch 1.10 where the GPU has
+// bf16, fp16 autocast from 1.6 (torch.cuda.amp), float32 before it, or fp16 for a 16-bit model.
+TEST(ScenarioBasics, TheDefaultPrecisionIsWhatTheReleaseCouldAutocast) {
+  const auto precision = [](const char* gpu, const char* version, const char* mixed) {
+    Scenario s;
+    s.pytorch_version = version;
+    s.mixed_precision = mixed;
+    Model m = load_model("resnet18");
+    return resolve_basics(s, m, gpu_spec(gpu)).precision;
+  };
+  EXPECT_EQ(precision("a100", "2.11", "autocast"), Precision::kBF16);
+  EXPECT_EQ(precision("a100", "1.9", "autocast"), Precision::kFP16);
+  EXPECT_EQ(precision("v100", "1.6", "autocast"), Precision::kFP16);
+  EXPECT_EQ(precision("v100", "1.5", "autocast"), Precision::kFP32);
+  EXPECT_EQ(precision("v100", "1.5", "master-weights"), Precision::kFP16);
 }
 
 }  // namespace
