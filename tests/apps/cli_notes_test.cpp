@@ -292,22 +292,6 @@ TEST(Cli, AnUnevenBisectionSaysWhy) {
   EXPECT_EQ(even.out.find("splits the GPUs unevenly"), std::string::npos);
 }
 
-// models show says where forward and backward's GPU time goes, by kernel class, as the table and in
-// JSON (BERT has dropout; nanoGPT's GPT-2 none).
-TEST(Cli, ModelsShowSaysTheGpuTimeByKernelClass) {
-  const Result bert = run_printed({"models", "show", "bert-base", "--gpu", "h100", "--precision", "fp16"});
-  ASSERT_EQ(bert.code, 0) << bert.err;
-  const auto row = bert.out.find("  GPU time by class    GEMM ");
-  ASSERT_NE(row, std::string::npos) << bert.out;
-  const std::string line = bert.out.substr(row, bert.out.find('\n', row) - row);
-  for (const char* cls : {"casts and copies", "elementwise", "softmax", "dropout", "norm"})
-    EXPECT_NE(line.find(cls), std::string::npos) << cls << ": " << line;
-  const nlohmann::json j = nlohmann::json::parse(run_printed({"models", "show", "gpt2", "--gpu", "a100", "--json"}).out)
-                               .at("gpu_s_by_class");
-  EXPECT_GT(j.at("GEMM").get<double>(), 0.0);
-  EXPECT_FALSE(j.contains("dropout"));
-}
-
 // A bucket cap under 16 KiB is said in the bytes DDP caps it at, not as a fraction of a MiB.
 TEST(Cli, ATinyFirstBucketIsSaidInBytes) {
   const Result r =
@@ -315,27 +299,6 @@ TEST(Cli, ATinyFirstBucketIsSaidInBytes) {
                    "--iterations", "2", "--warmup", "1", "--out", testing::TempDir() + "/tiny-cap"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("# DDP: bucket_cap_mb 0.0001 (104 B), first bucket 104 B, "), std::string::npos) << r.out;
-}
-
-// models show --json gives the step it prints (the launch queue's: the host issues ahead of the
-// GPU, so not the sum of the phases, each of which takes the larger of GPU and host per layer) and
-// the throughput from it.
-TEST(Cli, ModelsShowJsonHasTheStep) {
-  const Result text = run_printed({"models", "show", "resnet50", "--gpu", "v100", "--batch", "32"});
-  const Result json = run_printed({"models", "show", "resnet50", "--gpu", "v100", "--batch", "32", "--json"});
-  ASSERT_EQ(json.code, 0) << json.err;
-  const nlohmann::json j = nlohmann::json::parse(json.out);
-  const double step = j.at("step_s").get<double>();
-  EXPECT_GT(step, 0.0);
-  EXPECT_LE(step,
-            j.at("forward_s").get<double>() + j.at("backward_s").get<double>() + j.at("optimizer_s").get<double>());
-  EXPECT_DOUBLE_EQ(j.at("samples_per_s").get<double>(), 32.0 / step);
-  EXPECT_FALSE(j.contains("tokens_per_s"));  // an image model
-  EXPECT_NE(text.out.find(fmt::format("{:.4g} samples/s", 32.0 / step)), std::string::npos) << text.out;
-  const nlohmann::json g =
-      nlohmann::json::parse(run_printed({"models", "show", "gpt2", "--gpu", "a100", "--json"}).out);
-  EXPECT_DOUBLE_EQ(g.at("tokens_per_s").get<double>(),
-                   g.at("batch").get<double>() * g.at("seq_len").get<double>() / g.at("step_s").get<double>());
 }
 
 // A model without attention never calls F.scaled_dot_product_attention, so flash attention's limits
@@ -488,21 +451,6 @@ TEST(Cli, PowerSgdsPlainIterationsInTheSteadyMeanAreSaid) {
                        "iterations (from 3); --warmup 2 leaves the plain ones out\n"),
             std::string::npos)
       << r.out;
-}
-
-TEST(Cli, ModelsShowNamesEveryParameterDtype) {
-  const std::string file = ::testing::TempDir() + "/gradsync-cli-fp64.yaml";
-  std::ofstream(file) << "format: gradsync-model/2\nname: mixed\ndefaults: {batch: 4}\ninput: {bytes: 64}\n"
-                         "output: {elements: 16}\nparameters:\n"
-                         "  - {name: a.weight, shape: [16, 16]}\n"
-                         "  - {name: b.weight, shape: [16, 16], dtype: float64}\n"
-                         "layers:\n"
-                         "  - {name: a, kind: linear, params: [a.weight], in: 16, out: 16, tokens: 1}\n"
-                         "  - {name: b, kind: linear, params: [b.weight], in: 16, out: 16, tokens: 1}\n";
-  const Result r = run_printed({"models", "show", file});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("512 (2 tensors, 3.00 KiB fp32 and fp64)"), std::string::npos) << r.out;
-  std::remove(file.c_str());
 }
 
 }  // namespace
