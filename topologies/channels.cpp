@@ -494,7 +494,7 @@ Channels build_channels(const Topology& topo, const Routes& routes, const std::v
                     "of one node)",
                     topo.origin(), rank_runs(out.ranks), kFallbackBw / 1e9, culprit));
   }
-  finish_graphs(topo, routes, out);
+  finish_graphs(topo, routes, transports, out);
   return out;
 }
 

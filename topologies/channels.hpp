@@ -113,12 +113,12 @@ std::vector<double> nccl_speeds(bool inter, int sm);
 
 // graph_nvls_and_tree fills the tree speeds and the NVLS graph of searched channels
 // (topologies/nccl_graphs.cpp).
-void graph_nvls_and_tree(const Topology& topo, const Routes& routes, Channels& ch);
+void graph_nvls_and_tree(const Topology& topo, const Routes& routes, const Transports& transports, Channels& ch);
 
 // finish_graphs completes the searched rings as NCCL does after its search: fast channels doubled
 // at half the speed (ncclTopoDupChannels), the GPUs' generation and CPU vendor, the tree and NVLS
 // graphs (graph_nvls_and_tree), and the worst path class of a hop inside a node.
-void finish_graphs(const Topology& topo, const Routes& routes, Channels& ch);
+void finish_graphs(const Topology& topo, const Routes& routes, const Transports& transports, Channels& ch);
 
 // launched_channels: the blocks NCCL launches for the rings: Channels::launched where the knobs set
 // it, else the searched rings doubled (connect.cc: nChannels*2, at most MAXCHANNELS 64).

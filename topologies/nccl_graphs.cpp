@@ -66,7 +66,7 @@ double nvlink_Bps(const Topology& topo, VertexId gpu, std::optional<VertexId>& n
 
 }  // namespace
 
-void graph_nvls_and_tree(const Topology& topo, const Routes& routes, Channels& ch) {
+void graph_nvls_and_tree(const Topology& topo, const Routes& routes, const Transports& transports, Channels& ch) {
   if (ch.rings.empty()) return;
   const int nodes = ch.nodes();
   const auto channels = static_cast<double>(ch.rings.size());
@@ -114,13 +114,26 @@ void graph_nvls_and_tree(const Topology& topo, const Routes& routes, Channels& c
   g.bw_intra_Bps = largest(nccl_speeds(nodes > 1, ch.sm_version), nvswitch_link / (ppn + 1));
   g.bw_inter_Bps = g.bw_intra_Bps;
   if (nodes > 1) {
-    // Between nodes each head goes through a NIC of its node (shared when the node has fewer).
+    // Between nodes each head goes through a NIC of its node (shared when the node has fewer), on
+    // the NET transport's leg: staged in host memory where GPUDirect RDMA does not reach
+    // (NCCL_NET_GDR_LEVEL) or NCCL_IB_DISABLE leaves sockets (paths.cc routes GPU->NET through the
+    // CPU then, and the NVLS graph's search follows that path).
+    // The heads' legs share links (a NIC, a CPU's root ports when staged), which NCCL's search
+    // charges once per head: each head gets its links' payload over the heads crossing them.
     double nic_path = std::numeric_limits<double>::infinity();
     for (const auto& [host, ranks] : by_host) {
       const auto nics = static_cast<double>(std::max<std::size_t>(1, topo.nics_of_host(host).size()));
+      std::vector<Route> legs;
+      std::map<std::size_t, int> heads_on;  // per link direction (DirectedLink::slot)
       for (int r : ranks) {
-        const Route path = routes.route(topo.gpu(r), routes.nic_of(r));
-        nic_path = std::min(nic_path, path.bottleneck_Bps / std::max(1.0, std::ceil(ppn / nics)));
+        legs.push_back(transports.nic_leg(r, routes.nic_of(r), true).route);
+        for (const DirectedLink& d : legs.back().hops) ++heads_on[d.slot()];
+      }
+      for (const Route& leg : legs) {
+        double rate = leg.bottleneck_Bps / std::max(1.0, std::ceil(ppn / nics));
+        for (const DirectedLink& d : leg.hops)
+          rate = std::min(rate, topo.link(topo.links()[d.link]).payload_bw_Bps / heads_on[d.slot()]);
+        nic_path = std::min(nic_path, rate);
       }
     }
     g.bw_inter_Bps = largest(inter, nic_path);
@@ -128,7 +141,7 @@ void graph_nvls_and_tree(const Topology& topo, const Routes& routes, Channels& c
   if (g.bw_intra_Bps > 0 && g.bw_inter_Bps > 0) ch.nvls = g;
 }
 
-void finish_graphs(const Topology& topo, const Routes& routes, Channels& out) {
+void finish_graphs(const Topology& topo, const Routes& routes, const Transports& transports, Channels& out) {
   // NCCL's ncclTopoDupChannels (src/graph/search.cc): fast channels are doubled at half the speed
   // (more CTAs in flight, the same bandwidth), except below 25 GB/s and, past Ampere, below
   // 50 GB/s with more than 4 channels. The model's per-channel caps count the doubled channels.
@@ -149,7 +162,7 @@ void finish_graphs(const Topology& topo, const Routes& routes, Channels& out) {
         out.amd = topo.vertex(c).amd();
     break;
   }
-  graph_nvls_and_tree(topo, routes, out);
+  graph_nvls_and_tree(topo, routes, transports, out);
   out.intra_class = PathClass::kNVL;
   for (const RingChannel& ch : out.rings)
     for (const Hop& r : ch.hops)

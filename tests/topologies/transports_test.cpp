@@ -5,9 +5,12 @@
 #include <cmath>
 
 #include <fstream>
+#include <limits>
+#include <map>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "topologies/channels.hpp"
 #include "topologies/dot_parser.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/routes.hpp"
@@ -155,6 +158,46 @@ TEST(Transports, NetworkWithGpuDirectRdmaUnlessTooFarOrSockets) {
   EXPECT_DOUBLE_EQ(staged.search_factor, 6.0 / 5.0);
   EXPECT_DOUBLE_EQ(staged.wire_factor, 1.0);
   EXPECT_DOUBLE_EQ(hop_of(h, 0, 8).wire_factor, 1.0);  // GPUDirect RDMA under one PCIe switch
+}
+
+// NVLS's graph between nodes follows the NET transport's legs: staged in host memory (GDR level
+// below the GPU-NIC path, or NCCL_IB_DISABLE's sockets) the heads' legs cross their CPU's root
+// ports, two heads to a PCIe switch, so each head gets half a root port's payload, not the
+// GPUDirect path's full rate. The leg itself is what the NET hop carries.
+TEST(Transports, NvlsBetweenNodesFollowsTheStagedLegs) {
+  const Topology t = load_topology("16x-dgx-h100-ndr");
+  const Routes routes(t);
+  std::vector<int> ranks;
+  for (int r = 0; r < 16; ++r) ranks.push_back(r);
+  const Transports gdr(t, routes, {}, 16);
+  const Channels direct = build_channels(t, routes, ranks, gdr);
+  ASSERT_TRUE(direct.nvls);
+  EXPECT_DOUBLE_EQ(direct.nvls->bw_inter_Bps, 48e9);
+  for (const TransportOptions& o :
+       {TransportOptions{.ib_disable = true}, TransportOptions{.net_gdr_level = PathClass::kNVL}}) {
+    const Transports staged(t, routes, o, 16);
+    const NicLeg leg = staged.nic_leg(0, routes.nic_of(0), true);
+    EXPECT_FALSE(leg.gdr);
+    EXPECT_GT(leg.route.hops.size(), gdr.nic_leg(0, routes.nic_of(0), true).route.hops.size());
+    // The heads' shared link: the least payload over the heads crossing it, among NCCL's speeds.
+    std::map<std::size_t, int> heads;
+    for (int r = 0; r < 8; ++r)
+      for (const DirectedLink& d : staged.nic_leg(r, routes.nic_of(r), true).route.hops) ++heads[d.slot()];
+    double share = std::numeric_limits<double>::infinity();
+    for (const DirectedLink& d : leg.route.hops)
+      share = std::min(share, t.link(t.links()[d.link]).payload_bw_Bps / heads[d.slot()]);
+    double expected = 0;
+    for (double s : nccl_speeds(true, 90))
+      if (s <= share * (1 + 1e-9)) {
+        expected = s;
+        break;
+      }
+    const Channels ch = build_channels(t, routes, ranks, staged);
+    ASSERT_TRUE(ch.nvls);
+    EXPECT_GT(heads.size(), 0U);
+    EXPECT_LT(ch.nvls->bw_inter_Bps, direct.nvls->bw_inter_Bps);
+    EXPECT_DOUBLE_EQ(ch.nvls->bw_inter_Bps, expected);
+  }
 }
 
 // topologies/README.md's DOT example: it loads, its GPUs reach host memory, and the pair talks P2P

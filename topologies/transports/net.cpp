@@ -21,35 +21,39 @@ class NetTransport final : public Transport {
 
 }  // namespace
 
+NicLeg nic_leg(const TransportContext& ctx, int rank, VertexId nic, bool out) {
+  const PathClass level = ctx.options.net_gdr_level.value_or(PathClass::kPXB);
+  const VertexId g = ctx.topo.gpu(rank);
+  NicLeg leg;
+  const Route direct = out ? ctx.routes.route(g, nic) : ctx.routes.route(nic, g);
+  if (!ctx.options.ib_disable && direct.path_class <= level) {
+    leg.route = direct;
+    leg.gdr = true;
+    return leg;
+  }
+  leg.route = out ? ctx.via_cpu(g, nic)
+                  : join(ctx.topo, ctx.routes.route(nic, ctx.cpu_of(g)), ctx.routes.route(ctx.cpu_of(g), g));
+  return leg;
+}
+
 Hop net_hop_through(const TransportContext& ctx, int from, int to, VertexId nic_from, VertexId nic_to,
                     std::uint64_t flow) {
-  const PathClass level = ctx.options.net_gdr_level.value_or(PathClass::kPXB);
-  bool gdr = !ctx.options.ib_disable;
+  const NicLeg out = nic_leg(ctx, from, nic_from, true);
+  const NicLeg in = nic_leg(ctx, to, nic_to, false);
   // wire: what a payload byte costs the flows: 6/5 only on a leg where the NIC reaches GPU memory
   // through an Intel root complex (peer traffic, NCCL_NET_GDR_LEVEL=PHB); a leg staged in host
   // memory is ordinary DMA to DRAM (as SHM's, Hop::search_factor).
   double wire = 1;
-  // leg: GPU g and NIC n, directly when GPUDirect RDMA reaches, else through g's host memory.
-  const auto leg = [&](VertexId g, VertexId n, bool out) {
-    const Route direct = out ? ctx.routes.route(g, n) : ctx.routes.route(n, g);
-    if (!ctx.options.ib_disable && direct.path_class <= level) {
-      wire = std::max(wire, ctx.intel_overhead(direct));
-      return direct;
-    }
-    gdr = false;
-    return out ? ctx.via_cpu(g, n)
-               : join(ctx.topo, ctx.routes.route(n, ctx.cpu_of(g)), ctx.routes.route(ctx.cpu_of(g), g));
-  };
-  const Route out = leg(ctx.topo.gpu(from), nic_from, true);
-  const Route in = leg(ctx.topo.gpu(to), nic_to, false);
+  for (const NicLeg* l : {&out, &in})
+    if (l->gdr) wire = std::max(wire, ctx.intel_overhead(l->route));
   Hop h;
   h.kind = TransportKind::kNet;
   h.route = nic_from == nic_to
-                ? join(ctx.topo, out, in)
-                : join(ctx.topo, join(ctx.topo, out, ctx.routes.fabric_route(nic_from, nic_to, flow)), in);
+                ? join(ctx.topo, out.route, in.route)
+                : join(ctx.topo, join(ctx.topo, out.route, ctx.routes.fabric_route(nic_from, nic_to, flow)), in.route);
   h.route.p2p = false;
-  h.name = ctx.options.ib_disable ? "NET/Socket" : gdr ? "NET/IB/GDRDMA" : "NET/IB";
-  h.search_factor = std::max(ctx.intel_overhead(out), ctx.intel_overhead(in));
+  h.name = ctx.options.ib_disable ? "NET/Socket" : out.gdr && in.gdr ? "NET/IB/GDRDMA" : "NET/IB";
+  h.search_factor = std::max(ctx.intel_overhead(out.route), ctx.intel_overhead(in.route));
   h.wire_factor = wire;
   return h;
 }

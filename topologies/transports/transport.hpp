@@ -120,6 +120,14 @@ std::unique_ptr<Transport> make_p2p_transport();
 std::unique_ptr<Transport> make_shm_transport();
 std::unique_ptr<Transport> make_net_transport();
 
+// NicLeg: the leg between a GPU and a NIC of its host as NCCL's NET transport takes it: directly
+// with GPUDirect RDMA (`gdr`: the path no farther than NCCL_NET_GDR_LEVEL, PXB by default, and
+// NCCL_IB_DISABLE unset), else staged in the GPU's host memory through its CPU (net.cpp).
+struct NicLeg {
+  Route route;
+  bool gdr = false;
+};
+
 // Transports: NCCL's transports for one topology and set of knobs, tried in order.
 class Transports {
  public:
@@ -138,6 +146,8 @@ class Transports {
   // net_hop: between machines through the given NICs (a ring channel's), the fabric leg ECMP by
   // `flow`.
   Hop net_hop(int from, int to, VertexId nic_from, VertexId nic_to, std::uint64_t flow) const;
+  // nic_leg: GPU `rank` to `nic` (out) or back, as the NET transport carries it (NicLeg).
+  NicLeg nic_leg(int rank, VertexId nic, bool out) const;
 
  private:
   const Topology& topo_;
@@ -146,6 +156,9 @@ class Transports {
   MachineIndex machines_;
   std::vector<std::unique_ptr<Transport>> order_;  // P2P, SHM, NET
 };
+
+// nic_leg: GPU `rank` to `nic` (out) or back (in).
+NicLeg nic_leg(const TransportContext& ctx, int rank, VertexId nic, bool out);
 
 // net_hop_through: the NET transport's hop through given NICs (net.cpp).
 Hop net_hop_through(const TransportContext& ctx, int from, int to, VertexId nic_from, VertexId nic_to,

@@ -86,4 +86,8 @@ Hop Transports::net_hop(int from, int to, VertexId nic_from, VertexId nic_to, st
   return net_hop_through(TransportContext{topo_, routes_, options_, machines_}, from, to, nic_from, nic_to, flow);
 }
 
+NicLeg Transports::nic_leg(int rank, VertexId nic, bool out) const {
+  return gradsync::nic_leg(TransportContext{topo_, routes_, options_, machines_}, rank, nic, out);
+}
+
 }  // namespace gradsync
