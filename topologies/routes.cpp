@@ -136,16 +136,22 @@ Routes::Routes(const Topology& topo)
   const TopoGraph& g = topo.graph();
   const std::size_t n = topo.vertex_count();
   nvlink_.assign(topo.links().size(), 0);
+  network_.assign(topo.links().size(), 0);
   ends_.assign(topo.links().size(), {0, 0});
   for (LinkId e : topo.links()) {
     const TopoLink& l = topo.link(e);
     weight_[l.index] = l.latency_s + kHopTieBreak_s;
     payload_[l.index] = l.payload_bw_Bps;
     nvlink_[l.index] = l.type == LinkType::kNvlink;
+    network_[l.index] = l.type == LinkType::kInfiniband || l.type == LinkType::kEthernet;
     ends_[l.index] = {static_cast<std::uint32_t>(l.a), static_cast<std::uint32_t>(l.b)};
   }
   gpu_.assign(n, 0);
-  for (VertexId v = 0; v < n; ++v) gpu_[v] = g[v].kind == VertexKind::kGpu;
+  nic_.assign(n, 0);
+  for (VertexId v = 0; v < n; ++v) {
+    gpu_[v] = g[v].kind == VertexKind::kGpu;
+    nic_[v] = g[v].kind == VertexKind::kNic;
+  }
   first_.assign(n + 1, 0);
   for (VertexId v = 0; v < n; ++v) {
     for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
@@ -242,6 +248,12 @@ bool Routes::dijkstra(VertexId source, long target, std::size_t budget, Scope sc
       const Adjacent& a = adj_[i];
       if (relay_nvlink_only && (!nvlink_[a.link] || !gpu_[a.to])) continue;
       if (machine && machine_[a.to] != home) continue;
+      // A machine is no router: traffic that came in by one of its NICs does not leave by another
+      // (a host's NIC forwards between its machine and the network only). Only the source's own
+      // machine sends onto the network, so a route between two switches, or between machines,
+      // stays in the fabric however many switch hops that takes, and no ring between nodes
+      // crosses a third machine's PCIe and CPU links.
+      if (network_[a.link] && nic_[u] && machine_[u] != home) continue;
       const double nd = d + weight_[a.link];
       const double nb = std::min(s.bw[u], payload_[a.link]);
       // Among paths as short, the widest (NCCL's paths.cc, ncclTopoSetPaths: a path of as many

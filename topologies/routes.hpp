@@ -127,22 +127,25 @@ class Routes {
 
   const Topology& topo_;
   std::vector<double> weight_;
-  std::vector<double> payload_;  // each link's payload bandwidth (TopoLink::payload_bw_Bps)        // per link: latency plus a per-hop tie-break
+  std::vector<double> payload_;  // each link's payload bandwidth (TopoLink::payload_bw_Bps)        // per link: latency
+                                 // plus a per-hop tie-break
   std::vector<std::uint32_t> first_;  // adjacency of vertex v: adj_[first_[v] .. first_[v+1])
   std::vector<Adjacent> adj_;
   // relay rule (NCCL's paths.cc): per vertex whether it is a GPU, per link whether it is NVLink and
   // its two ends.
   std::vector<std::uint8_t> gpu_;
   std::vector<std::uint8_t> nvlink_;
+  std::vector<std::uint8_t> nic_;      // per vertex: a NIC
+  std::vector<std::uint8_t> network_;  // per link: InfiniBand or Ethernet
   std::vector<std::array<std::uint32_t, 2>> ends_;
   std::unique_ptr<Search> search_;                                             // scratch of the last search
   mutable std::list<std::pair<VertexId, std::shared_ptr<const Tree>>> trees_;  // most recent first
   mutable std::unordered_map<VertexId, decltype(trees_)::iterator> index_;
   std::size_t max_trees_ = 4;
-  std::vector<std::int32_t> machine_;      // per vertex: its machine (-1: a network switch)
-  std::vector<std::int32_t> component_;    // per vertex: its connected part of the graph
+  std::vector<std::int32_t> machine_;                // per vertex: its machine (-1: a network switch)
+  std::vector<std::int32_t> component_;              // per vertex: its connected part of the graph
   std::vector<std::vector<VertexId>> machine_cpus_;  // per machine: its CPU sockets
-  std::vector<std::size_t> machine_size_;  // vertices per machine
+  std::vector<std::size_t> machine_size_;            // vertices per machine
   mutable std::unordered_map<VertexId, std::unique_ptr<Local>> locals_;  // per source, its machine
   mutable std::vector<std::int64_t> nic_of_;                             // per rank, -1 until asked
 };

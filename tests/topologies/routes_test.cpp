@@ -226,6 +226,35 @@ TEST(Routes, EachGpuHasItsOwnNicAndFabricRoutesNeverCrossAMachine) {
   EXPECT_DOUBLE_EQ(c.bottleneck_Bps, 48e9);  // PCIe Gen5 x16 before a 50 GB/s NDR NIC
 }
 
+// Leaves of 7 ports (3 down) put node 0's NICs 6 and 7 on a leaf with node 1's NIC 0. Node 0's
+// NIC 0 to node 1's NIC 0 is fewer switch hops back into node 0 (PCIe, its CPU link) and out by
+// its NIC 6 than up through the spines and cores, but a machine forwards nothing between its
+// NICs: the route stays in the fabric, and every ring channel runs at the NIC's speed.
+TEST(Routes, AFabricRouteNeverEntersAMachineToLeaveByAnotherNic) {
+  FatTreeOptions o;
+  o.nodes = 4;
+  o.node = "dgx-h100";
+  o.leaf_ports = 7;
+  const Topology t = generate_fat_tree(o);
+  const Routes routes(t);
+  for (int from = 0; from < 4; ++from) {
+    for (int to = 0; to < 4; ++to) {
+      if (from == to) continue;
+      for (int nic = 0; nic < 8; ++nic) {
+        const Route r = routes.net_route(8 * from + nic, 8 * to + nic, 1);
+        int machines_entered = 0;
+        for (std::size_t i = 1; i < r.vertices.size(); ++i) {
+          const bool was_host = !t.vertex(r.vertices[i - 1]).host.empty();
+          const bool is_host = !t.vertex(r.vertices[i]).host.empty();
+          machines_entered += !was_host && is_host;
+        }
+        EXPECT_EQ(machines_entered, 1) << from << " -> " << to << " on NIC " << nic;
+        EXPECT_DOUBLE_EQ(r.bottleneck_Bps, 48e9) << from << " -> " << to << " on NIC " << nic;
+      }
+    }
+  }
+}
+
 TEST(Routes, JoinConcatenates) {
   const Topology t = load_topology("2x-dgx-a100-hdr");
   Routes routes(t);
