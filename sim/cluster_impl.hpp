@@ -308,9 +308,12 @@ struct SimCluster::Impl {
   const PairRoute& pair_route(sg4::Host* a, sg4::Host* b) {
     auto [pos, fresh] = route_links.try_emplace({a, b});
     if (fresh) {
-      a->route_to(b, pos->second.links, &pos->second.latency_s);
+      a->route_to(b, pos->second.links, nullptr);
+      // The links' own latency (SimGrid is told a nominal one: platform.cpp, kNominalLatency_s).
+      pos->second.latency_s = 0;
       pos->second.bottleneck_Bps = std::numeric_limits<double>::infinity();
       for (const sg4::Link* l : pos->second.links) {
+        pos->second.latency_s += l->get_latency();
         pos->second.bottleneck_Bps = std::min(pos->second.bottleneck_Bps, l->get_bandwidth());
         pos->second.ids.push_back(link_id(l));
       }

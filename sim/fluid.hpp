@@ -9,10 +9,11 @@
 // bandwidth or latency factor, no TCP window): weighted max-min. At every instant the flows'
 // rates are raised together in proportion to their weights until a link is full (a shared
 // link's bandwidth is the sum of its flows' rates) or a FATPIPE link bounds a flow by its whole
-// bandwidth; those flows keep their rate, the others rise on. SimGrid weighs a flow by the
+// bandwidth; those flows keep their rate, the others rise on. SimGrid would weigh a flow by the
 // inverse of its route's latency (NetworkCm02Model::communicate: the sharing penalty is the
-// latency), so a longer route gets less of a shared link. A flow's start is when its bytes begin
-// to move (its route's latency already paid).
+// latency); gradsync tells it one nominal latency for every route (sim/platform.cpp), so every
+// flow weighs 1 there, and the callers here give weight 1 alike. A flow's start is when its
+// bytes begin to move (its route's latency already paid).
 //
 // Rates are solved again when flows start, and when flows end: after every end while at most
 // kFluidExactFlows flows are active at the last solve (then the result is max-min's exactly, as
@@ -37,7 +38,7 @@ struct FluidLink {
 struct FluidFlow {
   double start = 0;        // s: when its first byte moves
   double bytes = 0;        // what it moves
-  double weight = 1;       // its share of a link against the others' (SimGrid: 1 / route latency)
+  double weight = 1;       // its share of a link against the others' (1 for every flow gradsync makes)
   std::vector<int> links;  // indices into the links it crosses
 };
 

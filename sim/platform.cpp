@@ -1,9 +1,11 @@
 // platform.cpp: Topology -> SimGrid hosts, split-duplex links and a zone that routes on demand.
 #include "sim/platform.hpp"
 
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
 
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "core/error.hpp"
@@ -21,6 +24,11 @@ namespace {
 
 namespace sg4 = simgrid::s4u;
 namespace sgr = simgrid::kernel::routing;
+
+// kNominalLatency_s: the latency every route with links tells SimGrid (TopologyZone::
+// get_local_route), so that every flow has the same sharing penalty once its latency is paid (1,
+// as a flow of no latency has); the latency factor turns it back into the route's own latency.
+constexpr double kNominalLatency_s = 1.0;
 
 // kHostSpeed: SimGrid hosts need a speed; gradsync times compute with sleeps (the cost model's
 // durations), so any positive value does.
@@ -60,10 +68,14 @@ class TopologyZone final : public sgr::NetZoneImpl {
   }
   void set_links(std::vector<sg4::SplitDuplexLink*> links) { links_ = std::move(links); }
 
+  // A route's latency is told to SimGrid as kNominalLatency_s and made its own again by the
+  // latency factor (build_platform): SimGrid's CM02 shares a link among flows in inverse
+  // proportion to that figure (its "sharing penalty", TCP's RTT unfairness), which no GPU fabric
+  // has; NVLink, PCIe and InfiniBand arbitrate among flows by credits, not by round trips.
   void get_local_route(const sgr::NetPoint* src, const sgr::NetPoint* dst, sgr::Route* into, double* latency) override {
     const Cached& c = cached(src, dst);
     into->link_list_.insert(into->link_list_.end(), c.links.begin(), c.links.end());
-    if (latency) *latency += c.latency_s;
+    if (latency) *latency += c.links.empty() ? c.latency_s : kNominalLatency_s;
   }
 
  private:
@@ -155,6 +167,14 @@ Platform build_platform(const Topology& topo, const Routes& routes, const Transp
   }
   zone->set_links(std::move(duplex));
   zone->seal();
+  // The route's own latency: its links' (kNominalLatency_s was told in its place).
+  zone->get_iface()->get_network_model()->set_lat_factor_cb([](double, const sg4::Host*, const sg4::Host*,
+                                                               const std::vector<sg4::Link*>& links,
+                                                               const std::unordered_set<sg4::NetZone*>&) {
+    double latency = 0;
+    for (const sg4::Link* l : links) latency += l->get_latency();
+    return latency / kNominalLatency_s;
+  });
   p.pin_route = [zone, nccl = p.nccl](int from, int to, const Hop& h) {
     return zone->pin(nccl.at(static_cast<std::size_t>(from)), nccl.at(static_cast<std::size_t>(to)), h);
   };

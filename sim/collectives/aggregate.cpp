@@ -167,7 +167,7 @@ double CollectiveRun::State::solve_call() {
       const double latency = latency_of(r, f);
       x.start = std::max(t0 + f.start, joined_at_[static_cast<std::size_t>(f.to)]) + latency;
       x.bytes = whole_wire(f.wire);
-      x.weight = latency > 0 ? 1 / latency : 1.0;  // SimGrid's sharing penalty: the latency, else 1
+      x.weight = 1.0;  // every flow alike, as SimGrid shares them here (platform.cpp, kNominalLatency_s)
       end = std::max(end, capped_end(t0 + f.start + latency, whole_wire(f.wire), f.cap));
       for (const sg4::Link* l : route) {
         const auto [it, fresh] = index.try_emplace(l, static_cast<int>(fluid_links.size()));

@@ -1,5 +1,5 @@
 // platform_test.cpp: the SimGrid platform of a topology: transfer times along routes, per-direction
-// capacity, and fair sharing of a link by flows of equal route latency. One engine per process:
+// capacity, and fair sharing of a link by flows, whatever their route latency. One engine per process:
 // every test here runs in its own process (gtest_discover_tests).
 #include "sim/platform.hpp"
 
@@ -97,6 +97,33 @@ TEST(Platform, TwoFlowsThroughOneNicEachGetHalfOfIt) {
   const auto t = transfer({{f.p.gpus[0], f.p.gpus[2]}, {f.p.gpus[1], f.p.gpus[3]}});
   EXPECT_NEAR(t[0], 6e-6 + kBytes / 12.5e9, 1e-9);
   EXPECT_NEAR(t[1], 6e-6 + kBytes / 12.5e9, 1e-9);
+}
+
+// Flows of different route latency share a link equally: GPU fabrics arbitrate by credits, not
+// by round trips (SimGrid's CM02 would give each a share inverse to its route's latency: 10 to 1
+// here). GPU 1's PCIe link is 100 times slower to cross; once both copies move they get half of
+// the switch's 15.2 GB/s uplink each, so GPU 1's copy ends as long after GPU 0's as it started.
+TEST(Platform, FlowsOfDifferentLatencyShareALinkEqually) {
+  std::unique_ptr<sg4::Engine> engine = create_engine();
+  const Topology topo = read_topology_dot(R"(graph t {
+    "a.cpu" [kind="cpu", host="a"];
+    "a.sw" [kind="pcie_switch", host="a"];
+    "a.gpu0" [kind="gpu", model="h100", host="a"];
+    "a.gpu1" [kind="gpu", model="h100", host="a"];
+    "a.cpu" -- "a.sw" [type="pcie", bw="20GBps", latency="1us"];
+    "a.sw" -- "a.gpu0" [type="pcie", bw="50GBps", latency="100ns"];
+    "a.sw" -- "a.gpu1" [type="pcie", bw="50GBps", latency="10us"];
+  })",
+                                          "shared.dot");
+  const Routes routes(topo);
+  const Platform p = build_platform(topo, routes);
+  const auto t = transfer({{p.gpus[0], p.host_memory[0]}, {p.gpus[1], p.host_memory[1]}});
+  const double rate = 20e9 * 12 / 15.75;  // the uplink's payload
+  const double start0 = 1.1e-6, start1 = 11e-6;
+  const double alone = rate * (start1 - start0);  // GPU 0's bytes before GPU 1's first arrives
+  const double end0 = start1 + 2 * (kBytes - alone) / rate;
+  EXPECT_NEAR(t[0], end0, 1e-9);
+  EXPECT_NEAR(t[1], end0 + (start1 - start0), 1e-9);
 }
 
 TEST(Platform, HostToDeviceCopiesCrossTheGpusPcieLink) {
