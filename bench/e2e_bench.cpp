@@ -60,7 +60,11 @@ Run simulate(const std::string& model, const std::string& topology, int iteratio
   ::wait4(pid, &status, 0, &usage);
   Run r;
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) std::abort();
+  // llama2-7b does not fit an 80 GB GPU under DDP (a whole replica with AdamW's states): simulate
+  // still simulates and writes every output, then exits 1 for the memory. That run is timed; any
+  // other failure, or an exit 1 without its outputs, stops the bench.
+  const bool outputs = std::filesystem::exists(out / "result.json");
+  if (!WIFEXITED(status) || !(WEXITSTATUS(status) == 0 || (WEXITSTATUS(status) == 1 && outputs))) std::abort();
   const auto seconds = [](const timeval& t) {
     return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
   };
