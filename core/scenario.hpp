@@ -76,6 +76,7 @@ struct Scenario {
   int nccl_max_ctas = 0;           // NCCL_MAX_CTAS (NCCL 2.17)
   std::string nccl_net_gdr_level;  // NCCL_NET_GDR_LEVEL: LOC NVL NVB PIX PXB PHB SYS
   bool nccl_ib_disable = false;    // NCCL_IB_DISABLE
+  bool nccl_pxn_disable = false;   // NCCL_PXN_DISABLE (NCCL 2.12)
 };
 
 // input_location: the `input` key as the steps take it (a checked choice of the key table).

@@ -136,6 +136,14 @@ std::vector<ScenarioKey> nccl_scenario_keys() {
        .kind = KeyKind::kSwitch,
        .field = &S::nccl_ib_disable,
        .nccl = true},
+      {.name = "NCCL_PXN_DISABLE",
+       .value_name = "0|1",
+       .help = "NCCL_PXN_DISABLE=1 (NCCL 2.12): no PXN: a GPU whose NIC is behind its CPU sends through host memory "
+               "instead of over NVLink into the NIC's own GPU",
+       .default_text = "0",
+       .kind = KeyKind::kSwitch,
+       .field = &S::nccl_pxn_disable,
+       .nccl = true},
   };
 }
 

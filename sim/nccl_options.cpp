@@ -48,7 +48,7 @@ namespace {
 // nothing in NCCL and something in gradsync: NCCL_ALGO and NCCL_PROTO came with NCCL 2.5
 // (tuning.cc's getenv; 2.4 chose the tree and LL by size, NCCL_TREE_THRESHOLD and
 // NCCL_LL_THRESHOLD); NCCL_NVLS_ENABLE (with NVLS), NCCL_MIN_CTAS and NCCL_MAX_CTAS (init.cc's
-// config) with 2.17.
+// config) with 2.17; NCCL_PXN_DISABLE (paths.cc, with PXN) with 2.12.
 void refuse_knobs_unread(const Scenario& s, NcclRelease nccl) {
   struct Knob {
     const char* name;
@@ -60,7 +60,8 @@ void refuse_knobs_unread(const Scenario& s, NcclRelease nccl) {
                         {"NCCL_PROTO", s.nccl_proto, {2, 5}},
                         {"NCCL_NVLS_ENABLE", s.nccl_nvls_enable, {2, 17}},
                         {"NCCL_MIN_CTAS", count(s.nccl_min_ctas), {2, 17}},
-                        {"NCCL_MAX_CTAS", count(s.nccl_max_ctas), {2, 17}}};
+                        {"NCCL_MAX_CTAS", count(s.nccl_max_ctas), {2, 17}},
+                        {"NCCL_PXN_DISABLE", s.nccl_pxn_disable ? "1" : "", {2, 12}}};
   for (const Knob& k : knobs) {
     if (k.value.empty() || nccl.at_least(k.from.major, k.from.minor)) continue;
     throw ConfigError(fmt::format(
@@ -89,6 +90,7 @@ NcclSettings nccl_settings(const Scenario& s) {
     if (!n.transport.net_gdr_level) n.transport.net_gdr_level = PathClass::kNVL;  // LOC: never reached by a NIC
   }
   n.transport.ib_disable = s.nccl_ib_disable;
+  n.transport.pxn_disable = s.nccl_pxn_disable;
   n.request.nccl = n.transport.nccl;
   n.request.ring_backup = n.transport.nccl.at_least(2, 19) && !n.transport.nccl.at_least(2, 24);
   refuse_knobs_unread(s, n.transport.nccl);

@@ -205,7 +205,8 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"NCCL_MIN_CTAS", "2"},
                                                    {"NCCL_MAX_CTAS", "12"},
                                                    {"NCCL_NET_GDR_LEVEL", "SYS"},
-                                                   {"NCCL_IB_DISABLE", "1"}};
+                                                   {"NCCL_IB_DISABLE", "1"},
+                                                   {"NCCL_PXN_DISABLE", "1"}};
   Scenario s;
   for (const ScenarioKey& k : scenario_table()) {
     ASSERT_TRUE(text.count(std::string(k.name))) << "no test value for " << k.name;

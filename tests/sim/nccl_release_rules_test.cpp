@@ -148,6 +148,16 @@ TEST(NcclRelease, KnobsTheReleaseDoesNotReadAreRefusedNamingIt) {
   EXPECT_NE(knob_refusal(nvls).find("NCCL_NVLS_ENABLE=0: NCCL 2.16 does not read NCCL_NVLS_ENABLE (it came with "
                                     "NCCL 2.17)"),
             std::string::npos);
+  // PXN came with NCCL 2.12: before it there is nothing to disable.
+  Scenario pxn;
+  pxn.nccl_version = "2.11";
+  pxn.nccl_pxn_disable = true;
+  EXPECT_NE(knob_refusal(pxn).find("NCCL_PXN_DISABLE=1: NCCL 2.11 does not read NCCL_PXN_DISABLE (it came with "
+                                   "NCCL 2.12)"),
+            std::string::npos);
+  pxn.nccl_version = "2.12";
+  EXPECT_EQ(knob_refusal(pxn), "");
+  EXPECT_TRUE(nccl_settings(pxn).transport.pxn_disable);
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "topologies/channels.hpp"
@@ -158,6 +160,91 @@ TEST(Transports, NetworkWithGpuDirectRdmaUnlessTooFarOrSockets) {
   EXPECT_DOUBLE_EQ(staged.search_factor, 6.0 / 5.0);
   EXPECT_DOUBLE_EQ(staged.wire_factor, 1.0);
   EXPECT_DOUBLE_EQ(hop_of(h, 0, 8).wire_factor, 1.0);  // GPUDirect RDMA under one PCIe switch
+}
+
+// Hosts whose GPUs each sit alone with their own NIC under a PCIe switch (as a DGX H100's):
+// GPU 1 reaches NIC 0 only across its CPU (PHB), so without PXN a ring leaving by NIC 0 from GPU 1
+// stages in host memory; with PXN (NCCL 2.12 on, unless NCCL_PXN_DISABLE=1) it goes over NVLink
+// into GPU 0's memory, which NIC 0 reads directly, and the ring runs at the NIC's speed.
+constexpr const char* kOneNicPerGpu = R"(graph t {
+  "a.cpu" [kind="cpu", host="a"];
+  "a.nvs" [kind="nvswitch", host="a"];
+  "a.sw0" [kind="pcie_switch", host="a"];
+  "a.sw1" [kind="pcie_switch", host="a"];
+  "a.gpu0" [kind="gpu", model="h100", host="a"];
+  "a.gpu1" [kind="gpu", model="h100", host="a"];
+  "a.nic0" [kind="nic", host="a"];
+  "a.nic1" [kind="nic", host="a"];
+  "b.cpu" [kind="cpu", host="b"];
+  "b.nvs" [kind="nvswitch", host="b"];
+  "b.sw0" [kind="pcie_switch", host="b"];
+  "b.sw1" [kind="pcie_switch", host="b"];
+  "b.gpu0" [kind="gpu", model="h100", host="b"];
+  "b.gpu1" [kind="gpu", model="h100", host="b"];
+  "b.nic0" [kind="nic", host="b"];
+  "b.nic1" [kind="nic", host="b"];
+  "leaf" [kind="switch"];
+  "a.gpu0" -- "a.nvs" [type="nvlink", bw="25GBps", latency="100ns", links="18"];
+  "a.gpu1" -- "a.nvs" [type="nvlink", bw="25GBps", latency="100ns", links="18"];
+  "a.cpu" -- "a.sw0" [type="pcie", bw="63GBps", latency="150ns"];
+  "a.cpu" -- "a.sw1" [type="pcie", bw="63GBps", latency="150ns"];
+  "a.sw0" -- "a.gpu0" [type="pcie", bw="63GBps", latency="150ns"];
+  "a.sw1" -- "a.gpu1" [type="pcie", bw="63GBps", latency="150ns"];
+  "a.sw0" -- "a.nic0" [type="pcie", bw="63GBps", latency="150ns"];
+  "a.sw1" -- "a.nic1" [type="pcie", bw="63GBps", latency="150ns"];
+  "b.gpu0" -- "b.nvs" [type="nvlink", bw="25GBps", latency="100ns", links="18"];
+  "b.gpu1" -- "b.nvs" [type="nvlink", bw="25GBps", latency="100ns", links="18"];
+  "b.cpu" -- "b.sw0" [type="pcie", bw="63GBps", latency="150ns"];
+  "b.cpu" -- "b.sw1" [type="pcie", bw="63GBps", latency="150ns"];
+  "b.sw0" -- "b.gpu0" [type="pcie", bw="63GBps", latency="150ns"];
+  "b.sw1" -- "b.gpu1" [type="pcie", bw="63GBps", latency="150ns"];
+  "b.sw0" -- "b.nic0" [type="pcie", bw="63GBps", latency="150ns"];
+  "b.sw1" -- "b.nic1" [type="pcie", bw="63GBps", latency="150ns"];
+  "a.nic0" -- "leaf" [type="infiniband", bw="400Gbps", latency="500ns"];
+  "a.nic1" -- "leaf" [type="infiniband", bw="400Gbps", latency="500ns"];
+  "b.nic0" -- "leaf" [type="infiniband", bw="400Gbps", latency="500ns"];
+  "b.nic1" -- "leaf" [type="infiniband", bw="400Gbps", latency="500ns"];
+})";
+
+TEST(Transports, PxnSendsThroughTheNicsOwnGpuOverNvlink) {
+  const Topology t = read_topology_dot(kOneNicPerGpu, "one-nic-per-gpu.dot");
+  const Routes routes(t);
+  const VertexId nic0 = routes.nic_of(0);
+  ASSERT_EQ(t.vertex(nic0).name, "a.nic0");
+  const Transports pxn(t, routes, {}, 4);
+  const NicLeg leg = pxn.nic_leg(1, nic0, true);
+  EXPECT_TRUE(leg.pxn);
+  EXPECT_TRUE(leg.gdr);
+  std::vector<std::string> names;
+  for (VertexId v : leg.route.vertices) names.push_back(t.vertex(v).name);
+  EXPECT_EQ(names, (std::vector<std::string>{"a.gpu1", "a.nvs", "a.gpu0", "a.sw0", "a.nic0"}));
+  // Only towards the NIC: data coming in lands by GPUDirect RDMA or through host memory, never PXN.
+  EXPECT_FALSE(pxn.nic_leg(1, nic0, false).pxn);
+  // The NIC's own GPU goes directly.
+  EXPECT_FALSE(pxn.nic_leg(0, nic0, true).pxn);
+  const Hop hop = pxn.net_hop(1, 2, nic0, routes.nic_of(2), 1);
+  EXPECT_EQ(hop.name, "NET/IB/PXN/GDRDMA");
+  // Without PXN (NCCL_PXN_DISABLE=1, or NCCL before 2.12) GPU 1's bytes stage in host memory.
+  for (const TransportOptions& o : {TransportOptions{.pxn_disable = true}, TransportOptions{.nccl = {2, 11}}}) {
+    const Transports none(t, routes, o, 4);
+    const NicLeg staged = none.nic_leg(1, nic0, true);
+    EXPECT_FALSE(staged.pxn);
+    EXPECT_FALSE(staged.gdr);
+    EXPECT_EQ(none.net_hop(1, 2, nic0, routes.nic_of(2), 1).name, "NET/IB");
+  }
+  // The rings: each leaves its node from the GPU after the NIC's own, by PXN, at the NIC's 48 GB/s
+  // (NCCL's inter-node speed below 400 Gb/s), two NICs' worth in all (two rings doubled at half the
+  // speed, ncclTopoDupChannels), where the staged path would hold them to the CPU's.
+  const Channels ch = build_channels(t, routes, first_ranks(4), pxn);
+  ASSERT_FALSE(ch.rings.empty());
+  EXPECT_DOUBLE_EQ(ch.total_bw_Bps(), 2 * 48e9);
+  for (const RingChannel& r : ch.rings)
+    for (const Hop& h : r.hops)
+      if (h.kind == TransportKind::kNet) {
+        EXPECT_EQ(h.name, "NET/IB/PXN/GDRDMA");
+      }
+  const Transports off(t, routes, {.pxn_disable = true}, 4);
+  EXPECT_LT(build_channels(t, routes, first_ranks(4), off).total_bw_Bps(), ch.total_bw_Bps());
 }
 
 // NVLS's graph between nodes follows the NET transport's legs: staged in host memory (GDR level

@@ -21,11 +21,40 @@ class NetTransport final : public Transport {
 
 }  // namespace
 
+namespace {
+
+// local_gpu: the GPU whose own NIC `nic` is (Routes::nic_of; NCCL's ncclTopoGetLocalGpu: the
+// NIC's local GPU whose channels use it), on `host`; -1 when none.
+int local_gpu(const TransportContext& ctx, VertexId nic, int host) {
+  for (int r = 0; r < ctx.topo.gpu_count(); ++r)
+    if (ctx.topo.host_of(r) == host && ctx.routes.nic_of(r) == nic) return r;
+  return -1;
+}
+
+}  // namespace
+
 NicLeg nic_leg(const TransportContext& ctx, int rank, VertexId nic, bool out) {
   const PathClass level = ctx.options.net_gdr_level.value_or(PathClass::kPXB);
   const VertexId g = ctx.topo.gpu(rank);
   NicLeg leg;
   const Route direct = out ? ctx.routes.route(g, nic) : ctx.routes.route(nic, g);
+  // PXN (paths.cc, "Update paths for NICs"): toward the NIC only ("favor receiving locally and
+  // sending remotely"), through the NIC's local GPU p when p reaches it by GPUDirect RDMA within
+  // PCIe switches (PXB), p and this GPU share NVLink (NVL), and p has more bandwidth to the NIC
+  // or this GPU's own path crosses a CPU (PHB, SYS). Not over sockets (no GPUDirect RDMA).
+  if (out && !ctx.options.pxn_disable && !ctx.options.ib_disable && ctx.options.nccl.at_least(2, 12)) {
+    const int p = local_gpu(ctx, nic, ctx.topo.host_of(rank));
+    if (p >= 0 && p != rank) {
+      const Route to_nic = ctx.routes.route(ctx.topo.gpu(p), nic);
+      const Route to_peer = ctx.routes.route(g, ctx.topo.gpu(p));
+      if (to_nic.path_class <= PathClass::kPXB && to_nic.path_class <= level && to_peer.path_class == PathClass::kNVL &&
+          (to_nic.bottleneck_Bps > direct.bottleneck_Bps || direct.path_class >= PathClass::kPHB)) {
+        leg.route = join(ctx.topo, to_peer, to_nic);
+        leg.gdr = leg.pxn = true;
+        return leg;
+      }
+    }
+  }
   if (!ctx.options.ib_disable && direct.path_class <= level) {
     leg.route = direct;
     leg.gdr = true;
@@ -52,7 +81,10 @@ Hop net_hop_through(const TransportContext& ctx, int from, int to, VertexId nic_
                 ? join(ctx.topo, out.route, in.route)
                 : join(ctx.topo, join(ctx.topo, out.route, ctx.routes.fabric_route(nic_from, nic_to, flow)), in.route);
   h.route.p2p = false;
-  h.name = ctx.options.ib_disable ? "NET/Socket" : out.gdr && in.gdr ? "NET/IB/GDRDMA" : "NET/IB";
+  // NCCL's log writes a PXN hop's proxy GPU after the NIC, "NET/IB/0(1)/GDRDMA"; here "PXN".
+  h.name = ctx.options.ib_disable ? "NET/Socket"
+           : out.gdr && in.gdr    ? (out.pxn ? "NET/IB/PXN/GDRDMA" : "NET/IB/GDRDMA")
+                                  : (out.pxn ? "NET/IB/PXN" : "NET/IB");
   h.search_factor = std::max(ctx.intel_overhead(out.route), ctx.intel_overhead(in.route));
   h.wire_factor = wire;
   return h;

@@ -33,6 +33,7 @@ struct TransportOptions {
   bool shm_disable = false;                  // NCCL_SHM_DISABLE=1: no SHM; GPUs of one host use the network
   std::optional<PathClass> net_gdr_level{};  // NCCL_NET_GDR_LEVEL; unset: PXB
   bool ib_disable = false;                   // NCCL_IB_DISABLE=1: sockets, host memory, no GPUDirect RDMA
+  bool pxn_disable = false;                  // NCCL_PXN_DISABLE=1: a GPU sends only through a NIC it reaches itself
   NcclRelease nccl{};                        // the NCCL release linked (scenario key nccl_version)
 };
 
@@ -122,10 +123,13 @@ std::unique_ptr<Transport> make_net_transport();
 
 // NicLeg: the leg between a GPU and a NIC of its host as NCCL's NET transport takes it: directly
 // with GPUDirect RDMA (`gdr`: the path no farther than NCCL_NET_GDR_LEVEL, PXB by default, and
-// NCCL_IB_DISABLE unset), else staged in the GPU's host memory through its CPU (net.cpp).
+// NCCL_IB_DISABLE unset), else staged in the GPU's host memory through its CPU (net.cpp). A GPU
+// that sends through a NIC behind its CPU may go by PXN instead (`pxn`): over NVLink into the
+// memory of the NIC's own GPU, which the NIC reads by GPUDirect RDMA (paths.cc, NCCL 2.12 on).
 struct NicLeg {
   Route route;
   bool gdr = false;
+  bool pxn = false;
 };
 
 // Transports: NCCL's transports for one topology and set of knobs, tried in order.
