@@ -54,7 +54,10 @@ const std::vector<CsvColumn> kResultColumns = {{"mode", T::kText},
                                                {"busiest_link_utilisation_frac", T::kNumber},
                                                {"scaling_efficiency_frac", T::kNumber}};
 
+// type_of: a key's column as result.json types its value (core/scenario.cpp scenario_json): a
+// choice of auto|true|false a boolean once resolved (auto while not), a decimal key a number.
 ColumnType type_of(const ScenarioKey& k) {
+  if (k.decimal) return T::kNumber;
   switch (k.kind) {
     case KeyKind::kCount:
       return T::kInteger;
@@ -62,6 +65,11 @@ ColumnType type_of(const ScenarioKey& k) {
       return T::kNumber;
     case KeyKind::kSwitch:
       return T::kBoolean;
+    case KeyKind::kChoice:
+      return std::find(k.choices.begin(), k.choices.end(), "auto") != k.choices.end() &&
+                     std::find(k.choices.begin(), k.choices.end(), "true") != k.choices.end()
+                 ? T::kBooleanOrText
+                 : T::kText;
     default:
       return T::kText;
   }
@@ -254,6 +262,9 @@ json typed_cell(const CsvColumn& c, const std::string& cell) {
     case T::kBoolean:
       if (cell == "true" || cell == "false") return cell == "true";
       break;
+    case T::kBooleanOrText:
+      if (cell == "true" || cell == "false") return cell == "true";
+      return cell;
     case T::kInteger: {
       std::int64_t v = 0;
       const auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), v);

@@ -32,7 +32,8 @@ std::string number(double v);
 
 // ColumnType: what a column's cells hold. A reader types a whole column alike, so an integer
 // column stays integer where a cell is empty (not applicable, or a strategy that did not run).
-enum class ColumnType { kInteger, kNumber, kText, kBoolean };
+// kBooleanOrText: true and false as booleans, other words (a choice's "auto") as text.
+enum class ColumnType { kInteger, kNumber, kText, kBoolean, kBooleanOrText };
 
 // CsvColumn: a column of summary.csv, its name and type.
 struct CsvColumn {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """result_schema_test.py GRADSYNC: result.json against reports/result.schema.json (JSON Schema
 2020-12), for compare with both strategies simulated, compare with DP skipped (two hosts), and
-simulate of one strategy; the schema's scenario keys are every key that result.json writes, and a
+simulate of one strategy; a sweep's points type the scenario keys as compare does; the schema's scenario keys are every key that result.json writes, and a
 document with a wrong type or a key the schema does not know is rejected; compare's advice is
 written and checked."""
 import copy
@@ -47,6 +47,22 @@ with tempfile.TemporaryDirectory() as tmp:
             docs[name] = json.load(f)
         errors = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(docs[name])]
         check(not errors, f"{name}: result.json does not match the schema: {errors[:5]}")
+
+    # A sweep's points type the scenario keys as compare's result.json does: a resolved
+    # auto|true|false choice a boolean, gpu_spread_pct a number (they were text in sweeps).
+    sweep_out = os.path.join(tmp, "sweep")
+    r = subprocess.run([gradsync, "sweep", "--model", "resnet18", "--topology", "dgx-a100", "--vary", "gpus=2,4",
+                        "--iterations", "2", "--warmup", "1", "--out", sweep_out], capture_output=True, text=True)
+    check(r.returncode == 0, f"sweep: exit {r.returncode}: {r.stderr}")
+    if r.returncode == 0 and "compare" in docs:
+        with open(os.path.join(sweep_out, "result.json")) as f:
+            point = json.load(f)["points"][0]
+        for key, value in docs["compare"]["scenario"].items():
+            if key in point and value is not None and point[key] is not None:
+                check(type(point[key]) is type(value),
+                      f"sweep: point's {key} is {point[key]!r}, compare's scenario has {value!r}")
+        for key in ("set_to_none", "grad_scaler", "gpu_spread_pct"):
+            check(key in point and not isinstance(point[key], str), f"sweep: point's {key} is {point.get(key)!r}")
 
     if "compare-dp-skipped" in docs:
         # A skipped strategy's times are null, not 0 s.
