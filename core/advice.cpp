@@ -96,7 +96,8 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
     Change psgd =
         change("comm hook PowerSGD rank 1 (after its warm-up)", {{"comm_hook", "powersgd:rank=1,start_iter=2"}},
                "model.register_comm_hook(powerSGD_hook.PowerSGDState(None, "
-               "matrix_approximation_rank=1), powerSGD_hook.powerSGD_hook)",
+               "matrix_approximation_rank=1, start_powerSGD_iter=1000), powerSGD_hook.powerSGD_hook)  # plain "
+               "allreduce for the first 1000 iterations (PowerSGDState's default); the gain is from then on",
                "gradients are compressed to rank 1 (with error feedback)");
     steady_from_iteration_3(s, psgd);  // it compresses from iteration 3, as static_graph rebuilds
     out.push_back(psgd);

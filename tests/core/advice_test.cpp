@@ -303,6 +303,9 @@ TEST(Advice, StaticGraphIsSimulatedToItsRebuiltBuckets) {
   ASSERT_NE(psgd, nullptr);
   EXPECT_EQ(psgd->keys, (std::vector<std::pair<std::string, std::string>>{
                             {"comm_hook", "powersgd:rank=1,start_iter=2"}, {"warmup", "2"}, {"iterations", "3"}}));
+  // The script's line says that a real run compresses only from start_powerSGD_iter on.
+  EXPECT_NE(psgd->pytorch.find("start_powerSGD_iter=1000"), std::string::npos) << psgd->pytorch;
+  EXPECT_NE(psgd->pytorch.find("the gain is from then on"), std::string::npos) << psgd->pytorch;
   s.iterations = 5;
   s.warmup = 3;
   const std::vector<Change> later = candidate_changes(s, Strategy::kDDP, traits(true, false));
