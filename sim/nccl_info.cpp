@@ -52,9 +52,15 @@ NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl, Col
 std::vector<std::string> nccl_info_lines(const NcclInfo& i) {
   std::vector<std::string> out;
   if (i.fallback) out.push_back("NCCL INFO Could not find a path for pattern 4, falling back to simple order");
-  std::string graphs =
-      fmt::format("NCCL INFO {} coll channels: ring {} x {:.1f} GB/s{}", i.coll_channels, i.channels,
-                  i.channel_bw_Bps / 1e9, i.coll_channels == 2 * i.channels ? " (each ring run by 2 channels)" : "");
+  // Channel c runs ring c mod rings (connect.cc copies the rings up to the launched channels).
+  std::string runs;
+  if (i.channels > 0 && i.coll_channels > i.channels) {
+    const int per = i.coll_channels / i.channels;
+    runs = i.coll_channels % i.channels == 0 ? fmt::format(" (each ring run by {} channels)", per)
+                                             : fmt::format(" (each ring run by {} or {} channels)", per, per + 1);
+  }
+  std::string graphs = fmt::format("NCCL INFO {} coll channels: ring {} x {:.1f} GB/s{}", i.coll_channels, i.channels,
+                                   i.channel_bw_Bps / 1e9, runs);
   if (i.nodes > 1) {
     graphs += fmt::format(", tree {} x {:.1f}/{:.1f} GB/s (intra/inter)", i.channels, i.tree_bw_intra_Bps / 1e9,
                           i.tree_bw_inter_Bps / 1e9);

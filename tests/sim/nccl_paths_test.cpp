@@ -453,6 +453,9 @@ TEST(NcclInfo, CollChannelsAreTheSearchedRingsDoubledThenTheKnobs) {
   knobs.min_channels = 32;
   EXPECT_EQ(nccl_info(topo, 8, knobs).coll_channels, 32);
   EXPECT_EQ(nccl_info(topo, 8, knobs).channels, 12);  // the extra blocks run the same rings
+  EXPECT_EQ(nccl_info_lines(nccl_info(topo, 8, knobs))[0].rfind(
+                "NCCL INFO 32 coll channels: ring 12 x 20.0 GB/s (each ring run by 2 or 3 channels)", 0),
+            0u);
   // The bounds apply to the launched channels, not to the searched rings: 16 is below the 24
   // launched, so a minimum of 16 changes nothing, and a maximum of 16 keeps every ring.
   knobs.min_channels = 16;
@@ -465,7 +468,10 @@ TEST(NcclInfo, CollChannelsAreTheSearchedRingsDoubledThenTheKnobs) {
   const NcclInfo max16 = nccl_info(topo, 8, knobs);
   EXPECT_EQ(max16.coll_channels, 16);
   EXPECT_EQ(max16.channels, 12);
-  EXPECT_EQ(nccl_info_lines(max16)[0].rfind("NCCL INFO 16 coll channels: ring 12 x 20.0 GB/s, no NVLS", 0), 0u)
+  // Channel c runs ring c mod 12: rings 0-3 by two channels, the rest by one.
+  EXPECT_EQ(nccl_info_lines(max16)[0].rfind(
+                "NCCL INFO 16 coll channels: ring 12 x 20.0 GB/s (each ring run by 1 or 2 channels), no NVLS", 0),
+            0u)
       << nccl_info_lines(max16)[0];
   knobs.max_channels = 8;
   EXPECT_EQ(nccl_info(topo, 8, knobs).channels, 8);  // channel i runs ring i: rings 8-11 idle
