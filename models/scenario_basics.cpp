@@ -54,6 +54,18 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
   // resize_token_embeddings(pad_to_multiple_of=N) widens the parameters, not only the products.
   pad_vocabulary(model, s.pad_to_multiple_of);
   r.optimizer = parse_optimizer(s.optimizer);
+  // torch.optim.Adam and AdamW refuse sparse gradients ("Adam does not support sparse gradients,
+  // please consider SparseAdam instead", adam.py); SGD takes them.
+  if (r.optimizer == Optimizer::kAdam || r.optimizer == Optimizer::kAdamW) {
+    for (const Parameter& p : model.parameters) {
+      if (!p.sparse_grad || !p.requires_grad) continue;
+      throw ConfigError(fmt::format(
+          "optimizer \"{}\": {}'s parameter {} has a sparse gradient (sparse_grad: nn.Embedding(sparse=True)), "
+          "which torch.optim.{} refuses (\"does not support sparse gradients, please consider SparseAdam "
+          "instead\"); expected sgd or sgd-momentum (SparseAdam is not modelled), or a dense embedding",
+          s.optimizer, model.name, p.name, r.optimizer == Optimizer::kAdam ? "Adam" : "AdamW"));
+    }
+  }
   r.batch = s.batch_per_gpu > 0 ? s.batch_per_gpu : model.default_batch;
   if (s.seq_len > 0)
     scenario_field("seq_len", std::to_string(s.seq_len), [&] {

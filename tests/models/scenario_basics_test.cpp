@@ -1,11 +1,12 @@
 // scenario_basics_test.cpp: what resolving a scenario's basics does to its model and its run:
 // buffers that exist only under math attention (nanoGPT's causal mask) are dropped when the run
-// calls F.scaled_dot_product_attention, a padded vocabulary widens the per-token tables, and the
-// release sets the default precision and whether convolutions run as TF32.
+// calls F.scaled_dot_product_attention, Adam refuses a sparse gradient, a padded vocabulary widens the per-token
+// tables, and the release sets the default precision and whether convolutions run as TF32.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "core/error.hpp"
 #include "core/scenario.hpp"
 #include "models/compute_cost.hpp"
 #include "models/model.hpp"
@@ -38,6 +39,31 @@ TEST(ScenarioBasics, FlashAttentionDropsNanoGptsMaskAndNotHuggingFacesOwn) {
     Model hf = load_model("gpt2-hf");
     (void)resolve_basics(s, hf, gpu_spec("a100"));
     EXPECT_EQ(registered(hf), 24) << attention;
+  }
+}
+
+// torch.optim.Adam and AdamW refuse a sparse gradient (nn.Embedding(sparse=True)); SGD takes it.
+TEST(ScenarioBasics, AdamRefusesASparseGradient) {
+  Model m = load_model("gpt2");
+  m.parameters.front().sparse_grad = true;  // wte
+  for (const char* optimizer : {"adam", "adamw"}) {
+    Scenario s;
+    s.optimizer = optimizer;
+    Model copy = m;
+    try {
+      (void)resolve_basics(s, copy, gpu_spec("a100"));
+      ADD_FAILURE() << optimizer << " took a sparse gradient";
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("parameter transformer.wte.weight has a sparse gradient"), std::string::npos) << what;
+      EXPECT_NE(what.find("does not support sparse gradients"), std::string::npos) << what;
+    }
+  }
+  for (const char* optimizer : {"sgd", "sgd-momentum"}) {
+    Scenario s;
+    s.optimizer = optimizer;
+    Model copy = m;
+    EXPECT_NO_THROW((void)resolve_basics(s, copy, gpu_spec("a100"))) << optimizer;
   }
 }
 
