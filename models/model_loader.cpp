@@ -414,10 +414,29 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
     m.layers.push_back(std::move(layer));
   }
 
-  // Every parameter that trains must be used by some layer or declared unused.
+  // Every parameter that trains must be used by some layer or declared unused, not both: forward
+  // either uses it (a gradient, a bucket slot) or never does (find_unused_parameters's case).
   std::vector<bool> used(m.parameters.size(), false);
   for (const auto& l : m.layers)
     for (auto p : l.params) used[p] = true;
+  if (const YAML::Node unused = root["unused_parameters"]) {
+    std::vector<bool> listed(m.parameters.size(), false);
+    for (std::size_t i = 0; i < m.unused_parameters.size(); ++i) {
+      const std::size_t p = m.unused_parameters[i];
+      const std::string where = fmt::format("unused_parameters[{}] \"{}\"", i, m.parameters[p].name);
+      if (listed[p]) r.fail(unused[i], where, "listed twice; expected each parameter once");
+      listed[p] = true;
+      if (used[p]) {
+        const auto by = std::find_if(m.layers.begin(), m.layers.end(), [&](const Layer& l) {
+          return std::find(l.params.begin(), l.params.end(), p) != l.params.end();
+        });
+        r.fail(unused[i], where,
+               fmt::format("layer \"{}\" uses it; a parameter forward uses has a gradient, so list here only "
+                           "those no layer uses",
+                           by->name));
+      }
+    }
+  }
   for (auto u : m.unused_parameters) used[u] = true;
   for (std::size_t i = 0; i < used.size(); ++i) {
     if (!used[i] && m.parameters[i].requires_grad) {

@@ -186,6 +186,12 @@ TEST(ModelLoader, UnusedParameterMustBeDeclared) {
             "forward never uses it");
   const Model m = parse_model(replace(text, "layers:\n", "unused_parameters: [extra]\nlayers:\n"), "ok.yaml");
   EXPECT_EQ(m.unused_parameters, (std::vector<std::size_t>{3}));
+  // Listed twice, or listed while a layer uses it: forward either uses a parameter or never does.
+  EXPECT_EQ(error_of(replace(text, "layers:\n", "unused_parameters: [extra, extra]\nlayers:\n")),
+            "bad.yaml:11: unused_parameters[1] \"extra\": listed twice; expected each parameter once");
+  EXPECT_EQ(error_of(replace(text, "layers:\n", "unused_parameters: [extra, fc.weight]\nlayers:\n")),
+            "bad.yaml:11: unused_parameters[1] \"fc.weight\": layer \"fc\" uses it; a parameter forward uses has a "
+            "gradient, so list here only those no layer uses");
 }
 
 // YAML is text: a control byte is named where it stands, written as \xNN (yaml-cpp read a NUL as an
