@@ -76,13 +76,14 @@ std::vector<TrainingCase> read_training_cases(std::string_view text, const std::
     c.published = r.positive_number(metric.begin()->second, at, "metric");
     if (n["optimizer_impl"]) {
       const std::string impl = r.string(n["optimizer_impl"], at, "optimizer_impl");
-      if (impl != "single-tensor" && impl != "foreach" && impl != "fused") {
+      // The scenario key's names (--optimizer-impl): for-loop is torch.optim's per-parameter loop.
+      if (impl != "for-loop" && impl != "foreach" && impl != "fused") {
         r.fail(n["optimizer_impl"], at,
-               fmt::format("optimizer_impl \"{}\": expected single-tensor, foreach or fused", impl));
+               fmt::format("optimizer_impl \"{}\": expected for-loop, foreach or fused", impl));
       }
-      c.optimizer_impl = impl == "single-tensor" ? OptimizerImpl::kSingleTensor
-                         : impl == "fused"       ? OptimizerImpl::kFused
-                                                 : OptimizerImpl::kForEach;
+      c.optimizer_impl = impl == "for-loop" ? OptimizerImpl::kSingleTensor
+                         : impl == "fused"  ? OptimizerImpl::kFused
+                                            : OptimizerImpl::kForEach;
     }
     if (n["input"]) {
       const std::string input = r.string(n["input"], at, "input");

@@ -19,7 +19,7 @@ namespace gradsync::apps::test {
 namespace {
 
 // show_flags: the models show command for a published case, the release it names by its
-// optimizer's implementation (a single-tensor loop filling zeros in zero_grad is a PyTorch
+// optimizer's implementation (a for-loop filling zeros in zero_grad is a PyTorch
 // before 2.0; 1.13 also keeps float32 matmuls in float32 on Ampere, as the table does).
 std::vector<std::string> show_flags(const sim::TrainingCase& c) {
   std::vector<std::string> a = {
