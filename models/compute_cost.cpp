@@ -93,10 +93,27 @@ LayerCost layer_cost(const Model& model, const Layer& layer, const ComputeContex
     }
     case LayerKind::kAttention: {
       const double heads = d("heads"), hd = d("head_dim"), q = d("q_len"), kv = d("kv_len"), kvh = d("kv_heads");
-      // QK^T and PV: 4 q kv hd FLOPs per head; FlashAttention skips the masked half when causal.
+      const double io = e * b * (2 * q * heads * hd + 2 * kv * kvh * hd);
+      if (ctx.mode.attention == AttentionImpl::kMath) {
+        // Eager attention (the default, as an unmodified script runs): QK^T and PV as batched
+        // GEMMs over the whole T x T scores (4 q kv hd FLOPs per head; a causal mask only fills
+        // the upper half), the scores written, scaled, masked and softmaxed (read and written
+        // each) and read by PV; the softmax output is saved for backward. Backward: four GEMMs,
+        // and the same element-wise passes in reverse with the softmax's three.
+        const double fl = 4 * b * heads * q * kv * hd;
+        const double scores = e * b * heads * q * kv;
+        const double mask = layer.causal ? 2 : 0;
+        f = {fl, io + scores * (6 + mask), layer.causal ? 5 : 4, 0};
+        g = {2 * fl, 2 * io + scores * (9 + mask), layer.causal ? 7 : 6, 0};
+        saved = io + scores;  // q, k, v and the softmax's output
+        flops_eff = eff.matmul;
+        break;
+      }
+      // F.scaled_dot_product_attention's fused kernels (--attention flash or mem-efficient): QK^T
+      // and PV, 4 q kv hd FLOPs per head, of which FlashAttention skips the masked half when
+      // causal; the scores never leave the chip.
       const double causal = layer.causal ? 0.5 : 1.0;
       const double fl = 4 * b * heads * q * kv * hd * causal;
-      const double io = e * b * (2 * q * heads * hd + 2 * kv * kvh * hd);
       f = {fl, io, 1, 0};
       // Backward recomputes P and does four more matmuls: 2.5x forward (FlashAttention-2 paper).
       g = {2.5 * fl, 2 * io, 2, 0};

@@ -88,8 +88,17 @@ std::string execution_mode_text(const ExecutionMode& m, bool attention) {
   return text;
 }
 
+namespace {
+// kind_layers: a model costed from its layers' kinds (no recorded ops) with a layer of `kind`.
+bool kind_layers(const Model& m, LayerKind kind) {
+  return m.ops.empty() &&
+         std::any_of(m.layers.begin(), m.layers.end(), [kind](const Layer& l) { return l.kind == kind; });
+}
+}  // namespace
+
 bool has_attention(const Model& m) {
-  return std::any_of(m.ops.begin(), m.ops.end(), [](const Op& op) { return op.attention.has_value(); });
+  return std::any_of(m.ops.begin(), m.ops.end(), [](const Op& op) { return op.attention.has_value(); }) ||
+         kind_layers(m, LayerKind::kAttention);
 }
 
 std::string model_kind(const Model& m) {
@@ -108,8 +117,14 @@ std::vector<std::string> inert_settings(const Model& m, const ExecutionMode& mod
   if (mode.attention != AttentionImpl::kMath && !has_attention(m))
     out.push_back(
         fmt::format("--attention {}: {} has no attention layer", attention_impl_name(mode.attention), m.name));
-  if (mode.channels_last && !has_convolutions(m))
-    out.push_back(fmt::format("--channels-last: {} has no convolution", m.name));
+  if (mode.channels_last && !has_convolutions(m)) {
+    // A conv2d layer without ops is costed from its kind, which knows no memory format.
+    out.push_back(kind_layers(m, LayerKind::kConv2d)
+                      ? fmt::format("--channels-last: {}'s convolutions are costed from their layer kind (no ops), "
+                                    "which does not model the memory format",
+                                    m.name)
+                      : fmt::format("--channels-last: {} has no convolution", m.name));
+  }
   if (mode.pad_to_multiple_of > 1 && !products_span_vocabulary(m))
     out.push_back(
         fmt::format("--pad-to-multiple-of {}: {} has no product over a vocabulary", mode.pad_to_multiple_of, m.name));

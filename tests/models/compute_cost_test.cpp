@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compute_test_util.hpp"
 #include "core/error.hpp"
 #include "models/memory_cost.hpp"
 #include "models/op_cost.hpp"
@@ -12,34 +13,8 @@
 namespace gradsync {
 namespace {
 
-// A GPU with round numbers: 100 TFLOP/s bf16, 1 TB/s.
-GpuSpec round_gpu() {
-  GpuSpec g;
-  g.key = "round";
-  g.fp32_flops = 10e12;
-  g.tf32_flops = 50e12;
-  g.bf16_flops = 100e12;
-  g.fp16_flops = 100e12;
-  g.memory_bytes = 16 * kGiB;
-  g.memory_bandwidth_Bps = 1e12;
-  return g;
-}
-
-const char* kModel = R"(format: gradsync-model/2
-name: small
-defaults: {batch: 8, seq_len: 128}
-input: {bytes: 8*T}
-output: {elements: 1024*T}
-parameters:
-  - {name: fc.weight, shape: [1024, 1024]}
-  - {name: fc.bias, shape: [1024]}
-  - {name: conv.weight, shape: [64, 3, 7, 7]}
-layers:
-  - {name: fc, kind: linear, params: [fc.weight, fc.bias], in: 1024, out: 1024, tokens: T}
-  - {name: conv, kind: conv2d, params: [conv.weight], in: 3, out: 64, kernel: 7, stride: 2, padding: 3, height: 224, width: 224}
-  - {name: attn, kind: attention, heads: 12, head_dim: 64, q_len: T, causal: true}
-  - {name: add, kind: elementwise, op: add, elements: 1024*T}
-)";
+using test::kModel;
+using test::round_gpu;
 
 TEST(ComputeCost, LinearByHand) {
   const Model m = parse_model(kModel, "small.yaml");
@@ -69,13 +44,32 @@ TEST(ComputeCost, ConvByHand) {
   EXPECT_EQ(c.backward.kernels, 2);  // no bias
 }
 
-TEST(ComputeCost, CausalAttentionHalvesTheWork) {
+// An attention layer follows --attention: eager math attention (the default) computes the whole
+// T x T scores, causal or not, and moves them through HBM (written by QK^T, scaled, masked and
+// softmaxed, read by PV; the softmax output saved); SDPA's flash kernel skips the masked half and
+// keeps the scores on chip.
+TEST(ComputeCost, AttentionLayerFollowsTheMode) {
   const Model m = parse_model(kModel, "small.yaml");
   const GpuSpec gpu = round_gpu();
-  const ComputeContext ctx{&gpu, Precision::kBF16, 1, 1024, {}};
-  const LayerCost c = layer_cost(m, m.layers[2], ctx);
-  EXPECT_DOUBLE_EQ(c.forward.flops, 4.0 * 12 * 1024 * 1024 * 64 * 0.5);
-  EXPECT_DOUBLE_EQ(c.backward.flops, 2.5 * c.forward.flops);
+  ComputeContext ctx{&gpu, Precision::kBF16, 1, 1024, {}};
+  const double full = 4.0 * 12 * 1024 * 1024 * 64;
+  const double io = 2.0 * (2 * 1024 * 12 * 64 + 2 * 1024 * 12 * 64);  // q, k, v and out in bf16
+  const double scores = 2.0 * 12 * 1024 * 1024;
+  const LayerCost math = layer_cost(m, m.layers[2], ctx);
+  EXPECT_DOUBLE_EQ(math.forward.flops, full);
+  EXPECT_DOUBLE_EQ(math.backward.flops, 2 * full);
+  EXPECT_DOUBLE_EQ(math.forward.bytes, io + 8 * scores);  // causal: the mask's pass too
+  EXPECT_EQ(math.forward.kernels, 5);                     // bmm, scale, masked_fill, softmax, bmm
+  EXPECT_DOUBLE_EQ(math.saved_bytes, io + scores);
+  ctx.mode.attention = AttentionImpl::kFlash;
+  const LayerCost flash = layer_cost(m, m.layers[2], ctx);
+  EXPECT_DOUBLE_EQ(flash.forward.flops, full * 0.5);
+  EXPECT_DOUBLE_EQ(flash.backward.flops, 2.5 * flash.forward.flops);
+  EXPECT_DOUBLE_EQ(flash.forward.bytes, io);
+  EXPECT_DOUBLE_EQ(flash.saved_bytes, io + 4.0 * 12 * 1024);  // and the fp32 log-sum-exp
+  // The flags see the layer: a transformer whose --attention changes something.
+  EXPECT_TRUE(has_attention(m));
+  EXPECT_EQ(model_kind(m), "transformer");
 }
 
 TEST(ComputeCost, MemoryBoundAndLaunchFloor) {
@@ -199,170 +193,6 @@ TEST(ComputeCost, OptimizerAndCopies) {
   EXPECT_TRUE(c2.zero_grad_fill);
   EXPECT_EQ(parse_optimizer("adamw"), Optimizer::kAdamW);
   EXPECT_THROW(parse_optimizer("lion"), ConfigError);
-}
-
-TEST(MemoryCost, DdpBucketsAndGradientAsBucketView) {
-  const Model m = parse_model(kModel, "small.yaml");
-  const GpuSpec gpu = round_gpu();
-  const ComputeContext ctx{&gpu, Precision::kFP32, 8, 128, {}};
-  MemoryOptions o;
-  o.optimizer = Optimizer::kAdamW;
-  const MemoryBreakdown a = memory_cost(m, ctx, o);
-  o.gradient_as_bucket_view = true;
-  const MemoryBreakdown b = memory_cost(m, ctx, o);
-  const double grads = static_cast<double>(m.parameter_bytes());
-  EXPECT_DOUBLE_EQ(a.gradients, grads);
-  EXPECT_DOUBLE_EQ(a.optimizer_state, 2 * grads);
-  EXPECT_DOUBLE_EQ(a.total - b.total, grads);
-  EXPECT_DOUBLE_EQ(a.parameters, grads);  // fp32: no autocast weight copies
-}
-
-// Autocast's bf16 copy of a float32 weight is one tensor (autocast's cache holds it, the product
-// saves it): an op-level model counts it once, among the saved tensors. VGG-16's weights all feed
-// convolutions and linears, so the part of its bf16 activations that does not grow with the batch
-// is 2 bytes a parameter, and its parameters' memory is fp32's.
-TEST(MemoryCost, AutocastWeightCopiesAreCountedOnce) {
-  const Model m = load_model("vgg16");
-  const GpuSpec& gpu = gpu_spec("a100-sxm4-80gb");
-  const MemoryOptions o;
-  const auto at = [&](Precision p, int batch) { return memory_cost(m, ComputeContext{&gpu, p, batch, 0, {}}, o); };
-  const MemoryBreakdown one = at(Precision::kBF16, 1), two = at(Precision::kBF16, 2);
-  double elements = 0;
-  for (const auto& p : m.parameters) elements += static_cast<double>(p.numel());
-  EXPECT_DOUBLE_EQ(2 * one.activations - two.activations, 2 * elements);
-  EXPECT_DOUBLE_EQ(one.parameters, at(Precision::kFP32, 1).parameters);
-}
-
-// A loss inside forward works on the log-softmax's B x T x vocabulary input whether forward returns
-// the logits with the loss (GPT-2's) or the loss alone (output elements 0).
-TEST(MemoryCost, ALossInsideForwardIsSizedByItsInputNotByWhatForwardReturns) {
-  Model m = load_model("gpt2");
-  ASSERT_TRUE(m.loss_inside);
-  const GpuSpec& gpu = gpu_spec("a100-sxm4-80gb");
-  const ComputeContext ctx{&gpu, Precision::kFP32, 2, 128, {}};
-  const double with_logits = memory_cost(m, ctx, {}).loss;
-  EXPECT_DOUBLE_EQ(with_logits, 2.0 * 128 * 50257 * 4);
-  m.output_elements = SeqExpr(0);
-  EXPECT_DOUBLE_EQ(memory_cost(m, ctx, {}).loss, with_logits);
-}
-
-// A parameter forward never reads keeps no gradient and no optimizer state (its grad stays None,
-// torch.optim skips it); DDP's buckets (find_unused_parameters) still hold it.
-TEST(MemoryCost, AnUnusedParameterHasNoGradientNorOptimizerState) {
-  Model m = parse_model(kModel, "small.yaml");
-  const GpuSpec gpu = round_gpu();
-  const ComputeContext ctx{&gpu, Precision::kFP32, 8, 128, {}};
-  MemoryOptions o;
-  o.optimizer = Optimizer::kAdamW;
-  const MemoryBreakdown all = memory_cost(m, ctx, o);
-  ASSERT_TRUE(m.parameters[0].requires_grad);
-  const double first = static_cast<double>(m.parameters[0].bytes());
-  m.unused_parameters = {0};
-  const MemoryBreakdown some = memory_cost(m, ctx, o);
-  EXPECT_DOUBLE_EQ(all.gradients - some.gradients, first);
-  EXPECT_DOUBLE_EQ(all.optimizer_state - some.optimizer_state, 2 * first);  // Adam's two moments
-  EXPECT_DOUBLE_EQ(some.buckets, all.buckets);
-  EXPECT_DOUBLE_EQ(some.parameters, all.parameters);
-}
-
-TEST(MemoryCost, DpGpu0HoldsOutputsAndOptimizer) {
-  const Model m = parse_model(kModel, "small.yaml");
-  const GpuSpec gpu = round_gpu();
-  const ComputeContext ctx{&gpu, Precision::kBF16, 8, 128, {}};
-  MemoryOptions o;
-  o.strategy = Strategy::kDP;
-  o.dp_global_batch = 32;
-  const MemoryBreakdown gpu0 = memory_cost(m, ctx, o);
-  o.dp_gpu0 = false;
-  const MemoryBreakdown replica = memory_cost(m, ctx, o);
-  EXPECT_DOUBLE_EQ(gpu0.outputs, 2.0 * 32 * 1024 * 128 * 2);
-  // x.to(gpu0) holds the whole batch there; GPU0's chunk is a view of it, counted as the first
-  // layer's saved input: the other 24 samples are extra.
-  const double input = static_cast<double>(m.input_bytes.eval(128));
-  ASSERT_GT(input, 0);
-  EXPECT_DOUBLE_EQ(gpu0.inputs, (32.0 - 8) * input);
-  EXPECT_EQ(replica.inputs, 0);
-  EXPECT_DOUBLE_EQ(gpu0.total, gpu0.parameters + gpu0.gradients + gpu0.optimizer_state + gpu0.activations +
-                                   gpu0.buckets + gpu0.outputs + gpu0.inputs + gpu0.loss + gpu0.context);
-  EXPECT_GT(gpu0.optimizer_state, 0);
-  EXPECT_EQ(replica.optimizer_state, 0);
-  EXPECT_EQ(replica.outputs, 0);
-  // The loss runs on GPU0 over the gathered batch, in float32 under autocast; a loss inside
-  // forward runs on every replica over its own chunk (GPU0's here).
-  EXPECT_DOUBLE_EQ(gpu0.loss, 32.0 * 1024 * 128 * 4);
-  EXPECT_EQ(replica.loss, 0);
-  Model inside = m;
-  inside.loss_inside = true;
-  o.dp_gpu0 = true;
-  EXPECT_DOUBLE_EQ(memory_cost(inside, ctx, o).loss, 8.0 * 1024 * 128 * 4);
-  o.dp_gpu0 = false;
-  EXPECT_DOUBLE_EQ(memory_cost(inside, ctx, o).loss, 8.0 * 1024 * 128 * 4);
-}
-
-// DataParallel over one device calls the module itself (data_parallel.py): nothing is gathered or
-// broadcast, so GPU0 holds what DDP's rank holds less DDP's buckets (the loss over its batch).
-TEST(MemoryCost, DpOnOneDeviceHoldsWhatOneGpuHolds) {
-  Model m = parse_model(kModel, "small.yaml");
-  m.loss_inside = true;
-  const GpuSpec gpu = round_gpu();
-  const ComputeContext ctx{&gpu, Precision::kBF16, 8, 128, {}};
-  MemoryOptions o;
-  o.optimizer = Optimizer::kAdamW;
-  const MemoryBreakdown ddp = memory_cost(m, ctx, o);
-  o.strategy = Strategy::kDP;
-  o.dp_global_batch = 8;
-  const MemoryBreakdown hub = memory_cost(m, ctx, o);
-  o.dp_one_device = true;
-  const MemoryBreakdown one = memory_cost(m, ctx, o);
-  EXPECT_EQ(one.outputs, 0);
-  EXPECT_EQ(one.buckets, 0);
-  EXPECT_DOUBLE_EQ(one.total, ddp.total - ddp.buckets);
-  EXPECT_DOUBLE_EQ(hub.total - one.total, 2.0 * 8 * 1024 * 128 * 2 + 2 * 10.0 * kMiB);
-}
-
-// torch.optim keeps its state like each parameter (zeros_like): a float64 weight's Adam moments
-// take 16 bytes an element; autocast never casts float64, so it has no 16-bit copy.
-TEST(MemoryCost, OptimizerStateAndAutocastCopiesFollowEachParametersDtype) {
-  Model m = parse_model(kModel, "small.yaml");
-  const GpuSpec gpu = round_gpu();
-  MemoryOptions o;
-  o.optimizer = Optimizer::kAdamW;
-  const ComputeContext bf16{&gpu, Precision::kBF16, 8, 128, {}};
-  const MemoryBreakdown before = memory_cost(m, bf16, o);
-  m.parameters[0].dtype = DType::kFloat64;  // fc.weight: 1024 x 1024
-  const MemoryBreakdown after = memory_cost(m, bf16, o);
-  const double n = 1024.0 * 1024;
-  EXPECT_DOUBLE_EQ(after.optimizer_state - before.optimizer_state, 2 * n * (8 - 4));
-  EXPECT_DOUBLE_EQ(after.gradients - before.gradients, n * (8 - 4));
-  // Its bytes doubled (4 more per element) and its 2-byte autocast copy is gone.
-  EXPECT_DOUBLE_EQ(after.parameters - before.parameters, n * (8 - 4) - n * 2);
-}
-
-// The loss's working tensor: batch x output elements in float32 beside every saved tensor (the
-// output 1024*T elements a sample here), whatever the autocast precision; a model.half() run
-// computes its loss in 16 bits. It adds to the total once.
-TEST(MemoryCost, TheLossWorksInFloat32OverTheOutput) {
-  const Model m = parse_model(kModel, "small.yaml");
-  const GpuSpec gpu = round_gpu();
-  MemoryOptions o;
-  const ComputeContext bf16{&gpu, Precision::kBF16, 8, 128, {}};
-  const MemoryBreakdown a = memory_cost(m, bf16, o);
-  EXPECT_DOUBLE_EQ(a.loss, 8.0 * 1024 * 128 * 4);
-  EXPECT_DOUBLE_EQ(a.total,
-                   a.parameters + a.gradients + a.optimizer_state + a.activations + a.buckets + a.loss + a.context);
-  ComputeContext half = bf16;
-  half.mode.master_weights = true;
-  EXPECT_DOUBLE_EQ(memory_cost(m, half, o).loss, 8.0 * 1024 * 128 * 2);
-}
-
-TEST(MemoryCost, Verdicts) {
-  const GpuSpec& a100_40 = gpu_spec("a100-sxm4-40gb");
-  const Model llama = load_model("llama2-7b");
-  const ComputeContext big{&a100_40, Precision::kBF16, 1, 4096, {}};
-  EXPECT_TRUE(memory_cost(llama, big, MemoryOptions{}).oom);
-  const Model resnet = load_model("resnet18");
-  const ComputeContext small{&a100_40, Precision::kBF16, 32, 1, {}};
-  EXPECT_FALSE(memory_cost(resnet, small, MemoryOptions{}).oom);
 }
 
 TEST(ComputeCost, EveryZooModelOnEveryGpuIsFinite) {
