@@ -100,7 +100,20 @@ void Model::check_sizes(std::int64_t t, std::int64_t batch) const {
   seq("input bytes", input_bytes);
   seq("output elements", output_elements);
   for (const Layer& l : layers) {
-    for (const auto& [dim, e] : l.dims) seq(fmt::format("layer {} {}", l.name, dim), e);
+    for (const auto& [dim, e] : l.dims) {
+      const std::string what = fmt::format("layer {} {}", l.name, dim);
+      seq(what, e);
+      // A layer costed from its kind moves batch x size elements of up to 8 bytes: inside 64 bits,
+      // as every op's count is.
+      std::int64_t bytes = 0;
+      if (ops.empty() && (__builtin_mul_overflow(e.eval(t), batch, &bytes) ||
+                          __builtin_mul_overflow(bytes, std::int64_t{8}, &bytes))) {
+        throw ConfigError(
+            fmt::format("model {} at T={}, B={}: {} \"{}\" is {}: batch x {} x 8 bytes does not fit in "
+                        "64 bits (from {})",
+                        name, t, batch, what, e.to_string(), e.eval(t), dim, origin));
+      }
+    }
     for (const SavedTensor& s : l.saved)
       per_batch(fmt::format("layer {} saved {}", l.name, s.ref.to_string()), s.elements);
   }

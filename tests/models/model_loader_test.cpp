@@ -173,6 +173,21 @@ TEST(ModelLoader, AnIntegerParameterThatTrainsIsRefused) {
   EXPECT_FALSE(m.parameters[2].requires_grad);
 }
 
+// A layer costed from its kind moves batch x size elements: a size whose bytes at the batch pass
+// 64 bits is refused, naming the layer and field, as an op's count is.
+TEST(ModelLoader, AKindLayersSizeThatOverflowsAtTheBatchIsRefused) {
+  const std::string huge = replace(kGood, "out: 10, tokens: T}", "out: 10, tokens: 576460752303423488}");  // 2^59
+  try {
+    (void)parse_model(huge, "bad.yaml");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer fc tokens \"576460752303423488\" is 576460752303423488: batch x "
+                                         "tokens x 8 bytes does not fit in 64 bits"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ModelLoader, SequenceLengthWithoutDefault) {
   EXPECT_EQ(error_of(replace(kGood, "defaults: {batch: 4, seq_len: 8}", "defaults: {batch: 4}")),
             "bad.yaml:4: input: \"8*T\" uses T but defaults has no seq_len");
