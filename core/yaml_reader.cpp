@@ -22,8 +22,11 @@ namespace gradsync {
 namespace {
 
 // parse_int reads a whole scalar as a signed 64-bit integer.
+// A quoted scalar ("64") is a string in YAML (its tag is "!"), not a number, whatever it spells.
+bool quoted(const YAML::Node& n) { return n.IsScalar() && n.Tag() == "!"; }
+
 bool parse_int(const YAML::Node& n, std::int64_t& v) {
-  if (!n.IsScalar()) return false;
+  if (!n.IsScalar() || quoted(n)) return false;
   const std::string s = n.as<std::string>();
   if (s.empty()) return false;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -150,9 +153,10 @@ YAML::Node YamlReader::load(std::string_view text) const {
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's parser stops nesting past its own guard with the message "bad file": said as the
     // structure check below says a nesting deeper than kMaxYamlDepth.
-    throw DataError(fmt::format("{}:{}: document: mappings and lists nest more than {} levels deep; gradsync's "
-                                "files nest a few",
-                                origin_, e.mark.line + 1, kMaxYamlDepth));
+    throw DataError(
+        fmt::format("{}:{}: document: mappings and lists nest more than {} levels deep; gradsync's "
+                    "files nest a few",
+                    origin_, e.mark.line + 1, kMaxYamlDepth));
   } catch (const YAML::ParserException& e) {
     throw DataError(fmt::format("{}:{}: syntax error: {}", origin_, e.mark.line + 1, e.msg));
   }
@@ -199,6 +203,10 @@ bool YamlReader::boolean(const YAML::Node& n, const std::string& where, const ch
 
 std::int64_t YamlReader::positive_int(const YAML::Node& n, const std::string& where, const char* key) const {
   std::int64_t v = 0;
+  if (quoted(n))
+    fail(n, where,
+         fmt::format("field \"{}\" is the quoted string \"{}\"; expected a positive integer, unquoted", key,
+                     scalar_text(n)));
   if (!parse_int(n, v))
     fail(n, where, fmt::format("field \"{}\" is \"{}\"; expected a positive integer", key, scalar_text(n)));
   if (v <= 0) fail(n, where, fmt::format("field \"{}\" is {}; it must be > 0", key, v));
@@ -207,6 +215,10 @@ std::int64_t YamlReader::positive_int(const YAML::Node& n, const std::string& wh
 
 std::int64_t YamlReader::non_negative_int(const YAML::Node& n, const std::string& where, const char* key) const {
   std::int64_t v = 0;
+  if (quoted(n))
+    fail(n, where,
+         fmt::format("field \"{}\" is the quoted string \"{}\"; expected an integer >= 0, unquoted", key,
+                     scalar_text(n)));
   if (!parse_int(n, v))
     fail(n, where, fmt::format("field \"{}\" is \"{}\"; expected an integer >= 0", key, scalar_text(n)));
   if (v < 0) fail(n, where, fmt::format("field \"{}\" is {}; it must be >= 0", key, v));
@@ -221,12 +233,15 @@ double YamlReader::positive_number(const YAML::Node& n, const std::string& where
 
 double YamlReader::non_negative_number(const YAML::Node& n, const std::string& where, const char* key) const {
   double v = 0;
-  bool ok = n.IsScalar();
+  bool ok = n.IsScalar() && !quoted(n);
   if (ok) {
     const std::string s = n.as<std::string>();
     auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     ok = !s.empty() && ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(v);
   }
+  if (quoted(n))
+    fail(n, where,
+         fmt::format("field \"{}\" is the quoted string \"{}\"; expected a number, unquoted", key, scalar_text(n)));
   if (!ok) fail(n, where, fmt::format("field \"{}\" is \"{}\"; expected a number", key, scalar_text(n)));
   if (v < 0) fail(n, where, fmt::format("field \"{}\" is {}; it must be >= 0", key, scalar_text(n)));
   return v;
@@ -254,14 +269,17 @@ std::vector<std::int64_t> YamlReader::shape(const YAML::Node& n, const std::stri
   if (!n.IsSequence())
     fail(n, where, fmt::format("shape is \"{}\"; expected a list of dimensions such as [768, 3072]", scalar_text(n)));
   std::vector<std::string> text;
-  for (const auto& d : n) text.push_back(d.IsScalar() ? d.as<std::string>() : "?");
+  for (const auto& d : n)
+    text.push_back(!d.IsScalar() ? "?" : quoted(d) ? fmt::format("\"{}\"", d.as<std::string>()) : d.as<std::string>());
   std::vector<std::int64_t> dims;
   for (std::size_t i = 0; i < n.size(); ++i) {
     std::int64_t v = 0;
     if (!parse_int(n[i], v)) {
       fail(n[i], where,
-           fmt::format("shape [{}]: dimension {} is \"{}\"; expected an integer", fmt::join(text, ", "), i + 1,
-                       scalar_text(n[i])));
+           fmt::format("shape [{}]: dimension {} is {}; expected an integer{}", fmt::join(text, ", "), i + 1,
+                       quoted(n[i]) ? fmt::format("the quoted string \"{}\"", scalar_text(n[i]))
+                                    : fmt::format("\"{}\"", scalar_text(n[i])),
+                       quoted(n[i]) ? ", unquoted" : ""));
     }
     if (v <= 0) {
       fail(n[i], where,

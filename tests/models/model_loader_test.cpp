@@ -121,6 +121,12 @@ TEST(ModelLoader, WrongType) {
   EXPECT_EQ(
       error_of(replace(kGood, "{name: fc.bias, shape: [10]}", "{name: fc.bias, shape: [10], requires_grad: maybe}")),
       "bad.yaml:9: parameters[2] \"fc.bias\": field \"requires_grad\" is \"maybe\"; expected true or false");
+  // A quoted number is a YAML string, whatever it spells.
+  EXPECT_EQ(error_of(replace(kGood, "batch: 4", "batch: \"4\"")),
+            "bad.yaml:3: defaults: field \"batch\" is the quoted string \"4\"; expected a positive integer, unquoted");
+  EXPECT_EQ(error_of(replace(kGood, "shape: [10]", "shape: [\"10\"]")),
+            "bad.yaml:9: parameters[2] \"fc.bias\": shape [\"10\"]: dimension 1 is the quoted string \"10\"; expected "
+            "an integer, unquoted");
 }
 
 TEST(ModelLoader, MissingField) {
