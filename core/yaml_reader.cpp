@@ -135,6 +135,18 @@ YAML::Node YamlReader::load(std::string_view text) const {
       ++column;
     }
   }
+  // YAML is UTF-8 here: a byte that starts no UTF-8 character (a Latin-1 file's \xe9) is named
+  // where it stands, before yaml-cpp reads the text as something else.
+  if (const std::size_t bad = first_bad_utf8(text); bad != std::string_view::npos) {
+    const std::string_view before = text.substr(0, bad);
+    const std::size_t line_start = before.rfind('\n');
+    const std::size_t at_line = 1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+    const std::size_t at_column = bad - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+    throw DataError(
+        fmt::format("{}:{}:{}: byte \\x{:02x} is not UTF-8; expected YAML text in UTF-8 (a file saved "
+                    "as Latin-1 or Windows-1252?)",
+                    origin_, at_line, at_column, static_cast<unsigned char>(text[bad])));
+  }
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));

@@ -167,7 +167,8 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
   m.name = r.string(r.required(root, "model file", "name"), "model file", "name");
   // The name is printed in every table and file; it must be something a person can read.
   if (m.name.empty() || m.name.size() > 200 ||
-      std::any_of(m.name.begin(), m.name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+      std::any_of(m.name.begin(), m.name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }) ||
+      has_bidi_control(m.name)) {
     r.fail(root["name"], "model file",
            fmt::format("name {} must be 1 to 200 printable characters (gpt2, my-resnet)",
                        json_text(nlohmann::json(m.name))));  // quoted, its tabs and quotes escaped

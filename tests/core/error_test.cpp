@@ -39,5 +39,16 @@ TEST(Error, BytesThatAreNotUtf8AreWrittenOut) {
                "model \"res\\xffnet\\x80 \\xc3 \\xc0\\xaf \\xed\\xa0\\x80 \xc3\xa9 \xe8\x8a\x82 \xf0\x9f\x98\x80\"");
 }
 
+// A bidirectional control is written out as \uNNNN: U+202E would turn the rest of the terminal's
+// line around; other characters, even right-to-left letters, stay as they are.
+TEST(Error, BidirectionalControlsAreWrittenOut) {
+  const ConfigError e("model \"mlp\u202eevil\" \u2066x\u2069 \u05d0");
+  EXPECT_STREQ(e.what(), "model \"mlp\\u202eevil\" \\u2066x\\u2069 \u05d0");
+  EXPECT_TRUE(has_bidi_control("a\u200fb"));
+  EXPECT_FALSE(has_bidi_control("caf\u00e9"));
+  EXPECT_EQ(first_bad_utf8("caf\xe9!"), 3U);
+  EXPECT_EQ(first_bad_utf8("caf\u00e9!"), std::string_view::npos);
+}
+
 }  // namespace
 }  // namespace gradsync

@@ -225,6 +225,13 @@ TEST(ModelLoader, AControlByteIsNamedWhereItStands) {
             "bad.yaml:1:1: a control byte \\x7f; expected YAML text (a binary file?)");
   EXPECT_EQ(error_of(replace(kGood, "name: tiny", "name:\ttiny")).find("control byte"),
             std::string::npos);  // a tab is text
+  // Text in another encoding than UTF-8 (Latin-1's e-acute) is named where it stands too.
+  EXPECT_EQ(error_of(replace(kGood, "name: tiny", "name: caf\xe9")),
+            "bad.yaml:2:10: byte \\xe9 is not UTF-8; expected YAML text in UTF-8 (a file saved as Latin-1 or "
+            "Windows-1252?)");
+  // A name with a bidirectional control would turn every table's line around.
+  EXPECT_EQ(error_of(replace(kGood, "name: tiny", "name: \"ti\\u202eny\"")),
+            "bad.yaml:2: model file: name \"ti\\u202eny\" must be 1 to 200 printable characters (gpt2, my-resnet)");
 }
 
 TEST(ModelLoader, SyntaxError) {
