@@ -200,6 +200,8 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
     for (const std::size_t end : {s.a, s.b}) {
       const TopoVertex& g = t.graph_[end];
       if (s.link.type != LinkType::kNvlink || g.kind != VertexKind::kGpu || !g.gpu) continue;
+      // An NVLink between hosts is refused below for what it is, not for the links it would count.
+      if (!a.host.empty() && !b.host.empty() && a.host != b.host) continue;
       const int used = nvlinks_used[end] += s.link.links;
       if (g.gpu->nvlink_links <= 0) {
         throw ConfigError(where + fmt::format("gpu {} ({}) has no NVLink (topologies/hardware/gpus.yaml); "

@@ -466,6 +466,9 @@ TEST(TopologyReaderDot, NvlinkBetweenHostsIsRefused) {
       "t.dot:2: node b0: gpu of host \"b\" is in one NVLink domain with gpu a0 of host \"a\"" + why);
   EXPECT_EQ(dot_error(head + "  a0 -- b0 [type=\"nvlink\", bw=\"25GBps\", links=\"2\", latency=\"100ns\"];\n" + rest),
             "t.dot:2: node b0: gpu of host \"b\" is in one NVLink domain with gpu a0 of host \"a\"" + why);
+  // Said for what it is even where the cable would also take more NVLinks than the GPU has.
+  EXPECT_EQ(dot_error(head + "  a0 -- b0 [type=\"nvlink\", bw=\"25GBps\", links=\"19\", latency=\"100ns\"];\n" + rest),
+            "t.dot:2: node b0: gpu of host \"b\" is in one NVLink domain with gpu a0 of host \"a\"" + why);
   EXPECT_NO_THROW(read_topology_dot(head + rest, "t.dot"));
 }
 
