@@ -1,6 +1,7 @@
 // topology.cpp: vertex and link kinds, Topology::build (the checks every reader and generator
 // shares) and the built-in clusters.
 #include "topologies/topology.hpp"
+#include "topologies/topology_checks.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -389,6 +390,7 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
     }
   }
 
+  check_nics(t);
   std::vector<int> component(boost::num_vertices(t.graph_));
   boost::connected_components(t.graph_, component.data());
   const TopoVertex& first = t.graph_[t.gpus_.front()];
@@ -398,6 +400,7 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
                                     loc.at(t.graph_[g].line), t.graph_[g].name, first.name));
     }
   }
+  check_hosts_joined(t);
   return t;
 }
 

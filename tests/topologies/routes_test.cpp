@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "core/error.hpp"
+#include "topologies/dot_parser.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/routes.hpp"
 #include "topologies/topology.hpp"
@@ -114,28 +116,37 @@ TEST(Routes, PxbPhbAndNet) {
 // through the CPU, but a path that leaves by one NIC and returns by the other is NET between
 // nodes. A machine whose parts meet only through the network (h2: g2 and g3, each with its own
 // NIC) still gets a route, through the fabric.
-TEST(Routes, AMachinesRoutesStayInsideItUnlessItsPartsMeetOnlyThroughTheNetwork) {
-  const std::string text = R"(graph g {
+TEST(Routes, AMachinesRoutesStayInsideIt) {
+  const std::string machine = R"(graph g {
   g0 [kind="gpu", model="a100", host="h"]; g1 [kind="gpu", model="a100", host="h"];
   cpu [kind="cpu", host="h"]; n0 [kind="nic", host="h"]; n1 [kind="nic", host="h"];
-  g2 [kind="gpu", model="a100", host="h2"]; g3 [kind="gpu", model="a100", host="h2"];
-  n2 [kind="nic", host="h2"]; n3 [kind="nic", host="h2"]; leaf [kind="switch"];
+  leaf [kind="switch"];
   g0 -- cpu [type="pcie", bw="31.5GBps", latency="5us"]; g1 -- cpu [type="pcie", bw="31.5GBps", latency="5us"];
   g0 -- n0 [type="pcie", bw="31.5GBps", latency="1ns"]; g1 -- n1 [type="pcie", bw="31.5GBps", latency="1ns"];
   n0 -- leaf [type="infiniband", bw="200Gbps", latency="1ns"]; n1 -- leaf [type="infiniband", bw="200Gbps", latency="1ns"];
-  g2 -- n2 [type="pcie", bw="31.5GBps", latency="1ns"]; g3 -- n3 [type="pcie", bw="31.5GBps", latency="1ns"];
-  n2 -- leaf [type="infiniband", bw="200Gbps", latency="1ns"]; n3 -- leaf [type="infiniband", bw="200Gbps", latency="1ns"];
-})";
-  const Topology t = read_topology_dot(text, "t.dot");
+)";
+  const Topology t = read_topology_dot(machine + "}", "t.dot");
   Routes routes(t);
   const Route inside = routes.gpu_route(0, 1);
   EXPECT_EQ(inside.path_class, PathClass::kPHB);
   EXPECT_EQ(inside.hops.size(), 2u);
   EXPECT_DOUBLE_EQ(inside.latency_s, 10e-6);
-  const Route across = routes.gpu_route(2, 3);
-  EXPECT_EQ(across.path_class, PathClass::kNET);
-  EXPECT_EQ(across.hops.size(), 4u);
-  EXPECT_NEAR(across.latency_s, 4e-9, 1e-18);
+  // A "machine" whose GPUs meet only through the network is two machines: refused, named.
+  const std::string split = R"(
+  g2 [kind="gpu", model="a100", host="h2"]; g3 [kind="gpu", model="a100", host="h2"];
+  n2 [kind="nic", host="h2"]; n3 [kind="nic", host="h2"];
+  g2 -- n2 [type="pcie", bw="31.5GBps", latency="1ns"]; g3 -- n3 [type="pcie", bw="31.5GBps", latency="1ns"];
+  n2 -- leaf [type="infiniband", bw="200Gbps", latency="1ns"]; n3 -- leaf [type="infiniband", bw="200Gbps", latency="1ns"];
+})";
+  try {
+    (void)read_topology_dot(machine + split, "t.dot");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "t.dot:9: node g3: gpu of host \"h2\" reaches gpu g2 of the same host only through the network; a "
+              "machine's GPUs meet inside it (nvlink, pcie, cpu_link): give the two parts their own host names, or "
+              "join them");
+  }
 }
 
 // four_gpus: DOT declarations of GPUs g0..g3 of `model` on host h.

@@ -241,6 +241,21 @@ TEST(TopologyReaderErrors, GpuThatCannotReachTheOthers) {
             "t.dot:4: node gpu1: gpu cannot reach gpu gpu0 (no path of links between them)");
 }
 
+// A NIC cabled to the network but not into its machine is named, not a GPU that cannot reach
+// another through it.
+TEST(TopologyReaderErrors, ANicWithoutAPcieLinkIsNamed) {
+  const std::string two = R"(graph g {
+  a0 [kind="gpu", model="h100", host="a"]; na [kind="nic", host="a"];
+  b0 [kind="gpu", model="h100", host="b"]; nb [kind="nic", host="b"]; ib [kind="switch"];
+  b0 -- nb [type="pcie", bw="63GBps", latency="1us"];
+  na -- ib [type="infiniband", bw="50GBps", latency="1us"]; nb -- ib [type="infiniband", bw="50GBps", latency="1us"];
+}
+)";
+  EXPECT_EQ(dot_error(two),
+            "t.dot:2: node na: nic has no pcie link into host \"a\"; expected one to a pcie_switch or cpu of its "
+            "host (traffic between hosts goes through it)");
+}
+
 // A GPU has the NVLinks gpus.yaml gives it: none on an RTX 4090, 12 on an A100.
 TEST(TopologyReaderErrors, NvlinksAGpuDoesNotHave) {
   std::string geforce = replace(kGood, "model=\"a100\"", "model=\"rtx-4090\"");

@@ -1,0 +1,15 @@
+// topology_checks.hpp: checks of the machines a topology describes (topology_checks.cpp), run by
+// Topology::build after the links are read. ConfigError naming the node.
+#pragma once
+
+#include "topologies/topology.hpp"
+
+namespace gradsync {
+
+// check_nics: every NIC has a PCIe link into its host.
+void check_nics(const Topology& t);
+// check_hosts_joined: every host's GPUs are joined inside it, not only through the network (run
+// once every GPU is known to reach every other).
+void check_hosts_joined(const Topology& t);
+
+}  // namespace gradsync
