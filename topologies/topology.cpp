@@ -358,38 +358,7 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
         loc.at(l.line), a.name, b.name, to_string(l.type), a.host, b.host));
   }
 
-  // One NVLink domain per host: NVLink between machines (multi-node NVLink, GB200 NVL72's, which
-  // NCCL 2.20+ drives as MNNVL) is not modelled; gradsync's hosts meet through their NICs, and an
-  // NVLink path between two of them would be taken for a path inside one.
-  {
-    const std::size_t n = boost::num_vertices(t.graph_);
-    std::vector<long> domain_gpu(n, -1);  // per vertex: the first GPU found in its NVLink domain
-    for (VertexId g : t.gpus_) {
-      if (domain_gpu[g] >= 0) continue;
-      std::vector<VertexId> stack{g};
-      domain_gpu[g] = static_cast<long>(g);
-      while (!stack.empty()) {
-        const VertexId u = stack.back();
-        stack.pop_back();
-        for (auto [e, end] = boost::out_edges(u, t.graph_); e != end; ++e) {
-          if (t.graph_[*e].type != LinkType::kNvlink) continue;
-          const VertexId w = boost::target(*e, t.graph_);
-          const TopoVertex& tw = t.graph_[w];
-          if (tw.kind == VertexKind::kGpu && tw.host != t.graph_[g].host) {
-            throw ConfigError(fmt::format(
-                "{}node {}: gpu of host \"{}\" is in one NVLink domain with gpu {} of host \"{}\"; NVLink between "
-                "hosts (multi-node NVLink as in GB200 NVL72, NCCL's MNNVL) is not modelled: give each host its own "
-                "NVLink and NVSwitches, joined through NICs",
-                loc.at(tw.line), tw.name, tw.host, t.graph_[g].name, t.graph_[g].host));
-          }
-          if (domain_gpu[w] >= 0) continue;
-          domain_gpu[w] = static_cast<long>(g);
-          stack.push_back(w);
-        }
-      }
-    }
-  }
-
+  check_nvlink_domains(t);
   check_nics(t);
   std::vector<int> component(boost::num_vertices(t.graph_));
   boost::connected_components(t.graph_, component.data());

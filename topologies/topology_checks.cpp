@@ -1,5 +1,5 @@
 // topology_checks.cpp: what a machine must be, checked once the graph is built
-// (Topology::build): its parts joined inside it, its NICs on its PCIe tree.
+// (Topology::build): its parts joined inside it, its NICs on its PCIe tree, no NVLink to another.
 #include "topologies/topology_checks.hpp"
 
 #include <fmt/format.h>
@@ -67,6 +67,41 @@ void check_hosts_joined(const Topology& t) {
                       "network; a machine's GPUs meet inside it (nvlink, pcie, cpu_link): give the "
                       "two parts their own host names, or join them",
                       at(t, g[gpu].line), g[gpu].name, host, g[start].name));
+    }
+  }
+}
+
+void check_nvlink_domains(const Topology& t) {
+  const TopoGraph& graph = t.graph();
+  // One NVLink domain per host: NVLink between machines (multi-node NVLink, GB200 NVL72's, which
+  // NCCL 2.20+ drives as MNNVL) is not modelled; gradsync's hosts meet through their NICs, and an
+  // NVLink path between two of them would be taken for a path inside one.
+  {
+    const std::size_t n = boost::num_vertices(graph);
+    std::vector<long> domain_gpu(n, -1);  // per vertex: the first GPU found in its NVLink domain
+    for (VertexId g : t.gpus()) {
+      if (domain_gpu[g] >= 0) continue;
+      std::vector<VertexId> stack{g};
+      domain_gpu[g] = static_cast<long>(g);
+      while (!stack.empty()) {
+        const VertexId u = stack.back();
+        stack.pop_back();
+        for (auto [e, end] = boost::out_edges(u, graph); e != end; ++e) {
+          if (graph[*e].type != LinkType::kNvlink) continue;
+          const VertexId w = boost::target(*e, graph);
+          const TopoVertex& tw = graph[w];
+          if (tw.kind == VertexKind::kGpu && tw.host != graph[g].host) {
+            throw ConfigError(fmt::format(
+                "{}node {}: gpu of host \"{}\" is in one NVLink domain with gpu {} of host \"{}\"; NVLink between "
+                "hosts (multi-node NVLink as in GB200 NVL72, NCCL's MNNVL) is not modelled: give each host its own "
+                "NVLink and NVSwitches, joined through NICs",
+                at(t, tw.line), tw.name, tw.host, graph[g].name, graph[g].host));
+          }
+          if (domain_gpu[w] >= 0) continue;
+          domain_gpu[w] = static_cast<long>(g);
+          stack.push_back(w);
+        }
+      }
     }
   }
 }

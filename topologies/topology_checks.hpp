@@ -6,6 +6,8 @@
 
 namespace gradsync {
 
+// check_nvlink_domains: no NVLink domain spans two hosts (multi-node NVLink is not modelled).
+void check_nvlink_domains(const Topology& t);
 // check_nics: every NIC has a PCIe link into its host.
 void check_nics(const Topology& t);
 // check_hosts_joined: every host's GPUs are joined inside it, not only through the network (run
