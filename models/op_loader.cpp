@@ -258,6 +258,12 @@ void OpFileReader::read_layer(const YAML::Node& l, const std::string& where, Lay
                                                               "addbmm", "matmul", "linear"};
     static const std::set<std::string, std::less<>> kConvolutions{"convolution", "_convolution", "cudnn_convolution",
                                                                   "conv1d",      "conv2d",       "conv3d"};
+    // A product or convolution is costed from its flops: one without them would run in no time.
+    if ((op.gemm || op.conv) && !o["flops"])
+      r_.fail(o, at,
+              fmt::format("missing field \"flops\" on op \"{}\"; expected its FLOPs (a {}'s: twice its "
+                          "multiply-adds)",
+                          op.name, op.gemm ? "gemm" : "convolution"));
     if (op.gemm && !kProducts.contains(op.name))
       r_.fail(o["gemm"], at,
               fmt::format("gemm: on op \"{}\"; expected a matrix product ({})", op.name, fmt::join(kProducts, ", ")));

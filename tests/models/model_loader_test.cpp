@@ -403,6 +403,14 @@ TEST(ModelLoader, AGemmBeyond64BitsIsRefusedAtTheRunsSizes) {
   }
   EXPECT_NO_THROW(m.check_sizes(8, 4));
   EXPECT_THROW(m.check_sizes(8, 1 << 20), ConfigError);  // a batch that takes it past 64 bits
+  // A product without its flops would run in no time: named at the op, not read as 0.
+  try {
+    (void)parse_model(replace(kOps, "flops: B*80*T,", ""), "g.yaml");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("ops[0] addmm: missing field \"flops\" on op \"addmm\""), std::string::npos)
+        << e.what();
+  }
 }
 
 // views: [view calls, of them on a tensor that requires grad] (tools/op_trace.py).
