@@ -95,11 +95,9 @@ LayerCost layer_cost(const Model& model, const Layer& layer, const ComputeContex
       const double heads = d("heads"), hd = d("head_dim"), q = d("q_len"), kv = d("kv_len"), kvh = d("kv_heads");
       const double io = e * b * (2 * q * heads * hd + 2 * kv * kvh * hd);
       if (ctx.mode.attention == AttentionImpl::kMath) {
-        // Eager attention (the default, as an unmodified script runs): QK^T and PV as batched
-        // GEMMs over the whole T x T scores (4 q kv hd FLOPs per head; a causal mask only fills
-        // the upper half), the scores written, scaled, masked and softmaxed (read and written
-        // each) and read by PV; the softmax output is saved for backward. Backward: four GEMMs,
-        // and the same element-wise passes in reverse with the softmax's three.
+        // Eager attention (the default): QK^T and PV over the whole T x T scores (4 q kv hd FLOPs
+        // a head, masked or not), which are written, scaled, masked, softmaxed and read by PV; the
+        // softmax output is saved. Backward: four GEMMs and the same passes in reverse.
         const double fl = 4 * b * heads * q * kv * hd;
         const double scores = e * b * heads * q * kv;
         const double mask = layer.causal ? 2 : 0;
@@ -109,9 +107,7 @@ LayerCost layer_cost(const Model& model, const Layer& layer, const ComputeContex
         flops_eff = eff.matmul;
         break;
       }
-      // F.scaled_dot_product_attention's fused kernels (--attention flash or mem-efficient): QK^T
-      // and PV, 4 q kv hd FLOPs per head, of which FlashAttention skips the masked half when
-      // causal; the scores never leave the chip.
+      // SDPA's fused kernels (flash, mem-efficient): the masked half skipped, the scores on chip.
       const double causal = layer.causal ? 0.5 : 1.0;
       const double fl = 4 * b * heads * q * kv * hd * causal;
       f = {fl, io, 1, 0};
