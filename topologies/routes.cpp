@@ -1,4 +1,5 @@
-// routes.cpp: Dijkstra over link latencies, path reconstruction and NCCL path classes.
+// routes.cpp: shortest paths by hop count (the widest, then the quickest, among as many hops), path
+// reconstruction and NCCL path classes.
 #include "topologies/routes.hpp"
 
 #include <boost/range/iterator_range.hpp>
@@ -17,14 +18,6 @@
 #include "core/error.hpp"
 
 namespace gradsync {
-namespace {
-
-// kHopTieBreak_s: added to every link's weight so that among equal-latency paths the one with
-// fewer hops wins (and zero-latency links do not make long detours free).
-constexpr double kHopTieBreak_s = 1e-12;
-
-}  // namespace
-
 std::string_view to_string(PathClass c) {
   static constexpr std::array<std::string_view, kPathClassCount> kNames{"NVL", "NVB", "PIX", "PXB",
                                                                         "PHB", "SYS", "NET"};
@@ -118,6 +111,7 @@ struct Routes::Search {
   std::vector<double> dist;
   std::vector<std::uint32_t> pred;
   std::vector<double> bw;            // the bottleneck payload bandwidth of the path to each vertex
+  std::vector<double> lat;           // the latency of the path to each vertex
   std::vector<std::uint32_t> stamp;  // dist/pred valid where stamp == generation
   std::uint32_t generation = 0;
   using Entry = std::pair<double, std::uint32_t>;
@@ -132,7 +126,11 @@ struct Routes::Local {
 };
 
 Routes::Routes(const Topology& topo)
-    : topo_(topo), weight_(topo.links().size()), payload_(topo.links().size()), search_(std::make_unique<Search>()) {
+    : topo_(topo),
+      weight_(topo.links().size()),
+      latency_(topo.links().size()),
+      payload_(topo.links().size()),
+      search_(std::make_unique<Search>()) {
   const TopoGraph& g = topo.graph();
   const std::size_t n = topo.vertex_count();
   nvlink_.assign(topo.links().size(), 0);
@@ -140,7 +138,8 @@ Routes::Routes(const Topology& topo)
   ends_.assign(topo.links().size(), {0, 0});
   for (LinkId e : topo.links()) {
     const TopoLink& l = topo.link(e);
-    weight_[l.index] = l.latency_s + kHopTieBreak_s;
+    weight_[l.index] = 1;  // one hop: routes are counted in hops, as NCCL's (dijkstra)
+    latency_[l.index] = l.latency_s;
     payload_[l.index] = l.payload_bw_Bps;
     nvlink_[l.index] = l.type == LinkType::kNvlink;
     network_[l.index] = l.type == LinkType::kInfiniband || l.type == LinkType::kEthernet;
@@ -209,6 +208,7 @@ bool Routes::dijkstra(VertexId source, long target, std::size_t budget, Scope sc
     s.dist.assign(n, 0);
     s.pred.assign(n, 0);
     s.bw.assign(n, 0);
+    s.lat.assign(n, 0);
     s.stamp.assign(n, 0);
   }
   if (++s.generation == 0) {
@@ -221,6 +221,7 @@ bool Routes::dijkstra(VertexId source, long target, std::size_t budget, Scope sc
   s.stamp[source] = s.generation;
   s.dist[source] = 0;
   s.bw[source] = std::numeric_limits<double>::infinity();
+  s.lat[source] = 0;
   s.heap.emplace_back(0.0, static_cast<std::uint32_t>(source));
   std::size_t settled = 0;
   const std::int32_t home = machine_[source];
@@ -256,20 +257,23 @@ bool Routes::dijkstra(VertexId source, long target, std::size_t budget, Scope sc
       if (network_[a.link] && nic_[u] && machine_[u] != home) continue;
       const double nd = d + weight_[a.link];
       const double nb = std::min(s.bw[u], payload_[a.link]);
-      // Among paths as short, the widest (NCCL's paths.cc, ncclTopoSetPaths: a path of as many
-      // hops replaces another where its bandwidth is higher); the vertex is not settled yet (its
-      // distance is above u's), so its own paths follow the choice.
-      const bool as_short = known(a.to) && std::abs(nd - s.dist[a.to]) <= 1e-9 * nd;
+      const double nl = s.lat[u] + latency_[a.link];
+      // Among paths of as many hops, the widest (NCCL's paths.cc, ncclTopoSetPaths: a path of as
+      // many hops replaces another where its bandwidth is higher), then the quickest; the vertex is
+      // not settled yet (its hop count is above u's), so its own paths follow the choice.
+      const bool as_short = known(a.to) && nd == s.dist[a.to];
       if (as_short) {
-        if (nb > s.bw[a.to]) {
+        if (nb > s.bw[a.to] || (nb == s.bw[a.to] && nl < s.lat[a.to])) {
           s.pred[a.to] = a.link;
           s.bw[a.to] = nb;
+          s.lat[a.to] = nl;
         }
       } else if (!known(a.to) || nd < s.dist[a.to]) {
         s.stamp[a.to] = s.generation;
         s.dist[a.to] = nd;
         s.pred[a.to] = a.link;
         s.bw[a.to] = nb;
+        s.lat[a.to] = nl;
         s.heap.emplace_back(nd, a.to);
         std::push_heap(s.heap.begin(), s.heap.end(), cmp);
       }

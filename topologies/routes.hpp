@@ -1,5 +1,6 @@
-// routes.hpp: how data travels between two endpoints of a topology: the latency-weighted
-// shortest path (Boost.Graph Dijkstra), its bottleneck bandwidth, and NCCL's path class.
+// routes.hpp: how data travels between two endpoints of a topology: the path of fewest hops, the
+// widest and then the quickest of those (as NCCL's ncclTopoSetPaths counts a node's paths, and as a
+// fabric's minimal routing does), its bottleneck bandwidth, and NCCL's path class.
 //
 //   Routes routes(topo);
 //   const Route r = routes.gpu_route(0, 5);   // DGX-1: NVB, through GPU 1 or 4 over NVLink
@@ -70,7 +71,7 @@ class Routes {
 
   const Topology& topology() const { return topo_; }
   Route route(VertexId from, VertexId to) const;
-  // route with a flow label: among equal-latency paths (a fat-tree's spines) the next hop is
+  // route with a flow label: among paths of as many hops (a fat-tree's spines) the next hop is
   // picked by hashing `flow` with the vertex, as ECMP spreads flows; flow 0 keeps to one path
   // per pair like the plain overload. Needs only the destination's tree.
   Route route(VertexId from, VertexId to, std::uint64_t flow) const;
@@ -89,13 +90,13 @@ class Routes {
   Route net_route(int from_rank, int to_rank, std::uint64_t flow) const;
   Route net_route(int from_rank, int to_rank, VertexId nic_a, VertexId nic_b, std::uint64_t flow) const;
   // fabric_route: NIC a's network link, the switches between, NIC b's network link. A NIC
-  // forwards only between its machine and the network. Among equal-latency paths an InfiniBand
+  // forwards only between its machine and the network. Among paths of as many hops an InfiniBand
   // fabric routes by destination (the subnet manager's fat-tree routing, OpenSM "ftree"/D-mod-K:
   // the i-th choice on the way up is (d / k_1 / ... / k_(i-1)) mod k_i for the destination NIC's
   // ordinal d), so a shift of NICs, as a ring's hops between nodes, shares no link; an Ethernet
   // fabric spreads flows by hashing `flow` (ECMP), and flows may collide.
   Route fabric_route(VertexId nic_a, VertexId nic_b, std::uint64_t flow) const;
-  // route_by_destination: route() choosing among equal-latency next hops by D-mod-K on `ordinal`.
+  // route_by_destination: route() choosing among next hops of as many hops by D-mod-K on `ordinal`.
   Route route_by_destination(VertexId from, VertexId to, std::uint64_t ordinal) const;
 
   // host_cpu: where v's host memory is: among the CPU sockets of v's machine that v reaches, the
@@ -126,9 +127,10 @@ class Routes {
   std::shared_ptr<const Tree> kept(VertexId source) const;
 
   const Topology& topo_;
-  std::vector<double> weight_;
-  std::vector<double> payload_;  // each link's payload bandwidth (TopoLink::payload_bw_Bps)        // per link: latency
-                                 // plus a per-hop tie-break
+  std::vector<double> weight_;        // per link: one hop
+  std::vector<double> latency_;       // per link: latency (the tie-break among paths as short and as wide)
+  std::vector<double> payload_;       // each link's payload bandwidth (TopoLink::payload_bw_Bps)
+                                      // plus a per-hop tie-break
   std::vector<std::uint32_t> first_;  // adjacency of vertex v: adj_[first_[v] .. first_[v+1])
   std::vector<Adjacent> adj_;
   // relay rule (NCCL's paths.cc): per vertex whether it is a GPU, per link whether it is NVLink and

@@ -50,6 +50,27 @@ TEST(Routes, AmongPathsAsShortTheWidestWins) {
       }
 }
 
+// Routes are counted in hops, as NCCL's ncclTopoSetPaths counts them, not in latency: an NVLink
+// bridge slower to cross (100 ns) than two PCIe links (2 x 20 ns) is still the one hop between the
+// two GPUs, NVL at the bridge's 56 GB/s, not PIX through the switch at PCIe's share.
+TEST(Routes, FewerHopsWinOverLowerLatency) {
+  const Topology t = read_topology_dot(R"(graph g {
+  cpu [kind="cpu", host="h"]; sw [kind="pcie_switch", host="h"];
+  g0 [kind="gpu", model="a100-pcie-80gb", host="h"]; g1 [kind="gpu", model="a100-pcie-80gb", host="h"];
+  cpu -- sw [type="pcie", bw="31.5GBps", latency="20ns"];
+  g0 -- sw [type="pcie", bw="31.5GBps", latency="20ns"]; g1 -- sw [type="pcie", bw="31.5GBps", latency="20ns"];
+  g0 -- g1 [type="nvlink", bw="14.0625GBps", latency="100ns", links="4"];
+})",
+                                       "t.dot");
+  Routes routes(t);
+  const Route r = routes.gpu_route(0, 1);
+  EXPECT_EQ(r.path_class, PathClass::kNVL);
+  EXPECT_EQ(r.hops.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.latency_s, 100e-9);
+  EXPECT_DOUBLE_EQ(r.bottleneck_Bps, routes.gpu_route(1, 0).bottleneck_Bps);
+  EXPECT_GT(r.bottleneck_Bps, 40e9);
+}
+
 TEST(Routes, PcieSwitchAndCpuClasses) {
   const Topology t = load_topology("pcie-4gpu");
   Routes routes(t);
