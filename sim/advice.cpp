@@ -13,11 +13,16 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
+#include <vector>
 
+#include "core/bucket_plan.hpp"
 #include "core/error.hpp"
 #include "core/scenario_keys.hpp"
 #include "models/op_cost.hpp"
 #include "models/scenario_basics.hpp"
+#include "models/step_costs.hpp"
+#include "sim/resolved.hpp"
 #include "sim/simulate.hpp"
 
 namespace gradsync::sim {
@@ -137,6 +142,43 @@ void record(ChangeResult& c, const StrategyResult& r, double base_samples_per_s)
   c.status = oom ? "oom" : "ok";
 }
 
+// same_buckets: two bucket schedules that put the same parameters in the same buckets, in every
+// iteration: DDP runs them alike, whatever cap made them.
+bool same_buckets(const BucketSchedule& a, const BucketSchedule& b) {
+  const auto same = [](const BucketPlan& x, const BucketPlan& y) {
+    return std::equal(x.buckets.begin(), x.buckets.end(), y.buckets.begin(), y.buckets.end(),
+                      [](const Bucket& p, const Bucket& q) { return p.params == q.params; });
+  };
+  return a.rebuild_iteration == b.rebuild_iteration && same(a.initial, b.initial) && same(a.rebuilt, b.rebuilt);
+}
+
+// BucketCaps: the bucket schedules that the run and the bucket caps tried so far make, so that a
+// cap that makes one of them again (5 and 10 MiB on a model whose gradients are each over 10 MiB
+// or a few hundred KiB) is not tried, nor shown, twice.
+class BucketCaps {
+ public:
+  BucketCaps(const Scenario& asked, Strategy strategy) {
+    if (strategy != Strategy::kDDP) return;
+    const ResolvedScenario r = resolve(asked);
+    model_ = to_step_model(r.model, r.precision, r.seq_len);
+    seen_.push_back(bucket_schedule(*model_, buckets_of(asked)));
+  }
+  // fresh: whether `c`, a change of bucket_cap_mb alone, makes buckets not seen yet (and records
+  // them); true for any other change.
+  bool fresh(const Scenario& asked, const Change& c) {
+    if (!model_ || c.keys.size() != 1 || c.keys.front().first != "bucket_cap_mb" || c.strategy) return true;
+    BucketSchedule s = bucket_schedule(*model_, buckets_of(changed(asked, c)));
+    if (std::any_of(seen_.begin(), seen_.end(), [&](const BucketSchedule& o) { return same_buckets(s, o); }))
+      return false;
+    seen_.push_back(std::move(s));
+    return true;
+  }
+
+ private:
+  std::optional<StepModel> model_;
+  std::vector<BucketSchedule> seen_;
+};
+
 }  // namespace
 
 Advice advise(const Scenario& asked, const StrategyResult& run, const AdviceOptions& o) {
@@ -154,7 +196,9 @@ Advice advise(const Scenario& asked, const StrategyResult& run, const AdviceOpti
     const auto f = fits.find(st);
     return f != fits.end() ? f->second : fits[st] = largest_batch_per_gpu(asked, st);
   };
+  BucketCaps caps(asked, run.strategy);
   for (Change& c : candidate_changes(resolved, run.strategy, traits_of(asked))) {
+    if (!caps.fresh(asked, c)) continue;
     ChangeResult r;
     r.change = std::move(c);
     const Strategy st = r.change.strategy.value_or(run.strategy);

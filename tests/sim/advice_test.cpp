@@ -136,6 +136,27 @@ TEST(AdviceSim, WithoutABudgetEveryChangeRuns) {
   EXPECT_TRUE(advice_json(a).at("budget_s").is_null());
 }
 
+// A bucket cap that makes the same buckets as the run or as a cap tried before it is not tried
+// again: ResNet-18's 44.7 MiB of gradients are one bucket under 50 MiB and under 100 MiB alike.
+TEST(AdviceSim, BucketCapsThatMakeTheSameBucketsAreTriedOnce) {
+  const Scenario s = small();
+  const auto has = [](const std::vector<std::string>& whats, const std::string& w) {
+    return std::find(whats.begin(), whats.end(), w) != whats.end();
+  };
+  std::vector<std::string> candidates;
+  for (const Change& c : candidate_changes(resolve_scenario(s, true), Strategy::kDDP, ModelTraits{}))
+    candidates.push_back(c.what);
+  ASSERT_TRUE(has(candidates, "bucket_cap_mb 50"));
+  ASSERT_TRUE(has(candidates, "bucket_cap_mb 100"));
+  const Advice a = advise(s, simulate_isolated(s, Strategy::kDDP), {.budget_s = 600, .jobs = 2});
+  std::vector<std::string> tried;
+  for (const ChangeResult& c : a.changes) tried.push_back(c.change.what);
+  EXPECT_TRUE(has(tried, "bucket_cap_mb 5"));
+  EXPECT_TRUE(has(tried, "bucket_cap_mb 10"));
+  EXPECT_TRUE(has(tried, "bucket_cap_mb 50"));
+  EXPECT_FALSE(has(tried, "bucket_cap_mb 100"));
+}
+
 // A model that saves almost nothing per sample fits the search's bound: the advice says that larger
 // batches may fit too, rather than calling the bound the largest that fits.
 TEST(AdviceSim, TheLargestBatchSearchedIsSaidToBeABoundNotTheLargestThatFits) {
