@@ -1,6 +1,7 @@
 // trace_events.cpp: a Chrome trace's events, one at a time (see trace_events.hpp).
 #include "models/trace_events.hpp"
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,8 @@ class Builder {
     }
   }
   void key(std::string k) { key_ = std::move(k); }
+  // has: whether the innermost container is an object that holds `k` already.
+  bool has(const std::string& k) const { return stack_.back()->is_object() && stack_.back()->contains(k); }
   void add(json scalar) { put(std::move(scalar)); }
   // end: closes the innermost container; true when that was the value itself.
   bool end() {
@@ -34,7 +37,7 @@ class Builder {
  private:
   json& put(json v) {
     json& top = *stack_.back();
-    if (top.is_object()) return top[key_] = std::move(v);  // a repeated key keeps the last, as json::parse
+    if (top.is_object()) return top[key_] = std::move(v);
     top.push_back(std::move(v));
     return top.back();
   }
@@ -60,8 +63,17 @@ class EventReader : public nlohmann::json_sax<json> {
   bool start_array(std::size_t) override { return open(json::array()); }
   bool end_array() override { return close(); }
   bool key(string_t& k) override {
-    if (depth_ == 1) root_key_ = k;
-    if (building_) builder_.key(k);
+    if (depth_ == 1) {
+      if (!root_keys_.insert(k).second) throw TraceDuplicateKey(k, std::nullopt, "the top level");
+      root_key_ = k;
+    }
+    if (building_) {
+      if (builder_.has(k)) {
+        if (properties_) throw TraceDuplicateKey(k, std::nullopt, "deviceProperties");
+        throw TraceDuplicateKey(k, index_, "");
+      }
+      builder_.key(k);
+    }
     return true;
   }
   // Rethrown as its own type: a syntax error keeps its byte for the caller's line and column.
@@ -128,6 +140,7 @@ class EventReader : public nlohmann::json_sax<json> {
   bool building_ = false, properties_ = false;
   int depth_ = 0, list_depth_ = 0;
   std::string root_key_;
+  std::set<std::string> root_keys_;
   std::size_t index_ = 0;
 };
 

@@ -6,7 +6,8 @@
 //   const TraceShape shape = read_trace_events(text, [&](const json& e, std::size_t i) { ... });
 //
 // Syntax errors throw nlohmann's json::parse_error (with its byte), a number beyond a double's
-// range json::out_of_range, as json::parse would.
+// range json::out_of_range, as json::parse would; a key given twice in one object that is read (an
+// event, deviceProperties, the top level) TraceDuplicateKey, where json::parse keeps the last.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,6 +15,8 @@
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 namespace gradsync {
@@ -24,6 +27,17 @@ struct TraceShape {
   bool root_array = false;                          // the legacy exporter's bare list of events
   bool event_list = false;                          // root_object: "traceEvents" is a list
   std::optional<nlohmann::json> device_properties;  // root_object: "deviceProperties", as written
+};
+
+// TraceDuplicateKey: an object of the trace names `key` twice (JSON leaves which one counts open).
+// `event`: the index of the event in the list holding it; none at the top level or in
+// deviceProperties (`where` names which).
+struct TraceDuplicateKey : std::runtime_error {
+  TraceDuplicateKey(std::string k, std::optional<std::size_t> e, std::string w)
+      : std::runtime_error("a key given twice"), key(std::move(k)), event(e), where(std::move(w)) {}
+  std::string key;
+  std::optional<std::size_t> event;
+  std::string where;
 };
 
 // read_trace_events: calls on_event(element, index) for each element of the event list, in order.

@@ -309,6 +309,14 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
     shape = read_trace_events(text, [&](const json& e, std::size_t at) {
       if (std::optional<Event> ev = event_of(e, at, origin)) sort_event(std::move(*ev));
     });
+  } catch (const TraceDuplicateKey& e) {
+    const std::string key = printable_message(e.key);
+    throw DataError(e.event ? fmt::format("{}: traceEvents[{}]: key \"{}\" given twice; expected each key once in "
+                                          "an event (JSON leaves which one counts open)",
+                                          origin, *e.event, key)
+                            : fmt::format("{}: key \"{}\" given twice in {}; expected each key once (JSON leaves "
+                                          "which one counts open)",
+                                          origin, key, e.where));
   } catch (const json::parse_error& e) {
     // nlohmann's byte is 1-based, one past the end at end of input: the line and column of it,
     // and what the parser read there ("syntax error while parsing value - invalid literal; last

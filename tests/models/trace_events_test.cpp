@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,7 @@ TEST(TraceEvents, EachEventWholeInOrderWithItsIndex) {
       {"name": "a", "ph": "X", "args": {"correlation": 7, "dims": [[1, 2], []]}},
       3,
       {"name": "b", "ph": "X", "ts": 1.5, "flag": true, "none": null},
-      {"name": "c", "name": "d"}
+      {"name": "c", "args": {}}
     ], "displayTimeUnit": "ms"})";
   const TraceShape shape = read(text, seen);
   EXPECT_TRUE(shape.root_object);
@@ -40,12 +41,43 @@ TEST(TraceEvents, EachEventWholeInOrderWithItsIndex) {
   EXPECT_EQ((*shape.device_properties)[0]["name"], "NVIDIA H200");
   ASSERT_EQ(seen.events.size(), 4u);
   EXPECT_EQ(seen.indices, (std::vector<std::size_t>{0, 1, 2, 3}));
-  // Each as json::parse builds it: nested objects and lists, a repeated key keeping the last.
+  // Each as json::parse builds it: nested objects and lists.
   EXPECT_EQ(seen.events[0],
             json::parse(R"({"name": "a", "ph": "X", "args": {"correlation": 7, "dims": [[1, 2], []]}})"));
   EXPECT_EQ(seen.events[1], json(3));
   EXPECT_EQ(seen.events[2], json::parse(R"({"name": "b", "ph": "X", "ts": 1.5, "flag": true, "none": null})"));
-  EXPECT_EQ(seen.events[3], json::parse(R"({"name": "d"})"));
+  EXPECT_EQ(seen.events[3], json::parse(R"({"name": "c", "args": {}})"));
+}
+
+// A key given twice in an object that is read is an error naming the key and where it is; json::parse
+// would keep the last, so a trace with two "dur" would be read as one of them, unsaid.
+TEST(TraceEvents, AKeyGivenTwiceIsAnError) {
+  const auto duplicate = [](const std::string& text) -> std::optional<TraceDuplicateKey> {
+    Seen seen;
+    try {
+      (void)read(text, seen);
+    } catch (const TraceDuplicateKey& e) {
+      return e;
+    }
+    return std::nullopt;
+  };
+  const auto in_event = duplicate(R"({"traceEvents": [{"name": "a"}, {"name": "b", "dur": 1, "dur": 2}]})");
+  ASSERT_TRUE(in_event);
+  EXPECT_EQ(in_event->key, "dur");
+  EXPECT_EQ(in_event->event, std::optional<std::size_t>(1));
+  const auto nested = duplicate(R"([{"name": "a", "args": {"External id": 3, "External id": 4}}])");
+  ASSERT_TRUE(nested);
+  EXPECT_EQ(nested->key, "External id");
+  EXPECT_EQ(nested->event, std::optional<std::size_t>(0));
+  const auto top = duplicate(R"({"traceEvents": [], "traceEvents": [{"name": "a"}]})");
+  ASSERT_TRUE(top);
+  EXPECT_FALSE(top->event);
+  EXPECT_EQ(top->where, "the top level");
+  const auto properties = duplicate(R"({"deviceProperties": [{"id": 0, "id": 1}], "traceEvents": []})");
+  ASSERT_TRUE(properties);
+  EXPECT_EQ(properties->where, "deviceProperties");
+  // The same key in two objects, or in an object the reader skips, is no error.
+  EXPECT_FALSE(duplicate(R"({"traceEvents": [{"name": "a"}, {"name": "b"}], "other": {"x": 1, "x": 2}})"));
 }
 
 TEST(TraceEvents, ABareListAndDocumentsWithoutOne) {

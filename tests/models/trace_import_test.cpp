@@ -132,6 +132,13 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
       "t.json: traceEvents[0] \"ProfilerStep#3\": phase \"B\"; expected \"X\" (a complete event with ts and dur), "
       "as torch.profiler's export_chrome_trace writes its steps");
   EXPECT_NE(message("{\"traceEvents\": 3}").find("no \"traceEvents\" list"), std::string::npos);
+  // A key given twice is refused where it is, not read as the last of the two.
+  EXPECT_EQ(message("[{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 1, \"dur\": 1, \"dur\": 900}]"),
+            "t.json: traceEvents[0]: key \"dur\" given twice; expected each key once in an event (JSON leaves which "
+            "one counts open)");
+  EXPECT_EQ(message("{\"traceEvents\": [], \"traceEvents\": []}"),
+            "t.json: key \"traceEvents\" given twice in the top level; expected each key once (JSON leaves which one "
+            "counts open)");
   EXPECT_NE(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 1, \"dur\": 9}]")
                 .find("ProfilerStep#1 has no backward"),
             std::string::npos);
