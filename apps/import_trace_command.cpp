@@ -132,7 +132,9 @@ void register_import_trace_command(CLI::App& models) {
       ->check(kPositiveInteger);
   cmd->add_option("--gpu", o->gpu, "GPU whose roofline splits the measured forward and backward over the layers")
       ->capture_default_str();
-  cmd->add_option("--precision", o->precision, "Precision of that split: fp32, tf32, bf16 or fp16")
+  cmd->add_option("--precision", o->precision,
+                  "Precision the step ran in: fp32, tf32, bf16 or fp16: that of the split, and the default precision "
+                  "of runs of the written model (their memory)")
       ->capture_default_str();
   cmd->add_option("-o,--out", o->out, "Write the model file here (default: standard output)")->check(kNonEmptyPath);
   cmd->callback([o] { import_trace(*o); });

@@ -13,11 +13,19 @@ namespace gradsync {
 void read_measured_section(const YamlReader& r, const YAML::Node& node, Model& m) {
   if (!node.IsMap()) r.fail(node, "measured", "expected a mapping (written by gradsync models import-trace)");
   r.only_keys(node, "measured",
-              {"trace", "device", "batch", "seq_len", "steps", "step_s", "forward_s", "backward_s", "optimizer_s",
-               "other_s", "layers"});
+              {"trace", "device", "precision", "batch", "seq_len", "steps", "step_s", "forward_s", "backward_s",
+               "optimizer_s", "other_s", "layers"});
   MeasuredStep ms;
   ms.trace = r.string(r.required(node, "measured", "trace"), "measured", "trace");
   ms.device = r.string(r.required(node, "measured", "device"), "measured", "device");
+  if (node["precision"]) {
+    const std::string p = r.string(node["precision"], "measured", "precision");
+    try {
+      ms.precision = parse_precision(p);
+    } catch (const ConfigError& e) {
+      r.fail(node["precision"], "measured", e.what());
+    }
+  }
   ms.batch = r.positive_int(r.required(node, "measured", "batch"), "measured", "batch");
   if (node["seq_len"]) {
     if (!m.default_seq_len) r.fail(node["seq_len"], "measured", "seq_len given, but the model has no sequence length");

@@ -111,6 +111,9 @@ struct MeasuredStep {
   std::int64_t batch = 0;
   std::optional<std::int64_t> seq_len;
   int steps = 0;  // ProfilerStep#N averaged
+  // precision: what the step ran in (import-trace --precision); runs of the model default to it,
+  // so that their memory is the measured run's. Unset in files written before 2026-12-01.
+  std::optional<Precision> precision;
   double step_s = 0;
   double forward_s = 0;
   double backward_s = 0;

@@ -25,7 +25,12 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
     const bool bf16 = gpu.bf16_flops && has_bf16_autocast(version);
     const Precision fallback =
         !has_amp_autocast(version) && s.mixed_precision != "master-weights" ? Precision::kFP32 : Precision::kFP16;
-    Precision p = !s.precision.empty() ? parse_precision(s.precision) : bf16 ? Precision::kBF16 : fallback;
+    // A model imported from a measured step runs in the precision it was measured in (its memory).
+    const std::optional<Precision> measured = model.measured ? model.measured->precision : std::nullopt;
+    Precision p = !s.precision.empty() ? parse_precision(s.precision)
+                  : measured           ? *measured
+                  : bf16               ? Precision::kBF16
+                                       : fallback;
     // float32 from 1.7 to 1.11 on a GPU with TF32 tensor cores: matmuls ran as TF32 by default
     // (convolutions do from 1.7 on, cudnn.allow_tf32; before 1.7 neither): the run is tf32.
     if (p == Precision::kFP32 && gpu.sm_version >= 80 &&

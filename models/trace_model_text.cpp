@@ -42,7 +42,8 @@ std::string imported_model_text(MeasuredStep ms, const TraceImport& opts) {
       "# layer's share of forward and backward is its share of the roofline's time on {} in {}.\n",
       q(ms.trace), ms.steps, ctx.gpu->key, precision_name(ctx.precision));
   out += "measured:\n";
-  out += fmt::format("  trace: {}\n  device: {}\n  batch: {}\n", q(ms.trace), q(ms.device), ms.batch);
+  out += fmt::format("  trace: {}\n  device: {}\n  precision: {}\n  batch: {}\n", q(ms.trace), q(ms.device),
+                     precision_name(ctx.precision), ms.batch);
   if (ms.seq_len) out += fmt::format("  seq_len: {}\n", *ms.seq_len);
   out += fmt::format("  steps: {}\n  step_s: {}\n  forward_s: {}\n  backward_s: {}\n  optimizer_s: {}\n  other_s: {}\n",
                      ms.steps, num(ms.step_s), num(ms.forward_s), num(ms.backward_s), num(ms.optimizer_s),

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "models/compute_cost.hpp"
+#include "models/scenario_basics.hpp"
 #include "topologies/gpu_spec.hpp"
 
 namespace gradsync {
@@ -293,6 +294,35 @@ TEST(TraceImport, MeasuredModelCostsAreTheMeasurement) {
   const std::string twice = error_of([&] { imported_model_text(ms, opts); });
   EXPECT_NE(twice.find("already carries a measured step (from cpu.json)"), std::string::npos) << twice;
   std::filesystem::remove(file);
+}
+
+// The precision the step ran in (import-trace --precision) is written with it, and runs of the
+// model default to it: an fp32 step's memory is fp32's, not the bf16 autocast an A100 would default
+// to (the largest batch that fits was overstated by 55%, a new user's report). A file written before
+// it was recorded still loads, and defaults as any model does; a precision gradsync does not know
+// is refused at its line.
+TEST(TraceImport, AMeasuredStepKeepsItsPrecision) {
+  const std::string text = imported_model_text(read_profiler_trace(kCpuTrace, "cpu.json"), resnet18_import());
+  ASSERT_NE(text.find("\n  precision: fp32\n"), std::string::npos);
+  Model m = parse_model(text, "m.yaml");
+  ASSERT_TRUE(m.measured->precision);
+  EXPECT_EQ(*m.measured->precision, Precision::kFP32);
+  Scenario s;
+  s.model = "m.yaml";
+  EXPECT_EQ(resolve_basics(s, m, gpu_spec("a100-sxm4-80gb")).precision, Precision::kFP32);
+  s.precision = "bf16";  // asked for: as asked
+  EXPECT_EQ(resolve_basics(s, m, gpu_spec("a100-sxm4-80gb")).precision, Precision::kBF16);
+  std::string old = text;
+  old.erase(old.find("  precision: fp32\n"), 18);
+  Model before = parse_model(old, "m.yaml");
+  EXPECT_FALSE(before.measured->precision);
+  EXPECT_EQ(resolve_basics(Scenario{}, before, gpu_spec("a100-sxm4-80gb")).precision, Precision::kBF16);
+  std::string bad = text;
+  bad.replace(bad.find("  precision: fp32\n"), 18, "  precision: fp8\n");
+  const std::string message = error_of([&] { parse_model(bad, "m.yaml"); });
+  EXPECT_NE(message.find("precision \"fp8\" is unknown; expected fp32, tf32, bf16 or fp16"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.rfind("m.yaml:", 0), 0u) << message;
 }
 
 // The measured section is checked like the rest of the file: layers by name in order, parts that
