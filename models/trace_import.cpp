@@ -190,6 +190,21 @@ Phases phases_of(std::span<const Event> host, const Event& step, const std::stri
         "training steps: forward, loss.backward(), optimizer.step(), then prof.step()",
         origin, step.name));
   }
+  // optimizer.step(closure): the closure runs forward and backward inside the optimizer's span
+  // (LBFGS; PyTorch Lightning's automatic optimization wraps training_step and backward so), and
+  // there is no optimizer phase after the backward to tell apart.
+  for (const Span& o : p.optimizer) {
+    if (o.first <= bwd_lo && bwd_hi <= o.second) {
+      throw DataError(fmt::format(
+          "{}: {}'s backward ({} to {} us) runs inside its Optimizer.step ({} to {} us): optimizer.step(closure), "
+          "whose closure runs forward and backward itself (LBFGS; PyTorch Lightning's automatic optimization), "
+          "leaves no forward, backward and optimizer one after another to measure; expected loss.backward() "
+          "and then optimizer.step() without a closure in each profiler step (Lightning: manual optimization, "
+          "self.manual_backward(loss) then opt.step()). An LBFGS step, which evaluates its closure several "
+          "times, is not one that DDP overlaps as gradsync simulates",
+          origin, step.name, bwd_lo, bwd_hi, o.first, o.second));
+    }
+  }
   // One backward per step. loss.backward() seeds the graph with aten::ones_like (the scalar
   // loss's gradient, torch.autograd's _make_grads) before autograd's first function runs; a second
   // seed followed by autograd's functions is a second backward: gradient accumulation, whose later

@@ -133,6 +133,18 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
       "t.json: traceEvents[0] \"ProfilerStep#3\": phase \"B\"; expected \"X\" (a complete event with ts and dur), "
       "as torch.profiler's export_chrome_trace writes its steps");
   EXPECT_NE(message("{\"traceEvents\": 3}").find("no \"traceEvents\" list"), std::string::npos);
+  // optimizer.step(closure) runs forward and backward inside the optimizer's span: said so, not
+  // taken for a prof.step() between backward and step (the message before 2026-12-01).
+  EXPECT_EQ(message(R"([
+  {"name": "ProfilerStep#1", "ph": "X", "ts": 0, "dur": 1000},
+  {"name": "Optimizer.step#LBFGS.step", "ph": "X", "ts": 100, "dur": 800},
+  {"name": "aten::linear", "ph": "X", "ts": 150, "dur": 100},
+  {"name": "autograd::engine::evaluate_function: AddmmBackward0", "ph": "X", "ts": 300, "dur": 200}
+])")
+                .rfind("t.json: ProfilerStep#1's backward (300 to 500 us) runs inside its Optimizer.step (100 to 900 "
+                       "us): optimizer.step(closure), whose closure runs forward and backward itself",
+                       0),
+            0u);
   // A key given twice is refused where it is, not read as the last of the two.
   EXPECT_EQ(message("[{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 1, \"dur\": 1, \"dur\": 900}]"),
             "t.json: traceEvents[0]: key \"dur\" given twice; expected each key once in an event (JSON leaves which "
