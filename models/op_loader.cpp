@@ -5,7 +5,9 @@
 
 #include <cctype>
 #include <charconv>
+#include <limits>
 #include <set>
+#include <vector>
 
 #include "core/checked.hpp"
 #include "core/error.hpp"
@@ -192,6 +194,29 @@ int OpFileReader::bytes(const YAML::Node& n, const std::string& where) const {
   return static_cast<int>(b);
 }
 
+void OpFileReader::check_gemm_flops(const Op& op, const YAML::Node& flops_node, const std::string& where) const {
+  // Forward is costed from flops and backward from the GEMM's shape: they must say the same product
+  // (2 FLOPs per multiply-add). Checked here at the defaults, so that the error names the op's own
+  // line; Model::check_sizes checks every size, this one included, at the sizes a run asks for.
+  const std::int64_t b = m_.default_batch, t = m_.seq_len(std::nullopt);
+  std::vector<std::int64_t> dims;
+  std::int64_t macs = 1, flops = 0;
+  try {
+    for (const BatchExpr& g : *op.gemm) {
+      dims.push_back(g.eval(b, t));
+      if (dims.back() < 0 || __builtin_mul_overflow(macs, dims.back(), &macs)) return;  // check_sizes names it
+    }
+    flops = op.flops.eval(b, t);
+  } catch (const ConfigError&) {
+    return;  // a size that does not evaluate: check_sizes names it
+  }
+  if (macs > std::numeric_limits<std::int64_t>::max() / 2 || flops == 2 * macs) return;
+  r_.fail(flops_node, where,
+          fmt::format("flops {} at the defaults (B={}, T={}), but its gemm [{}] makes 2 x {} = {}; expected the two "
+                      "to agree (a product's FLOPs are twice its multiply-adds)",
+                      flops, b, t, fmt::join(dims, ", "), macs, 2 * macs));
+}
+
 void OpFileReader::read_layer(const YAML::Node& l, const std::string& where, Layer& layer) const {
   layer.first_op = m_.ops.size();
   const YAML::Node ops = l["ops"];
@@ -225,6 +250,7 @@ void OpFileReader::read_layer(const YAML::Node& l, const std::string& where, Lay
       op.gemm = std::array<BatchExpr, 4>{size(g[0], at, "gemm"), size(g[1], at, "gemm"), size(g[2], at, "gemm"),
                                          size(g[3], at, "gemm")};
     }
+    if (op.gemm && o["flops"]) check_gemm_flops(op, o["flops"], at);
     if (const YAML::Node c = o["conv"]) {
       if (!c.IsSequence() || c.size() != 9) {
         r_.fail(c, at, "conv: expected [in, height, width, out, kernel h, kernel w, stride, padding, groups]");

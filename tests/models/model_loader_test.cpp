@@ -391,16 +391,21 @@ TEST(ModelLoader, AGemmBeyond64BitsIsRefusedAtTheRunsSizes) {
                                       "flops: B*80*T", "flops: B*20000000000000000*T"),
                               "g.yaml");
   // flops and the GEMM's shape must say the same product: forward is costed from one, backward
-  // from the other.
+  // from the other. Named at the op's flops line (it was the defaults' line until 2026-12-01).
   try {
     (void)parse_model(replace(kOps, "gemm: [1, B*T, 10, 4]", "gemm: [1, B*T, 10000, 40000]"), "g.yaml");
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "g.yaml:3: defaults: model tiny at T=8, B=4: op 1 addmm flops 2560 but its gemm [1, 32, 10000, 40000] "
-              "makes 2 x 12800000000 = 25600000000; expected the two to agree (a product's FLOPs are twice its "
-              "multiply-adds)");
+              "g.yaml:14: layers[1] \"fc\" ops[0] addmm: flops 2560 at the defaults (B=4, T=8), but its gemm [1, 32, "
+              "10000, 40000] makes 2 x 12800000000 = 25600000000; expected the two to agree (a product's FLOPs are "
+              "twice its multiply-adds)");
   }
+  // A file whose flops and gemm agree at the defaults' T only loads, and check_sizes refuses it
+  // at a T where they part.
+  const Model apart = parse_model(replace(kOps, "flops: B*80*T", "flops: B*10*T*T"), "g.yaml");
+  EXPECT_NO_THROW(apart.check_sizes(8, 64));
+  EXPECT_THROW(apart.check_sizes(16, 4), ConfigError);
   EXPECT_NO_THROW(m.check_sizes(8, 4));
   EXPECT_THROW(m.check_sizes(8, 1 << 20), ConfigError);  // a batch that takes it past 64 bits
   // A product without its flops would run in no time: named at the op, not read as 0.
