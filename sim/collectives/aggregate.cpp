@@ -236,10 +236,10 @@ auto CollectiveRun::State::plan(int me) -> std::vector<Flow> {
   if (nvls()) {
     if (nvls_nodes_.nodes.empty()) nvls_nodes_ = nvls_nodes(*links_.channels, *links_.topo);
     std::vector<Flow> flows;
-    for (const NvlsFlow& f :
-         nvls_flows(me, S, nvls_nodes_, *links_.channels->nvls, choice, links_.bandwidth, links_.direct_bandwidth)) {
+    for (const NvlsFlow& f : nvls_flows(me, S, nvls_nodes_, *links_.channels->nvls, choice, links_.direct_bandwidth)) {
       Flow x{f.to, f.payload, f.wire};
       x.direct = f.direct;
+      x.cap = f.cap;
       flows.push_back(x);
     }
     return flows;

@@ -25,7 +25,7 @@ NvlsNodes nvls_nodes(const Channels& ch, const Topology& topo) {
 }
 
 std::vector<NvlsFlow> nvls_flows(int me, double bytes, const NvlsNodes& nn, const NvlsGraph& g,
-                                 const CollectiveChoice& choice, const std::function<double(int, int)>& bandwidth,
+                                 const CollectiveChoice& choice,
                                  const std::function<double(int, int)>& direct_bandwidth) {
   const std::vector<std::vector<int>>& nodes = nn.nodes;
   const int node = nn.node_of[static_cast<std::size_t>(me)];
@@ -51,9 +51,16 @@ std::vector<NvlsFlow> nvls_flows(int me, double bytes, const NvlsNodes& nn, cons
     const std::vector<int>& next = nodes[(static_cast<std::size_t>(node) + 1) % nodes.size()];
     const int to = next[static_cast<std::size_t>(local) % next.size()];
     const double inter = nodes.size() <= 2 ? g.bw_inter_Bps : g.bw_inter_Bps / 2;
+    // The flow carries its bytes as the protocol does and is capped at that rate: its NIC (and the
+    // GPU's PCIe to it) are shared with the other GPUs' flows through them, as SimGrid shares
+    // them. Its wire bytes stretched to take share / rate at the route's full speed instead
+    // (before 2026-12-01) made four GPUs on one NIC each take the NIC for itself: 4x too slow.
     const double share = bytes / ppn;
     const double rate = blocks * inter * 5.0 / 6.0 * static_cast<double>(g.channels) / ppn;
-    out.push_back({to, share, share * bandwidth(me, to) / rate});
+    const double per_byte = choice.wire_bytes_per_byte();
+    NvlsFlow f{to, share, share * per_byte};
+    f.cap = rate * per_byte;
+    out.push_back(f);
   }
   return out;
 }

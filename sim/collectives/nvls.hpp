@@ -7,10 +7,11 @@
 // inter-node rate; the two run at once and the slower sets the time, as in NCCL's model.
 //
 //   const NvlsNodes nodes = nvls_nodes(channels, topo);  // once per call
-//   for (const NvlsFlow& f : nvls_flows(me, bytes, nodes, *channels.nvls, choice, bandwidth)) put(me, f.to, ...)
+//   for (const NvlsFlow& f : nvls_flows(me, bytes, nodes, *channels.nvls, choice, direct_bw)) put(me, f.to, ...)
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "sim/nccl_model.hpp"
@@ -24,6 +25,7 @@ struct NvlsFlow {
   double payload = 0;
   double wire = 0;
   bool direct = false;  // into the NVSwitch and back: the GPUs' own NVLink, not NCCL's P2P transport
+  double cap = std::numeric_limits<double>::infinity();  // wire bytes/s at most
 };
 
 // NvlsNodes: a group's members by node (hosts in order, each node's members in rank order) and
@@ -37,12 +39,11 @@ struct NvlsNodes {
 NvlsNodes nvls_nodes(const Channels& channels, const Topology& topo);
 
 // nvls_flows: member `me`'s flows of one NVLS or NVLSTree allreduce of `bytes` (members are
-// channels.ranks, ranks 0..k-1, grouped by `nodes`). `bandwidth(from, to)` is NCCL's route's
-// payload bandwidth per direction (its bottleneck over the transport's wire factor), the route of
-// the flows between nodes; `direct_bandwidth` the GPUs' own route's, that of the flow through the
-// NVSwitch (direct).
+// channels.ranks, ranks 0..k-1, grouped by `nodes`). `direct_bandwidth(from, to)` is the GPUs' own
+// route's payload bandwidth per direction, that of the flow through the NVSwitch (direct); the
+// flows between nodes take NCCL's route for the pair, capped at the model's inter rate.
 std::vector<NvlsFlow> nvls_flows(int me, double bytes, const NvlsNodes& nodes, const NvlsGraph& graph,
-                                 const CollectiveChoice& choice, const std::function<double(int, int)>& bandwidth,
+                                 const CollectiveChoice& choice,
                                  const std::function<double(int, int)>& direct_bandwidth);
 
 }  // namespace gradsync::sim

@@ -148,6 +148,27 @@ TEST(Nvls, P2pDisabledKeepsTheNvswitchPathAcrossTwoNodes) {
   expect_p2p_off_keeps_nvls("16x-dgx-h100-ndr", 16, Algorithm::kNvlsTree);
 }
 
+// NVLSTree between two DGX H100s with 2 NICs each: NCCL's NVLS graph gives each of its 8 heads a
+// quarter of a NIC (bwInter = 2 x 48 / 8 GB/s), and each GPU's share S/8 crosses at that rate x 5/6,
+// four GPUs' flows through each NIC at once. At 1 GiB the time is that of the shares, S / (8 x
+// bwInter x 5/6) (the NVSwitch's part is 4x faster), plus NCCL's latencies and pipeline: within
+// 5% (NCCL_ALGO=NVLSTree: NCCL's model prefers the tree here). Each flow took its NIC for itself before 2026-12-01 (its wire bytes stretched to the rate),
+// so four on a NIC took 4x as long.
+TEST(Nvls, TreeSharesBetweenNodesShareTheirNics) {
+  const Topology topo = generate_fat_tree({.nodes = 2, .node = "dgx-h100", .nics_per_node = 2});
+  const Routes routes(topo);
+  const Channels ch = build_channels(topo, routes, first_ranks(16));
+  ASSERT_TRUE(ch.nvls);
+  EXPECT_NEAR(ch.nvls->bw_inter_Bps, 2 * 48e9 / 8, 1e6);
+  const double inter = kGiB / (ch.nvls->channels * ch.nvls->bw_inter_Bps * 5.0 / 6.0);
+  NcclSettings nvls_tree;
+  nvls_tree.request = CollectiveRequest::only(Algorithm::kNvlsTree, Protocol::kSimple);
+  const std::vector<CollectivePoint> p = simulate(topo, 16, Collective::kAllreduce, {kGiB}, nvls_tree);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_GT(p[0].time_s, inter);
+  EXPECT_LT(p[0].time_s, 1.05 * inter);
+}
+
 // NCCL_MAX_NCHANNELS: one block moves a channel's data, however many NVLinks the NVSwitch spreads
 // it over, and NCCL's search never plans a channel above 40 GB/s on an A100 (search.cc
 // speedArrayIntra[0]): one channel of 8 A100s reaches at most 40 GB/s busbw and four at most 160,
