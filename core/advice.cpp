@@ -56,7 +56,8 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
                          "DDP(model, find_unused_parameters=False)",
                          "DDP raises an error if a parameter gets no gradient in an iteration"));
   }
-  if (!s.static_graph && !s.find_unused_parameters && has_static_graph(v)) {
+  // Not with no_sync() accumulation, which DDP's static graph fails on (sim/resolved.hpp).
+  if (!s.static_graph && !s.find_unused_parameters && s.grad_accum == 1 && has_static_graph(v)) {
     // static_graph rebuilds the buckets for iteration 3, not 2 (core/bucket_plan.hpp): its steady
     // mean starts there, whatever the run's warm-up, so that iteration 2's constructed buckets
     // are not taken for its steady state.
@@ -102,7 +103,7 @@ void ddp_changes(const Scenario& s, const ModelTraits& traits, std::vector<Chang
     steady_from_iteration_3(s, psgd);  // it compresses from iteration 3, as static_graph rebuilds
     out.push_back(psgd);
   }
-  if (s.grad_accum == 1) {
+  if (s.grad_accum == 1 && !s.static_graph) {
     out.push_back(change("grad_accum 4 with no_sync", {{"grad_accum", "4"}},
                          "with model.no_sync(): loss_fn(model(x), y).backward()  # micro-batches 1-3 of 4; the "
                          "4th outside no_sync() syncs",
@@ -157,7 +158,8 @@ void script_changes(const Scenario& s, Strategy strategy, const ModelTraits& tra
   micro.accumulate_to_fit = true;
   // BatchNorm normalises over each micro-batch: its statistics are over fewer samples.
   if (traits.batchnorm) micro.alters = "BatchNorm's statistics over each micro-batch";
-  out.push_back(micro);
+  // DDP accumulates under no_sync(), which its static graph fails on (sim/resolved.hpp).
+  if (strategy != Strategy::kDDP || !s.static_graph) out.push_back(micro);
   // A measured step keeps its times whatever the script runs: those changes would all gain 0.
   if (traits.measured) return;
   // fused=True: Adam's from PyTorch 1.13, AdamW's from 2.0 (transformers#22141 on 2.0's release).

@@ -275,6 +275,10 @@ void check_scenario_keys(const Scenario& s) {
              "1.8");
     if (s.comm_hook == "bf16" && !has_bf16_comm_hook(version)) before("comm_hook bf16: bf16_compress_hook", "1.10");
   }
+  // TF32 came with PyTorch 1.7 (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32):
+  // a script of an earlier release cannot turn it on.
+  if (s.precision == "tf32" && !version.at_least(1, 7))
+    before("precision tf32: torch.backends.cuda.matmul.allow_tf32 and cudnn.allow_tf32", "1.7");
   if (s.precision == "bf16" && s.mixed_precision != "master-weights" && !has_bf16_autocast(version))
     before("precision bf16: autocast to bfloat16 on CUDA", "1.10 (fp16 before it)");
   if (s.precision == "fp16" && s.mixed_precision != "master-weights" && !has_amp_autocast(version))

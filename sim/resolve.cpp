@@ -201,7 +201,19 @@ BucketOptions buckets_of(const Scenario& s) {
   return b;
 }
 
-void check_ddp_allreduce(const ResolvedScenario& r) {
+void check_ddp_run(const ResolvedScenario& r) {
+  // DDP(static_graph=True) takes no backward under no_sync(): the Reducer asserts on the first one
+  // (reducer.cpp, "expect_autograd_hooks_ INTERNAL ASSERT FAILED", reproduced on PyTorch 1.13),
+  // and from 2.1 on (pytorch/pytorch#103487) the first no_sync backward fails the same way or its
+  // gradients stop being reduced (pytorch/pytorch#143580, open). grad_accum runs all but the last
+  // micro-step under no_sync().
+  if (r.s.static_graph && r.s.grad_accum > 1) {
+    throw ConfigError(fmt::format(
+        "static_graph with grad_accum {}: DDP(static_graph=True) fails on the first backward under no_sync() "
+        "(reducer.cpp: \"expect_autograd_hooks_ INTERNAL ASSERT FAILED\"; pytorch/pytorch#143580), and grad_accum "
+        "runs all but the last micro-step under no_sync(); expected static_graph false or grad_accum 1",
+        r.s.grad_accum));
+  }
   if (r.gpus <= 1 || r.resolved.nccl_algo.empty()) return;
   // A request that leaves DDP's allreduce nothing to run with fails now (NCCL_ALGO=tree on one
   // host). DataParallel's broadcast and reduce are ring-only in NCCL and fall back to it.
@@ -213,7 +225,7 @@ void check_ddp_allreduce(const ResolvedScenario& r) {
 
 Scenario resolve_scenario(const Scenario& s, bool ddp) {
   const ResolvedScenario r = resolve(s);
-  if (ddp) check_ddp_allreduce(r);
+  if (ddp) check_ddp_run(r);
   return r.resolved;
 }
 

@@ -41,9 +41,10 @@ struct ResolvedScenario {
 
 // resolve looks up and checks everything `requested` names (ConfigError naming the key).
 ResolvedScenario resolve(const Scenario& requested);
-// check_ddp_allreduce: ConfigError when the scenario's NCCL_ALGO/NCCL_PROTO leave DDP's allreduce
-// over its GPUs nothing that gradsync models (choose_collective, strict).
-void check_ddp_allreduce(const ResolvedScenario& r);
+// check_ddp_run: ConfigError when a DDP run of the scenario cannot run as PyTorch runs it: its
+// NCCL_ALGO/NCCL_PROTO leave DDP's allreduce over its GPUs nothing that gradsync models
+// (choose_collective, strict), or static_graph meets grad_accum's no_sync().
+void check_ddp_run(const ResolvedScenario& r);
 // context_of: the compute context every cost of the scenario is evaluated in.
 ComputeContext context_of(const ResolvedScenario& r);
 // buckets_of: DDP's bucket options as the scenario sets them (simulation and closed form alike).

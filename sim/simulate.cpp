@@ -352,7 +352,7 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid,
 StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid, const TraceOptions* keep,
                         bool mirror) {
   const ResolvedScenario r = resolve(scenario);
-  if (strategy == Strategy::kDDP) check_ddp_allreduce(r);
+  if (strategy == Strategy::kDDP) check_ddp_run(r);
   std::shared_ptr<const Channels> channels;  // NCCL's, when mirror_plan searched them
   const std::vector<std::vector<int>> mirrors =
       mirror ? mirror_plan(r, strategy, fluid, &channels) : std::vector<std::vector<int>>{};
@@ -372,7 +372,7 @@ StrategyResult simulate(const Scenario& scenario, Strategy strategy, bool fluid,
 std::string simulate_record(const Scenario& scenario, Strategy strategy, const TraceOptions* keep, bool full,
                             bool mirror) {
   const ResolvedScenario r = resolve(scenario);
-  if (strategy == Strategy::kDDP) check_ddp_allreduce(r);
+  if (strategy == Strategy::kDDP) check_ddp_run(r);
   std::shared_ptr<const Channels> channels;
   const std::vector<std::vector<int>> mirrors =
       mirror ? mirror_plan(r, strategy, true, &channels) : std::vector<std::vector<int>>{};

@@ -37,6 +37,11 @@ TEST(ScenarioKeys, FeaturesNewerThanPytorchVersionAreRefused) {
   EXPECT_EQ(message([](Scenario& s) { s.precision = "bf16"; }, "1.9"),
             "precision bf16: autocast to bfloat16 on CUDA came with PyTorch 1.10 (fp16 before it); pytorch_version is "
             "1.9");
+  // TF32 came with 1.7 (allow_tf32): a 1.6 script runs float32 and cannot ask for it.
+  EXPECT_EQ(message([](Scenario& s) { s.precision = "tf32"; }, "1.6"),
+            "precision tf32: torch.backends.cuda.matmul.allow_tf32 and cudnn.allow_tf32 came with PyTorch 1.7; "
+            "pytorch_version is 1.6");
+  EXPECT_EQ(message([](Scenario& s) { s.precision = "tf32"; }, "1.7"), "accepted");
   // A model in bf16 (model.bfloat16(), master weights) needs no autocast.
   const auto sixteen_bit_model = [](const char* precision) {
     return [precision](Scenario& s) {

@@ -341,6 +341,30 @@ TEST(Simulate, DataParallelAcrossHostsIsSkippedWithTheReason) {
   EXPECT_NE(r.skipped.find("span 2 hosts (node0, node1) (use --gpus 8 or fewer)"), std::string::npos) << r.skipped;
 }
 
+// DDP's static graph fails under no_sync() (PyTorch 1.13: "expect_autograd_hooks_ INTERNAL ASSERT
+// FAILED" at the first no_sync backward; pytorch/pytorch#143580), which grad_accum runs all but the
+// last micro-step under: refused for DDP, not for DataParallel, nor without accumulation.
+TEST(Scenario, StaticGraphWithNoSyncAccumulationIsRefusedForDdp) {
+  Scenario s;
+  s.model = "resnet18";
+  s.gpus = 2;
+  s.static_graph = true;
+  s.grad_accum = 4;
+  try {
+    (void)resolve_scenario(s, true);
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("static_graph with grad_accum 4: DDP(static_graph=True) fails on the first "
+                                          "backward under no_sync()",
+                                          0),
+              0u)
+        << e.what();
+  }
+  EXPECT_NO_THROW((void)resolve_scenario(s, false));
+  s.grad_accum = 1;
+  EXPECT_NO_THROW((void)resolve_scenario(s, true));
+}
+
 TEST(Scenario, AFileSetsKeysAndRejectsUnknownOnesWithTheLine) {
   const auto dir = std::filesystem::temp_directory_path() / "gradsync-scenario-test";
   std::filesystem::create_directories(dir);
