@@ -438,10 +438,15 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
   // PowerSGD compresses only from start_powerSGD_iter (PowerSGDState's default 1000); before, its
   // hook is a plain allreduce. Say so when no simulated iteration reaches it.
   if (const CommHook hook = parse_comm_hook(s.comm_hook); powersgd_never_compresses(hook, s.iterations)) {
+    // The way out: start_iter 2 (the earliest that compresses), or, once it is that low already,
+    // iterations enough to reach it (one past the start, and one more to be steady).
+    const bool lowest = hook.powersgd_start_iter <= 2;
     h.push_back(fmt::format(
-        "PowerSGD compresses from iteration {} (start_powerSGD_iter; PowerSGDState's default is 1000): all {} "
-        "simulated iterations run its plain allreduce; --comm-hook powersgd:start_iter=2 simulates its steady state",
-        hook.powersgd_start_iter + 1, s.iterations));
+        "PowerSGD compresses from iteration {} (start_powerSGD_iter{}): all {} simulated iterations run its plain "
+        "allreduce; {} simulates its steady state",
+        hook.powersgd_start_iter + 1, lowest ? "" : "; PowerSGDState's default is 1000", s.iterations,
+        lowest ? fmt::format("--iterations {}", std::max(hook.powersgd_start_iter + 2, s.warmup + 2))
+               : std::string("--comm-hook powersgd:start_iter=2")));
   } else if (hook.kind == CommHookKind::kPowerSGD && s.warmup < hook.powersgd_start_iter) {
     // Some steady iterations compress and some do not: their mean is neither.
     h.push_back(

@@ -36,6 +36,15 @@ TEST(Cli, PowerSgdBeforeItsStartIterationIsSaidToBePlain) {
                        "1000): all 3 simulated iterations run its plain allreduce"),
             std::string::npos)
       << r.out;
+  // Already at the earliest start (start_iter 2): the way out is more iterations, not the flag given.
+  const Result early = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2",
+                                    "--comm-hook", "powersgd:start_iter=2", "--iterations", "2", "--out",
+                                    ::testing::TempDir() + "/gradsync-cli-powersgd-early"});
+  EXPECT_EQ(early.code, 0) << early.err;
+  EXPECT_NE(early.out.find("# PowerSGD compresses from iteration 3 (start_powerSGD_iter): all 2 simulated iterations "
+                           "run its plain allreduce; --iterations 4 simulates its steady state"),
+            std::string::npos)
+      << early.out;
 }
 
 // A step imported from an H200 trace and simulated on H100s is used as measured, and the header
