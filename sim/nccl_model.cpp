@@ -416,9 +416,23 @@ CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels
         set.push_back(req.nvls ? fmt::format("NCCL {} (no NVLSTree before 2.18)", req.release)
                                : fmt::format("NCCL {} (no NVLS before 2.17, no NVLSTree before 2.18)", req.release));
       const std::string asked = fmt::format("{}", fmt::join(set, " "));
+      // NCCL runs allgather and reducescatter with NVLS too (device/all_gather.h, reduce_scatter.h:
+      // RunWorkColl<..., NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE>, from 2.17) on one NVSwitch node; gradsync
+      // does not model those kernels: said so, not taken for a call NCCL fails.
+      const bool nvls_gather = (c == Collective::kAllgather || c == Collective::kReduceScatter) && req.nvls &&
+                               ch.nvls && nodes == 1 && !req.algorithms.empty() &&
+                               nccl_list_allows(req.algorithms, "nvls");
+      if (nvls_gather) {
+        throw ConfigError(fmt::format(
+            "{}: NCCL runs {} over {} NVSwitch-connected GPUs with NVLS too (from NCCL 2.17), which gradsync does not "
+            "model yet (its NVLS is allreduce's); expected NCCL_ALGO with ring for {} (or NCCL_ALGO unset: NCCL's "
+            "tuning as gradsync models it, the ring)",
+            asked, collective_name(c), k, collective_name(c)));
+      }
       if (c != Collective::kAllreduce && !req.algorithms.empty() && !nccl_list_allows(req.algorithms, "ring")) {
         throw ConfigError(fmt::format(
-            "{}: {} over {} GPU{} runs on the ring only (tree, nvls and nvlstree serve allreduce), which NCCL_ALGO "
+            "{}: {} over {} GPU{} runs on the ring only (tree and nvlstree serve allreduce only, and NVLS needs an "
+            "NVSwitch node of Hopper or later GPUs), which NCCL_ALGO "
             "leaves out; NCCL fails such a call (\"no algorithm/protocol available\"), except 2.19-2.23, which run "
             "the ring as a backup (--nccl-version 2.23)",
             asked, collective_name(c), k, k == 1 ? "" : "s"));

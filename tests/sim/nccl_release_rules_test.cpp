@@ -160,5 +160,31 @@ TEST(NcclRelease, KnobsTheReleaseDoesNotReadAreRefusedNamingIt) {
   EXPECT_TRUE(nccl_settings(pxn).transport.pxn_disable);
 }
 
+// NCCL_ALGO that leaves an allgather nothing: NVLS on an H100 node is a kernel NCCL has (2.17 on)
+// and gradsync does not model, said so; the tree serves allreduce only, and NCCL fails the call.
+TEST(NcclRelease, AnAllgatherNcclAlgoLeavesNothingIsNamedForWhatItIs) {
+  const auto message = [](const char* topology, const char* algorithms) {
+    const Topology topo = load_topology(topology);
+    const Routes routes(topo);
+    const Channels ch = build_channels(topo, routes, rules_ranks(8));
+    CollectiveRequest req;
+    req.algorithms = algorithms;
+    try {
+      (void)choose_collective(Collective::kAllgather, 1024 * kRulesMiB, ch, req);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message("dgx-h100", "nvls")
+                .rfind("NCCL_ALGO=nvls: NCCL runs allgather over 8 NVSwitch-connected GPUs "
+                       "with NVLS too (from NCCL 2.17), which gradsync does not model yet",
+                       0),
+            0u);
+  EXPECT_EQ(message("dgx-h100", "tree").rfind("NCCL_ALGO=tree: allgather over 8 GPUs runs on the ring only", 0), 0u);
+  EXPECT_NE(message("dgx-a100", "nvls").find("NCCL fails such a call"), std::string::npos);
+  EXPECT_EQ(message("dgx-h100", "nvls,ring"), "accepted");
+}
+
 }  // namespace
 }  // namespace gradsync::sim
