@@ -360,6 +360,7 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
 
   check_nvlink_domains(t);
   check_nics(t);
+  check_fabrics(t);
   std::vector<int> component(boost::num_vertices(t.graph_));
   boost::connected_components(t.graph_, component.data());
   const TopoVertex& first = t.graph_[t.gpus_.front()];

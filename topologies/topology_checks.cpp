@@ -40,6 +40,34 @@ void check_nics(const Topology& t) {
   }
 }
 
+void check_fabrics(const Topology& t) {
+  const TopoGraph& g = t.graph();
+  // InfiniBand and Ethernet are separate fabrics: a switch (or a NIC's ports) carries one of them.
+  // A switch of both would join an IB HCA to an Ethernet port, which no switch does (a gateway
+  // between the two is a router, not modelled).
+  for (VertexId v = 0; v < boost::num_vertices(g); ++v) {
+    const TopoVertex& x = g[v];
+    if (x.kind != VertexKind::kSwitch && x.kind != VertexKind::kNic) continue;
+    const TopoLink* first = nullptr;
+    VertexId first_to = v;
+    for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      const TopoLink& l = g[e];
+      if (!network(l.type)) continue;
+      if (!first) {
+        first = &l;
+        first_to = boost::target(e, g);
+        continue;
+      }
+      if (l.type == first->type) continue;
+      throw ConfigError(fmt::format(
+          "{}link {} -- {}: {} on {} {}, whose link to {}{} is {}; InfiniBand and Ethernet are separate fabrics: "
+          "expected every network link of a {} to be of one type",
+          at(t, l.line), g[l.a].name, g[l.b].name, to_string(l.type), to_string(x.kind), x.name, g[first_to].name,
+          first->line > 0 ? fmt::format(" (line {})", first->line) : "", to_string(first->type), to_string(x.kind)));
+    }
+  }
+}
+
 void check_hosts_joined(const Topology& t) {
   const TopoGraph& g = t.graph();
   // A machine's GPUs meet inside it (NVLink, PCIe, CPU links): GPUs joined only through NICs and

@@ -10,6 +10,8 @@ namespace gradsync {
 void check_nvlink_domains(const Topology& t);
 // check_nics: every NIC has a PCIe link into its host.
 void check_nics(const Topology& t);
+// check_fabrics: a network switch, or a NIC, has network links of one type (InfiniBand or Ethernet).
+void check_fabrics(const Topology& t);
 // check_hosts_joined: every host's GPUs are joined inside it, not only through the network (run
 // once every GPU is known to reach every other).
 void check_hosts_joined(const Topology& t);
