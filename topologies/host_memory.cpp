@@ -44,11 +44,12 @@ void check_host_memory(const Routes& routes) {
                             cpu.host.empty() ? "not given" : fmt::format("\"{}\"", cpu.host));
       }
     }
+    const int line = topo.vertex(g).line;
     throw DataError(fmt::format(
-        "{}: GPU {} on host {} reaches no CPU socket (a node with kind=\"cpu\", host=\"{}\", linked to its PCIe "
+        "{}{}: GPU {} on host {} reaches no CPU socket (a node with kind=\"cpu\", host=\"{}\", linked to its PCIe "
         "switch){}; a run needs host memory behind one (the batch copied in, NCCL's SHM, a network without "
         "GPUDirect RDMA), as every machine has",
-        topo.origin(), topo.vertex(g).name, host, host, other));
+        topo.origin(), line > 0 ? fmt::format(":{}", line) : "", topo.vertex(g).name, host, host, other));
   }
 }
 

@@ -274,12 +274,14 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
   };
   // Each <node> and <edge> of the graph with its line. A <hyperedge> (one link among many nodes)
   // has no meaning in a cluster, whose links each join two ends: refused, not skipped.
-  std::size_t node_count = 0, edge_count = 0;
+  std::size_t node_count = 0, edge_count = 0, hyperedges = 0;
+  for (const auto& [tag, child] : *graph) hyperedges += tag == "hyperedge";
   for (const auto& [tag, child] : *graph) {
     if (tag == "hyperedge") {
+      const int line = line_of(tag_lines, "hyperedge", 0, hyperedges);
       throw ConfigError(fmt::format(
-          "{}: a <hyperedge>: a link joins two nodes; expected an <edge source=\"...\" target=\"...\"> for each pair",
-          origin));
+          "{}a <hyperedge>: a link joins two nodes; expected an <edge source=\"...\" target=\"...\"> for each pair",
+          line > 0 ? located(origin, line) : origin + ": "));
     }
     node_count += tag == "node";
     edge_count += tag == "edge";
@@ -327,6 +329,13 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
         throw ConfigError(
             fmt::format("{}edge {}--{}: node \"{}\" is not declared by a <node>", located(origin, line), a, b, *end));
       }
+    }
+    // An edge may say it is directed (GraphML's directed="true"); a link carries both directions.
+    if (child.get<std::string>("<xmlattr>.directed", "false") == "true") {
+      throw ConfigError(fmt::format(
+          "{}edge {}--{}: directed=\"true\"; a topology's links are undirected (each carries both directions): "
+          "expected directed=\"false\" or none",
+          located(origin, line), a, b));
     }
     links.push_back(RawLink{a, b, line, {}});
   }

@@ -86,8 +86,13 @@ TEST(TopologyReaderGraphml, Errors) {
   EXPECT_EQ(graphml_error(replace(kGraphml, "  </graph>",
                                   "    <hyperedge><endpoint node=\"gpu9\"/><endpoint node=\"gpu1\"/></hyperedge>\n  "
                                   "</graph>")),
-            "t.graphml: a <hyperedge>: a link joins two nodes; expected an <edge source=\"...\" target=\"...\"> for "
-            "each pair");
+            "t.graphml:13: a <hyperedge>: a link joins two nodes; expected an <edge source=\"...\" target=\"...\"> "
+            "for each pair");
+  // An edge that says it is directed in an undirected graph: named at its line.
+  EXPECT_EQ(graphml_error(replace(kGraphml, "<edge source=\"gpu9\" target=\"gpu1\">",
+                                  "<edge source=\"gpu9\" target=\"gpu1\" directed=\"true\">")),
+            "t.graphml:12: edge gpu9--gpu1: directed=\"true\"; a topology's links are undirected (each carries both "
+            "directions): expected directed=\"false\" or none");
   // A key for one of gradsync's attributes holds text: Boost would read "gpu" as a double.
   EXPECT_EQ(graphml_error(replace(kGraphml, "attr.name=\"kind\" attr.type=\"string\"",
                                   "attr.name=\"kind\" attr.type=\"double\"")),
