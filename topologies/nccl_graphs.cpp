@@ -99,9 +99,21 @@ void graph_nvls_and_tree(const Topology& topo, const Routes& routes, const Trans
   if (nodes > 1) {
     // search.cc, second pass: "increase bwIntra for trees (2 nodes or collnet)" while below twice
     // bwInter, where the node's links hold the channels.
+    // The search charges each chain hop's route at the speed tried, forward only (search.cc
+    // followPath, 6/5 through an Intel root complex: Hop::search_factor), so a speed whose chains
+    // overfill a link fails: the rings' hops inside the nodes, which the chains follow, bound it
+    // (two sockets' 10 GB/s QPI between a node's GPUs keeps the tree at the ring's 10).
+    std::map<std::size_t, double> load;  // per link direction: channels x search factor
+    for (const RingChannel& ring : ch.rings)
+      for (const Hop& h : ring.hops)
+        if (h.route.path_class != PathClass::kNET)
+          for (const DirectedLink& d : h.route.hops) load[d.slot()] += h.search_factor;
+    double chain_cap = std::numeric_limits<double>::infinity();
+    for (const auto& [slot, l] : load)
+      chain_cap = std::min(chain_cap, topo.link(topo.links()[slot / 2]).payload_bw_Bps / l);
     ch.tree_bw_inter_Bps = ch.channel_bw_Bps;
     ch.tree_bw_intra_Bps =
-        std::max(ch.channel_bw_Bps, largest(inter, std::min(2 * ch.channel_bw_Bps, intra_cap / channels)));
+        std::max(ch.channel_bw_Bps, largest(inter, std::min({2 * ch.channel_bw_Bps, intra_cap / channels, chain_cap})));
   }
   if (!nvls) return;
   const int ppn = static_cast<int>(by_host.begin()->second.size());

@@ -3,6 +3,8 @@
 // the CPU link crossed once each way on a PCIe box, each node left once per channel.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "core/text.hpp"
 
 #include <map>
@@ -10,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "topologies/channels.hpp"
+#include "topologies/dot_parser.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/transports/transport.hpp"
 
@@ -290,6 +293,43 @@ TEST(Trees, DoubleBinaryTreeIsNccls) {
   const auto odd = double_binary_tree(13);
   EXPECT_EQ(odd[1][1].parent, -1);
   EXPECT_EQ(odd[1][1].children[0], 9);
+}
+
+// The tree's bandwidth inside the nodes rises toward twice its inter-node one only as far as its
+// chains fit the links (search.cc's second pass retries the whole search): two Intel sockets joined
+// by NCCL's 10 GB/s QPI keep a two-node tree at the ring's 10 GB/s (it was 20: the GPUs' PCIe
+// bound alone).
+TEST(Trees, TheChainsBoundTheTreeInsideTheNodes) {
+  const auto tree_intra = [](const char* vendor) {
+    std::string dot = "graph t {\n  ib [kind=\"switch\"];\n";
+    for (const char* h : {"h0", "h1"}) {
+      dot += fmt::format(
+          "  {0}_cpu0 [kind=\"cpu\", host=\"{0}\", vendor=\"{1}\"]; {0}_cpu1 [kind=\"cpu\", host=\"{0}\", "
+          "vendor=\"{1}\"];\n"
+          "  {0}_gpu0 [kind=\"gpu\", model=\"l40s\", host=\"{0}\"]; {0}_gpu1 [kind=\"gpu\", model=\"l40s\", "
+          "host=\"{0}\"];\n"
+          "  {0}_sw0 [kind=\"pcie_switch\", host=\"{0}\"]; {0}_nic0 [kind=\"nic\", host=\"{0}\"];\n"
+          "  {0}_cpu0 -- {0}_cpu1 [type=\"cpu_link\", bw=\"20.8GBps\", latency=\"100ns\", links=\"2\"];\n"
+          "  {0}_cpu0 -- {0}_sw0 [type=\"pcie\", bw=\"31.5GBps\", latency=\"150ns\"];\n"
+          "  {0}_sw0 -- {0}_gpu0 [type=\"pcie\", bw=\"31.5GBps\", latency=\"150ns\"];\n"
+          "  {0}_sw0 -- {0}_nic0 [type=\"pcie\", bw=\"31.5GBps\", latency=\"150ns\"];\n"
+          "  {0}_cpu1 -- {0}_gpu1 [type=\"pcie\", bw=\"31.5GBps\", latency=\"150ns\"];\n"
+          "  {0}_nic0 -- ib [type=\"infiniband\", bw=\"400Gbps\", latency=\"500ns\"];\n",
+          h, vendor);
+    }
+    const Topology t = read_topology_dot(dot + "}\n", "t.dot");
+    const Routes routes(t);
+    const Channels ch = build_channels(t, routes, first_ranks(4));
+    return std::pair{ch.channel_bw_Bps, ch.tree_bw_intra_Bps};
+  };
+  const auto [intel_ring, intel_tree] = tree_intra("intel");
+  EXPECT_DOUBLE_EQ(intel_ring, 10e9);
+  EXPECT_DOUBLE_EQ(intel_tree, 10e9);
+  // AMD: P2P across the sockets for two GPUs (NCCL 2.23 on), four rings filling the 16 GB/s
+  // xGMI between them, and the chains with them: no room to double.
+  const auto [amd_ring, amd_tree] = tree_intra("amd");
+  EXPECT_DOUBLE_EQ(amd_ring, 4e9);
+  EXPECT_DOUBLE_EQ(amd_tree, amd_ring);
 }
 
 TEST(Trees, SpanningForEverySizeAndLeavesInteriorInTheOther) {
