@@ -51,10 +51,11 @@ struct RingChannel {
   std::vector<VertexId> nics;
 };
 
-// NvlsGraph: NCCL's NVLink SHARP graph (search.cc ncclTopoSearchTryNvls): one channel per GPU of
-// a node (each the head of its share), at `bw_intra_Bps` inside the node (the head's NVSwitch
-// links carry twice a channel, every other GPU's once: (GPUs + 1) x speed within a GPU's NVSwitch
-// bandwidth) and `bw_inter_Bps` through the NICs between nodes.
+// NvlsGraph: NCCL's NVLink SHARP graph (search.cc ncclTopoSearchTryNvls): on one node one channel
+// per GPU (each the head of its share), across nodes one per head (a NIC's local GPU), at
+// `bw_intra_Bps` inside the node (the head's NVSwitch links carry twice a channel, every other
+// GPU's once: (channels + 1) x speed within a GPU's NVSwitch bandwidth) and `bw_inter_Bps`
+// through the heads' NICs between nodes.
 struct NvlsGraph {
   int channels = 0;  // the NVLS graph's channels, which NCCL's tuning model counts
   double bw_intra_Bps = 0;
@@ -64,6 +65,9 @@ struct NvlsGraph {
   // nodes); launched: as NCCL_MIN_CTAS / NCCL_MAX_CTAS leave them (limit_nvls_channels).
   int default_launched = 16;
   int launched = 16;
+  // heads: across nodes, per host (in host order) the GPUs (ranks) heading a channel, each local to
+  // a NIC of its node; only they send and receive between nodes. Empty on one node.
+  std::vector<std::vector<int>> heads;
 };
 
 // Channels is the result of the search for one set of ranks.

@@ -121,34 +121,63 @@ void graph_nvls_and_tree(const Topology& topo, const Routes& routes, const Trans
   g.channels = std::min(32, ppn);  // NCCL_MAX_NVLS_ARITY
   g.default_launched = ch.sm_version >= 100 ? (nodes > 1 ? 32 : 24) : 16;
   g.launched = g.default_launched;
+  if (nodes > 1) {
+    // Across nodes NCCL's NVLS search pairs each NIC with its local GPU, the head of one channel
+    // (search.cc ncclTopoSearchRecNet: "NVLS search only tries to find NIC:GPU combinations to
+    // compute the heads", a GPU local to two NICs heading one channel): a node has as many
+    // channels as such heads, and only they cross the network (DGX H100: a NIC per GPU, 8 heads).
+    std::size_t fewest = std::numeric_limits<std::size_t>::max();
+    for (const auto& [host, ranks] : by_host) {
+      std::vector<int> heads;
+      for (VertexId nic : topo.nics_of_host(host)) {
+        // The NIC's local GPU (topo.cc ncclTopoGetLocalGpu): the GPU whose own NIC it is, as NICs
+        // are dealt out among their nearest GPUs (Routes::nic_of); else the nearest GPU.
+        int best = -1;
+        for (int r : ranks)
+          if (routes.nic_of(r) == nic) {
+            best = r;
+            break;
+          }
+        PathClass best_class = PathClass::kNET;
+        for (int r : ranks) {
+          if (best >= 0 && routes.nic_of(best) == nic) break;
+          const PathClass c = routes.route(topo.gpu(r), nic).path_class;
+          if (best < 0 || c < best_class) best = r, best_class = c;
+        }
+        if (best >= 0 && std::find(heads.begin(), heads.end(), best) == heads.end()) heads.push_back(best);
+      }
+      fewest = std::min(fewest, heads.size());
+      g.heads.push_back(std::move(heads));
+    }
+    g.channels = static_cast<int>(std::min<std::size_t>(32, std::max<std::size_t>(1, fewest)));
+  }
   // ncclTopoSearchTryNvls charges the head GPU's NVSwitch links twice a channel and every other
-  // GPU's once: with every GPU a head, each link carries (GPUs + 1) channels.
-  g.bw_intra_Bps = largest(nccl_speeds(nodes > 1, ch.sm_version), nvswitch_link / (ppn + 1));
+  // GPU's once: each link carries (channels + 1) channels at most.
+  g.bw_intra_Bps = largest(nccl_speeds(nodes > 1, ch.sm_version), nvswitch_link / (g.channels + 1));
   g.bw_inter_Bps = g.bw_intra_Bps;
   if (nodes > 1) {
-    // Between nodes each head goes through a NIC of its node (shared when the node has fewer), on
-    // the NET transport's leg: staged in host memory where GPUDirect RDMA does not reach
-    // (NCCL_NET_GDR_LEVEL) or NCCL_IB_DISABLE leaves sockets (paths.cc routes GPU->NET through the
-    // CPU then, and the NVLS graph's search follows that path).
-    // The heads' legs share links (a NIC, a CPU's root ports when staged), which NCCL's search
-    // charges once per head: each head gets its links' payload over the heads crossing them.
+    // Between nodes each head goes through its NIC, on the NET transport's leg: staged in host
+    // memory where GPUDirect RDMA does not reach (NCCL_NET_GDR_LEVEL) or NCCL_IB_DISABLE leaves
+    // sockets (paths.cc routes GPU->NET through the CPU then, and the NVLS graph's search follows
+    // that path). The heads' legs share links (a CPU's root ports when staged), which NCCL's
+    // search charges once per head: each head gets its links' payload over the heads crossing
+    // them. Its second pass raises bwInter no further than twice bwIntra.
     double nic_path = std::numeric_limits<double>::infinity();
-    for (const auto& [host, ranks] : by_host) {
-      const auto nics = static_cast<double>(std::max<std::size_t>(1, topo.nics_of_host(host).size()));
+    for (const std::vector<int>& heads : g.heads) {
       std::vector<Route> legs;
       std::map<std::size_t, int> heads_on;  // per link direction (DirectedLink::slot)
-      for (int r : ranks) {
+      for (int r : heads) {
         legs.push_back(transports.nic_leg(r, routes.nic_of(r), true).route);
         for (const DirectedLink& d : legs.back().hops) ++heads_on[d.slot()];
       }
       for (const Route& leg : legs) {
-        double rate = leg.bottleneck_Bps / std::max(1.0, std::ceil(ppn / nics));
+        double rate = leg.bottleneck_Bps;
         for (const DirectedLink& d : leg.hops)
           rate = std::min(rate, topo.link(topo.links()[d.link]).payload_bw_Bps / heads_on[d.slot()]);
         nic_path = std::min(nic_path, rate);
       }
     }
-    g.bw_inter_Bps = largest(inter, nic_path);
+    g.bw_inter_Bps = largest(inter, std::min(nic_path, 2 * g.bw_intra_Bps));
   }
   if (g.bw_intra_Bps > 0 && g.bw_inter_Bps > 0) ch.nvls = g;
 }

@@ -31,7 +31,6 @@ std::vector<NvlsFlow> nvls_flows(int me, double bytes, const NvlsNodes& nn, cons
   const int node = nn.node_of[static_cast<std::size_t>(me)];
   const int local = nn.local_of[static_cast<std::size_t>(me)];
   const std::vector<int>& mine = nodes[static_cast<std::size_t>(node)];
-  const auto ppn = static_cast<double>(mine.size());
   // Fewer blocks than NCCL's default (NCCL_MAX_CTAS): each block moves its share of the data at
   // the rate it has by default ("NVLS should not need more than 16 channels to get peak BW",
   // enqueue.cc), so the call slows in proportion; more blocks (NCCL_MIN_CTAS) add nothing.
@@ -46,21 +45,31 @@ std::vector<NvlsFlow> nvls_flows(int me, double bytes, const NvlsNodes& nn, cons
                                                      : static_cast<double>(g.channels) * g.bw_intra_Bps * 5.0 / 6.0);
   out.push_back({peer, bytes, bytes * direct_bandwidth(me, peer) / intra_rate, true});
   if (choice.algorithm == Algorithm::kNvlsTree && nodes.size() > 1) {
-    // Between nodes: this GPU's share to the same GPU of the next node, at NCCL's inter rate
-    // (bwInter, half of it beyond two nodes, x 5/6) for its share of the channels.
-    const std::vector<int>& next = nodes[(static_cast<std::size_t>(node) + 1) % nodes.size()];
-    const int to = next[static_cast<std::size_t>(local) % next.size()];
-    const double inter = nodes.size() <= 2 ? g.bw_inter_Bps : g.bw_inter_Bps / 2;
-    // The flow carries its bytes as the protocol does and is capped at that rate: its NIC (and the
-    // GPU's PCIe to it) are shared with the other GPUs' flows through them, as SimGrid shares
-    // them. Its wire bytes stretched to take share / rate at the route's full speed instead
-    // (before 2026-12-01) made four GPUs on one NIC each take the NIC for itself: 4x too slow.
-    const double share = bytes / ppn;
-    const double rate = blocks * inter * 5.0 / 6.0 * static_cast<double>(g.channels) / ppn;
-    const double per_byte = choice.wire_bytes_per_byte();
-    NvlsFlow f{to, share, share * per_byte};
-    f.cap = rate * per_byte;
-    out.push_back(f);
+    // Between nodes: each head (a NIC's local GPU, NvlsGraph::heads; every GPU when none are
+    // known) carries its node's share S / heads to the same head of the next node, at most at
+    // NCCL's inter rate (bwInter, half of it beyond two nodes, x 5/6) for its share of the
+    // channels. The flow carries its bytes as the protocol does and is capped at that rate: its
+    // NIC (and the PCIe to it) are shared with whatever else crosses them, as SimGrid shares them.
+    // Its wire bytes stretched to take share / rate at the route's full speed instead (before
+    // 2026-12-01) made GPUs that share a NIC each take it for itself.
+    const auto heads_of = [&](std::size_t n) -> const std::vector<int>& {
+      return n < g.heads.size() && !g.heads[n].empty() ? g.heads[n] : nodes[n];
+    };
+    const std::vector<int>& heads = heads_of(static_cast<std::size_t>(node));
+    const auto at = std::find(heads.begin(), heads.end(), me);
+    if (at != heads.end()) {
+      const auto j = static_cast<std::size_t>(at - heads.begin());
+      const std::vector<int>& next = heads_of((static_cast<std::size_t>(node) + 1) % nodes.size());
+      const int to = next[j % next.size()];
+      const double inter = nodes.size() <= 2 ? g.bw_inter_Bps : g.bw_inter_Bps / 2;
+      const auto count = static_cast<double>(heads.size());
+      const double share = bytes / count;
+      const double rate = blocks * inter * 5.0 / 6.0 * static_cast<double>(g.channels) / count;
+      const double per_byte = choice.wire_bytes_per_byte();
+      NvlsFlow f{to, share, share * per_byte};
+      f.cap = rate * per_byte;
+      out.push_back(f);
+    }
   }
   return out;
 }
