@@ -203,9 +203,16 @@ double OpCoster::saved_bytes(const Layer& l) const {
                  kv = static_cast<double>(a.kv_len.eval(t_)), d = static_cast<double>(a.head_dim.eval(t_));
     bytes += heads * d * (2 * q + 2 * kv) * low_ + 4 * heads * q;
   }
-  // Autocast's weight copies are kept for backward.
+  // Autocast's weight copies are kept for backward: a weight that requires grad has its copy
+  // cached (autocast_mode.cpp cached_cast: leaves that require grad only) and saved; a frozen
+  // weight's copy is a temporary, kept only where its op saves it for the input's gradient (the
+  // op's output requires grad), and freed after forward where nothing before it does (a frozen
+  // backbone's first layers: measured on PyTorch 1.13 with saved_tensors_hooks, a new user's
+  // report).
   for (std::size_t i = l.first_op; i < l.first_op + l.op_count; ++i)
-    for (std::size_t w : plans_[i].weight_casts) bytes += 2.0 * static_cast<double>(m_.parameters[w].numel());
+    for (std::size_t w : plans_[i].weight_casts)
+      if (m_.parameters[w].requires_grad || plans_[i].grad)
+        bytes += 2.0 * static_cast<double>(m_.parameters[w].numel());
   return bytes;
 }
 

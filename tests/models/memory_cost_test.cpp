@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "compute_test_util.hpp"
 #include "core/error.hpp"
 #include "models/compute_cost.hpp"
@@ -47,6 +49,45 @@ TEST(MemoryCost, AutocastWeightCopiesAreCountedOnce) {
   for (const auto& p : m.parameters) elements += static_cast<double>(p.numel());
   EXPECT_DOUBLE_EQ(2 * one.activations - two.activations, 2 * elements);
   EXPECT_DOUBLE_EQ(one.parameters, at(Precision::kFP32, 1).parameters);
+}
+
+// A frozen weight's bf16 copy is not cached by autocast (leaves that require grad only) and is
+// kept only where its op saves it for the input's gradient. A frozen first layer (its input needs
+// no grad) keeps nothing; the same layer behind a trainable one keeps its 2-byte copy; a trainable
+// one always does. Measured on PyTorch 1.13 with saved_tensors_hooks (a new user's report: an
+// 8-layer frozen backbone was charged 1 GiB).
+TEST(MemoryCost, AFrozenWeightsAutocastCopyIsKeptOnlyForAnInputGradient) {
+  const auto model = [](bool first_frozen, bool second_frozen) {
+    const auto frozen = [](bool f) { return f ? ", requires_grad: false" : ""; };
+    return parse_model(fmt::format(R"(format: gradsync-model/2
+name: frozen
+defaults: {{batch: 4}}
+input: {{bytes: 4096, dtypes: [float32]}}
+output: {{elements: 1024, loss: outside}}
+parameters:
+  - {{name: a.weight, shape: [1024, 1024]{0}}}
+  - {{name: b.weight, shape: [1024, 1024]{1}}}
+layers:
+  - {{name: a, kind: linear, params: [a.weight], in: 1024, out: 1024, tokens: 1,
+     ops: [{{op: mm, in: [["x0", B*1024, 0], ["p0", 1048576, 0]], out: [[B*1024, 0]], flops: B*2097152,
+            gemm: [1, B*1, 1024, 1024]}}], saved: []}}
+  - {{name: b, kind: linear, params: [b.weight], in: 1024, out: 1024, tokens: 1,
+     ops: [{{op: mm, in: [["o0", B*1024, 0], ["p1", 1048576, 0]], out: [[B*1024, 0]], flops: B*2097152,
+            gemm: [1, B*1, 1024, 1024]}}], saved: [["o0", B*1024, 0, 1]]}}
+)",
+                                   frozen(first_frozen), frozen(second_frozen)),
+                       "frozen.yaml");
+  };
+  const GpuSpec& gpu = gpu_spec("a100-sxm4-80gb");
+  const auto activations = [&](const Model& m) {
+    return memory_cost(m, ComputeContext{&gpu, Precision::kBF16, 4, 0, {}}, MemoryOptions{}).activations;
+  };
+  const double copy = 2.0 * 1024 * 1024;
+  const double frozen_first = activations(model(true, false));  // a's copy freed, b's kept
+  EXPECT_DOUBLE_EQ(activations(model(false, false)) - frozen_first, copy);
+  // b frozen behind a trainable a: b's output requires grad, so b saves its weight's copy for a's
+  // gradient, as a trainable b does.
+  EXPECT_DOUBLE_EQ(activations(model(false, true)), activations(model(false, false)));
 }
 
 // A loss inside forward works on the log-softmax's B x T x vocabulary input whether forward returns
