@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <limits>
@@ -229,6 +230,19 @@ void OpFileReader::read_layer(const YAML::Node& l, const std::string& where, Lay
     r_.only_keys(o, at, {"op", "in", "out", "flops", "gemm", "conv", "attn", "attention"});
     Op op;
     op.name = r_.string(r_.required(o, at, "op"), at, "op");
+    // An aten name (what the exporter records, torch.ops.aten's): letters, digits and '_', an
+    // overload after a dot. Another name a tool wrote is costed by its bytes as any unlisted aten
+    // op; one that is no name at all is refused here.
+    const bool aten_name = !op.name.empty() &&
+                           (std::isalpha(static_cast<unsigned char>(op.name.front())) != 0 || op.name.front() == '_') &&
+                           std::all_of(op.name.begin(), op.name.end(), [](char ch) {
+                             return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '_' || ch == '.';
+                           });
+    if (!aten_name) {
+      r_.fail(o["op"], at,
+              fmt::format("op \"{}\": expected an aten op name (letters, digits and '_', as torch.ops.aten names it)",
+                          op.name));
+    }
     at = fmt::format("{} ops[{}] {}", where, i, op.name);
     const YAML::Node in = r_.required(o, at, "in");
     if (!in.IsSequence()) r_.fail(in, at, "in: expected a list of [reference, elements, bytes per element]");
@@ -293,6 +307,11 @@ void OpFileReader::read_layer(const YAML::Node& l, const std::string& where, Lay
     if (op.gemm && !kProducts.contains(op.name))
       r_.fail(o["gemm"], at,
               fmt::format("gemm: on op \"{}\"; expected a matrix product ({})", op.name, fmt::join(kProducts, ", ")));
+    if (kConvolutions.contains(op.name) && !op.conv) {
+      r_.fail(o, at,
+              "a convolution needs conv: [in, height, width, out, kernel h, kernel w, stride, padding, groups] "
+              "(and its flops)");
+    }
     if (op.conv && !kConvolutions.contains(op.name))
       r_.fail(o["conv"], at,
               fmt::format("conv: on op \"{}\"; expected a convolution ({})", op.name, fmt::join(kConvolutions, ", ")));

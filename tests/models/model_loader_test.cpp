@@ -308,6 +308,14 @@ TEST(ModelLoader, BadOpsNameTheLayerOpAndValue) {
   EXPECT_EQ(error_of(replace(kOps, "{op: addmm,", "{op: addmn,")),
             "bad.yaml:15: layers[1] \"fc\" ops[0] addmn: gemm: on op \"addmn\"; expected a matrix product (addbmm, "
             "addmm, baddbmm, bmm, linear, matmul, mm)");
+  // A convolution without its shape would lose its FLOPs; a name that is no aten name is refused.
+  EXPECT_EQ(
+      error_of(replace(replace(kOps, "{op: addmm,", "{op: convolution,"), ",\n            gemm: [1, B*T, 10, 4]", "")),
+      "bad.yaml:14: layers[1] \"fc\" ops[0] convolution: a convolution needs conv: [in, height, width, out, "
+      "kernel h, kernel w, stride, padding, groups] (and its flops)");
+  EXPECT_EQ(error_of(replace(kOps, "{op: embedding,", "{op: \"relu; rm -rf\",")),
+            "bad.yaml:12: layers[0] \"emb\" ops[0]: op \"relu; rm -rf\": expected an aten op name (letters, digits "
+            "and '_', as torch.ops.aten names it)");
   EXPECT_EQ(error_of(replace(kOps, "[x0, B*T, 8]]", "[x0, B*T, 3]]")),
             "bad.yaml:12: layers[0] \"emb\" ops[0] embedding: bytes per element 3: expected 0 (floating point) or 1, "
             "2, 4, 8");
