@@ -76,10 +76,13 @@ void Model::check_seq_len(std::int64_t t) const {
 }
 
 void Model::check_sizes(std::int64_t t, std::int64_t batch) const {
+  // The sizes checked at: T only for a sequence model.
+  const std::string at_t = default_seq_len ? fmt::format(" at T={}", t) : std::string();
+  const std::string at_tb = default_seq_len ? fmt::format(" at T={}, B={}", t, batch) : fmt::format(" at B={}", batch);
   const auto at = [&](const std::string& what, const SeqExpr& e, std::int64_t v) {
     if (v < 0) {
-      throw ConfigError(fmt::format("model {} at T={}: {} \"{}\" is {}; every size must be >= 0 (from {})", name, t,
-                                    what, e.to_string(), v, origin));
+      throw ConfigError(fmt::format("model {}{}: {} \"{}\" is {}; every size must be >= 0 (from {})", name, at_t, what,
+                                    e.to_string(), v, origin));
     }
   };
   // An expression that overflows at these sizes is named by what it sizes (op 3 linear flops), not
@@ -109,9 +112,9 @@ void Model::check_sizes(std::int64_t t, std::int64_t batch) const {
       if (ops.empty() && (__builtin_mul_overflow(e.eval(t), batch, &bytes) ||
                           __builtin_mul_overflow(bytes, std::int64_t{8}, &bytes))) {
         throw ConfigError(
-            fmt::format("model {} at T={}, B={}: {} \"{}\" is {}: batch x {} x 8 bytes does not fit in "
+            fmt::format("model {}{}: {} \"{}\" is {}: batch x {} x 8 bytes does not fit in "
                         "64 bits (from {})",
-                        name, t, batch, what, e.to_string(), e.eval(t), dim, origin));
+                        name, at_tb, what, e.to_string(), e.eval(t), dim, origin));
       }
     }
     for (const SavedTensor& s : l.saved)
@@ -131,17 +134,16 @@ void Model::check_sizes(std::int64_t t, std::int64_t batch) const {
         per_batch(name_i + " gemm", g);
         dims.push_back(named(name_i + " gemm", [&] { return g.eval(batch, t); }));
       }
-      const std::int64_t macs =
-          checked_product(dims, fmt::format("model {} at T={}, B={}: {} gemm [{}] (from {})", name, t, batch, name_i,
-                                            fmt::join(dims, ", "), origin));
+      const std::int64_t macs = checked_product(
+          dims, fmt::format("model {}{}: {} gemm [{}] (from {})", name, at_tb, name_i, fmt::join(dims, ", "), origin));
       // Forward is costed from flops and backward from the GEMM's shape: they must say the same
       // product (2 FLOPs per multiply-add), or an edit of one leaves the two passes disagreeing.
       const std::int64_t flops = op.flops.eval(batch, t);
       if (macs <= std::numeric_limits<std::int64_t>::max() / 2 && flops != 2 * macs) {
         throw ConfigError(
-            fmt::format("model {} at T={}, B={}: {} flops {} but its gemm [{}] makes 2 x {} = {}; "
+            fmt::format("model {}{}: {} flops {} but its gemm [{}] makes 2 x {} = {}; "
                         "expected the two to agree (a product's FLOPs are twice its multiply-adds)",
-                        name, t, batch, name_i, flops, fmt::join(dims, ", "), macs, 2 * macs));
+                        name, at_tb, name_i, flops, fmt::join(dims, ", "), macs, 2 * macs));
       }
     }
     if (op.attention) {

@@ -136,6 +136,29 @@ BatchExpr OpFileReader::size(const YAML::Node& n, const std::string& where, cons
   if (b.e.depends_on_t() && !m_.default_seq_len) {
     r_.fail(n, where, fmt::format("{} \"{}\" uses T but defaults has no seq_len", key, b.to_string()));
   }
+  // The defaults must run (Model::check_sizes checks every size there again, and at each run's):
+  // a size negative or past 64 bits there is named here, at its own line, as written.
+  const std::int64_t batch = m_.default_batch, t = m_.seq_len(std::nullopt);
+  // Defaults past what the flags take are refused at the defaults' line once the file is read.
+  constexpr std::int64_t kFlagsMax = std::int64_t{1} << 24;
+  if (batch > kFlagsMax || t > kFlagsMax) return b;
+  const std::string at_defaults = m_.default_seq_len ? fmt::format("B={}, T={}", batch, t) : fmt::format("B={}", batch);
+  std::int64_t v = 0;
+  std::string overflow;
+  try {
+    v = b.e.eval(t);
+    (void)b.eval(batch, t);
+  } catch (const ConfigError& e) {
+    overflow = e.what();
+  }
+  if (!overflow.empty())
+    r_.fail(n, where,
+            fmt::format("{} \"{}\" at the defaults ({}): {}", key, n.as<std::string>(), at_defaults, overflow));
+  if (v < 0) {
+    r_.fail(n, where,
+            fmt::format("{} \"{}\" is {} {}at the defaults ({}); expected a size >= 0", key, n.as<std::string>(), v,
+                        b.per_sample ? "a sample " : "", at_defaults));
+  }
   return b;
 }
 
@@ -195,7 +218,8 @@ int OpFileReader::bytes(const YAML::Node& n, const std::string& where) const {
   return static_cast<int>(b);
 }
 
-void OpFileReader::check_gemm_flops(const Op& op, const YAML::Node& flops_node, const std::string& where) const {
+void OpFileReader::check_gemm_flops(const Op& op, const YAML::Node& flops_node, const YAML::Node& gemm_node,
+                                    const std::string& where) const {
   // Forward is costed from flops and backward from the GEMM's shape: they must say the same product
   // (2 FLOPs per multiply-add). Checked here at the defaults, so that the error names the op's own
   // line; Model::check_sizes checks every size, this one included, at the sizes a run asks for.
@@ -205,17 +229,27 @@ void OpFileReader::check_gemm_flops(const Op& op, const YAML::Node& flops_node, 
   try {
     for (const BatchExpr& g : *op.gemm) {
       dims.push_back(g.eval(b, t));
-      if (dims.back() < 0 || __builtin_mul_overflow(macs, dims.back(), &macs)) return;  // check_sizes names it
+      if (dims.back() < 0) return;  // named by size() already
+      if (__builtin_mul_overflow(macs, dims.back(), &macs)) {
+        macs = -1;
+        break;
+      }
     }
     flops = op.flops.eval(b, t);
   } catch (const ConfigError&) {
     return;  // a size that does not evaluate: check_sizes names it
   }
+  if (macs < 0) {
+    r_.fail(gemm_node, where,
+            fmt::format("gemm [{}] at the defaults (B={}{}): its multiply-adds do not fit in 64 bits",
+                        fmt::join(dims, ", "), b, m_.default_seq_len ? fmt::format(", T={}", t) : std::string()));
+  }
   if (macs > std::numeric_limits<std::int64_t>::max() / 2 || flops == 2 * macs) return;
   r_.fail(flops_node, where,
-          fmt::format("flops {} at the defaults (B={}, T={}), but its gemm [{}] makes 2 x {} = {}; expected the two "
+          fmt::format("flops {} at the defaults (B={}{}), but its gemm [{}] makes 2 x {} = {}; expected the two "
                       "to agree (a product's FLOPs are twice its multiply-adds)",
-                      flops, b, t, fmt::join(dims, ", "), macs, 2 * macs));
+                      flops, b, m_.default_seq_len ? fmt::format(", T={}", t) : std::string(), fmt::join(dims, ", "),
+                      macs, 2 * macs));
 }
 
 void OpFileReader::read_layer(const YAML::Node& l, const std::string& where, Layer& layer) const {
@@ -264,7 +298,7 @@ void OpFileReader::read_layer(const YAML::Node& l, const std::string& where, Lay
       op.gemm = std::array<BatchExpr, 4>{size(g[0], at, "gemm"), size(g[1], at, "gemm"), size(g[2], at, "gemm"),
                                          size(g[3], at, "gemm")};
     }
-    if (op.gemm && o["flops"]) check_gemm_flops(op, o["flops"], at);
+    if (op.gemm && o["flops"]) check_gemm_flops(op, o["flops"], o["gemm"], at);
     if (const YAML::Node c = o["conv"]) {
       if (!c.IsSequence() || c.size() != 9) {
         r_.fail(c, at, "conv: expected [in, height, width, out, kernel h, kernel w, stride, padding, groups]");

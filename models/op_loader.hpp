@@ -23,7 +23,8 @@ class OpFileReader {
   OpRef ref(const YAML::Node& n, const std::string& where, std::size_t op_index) const;
   int bytes(const YAML::Node& n, const std::string& where) const;
   // check_gemm_flops: an op's flops and gemm say the same product at the defaults (fails at flops).
-  void check_gemm_flops(const Op& op, const YAML::Node& flops_node, const std::string& where) const;
+  void check_gemm_flops(const Op& op, const YAML::Node& flops_node, const YAML::Node& gemm_node,
+                        const std::string& where) const;
   // check_parameter_input: a parameter input reads at most the parameter for B = T = 1 (fails at n).
   void check_parameter_input(const OpInput& in, const YAML::Node& n, const std::string& where) const;
 

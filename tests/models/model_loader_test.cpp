@@ -308,6 +308,10 @@ TEST(ModelLoader, BadOpsNameTheLayerOpAndValue) {
   EXPECT_EQ(error_of(replace(kOps, "{op: addmm,", "{op: addmn,")),
             "bad.yaml:15: layers[1] \"fc\" ops[0] addmn: gemm: on op \"addmn\"; expected a matrix product (addbmm, "
             "addmm, baddbmm, bmm, linear, matmul, mm)");
+  // A size negative at the defaults is named at its own line, as written (it was the defaults' line).
+  EXPECT_EQ(error_of(replace(kOps, "saved: [[x0, B*T, 8, 0]]", "saved: [[x0, B*(T-100), 8, 0]]")),
+            "bad.yaml:12: layers[0] \"emb\": saved elements \"B*(T-100)\" is -92 a sample at the defaults (B=4, T=8); "
+            "expected a size >= 0");
   // A convolution without its shape would lose its FLOPs; a name that is no aten name is refused.
   EXPECT_EQ(
       error_of(replace(replace(kOps, "{op: addmm,", "{op: convolution,"), ",\n            gemm: [1, B*T, 10, 4]", "")),
@@ -383,17 +387,17 @@ TEST(ModelLoader, AGemmBeyond64BitsIsRefusedAtTheRunsSizes) {
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "g.yaml:3: defaults: model tiny at T=8, B=4: op 1 addmm gemm [1, 32, 4000000000, 4000000000] (from "
-              "g.yaml): 128000000000 x 4000000000 does not fit in 64 bits");
+              "g.yaml:15: layers[1] \"fc\" ops[0] addmm: gemm [1, 32, 4000000000, 4000000000] at the defaults (B=4, "
+              "T=8): its multiply-adds do not fit in 64 bits");
   }
-  // An expression that overflows at the defaults is named by what it sizes, not only by its text.
+  // An expression that overflows at the defaults is named at its line by what it sizes, as written.
   try {
     (void)parse_model(replace(kOps, "flops: B*80*T", "flops: B*800000000000000000*T"), "g.yaml");
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "g.yaml:3: defaults: op 1 addmm flops: expression B*800000000000000000*T at B=4, T=8: "
-              "6400000000000000000 x 4 does not fit in 64 bits");
+              "g.yaml:14: layers[1] \"fc\" ops[0] addmm: flops \"B*800000000000000000*T\" at the defaults (B=4, T=8): "
+              "expression B*800000000000000000*T at B=4, T=8: 6400000000000000000 x 4 does not fit in 64 bits");
   }
   const Model m = parse_model(replace(replace(kOps, "gemm: [1, B*T, 10, 4]", "gemm: [1, B*T, 100000000, 100000000]"),
                                       "flops: B*80*T", "flops: B*20000000000000000*T"),
