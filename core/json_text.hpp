@@ -5,6 +5,8 @@
 //   out << json_text(j, 2);   // result.json; a model named "caf\xe9" is written "caf\ufffd"
 #pragma once
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -24,5 +26,10 @@ inline nlohmann::ordered_json whole_json(double v) {
     return static_cast<long long>(v);
   return v;
 }
+
+// bytes_json: a byte count as summary.csv writes it, rounded to a whole byte: the engine's share of
+// a tensor split over GPUs (DataParallel's scatter of a batch into 3) is a fraction of a byte, and
+// sums of shares carry float error (256816800.00000006); no count is a fraction.
+inline nlohmann::ordered_json bytes_json(double v) { return whole_json(std::round(v)); }
 
 }  // namespace gradsync

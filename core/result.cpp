@@ -35,17 +35,17 @@ json result_json(const StrategyResult& r, bool full, bool events) {
   auto& gpus = j["gpus"] = json::array();
   for (const GpuResult& g : r.per_gpu) {
     gpus.push_back({{"rank", g.rank},
-                    {"bytes_in", whole_json(g.bytes_in)},
-                    {"bytes_out", whole_json(g.bytes_out)},
-                    {"peak_memory_bytes", whole_json(g.peak_memory_bytes)},
-                    {"capacity_bytes", whole_json(g.capacity_bytes)},
+                    {"bytes_in", bytes_json(g.bytes_in)},
+                    {"bytes_out", bytes_json(g.bytes_out)},
+                    {"peak_memory_bytes", bytes_json(g.peak_memory_bytes)},
+                    {"capacity_bytes", bytes_json(g.capacity_bytes)},
                     {"oom", g.oom}});
   }
   auto& links = j["links"] = json::array();
   for (const LinkLoad& l : r.links) {
     links.push_back({{"name", l.name},
                      {"bandwidth_Bps", l.bandwidth_Bps},
-                     {"bytes", whole_json(l.bytes)},
+                     {"bytes", bytes_json(l.bytes)},
                      {"utilisation", l.utilisation},
                      {"peak_utilisation", l.peak_utilisation},
                      {"peak_event", l.peak_event}});

@@ -120,10 +120,10 @@ json strategy_data(const StrategyResult& r, int per_node, const TraceOptions& tr
   auto& gpus = j["per_gpu"] = json::array();
   for (const GpuResult& g : r.per_gpu) {
     gpus.push_back({{"gpu", g.rank},
-                    {"bytes_in", g.bytes_in},
-                    {"bytes_out", g.bytes_out},
-                    {"peak_memory_bytes", g.peak_memory_bytes},
-                    {"capacity_bytes", g.capacity_bytes},
+                    {"bytes_in", bytes_json(g.bytes_in)},
+                    {"bytes_out", bytes_json(g.bytes_out)},
+                    {"peak_memory_bytes", bytes_json(g.peak_memory_bytes)},
+                    {"capacity_bytes", bytes_json(g.capacity_bytes)},
                     {"oom", g.oom}});
   }
   auto& links = j["links"] = json::array();
@@ -132,7 +132,7 @@ json strategy_data(const StrategyResult& r, int per_node, const TraceOptions& tr
                      {"utilisation", l.utilisation},
                      {"peak_utilisation", l.peak_utilisation},
                      {"peak_event", l.peak_event},
-                     {"bytes", l.bytes},
+                     {"bytes", bytes_json(l.bytes)},
                      {"bandwidth_Bps", l.bandwidth_Bps}});
   }
   auto& ex = j["explain"] = json::array();

@@ -346,6 +346,14 @@ TEST(ResultJson, ByteCountsAreIntegers) {
   for (const char* key : {"bytes_in", "bytes_out", "peak_memory_bytes", "capacity_bytes"})
     EXPECT_TRUE(j.at("gpus").at(0).at(key).is_number_integer()) << key;
   EXPECT_TRUE(j.at("links").at(0).at("bytes").is_number_integer());
+  // A share of a tensor split over GPUs is a fraction of a byte in the engine; the file writes the
+  // count rounded as summary.csv does (DataParallel's scatter over 3 GPUs: 206962722.67 -> 206962723).
+  StrategyResult split = ddp_result();
+  split.per_gpu.at(0).bytes_in = 206962722.6666667;
+  split.per_gpu.at(0).bytes_out = 256816800.00000006;
+  const auto k = result_json(split, false);
+  EXPECT_EQ(json_text(k.at("gpus").at(0).at("bytes_in")), "206962723");
+  EXPECT_EQ(json_text(k.at("gpus").at(0).at("bytes_out")), "256816800");
   EXPECT_EQ(json_text(whole_json(4096.0)), "4096");
   EXPECT_EQ(json_text(whole_json(0.5)), "0.5");
   EXPECT_EQ(json_text(whole_json(1e300)), "1e+300");
