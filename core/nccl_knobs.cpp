@@ -61,7 +61,12 @@ std::string canonical_nccl_list(std::string_view text, std::span<const std::stri
     throw ConfigError(fmt::format("^{} excludes every one of {}, and NCCL would have nothing to run; {}",
                                   fmt::join(out, ","), fmt::join(names, ", "), expected));
   }
-  return fmt::format("{}{}", exclude ? "^" : "", fmt::join(out, ","));
+  // NCCL reads the list as a set (tuning.cc parseList): written in its own order, so that
+  // "tree,ring" and "ring,tree" are one setting (one --vary value, one simulation).
+  std::vector<std::string> ordered;
+  for (std::string_view n : names)
+    if (std::find(out.begin(), out.end(), n) != out.end()) ordered.emplace_back(n);
+  return fmt::format("{}{}", exclude ? "^" : "", fmt::join(ordered, ","));
 }
 
 bool nccl_list_allows(std::string_view list, std::string_view name) {

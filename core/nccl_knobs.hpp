@@ -5,6 +5,7 @@
 // into its algorithms, protocols and path classes (sim/nccl_options.hpp).
 //
 //   canonical_nccl_list("Ring,TREE", kNcclAlgorithms)  == "ring,tree"
+//   canonical_nccl_list("tree,ring", kNcclAlgorithms)  == "ring,tree"  (a set: in NCCL's order)
 //   canonical_nccl_list("^NVLS", kNcclAlgorithms)      == "^nvls"
 //   canonical_nccl_level("2")                          == "PXB"   // NCCL's old numbering
 //   canonical_nccl_level("7")                          == "SYS"   // clamped, as NCCL does

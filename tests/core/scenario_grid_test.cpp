@@ -55,6 +55,9 @@ TEST(Vary, ListsAndRanges) {
 TEST(Vary, BadValuesNameTheTextAndWhatWasExpected) {
   EXPECT_EQ(error_of("gpus=1,two"), "--vary \"gpus=1,two\": \"two\": expected an integer from 1 to 1048576");
   EXPECT_EQ(error_of("bucket_cap_mb=25,25MiB"), "--vary \"bucket_cap_mb=25,25MiB\": \"25MiB\" given twice (as 25)");
+  // NCCL reads its lists as sets: the same algorithms in another order are one value.
+  EXPECT_EQ(error_of("NCCL_ALGO=ring+tree,tree+ring"),
+            "--vary \"NCCL_ALGO=ring+tree,tree+ring\": \"tree,ring\" given twice (as ring,tree)");
   EXPECT_EQ(error_of("gpus=8..1"), "--vary \"gpus=8..1\": range \"8..1\" is empty: 8 is above 1");
   EXPECT_EQ(error_of("gpus=1:8:x1"),
             "--vary \"gpus=1:8:x1\": range \"1:8:x1\": step \"1\": expected xF with a whole factor F >= 2");
