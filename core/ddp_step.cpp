@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/coalesce.hpp"
+#include "core/error.hpp"
 #include "core/trace.hpp"
 
 namespace gradsync {
@@ -106,7 +107,12 @@ void DdpStep::run_iteration(int iteration) {
   for (int micro = 0; micro < opts_.grad_accum; ++micro) {
     micro_ = micro;
     const bool sync = micro == opts_.grad_accum - 1;
-    forward(sync);
+    try {
+      forward(sync);
+    } catch (const RuntimeError& e) {
+      // The Reducer's own message (PyTorch's words), said of which model and when, as `buckets` says it.
+      throw RuntimeError(fmt::format("model {}: DDP raises at iteration {}: {}", model_.name, iteration, e.what()));
+    }
     if (opts_.scaler.on) dev_.compute(costs_.memory("grad_scaler:scale", kGradScalerScalarBytes, 1));
     backward();
   }

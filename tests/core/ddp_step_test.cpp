@@ -274,7 +274,13 @@ TEST(DdpStep, AnUnusedParameterWithoutFindUnusedParametersFailsTheNextIteration)
     FAIL() << "no error";
   } catch (const RuntimeError& err) {
     const std::string what = err.what();
-    EXPECT_EQ(what.rfind("Expected to have finished reduction in the prior iteration", 0), 0u) << what;
+    // PyTorch's words, said of which model and when (compare printed them bare).
+    EXPECT_EQ(what.rfind(fmt::format("model {}: DDP raises at iteration 2: Expected to have finished reduction in the "
+                                     "prior iteration",
+                                     m.name),
+                         0),
+              0u)
+        << what;
     EXPECT_NE(what.find("4 (head.weight)"), std::string::npos) << what;
   }
 }
