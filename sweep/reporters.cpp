@@ -182,6 +182,7 @@ void SweepJsonReporter::finish() {
   doc["mode"] = "simulated";
   doc["command"] = "sweep";
   doc["base_scenario"] = ctx_.base;
+  doc["inputs"] = ctx_.inputs;
   auto& jv = doc["vary"] = json::object();
   for (std::size_t i = 0; i < ctx_.varied.size(); ++i) jv[ctx_.varied[i]] = ctx_.vary_values[i];
   auto& jp = doc["points"] = json::array();

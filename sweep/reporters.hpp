@@ -27,6 +27,9 @@ struct SweepContext {
   nlohmann::ordered_json base;                      // the base scenario as requested (null: a default)
   std::vector<nlohmann::ordered_json> vary_values;  // per varied key, its values
   int points = 0;
+  // inputs: the files the points read, each with a digest of its bytes (result.json "inputs"; a
+  // --resume refuses files changed since).
+  nlohmann::ordered_json inputs = nlohmann::ordered_json::object();
 };
 
 // SweepRecord: one finished point: its summary.csv row (resolved scenario and results) and the

@@ -72,6 +72,50 @@ void check_resumable(const std::filesystem::path& dir, const std::string& out) {
       out, c->get<std::string>()));
 }
 
+// input_digests: the files the points read (model, topology, calibration given as paths, not
+// built-in names), each with a digest of its bytes (FNV-1a, 64 bits), by path.
+json input_digests(const std::vector<Point>& points) {
+  std::map<std::string, std::string> digests;
+  for (const Point& p : points) {
+    for (const std::string& path : {p.grid.scenario.model, p.grid.scenario.topology, p.grid.scenario.calibration}) {
+      std::error_code ec;
+      if (path.empty() || digests.contains(path) || !std::filesystem::is_regular_file(path, ec)) continue;
+      std::ifstream in(path, std::ios::binary);
+      if (!in) continue;
+      std::uint64_t h = 0xcbf29ce484222325ULL;
+      char buf[1 << 16];
+      while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+        for (std::streamsize i = 0; i < in.gcount(); ++i) {
+          h ^= static_cast<unsigned char>(buf[i]);
+          h *= 0x100000001b3ULL;
+        }
+      }
+      digests[path] = fmt::format("fnv1a64:{:016x}", h);
+    }
+  }
+  json out = json::object();
+  for (const auto& [path, d] : digests) out[path] = d;
+  return out;
+}
+
+// check_inputs: a resumed sweep's files are those its points were simulated with: the digests its
+// result.json recorded (a sweep that finished) match the files' bytes now. A file edited behind
+// the same path would mix the old file's points with the new one's, unsaid.
+void check_inputs(const std::filesystem::path& dir, const json& now) {
+  std::ifstream in(dir / "result.json");
+  if (!in) return;
+  const json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("inputs") || !j["inputs"].is_object()) return;
+  for (const auto& [path, digest] : j["inputs"].items()) {
+    const auto it = now.find(path);
+    if (it == now.end() || *it == digest) continue;
+    throw UsageError(fmt::format(
+        "--resume: {} changed since the sweep's points were simulated ({} then, {} now); start over without "
+        "--resume or with another --out",
+        path, digest.is_string() ? digest.get<std::string>() : digest.dump(), it->get<std::string>()));
+  }
+}
+
 // Group: points that share one simulation, in point order.
 struct Group {
   std::vector<const Point*> members;
@@ -342,8 +386,10 @@ SweepStats run_sweep(const SweepOptions& o) {
   }
   const std::string summary = (dir / "summary.csv").string();
   SweepCsvReporter csv(w.size > 1 ? part_path(dir, w.rank, w.size) : summary);
+  const json inputs = input_digests(points);
   if (o.resume) {
     check_resumable(dir, dir.string());
+    check_inputs(dir, inputs);
     csv.load(summary, keys);
     if (w.size > 1) csv.load(part_path(dir, w.rank, w.size), keys);
     if (o.retry_failed) csv.drop_failed();  // failed points run again only when asked
@@ -444,6 +490,7 @@ SweepStats run_sweep(const SweepOptions& o) {
   }
   ctx.base = scenario_json(o.base);
   ctx.points = static_cast<int>(points.size());
+  ctx.inputs = inputs;
   SweepJsonReporter json_out((dir / "result.json").string());
   SweepHtmlReporter html((dir / "report.html").string());
   SweepTableReporter table(*o.table, o.out);

@@ -7,6 +7,7 @@
 # bucket cap share one simulation, and their results equal a DP simulation of their own.
 set -euo pipefail
 bin=$1
+root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 args=(sweep --model gpt2 --iterations 2 --warmup 1 --vary gpus=1,2,4,8 --vary bucket_cap_mb=5,25 --jobs 1)
@@ -155,4 +156,17 @@ if "$bin" sweep --model resnet18 --vary strategy=ddp --vary gpus=1 --iterations 
 fi
 grep -q "seq_len 64: this sweep's is (none)" "$tmp/seq.err" ||
   { cat "$tmp/seq.err" >&2; echo "FAIL: an empty cell was not named (none)" >&2; exit 1; }
+# A model file edited behind the same path: --resume refuses it, naming the file, rather than mixing
+# the old file's points with the new one's.
+mkdir -p "$tmp/mfile"
+cp "$root/models/zoo/resnet18.yaml" "$tmp/mfile/m.yaml"
+edited=(sweep --model "$tmp/mfile/m.yaml" --vary strategy=ddp --iterations 2 --warmup 1 --jobs 1)
+"$bin" "${edited[@]}" --vary gpus=1,2 --out "$tmp/edited" >/dev/null 2>&1 || { echo "FAIL: the file sweep failed" >&2; exit 1; }
+sed -i 's/shape: \[64, 3, 7, 7\]/shape: [64, 3, 70, 70]/' "$tmp/mfile/m.yaml"
+if "$bin" "${edited[@]}" --vary gpus=1,2,4 --resume --out "$tmp/edited" >/dev/null 2>"$tmp/edited.err"; then
+  echo "FAIL: --resume took points simulated with another version of the model file" >&2
+  exit 1
+fi
+grep -q -- "--resume: $tmp/mfile/m.yaml changed since the sweep's points were simulated" "$tmp/edited.err" ||
+  { cat "$tmp/edited.err" >&2; echo "FAIL: the edited file was not named" >&2; exit 1; }
 echo "sweep killed after $done_before of $total points, resumed: same summary.csv and result.json"
