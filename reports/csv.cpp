@@ -220,36 +220,23 @@ CsvRow summary_row(int point, const std::string& mode, const json& scenario, con
   auto bytes = [&](double v) { return ran ? fmt::format("{:.0f}", std::round(v)) : std::string(); };
   const GpuResult g0 = r.per_gpu.empty() ? GpuResult{} : r.per_gpu.front();
   const LinkLoad busiest = r.links.empty() ? LinkLoad{} : r.links.front();
-  const CsvRow rest{mode,
-                    std::string(strategy_label(r.strategy)),
-                    !r.failed.empty() ? "failed"
-                    : ran             ? (oom ? "oom" : "ok")
-                                      : "skipped",
-                    r.skipped,
-                    r.failed,
-                    fmt::format("{}", r.replicas),
-                    r.gpu,
-                    r.precision,
-                    fmt::format("{}", r.global_batch),
-                    r.tokens_per_sample > 0 ? fmt::format("{}", r.tokens_per_sample) : std::string(),
-                    num(r.iteration_1_time_s),
-                    num(r.steady_iteration_time_s),
-                    num(r.compute_s),
-                    num(r.communication_s),
-                    num(r.exposed_communication_s),
-                    num(r.overlap),
-                    num(r.samples_per_s),
-                    r.tokens_per_sample > 0 ? num(r.tokens_per_s) : std::string(),
-                    bytes(g0.bytes_in),
-                    bytes(g0.bytes_out),
-                    bytes(max_in),
-                    bytes(max_out),
-                    bytes(peak),
-                    bytes(capacity),
-                    ran ? (oom ? "true" : "false") : "",
-                    busiest.name,
-                    busiest.name.empty() ? "" : number(busiest.utilisation),
-                    ""};
+  const CsvRow rest{
+      mode, std::string(strategy_label(r.strategy)),
+      !r.failed.empty() ? "failed"
+      : ran             ? (oom ? "oom" : "ok")
+                        : "skipped",
+      r.skipped, r.failed,
+      // A point that failed or was skipped ran no replica: counts it never had are left
+      // blank, not written as 0 (or tokens_per_sample's default 1) for a spreadsheet to
+      // average.
+      r.replicas > 0 ? fmt::format("{}", r.replicas) : std::string(), r.gpu, r.precision,
+      r.global_batch > 0 ? fmt::format("{}", r.global_batch) : std::string(),
+      r.failed.empty() && r.tokens_per_sample > 0 ? fmt::format("{}", r.tokens_per_sample) : std::string(),
+      num(r.iteration_1_time_s), num(r.steady_iteration_time_s), num(r.compute_s), num(r.communication_s),
+      num(r.exposed_communication_s), num(r.overlap), num(r.samples_per_s),
+      r.tokens_per_sample > 0 ? num(r.tokens_per_s) : std::string(), bytes(g0.bytes_in), bytes(g0.bytes_out),
+      bytes(max_in), bytes(max_out), bytes(peak), bytes(capacity), ran ? (oom ? "true" : "false") : "", busiest.name,
+      busiest.name.empty() ? "" : number(busiest.utilisation), ""};
   row.insert(row.end(), rest.begin(), rest.end());
   return row;
 }

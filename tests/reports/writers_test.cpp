@@ -337,6 +337,19 @@ TEST(ResultJson, AnImageModelHasNoTokens) {
   EXPECT_EQ(one.at(static_cast<std::size_t>(std::find(header.begin(), header.end(), "tokens_per_s") - header.begin())),
             "800");
   EXPECT_EQ(result_json(r, false).at("tokens_per_sample"), 1);
+  // A point that failed ran no replica: its counts are blank, not 0 replicas of a global batch of 0
+  // at 1 token a sample (a sweep's failed rows had those, a new user's report).
+  StrategyResult failed;
+  failed.strategy = Strategy::kDDP;
+  failed.failed = "DDP raises at iteration 2";
+  const CsvRow f = summary_row(0, "simulated", report().scenario, failed);
+  const auto cell = [&](const char* name) {
+    return f.at(static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin()));
+  };
+  EXPECT_EQ(cell("status"), "failed");
+  EXPECT_EQ(cell("replicas"), "");
+  EXPECT_EQ(cell("global_batch"), "");
+  EXPECT_EQ(cell("tokens_per_sample"), "");
 }
 
 // Byte counts are whole numbers and are written as JSON integers ("4096", not "4096.0"), which
