@@ -224,6 +224,24 @@ def trace(model, example_input):
     return layers, run, _all_tensors(run.output)
 
 
+def _triangular_mask(ops, chain, scores):
+    """Whether an op on the scores adds or applies a mask made by tril/triu (an additive causal
+    mask, as torch 1.13's F._scaled_dot_product_attention(is_causal=True) and transformers'
+    _make_causal_mask build it): the producers of the chain's other inputs, a few ops back."""
+    seen = set()
+    todo = [r for c in chain for r, _, _ in ops[c]["in"] if r.startswith("o") and r not in scores]
+    while todo:
+        r = todo.pop()
+        j = int(r[1:].split(".")[0])
+        if j in seen or len(seen) > 16:
+            continue
+        seen.add(j)
+        if ops[j]["op"] in ("tril", "triu", "tril_", "triu_"):
+            return True
+        todo.extend(x for x, _, _ in ops[j]["in"] if x.startswith("o"))
+    return False
+
+
 def _attention_groups(ops):
     """Mark the ops of each attention core: a bmm of queries and keys (scores q x kv), the ops on
     the scores (scale, mask, softmax, dropout), the bmm of probabilities and values, and the copies
@@ -263,7 +281,7 @@ def _attention_groups(ops):
         for m in members:
             ops[m]["attn"] = group
         batch, q, kv, d = op["gemm"]
-        causal = any(ops[c]["op"] == "masked_fill" for c in chain)
+        causal = any(ops[c]["op"] == "masked_fill" for c in chain) or _triangular_mask(ops, chain, scores)
         op["attention"] = [batch, q, kv, d, causal]
         group += 1
 

@@ -144,6 +144,32 @@ with tempfile.TemporaryDirectory() as tmp:
                          text=True)
     check(out.returncode == 0, f"buckets with find_unused_parameters: {out.stderr}")
 
+    # A causal mask added to the scores (built by triu, as torch 1.13's
+    # F._scaled_dot_product_attention(is_causal=True) and transformers' _make_causal_mask build it)
+    # marks the attention causal, as masked_fill does; a padding mask from the input does not.
+    class Attn(nn.Module):
+        def __init__(self, causal):
+            super().__init__()
+            self.causal = causal
+            self.qkv = nn.Linear(16, 48)
+
+        def forward(self, x):
+            B, T, _ = x.shape
+            q, k, v = self.qkv(x).view(B, T, 3, 2, 8).permute(2, 0, 3, 1, 4).reshape(3, B * 2, T, 8)
+            scores = torch.bmm(q, k.transpose(1, 2)) / 8 ** 0.5
+            if self.causal:
+                scores = scores + torch.triu(torch.full((T, T), float("-inf"), device=x.device), 1)
+            else:
+                scores = scores + (x[:, :, :1].transpose(1, 2) * 0).repeat_interleave(2, 0)
+            return torch.bmm(torch.softmax(scores, -1), v).sum()
+
+    for causal in (True, False):
+        apath = os.path.join(tmp, f"attn-{causal}.yaml")
+        export(Attn(causal), lambda T: (torch.zeros(1, T, 16),), "attn", apath, batch=2, seq_len=8, loss_inside=True)
+        marked = [l for l in open(apath).read().splitlines() if "attention: [" in l]
+        check(len(marked) == 1 and f", {str(causal).lower()}]" in marked[0],
+              f"additive mask, causal {causal}: the attention is marked {marked}")
+
     # The zoo's torchvision files are reproducible with the command-line exporter.
     regen = os.path.join(tmp, "resnet18.yaml")
     subprocess.run([sys.executable, os.path.join(ROOT, "tools", "export_model.py"), "torchvision:resnet18", "-o", regen,
