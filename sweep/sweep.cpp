@@ -30,6 +30,7 @@
 #include "core/scenario_keys.hpp"
 #include "sim/simulate.hpp"
 #include "sweep/reporters.hpp"
+#include "sweep/resume_checks.hpp"
 #include "sweep/world.hpp"
 
 namespace gradsync::sweep {
@@ -55,65 +56,6 @@ CsvRow failed_row(const Point& p, const std::string& error) {
   r.strategy = p.grid.strategy;
   r.failed = error;
   return reports::summary_row(p.grid.index, "simulated", p.resolved, r);
-}
-
-// check_resumable: a folder whose result.json another command wrote (compare, simulate, advise)
-// holds no sweep to continue; its summary.csv rows would read as points of another scenario.
-void check_resumable(const std::filesystem::path& dir, const std::string& out) {
-  std::ifstream in(dir / "result.json");
-  if (!in) return;  // a new folder, or a sweep killed before it wrote result.json
-  const json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return;  // summary.csv's rows are judged as they load
-  const auto c = j.find("command");
-  if (c == j.end() || !c->is_string() || *c == "sweep") return;
-  throw UsageError(fmt::format(
-      "--out {} --resume: the folder holds a `gradsync {}` run (its result.json), not a sweep; --resume continues a "
-      "sweep in the folder it wrote: give that folder, or another --out",
-      out, c->get<std::string>()));
-}
-
-// input_digests: the files the points read (model, topology, calibration given as paths, not
-// built-in names), each with a digest of its bytes (FNV-1a, 64 bits), by path.
-json input_digests(const std::vector<Point>& points) {
-  std::map<std::string, std::string> digests;
-  for (const Point& p : points) {
-    for (const std::string& path : {p.grid.scenario.model, p.grid.scenario.topology, p.grid.scenario.calibration}) {
-      std::error_code ec;
-      if (path.empty() || digests.contains(path) || !std::filesystem::is_regular_file(path, ec)) continue;
-      std::ifstream in(path, std::ios::binary);
-      if (!in) continue;
-      std::uint64_t h = 0xcbf29ce484222325ULL;
-      char buf[1 << 16];
-      while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-        for (std::streamsize i = 0; i < in.gcount(); ++i) {
-          h ^= static_cast<unsigned char>(buf[i]);
-          h *= 0x100000001b3ULL;
-        }
-      }
-      digests[path] = fmt::format("fnv1a64:{:016x}", h);
-    }
-  }
-  json out = json::object();
-  for (const auto& [path, d] : digests) out[path] = d;
-  return out;
-}
-
-// check_inputs: a resumed sweep's files are those its points were simulated with: the digests its
-// result.json recorded (a sweep that finished) match the files' bytes now. A file edited behind
-// the same path would mix the old file's points with the new one's, unsaid.
-void check_inputs(const std::filesystem::path& dir, const json& now) {
-  std::ifstream in(dir / "result.json");
-  if (!in) return;
-  const json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("inputs") || !j["inputs"].is_object()) return;
-  for (const auto& [path, digest] : j["inputs"].items()) {
-    const auto it = now.find(path);
-    if (it == now.end() || *it == digest) continue;
-    throw UsageError(fmt::format(
-        "--resume: {} changed since the sweep's points were simulated ({} then, {} now); start over without "
-        "--resume or with another --out",
-        path, digest.is_string() ? digest.get<std::string>() : digest.dump(), it->get<std::string>()));
-  }
 }
 
 // Group: points that share one simulation, in point order.
@@ -386,7 +328,11 @@ SweepStats run_sweep(const SweepOptions& o) {
   }
   const std::string summary = (dir / "summary.csv").string();
   SweepCsvReporter csv(w.size > 1 ? part_path(dir, w.rank, w.size) : summary);
-  const json inputs = input_digests(points);
+  std::vector<std::string> files;
+  for (const Point& p : points)
+    for (const std::string* f : {&p.grid.scenario.model, &p.grid.scenario.topology, &p.grid.scenario.calibration})
+      files.push_back(*f);
+  const json inputs = input_digests(files);
   if (o.resume) {
     check_resumable(dir, dir.string());
     check_inputs(dir, inputs);
