@@ -121,6 +121,10 @@ struct MeasuredStep {
   double other_s = 0;
 };
 
+// kMaxModelDefault: the largest default batch or seq_len a model file may give, as --batch-per-gpu
+// and --seq-len take (2^24).
+inline constexpr std::int64_t kMaxModelDefault = std::int64_t{1} << 24;
+
 // Model is a loaded, validated model file.
 struct Model {
   std::string name;

@@ -447,14 +447,13 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
   }
   // The defaults within the flags' bounds (2^24) and a learned position table's rows (GPT-2's wpe,
   // BERT's position_embeddings), as --seq-len is: nanoGPT asserts on a longer sequence.
-  constexpr std::int64_t kMaxDefault = std::int64_t{1} << 24;
-  if (m.default_batch > kMaxDefault)
+  if (m.default_batch > kMaxModelDefault)
     r.fail(defaults["batch"], "defaults",
-           fmt::format("batch {}: expected at most {}, as --batch-per-gpu takes", m.default_batch, kMaxDefault));
+           fmt::format("batch {}: expected at most {}, as --batch-per-gpu takes", m.default_batch, kMaxModelDefault));
   if (m.default_seq_len) {
-    if (*m.default_seq_len > kMaxDefault)
+    if (*m.default_seq_len > kMaxModelDefault)
       r.fail(defaults["seq_len"], "defaults",
-             fmt::format("seq_len {}: expected at most {}, as --seq-len takes", *m.default_seq_len, kMaxDefault));
+             fmt::format("seq_len {}: expected at most {}, as --seq-len takes", *m.default_seq_len, kMaxModelDefault));
     for (const Parameter& p : m.parameters) {
       const bool positions =
           p.name.find("wpe") != std::string::npos || p.name.find("position_embeddings") != std::string::npos;

@@ -140,8 +140,7 @@ BatchExpr OpFileReader::size(const YAML::Node& n, const std::string& where, cons
   // a size negative or past 64 bits there is named here, at its own line, as written.
   const std::int64_t batch = m_.default_batch, t = m_.seq_len(std::nullopt);
   // Defaults past what the flags take are refused at the defaults' line once the file is read.
-  constexpr std::int64_t kFlagsMax = std::int64_t{1} << 24;
-  if (batch > kFlagsMax || t > kFlagsMax) return b;
+  if (batch > kMaxModelDefault || t > kMaxModelDefault) return b;
   const std::string at_defaults = m_.default_seq_len ? fmt::format("B={}, T={}", batch, t) : fmt::format("B={}", batch);
   std::int64_t v = 0;
   std::string overflow;
