@@ -103,8 +103,9 @@ void run_training(const PublishedArgs& a, std::ostream& out, std::string& csv, s
     const std::string mode =
         fmt::format("{}, {}{}{}", c.compile ? "compile" : "eager", c.attention,
                     c.channels_last ? ", channels_last" : "", c.master_weights ? ", 16-bit model" : "");
-    t.add_row({c.id, c.split, p.cls, mode, c.precision, c.metric, fmt::format("{:.4g}", p.published),
-               fmt::format("{:.4g}", p.predicted), fmt::format("{:+.1f}", 100 * p.error())});
+    t.add_row({c.id, c.split, p.cls, mode, c.precision, c.steady ? c.metric + ", steady" : c.metric,
+               fmt::format("{:.4g}", p.published), fmt::format("{:.4g}", p.predicted),
+               fmt::format("{:+.1f}", 100 * p.error())});
     errors[{p.cls, c.split}].push_back(std::abs(p.error()));
     errors[{"all", c.split}].push_back(std::abs(p.error()));
     classes.push_back({"one GPU, " + p.cls, c.id, p.error(), sim::predicted_faster(c.metric, p.error())});
@@ -114,7 +115,9 @@ void run_training(const PublishedArgs& a, std::ostream& out, std::string& csv, s
   if (shown == 0) return;
   out << "#\n";
   t.print(out, {fmt::format("published single-GPU training ({}): predicted from the model's ops for the run's GPU, "
-                            "batch, precision and execution mode; error = predicted / published - 1",
+                            "batch, precision and execution mode; error = predicted / published - 1; steady: the "
+                            "rate between the source log's own step timestamps after the first, not its figure "
+                            "over the whole run",
                             origin)});
   reports::Table s({{"class", "", true},
                     {"split", "", true},

@@ -27,10 +27,11 @@ std::vector<TrainingCase> read_training_cases(std::string_view text, const std::
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const YAML::Node n = cases[i];
     const CaseHeader h =
-        case_header(r, n, i, {"id",        "split",     "source",         "source_note",   "model",
-                              "gpu",       "batch",     "seq_len",        "precision",     "mode",
-                              "attention", "optimizer", "optimizer_impl", "channels_last", "mixed_precision",
-                              "metric",    "quote",     "grad_accum",     "input",         "unsupported"},
+        case_header(r, n, i, {"id",        "split",       "source",         "source_note",   "model",
+                              "gpu",       "batch",       "seq_len",        "precision",     "mode",
+                              "attention", "optimizer",   "optimizer_impl", "channels_last", "mixed_precision",
+                              "metric",    "quote",       "grad_accum",     "input",         "unsupported",
+                              "steady",    "steady_quote"},
                     ids);
     const std::string& at = h.at;
     TrainingCase c;
@@ -74,6 +75,18 @@ std::vector<TrainingCase> read_training_cases(std::string_view text, const std::
                          c.metric));
     }
     c.published = r.positive_number(metric.begin()->second, at, "metric");
+    c.figure = c.published;
+    if (n["steady"]) {
+      // The rate between two of the log's own step timestamps after the first: what is compared.
+      const YAML::Node steady = n["steady"];
+      if (!steady.IsMap() || steady.size() != 1 || steady.begin()->first.as<std::string>() != c.metric)
+        r.fail(steady, at, fmt::format("steady: expected one {{{}: value}}, in the metric's unit", c.metric));
+      c.published = r.positive_number(steady.begin()->second, at, "steady");
+      c.steady = true;
+      r.string(r.required(n, at, "steady_quote"), at, "steady_quote");
+    } else if (n["steady_quote"]) {
+      r.fail(n["steady_quote"], at, "steady_quote without steady: expected both or neither");
+    }
     if (n["optimizer_impl"]) {
       const std::string impl = r.string(n["optimizer_impl"], at, "optimizer_impl");
       // The scenario key's names (--optimizer-impl): for-loop is torch.optim's per-parameter loop.

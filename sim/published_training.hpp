@@ -31,7 +31,11 @@ struct TrainingCase {
   // x.to('cuda') inside the timing); device (unset) when the batch is already there or not timed.
   InputLocation input = InputLocation::kDevice;
   std::string metric;  // samples_per_s, tokens_per_s, step_s, ms_per_3_iterations
+  // published: what is compared: the steady rate where the case has one (steady:, from the
+  // source's own step timestamps after the first), else the source's figure (metric:).
   double published = 0;
+  double figure = 0;  // the source's figure as written (metric:)
+  bool steady = false;
   std::string unsupported;  // why gradsync cannot predict it (then listed, not scored)
   int line = 0;
 };

@@ -68,5 +68,50 @@ TEST(PublishedTraining, AnUnknownMixedPrecisionIsAnErrorNamingTheLine) {
   }
 }
 
+std::string error_of(const std::string& text) {
+  try {
+    read_training_cases(text, "t.yaml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// steady: the rate between the log's own step timestamps after the first is what is compared; the
+// figure over the whole run is kept as written.
+TEST(PublishedTraining, ASteadyRateIsWhatIsCompared) {
+  const std::string t =
+      with("autocast") + "    steady: {samples_per_s: 700}\n    steady_quote: \"iterations 1 and 101\"\n";
+  const TrainingCase c = read_training_cases(t, "t.yaml").at(0);
+  EXPECT_TRUE(c.steady);
+  EXPECT_DOUBLE_EQ(c.published, 700);
+  EXPECT_DOUBLE_EQ(c.figure, 645.76);
+  EXPECT_DOUBLE_EQ(predict_training(c).published, 700);
+  const TrainingCase plain = read_training_cases(with("autocast"), "t.yaml").at(0);
+  EXPECT_FALSE(plain.steady);
+  EXPECT_DOUBLE_EQ(plain.published, 645.76);
+  EXPECT_NE(error_of(with("autocast") + "    steady: {step_s: 0.5}\n    steady_quote: \"q\"\n")
+                .find("t.yaml:16: case one: steady: expected one {samples_per_s: value}, in the metric's unit"),
+            std::string::npos)
+      << error_of(with("autocast") + "    steady: {step_s: 0.5}\n    steady_quote: \"q\"\n");
+  EXPECT_NE(error_of(with("autocast") + "    steady: {samples_per_s: 700}\n").find("steady_quote"), std::string::npos);
+  EXPECT_NE(error_of(with("autocast") + "    steady_quote: \"q\"\n")
+                .find("steady_quote without steady: expected both or neither"),
+            std::string::npos);
+}
+
+// The shipped steady rates (Lambda's run_squad.py logs) are each above the run's own figure, which
+// also counts the first step's start-up, and by no more than that start-up can take of the run.
+TEST(PublishedTraining, ShippedSteadyRatesExceedTheirWholeRunFigures) {
+  int steady = 0;
+  for (const TrainingCase& c : read_training_cases(builtin_training_text(), "training_steps.yaml")) {
+    if (!c.steady) continue;
+    ++steady;
+    EXPECT_GT(c.published, c.figure) << c.id;
+    EXPECT_LT(c.published, 1.06 * c.figure) << c.id;
+  }
+  EXPECT_EQ(steady, 16);
+}
+
 }  // namespace published_training_test
 }  // namespace gradsync::sim
