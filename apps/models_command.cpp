@@ -16,6 +16,7 @@
 #include "apps/scenario_args.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "core/pytorch_version.hpp"
 #include "core/text.hpp"
 #include "models/compute_cost.hpp"
 #include "models/memory_cost.hpp"
@@ -41,7 +42,7 @@ struct ShowOptions {
 const std::vector<std::string> kShowKeys = {"batch_per_gpu",   "seq_len",   "precision",      "mixed_precision",
                                             "compile",         "attention", "channels_last",  "pad_to_multiple_of",
                                             "pytorch_version", "optimizer", "optimizer_impl", "set_to_none",
-                                            "grad_accum",      "input",     "grad_scaler"};
+                                            "grad_accum",      "input",     "grad_scaler",    "clip_grad_norm"};
 
 // precision_of: a parameter dtype as the table names it (fp32, bf16, fp16).
 std::string_view precision_of(DType t) {
@@ -158,7 +159,8 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   const MemoryBreakdown mem = memory_cost(m, ctx, mo);
   const double samples = static_cast<double>(ctx.batch) * static_cast<double>(s.grad_accum);
   const double tokens = samples * (m.default_seq_len ? static_cast<double>(ctx.seq_len) : 1.0);
-  const double step_s = single_gpu_step_s(cost, step, s.grad_accum, &later);
+  const ClipStep clip = clip_step(m, ctx, clip_grad_norm_syncs(parse_pytorch_version(s.pytorch_version)));
+  const double step_s = single_gpu_step_s(cost, step, s.grad_accum, &later, s.clip_grad_norm ? &clip : nullptr);
 
   if (o.json) {
     nlohmann::ordered_json j;
@@ -197,6 +199,9 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     j["forward_s"] = cost.forward_s;
     j["backward_s"] = cost.backward_s;
     j["optimizer_s"] = step.time_s;
+    j["clip_grad_norm"] = s.clip_grad_norm;
+    // clip_grad_norm_'s kernels (with scaler.unscale_ where only clipping needs it), 0 without it.
+    j["clip_grad_norm_s"] = s.clip_grad_norm ? clip.unscale.time_s + clip.norm.time_s + clip.scale.time_s : 0.0;
     j["input"] = s.input;
     j["input_s"] = cost.input.time_s;  // the batch's copy from the host (0: already on the GPU)
     // GradScaler's kernels (scale before each backward, unscale, update) and the host's wait.
@@ -327,6 +332,12 @@ void show_model(const ShowOptions& o, std::ostream& out) {
         {"input copy", fmt::format("{} ({} a step over PCIe Gen{} x{} from {} memory{})",
                                    human_duration(cost.input.time_s), human_bytes(cost.input.bytes), ctx.gpu->pcie_gen,
                                    ctx.gpu->pcie_lanes, s.input, cost.input_waits ? ": the host waits for it" : "")});
+  if (s.clip_grad_norm)
+    t.add_row({"clip_grad_norm_",
+               fmt::format("{} (the norm of {} gradients, then each scaled{}{})",
+                           human_duration(clip.unscale.time_s + clip.norm.time_s + clip.scale.time_s),
+                           trainable_gradients(m).second, clip.unscale.kernels > 0 ? ", after scaler.unscale_" : "",
+                           clip.syncs ? "; the host reads the norm" : "")});
   t.add_row({"optimizer", human_duration(step.time_s)});
   t.add_row({"step (1 GPU)", fmt::format("{}, {:.4g} samples/s{}", human_duration(step_s), samples / step_s,
                                          m.default_seq_len ? fmt::format(", {:.4g} tokens/s", tokens / step_s) : "")});

@@ -477,7 +477,24 @@ KernelCost matmul_kernel_cost(double flops, double bytes, int kernels, const Com
   return finish(KernelCost{flops, bytes, kernels, 0}, ctx.gpu->peak_flops(p), ctx.efficiency.matmul, ctx);
 }
 
-double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int grad_accum, const ModelCost* later) {
+ClipStep clip_step(const Model& model, const ComputeContext& ctx, bool syncs) {
+  ClipStep c;
+  // GradScaler unscales by itself unless the optimizer is fused (core/grad_scaler.hpp); clipping
+  // needs the true gradients either way, so scaler.unscale_ runs the same pass for a fused one.
+  const GradScalerOptions scaler{ctx.grad_scaler && !model.measured, ctx.optimizer_impl == OptimizerImpl::kFused};
+  if (scaler.unscales(true) && !scaler.unscales(false)) {
+    const auto [bytes, tensors] = trainable_gradients(model);
+    const GradScalerWork w = grad_scaler_work(bytes, tensors);
+    c.unscale = memory_kernel_cost(w.unscale_bytes, w.unscale_kernels, ctx);
+  }
+  c.norm = clip_grad_norm_cost(model, ctx, ClipPart::kNorm);
+  c.scale = clip_grad_norm_cost(model, ctx, ClipPart::kScale);
+  c.syncs = syncs;
+  return c;
+}
+
+double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int grad_accum, const ModelCost* later,
+                         const ClipStep* clip) {
   LaunchQueue q;
   const auto issue = [&q](const KernelCost& k) {
     if (k.kernels > 0 || k.time_s > 0) q.issue(std::max(0.0, k.host_s), k.gpu_time(), k.kernels);
@@ -491,6 +508,12 @@ double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int
     for (auto l = c.layers.rbegin(); l != c.layers.rend(); ++l) issue(l->backward);
   }
   issue(cost.scaler_unscale);
+  if (clip != nullptr) {
+    issue(clip->unscale);
+    issue(clip->norm);
+    if (clip->syncs) q.wait();  // `if clip_coef < 1:` reads the norm on the host
+    issue(clip->scale);
+  }
   if (cost.scaler_waits) q.wait();  // found_inf's .item() before optimizer.step()
   issue(optimizer);
   issue(cost.scaler_update);

@@ -202,8 +202,10 @@ struct ModelCost {
 // optimizer's (within GradScaler's work when the step has it: ModelCost::scaler_*), while the GPU
 // runs those issued before; neither the sum of per-layer maxima of GPU and host time nor the
 // larger of their totals.
+// With `clip` (ClipStep), clip_grad_norm_ runs between GradScaler's unscale and the optimizer.
+struct ClipStep;
 double single_gpu_step_s(const ModelCost& cost, const KernelCost& optimizer, int grad_accum = 1,
-                         const ModelCost* later = nullptr);
+                         const ModelCost* later = nullptr, const ClipStep* clip = nullptr);
 ModelCost model_cost(const Model& model, const ComputeContext& ctx);
 // holds_gradient: per parameter, whether a step leaves a .grad on it: it requires one and forward
 // uses it (a parameter under unused_parameters keeps grad None: autograd never reaches it and DDP's
@@ -251,6 +253,18 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, OptimizerImpl impl,
 enum class ClipPart { kNorm, kScale };
 KernelCost clip_grad_norm_cost(const Model& model, const ComputeContext& ctx);
 KernelCost clip_grad_norm_cost(const Model& model, const ComputeContext& ctx, ClipPart part);
+
+// ClipStep: clip_grad_norm_ in one GPU's step, as a training loop runs it after backward:
+// scaler.unscale_(optimizer) first where GradScaler would not unscale by itself (a fused optimizer
+// takes the scale, but the norm must be of the true gradients: `unscale`, else empty), the norm,
+// the host reading it before PyTorch 1.10 (`syncs`: clip_grad_norm_syncs), the scaling.
+struct ClipStep {
+  KernelCost unscale{};
+  KernelCost norm{};
+  KernelCost scale{};
+  bool syncs = false;
+};
+ClipStep clip_step(const Model& model, const ComputeContext& ctx, bool syncs);
 
 KernelCost copy_cost(double bytes, int tensors, const ComputeContext& ctx);
 

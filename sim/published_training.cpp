@@ -27,11 +27,11 @@ std::vector<TrainingCase> read_training_cases(std::string_view text, const std::
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const YAML::Node n = cases[i];
     const CaseHeader h =
-        case_header(r, n, i, {"id",        "split",       "source",         "source_note",   "model",
-                              "gpu",       "batch",       "seq_len",        "precision",     "mode",
-                              "attention", "optimizer",   "optimizer_impl", "channels_last", "mixed_precision",
-                              "metric",    "quote",       "grad_accum",     "input",         "unsupported",
-                              "steady",    "steady_quote"},
+        case_header(r, n, i, {"id",        "split",        "source",         "source_note",   "model",
+                              "gpu",       "batch",        "seq_len",        "precision",     "mode",
+                              "attention", "optimizer",    "optimizer_impl", "channels_last", "mixed_precision",
+                              "metric",    "quote",        "grad_accum",     "input",         "unsupported",
+                              "steady",    "steady_quote", "clip_grad_norm"},
                     ids);
     const std::string& at = h.at;
     TrainingCase c;
@@ -106,6 +106,7 @@ std::vector<TrainingCase> read_training_cases(std::string_view text, const std::
                 : input == "pinned" ? InputLocation::kPinned
                                     : InputLocation::kDevice;
     }
+    if (n["clip_grad_norm"]) c.clip_grad_norm = r.boolean(n["clip_grad_norm"], at, "clip_grad_norm");
     if (n["unsupported"]) c.unsupported = r.string(n["unsupported"], at, "unsupported");
     out.push_back(std::move(c));
   }
@@ -130,6 +131,8 @@ TrainingPrediction predict_training(const TrainingCase& c) {
   ctx.grads_defined = ctx.zero_grad_fill;
   ctx.lerp_moments = c.optimizer_impl != OptimizerImpl::kSingleTensor;
   ctx.optimizer_impl = c.optimizer_impl;
+  // A for-loop optimizer is a PyTorch before 2.0, whose clip_grad_norm_ loops over the gradients too.
+  ctx.foreach = c.optimizer_impl != OptimizerImpl::kSingleTensor;
   // fp16 autocast with an optimizer runs under GradScaler (scenario key grad_scaler's auto).
   ctx.grad_scaler = ctx.precision == Precision::kFP16 && !c.master_weights && c.optimizer != "none";
   const ModelCost cost = model_cost(m, ctx);
@@ -139,7 +142,9 @@ TrainingPrediction predict_training(const TrainingCase& c) {
   const ModelCost later = c.grad_accum > 1 ? model_cost(m, later_ctx) : cost;
   const KernelCost opt = optimizer_cost(m, parse_optimizer(c.optimizer), c.optimizer_impl, ctx);
   TrainingPrediction p;
-  p.step_s = single_gpu_step_s(cost, opt, c.grad_accum, &later);
+  // clip_grad_norm_ as PyTorch 1.10 and later run it: the host does not read the norm.
+  const ClipStep clip = clip_step(m, ctx, false);
+  p.step_s = single_gpu_step_s(cost, opt, c.grad_accum, &later, c.clip_grad_norm ? &clip : nullptr);
   const double samples = static_cast<double>(c.batch * c.grad_accum);
   if (c.metric == "samples_per_s") p.predicted = samples / p.step_s;
   if (c.metric == "tokens_per_s") p.predicted = samples * static_cast<double>(ctx.seq_len) / p.step_s;

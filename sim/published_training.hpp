@@ -27,6 +27,9 @@ struct TrainingCase {
   long batch = 1;
   long seq_len = 0;  // 0: not a sequence model (or the model's)
   long grad_accum = 1;
+  // clip_grad_norm: the loop calls torch.nn.utils.clip_grad_norm_ before every optimizer step (the
+  // Hugging Face Trainer's max_grad_norm 1.0), as PyTorch 1.10 and later run it (no host read).
+  bool clip_grad_norm = false;
   // input: where each batch starts when the timed region copies it (input: pageable, the source's
   // x.to('cuda') inside the timing); device (unset) when the batch is already there or not timed.
   InputLocation input = InputLocation::kDevice;

@@ -32,6 +32,7 @@ std::vector<std::string> show_flags(const sim::TrainingCase& c) {
   if (c.channels_last) a.emplace_back("--channels-last");
   if (c.attention != "n/a" && !c.attention.empty()) a.insert(a.end(), {"--attention", c.attention});
   if (c.grad_accum > 1) a.insert(a.end(), {"--grad-accum", std::to_string(c.grad_accum)});
+  if (c.clip_grad_norm) a.emplace_back("--clip-grad-norm");
   a.insert(a.end(), {"--input", c.input == InputLocation::kPageable ? "pageable"
                                 : c.input == InputLocation::kPinned ? "pinned"
                                                                     : "device"});
@@ -169,6 +170,31 @@ TEST(ModelsShow, Fp16RunsUnderGradScaler) {
   EXPECT_FALSE(bf16.at("grad_scaler").get<bool>());
   expect_error({"models", "show", "gpt2", "--precision", "fp16", "--optimizer", "none", "--grad-scaler", "true"}, 2,
                "--grad-scaler true");
+}
+
+// --clip-grad-norm: the norm reads GPT-2's float32 gradients (about 0.5 GB) once and the scaling
+// reads and writes them (1.5 GB in all at A100 speed); a fused optimizer under GradScaler unscales
+// first for it (one more read and write); before PyTorch 1.10 the host reads the norm, and the
+// text table says so.
+TEST(ModelsShow, ClipGradNormIsANormAndAScalingBeforeTheOptimizer) {
+  const auto show = [](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"models", "show", "gpt2", "--gpu", "a100", "--precision", "fp16", "--json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return nlohmann::json::parse(run_printed(a).out);
+  };
+  const nlohmann::json off = show({}), on = show({"--clip-grad-norm"}),
+                       fused = show({"--clip-grad-norm", "--optimizer-impl", "fused"});
+  EXPECT_FALSE(off.at("clip_grad_norm").get<bool>());
+  EXPECT_EQ(off.at("clip_grad_norm_s").get<double>(), 0.0);
+  const double clip = on.at("clip_grad_norm_s").get<double>();
+  EXPECT_GT(clip, 0.5e-3);
+  EXPECT_LT(clip, 1.5e-3);
+  EXPECT_GE(on.at("step_s").get<double>() - off.at("step_s").get<double>() + 1e-12, clip);
+  EXPECT_GT(fused.at("clip_grad_norm_s").get<double>(), 1.4 * clip);  // with scaler.unscale_'s pass
+  const Result text =
+      run_printed({"models", "show", "gpt2", "--gpu", "a100", "--clip-grad-norm", "--pytorch-version", "1.9"});
+  EXPECT_NE(text.out.find("clip_grad_norm_"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("the host reads the norm"), std::string::npos) << text.out;
 }
 
 // models show says where forward and backward's GPU time goes, by kernel class, as the table and in

@@ -257,6 +257,17 @@ TEST(ComputeCost, OneGpusStepIsTheLaunchQueueOverTheLayers) {
   EXPECT_NEAR(single_gpu_step_s(c, opt), 23.62e-3, 1e-12);
   c.scaler_waits = true;
   EXPECT_NEAR(single_gpu_step_s(c, opt), 27.63e-3, 1e-12);
+  // clip_grad_norm_ after the unscale pass, without the found_inf wait (a fused optimizer): its
+  // kernels GPU-queued (+0.1 + 0.2 ms). When the host reads the norm (before PyTorch 1.10) it waits
+  // for the GPU there (20.1 + 0.01 + 2 + 0.5 + 0.1 = 22.71 ms), then issues the scaling (0.1 ms) and
+  // the optimizer (5 ms), whose last kernel (0.01 ms) and the update (0.01 ms) end the step.
+  c.scaler_waits = false;
+  ClipStep clip;
+  clip.norm = issued(0.1e-3, 0.1e-3, 10);
+  clip.scale = issued(0.2e-3, 0.1e-3, 10);
+  EXPECT_NEAR(single_gpu_step_s(c, opt, 1, nullptr, &clip), 23.62e-3 + 0.3e-3, 1e-12);
+  clip.syncs = true;
+  EXPECT_NEAR(single_gpu_step_s(c, opt, 1, nullptr, &clip), 22.71e-3 + 0.1e-3 + 5e-3 + 0.01e-3 + 0.01e-3, 1e-12);
 }
 
 // GradScaler's work in one GPU's step (core/grad_scaler.hpp): fp16 autocast by default; a fused
@@ -282,6 +293,16 @@ TEST(ComputeCost, GradScalerIsOnePassOverTheGradientsWithFp16Autocast) {
   const ModelCost fused = model_cost(m, ctx);
   EXPECT_EQ(fused.scaler_unscale.kernels, 0);
   EXPECT_FALSE(fused.scaler_waits);
+  // clip_grad_norm_ needs the true gradients: scaler.unscale_ runs the pass for a fused optimizer,
+  // which the scaler's own step would not; the norm reads every gradient, the scaling reads and
+  // writes each.
+  const ClipStep fused_clip = clip_step(m, ctx, false);
+  EXPECT_DOUBLE_EQ(fused_clip.unscale.bytes, 2 * grads);
+  EXPECT_DOUBLE_EQ(fused_clip.norm.bytes, grads);
+  EXPECT_DOUBLE_EQ(fused_clip.scale.bytes, 2 * grads);
+  ComputeContext plain = ctx;
+  plain.optimizer_impl = OptimizerImpl::kForEach;
+  EXPECT_EQ(clip_step(m, plain, false).unscale.kernels, 0);  // the scaler's own pass unscales
   ComputeContext bf16 = ctx;
   bf16.precision = Precision::kBF16;
   apply_framework(bf16, sc);
