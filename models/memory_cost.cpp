@@ -80,10 +80,13 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
     m.loss = static_cast<double>(ctx.batch) * loss_bytes_per_sample;
   } else if (opts.dp_gpu0) {
     // GPU0 holds the module, its replica's activations, the gathered output and its gradient, and
-    // the only optimizer state; the replica on GPU0 shares the module's parameters.
+    // the only optimizer state; the replica on GPU0 shares the module's parameters. A loss inside
+    // forward returns (loss, logits): gather() runs one Gather per tensor of the tuple
+    // (torch/nn/parallel/scatter_gather.py gather_map), and backward starts from the gathered
+    // losses' mean, so the logits' Gather node is never reached and no gradient of them is made.
     m.optimizer_state = state;
     const double global = static_cast<double>(opts.dp_global_batch > 0 ? opts.dp_global_batch : ctx.batch);
-    m.outputs = 2 * global * out_per_sample;
+    m.outputs = (model.loss_inside ? 1 : 2) * global * out_per_sample;
     m.inputs = (global - static_cast<double>(ctx.batch)) *
                static_cast<double>(model.input_bytes.eval(static_cast<std::int64_t>(t)));
     // A loss inside forward runs on every replica over its own chunk; one outside, on the

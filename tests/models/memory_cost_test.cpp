@@ -152,6 +152,7 @@ TEST(MemoryCost, DpGpu0HoldsOutputsAndOptimizer) {
   inside.loss_inside = true;
   o.dp_gpu0 = true;
   EXPECT_DOUBLE_EQ(memory_cost(inside, ctx, o).loss, 8.0 * 1024 * 128 * 4);
+  EXPECT_DOUBLE_EQ(memory_cost(inside, ctx, o).outputs, 1.0 * 32 * 1024 * 128 * 2);  // no gradient of them
   o.dp_gpu0 = false;
   EXPECT_DOUBLE_EQ(memory_cost(inside, ctx, o).loss, 8.0 * 1024 * 128 * 4);
 }
@@ -174,7 +175,8 @@ TEST(MemoryCost, DpOnOneDeviceHoldsWhatOneGpuHolds) {
   EXPECT_EQ(one.outputs, 0);
   EXPECT_EQ(one.buckets, 0);
   EXPECT_DOUBLE_EQ(one.total, ddp.total - ddp.buckets);
-  EXPECT_DOUBLE_EQ(hub.total - one.total, 2.0 * 8 * 1024 * 128 * 2 + 2 * 10.0 * kMiB);
+  // The gathered output, without a gradient: backward starts from the loss computed in forward.
+  EXPECT_DOUBLE_EQ(hub.total - one.total, 1.0 * 8 * 1024 * 128 * 2 + 2 * 10.0 * kMiB);
 }
 
 // torch.optim keeps its state like each parameter (zeros_like): a float64 weight's Adam moments
