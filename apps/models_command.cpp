@@ -227,6 +227,8 @@ void show_model(const ShowOptions& o, std::ostream& out) {
                    {"loss", mem.loss},
                    {"buckets", mem.buckets},
                    {"context", mem.context},
+                   {"optimizer_temporaries", mem.optimizer_temporaries},
+                   {"peak_in_optimizer", mem.peak_in_optimizer},
                    {"total", mem.total},
                    {"capacity", mem.capacity},
                    {"oom", mem.oom}};
@@ -348,8 +350,15 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   t.add_row({"memory: loss", human_bytes(mem.loss)});
   t.add_row({"memory: DDP bucket", human_bytes(mem.buckets)});
   t.add_row({"memory: context", human_bytes(mem.context)});
-  t.add_row({"memory: total", fmt::format("{} of {}: {}", human_bytes(mem.total), human_bytes(mem.capacity),
-                                          mem.oom ? "OUT OF MEMORY" : "fits")});
+  if (mem.optimizer_temporaries > 0)
+    t.add_row({"memory: temporaries",
+               fmt::format("{} more while optimizer.step() runs (the saved tensors and the loss are freed by "
+                           "then): {} at that point",
+                           human_bytes(mem.optimizer_temporaries), human_bytes(mem.optimizer_peak))});
+  t.add_row(
+      {"memory: total", fmt::format("{} of {}: {}{}", human_bytes(mem.total), human_bytes(mem.capacity),
+                                    mem.oom ? "OUT OF MEMORY" : "fits",
+                                    mem.peak_in_optimizer ? " (the peak is in optimizer.step(), not backward)" : "")});
   t.print(out);
 }
 

@@ -18,6 +18,7 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
   for (std::size_t u : model.unused_parameters)
     if (u < unused.size()) unused[u] = true;
   double trainable = 0, elements = 0, all_elements = 0, float32_trainable = 0, state = 0, with_grad = 0;
+  double largest_moment = 0;  // one state slot of the largest parameter with a gradient
   for (std::size_t i = 0; i < model.parameters.size(); ++i) {
     const auto& p = model.parameters[i];
     m.parameters += static_cast<double>(p.bytes());
@@ -28,8 +29,10 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
       with_grad += static_cast<double>(p.bytes());
       elements += static_cast<double>(p.numel());
       if (p.dtype == DType::kFloat32) float32_trainable += static_cast<double>(p.bytes());
-      state +=
-          slots * (ctx.mode.master_weights ? 4.0 * static_cast<double>(p.numel()) : static_cast<double>(p.bytes()));
+      const double moment =
+          ctx.mode.master_weights ? 4.0 * static_cast<double>(p.numel()) : static_cast<double>(p.bytes());
+      state += slots * moment;
+      largest_moment = std::max(largest_moment, moment);
     }
   }
   m.parameters += static_cast<double>(model.buffer_bytes());
@@ -101,9 +104,35 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
   }
   m.total = m.parameters + m.gradients + m.optimizer_state + m.activations + m.buckets + m.outputs + m.inputs + m.loss +
             m.hook_state + m.context;
+  // optimizer.step(): the saved tensors and the loss's working tensor are freed by then; the state,
+  // and what the step allocates beside it, are what only the rank holding the optimizer has.
+  if (m.optimizer_state > 0 && slots > 0) {
+    m.optimizer_temporaries =
+        optimizer_temporary_bytes(opts.optimizer, ctx.optimizer_impl, ctx.foreach, state / slots, largest_moment);
+    m.optimizer_peak = m.parameters + m.gradients + m.optimizer_state + m.optimizer_temporaries + m.buckets + m.inputs +
+                       m.hook_state + m.context;
+    if (m.optimizer_peak > m.total) {
+      m.total = m.optimizer_peak;
+      m.peak_in_optimizer = true;
+    }
+  }
   m.capacity = static_cast<double>(ctx.gpu->memory_bytes);
   m.oom = m.total > m.capacity;
   return m;
+}
+
+double optimizer_temporary_bytes(Optimizer o, OptimizerImpl impl, bool foreach_default, double moment_bytes,
+                                 double largest_moment) {
+  if (o != Optimizer::kAdam && o != Optimizer::kAdamW) return 0;
+  switch (impl) {
+    case OptimizerImpl::kForEach:
+      return foreach_default ? moment_bytes : 2 * moment_bytes;
+    case OptimizerImpl::kSingleTensor:
+      return 2 * largest_moment;
+    case OptimizerImpl::kFused:
+      return 0;
+  }
+  return 0;
 }
 
 }  // namespace gradsync

@@ -59,11 +59,34 @@ struct MemoryBreakdown {
   double loss = 0;
   double hook_state = 0;  // DDP: the comm hook's state (PowerSGD's error feedback, P and Q)
   double context = 0;
+  // optimizer_temporaries: what optimizer.step() allocates beside its state while it runs
+  // (optimizer_temporary_bytes). Alive after backward has freed the saved tensors, so the step's
+  // peak is the larger of backward's (the sum above) and optimizer.step()'s (optimizer_peak).
+  double optimizer_temporaries = 0;
+  double optimizer_peak = 0;       // parameters, gradients, state, buckets, hook state, inputs, context, temporaries
+  bool peak_in_optimizer = false;  // total is optimizer_peak
   double total = 0;
   double capacity = 0;
   bool oom = false;
 };
 
 MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const MemoryOptions& opts);
+
+// optimizer_temporary_bytes: the largest set of tensors optimizer.step() allocates at once, for
+// Adam and AdamW whose moments (each `moment_bytes` in all, the largest `largest_moment` bytes) are
+// updated by `impl` (torch/optim/adam.py, adamw.py):
+//  - foreach from PyTorch 2.0 (`foreach_default`): _multi_tensor_adam's exp_avg_sq_sqrt =
+//    torch._foreach_sqrt(device_exp_avg_sqs), a copy of the second moments of every parameter of a
+//    device and dtype, divided and added to in place (torch.optim's docs: foreach "uses ~
+//    sizeof(params) more peak memory"): moment_bytes;
+//  - foreach before 2.0 (asked for explicitly): exp_avg_sq_sqrt and denom = torch._foreach_add(
+//    exp_avg_sq_sqrt, eps), both alive: 2 x moment_bytes;
+//  - the single-tensor loop: denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps), two
+//    tensors like one parameter's moment alive at once: 2 x largest_moment;
+//  - fused: none (one kernel updates in place).
+// SGD's momentum buffers are updated in place (its weight decay, which gradsync does not model,
+// would add a copy of the gradients under foreach); other optimizers: none.
+double optimizer_temporary_bytes(Optimizer o, OptimizerImpl impl, bool foreach_default, double moment_bytes,
+                                 double largest_moment);
 
 }  // namespace gradsync

@@ -226,3 +226,49 @@ TEST(MemoryCost, Verdicts) {
 
 }  // namespace
 }  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+// optimizer.step()'s temporaries (torch/optim/adam.py): foreach Adam's exp_avg_sq_sqrt, a copy of
+// every second moment (two tensors like it before 2.0's in-place eps add), the loop's two tensors
+// like the largest parameter, none for fused or SGD. They are alive once backward has freed the
+// saved tensors: the peak is the larger of backward's and the step's.
+TEST(MemoryCost, OptimizerStepTemporariesAreASecondPeak) {
+  EXPECT_DOUBLE_EQ(optimizer_temporary_bytes(Optimizer::kAdamW, OptimizerImpl::kForEach, true, 100, 10), 100);
+  EXPECT_DOUBLE_EQ(optimizer_temporary_bytes(Optimizer::kAdam, OptimizerImpl::kForEach, false, 100, 10), 200);
+  EXPECT_DOUBLE_EQ(optimizer_temporary_bytes(Optimizer::kAdam, OptimizerImpl::kSingleTensor, false, 100, 10), 20);
+  EXPECT_DOUBLE_EQ(optimizer_temporary_bytes(Optimizer::kAdamW, OptimizerImpl::kFused, true, 100, 10), 0);
+  EXPECT_DOUBLE_EQ(optimizer_temporary_bytes(Optimizer::kSGDMomentum, OptimizerImpl::kForEach, true, 100, 10), 0);
+
+  const Model m = parse_model(kModel, "small.yaml");
+  const GpuSpec gpu = round_gpu();
+  ComputeContext ctx{&gpu, Precision::kFP32, 8, 128, {}};
+  MemoryOptions o;
+  o.optimizer = Optimizer::kAdamW;
+  const double params = static_cast<double>(m.parameter_bytes());
+  const MemoryBreakdown big = memory_cost(m, ctx, o);
+  EXPECT_DOUBLE_EQ(big.optimizer_temporaries, params);  // one fp32 moment of every parameter
+  EXPECT_DOUBLE_EQ(big.optimizer_peak, big.parameters + big.gradients + big.optimizer_state + params + big.buckets +
+                                           big.inputs + big.hook_state + big.context);
+  // At batch 1 the saved tensors are fewer than a moment's bytes: the step sets the peak.
+  ctx.batch = 1;
+  ctx.seq_len = 1;
+  const MemoryBreakdown small = memory_cost(m, ctx, o);
+  ASSERT_LT(small.activations + small.loss, params);
+  EXPECT_TRUE(small.peak_in_optimizer);
+  EXPECT_DOUBLE_EQ(small.total, small.optimizer_peak);
+  ctx.optimizer_impl = OptimizerImpl::kFused;
+  const MemoryBreakdown fused = memory_cost(m, ctx, o);
+  EXPECT_EQ(fused.optimizer_temporaries, 0);
+  EXPECT_FALSE(fused.peak_in_optimizer);
+  EXPECT_DOUBLE_EQ(small.total - fused.total, small.optimizer_peak - fused.total);
+  // A DataParallel replica has no optimizer: nothing.
+  o.strategy = Strategy::kDP;
+  o.dp_gpu0 = false;
+  ctx.optimizer_impl = OptimizerImpl::kForEach;
+  EXPECT_EQ(memory_cost(m, ctx, o).optimizer_temporaries, 0);
+}
+
+}  // namespace
+}  // namespace gradsync
