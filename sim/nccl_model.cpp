@@ -128,7 +128,9 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128
   // by default: NCCL_PROTO set at all leaves LL128 enabled or disabled as its list says (tuning.cc:
   // parseList gives every protocol 0 or 1, and the NVLink test runs only for LL128's default 2), so
   // `NCCL_PROTO=LL128` or `^LL` runs it over PCIe too.
-  if (p == Protocol::kLL128 && !ll128_asked && !ll128_by_default(release, ch.sm_version, ch.intra_class)) return m;
+  if (p == Protocol::kLL128 && !ll128_asked &&
+      !ll128_by_default(release, ch.sm_version, ch.intra_class, ch.inter_class, ch.inter_pxn))
+    return m;
   m.bus = bus;
   const int steps = ring_steps(c, n);
   const double ratio = a == Algorithm::kRing ? static_cast<double>(n) / steps : a == Algorithm::kTree ? 0.5 : 5.0 / 6.0;
@@ -355,9 +357,10 @@ double pipeline_sync_s(Collective c, double nbytes, const Channels& ch, Algorith
   return 0;
 }
 
-bool ll128_by_default(NcclRelease r, int sm, PathClass intra) {
+bool ll128_by_default(NcclRelease r, int sm, PathClass intra, PathClass inter, bool pxn) {
   if (!r.at_least(2, 5)) return false;
   if (intra > (r.at_least(2, 19) ? PathClass::kNVB : PathClass::kNVL)) return false;
+  if (r.at_least(2, 8) && (inter > PathClass::kPXB || (pxn && !(sm >= 90 && r.at_least(2, 17))))) return false;
   if (r.at_least(2, 27)) return sm >= 70;
   switch (sm) {
     case 70:

@@ -117,9 +117,13 @@ struct CollectiveChoice {
 //   2.25-2.26  sm 70, 80, 90, 100, 120
 //   2.27-      every sm from 70
 // with every hop inside a node NVLink (PATH_NVL), or from 2.18.3 (read here as 2.19) NVLink through
-// a GPU (PATH_NVB) too. NCCL's test of the path to the NIC across nodes (typeInter <= PATH_PXB) is
-// not modelled: gradsync's topologies put each node's NICs beside its GPUs.
-bool ll128_by_default(NcclRelease r, int sm, PathClass intra);
+// a GPU (PATH_NVB) too. Across nodes, from 2.8, also only where every GPU reaches its NIC no
+// farther than a PCIe switch (`inter`, the graph's typeInter, <= PATH_PXB): not through the CPU,
+// which is where a GPU without GPUDirect RDMA (NCCL_NET_GDR_LEVEL, NCCL_IB_DISABLE, a NIC on the
+// CPU's root port) stages its bytes in host memory; and not by PXN (`pxn`) but on Hopper and later
+// from 2.17 ("Enable LL128 by default only on Hopper/Blackwell for all connections up to P2C and
+// PXN"). On one node `inter` is PIX.
+bool ll128_by_default(NcclRelease r, int sm, PathClass intra, PathClass inter = PathClass::kPIX, bool pxn = false);
 
 // choose_collective: among the allowed (algorithm, protocol) pairs, the one with the smallest
 // predicted time (ncclTopoGetAlgoTime). Ring serves every collective; tree allreduce across

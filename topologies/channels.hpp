@@ -72,11 +72,15 @@ struct NvlsGraph {
 
 // Channels is the result of the search for one set of ranks.
 struct Channels {
-  std::vector<int> ranks;                      // the participating GPUs
-  std::vector<int> hosts;                      // their hosts (indices into Topology::hosts()), in order
-  std::vector<RingChannel> rings;              // empty for a single GPU
-  double channel_bw_Bps = 0;                   // each channel's speed, per direction
-  PathClass intra_class = PathClass::kNVL;     // worst path class of a hop inside a node
+  std::vector<int> ranks;                   // the participating GPUs
+  std::vector<int> hosts;                   // their hosts (indices into Topology::hosts()), in order
+  std::vector<RingChannel> rings;           // empty for a single GPU
+  double channel_bw_Bps = 0;                // each channel's speed, per direction
+  PathClass intra_class = PathClass::kNVL;  // worst path class of a hop inside a node
+  // Across nodes, NCCL's typeInter: the worst GPU-NIC path class of the NET hops (Hop::nic_class),
+  // and whether any goes by PXN; PIX and false on one node.
+  PathClass inter_class = PathClass::kPIX;
+  bool inter_pxn = false;
   std::array<std::vector<TreeNode>, 2> trees;  // over hosts; empty for one host
   // Across nodes, NCCL's tree graph has the rings' channels at the rings' speed between nodes
   // (tree_bw_inter_Bps) and up to twice it inside them where the links allow (tree_bw_intra_Bps,

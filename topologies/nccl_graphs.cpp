@@ -205,9 +205,14 @@ void finish_graphs(const Topology& topo, const Routes& routes, const Transports&
   }
   graph_nvls_and_tree(topo, routes, transports, out);
   out.intra_class = PathClass::kNVL;
+  out.inter_class = PathClass::kPIX;
+  out.inter_pxn = false;
   for (const RingChannel& ch : out.rings)
     for (const Hop& r : ch.hops)
-      if (r.route.path_class != PathClass::kNET) {
+      if (r.kind == TransportKind::kNet && r.route.path_class == PathClass::kNET) {  // between machines
+        out.inter_class = std::max(out.inter_class, r.nic_class);
+        out.inter_pxn = out.inter_pxn || r.pxn;
+      } else if (r.route.path_class != PathClass::kNET) {
         out.intra_class = std::max(out.intra_class, r.route.path_class);
         out.p2p_read = out.p2p_read || r.read;
       }

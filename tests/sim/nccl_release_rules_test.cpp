@@ -51,6 +51,46 @@ TEST(NcclRelease, Ll128ByDefaultFollowsTheReleasesGpusAndPaths) {
   EXPECT_FALSE(on(2, 18, 80, PathClass::kNVB));
   EXPECT_TRUE(on(2, 19, 80, PathClass::kNVB));
   EXPECT_FALSE(on(2, 28, 80, PathClass::kPIX));
+  // Across nodes, from 2.8: GPUs reaching their NICs within PCIe switches; not through the CPU (no
+  // GPUDirect RDMA), and by PXN only on Hopper and later from 2.17.
+  const auto across = [](int minor, int sm, PathClass inter, bool pxn = false) {
+    return ll128_by_default(NcclRelease{2, minor}, sm, PathClass::kNVL, inter, pxn);
+  };
+  EXPECT_TRUE(across(27, 80, PathClass::kPXB));
+  EXPECT_FALSE(across(27, 80, PathClass::kPHB));
+  EXPECT_FALSE(across(27, 90, PathClass::kSYS));
+  EXPECT_TRUE(across(7, 80, PathClass::kPHB));  // before 2.8 no such test
+  EXPECT_FALSE(across(27, 80, PathClass::kPXB, true));
+  EXPECT_FALSE(across(16, 90, PathClass::kPXB, true));
+  EXPECT_TRUE(across(17, 90, PathClass::kPXB, true));
+}
+
+// Two DGX A100s: with GPUDirect RDMA their GPUs reach their NICs through PCIe switches and NCCL
+// runs LL128 at megabytes; without it (NCCL_IB_DISABLE's sockets, or NCCL_NET_GDR_LEVEL nearer than
+// the switches) the bytes are staged in host memory through the CPU (typeInter PHB) and NCCL does
+// not (tuning.cc: typeInter <= PATH_PXB), unless NCCL_PROTO asks.
+TEST(NcclRelease, NoLl128AcrossNodesWithoutGpuDirectRdma) {
+  const Topology topo = load_topology("2x-dgx-a100-hdr");
+  const Routes routes(topo);
+  int ll128[3] = {0, 0, 0};
+  int i = 0;
+  for (const TransportOptions o :
+       {TransportOptions{}, TransportOptions{.ib_disable = true}, TransportOptions{.net_gdr_level = PathClass::kNVL}}) {
+    const Transports transports(topo, routes, o);
+    const Channels ch = build_channels(topo, routes, rules_ranks(16), transports);
+    if (i == 0)
+      EXPECT_LE(ch.inter_class, PathClass::kPXB);
+    else
+      EXPECT_EQ(ch.inter_class, PathClass::kPHB) << i;
+    Scenario s;
+    for (double size = 64 * 1024; size <= 256 * kRulesMiB; size *= 2)
+      ll128[i] +=
+          choose_collective(Collective::kAllreduce, size, ch, nccl_settings(s).request).protocol == Protocol::kLL128;
+    ++i;
+  }
+  EXPECT_GT(ll128[0], 0);
+  EXPECT_EQ(ll128[1], 0);
+  EXPECT_EQ(ll128[2], 0);
 }
 
 // PyTorch 1.4's NCCL 2.4 on a DGX-1 runs LL or Simple at every size; 2.5's picks LL128 where its

@@ -86,6 +86,12 @@ Hop net_hop_through(const TransportContext& ctx, int from, int to, VertexId nic_
            : out.gdr && in.gdr    ? (out.pxn ? "NET/IB/PXN/GDRDMA" : "NET/IB/GDRDMA")
                                   : (out.pxn ? "NET/IB/PXN" : "NET/IB");
   h.search_factor = std::max(ctx.intel_overhead(out.route), ctx.intel_overhead(in.route));
+  for (const NicLeg* l : {&out, &in}) {
+    if (l->pxn) continue;  // PATH_PXN, which `pxn` says
+    const PathClass c = l->gdr ? l->route.path_class : std::max(PathClass::kPHB, l->route.path_class);
+    h.nic_class = std::max(h.nic_class, std::min(c, PathClass::kSYS));
+  }
+  h.pxn = out.pxn;
   h.wire_factor = wire;
   return h;
 }

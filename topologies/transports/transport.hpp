@@ -65,6 +65,12 @@ struct Hop {
   // channels together, while it both stores into host memory and loads from it (kShmDuplexBps);
   // infinite otherwise.
   double duplex_cap_Bps = std::numeric_limits<double>::infinity();
+  // NET hops only: NCCL's path type between each end's GPU and its NIC, the worse of the two
+  // (paths.cc: the route's own class with GPUDirect RDMA; through the CPU, PHB or worse, where
+  // addInterStep stages the bytes in host memory), and whether the sender goes by PXN (PATH_PXN).
+  // NCCL's graph keeps the worst as typeInter, which LL128's default depends on (tuning.cc).
+  PathClass nic_class = PathClass::kPIX;
+  bool pxn = false;
 };
 
 // kShmDuplexBps: NCCL's SHM transport (shm.cc: the sender's SMs store into a buffer in host
