@@ -37,7 +37,12 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
   }
   m.parameters += static_cast<double>(model.buffer_bytes());
   m.gradients = with_grad;
-  if (ctx.mode.master_weights) {
+  // The optimizer and its float32 master copies live where optimizer.step() runs: every DDP rank,
+  // DataParallel's GPU0 (replicate() copies the 16-bit module to the others), and nowhere without
+  // an optimizer (model.half() alone keeps no float32 copy; apex O2 makes them for its optimizer).
+  const bool holds_optimizer =
+      opts.optimizer != Optimizer::kNone && (opts.strategy == Strategy::kDDP || opts.dp_one_device || opts.dp_gpu0);
+  if (ctx.mode.master_weights && holds_optimizer) {
     // A 16-bit model (half_model) and the optimizer's float32 master copies of its trainable
     // parameters, with float32 gradients for them (apex amp O2, DeepSpeed's and Megatron-LM's fp16
     // optimizers).
@@ -73,13 +78,24 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
         loss_elements = std::max(loss_elements, static_cast<double>(op.out.front().elements.eval(1, t64)));
   }
   const double loss_bytes_per_sample = loss_elements * (ctx.mode.master_weights ? e : 4.0);
+  // The batch the loop moved to the GPU (x = x.to(device)) stays referenced for the whole step. In
+  // fp32 and tf32 the first op saves it as it is (counted among the activations); under autocast
+  // it saves the bf16/fp16 copy it casts, so the float32 batch itself is more (an op-level model
+  // with a floating-point input: images; token ids are saved as they are by the embedding).
+  const bool float_input = std::any_of(model.input_dtypes.begin(), model.input_dtypes.end(), [](DType d) {
+    return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16 || d == DType::kFloat64;
+  });
+  const bool input_not_saved = float_input && !ctx.mode.master_weights && activation_bytes(ctx.precision) == 2;
+  const double input_per_sample = static_cast<double>(model.input_bytes.eval(static_cast<std::int64_t>(t)));
   if (opts.strategy == Strategy::kDDP) {
     m.optimizer_state = state;
+    if (input_not_saved) m.inputs = static_cast<double>(ctx.batch) * input_per_sample;
     if (!opts.gradient_as_bucket_view) m.buckets = trainable;
     m.hook_state = opts.hook_state_bytes;
     m.loss = static_cast<double>(ctx.batch) * loss_bytes_per_sample;
   } else if (opts.dp_one_device) {
     m.optimizer_state = state;
+    if (input_not_saved) m.inputs = static_cast<double>(ctx.batch) * input_per_sample;
     m.loss = static_cast<double>(ctx.batch) * loss_bytes_per_sample;
   } else if (opts.dp_gpu0) {
     // GPU0 holds the module, its replica's activations, the gathered output and its gradient, and
@@ -90,8 +106,7 @@ MemoryBreakdown memory_cost(const Model& model, const ComputeContext& ctx, const
     m.optimizer_state = state;
     const double global = static_cast<double>(opts.dp_global_batch > 0 ? opts.dp_global_batch : ctx.batch);
     m.outputs = (model.loss_inside ? 1 : 2) * global * out_per_sample;
-    m.inputs = (global - static_cast<double>(ctx.batch)) *
-               static_cast<double>(model.input_bytes.eval(static_cast<std::int64_t>(t)));
+    m.inputs = (input_not_saved ? global : global - static_cast<double>(ctx.batch)) * input_per_sample;
     // A loss inside forward runs on every replica over its own chunk; one outside, on the
     // gathered outputs.
     m.loss = (model.loss_inside ? static_cast<double>(ctx.batch) : global) * loss_bytes_per_sample;

@@ -272,3 +272,65 @@ TEST(MemoryCost, OptimizerStepTemporariesAreASecondPeak) {
 
 }  // namespace
 }  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+// The float32 batch the loop moved to the GPU stays referenced for the whole step: in fp32 the
+// first convolution saves it as it is (among the activations); under autocast it saves the bf16
+// copy, so the batch is held besides (every DDP rank its own; DataParallel's GPU0 the whole global
+// batch). Token ids are saved as they are by the embedding: nothing more.
+TEST(MemoryCost, AnAutocastRunHoldsItsFloat32BatchBesidesTheSavedCopy) {
+  const Model resnet = load_model("resnet18");
+  const GpuSpec& gpu = gpu_spec("a100-sxm4-80gb");
+  const double image = static_cast<double>(resnet.input_bytes.eval(1));
+  EXPECT_DOUBLE_EQ(image, 3.0 * 224 * 224 * 4);
+  MemoryOptions o;
+  o.optimizer = Optimizer::kSGDMomentum;
+  const ComputeContext bf16{&gpu, Precision::kBF16, 16, 1, {}};
+  const ComputeContext fp32{&gpu, Precision::kFP32, 16, 1, {}};
+  EXPECT_DOUBLE_EQ(memory_cost(resnet, bf16, o).inputs, 16 * image);
+  EXPECT_EQ(memory_cost(resnet, fp32, o).inputs, 0);
+  o.strategy = Strategy::kDP;
+  o.dp_global_batch = 64;
+  EXPECT_DOUBLE_EQ(memory_cost(resnet, bf16, o).inputs, 64 * image);
+  EXPECT_DOUBLE_EQ(memory_cost(resnet, fp32, o).inputs, (64 - 16) * image);
+  o.dp_gpu0 = false;
+  EXPECT_EQ(memory_cost(resnet, bf16, o).inputs, 0);  // a replica's chunk goes with forward
+  const Model gpt2 = load_model("gpt2");
+  const ComputeContext tokens{&gpu, Precision::kBF16, 4, 128, {}};
+  MemoryOptions d;
+  EXPECT_EQ(memory_cost(gpt2, tokens, d).inputs, 0);
+}
+
+// A 16-bit model's float32 master weights and gradients live with the optimizer: on every DDP rank
+// and DataParallel's GPU0, not on DP's replicas (replicate() copies the 16-bit module), nor without
+// an optimizer.
+TEST(MemoryCost, MasterWeightsLiveWhereTheOptimizerRuns) {
+  Model m = load_model("gpt2");
+  half_model(m, Precision::kBF16);
+  const GpuSpec& gpu = gpu_spec("a100-sxm4-80gb");
+  ComputeContext ctx{&gpu, Precision::kBF16, 4, 128, {}};
+  ctx.mode.master_weights = true;
+  double elements = 0;
+  for (const auto& p : m.parameters)
+    if (p.requires_grad) elements += static_cast<double>(p.numel());
+  MemoryOptions o;
+  o.optimizer = Optimizer::kAdamW;
+  const MemoryBreakdown rank = memory_cost(m, ctx, o);
+  o.optimizer = Optimizer::kNone;
+  const MemoryBreakdown none = memory_cost(m, ctx, o);
+  EXPECT_DOUBLE_EQ(rank.parameters - none.parameters, 4 * elements);
+  EXPECT_DOUBLE_EQ(rank.gradients - none.gradients, 4 * elements);
+  o.optimizer = Optimizer::kAdamW;
+  o.strategy = Strategy::kDP;
+  o.dp_global_batch = 16;
+  const MemoryBreakdown hub = memory_cost(m, ctx, o);
+  o.dp_gpu0 = false;
+  const MemoryBreakdown replica = memory_cost(m, ctx, o);
+  EXPECT_DOUBLE_EQ(hub.parameters - replica.parameters, 4 * elements);
+  EXPECT_DOUBLE_EQ(hub.gradients - replica.gradients, 4 * elements);
+}
+
+}  // namespace
+}  // namespace gradsync
