@@ -164,6 +164,45 @@ void script_changes(const Scenario& s, Strategy strategy, const ModelTraits& tra
   if (traits.measured) return;
   // fused=True: Adam's from PyTorch 1.13, AdamW's from 2.0 (transformers#22141 on 2.0's release).
   const PytorchVersion v = parse_pytorch_version(s.pytorch_version);
+  // The changes that gain most first, so that a tight --advice-budget still tries them: the
+  // precision, torch.compile, the attention kernel.
+  // A float32 run: TF32 products (one line, the products' mantissa only), then autocast to bf16
+  // where the GPU has it, else to fp16 under GradScaler (torch.amp's docs: fp16 gradients underflow
+  // without loss scaling). Each changes the maths.
+  if (s.precision == "fp32" && s.mixed_precision == "autocast") {
+    if (traits.tf32)
+      out.push_back(change("TF32 products", {{"precision", "tf32"}},
+                           "torch.backends.cuda.matmul.allow_tf32 = True  # torch.set_float32_matmul_precision('high')",
+                           "products in TF32 (10 bits of mantissa) instead of float32 (23)"));
+    if (traits.bf16)
+      out.push_back(change("bf16 autocast", {{"precision", "bf16"}, {"grad_scaler", "false"}},
+                           "with torch.autocast('cuda', dtype=torch.bfloat16): loss = model(x) ...",
+                           "products, convolutions and their activations in bf16 (8 bits of mantissa)"));
+    else if (traits.fp16)
+      out.push_back(change("fp16 autocast with GradScaler", {{"precision", "fp16"}, {"grad_scaler", "true"}},
+                           "scaler = torch.cuda.amp.GradScaler(); with torch.autocast('cuda', dtype=torch.float16): "
+                           "loss = model(x) ...; scaler.scale(loss).backward(); scaler.step(optimizer); "
+                           "scaler.update()",
+                           "products, convolutions and their activations in fp16 (11 bits of mantissa), the loss "
+                           "scaled"));
+  }
+  // torch.compile does not compile through DataParallel's replica threads (pytorch/pytorch#94636):
+  // under DP on several GPUs it would gain nothing (sim/simulate.cpp runs it eager).
+  if (!s.compile && has_compile(v) && !(strategy == Strategy::kDP && s.gpus > 1)) {
+    out.push_back(change("torch.compile", {{"compile", "true"}}, "model = torch.compile(model)"));
+  }
+  if (traits.attention && s.attention == "math" && has_sdpa(v)) {
+    // The flash kernel takes fp16 and bf16 only, on GPUs that have it; mem-efficient takes fp32
+    // too, and every GPU: SDPA's own choice where flash cannot run.
+    // A mask other than the causal one goes in as attn_mask, which the flash kernel does not take
+    // (PyTorch's SDPA docs; its dispatcher then picks mem-efficient).
+    const bool half = s.precision == "bf16" || s.precision == "fp16";
+    const char* kernel = half && traits.flash && !traits.masked ? "flash" : "mem-efficient";
+    out.push_back(change(fmt::format("{} attention", kernel), {{"attention", kernel}},
+                         traits.causal   ? "F.scaled_dot_product_attention(q, k, v, is_causal=True)"
+                         : traits.masked ? "F.scaled_dot_product_attention(q, k, v, attn_mask=mask)"
+                                         : "F.scaled_dot_product_attention(q, k, v)"));
+  }
   const bool fused_exists = s.optimizer == "adam" ? has_fused_adam(v) : has_fused_adamw(v);
   if ((s.optimizer == "adam" || s.optimizer == "adamw") && s.optimizer_impl != "fused" && fused_exists) {
     out.push_back(change(
@@ -189,23 +228,6 @@ void script_changes(const Scenario& s, Strategy strategy, const ModelTraits& tra
                              ? "optimizer.zero_grad(set_to_none=True)"
                              : "for p in model.parameters(): p.grad = None  # zero_grad(set_to_none=True) "
                                "from PyTorch 1.7"));
-  }
-  // torch.compile does not compile through DataParallel's replica threads (pytorch/pytorch#94636):
-  // under DP on several GPUs it would gain nothing (sim/simulate.cpp runs it eager).
-  if (!s.compile && has_compile(v) && !(strategy == Strategy::kDP && s.gpus > 1)) {
-    out.push_back(change("torch.compile", {{"compile", "true"}}, "model = torch.compile(model)"));
-  }
-  if (traits.attention && s.attention == "math" && has_sdpa(v)) {
-    // The flash kernel takes fp16 and bf16 only, on GPUs that have it; mem-efficient takes fp32
-    // too, and every GPU: SDPA's own choice where flash cannot run.
-    // A mask other than the causal one goes in as attn_mask, which the flash kernel does not take
-    // (PyTorch's SDPA docs; its dispatcher then picks mem-efficient).
-    const bool half = s.precision == "bf16" || s.precision == "fp16";
-    const char* kernel = half && traits.flash && !traits.masked ? "flash" : "mem-efficient";
-    out.push_back(change(fmt::format("{} attention", kernel), {{"attention", kernel}},
-                         traits.causal   ? "F.scaled_dot_product_attention(q, k, v, is_causal=True)"
-                         : traits.masked ? "F.scaled_dot_product_attention(q, k, v, attn_mask=mask)"
-                                         : "F.scaled_dot_product_attention(q, k, v)"));
   }
   // nanoGPT's padding of 50257 to 50304: a multiple of 64 elements meets cuBLAS's 16-byte alignment
   // in every dtype and A100's 128-byte preference (NVIDIA's "Matrix Multiplication Background").

@@ -57,6 +57,11 @@ struct ModelTraits {
   // bf16: the GPU autocasts to bfloat16 (Ampere and later, PyTorch 1.10 on), so an fp16 run may
   // drop its GradScaler for bf16.
   bool bf16 = false;
+  // A float32 run's precision changes the GPU and release allow: tf32 (TF32 products, Ampere and
+  // later, PyTorch 1.7 on; not where the release already runs float32 products as TF32), fp16
+  // autocast (tensor cores from Volta, torch.cuda.amp from 1.6); bf16 above says the same of bf16.
+  bool tf32 = false;
+  bool fp16 = false;
   // vocabulary: the token embedding's rows when a product spans them (padding applies); else 0.
   std::int64_t vocabulary = 0;
   // measured: the model carries a step torch.profiler measured (models import-trace), whose times

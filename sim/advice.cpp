@@ -56,15 +56,20 @@ ModelTraits traits_of(const Scenario& s) {
       t.flash = false;  // check_attention_gpu: this GPU (or precision) has no flash kernel
     }
   }
-  if (s.precision == "fp16" && s.mixed_precision != "master-weights") {
-    Scenario bf16 = s;
-    bf16.precision = "bf16";
+  const auto runs = [&s](const char* precision) {
+    Scenario p = s;
+    p.precision = precision;
     try {
-      (void)resolve_scenario(bf16, false);
-      t.bf16 = true;
+      (void)resolve_scenario(p, false);
+      return true;
     } catch (const ConfigError&) {
-      // no bf16 on this GPU or release
+      return false;  // not on this GPU or release
     }
+  };
+  if ((s.precision == "fp16" || s.precision == "fp32") && s.mixed_precision != "master-weights") t.bf16 = runs("bf16");
+  if (s.precision == "fp32") {
+    t.tf32 = !matmul_tf32_by_default(parse_pytorch_version(s.pytorch_version)) && runs("tf32");
+    t.fp16 = runs("fp16");
   }
   return t;
 }

@@ -152,6 +152,38 @@ TEST(Advice, Fp16AutocastTriesBf16WithoutGradScaler) {
   EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, a100), "bf16 autocast, no GradScaler"), nullptr);
 }
 
+// A float32 run is offered the precisions its GPU and release run, first among the script's
+// changes (they gain most): TF32 products and bf16 autocast on an A100, fp16 autocast under
+// GradScaler on a V100 (no bf16 there); each changes the maths. A run already in bf16 gets none.
+TEST(Advice, AFloat32RunTriesTf32AndAutocastFirst) {
+  Scenario s = resolved_8();
+  s.precision = "fp32";
+  ModelTraits a100 = traits(true, false);
+  a100.tf32 = a100.bf16 = a100.fp16 = true;
+  const std::vector<Change> cs = candidate_changes(s, Strategy::kDDP, a100);
+  const Change* tf32 = find(cs, "TF32 products");
+  const Change* bf16 = find(cs, "bf16 autocast");
+  ASSERT_NE(tf32, nullptr);
+  ASSERT_NE(bf16, nullptr);
+  EXPECT_EQ(tf32->keys, (std::vector<std::pair<std::string, std::string>>{{"precision", "tf32"}}));
+  EXPECT_EQ(bf16->keys,
+            (std::vector<std::pair<std::string, std::string>>{{"precision", "bf16"}, {"grad_scaler", "false"}}));
+  EXPECT_FALSE(tf32->alters.empty());
+  EXPECT_EQ(find(cs, "fp16 autocast with GradScaler"), nullptr);  // bf16 where the GPU has it
+  // Right after the batch changes: before the optimizer, input and NCCL changes.
+  EXPECT_LT(tf32 - cs.data(), 4);
+  ModelTraits v100 = traits(true, false);
+  v100.fp16 = true;
+  const std::vector<Change> vs = candidate_changes(s, Strategy::kDDP, v100);
+  EXPECT_EQ(find(vs, "TF32 products"), nullptr);
+  EXPECT_EQ(find(vs, "bf16 autocast"), nullptr);
+  const Change* fp16 = find(vs, "fp16 autocast with GradScaler");
+  ASSERT_NE(fp16, nullptr);
+  EXPECT_EQ(fp16->keys,
+            (std::vector<std::pair<std::string, std::string>>{{"precision", "fp16"}, {"grad_scaler", "true"}}));
+  EXPECT_EQ(find(candidate_changes(resolved_8(), Strategy::kDDP, a100), "TF32 products"), nullptr);
+}
+
 // static_graph rebuilds the buckets for iteration 3: its candidate's steady mean starts there,
 // not at the run's iteration 2 (which would average its constructed buckets in).
 // SDPA as each attention takes it: causal (is_causal=True) and unmasked on the flash kernel; a
