@@ -234,6 +234,14 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
   } else if (!shape.root_array) {
     throw DataError(fmt::format("{}: expected a JSON object with \"traceEvents\" or a list of events", origin));
   }
+  // A profiler that recorded nothing (its schedule's active steps never ran, or the trace was
+  // exported before them) writes an empty list: said as such, not as a missing step.
+  if (shape.events == 0) {
+    throw DataError(fmt::format(
+        "{}: the trace holds 0 events ({}); expected torch.profiler's events of the profiled steps: export the trace "
+        "after the schedule's active steps ran (wait + warmup + active calls of prof.step())",
+        origin, shape.root_object ? "\"traceEvents\": []" : "an empty list"));
+  }
 
   if (steps.empty()) {
     throw DataError(

@@ -31,8 +31,8 @@ namespace gradsync {
 
 // read_profiler_trace: the mean step of a Chrome trace that torch.profiler exported (JSON object
 // with traceEvents, or the bare event list of the legacy exporter). DataError naming `origin` and
-// what is wrong: not JSON, no ProfilerStep#N, a step without backward, CUDA launches without
-// kernels, kernels on more than one GPU. batch and seq_len are left for the caller.
+// what is wrong: no events, not JSON, no ProfilerStep#N, a step without backward, CUDA launches
+// without kernels, kernels on more than one GPU. batch and seq_len are left for the caller.
 MeasuredStep read_profiler_trace(std::string_view text, const std::string& origin);
 
 // TraceImport: what `models import-trace` needs besides the trace.

@@ -8,8 +8,8 @@ with the model file tools/export_model.py writes for it. Checked:
     trace's mean ProfilerStep#N within 2 %;
   * `simulate` predicts DDP on 2 GPUs from the imported model;
   * a Kineto-format GPU trace written here, with known kernels, gives its phases exactly;
-  * bad traces are refused with located errors: not JSON, no step, no backward, several GPUs,
-    CUDA launches without kernels.
+  * bad traces are refused with located errors: not JSON, no events, no step, no backward, several
+    GPUs, CUDA launches without kernels.
 Exits 77 (ctest: skipped) when torch cannot be imported."""
 import json
 import os
@@ -223,6 +223,9 @@ with tempfile.TemporaryDirectory() as tmp:
     train_trace(mlp(), accum, micro=4)
     with open(accum) as f:
         refused("accum.json", f.read(), "holds 4 backward passes")
+
+    # A trace of no events says so.
+    refused("empty.json", json.dumps({"traceEvents": []}), "the trace holds 0 events")
 
 if failures:
     print(f"{len(failures)} failure(s)")
