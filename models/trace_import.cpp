@@ -80,7 +80,7 @@ std::optional<Event> event_of(const json& e, std::size_t at, const std::string& 
   const bool gpu = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
   const bool read = gpu || starts_with(text, "ProfilerStep#") ||
                     starts_with(text, "autograd::engine::evaluate_function:") || starts_with(text, "Optimizer.step#") ||
-                    starts_with(text, "Optimizer.zero_grad#") ||
+                    starts_with(text, "Optimizer.zero_grad#") || starts_with(text, trace::kDataLoaderPrefix) ||
                     (cat == "cuda_runtime" && starts_with(text, "cudaLaunchKernel")) ||
                     (cat == "cuda_driver" && starts_with(text, "cuLaunchKernel"));
   // Nor are other events kept: only those read below (and the CUDA calls whose correlation
@@ -328,15 +328,17 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
     const Phases p = phases_of(std::span<const Event>(&*first, static_cast<std::size_t>(last - first)), step, origin);
     double fwd = 0, bwd = 0, opt = 0;
     if (gpu.empty()) {
-      fwd = p.forward.second - p.forward.first;
-      bwd = p.backward.second - p.backward.first;
-      opt = union_length(p.optimizer);
+      // The DataLoader's spans are data ("other"), wherever they fall.
+      fwd = trace::length_outside({p.forward}, p.data);
+      bwd = trace::length_outside({p.backward}, p.data);
+      opt = trace::length_outside(p.optimizer, p.data);
     } else {
       std::vector<Span> f, b, o;
       for (const Event* kp : kernels_of[si]) {
         const Event& k = *kp;
         const double at = launch_at.at(*k.correlation);
         auto inside = [at](const Span& s) { return at >= s.first && at < s.second; };
+        if (std::any_of(p.data.begin(), p.data.end(), inside)) continue;  // the DataLoader's: other
         if (inside(p.forward)) {
           f.emplace_back(k.start, k.end);
         } else if (inside(p.backward)) {

@@ -14,7 +14,8 @@
 //   last (the autograd engine's record_function around every node);
 // - the optimizer: `Optimizer.step#<Class>.step` (torch.optim's record_function around step());
 // - forward: from the end of `Optimizer.zero_grad#...` (or the step's start) to backward's start;
-// - other: the rest of the step.
+// - other: the rest of the step, the DataLoader's spans (`enumerate(DataLoader)#...`) wherever
+//   they fall.
 // On a CPU trace these are host spans. On a GPU trace (Kineto's "kernel" events) each phase is the
 // union of the kernels launched inside its span (the launch found by the kernel's correlation id),
 // the step is the mean ProfilerStep#N, and other is the step's remaining time: the GPU idle.

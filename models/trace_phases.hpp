@@ -27,14 +27,24 @@ inline bool starts_with(std::string_view s, std::string_view prefix) { return s.
 
 using Span = std::pair<double, double>;
 
-// Phases: the host spans of one step's forward, backward and optimizer.
+// kDataLoaderPrefix: torch.utils.data's label on each batch a DataLoader hands out
+// ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", or the multiprocessing iterator's).
+inline constexpr std::string_view kDataLoaderPrefix = "enumerate(DataLoader)";
+
+// Phases: the host spans of one step's forward, backward and optimizer, and its DataLoader's.
 struct Phases {
   Span forward;
   Span backward;
   std::vector<Span> optimizer;
+  // The DataLoader's spans in the step: "other" (data), wherever they fall; the phases are their
+  // spans less these (a kernel launched inside one is in no phase).
+  std::vector<Span> data;
 };
 
 // phases_of: `host` holds the step's host events (those starting within it, by start time).
 Phases phases_of(std::span<const Event> host, const Event& step, const std::string& origin);
+
+// length_outside: the time the union of `spans` covers outside the union of `holes`.
+double length_outside(std::vector<Span> spans, std::vector<Span> holes);
 
 }  // namespace gradsync::trace
