@@ -147,7 +147,7 @@ double union_length(std::vector<Span> spans) {
 
 }  // namespace
 
-MeasuredStep read_profiler_trace(std::string_view text, const std::string& origin) {
+MeasuredStep read_profiler_trace(std::string_view text, const std::string& origin, TraceFindings* findings) {
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     throw DataError(fmt::format(
         "{}: the file is empty: expected the Chrome trace of torch.profiler's export_chrome_trace", origin));
@@ -319,13 +319,17 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
     if (after == steps.begin() || !(at < std::prev(after)->end)) continue;
     kernels_of[static_cast<std::size_t>(std::prev(after) - steps.begin())].push_back(&k);
   }
+  double forward_us = 0, backward_us = 0, optimizer_us = 0, step_us = 0;
+  std::vector<bool> stepped;  // per step: it holds an Optimizer.step
   for (std::size_t si = 0; si < steps.size(); ++si) {
     const Event& step = steps[si];
     const auto first =
         std::lower_bound(host.begin(), host.end(), step.start, [](const Event& e, double t) { return e.start < t; });
     const auto last =
         std::upper_bound(first, host.end(), step.end, [](double t, const Event& e) { return t < e.start; });
-    const Phases p = phases_of(std::span<const Event>(&*first, static_cast<std::size_t>(last - first)), step, origin);
+    const std::span<const Event> in_step(&*first, static_cast<std::size_t>(last - first));
+    const Phases p = phases_of(in_step, step, origin);
+    stepped.push_back(!p.optimizer.empty());
     double fwd = 0, bwd = 0, opt = 0;
     if (gpu.empty()) {
       // The DataLoader's spans are data ("other"), wherever they fall.
@@ -368,22 +372,33 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
       bwd = union_length(b);
       opt = union_length(o);
     }
-    ms.forward_s += fwd * 1e-6;
-    ms.backward_s += bwd * 1e-6;
-    ms.optimizer_s += opt * 1e-6;
-    ms.step_s += (step.end - step.start) * 1e-6;
+    forward_us += fwd;
+    backward_us += bwd;
+    optimizer_us += opt;
+    step_us += step.end - step.start;
   }
   const auto n = static_cast<double>(steps.size());
   ms.steps = static_cast<int>(steps.size());
-  ms.forward_s /= n;
-  ms.backward_s /= n;
-  ms.optimizer_s /= n;
-  ms.step_s /= n;
-  const double phases = ms.forward_s + ms.backward_s + ms.optimizer_s;
-  // Kernels of a step may finish after the host has left it; the step is then at least its phases.
-  ms.step_s = std::max(ms.step_s, phases);
-  ms.other_s = ms.step_s - phases;
+  std::vector<std::string> notes;
+  {
+    std::vector<std::string> names;
+    for (const Event& step : steps) names.push_back(step.name);
+    trace::settle_grad_accum(names, stepped, ms, notes);
+  }
+  // Forward and backward run in every step, the optimizer in those that hold it (with gradient
+  // accumulation, prof.step() after each micro-step, only every grad_accum-th): its mean over all
+  // steps would be a fraction of one optimizer step.
+  ms.forward_s = forward_us / n * 1e-6;
+  ms.backward_s = backward_us / n * 1e-6;
+  ms.optimizer_s = ms.optimizer_steps > 0 ? optimizer_us / ms.optimizer_steps * 1e-6 : 0.0;
+  // Other: each step's time outside its phases (kernels of a step may finish after the host has
+  // left it: then none), as a micro-step's; the step written is one micro-step and one optimizer step.
+  ms.other_s = std::max(0.0, (step_us - forward_us - backward_us - optimizer_us) / n * 1e-6);
+  ms.step_s = ms.forward_s + ms.backward_s + ms.optimizer_s + ms.other_s;
   if (ms.step_s <= 0) throw DataError(fmt::format("{}: the ProfilerStep#N events last 0 us", origin));
+  if (findings != nullptr) {
+    findings->notes = std::move(notes);
+  }
   return ms;
 }
 

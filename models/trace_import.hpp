@@ -16,6 +16,8 @@
 // - forward: from the end of `Optimizer.zero_grad#...` (or the step's start) to backward's start;
 // - other: the rest of the step, the DataLoader's spans (`enumerate(DataLoader)#...`) wherever
 //   they fall.
+// Forward and backward are means over every step, the optimizer over the steps that hold one
+// (gradient accumulation with prof.step() after each micro-step).
 // On a CPU trace these are host spans. On a GPU trace (Kineto's "kernel" events) each phase is the
 // union of the kernels launched inside its span (the launch found by the kernel's correlation id),
 // the step is the mean ProfilerStep#N, and other is the step's remaining time: the GPU idle.
@@ -24,17 +26,25 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "models/compute_cost.hpp"
 #include "models/model.hpp"
 
 namespace gradsync {
 
+// TraceFindings: what a trace says besides the times, for import-trace's notes.
+struct TraceFindings {
+  // What import-trace says on stderr: gradient accumulation's micro-steps per optimizer step.
+  std::vector<std::string> notes;
+};
+
 // read_profiler_trace: the mean step of a Chrome trace that torch.profiler exported (JSON object
 // with traceEvents, or the bare event list of the legacy exporter). DataError naming `origin` and
 // what is wrong: no events, not JSON, no ProfilerStep#N, a step without backward, CUDA launches
-// without kernels, kernels on more than one GPU. batch and seq_len are left for the caller.
-MeasuredStep read_profiler_trace(std::string_view text, const std::string& origin);
+// without kernels, kernels on more than one GPU. batch and seq_len are left for the caller;
+// `findings`, when given, receives the rest.
+MeasuredStep read_profiler_trace(std::string_view text, const std::string& origin, TraceFindings* findings = nullptr);
 
 // TraceImport: what `models import-trace` needs besides the trace.
 struct TraceImport {

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "models/model.hpp"
+
 namespace gradsync::trace {
 
 // Event: one complete ("ph": "X") event, times in microseconds as the trace writes them.
@@ -43,6 +45,12 @@ struct Phases {
 
 // phases_of: `host` holds the step's host events (those starting within it, by start time).
 Phases phases_of(std::span<const Event> host, const Event& step, const std::string& origin);
+
+// settle_grad_accum: ms.optimizer_steps and, when only some steps (`stepped`, in time order; their
+// `names`) hold an Optimizer.step, evenly spaced, ms.grad_accum: the micro-steps per optimizer
+// step; a note in `notes` saying what was found.
+void settle_grad_accum(const std::vector<std::string>& names, const std::vector<bool>& stepped, MeasuredStep& ms,
+                       std::vector<std::string>& notes);
 
 // length_outside: the time the union of `spans` covers outside the union of `holes`.
 double length_outside(std::vector<Span> spans, std::vector<Span> holes);

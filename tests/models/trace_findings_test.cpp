@@ -1,14 +1,27 @@
 // trace_findings_test.cpp: what import-trace reads from a torch.profiler trace besides its phases'
-// times, on traces written here: the DataLoader's spans, and a trace of no events.
+// times, on traces written here: gradient accumulation with prof.step() after each micro-step, the
+// DataLoader's spans, and a trace of no events.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
+#include "core/scenario.hpp"
+#include "models/compute_cost.hpp"
+#include "models/model.hpp"
+#include "models/scenario_basics.hpp"
 #include "models/trace_import.hpp"
+#include "topologies/gpu_spec.hpp"
 
 namespace gradsync {
 namespace {
+
+using json = nlohmann::json;
 
 // refusal_of: the message of the ConfigError (DataError included) that `f` throws, or "accepted".
 template <typename F>
@@ -19,6 +32,116 @@ std::string refusal_of(F f) {
     return e.what();
   }
   return "accepted";
+}
+
+// resnet18_split: import into the zoo's ResNet-18 (62 trainable parameter tensors) at batch 16, split
+// by a V100's roofline in fp32.
+TraceImport resnet18_split() {
+  TraceImport opts;
+  opts.model = "resnet18";
+  opts.batch = 16;
+  opts.split.gpu = &gpu_spec("v100");
+  opts.split.precision = Precision::kFP32;
+  return opts;
+}
+
+// trace_event: a complete event as torch.profiler writes it.
+json trace_event(const std::string& name, double ts, double dur) {
+  return {{"name", name}, {"ph", "X"}, {"ts", ts}, {"dur", dur}};
+}
+
+// micro_steps: a CPU trace of `stepped.size()` ProfilerStep#N of 1000 us from ProfilerStep#1:
+// forward's op at 10..300, backward 400..700 (each step 400 us of forward from its start, 300 of
+// backward), and where stepped[i], Optimizer.step#SGD.step at 750..950 holding the SGD update
+// (aten::add_) and zero_grad after it.
+std::string micro_steps(const std::vector<bool>& stepped) {
+  json ev = json::array();
+  for (std::size_t i = 0; i < stepped.size(); ++i) {
+    const double t = 1000.0 * static_cast<double>(i);
+    ev.push_back(trace_event(fmt::format("ProfilerStep#{}", i + 1), t, 1000));
+    ev.push_back(trace_event("aten::linear", t + 10, 290));
+    ev.push_back(trace_event("autograd::engine::evaluate_function: AddmmBackward0", t + 400, 300));
+    if (!stepped[i]) continue;
+    ev.push_back(trace_event("Optimizer.step#SGD.step", t + 750, 200));
+    ev.push_back(trace_event("aten::add_", t + 760, 20));
+    ev.push_back(trace_event("Optimizer.zero_grad#SGD.zero_grad", t + 960, 20));
+  }
+  return ev.dump();
+}
+
+// Gradient accumulation profiled as the README says, prof.step() after every micro-step: only
+// every second step holds optimizer.step(). The optimizer's time is its mean over those steps (the
+// mean over all, 100 us, was half of it), forward and backward over all; the micro-steps per
+// optimizer step are recorded as the model's grad_accum, the default of its runs, so that the
+// model's step with them is the trace's: two micro-steps of 1000 us.
+TEST(TraceImport, GradientAccumulationAveragesTheOptimizerOverItsOwnSteps) {
+  TraceFindings found;
+  const MeasuredStep ms = read_profiler_trace(micro_steps({false, true, false, true}), "accum.json", &found);
+  EXPECT_EQ(ms.steps, 4);
+  EXPECT_EQ(ms.optimizer_steps, 2);
+  EXPECT_EQ(ms.grad_accum, 2);
+  EXPECT_NEAR(ms.forward_s, 400e-6, 1e-15);
+  EXPECT_NEAR(ms.backward_s, 300e-6, 1e-15);
+  EXPECT_NEAR(ms.optimizer_s, 200e-6, 1e-15);
+  EXPECT_NEAR(ms.other_s, 200e-6, 1e-15);  // (4000 - 4 x 700 - 2 x 200) / 4: each micro-step's rest
+  EXPECT_NEAR(ms.step_s, 1100e-6, 1e-15);  // one micro-step and one optimizer step
+  ASSERT_EQ(found.notes.size(), 1u);
+  EXPECT_EQ(found.notes[0],
+            "2 of the 4 ProfilerStep#N hold an Optimizer.step (gradient accumulation, prof.step() after each "
+            "micro-step): the optimizer's time is the mean over those 2, forward's and backward's over all; an "
+            "optimizer step every 2 micro-steps, recorded as the model's grad_accum 2 (the default of its runs; "
+            "--grad-accum still wins)");
+  const TraceImport opts = resnet18_split();
+  const std::string text = imported_model_text(ms, opts);
+  EXPECT_NE(text.find("\n  grad_accum: 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n  optimizer_steps: 2\n"), std::string::npos) << text;
+  const Model m = parse_model(text, "accum.yaml");
+  EXPECT_EQ(m.measured->grad_accum, 2);
+  EXPECT_EQ(m.measured->optimizer_steps, 2);
+  Scenario s;
+  apply_measured_defaults(s, m, [](std::string_view) { return true; });
+  EXPECT_EQ(s.grad_accum, 2);
+  ComputeContext ctx = opts.split;
+  ctx.batch = 16;
+  const ModelCost cost = model_cost(m, ctx);
+  const KernelCost opt = optimizer_cost(m, Optimizer::kSGD, OptimizerImpl::kForEach, ctx);
+  EXPECT_NEAR(single_gpu_step_s(cost, opt, s.grad_accum, &cost), 2 * 1000e-6, 1e-9);  // the file keeps ps
+  // A flag (or the scenario file) that gives grad_accum wins.
+  Scenario asked;
+  apply_measured_defaults(asked, m, [](std::string_view key) { return key != "grad_accum"; });
+  EXPECT_EQ(asked.grad_accum, 1);
+  // A file whose grad_accum no run could take is refused at its line.
+  std::string bad = text;
+  bad.replace(bad.find("  grad_accum: 2\n"), 16, "  grad_accum: 0\n");
+  const std::string message = refusal_of([&] { parse_model(bad, "m.yaml"); });
+  EXPECT_EQ(message.rfind("m.yaml:", 0), 0u) << message;
+  EXPECT_NE(message.find("grad_accum"), std::string::npos) << message;
+}
+
+// One optimizer step in the window, or steps unevenly spaced, do not say how many micro-steps
+// each optimizer step had: the optimizer's mean is still over its own steps, and no grad_accum is
+// recorded (a note says to give --grad-accum).
+TEST(TraceImport, GradientAccumulationOfUnknownPeriodIsSaidNotGuessed) {
+  TraceFindings found;
+  const MeasuredStep one = read_profiler_trace(micro_steps({false, true, false}), "one.json", &found);
+  EXPECT_EQ(one.grad_accum, 1);
+  EXPECT_EQ(one.optimizer_steps, 1);
+  EXPECT_NEAR(one.optimizer_s, 200e-6, 1e-15);
+  ASSERT_EQ(found.notes.size(), 1u);
+  EXPECT_NE(found.notes[0].find("is not known from one optimizer step (ProfilerStep#2); give --grad-accum N"),
+            std::string::npos)
+      << found.notes[0];
+  EXPECT_EQ(imported_model_text(one, resnet18_split()).find("grad_accum:"), std::string::npos);
+  const MeasuredStep uneven = read_profiler_trace(micro_steps({true, false, true, true}), "uneven.json", &found);
+  EXPECT_EQ(uneven.grad_accum, 1);
+  EXPECT_NE(found.notes[0].find("unevenly spaced optimizer steps (ProfilerStep#1, ProfilerStep#3, ProfilerStep#4)"),
+            std::string::npos)
+      << found.notes[0];
+  // Every step stepping the optimizer: as before, nothing to say.
+  const MeasuredStep every = read_profiler_trace(micro_steps({true, true}), "every.json", &found);
+  EXPECT_EQ(every.grad_accum, 1);
+  EXPECT_EQ(every.optimizer_steps, 2);
+  EXPECT_TRUE(found.notes.empty());
 }
 
 // The tutorial loop (for X, y in loader: ...; prof.step()) opens each step with the DataLoader's
