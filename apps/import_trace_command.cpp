@@ -108,11 +108,12 @@ void import_trace(const ImportOptions& o) {
   const bool accumulated = ms.optimizer_steps > 0 && ms.optimizer_steps < ms.steps;
   std::cerr << fmt::format(
       "# {}: {}{} on {}, mean step {:.6g} ms{}: forward {:.6g} ms, backward {:.6g} ms, optimizer {:.6g} ms, "
-      "other {:.6g} ms{}\n",
+      "other {:.6g} ms{}{}\n",
       o.trace, counted(ms.steps, "step"),
       accumulated ? fmt::format(" ({} with an optimizer step)", ms.optimizer_steps) : "", ms.device, ms.step_s * 1e3,
       accumulated ? " (a micro-step and an optimizer step)" : "", ms.forward_s * 1e3, ms.backward_s * 1e3,
-      ms.optimizer_s * 1e3, ms.other_s * 1e3, o.out.empty() ? "" : fmt::format("; wrote {}", o.out));
+      ms.optimizer_s * 1e3, ms.other_s * 1e3, ms.optimizer.empty() ? "" : fmt::format("; optimizer {}", ms.optimizer),
+      o.out.empty() ? "" : fmt::format("; wrote {}", o.out));
   for (const std::string& note : found.notes) std::cerr << "note: " << note << '\n';
   // torch.optim labels its step (Optimizer.step#<class>.step); an optimizer that does not
   // (DeepSpeed's, a hand-written update) leaves its time in "other", which the simulator places

@@ -431,6 +431,7 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
     }
     // What else the trace decided: the defaults of the model's runs (apply_model_defaults).
     std::vector<std::string> defaults;
+    if (!ms.optimizer.empty()) defaults.push_back(fmt::format("optimizer {}", ms.optimizer));
     if (ms.grad_accum > 1) defaults.push_back(fmt::format("grad_accum {}", ms.grad_accum));
     h.push_back(fmt::format(
         "{}'s compute times were measured on {} ({}, batch {}): used as measured, in proportion to batch{}; the "

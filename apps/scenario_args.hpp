@@ -46,9 +46,9 @@ void add_scenario_options(CLI::App* cmd, ScenarioArgs& a, const std::vector<std:
 // (apply_model_defaults).
 sim::Scenario scenario_of(const ScenarioArgs& a, bool model_defaults = true);
 
-// apply_model_defaults: s.grad_accum from the measured step of s.model (a model file `models
-// import-trace` wrote: the trace's micro-steps per optimizer step) where neither a flag, the
-// scenario file nor one of `also_set` (sweep's --vary keys) sets it
+// apply_model_defaults: s.optimizer and s.grad_accum from the measured step of s.model (a model
+// file `models import-trace` wrote: the trace's optimizer, its micro-steps per optimizer step)
+// where neither a flag, the scenario file nor one of `also_set` (sweep's --vary keys) sets them
 // (models/scenario_basics.hpp apply_measured_defaults). A model that does not load is left to the
 // resolution to say.
 void apply_model_defaults(sim::Scenario& s, const ScenarioArgs& a, const std::vector<std::string>& also_set = {});

@@ -20,8 +20,8 @@ constexpr std::int64_t kMaxMeasuredGradAccum = std::int64_t{1} << 16;
 void read_measured_section(const YamlReader& r, const YAML::Node& node, Model& m) {
   if (!node.IsMap()) r.fail(node, "measured", "expected a mapping (written by gradsync models import-trace)");
   r.only_keys(node, "measured",
-              {"trace", "device", "precision", "grad_accum", "batch", "seq_len", "steps", "optimizer_steps", "step_s",
-               "forward_s", "backward_s", "optimizer_s", "other_s", "layers"});
+              {"trace", "device", "precision", "optimizer", "grad_accum", "batch", "seq_len", "steps",
+               "optimizer_steps", "step_s", "forward_s", "backward_s", "optimizer_s", "other_s", "layers"});
   MeasuredStep ms;
   ms.trace = r.string(r.required(node, "measured", "trace"), "measured", "trace");
   ms.device = r.string(r.required(node, "measured", "device"), "measured", "device");
@@ -32,6 +32,16 @@ void read_measured_section(const YamlReader& r, const YAML::Node& node, Model& m
     } catch (const ConfigError& e) {
       r.fail(node["precision"], "measured", e.what());
     }
+  }
+  if (node["optimizer"]) {
+    // What the trace stepped, as --optimizer names it (the default of the model's runs).
+    const std::string o = r.string(node["optimizer"], "measured", "optimizer");
+    if (o != "sgd" && o != "sgd-momentum" && o != "adam" && o != "adamw")
+      r.fail(node["optimizer"], "measured",
+             fmt::format("optimizer \"{}\": expected sgd, sgd-momentum, adam or adamw (the torch.optim class the "
+                         "trace stepped)",
+                         o));
+    ms.optimizer = o;
   }
   if (node["grad_accum"]) {
     const std::int64_t g = r.positive_int(node["grad_accum"], "measured", "grad_accum");

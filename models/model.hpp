@@ -115,6 +115,11 @@ struct MeasuredStep {
   // precision: what the step ran in (import-trace --precision); runs of the model default to it,
   // so that their memory is the measured run's. Unset in files written before 2026-12-01.
   std::optional<Precision> precision;
+  // optimizer: the torch.optim class the trace stepped (Optimizer.step#<Class>.step) as
+  // --optimizer names it: sgd, sgd-momentum, adam or adamw; runs of the model default to it, so
+  // that their optimizer state is the measured run's. Empty: none found, a class gradsync does not
+  // model, or a file written before 2026-12-01.
+  std::string optimizer;
   // optimizer_steps: the steps holding an Optimizer.step (fewer than steps when prof.step() ran
   // after every micro-step of gradient accumulation); optimizer_s is the mean over those.
   // grad_accum: the micro-steps per optimizer step found so (1: every step, or not known); runs of

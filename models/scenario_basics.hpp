@@ -53,8 +53,9 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
 
 // apply_measured_defaults: the scenario keys that a model imported from a measured step (`m`)
 // decides when the scenario leaves them (`left(key)` true: neither a flag, the scenario file nor
-// --vary set the key): grad_accum, the micro-steps per optimizer step found in the trace.
-// Nothing for a model without a measured step, or a measured section that does not record it.
+// --vary set the key): optimizer, the torch.optim class the trace stepped (its state is the
+// measured run's memory), and grad_accum, the micro-steps per optimizer step found in the trace.
+// Nothing for a model without a measured step, or a measured section that records neither.
 void apply_measured_defaults(Scenario& s, const Model& m, const std::function<bool(std::string_view)>& left);
 
 // apply_framework: how PyTorch runs the scenario's compute: the execution mode (compile,

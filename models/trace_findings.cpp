@@ -1,6 +1,6 @@
 // trace_findings.cpp: what a torch.profiler trace says besides its phases' times (trace_phases.hpp,
-// trace_import.hpp): the phases' time outside the DataLoader's spans, and how many micro-steps each
-// optimizer step had.
+// trace_import.hpp): the phases' time outside the DataLoader's spans, the optimizer it stepped, and
+// how many micro-steps each optimizer step had.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -39,6 +39,91 @@ double length_outside(std::vector<Span> spans, std::vector<Span> holes) {
     total += std::max(0.0, length);
   }
   return total;
+}
+
+StepFacts step_facts(std::span<const Event> host, const Event& step) {
+  StepFacts f;
+  std::vector<Span> sgd;  // the spans of Optimizer.step#SGD.step
+  for (const Event& e : host) {
+    if (e.start < step.start || e.end > step.end) continue;
+    if (starts_with(e.name, "Optimizer.step#")) {
+      // Optimizer.step#<Class>.step: torch.optim's profile hook names the class.
+      std::string cls = e.name.substr(std::string_view("Optimizer.step#").size());
+      if (cls.ends_with(".step")) cls.resize(cls.size() - std::string_view(".step").size());
+      if (cls == "SGD") sgd.emplace_back(e.start, e.end);
+      if (std::find(f.optimizer_classes.begin(), f.optimizer_classes.end(), cls) == f.optimizer_classes.end())
+        f.optimizer_classes.push_back(std::move(cls));
+    }
+  }
+  // torch.optim.SGD with momentum scales its buffers (buf.mul_(momentum), or _foreach_mul_; the
+  // first step clones the gradients into them); without it the step only adds into the
+  // parameters (param.add_(grad, alpha=-lr), or _foreach_add_).
+  for (const Event& e : host) {
+    if (sgd.empty()) break;
+    const bool inside =
+        std::any_of(sgd.begin(), sgd.end(), [&](const Span& s) { return e.start >= s.first && e.end <= s.second; });
+    if (!inside) continue;
+    if (e.name == "aten::mul_" || e.name == "aten::_foreach_mul_" || e.name == "aten::clone") f.momentum_ops = true;
+    if (e.name == "aten::add_" || e.name == "aten::_foreach_add_") f.update_ops = true;
+  }
+  return f;
+}
+
+namespace {
+
+// optimizer_of_class: gradsync's --optimizer for a torch.optim class, or "" for one it does not model.
+std::string optimizer_of_class(std::string_view cls) {
+  if (cls == "Adam") return "adam";
+  if (cls == "AdamW") return "adamw";
+  if (cls == "SGD") return "sgd";  // momentum told apart by the caller
+  return "";
+}
+
+}  // namespace
+
+void settle_optimizer(const std::vector<StepFacts>& steps, MeasuredStep& ms, std::vector<std::string>& notes) {
+  std::vector<std::string> classes;
+  bool momentum = false, update = false;
+  for (const StepFacts& f : steps) {
+    for (const std::string& c : f.optimizer_classes)
+      if (std::find(classes.begin(), classes.end(), c) == classes.end()) classes.push_back(c);
+    momentum = momentum || f.momentum_ops;
+    update = update || f.update_ops;
+  }
+  if (classes.empty()) return;  // no Optimizer.step#: said by import-trace with the optimizer's time
+  const std::string default_note = fmt::format(
+      "runs of the model keep the scenario's default optimizer ({}) "
+      "unless --optimizer names one",
+      scenario_key("optimizer").default_text);
+  if (classes.size() > 1) {
+    notes.push_back(
+        fmt::format("the trace steps {} optimizers (Optimizer.step#{}.step): no one optimizer is recorded; "
+                    "{}",
+                    classes.size(), fmt::join(classes, ".step, Optimizer.step#"), default_note));
+    return;
+  }
+  const std::string& cls = classes.front();
+  ms.optimizer = optimizer_of_class(cls);
+  if (ms.optimizer.empty()) {
+    notes.push_back(
+        fmt::format("Optimizer.step#{}.step: gradsync models torch.optim's SGD, Adam and AdamW, not {}; "
+                    "the optimizer is not recorded and {} (its memory is that optimizer's)",
+                    cls, cls, default_note));
+    return;
+  }
+  if (cls == "SGD") {
+    if (momentum) {
+      ms.optimizer = "sgd-momentum";
+    } else if (!update) {
+      // A fused step (one aten::_fused_sgd_), or a trace without the step's operators.
+      ms.optimizer = "sgd-momentum";
+      notes.push_back(
+          "Optimizer.step#SGD.step: the trace does not show whether SGD ran with momentum (no aten::add_, "
+          "aten::mul_ or their _foreach_ forms inside the step: fused=True, or CPU operators not recorded); "
+          "recorded as sgd-momentum, whose buffer holds 4 bytes more a parameter than plain SGD: give --optimizer sgd "
+          "to runs of the model if it ran with momentum=0");
+    }
+  }
 }
 
 void settle_grad_accum(const std::vector<std::string>& names, const std::vector<bool>& stepped, MeasuredStep& ms,

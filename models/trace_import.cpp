@@ -84,8 +84,11 @@ std::optional<Event> event_of(const json& e, std::size_t at, const std::string& 
                     (cat == "cuda_runtime" && starts_with(text, "cudaLaunchKernel")) ||
                     (cat == "cuda_driver" && starts_with(text, "cuLaunchKernel"));
   // Nor are other events kept: only those read below (and the CUDA calls whose correlation
-  // ties a copy or a kernel to its launch, loss.backward()'s seed), not every operator's.
-  const bool kept = read || cat == "cuda_runtime" || cat == "cuda_driver" || text == "aten::ones_like";
+  // ties a copy or a kernel to its launch, loss.backward()'s seed, the operators that tell SGD's
+  // momentum), not every operator's.
+  const bool kept = read || cat == "cuda_runtime" || cat == "cuda_driver" || text == "aten::ones_like" ||
+                    text == "aten::mul_" || text == "aten::_foreach_mul_" || text == "aten::clone" ||
+                    text == "aten::add_" || text == "aten::_foreach_add_";
   if (ts == e.end() || !ts->is_number() || dur == e.end() || !dur->is_number()) {
     if (!read) return std::nullopt;  // not an event gradsync reads the time of
     throw DataError(
@@ -320,6 +323,7 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
     kernels_of[static_cast<std::size_t>(std::prev(after) - steps.begin())].push_back(&k);
   }
   double forward_us = 0, backward_us = 0, optimizer_us = 0, step_us = 0;
+  std::vector<trace::StepFacts> facts;
   std::vector<bool> stepped;  // per step: it holds an Optimizer.step
   for (std::size_t si = 0; si < steps.size(); ++si) {
     const Event& step = steps[si];
@@ -329,6 +333,7 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
         std::upper_bound(first, host.end(), step.end, [](double t, const Event& e) { return t < e.start; });
     const std::span<const Event> in_step(&*first, static_cast<std::size_t>(last - first));
     const Phases p = phases_of(in_step, step, origin);
+    facts.push_back(trace::step_facts(in_step, step));
     stepped.push_back(!p.optimizer.empty());
     double fwd = 0, bwd = 0, opt = 0;
     if (gpu.empty()) {
@@ -385,6 +390,7 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
     for (const Event& step : steps) names.push_back(step.name);
     trace::settle_grad_accum(names, stepped, ms, notes);
   }
+  trace::settle_optimizer(facts, ms, notes);
   // Forward and backward run in every step, the optimizer in those that hold it (with gradient
   // accumulation, prof.step() after each micro-step, only every grad_accum-th): its mean over all
   // steps would be a fraction of one optimizer step.

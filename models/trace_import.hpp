@@ -35,7 +35,8 @@ namespace gradsync {
 
 // TraceFindings: what a trace says besides the times, for import-trace's notes.
 struct TraceFindings {
-  // What import-trace says on stderr: gradient accumulation's micro-steps per optimizer step.
+  // What import-trace says on stderr: an optimizer class gradsync does not model, SGD's momentum
+  // not shown, gradient accumulation's micro-steps per optimizer step.
   std::vector<std::string> notes;
 };
 

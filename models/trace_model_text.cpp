@@ -48,7 +48,8 @@ std::string imported_model_text(MeasuredStep ms, const TraceImport& opts) {
   out += "measured:\n";
   out += fmt::format("  trace: {}\n  device: {}\n  precision: {}\n", q(ms.trace), q(ms.device),
                      precision_name(ctx.precision));
-  // The micro-steps per optimizer step: the default of the model's runs.
+  // The optimizer and the micro-steps per optimizer step: the defaults of the model's runs.
+  if (!ms.optimizer.empty()) out += fmt::format("  optimizer: {}\n", ms.optimizer);
   if (ms.grad_accum > 1) out += fmt::format("  grad_accum: {}\n", ms.grad_accum);
   out += fmt::format("  batch: {}\n", ms.batch);
   if (ms.seq_len) out += fmt::format("  seq_len: {}\n", *ms.seq_len);

@@ -46,6 +46,20 @@ struct Phases {
 // phases_of: `host` holds the step's host events (those starting within it, by start time).
 Phases phases_of(std::span<const Event> host, const Event& step, const std::string& origin);
 
+// StepFacts: what a step says besides its phases' times.
+struct StepFacts {
+  std::vector<std::string> optimizer_classes;  // <Class> of each Optimizer.step#<Class>.step
+  bool momentum_ops = false;                   // inside an Optimizer.step#SGD.step: a momentum buffer's ops
+  bool update_ops = false;                     // inside an Optimizer.step#SGD.step: the parameters' in-place update
+};
+
+// step_facts: the facts of the step whose host events are `host` (as phases_of's).
+StepFacts step_facts(std::span<const Event> host, const Event& step);
+
+// settle_optimizer: ms.optimizer from the steps' Optimizer.step#<Class>.step (SGD's momentum from
+// the operators inside it); a note in `notes` where it is left unset or guessed.
+void settle_optimizer(const std::vector<StepFacts>& steps, MeasuredStep& ms, std::vector<std::string>& notes);
+
 // settle_grad_accum: ms.optimizer_steps and, when only some steps (`stepped`, in time order; their
 // `names`) hold an Optimizer.step, evenly spaced, ms.grad_accum: the micro-steps per optimizer
 // step; a note in `notes` saying what was found.

@@ -1,6 +1,6 @@
 // trace_findings_test.cpp: what import-trace reads from a torch.profiler trace besides its phases'
 // times, on traces written here: gradient accumulation with prof.step() after each micro-step, the
-// DataLoader's spans, and a trace of no events.
+// DataLoader's spans, the optimizer's class, and a trace of no events.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -182,6 +182,94 @@ TEST(TraceImport, TheDataLoadersSpansAreOtherNotForward) {
   EXPECT_NEAR(gpu.backward_s, 200e-6, 1e-15);
   EXPECT_NEAR(gpu.optimizer_s, 40e-6, 1e-15);
   EXPECT_NEAR(gpu.other_s, 660e-6, 1e-15);
+}
+
+// optimizer_step: a one-step CPU trace whose optimizer is Optimizer.step#<cls>.step holding `ops`.
+std::string optimizer_step(const std::vector<std::string>& classes, const std::vector<std::string>& ops) {
+  json ev = json::array({trace_event("ProfilerStep#1", 0, 1000), trace_event("aten::linear", 10, 290),
+                         trace_event("autograd::engine::evaluate_function: AddmmBackward0", 400, 300)});
+  double t = 720;
+  for (const std::string& c : classes) {
+    ev.push_back(trace_event(fmt::format("Optimizer.step#{}.step", c), t, 100));
+    for (const std::string& op : ops) ev.push_back(trace_event(op, t + 10, 5));
+    t += 120;
+  }
+  return ev.dump();
+}
+
+// The optimizer the trace stepped (torch.optim's Optimizer.step#<Class>.step) is recorded in the
+// model's measured section and is the default of its runs (runs took adamw, and AdamW's 8 bytes of
+// state a parameter, whatever ran); SGD's momentum is told by its buffers' ops, and where the trace
+// does not show them it is taken as sgd-momentum, said so. A class gradsync does not model, or two
+// optimizers, are not recorded, said so.
+TEST(TraceImport, TheTracesOptimizerIsTheModelsDefault) {
+  struct Case {
+    std::vector<std::string> classes, ops;
+    std::string optimizer, note;
+  };
+  const std::vector<Case> cases{
+      {{"SGD"}, {"aten::_foreach_add_", "aten::_foreach_mul_"}, "sgd-momentum", ""},
+      {{"SGD"}, {"aten::mul_", "aten::add_"}, "sgd-momentum", ""},
+      {{"SGD"}, {"aten::clone", "aten::add_"}, "sgd-momentum", ""},  // the first step makes the buffers
+      {{"SGD"}, {"aten::_foreach_add_"}, "sgd", ""},
+      {{"SGD"}, {"aten::add_"}, "sgd", ""},
+      {{"SGD"},
+       {"aten::_fused_sgd_"},
+       "sgd-momentum",
+       "Optimizer.step#SGD.step: the trace does not show whether SGD ran with momentum"},
+      {{"Adam"}, {"aten::_foreach_mul_"}, "adam", ""},
+      {{"AdamW"}, {}, "adamw", ""},
+      {{"Adagrad"},
+       {},
+       "",
+       "Optimizer.step#Adagrad.step: gradsync models torch.optim's SGD, Adam and AdamW, not Adagrad; the optimizer "
+       "is not recorded and runs of the model keep the scenario's default optimizer (adamw) unless --optimizer "
+       "names one"},
+      {{"SGD", "Adam"},
+       {},
+       "",
+       "the trace steps 2 optimizers (Optimizer.step#SGD.step, Optimizer.step#Adam.step): no one optimizer is "
+       "recorded"},
+  };
+  for (const Case& c : cases) {
+    TraceFindings found;
+    const MeasuredStep ms = read_profiler_trace(optimizer_step(c.classes, c.ops), "opt.json", &found);
+    const std::string what = fmt::format("{} with {}", fmt::join(c.classes, "+"), fmt::join(c.ops, ", "));
+    EXPECT_EQ(ms.optimizer, c.optimizer) << what;
+    if (c.note.empty()) {
+      EXPECT_TRUE(found.notes.empty()) << what << ": " << fmt::format("{}", fmt::join(found.notes, " | "));
+    } else {
+      ASSERT_EQ(found.notes.size(), 1u) << what;
+      EXPECT_EQ(found.notes[0].rfind(c.note, 0), 0u) << found.notes[0];
+    }
+  }
+  // Written, loaded, and the runs' default unless the scenario names one.
+  const std::string text =
+      imported_model_text(read_profiler_trace(optimizer_step({"SGD"}, {"aten::add_"}), "o.json"), resnet18_split());
+  ASSERT_NE(text.find("\n  optimizer: sgd\n"), std::string::npos) << text;
+  Model m = parse_model(text, "m.yaml");
+  EXPECT_EQ(m.measured->optimizer, "sgd");
+  Scenario s;
+  apply_measured_defaults(s, m, [](std::string_view) { return true; });
+  EXPECT_EQ(s.optimizer, "sgd");
+  EXPECT_EQ(resolve_basics(s, m, gpu_spec("a100-sxm4-80gb")).optimizer, Optimizer::kSGD);
+  Scenario asked;
+  asked.optimizer = "adam";  // --optimizer adam
+  apply_measured_defaults(asked, m, [](std::string_view key) { return key != "optimizer"; });
+  EXPECT_EQ(asked.optimizer, "adam");
+  // A file written before it was recorded defaults as any model does; an optimizer gradsync does
+  // not model is refused at its line.
+  std::string old = text;
+  old.erase(old.find("  optimizer: sgd\n"), 17);
+  Scenario before;
+  apply_measured_defaults(before, parse_model(old, "m.yaml"), [](std::string_view) { return true; });
+  EXPECT_EQ(before.optimizer, "adamw");
+  std::string bad = text;
+  bad.replace(bad.find("  optimizer: sgd\n"), 17, "  optimizer: lion\n");
+  const std::string message = refusal_of([&] { parse_model(bad, "m.yaml"); });
+  EXPECT_EQ(message.rfind("m.yaml:", 0), 0u) << message;
+  EXPECT_NE(message.find("optimizer \"lion\": expected sgd, sgd-momentum, adam or adamw"), std::string::npos)
+      << message;
 }
 
 // A trace that holds no events says so, not that it lacks a ProfilerStep#N.
