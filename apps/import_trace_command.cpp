@@ -96,6 +96,8 @@ void import_trace(const ImportOptions& o) {
   TraceFindings found;
   const MeasuredStep ms = read_profiler_trace(
       gunzip_input(read_input_file(o.trace, "trace", kTraceLimit), o.trace, "trace", kTraceLimit), o.trace, &found);
+  // The trace's gradients against the model's parameters: a trace of another model is refused.
+  for (std::string& note : check_trace_gradients(found, m, o.trace, o.model)) found.notes.push_back(std::move(note));
   const std::string text = imported_model_text(ms, t);
   parse_model(text, o.out.empty() ? "the imported model" : o.out);  // what it writes must load
   if (o.out.empty()) {

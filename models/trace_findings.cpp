@@ -1,6 +1,7 @@
 // trace_findings.cpp: what a torch.profiler trace says besides its phases' times (trace_phases.hpp,
-// trace_import.hpp): the phases' time outside the DataLoader's spans, the optimizer it stepped, and
-// how many micro-steps each optimizer step had.
+// trace_import.hpp): the phases' time outside the DataLoader's spans, the optimizer it stepped, how
+// many micro-steps each optimizer step had, and whether its gradients are those of the model given
+// beside it.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -8,12 +9,22 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/scenario_keys.hpp"
+#include "models/compute_cost.hpp"
+#include "models/trace_import.hpp"
 #include "models/trace_phases.hpp"
 
 namespace gradsync {
 namespace trace {
 namespace {
+
+// kAccumulateGrad: autograd's node that adds a leaf's gradient into its .grad, one per parameter
+// that received a gradient, under the engine's record_function as every node (PyTorch >= 1.8).
+constexpr std::string_view kAccumulateGrad = "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad";
+// torch.utils.checkpoint's reentrant backward runs a second backward over detached inputs, each a
+// leaf that gets an AccumulateGrad of its own.
+constexpr std::string_view kCheckpointBackward = "autograd::engine::evaluate_function: CheckpointFunctionBackward";
 
 // joined_spans: `spans` sorted and their overlaps joined.
 std::vector<Span> joined_spans(std::vector<Span> spans) {
@@ -46,6 +57,8 @@ StepFacts step_facts(std::span<const Event> host, const Event& step) {
   std::vector<Span> sgd;  // the spans of Optimizer.step#SGD.step
   for (const Event& e : host) {
     if (e.start < step.start || e.end > step.end) continue;
+    if (e.name == kAccumulateGrad) ++f.gradients;
+    if (e.name == kCheckpointBackward) f.checkpoint = true;
     if (starts_with(e.name, "Optimizer.step#")) {
       // Optimizer.step#<Class>.step: torch.optim's profile hook names the class.
       std::string cls = e.name.substr(std::string_view("Optimizer.step#").size());
@@ -167,4 +180,55 @@ void settle_grad_accum(const std::vector<std::string>& names, const std::vector<
 }
 
 }  // namespace trace
+
+std::vector<std::string> check_trace_gradients(const TraceFindings& f, const Model& model, const std::string& origin,
+                                               const std::string& model_arg) {
+  // A trace without AccumulateGrad events (written by hand, or by a tool that keeps only the
+  // phases) says nothing of the parameters: nothing to check.
+  if (std::all_of(f.gradients.begin(), f.gradients.end(), [](int g) { return g == 0; })) return {};
+  int trainable = 0, receiving = 0;
+  const std::vector<bool> holds = holds_gradient(model);
+  for (std::size_t i = 0; i < model.parameters.size(); ++i) {
+    if (model.parameters[i].requires_grad) ++trainable;
+    if (holds[i]) ++receiving;
+  }
+  const std::string expected =
+      receiving == trainable
+          ? fmt::format("{} trainable parameter tensors", trainable)
+          : fmt::format("{} trainable parameter tensors that receive a gradient ({} trainable, {} listed unused)",
+                        receiving, trainable, trainable - receiving);
+  const auto [lo, hi] = std::minmax_element(f.gradients.begin(), f.gradients.end());
+  for (std::size_t i = 0; i < f.gradients.size(); ++i) {
+    const int got = f.gradients[i];
+    // More gradients than the model has parameters: another model, unless a reentrant checkpoint's
+    // detached inputs took some (they are leaves too).
+    const bool more = got > receiving && !f.checkpointed[i];
+    // Fewer in every step alike: another model (or parameters frozen, or unused, that the model
+    // file does not say so). Steps that differ among themselves run a forward whose parameters vary
+    // (conditional computation): noted below, not refused.
+    const bool fewer = got < receiving && *lo == *hi;
+    if (!more && !fewer) continue;
+    throw DataError(fmt::format(
+        "{}: {} accumulates {} gradient{} (autograd::engine::evaluate_function: torch::autograd::AccumulateGrad "
+        "events, one per parameter that received a gradient), but model {} has {}; expected the trace of the model "
+        "given with --model{}",
+        origin, f.steps[i], got, got == 1 ? "" : "s", model_arg, expected,
+        more ? " (a leaf input that requires grad also accumulates one)"
+             : ", with the same parameters frozen (requires_grad) and unused (unused_parameters)"));
+  }
+  if (*lo == *hi && *lo == receiving) return {};
+  std::vector<std::string> notes;
+  if (*lo != *hi)
+    notes.push_back(
+        fmt::format("the steps accumulate from {} to {} gradients (AccumulateGrad events), model {} has {}: "
+                    "a forward whose parameters vary from step to step; the times are the steps' means",
+                    *lo, *hi, model_arg, expected));
+  else
+    notes.push_back(
+        fmt::format("the steps accumulate {} gradients (AccumulateGrad events), model {} has {}: a "
+                    "reentrant torch.utils.checkpoint's detached inputs accumulate theirs too",
+                    *lo, model_arg, expected));
+  return notes;
+}
+
 }  // namespace gradsync

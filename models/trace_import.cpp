@@ -404,6 +404,14 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
   if (ms.step_s <= 0) throw DataError(fmt::format("{}: the ProfilerStep#N events last 0 us", origin));
   if (findings != nullptr) {
     findings->notes = std::move(notes);
+    findings->steps.clear();
+    findings->gradients.clear();
+    findings->checkpointed.clear();
+    for (std::size_t si = 0; si < steps.size(); ++si) {
+      findings->steps.push_back(steps[si].name);
+      findings->gradients.push_back(facts[si].gradients);
+      findings->checkpointed.push_back(facts[si].checkpoint);
+    }
   }
   return ms;
 }

@@ -33,8 +33,12 @@
 
 namespace gradsync {
 
-// TraceFindings: what a trace says besides the times, for import-trace's notes.
+// TraceFindings: what a trace says besides the times, for import-trace's check against the model
+// and its notes.
 struct TraceFindings {
+  std::vector<std::string> steps;  // the ProfilerStep#N, in time order
+  std::vector<int> gradients;      // per step: AccumulateGrad nodes run, one per parameter given a gradient
+  std::vector<bool> checkpointed;  // per step: a reentrant checkpoint's backward ran (CheckpointFunctionBackward)
   // What import-trace says on stderr: an optimizer class gradsync does not model, SGD's momentum
   // not shown, gradient accumulation's micro-steps per optimizer step.
   std::vector<std::string> notes;
@@ -46,6 +50,14 @@ struct TraceFindings {
 // without kernels, kernels on more than one GPU. batch and seq_len are left for the caller;
 // `findings`, when given, receives the rest.
 MeasuredStep read_profiler_trace(std::string_view text, const std::string& origin, TraceFindings* findings = nullptr);
+
+// check_trace_gradients: DataError when the trace's steps accumulate gradients into more
+// parameters than `model` (named `model_arg`) trains, or into fewer in every step alike: the trace
+// is of another model. Notes for counts that differ legitimately (a forward whose parameters vary
+// by step; a reentrant checkpoint's detached inputs). A trace without AccumulateGrad events is not
+// checked.
+std::vector<std::string> check_trace_gradients(const TraceFindings& f, const Model& model, const std::string& origin,
+                                               const std::string& model_arg);
 
 // TraceImport: what `models import-trace` needs besides the trace.
 struct TraceImport {

@@ -48,6 +48,8 @@ Phases phases_of(std::span<const Event> host, const Event& step, const std::stri
 
 // StepFacts: what a step says besides its phases' times.
 struct StepFacts {
+  int gradients = 0;                           // AccumulateGrad nodes autograd ran: one per parameter given a gradient
+  bool checkpoint = false;                     // a reentrant checkpoint's backward ran (CheckpointFunctionBackward)
   std::vector<std::string> optimizer_classes;  // <Class> of each Optimizer.step#<Class>.step
   bool momentum_ops = false;                   // inside an Optimizer.step#SGD.step: a momentum buffer's ops
   bool update_ops = false;                     // inside an Optimizer.step#SGD.step: the parameters' in-place update

@@ -1,7 +1,8 @@
 // cli_measured_defaults_test.cpp: `models import-trace` on a trace written here, and what the
 // model file it writes decides for the runs of the model: the optimizer the trace stepped and its
 // micro-steps per optimizer step are their defaults (models show, simulate, a scenario file, each
-// point of a sweep), a flag or the file winning.
+// point of a sweep), a flag or the file winning; a trace of another model, or of no events, is
+// refused naming the file.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -21,6 +22,7 @@
 namespace gradsync::apps {
 namespace {
 
+using test::expect_error;
 using test::Result;
 using test::run;
 using test::run_printed;
@@ -131,6 +133,24 @@ TEST(Cli, AnImportedTracesOptimizerAndMicroStepsAreItsRunsDefaults) {
   std::filesystem::remove_all(out);
   std::remove(file.c_str());
   std::remove(m.model.c_str());
+}
+
+// The trace's AccumulateGrad events (62 a step: ResNet-18's parameters) against the model given
+// with --model: ResNet-50 has 161 trainable tensors, so the trace is not its step. A trace of no
+// events says so.
+TEST(Cli, ImportTraceRefusesATraceOfAnotherModelAndOneOfNoEvents) {
+  const std::string trace = ::testing::TempDir() + "/gradsync-cli-other-model.json";
+  std::ofstream(trace) << accumulating_trace();
+  expect_error({"models", "import-trace", trace, "--model", "resnet50", "--batch", "16"}, 1,
+               trace +
+                   ": ProfilerStep#3 accumulates 62 gradients (autograd::engine::evaluate_function: "
+                   "torch::autograd::AccumulateGrad events, one per parameter that received a gradient), but model "
+                   "resnet50 has 161 trainable parameter tensors; expected the trace of the model given with --model, "
+                   "with the same parameters frozen (requires_grad) and unused (unused_parameters)");
+  std::ofstream(trace) << "{\"traceEvents\": []}";
+  expect_error({"models", "import-trace", trace, "--model", "resnet18", "--batch", "16"}, 1,
+               trace + ": the trace holds 0 events (\"traceEvents\": []); expected torch.profiler's events");
+  std::remove(trace.c_str());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // trace_findings_test.cpp: what import-trace reads from a torch.profiler trace besides its phases'
 // times, on traces written here: gradient accumulation with prof.step() after each micro-step, the
-// DataLoader's spans, the optimizer's class, and a trace of no events.
+// DataLoader's spans, the optimizer's class, the parameters' gradients against the model given
+// beside the trace, and a trace of no events.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -270,6 +271,69 @@ TEST(TraceImport, TheTracesOptimizerIsTheModelsDefault) {
   EXPECT_EQ(message.rfind("m.yaml:", 0), 0u) << message;
   EXPECT_NE(message.find("optimizer \"lion\": expected sgd, sgd-momentum, adam or adamw"), std::string::npos)
       << message;
+}
+
+// gradient_steps: a CPU trace of one ProfilerStep#N per entry of `gradients`, each running that
+// many AccumulateGrad nodes in its backward (and, with `checkpoint`, a reentrant checkpoint's
+// backward).
+std::string gradient_steps(const std::vector<int>& gradients, bool checkpoint = false) {
+  json ev = json::array();
+  for (std::size_t i = 0; i < gradients.size(); ++i) {
+    const double t = 10000.0 * static_cast<double>(i);
+    ev.push_back(trace_event(fmt::format("ProfilerStep#{}", i + 1), t, 10000));
+    ev.push_back(trace_event("autograd::engine::evaluate_function: AddmmBackward0", t + 400, 8000));
+    if (checkpoint)
+      ev.push_back(trace_event("autograd::engine::evaluate_function: CheckpointFunctionBackward", t + 500, 10));
+    for (int g = 0; g < gradients[i]; ++g) {
+      ev.push_back(
+          trace_event("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", t + 1000 + 10 * g, 5));
+      ev.push_back(
+          trace_event("torch::autograd::AccumulateGrad", t + 1001 + 10 * g, 3));  // the node itself: not counted
+    }
+    ev.push_back(trace_event("Optimizer.step#AdamW.step", t + 9000, 500));
+  }
+  return ev.dump();
+}
+
+// Every parameter that receives a gradient runs one AccumulateGrad node per backward: a trace
+// whose steps accumulate more gradients than the model given with --model has trainable tensors,
+// or fewer in every step, is of another model, and is refused naming both counts. Steps that
+// differ among themselves (a forward whose parameters vary) and a reentrant checkpoint (its
+// detached inputs are leaves too) are said, not refused; a trace without the events is not checked.
+TEST(TraceImport, ATraceOfAnotherModelIsRefused) {
+  const Model resnet18 = load_model("resnet18");  // 62 trainable parameter tensors
+  auto check = [&](const std::string& text) {
+    TraceFindings found;
+    read_profiler_trace(text, "t.json", &found);
+    return check_trace_gradients(found, resnet18, "t.json", "resnet18");
+  };
+  EXPECT_TRUE(check(gradient_steps({62, 62})).empty());
+  EXPECT_TRUE(check(gradient_steps({0, 0})).empty());
+  EXPECT_EQ(refusal_of([&] {
+              check(gradient_steps({61, 61}));
+            }),
+            "t.json: ProfilerStep#1 accumulates 61 gradients (autograd::engine::evaluate_function: "
+            "torch::autograd::AccumulateGrad events, one per parameter that received a gradient), but model resnet18 "
+            "has 62 trainable parameter tensors; expected the trace of the model given with --model, with the same "
+            "parameters frozen (requires_grad) and unused (unused_parameters)");
+  EXPECT_EQ(refusal_of([&] {
+              check(gradient_steps({62, 70}));
+            }),
+            "t.json: ProfilerStep#2 accumulates 70 gradients (autograd::engine::evaluate_function: "
+            "torch::autograd::AccumulateGrad events, one per parameter that received a gradient), but model resnet18 "
+            "has 62 trainable parameter tensors; expected the trace of the model given with --model (a leaf input "
+            "that requires grad also accumulates one)");
+  const std::vector<std::string> varying = check(gradient_steps({62, 58}));
+  ASSERT_EQ(varying.size(), 1u);
+  EXPECT_EQ(varying[0].rfind("the steps accumulate from 58 to 62 gradients (AccumulateGrad events), model resnet18 "
+                             "has 62 trainable parameter tensors: a forward whose parameters vary",
+                             0),
+            0u)
+      << varying[0];
+  const std::vector<std::string> checkpointed = check(gradient_steps({65, 65}, true));
+  ASSERT_EQ(checkpointed.size(), 1u);
+  EXPECT_NE(checkpointed[0].find("a reentrant torch.utils.checkpoint's detached inputs"), std::string::npos)
+      << checkpointed[0];
 }
 
 // A trace that holds no events says so, not that it lacks a ProfilerStep#N.
