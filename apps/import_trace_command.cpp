@@ -93,8 +93,11 @@ void import_trace(const ImportOptions& o) {
   } catch (const ConfigError& e) {
     throw UsageError(fmt::format("--precision: {}", e.what()));
   }
+  TraceFindings found;
   const MeasuredStep ms = read_profiler_trace(
-      gunzip_input(read_input_file(o.trace, "trace", kTraceLimit), o.trace, "trace", kTraceLimit), o.trace);
+      gunzip_input(read_input_file(o.trace, "trace", kTraceLimit), o.trace, "trace", kTraceLimit), o.trace, &found);
+  // The trace's gradients against the model's parameters: a trace of another model is refused.
+  for (std::string& note : check_trace_gradients(found, m, o.trace, o.model)) found.notes.push_back(std::move(note));
   const std::string text = imported_model_text(ms, t);
   parse_model(text, o.out.empty() ? "the imported model" : o.out);  // what it writes must load
   if (o.out.empty()) {
@@ -102,11 +105,18 @@ void import_trace(const ImportOptions& o) {
   } else {
     write_file_atomic(o.out, text);
   }
+  // With gradient accumulation (prof.step() after each micro-step) the step written is one
+  // micro-step and one optimizer step.
+  const bool accumulated = ms.optimizer_steps > 0 && ms.optimizer_steps < ms.steps;
   std::cerr << fmt::format(
-      "# {}: {} on {}, mean step {:.6g} ms: forward {:.6g} ms, backward {:.6g} ms, optimizer {:.6g} ms, "
-      "other {:.6g} ms{}\n",
-      o.trace, counted(ms.steps, "step"), ms.device, ms.step_s * 1e3, ms.forward_s * 1e3, ms.backward_s * 1e3,
-      ms.optimizer_s * 1e3, ms.other_s * 1e3, o.out.empty() ? "" : fmt::format("; wrote {}", o.out));
+      "# {}: {}{} on {}, mean step {:.6g} ms{}: forward {:.6g} ms, backward {:.6g} ms, optimizer {:.6g} ms, "
+      "other {:.6g} ms{}{}\n",
+      o.trace, counted(ms.steps, "step"),
+      accumulated ? fmt::format(" ({} with an optimizer step)", ms.optimizer_steps) : "", ms.device, ms.step_s * 1e3,
+      accumulated ? " (a micro-step and an optimizer step)" : "", ms.forward_s * 1e3, ms.backward_s * 1e3,
+      ms.optimizer_s * 1e3, ms.other_s * 1e3, ms.optimizer.empty() ? "" : fmt::format("; optimizer {}", ms.optimizer),
+      o.out.empty() ? "" : fmt::format("; wrote {}", o.out));
+  for (const std::string& note : found.notes) std::cerr << "note: " << note << '\n';
   // torch.optim labels its step (Optimizer.step#<class>.step); an optimizer that does not
   // (DeepSpeed's, a hand-written update) leaves its time in "other", which the simulator places
   // before the first layer, not after backward.

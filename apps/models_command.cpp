@@ -120,6 +120,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   // The step's keys as simulate reads them: defaults, then the flags (a bad value names its flag).
   sim::Scenario s = scenario_of(o.args);
   s.model = o.model;
+  apply_model_defaults(s, o.args);  // an imported model's optimizer and grad_accum, where no flag gives them
   const auto given = [&](const char* key) { return o.args.given.at(key)->count() > 0; };
   if (o.batch > 0) {
     if (given("batch_per_gpu"))
@@ -216,9 +217,19 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     if (m.default_seq_len) j["tokens_per_s"] = tokens / step_s;
     if (m.measured) {
       const MeasuredStep& ms = *m.measured;
-      j["measured"] = {{"trace", ms.trace},           {"device", ms.device},           {"batch", ms.batch},
-                       {"steps", ms.steps},           {"step_s", ms.step_s},           {"forward_s", ms.forward_s},
-                       {"backward_s", ms.backward_s}, {"optimizer_s", ms.optimizer_s}, {"other_s", ms.other_s}};
+      j["measured"] = {
+          {"trace", ms.trace},
+          {"device", ms.device},
+          {"batch", ms.batch},
+          {"steps", ms.steps},
+          {"optimizer_steps", ms.optimizer_steps},
+          {"optimizer", ms.optimizer.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(ms.optimizer)},
+          {"grad_accum", ms.grad_accum},
+          {"step_s", ms.step_s},
+          {"forward_s", ms.forward_s},
+          {"backward_s", ms.backward_s},
+          {"optimizer_s", ms.optimizer_s},
+          {"other_s", ms.other_s}};
     }
     j["memory"] = {{"parameters", mem.parameters},
                    {"gradients", mem.gradients},

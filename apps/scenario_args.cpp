@@ -152,7 +152,7 @@ nlohmann::ordered_json nccl_text_value(const ScenarioKey& k, std::string_view te
 
 }  // namespace
 
-Scenario scenario_of(const ScenarioArgs& a) {
+Scenario scenario_of(const ScenarioArgs& a, bool model_defaults) {
   Scenario s;
   if (a.nccl_from_env) {
     for (const ScenarioKey& k : scenario_table()) {
@@ -253,6 +253,7 @@ Scenario scenario_of(const ScenarioArgs& a) {
     }
   }
   if (s.warmup == kWarmupUnset) s.warmup = std::clamp(s.iterations - 1, 0, Scenario{}.warmup);
+  if (model_defaults) apply_model_defaults(s, a);
   return s;
 }
 
@@ -428,12 +429,18 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
     } catch (const ConfigError&) {  // no GPU key (a strategy that did not run): say nothing of it
       same = true;
     }
+    // What else the trace decided: the defaults of the model's runs (apply_model_defaults).
+    std::vector<std::string> defaults;
+    if (!ms.optimizer.empty()) defaults.push_back(fmt::format("optimizer {}", ms.optimizer));
+    if (ms.grad_accum > 1) defaults.push_back(fmt::format("grad_accum {}", ms.grad_accum));
     h.push_back(fmt::format(
         "{}'s compute times were measured on {} ({}, batch {}): used as measured, in proportion to batch{}; the "
-        "precision and execution mode "
-        "above do not change them",
+        "precision and execution mode above do not change them{}",
         model.name, ms.device, ms.trace, ms.batch,
-        same ? "" : fmt::format(" on every {} (gradsync does not move a measured step to another GPU)", r.gpu)));
+        same ? "" : fmt::format(" on every {} (gradsync does not move a measured step to another GPU)", r.gpu),
+        defaults.empty() ? ""
+                         : fmt::format("; the trace's {} {} its runs' default (a flag or the scenario file wins)",
+                                       fmt::join(defaults, " and "), defaults.size() == 1 ? "is" : "are")));
   }
   // PowerSGD compresses only from start_powerSGD_iter (PowerSGDState's default 1000); before, its
   // hook is a plain allreduce. Say so when no simulated iteration reaches it.

@@ -42,8 +42,16 @@ void add_scenario_options(CLI::App* cmd, ScenarioArgs& a, const std::vector<std:
 // scenario_of: defaults, then NCCL_* variables of the environment (with --nccl-from-env; else a
 // note on stderr names those left unread), then the file, then every flag given, each read by its
 // key's row (a bad flag value is a UsageError naming the flag, a bad file value a ConfigError
-// naming file:line).
-sim::Scenario scenario_of(const ScenarioArgs& a);
+// naming file:line); then, with `model_defaults`, the keys the model's measured step decides
+// (apply_model_defaults).
+sim::Scenario scenario_of(const ScenarioArgs& a, bool model_defaults = true);
+
+// apply_model_defaults: s.optimizer and s.grad_accum from the measured step of s.model (a model
+// file `models import-trace` wrote: the trace's optimizer, its micro-steps per optimizer step)
+// where neither a flag, the scenario file nor one of `also_set` (sweep's --vary keys) sets them
+// (models/scenario_basics.hpp apply_measured_defaults). A model that does not load is left to the
+// resolution to say.
+void apply_model_defaults(sim::Scenario& s, const ScenarioArgs& a, const std::vector<std::string>& also_set = {});
 
 // nccl_release_text: "NCCL 2.28 (PyTorch 2.11's, tuning model 2.27)": the release whose rules
 // apply, for header lines.

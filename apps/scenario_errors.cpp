@@ -2,12 +2,17 @@
 // line of the key at fault, or the flag that gave the value.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "apps/scenario_args.hpp"
 #include "core/error.hpp"
 #include "core/scenario_keys.hpp"
+#include "models/model.hpp"
+#include "models/scenario_basics.hpp"
 #include "sim/simulate.hpp"
 
 namespace gradsync::apps {
@@ -48,6 +53,29 @@ std::string flag_spelling(const ScenarioArgs& a, const std::string& message) {
 }
 
 }  // namespace
+
+void apply_model_defaults(Scenario& s, const ScenarioArgs& a, const std::vector<std::string>& also_set) {
+  // The zoo's models carry no measured step; a model that does not load is said by the
+  // resolution, where its error is placed.
+  const std::vector<std::string> zoo = zoo_model_names();
+  if (std::find(zoo.begin(), zoo.end(), s.model) != zoo.end()) return;
+  std::optional<Model> m;
+  try {
+    m = load_model(s.model);
+  } catch (const Error&) {
+    return;
+  }
+  std::optional<ScenarioLines> lines;  // the keys the scenario file sets, read when first asked
+  apply_measured_defaults(s, *m, [&](std::string_view key) {
+    if (const auto o = a.given.find(std::string(key)); o != a.given.end() && o->second->count() > 0) return false;
+    if (std::find(also_set.begin(), also_set.end(), key) != also_set.end()) return false;
+    if (!lines) {
+      lines.emplace();
+      if (!a.file.empty()) sim::read_scenario_file(a.file, {}, &*lines);
+    }
+    return !lines->contains(key);
+  });
+}
 
 std::optional<int> file_line_of(const ScenarioArgs& a, std::string_view key) {
   const ScenarioLines lines = file_lines(a, {});

@@ -51,7 +51,13 @@ void register_sweep_command(CLI::App& app) {
       ->check(kPositiveSeconds);
   cmd->callback([a] {
     sweep::SweepOptions run = a->options;
-    run.base = scenario_of(a->scenario);
+    // Each point's model decides its own defaults (--vary model=...): not the base's.
+    run.base = scenario_of(a->scenario, false);
+    run.model_defaults = [a](Scenario& point) {
+      std::vector<std::string> varied;
+      for (const std::string& text : a->options.vary) varied.push_back(parse_vary(text).key);
+      apply_model_defaults(point, a->scenario, varied);
+    };
     {
       const auto flag = a->scenario.given.find("warmup");
       run.warmup_from_iterations = (flag == a->scenario.given.end() || flag->second->count() == 0) &&

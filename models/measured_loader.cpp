@@ -7,14 +7,21 @@
 #include <cmath>
 
 namespace gradsync {
+namespace {
+
+// kMaxMeasuredGradAccum: the most micro-steps per optimizer step a measured section may give, as the
+// scenario key grad_accum takes (2^16).
+constexpr std::int64_t kMaxMeasuredGradAccum = std::int64_t{1} << 16;
+
+}  // namespace
 
 // read_measured_section: the section that `models import-trace` writes: the step's phases and
 // each layer's share, the layers named in the model's order.
 void read_measured_section(const YamlReader& r, const YAML::Node& node, Model& m) {
   if (!node.IsMap()) r.fail(node, "measured", "expected a mapping (written by gradsync models import-trace)");
   r.only_keys(node, "measured",
-              {"trace", "device", "precision", "batch", "seq_len", "steps", "step_s", "forward_s", "backward_s",
-               "optimizer_s", "other_s", "layers"});
+              {"trace", "device", "precision", "optimizer", "grad_accum", "batch", "seq_len", "steps",
+               "optimizer_steps", "step_s", "forward_s", "backward_s", "optimizer_s", "other_s", "layers"});
   MeasuredStep ms;
   ms.trace = r.string(r.required(node, "measured", "trace"), "measured", "trace");
   ms.device = r.string(r.required(node, "measured", "device"), "measured", "device");
@@ -25,6 +32,25 @@ void read_measured_section(const YamlReader& r, const YAML::Node& node, Model& m
     } catch (const ConfigError& e) {
       r.fail(node["precision"], "measured", e.what());
     }
+  }
+  if (node["optimizer"]) {
+    // What the trace stepped, as --optimizer names it (the default of the model's runs).
+    const std::string o = r.string(node["optimizer"], "measured", "optimizer");
+    if (o != "sgd" && o != "sgd-momentum" && o != "adam" && o != "adamw")
+      r.fail(node["optimizer"], "measured",
+             fmt::format("optimizer \"{}\": expected sgd, sgd-momentum, adam or adamw (the torch.optim class the "
+                         "trace stepped)",
+                         o));
+    ms.optimizer = o;
+  }
+  if (node["grad_accum"]) {
+    const std::int64_t g = r.positive_int(node["grad_accum"], "measured", "grad_accum");
+    if (g > kMaxMeasuredGradAccum)
+      r.fail(node["grad_accum"], "measured",
+             fmt::format("grad_accum {}: expected micro-steps per optimizer step from 1 to {}, as --grad-accum takes "
+                         "them",
+                         g, kMaxMeasuredGradAccum));
+    ms.grad_accum = static_cast<int>(g);
   }
   ms.batch = r.positive_int(r.required(node, "measured", "batch"), "measured", "batch");
   if (node["seq_len"]) {
@@ -37,6 +63,16 @@ void read_measured_section(const YamlReader& r, const YAML::Node& node, Model& m
   ms.forward_s = r.non_negative_number(r.required(node, "measured", "forward_s"), "measured", "forward_s");
   ms.backward_s = r.non_negative_number(r.required(node, "measured", "backward_s"), "measured", "backward_s");
   ms.optimizer_s = r.non_negative_number(r.required(node, "measured", "optimizer_s"), "measured", "optimizer_s");
+  // Written only where fewer steps than all hold an optimizer step (gradient accumulation).
+  ms.optimizer_steps = ms.optimizer_s > 0 ? ms.steps : 0;
+  if (node["optimizer_steps"]) {
+    const std::int64_t k = r.positive_int(node["optimizer_steps"], "measured", "optimizer_steps");
+    if (k > ms.steps)
+      r.fail(node["optimizer_steps"], "measured",
+             fmt::format("optimizer_steps {}: expected at most steps ({}), the steps that hold an optimizer step", k,
+                         ms.steps));
+    ms.optimizer_steps = static_cast<int>(k);
+  }
   ms.other_s = r.non_negative_number(r.required(node, "measured", "other_s"), "measured", "other_s");
   const double parts = ms.forward_s + ms.backward_s + ms.optimizer_s + ms.other_s;
   if (std::abs(parts - ms.step_s) > 1e-3 * ms.step_s + 1e-9) {

@@ -103,8 +103,9 @@ struct Layer {
 
 // MeasuredStep: a single-device training step that torch.profiler measured, as `gradsync models
 // import-trace` found it in a Kineto/Chrome trace (models/trace_import.hpp). Times are means over
-// the trace's ProfilerStep#N; other_s is the rest of the step (zero_grad, data, the host's gaps
-// between phases), so step_s = forward_s + backward_s + optimizer_s + other_s.
+// the trace's ProfilerStep#N (the optimizer's over those that step it); other_s is the rest of the
+// step (zero_grad, data, the host's gaps between phases), so step_s = forward_s + backward_s +
+// optimizer_s + other_s: one micro-step and one optimizer step.
 struct MeasuredStep {
   std::string trace;   // the trace file it came from
   std::string device;  // "cpu" or the GPU's name in the trace
@@ -114,6 +115,17 @@ struct MeasuredStep {
   // precision: what the step ran in (import-trace --precision); runs of the model default to it,
   // so that their memory is the measured run's. Unset in files written before 2026-12-01.
   std::optional<Precision> precision;
+  // optimizer: the torch.optim class the trace stepped (Optimizer.step#<Class>.step) as
+  // --optimizer names it: sgd, sgd-momentum, adam or adamw; runs of the model default to it, so
+  // that their optimizer state is the measured run's. Empty: none found, a class gradsync does not
+  // model, or a file written before 2026-12-01.
+  std::string optimizer;
+  // optimizer_steps: the steps holding an Optimizer.step (fewer than steps when prof.step() ran
+  // after every micro-step of gradient accumulation); optimizer_s is the mean over those.
+  // grad_accum: the micro-steps per optimizer step found so (1: every step, or not known); runs of
+  // the model default to it.
+  int optimizer_steps = 0;
+  int grad_accum = 1;
   double step_s = 0;
   double forward_s = 0;
   double backward_s = 0;

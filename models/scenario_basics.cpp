@@ -88,6 +88,12 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
   return r;
 }
 
+void apply_measured_defaults(Scenario& s, const Model& m, const std::function<bool(std::string_view)>& left) {
+  if (!m.measured) return;
+  if (!m.measured->optimizer.empty() && left("optimizer")) s.optimizer = m.measured->optimizer;
+  if (m.measured->grad_accum > 1 && left("grad_accum")) s.grad_accum = m.measured->grad_accum;
+}
+
 void apply_framework(ComputeContext& ctx, const Scenario& s) {
   ctx.mode = execution_mode(s.compile, s.attention);
   ctx.mode.channels_last = s.channels_last;

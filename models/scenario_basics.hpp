@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string_view>
 
 #include "core/comm_hook.hpp"
 #include "core/error.hpp"
@@ -48,6 +50,13 @@ Model scenario_model(const Scenario& s);
 // resolve_basics: precision (default bf16 where `gpu` has it, else fp16), optimizer, batch,
 // seq_len and hook, after check_scenario_keys (every key's rule, warmup < iterations).
 ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gpu);
+
+// apply_measured_defaults: the scenario keys that a model imported from a measured step (`m`)
+// decides when the scenario leaves them (`left(key)` true: neither a flag, the scenario file nor
+// --vary set the key): optimizer, the torch.optim class the trace stepped (its state is the
+// measured run's memory), and grad_accum, the micro-steps per optimizer step found in the trace.
+// Nothing for a model without a measured step, or a measured section that records neither.
+void apply_measured_defaults(Scenario& s, const Model& m, const std::function<bool(std::string_view)>& left);
 
 // apply_framework: how PyTorch runs the scenario's compute: the execution mode (compile,
 // attention, channels_last), whether the release's default is foreach (PyTorch >= 2.0), and

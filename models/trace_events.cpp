@@ -50,6 +50,7 @@ class EventReader : public nlohmann::json_sax<json> {
  public:
   explicit EventReader(const std::function<void(const json&, std::size_t)>& on_event) : on_event_(on_event) {}
   TraceShape shape;
+  std::size_t events() const { return index_; }
 
   bool null() override { return scalar(nullptr); }
   bool boolean(bool v) override { return scalar(v); }
@@ -149,6 +150,7 @@ class EventReader : public nlohmann::json_sax<json> {
 TraceShape read_trace_events(std::string_view text, const std::function<void(const json&, std::size_t)>& on_event) {
   EventReader reader(on_event);
   json::sax_parse(text.begin(), text.end(), &reader);
+  reader.shape.events = reader.events();
   return reader.shape;
 }
 

@@ -27,6 +27,7 @@ struct TraceShape {
   bool root_array = false;                          // the legacy exporter's bare list of events
   bool event_list = false;                          // root_object: "traceEvents" is a list
   std::optional<nlohmann::json> device_properties;  // root_object: "deviceProperties", as written
+  std::size_t events = 0;                           // elements of the event list, whatever they are
 };
 
 // TraceDuplicateKey: an object of the trace names `key` twice (JSON leaves which one counts open).

@@ -80,12 +80,15 @@ std::optional<Event> event_of(const json& e, std::size_t at, const std::string& 
   const bool gpu = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
   const bool read = gpu || starts_with(text, "ProfilerStep#") ||
                     starts_with(text, "autograd::engine::evaluate_function:") || starts_with(text, "Optimizer.step#") ||
-                    starts_with(text, "Optimizer.zero_grad#") ||
+                    starts_with(text, "Optimizer.zero_grad#") || starts_with(text, trace::kDataLoaderPrefix) ||
                     (cat == "cuda_runtime" && starts_with(text, "cudaLaunchKernel")) ||
                     (cat == "cuda_driver" && starts_with(text, "cuLaunchKernel"));
   // Nor are other events kept: only those read below (and the CUDA calls whose correlation
-  // ties a copy or a kernel to its launch, loss.backward()'s seed), not every operator's.
-  const bool kept = read || cat == "cuda_runtime" || cat == "cuda_driver" || text == "aten::ones_like";
+  // ties a copy or a kernel to its launch, loss.backward()'s seed, the operators that tell SGD's
+  // momentum), not every operator's.
+  const bool kept = read || cat == "cuda_runtime" || cat == "cuda_driver" || text == "aten::ones_like" ||
+                    text == "aten::mul_" || text == "aten::_foreach_mul_" || text == "aten::clone" ||
+                    text == "aten::add_" || text == "aten::_foreach_add_";
   if (ts == e.end() || !ts->is_number() || dur == e.end() || !dur->is_number()) {
     if (!read) return std::nullopt;  // not an event gradsync reads the time of
     throw DataError(
@@ -147,7 +150,7 @@ double union_length(std::vector<Span> spans) {
 
 }  // namespace
 
-MeasuredStep read_profiler_trace(std::string_view text, const std::string& origin) {
+MeasuredStep read_profiler_trace(std::string_view text, const std::string& origin, TraceFindings* findings) {
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     throw DataError(fmt::format(
         "{}: the file is empty: expected the Chrome trace of torch.profiler's export_chrome_trace", origin));
@@ -234,6 +237,14 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
   } else if (!shape.root_array) {
     throw DataError(fmt::format("{}: expected a JSON object with \"traceEvents\" or a list of events", origin));
   }
+  // A profiler that recorded nothing (its schedule's active steps never ran, or the trace was
+  // exported before them) writes an empty list: said as such, not as a missing step.
+  if (shape.events == 0) {
+    throw DataError(fmt::format(
+        "{}: the trace holds 0 events ({}); expected torch.profiler's events of the profiled steps: export the trace "
+        "after the schedule's active steps ran (wait + warmup + active calls of prof.step())",
+        origin, shape.root_object ? "\"traceEvents\": []" : "an empty list"));
+  }
 
   if (steps.empty()) {
     throw DataError(
@@ -311,24 +322,32 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
     if (after == steps.begin() || !(at < std::prev(after)->end)) continue;
     kernels_of[static_cast<std::size_t>(std::prev(after) - steps.begin())].push_back(&k);
   }
+  double forward_us = 0, backward_us = 0, optimizer_us = 0, step_us = 0;
+  std::vector<trace::StepFacts> facts;
+  std::vector<bool> stepped;  // per step: it holds an Optimizer.step
   for (std::size_t si = 0; si < steps.size(); ++si) {
     const Event& step = steps[si];
     const auto first =
         std::lower_bound(host.begin(), host.end(), step.start, [](const Event& e, double t) { return e.start < t; });
     const auto last =
         std::upper_bound(first, host.end(), step.end, [](double t, const Event& e) { return t < e.start; });
-    const Phases p = phases_of(std::span<const Event>(&*first, static_cast<std::size_t>(last - first)), step, origin);
+    const std::span<const Event> in_step(&*first, static_cast<std::size_t>(last - first));
+    const Phases p = phases_of(in_step, step, origin);
+    facts.push_back(trace::step_facts(in_step, step));
+    stepped.push_back(!p.optimizer.empty());
     double fwd = 0, bwd = 0, opt = 0;
     if (gpu.empty()) {
-      fwd = p.forward.second - p.forward.first;
-      bwd = p.backward.second - p.backward.first;
-      opt = union_length(p.optimizer);
+      // The DataLoader's spans are data ("other"), wherever they fall.
+      fwd = trace::length_outside({p.forward}, p.data);
+      bwd = trace::length_outside({p.backward}, p.data);
+      opt = trace::length_outside(p.optimizer, p.data);
     } else {
       std::vector<Span> f, b, o;
       for (const Event* kp : kernels_of[si]) {
         const Event& k = *kp;
         const double at = launch_at.at(*k.correlation);
         auto inside = [at](const Span& s) { return at >= s.first && at < s.second; };
+        if (std::any_of(p.data.begin(), p.data.end(), inside)) continue;  // the DataLoader's: other
         if (inside(p.forward)) {
           f.emplace_back(k.start, k.end);
         } else if (inside(p.backward)) {
@@ -358,22 +377,42 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
       bwd = union_length(b);
       opt = union_length(o);
     }
-    ms.forward_s += fwd * 1e-6;
-    ms.backward_s += bwd * 1e-6;
-    ms.optimizer_s += opt * 1e-6;
-    ms.step_s += (step.end - step.start) * 1e-6;
+    forward_us += fwd;
+    backward_us += bwd;
+    optimizer_us += opt;
+    step_us += step.end - step.start;
   }
   const auto n = static_cast<double>(steps.size());
   ms.steps = static_cast<int>(steps.size());
-  ms.forward_s /= n;
-  ms.backward_s /= n;
-  ms.optimizer_s /= n;
-  ms.step_s /= n;
-  const double phases = ms.forward_s + ms.backward_s + ms.optimizer_s;
-  // Kernels of a step may finish after the host has left it; the step is then at least its phases.
-  ms.step_s = std::max(ms.step_s, phases);
-  ms.other_s = ms.step_s - phases;
+  std::vector<std::string> notes;
+  {
+    std::vector<std::string> names;
+    for (const Event& step : steps) names.push_back(step.name);
+    trace::settle_grad_accum(names, stepped, ms, notes);
+  }
+  trace::settle_optimizer(facts, ms, notes);
+  // Forward and backward run in every step, the optimizer in those that hold it (with gradient
+  // accumulation, prof.step() after each micro-step, only every grad_accum-th): its mean over all
+  // steps would be a fraction of one optimizer step.
+  ms.forward_s = forward_us / n * 1e-6;
+  ms.backward_s = backward_us / n * 1e-6;
+  ms.optimizer_s = ms.optimizer_steps > 0 ? optimizer_us / ms.optimizer_steps * 1e-6 : 0.0;
+  // Other: each step's time outside its phases (kernels of a step may finish after the host has
+  // left it: then none), as a micro-step's; the step written is one micro-step and one optimizer step.
+  ms.other_s = std::max(0.0, (step_us - forward_us - backward_us - optimizer_us) / n * 1e-6);
+  ms.step_s = ms.forward_s + ms.backward_s + ms.optimizer_s + ms.other_s;
   if (ms.step_s <= 0) throw DataError(fmt::format("{}: the ProfilerStep#N events last 0 us", origin));
+  if (findings != nullptr) {
+    findings->notes = std::move(notes);
+    findings->steps.clear();
+    findings->gradients.clear();
+    findings->checkpointed.clear();
+    for (std::size_t si = 0; si < steps.size(); ++si) {
+      findings->steps.push_back(steps[si].name);
+      findings->gradients.push_back(facts[si].gradients);
+      findings->checkpointed.push_back(facts[si].checkpoint);
+    }
+  }
   return ms;
 }
 

@@ -14,7 +14,10 @@
 //   last (the autograd engine's record_function around every node);
 // - the optimizer: `Optimizer.step#<Class>.step` (torch.optim's record_function around step());
 // - forward: from the end of `Optimizer.zero_grad#...` (or the step's start) to backward's start;
-// - other: the rest of the step.
+// - other: the rest of the step, the DataLoader's spans (`enumerate(DataLoader)#...`) wherever
+//   they fall.
+// Forward and backward are means over every step, the optimizer over the steps that hold one
+// (gradient accumulation with prof.step() after each micro-step).
 // On a CPU trace these are host spans. On a GPU trace (Kineto's "kernel" events) each phase is the
 // union of the kernels launched inside its span (the launch found by the kernel's correlation id),
 // the step is the mean ProfilerStep#N, and other is the step's remaining time: the GPU idle.
@@ -23,17 +26,38 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "models/compute_cost.hpp"
 #include "models/model.hpp"
 
 namespace gradsync {
 
+// TraceFindings: what a trace says besides the times, for import-trace's check against the model
+// and its notes.
+struct TraceFindings {
+  std::vector<std::string> steps;  // the ProfilerStep#N, in time order
+  std::vector<int> gradients;      // per step: AccumulateGrad nodes run, one per parameter given a gradient
+  std::vector<bool> checkpointed;  // per step: a reentrant checkpoint's backward ran (CheckpointFunctionBackward)
+  // What import-trace says on stderr: an optimizer class gradsync does not model, SGD's momentum
+  // not shown, gradient accumulation's micro-steps per optimizer step.
+  std::vector<std::string> notes;
+};
+
 // read_profiler_trace: the mean step of a Chrome trace that torch.profiler exported (JSON object
 // with traceEvents, or the bare event list of the legacy exporter). DataError naming `origin` and
-// what is wrong: not JSON, no ProfilerStep#N, a step without backward, CUDA launches without
-// kernels, kernels on more than one GPU. batch and seq_len are left for the caller.
-MeasuredStep read_profiler_trace(std::string_view text, const std::string& origin);
+// what is wrong: no events, not JSON, no ProfilerStep#N, a step without backward, CUDA launches
+// without kernels, kernels on more than one GPU. batch and seq_len are left for the caller;
+// `findings`, when given, receives the rest.
+MeasuredStep read_profiler_trace(std::string_view text, const std::string& origin, TraceFindings* findings = nullptr);
+
+// check_trace_gradients: DataError when the trace's steps accumulate gradients into more
+// parameters than `model` (named `model_arg`) trains, or into fewer in every step alike: the trace
+// is of another model. Notes for counts that differ legitimately (a forward whose parameters vary
+// by step; a reentrant checkpoint's detached inputs). A trace without AccumulateGrad events is not
+// checked.
+std::vector<std::string> check_trace_gradients(const TraceFindings& f, const Model& model, const std::string& origin,
+                                               const std::string& model_arg);
 
 // TraceImport: what `models import-trace` needs besides the trace.
 struct TraceImport {

@@ -38,16 +38,26 @@ std::string imported_model_text(MeasuredStep ms, const TraceImport& opts) {
   std::string out = model_text(opts.model);
   if (!out.empty() && out.back() != '\n') out += '\n';
   out += fmt::format(
-      "\n# The step measured in {}, written by gradsync models import-trace: means over {} ProfilerStep#N; each\n"
+      "\n# The step measured in {}, written by gradsync models import-trace: means over {} ProfilerStep#N{}; each\n"
       "# layer's share of forward and backward is its share of the roofline's time on {} in {}.\n",
-      q(ms.trace), ms.steps, ctx.gpu->key, precision_name(ctx.precision));
+      q(ms.trace), ms.steps,
+      ms.optimizer_steps > 0 && ms.optimizer_steps < ms.steps
+          ? fmt::format(" (the optimizer's over the {} that step it)", ms.optimizer_steps)
+          : "",
+      ctx.gpu->key, precision_name(ctx.precision));
   out += "measured:\n";
-  out += fmt::format("  trace: {}\n  device: {}\n  precision: {}\n  batch: {}\n", q(ms.trace), q(ms.device),
-                     precision_name(ctx.precision), ms.batch);
+  out += fmt::format("  trace: {}\n  device: {}\n  precision: {}\n", q(ms.trace), q(ms.device),
+                     precision_name(ctx.precision));
+  // The optimizer and the micro-steps per optimizer step: the defaults of the model's runs.
+  if (!ms.optimizer.empty()) out += fmt::format("  optimizer: {}\n", ms.optimizer);
+  if (ms.grad_accum > 1) out += fmt::format("  grad_accum: {}\n", ms.grad_accum);
+  out += fmt::format("  batch: {}\n", ms.batch);
   if (ms.seq_len) out += fmt::format("  seq_len: {}\n", *ms.seq_len);
-  out += fmt::format("  steps: {}\n  step_s: {}\n  forward_s: {}\n  backward_s: {}\n  optimizer_s: {}\n  other_s: {}\n",
-                     ms.steps, num(ms.step_s), num(ms.forward_s), num(ms.backward_s), num(ms.optimizer_s),
-                     num(ms.other_s));
+  out += fmt::format("  steps: {}\n", ms.steps);
+  if (ms.optimizer_steps > 0 && ms.optimizer_steps < ms.steps)
+    out += fmt::format("  optimizer_steps: {}\n", ms.optimizer_steps);
+  out += fmt::format("  step_s: {}\n  forward_s: {}\n  backward_s: {}\n  optimizer_s: {}\n  other_s: {}\n",
+                     num(ms.step_s), num(ms.forward_s), num(ms.backward_s), num(ms.optimizer_s), num(ms.other_s));
   out += "  layers:\n";
   for (std::size_t i = 0; i < m.layers.size(); ++i) {
     const auto share = [](double part, double whole, std::size_t count) {

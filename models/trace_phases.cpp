@@ -122,6 +122,9 @@ Phases phases_of(std::span<const Event> host, const Event& step, const std::stri
       fwd_lo = std::max(fwd_lo, e.end);
   p.forward = {fwd_lo, bwd_lo};
   p.backward = {bwd_lo, bwd_hi};
+  for (const Event& e : host)
+    if (e.start >= step.start && e.end <= step.end && starts_with(e.name, kDataLoaderPrefix))
+      p.data.emplace_back(e.start, e.end);
   return p;
 }
 

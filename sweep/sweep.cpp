@@ -227,6 +227,8 @@ SweepStats run_sweep(const SweepOptions& o) {
   std::vector<Vary> vary;
   for (const std::string& text : o.vary) vary.push_back(parse_vary(text));
   std::vector<GridPoint> grid = expand_grid(o.base, vary);
+  if (o.model_defaults)
+    for (GridPoint& g : grid) o.model_defaults(g.scenario);
   const bool warmup_varied = std::any_of(vary.begin(), vary.end(), [](const Vary& v) { return v.key == "warmup"; });
   if (o.warmup_from_iterations && !warmup_varied) {
     for (GridPoint& g : grid) g.scenario.warmup = std::clamp(g.scenario.iterations - 1, 0, Scenario{}.warmup);

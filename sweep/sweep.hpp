@@ -34,6 +34,9 @@ struct SweepOptions {
   // warmup_from_iterations: neither a flag nor the scenario file set warmup, so each point takes
   // the default for its own iterations (3, or iterations - 1 when fewer), as compare would.
   bool warmup_from_iterations = false;
+  // model_defaults: what each point's model decides where the point leaves it (the optimizer and
+  // grad_accum of an imported trace, apps::apply_model_defaults); unset: nothing.
+  std::function<void(Scenario&)> model_defaults;
   double timeout_s = 600;               // under mpirun/srun: how long rank 0 waits for a silent rank
   std::ostream* table = &std::cout;     // the table (rank 0)
   std::ostream* progress = &std::cerr;  // the progress line or bar

@@ -8,8 +8,11 @@ with the model file tools/export_model.py writes for it. Checked:
     trace's mean ProfilerStep#N within 2 %;
   * `simulate` predicts DDP on 2 GPUs from the imported model;
   * a Kineto-format GPU trace written here, with known kernels, gives its phases exactly;
-  * bad traces are refused with located errors: not JSON, no step, no backward, several GPUs,
-    CUDA launches without kernels.
+  * gradient accumulation over a DataLoader, prof.step() after every micro-step: the DataLoader's
+    spans are other, the optimizer is its mean over its own steps, grad_accum and the optimizer
+    (SGD with momentum) are recorded and are the defaults of the model's runs;
+  * bad traces are refused with located errors: not JSON, no events, no step, no backward, several
+    GPUs, CUDA launches without kernels, a trace of another model.
 Exits 77 (ctest: skipped) when torch cannot be imported."""
 import json
 import os
@@ -223,6 +226,85 @@ with tempfile.TemporaryDirectory() as tmp:
     train_trace(mlp(), accum, micro=4)
     with open(accum) as f:
         refused("accum.json", f.read(), "holds 4 backward passes")
+
+    # The tutorial loop over a DataLoader, with gradient accumulation profiled as the README says:
+    # prof.step() after every micro-step, SGD with momentum stepping every second one. The
+    # DataLoader's spans are "other", not forward; the optimizer's time is its mean over the steps
+    # that hold it (the mean over all was half of it); the micro-steps per optimizer step and the
+    # optimizer are recorded, the defaults of the model's runs.
+    def loader_trace(path, accum=2):
+        model = mlp()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        data = torch.utils.data.TensorDataset(torch.randn(BATCH * 12, 256), torch.randint(0, 10, (BATCH * 12,)))
+        loader = torch.utils.data.DataLoader(data, batch_size=BATCH)
+        with profile(activities=[ProfilerActivity.CPU],
+                     schedule=schedule(wait=1, warmup=1, active=8, repeat=1)) as p:
+            for i, (x, y) in enumerate(loader):
+                (nn.functional.cross_entropy(model(x), y) / accum).backward()
+                if (i + 1) % accum == 0:
+                    opt.step()
+                    opt.zero_grad()
+                p.step()
+        p.export_chrome_trace(path)
+
+    def accumulated_here(path):
+        """Forward (less the DataLoader's spans), the optimizer over the steps holding it, the mean step (us)."""
+        ev = [e for e in events_of(path) if e.get("ph") == "X"]
+        steps = [e for e in ev if e["name"].startswith("ProfilerStep#")]
+        fwd, opt, with_opt = 0.0, 0.0, 0
+        for s in steps:
+            lo, hi = s["ts"], s["ts"] + s["dur"]
+            inside = [e for e in ev if e["ts"] >= lo and e["ts"] + e["dur"] <= hi]
+            b0 = min(e["ts"] for e in inside if e["name"].startswith("autograd::engine::evaluate_function:"))
+            zero = [e["ts"] + e["dur"] for e in inside
+                    if e["name"].startswith("Optimizer.zero_grad#") and e["ts"] + e["dur"] <= b0]
+            f0 = max(zero) if zero else lo
+            data = sum(max(0, min(b0, e["ts"] + e["dur"]) - max(f0, e["ts"])) for e in inside
+                       if e["name"].startswith("enumerate(DataLoader)"))
+            fwd += b0 - f0 - data
+            o = [e["dur"] for e in inside if e["name"].startswith("Optimizer.step#")]
+            opt += sum(o)
+            with_opt += 1 if o else 0
+        return {"forward": fwd / len(steps) * 1e-6, "optimizer": opt / with_opt * 1e-6, "optimizer_steps": with_opt,
+                "step": sum(s["dur"] for s in steps) / len(steps) * 1e-6, "steps": len(steps)}
+
+    loader = os.path.join(tmp, "loader.json")
+    loader_trace(loader)
+    here = accumulated_here(loader)
+    out_loader = os.path.join(tmp, "mlp-loader.yaml")
+    r = run("models", "import-trace", loader, "--model", model_file, "--batch", str(BATCH), "-o", out_loader)
+    check(r.returncode == 0, f"import-trace of the DataLoader loop: {r.stderr}")
+    if r.returncode == 0:
+        with open(out_loader) as f:
+            m = yaml.safe_load(f)["measured"]
+        check(m["steps"] == 8 and m.get("optimizer_steps") == 4 and m.get("grad_accum") == 2,
+              f"8 micro-steps, 4 optimizer steps, grad_accum 2: {m}")
+        check(m.get("optimizer") == "sgd-momentum", f"the trace's SGD with momentum: {m.get('optimizer')}")
+        for phase in ("forward", "optimizer"):
+            check(abs(m[phase + "_s"] - here[phase]) <= 1e-3 * here["step"],
+                  f"DataLoader loop {phase}: gradsync read {m[phase + '_s']:.6g} s, the trace gives "
+                  f"{here[phase]:.6g} s")
+        show = run("models", "show", out_loader, "--batch", str(BATCH), "--json")
+        check(show.returncode == 0, f"models show on the accumulated import: {show.stderr}")
+        if show.returncode == 0:
+            j = json.loads(show.stdout)
+            predicted = j["forward_s"] + j["backward_s"] + j["optimizer_s"]
+            check(j["grad_accum"] == 2 and j["optimizer"] == "sgd-momentum",
+                  f"the imported model's runs default to the trace's: {j['grad_accum']} {j['optimizer']}")
+            # Two micro-steps and one optimizer step: two of the trace's mean steps.
+            check(abs(j["step_s"] / (2 * here["step"]) - 1) < 1e-4,
+                  f"round trip with grad_accum 2: {j['step_s']:.6g} s, trace {2 * here['step']:.6g} s ({predicted})")
+    # A model of other parameters than the trace's (a layer more: 10 trainable tensors, not 8).
+    other = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.LayerNorm(1024),
+                          nn.Linear(1024, 1024), nn.Linear(1024, 10))
+    other_file = os.path.join(tmp, "other.yaml")
+    export(other, lambda T: (torch.randn(1, 256),), "other", other_file, batch=BATCH)
+    w = run("models", "import-trace", loader, "--model", other_file, "--batch", str(BATCH))
+    check(w.returncode == 1 and "accumulates 8 gradients" in w.stderr
+          and "has 10 trainable parameter tensors" in w.stderr,
+          f"a trace of another model: exit 1 naming both counts, got {w.returncode}: {w.stderr.strip()}")
+    # A trace of no events says so.
+    refused("empty.json", json.dumps({"traceEvents": []}), "the trace holds 0 events")
 
 if failures:
     print(f"{len(failures)} failure(s)")
