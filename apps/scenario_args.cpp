@@ -120,6 +120,16 @@ namespace {
 // "true" is 0 there, the knob left off, so it is refused rather than read as gradsync's files read
 // it.
 nlohmann::ordered_json nccl_text_value(const ScenarioKey& k, std::string_view text) {
+  // The levels are compared as written (paths.cc ncclGetLevel: strcmp, an integer only where the
+  // first character is a digit): with a blank around the name NCCL cannot interpret it, warns and
+  // keeps its default. (strtoll skips leading blanks, so the integer knobs read " 1" as 1.)
+  if ((k.name == "NCCL_P2P_LEVEL" || k.name == "NCCL_NET_GDR_LEVEL") && trim_blanks(text) != text &&
+      !trim_blanks(text).empty()) {
+    throw ConfigError(
+        fmt::format("blanks around \"{}\": NCCL compares the level as written (paths.cc "
+                    "ncclGetLevel), cannot interpret it and keeps its default; write {}",
+                    trim_blanks(text), trim_blanks(text)));
+  }
   if (k.kind == KeyKind::kSwitch || k.kind == KeyKind::kCount) {
     // NCCL_PARAM reads integers with strtoll(str, NULL, 0) (src/misc/param.cc): 0x16 is hex and a
     // leading 0 octal (010 is 8), and it stops at the first character it cannot read ("08" is 0).

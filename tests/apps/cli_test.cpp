@@ -275,6 +275,12 @@ TEST(Cli, CtaBoundsAlsoBoundTheRingChannels) {
   EXPECT_EQ(prefix.code, 2);
   EXPECT_NE(prefix.err.find("NCCL reads \"08\" as 0 (strtoll with base 0 stops at \"8\""), std::string::npos)
       << prefix.err;
+  // A level is compared as written: with a blank before it NCCL keeps its default, so it is refused.
+  const Result blank = run({"collectives", "--topology", "dgx-a100", "--nccl", "NCCL_P2P_LEVEL= SYS"});
+  EXPECT_EQ(blank.code, 2);
+  EXPECT_NE(blank.err.find("blanks around \"SYS\": NCCL compares the level as written"), std::string::npos)
+      << blank.err;
+  EXPECT_EQ(rings({"--nccl", "NCCL_MAX_NCHANNELS= 4"}), 4);  // strtoll skips leading blanks
 }
 
 // A malformed model or topology file named by a flag is a bad input file (exit 1), as README's exit
