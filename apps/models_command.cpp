@@ -115,6 +115,16 @@ void add_class_row(reports::Table& t, const ModelCost& cost) {
   if (!parts.empty()) t.add_row({"GPU time by class", fmt::format("{}", fmt::join(parts, ", "))});
 }
 
+// throw_if_oom: a step that does not fit the GPU is an impossible request (README's exit table:
+// 1), as simulate and compare make it, once the table (or JSON) saying so is out.
+void throw_if_oom(const MemoryBreakdown& mem, const GpuSpec& gpu) {
+  if (!mem.oom) return;
+  throw RuntimeError(
+      fmt::format("out of memory: the step needs {} of the {}'s {} (gradsync advise names what "
+                  "would make it fit)",
+                  human_bytes(mem.total), gpu.key, human_bytes(mem.capacity)));
+}
+
 void show_model(const ShowOptions& o, std::ostream& out) {
   Model m = load_model_arg(o.model);
   // The step's keys as simulate reads them: defaults, then the flags (a bad value names its flag).
@@ -263,6 +273,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
                         {"backward_s", c.backward.time_s}});
     }
     out << json_text(j, 2) << '\n';
+    throw_if_oom(mem, *ctx.gpu);
     return;
   }
 
@@ -371,6 +382,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
                                     mem.oom ? "OUT OF MEMORY" : "fits",
                                     mem.peak_in_optimizer ? " (the peak is in optimizer.step(), not backward)" : "")});
   t.print(out);
+  throw_if_oom(mem, *ctx.gpu);
 }
 
 }  // namespace
