@@ -379,10 +379,17 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
     h.push_back(slow + ": GPUs of one model differ, and every step waits for its slowest (README: GPUs are not alike)");
   if (s.warmup == 0) {
     h.push_back(fmt::format(
-        "the steady mean includes iteration 1, which is not a steady step: DDP's first iteration reduces one "
-        "bucket after backward (nothing overlapped; PyTorch >= 1.12) and every run starts cold; {} leaves it out",
+        "the steady mean includes iteration 1, which is not a steady step: {}every run starts cold; {} leaves it out",
+        ddp ? "DDP's first iteration reduces one bucket after backward (nothing overlapped; PyTorch >= 1.12) and " : "",
         s.iterations >= 2 ? "--warmup 1" : "--iterations 2 or more"));
   }
+  // fp16 autocast without loss scaling: torch.amp's docs ("Gradient Scaling"): gradients too small
+  // for float16 flush to zero. Simulated as asked; said, with the fixes.
+  if (s.precision == "fp16" && s.mixed_precision == "autocast" && s.grad_scaler == "false" && s.optimizer != "none")
+    h.push_back(
+        "fp16 autocast without GradScaler: gradients below float16's range (about 6e-8) flush to zero and the "
+        "updates they carry are lost (torch.amp's docs, \"Gradient Scaling\"); --grad-scaler true, or --precision "
+        "bf16 where the GPU has it");
   // static_graph rebuilds DDP's buckets for iteration 3 (core/bucket_plan.hpp): an iteration
   // before it in the steady mean runs on the constructed ones.
   if (ddp) {

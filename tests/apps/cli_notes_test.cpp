@@ -116,6 +116,17 @@ TEST(Cli, FewIterationsWithoutWarmupLeaveOneSteadyIteration) {
                           "overlapped; PyTorch >= 1.12) and every run starts cold; --warmup 1 leaves it out"),
             std::string::npos)
       << none.out;
+  // DataParallel alone has no first DDP iteration to speak of.
+  const Result dp = run_printed({"simulate", "--strategy", "dp", "--model", "resnet18", "--gpus", "2", "--iterations",
+                                 "1", "--out", ::testing::TempDir() + "/gradsync-cli-iterations"});
+  EXPECT_NE(dp.out.find("not a steady step: every run starts cold"), std::string::npos) << dp.out;
+  EXPECT_EQ(dp.out.find("DDP's first iteration"), std::string::npos) << dp.out;
+  // fp16 autocast without GradScaler is simulated as asked, and said to lose small gradients.
+  const Result fp16 =
+      run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--precision", "fp16",
+                   "--grad-scaler", "false", "--out", ::testing::TempDir() + "/gradsync-cli-iterations"});
+  EXPECT_NE(fp16.out.find("# fp16 autocast without GradScaler: gradients below float16's range"), std::string::npos)
+      << fp16.out;
   expect_error(
       {"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2", "--iterations", "2", "--warmup", "2"}, 2,
       "--warmup 2: expected 0..1 (fewer than iterations 2, so that a steady iteration is left)\n");
@@ -366,7 +377,8 @@ TEST(Cli, FlashAttentionOnAGpuItsKernelsDoNotRunOn) {
   expect_error({"compare", "--model", "gpt2", "--topology", "dgx1-v100", "--gpus", "2", "--attention", "flash",
                 "--pytorch-version", "2.1"},
                2, "--attention flash: FlashAttention needs compute capability 7.5 or later in PyTorch 2.1");
-  EXPECT_EQ(run({"models", "show", "gpt2", "--gpu", "rtx-2080-ti", "--attention", "mem-efficient"}).code, 0);
+  EXPECT_EQ(
+      run({"models", "show", "gpt2", "--gpu", "rtx-2080-ti", "--attention", "mem-efficient", "--batch", "4"}).code, 0);
 }
 
 // A calibration that measured no broadcast over the run's ranks (a file cut short or made by
