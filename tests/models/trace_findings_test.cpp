@@ -18,33 +18,15 @@
 #include "models/scenario_basics.hpp"
 #include "models/trace_import.hpp"
 #include "topologies/gpu_spec.hpp"
+#include "trace_test_util.hpp"
 
 namespace gradsync {
 namespace {
 
 using json = nlohmann::json;
 
-// refusal_of: the message of the ConfigError (DataError included) that `f` throws, or "accepted".
-template <typename F>
-std::string refusal_of(F f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "accepted";
-}
-
-// resnet18_split: import into the zoo's ResNet-18 (62 trainable parameter tensors) at batch 16, split
-// by a V100's roofline in fp32.
-TraceImport resnet18_split() {
-  TraceImport opts;
-  opts.model = "resnet18";
-  opts.batch = 16;
-  opts.split.gpu = &gpu_spec("v100");
-  opts.split.precision = Precision::kFP32;
-  return opts;
-}
+using test::error_of;
+using test::resnet18_import;
 
 // trace_event: a complete event as torch.profiler writes it.
 json trace_event(const std::string& name, double ts, double dur) {
@@ -92,7 +74,7 @@ TEST(TraceImport, GradientAccumulationAveragesTheOptimizerOverItsOwnSteps) {
             "micro-step): the optimizer's time is the mean over those 2, forward's and backward's over all; an "
             "optimizer step every 2 micro-steps, recorded as the model's grad_accum 2 (the default of its runs; "
             "--grad-accum still wins)");
-  const TraceImport opts = resnet18_split();
+  const TraceImport opts = resnet18_import();
   const std::string text = imported_model_text(ms, opts);
   EXPECT_NE(text.find("\n  grad_accum: 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\n  optimizer_steps: 2\n"), std::string::npos) << text;
@@ -114,7 +96,7 @@ TEST(TraceImport, GradientAccumulationAveragesTheOptimizerOverItsOwnSteps) {
   // A file whose grad_accum no run could take is refused at its line.
   std::string bad = text;
   bad.replace(bad.find("  grad_accum: 2\n"), 16, "  grad_accum: 0\n");
-  const std::string message = refusal_of([&] { parse_model(bad, "m.yaml"); });
+  const std::string message = error_of([&] { parse_model(bad, "m.yaml"); });
   EXPECT_EQ(message.rfind("m.yaml:", 0), 0u) << message;
   EXPECT_NE(message.find("grad_accum"), std::string::npos) << message;
 }
@@ -132,7 +114,7 @@ TEST(TraceImport, GradientAccumulationOfUnknownPeriodIsSaidNotGuessed) {
   EXPECT_NE(found.notes[0].find("is not known from one optimizer step (ProfilerStep#2); give --grad-accum N"),
             std::string::npos)
       << found.notes[0];
-  EXPECT_EQ(imported_model_text(one, resnet18_split()).find("grad_accum:"), std::string::npos);
+  EXPECT_EQ(imported_model_text(one, resnet18_import()).find("grad_accum:"), std::string::npos);
   const MeasuredStep uneven = read_profiler_trace(micro_steps({true, false, true, true}), "uneven.json", &found);
   EXPECT_EQ(uneven.grad_accum, 1);
   EXPECT_NE(found.notes[0].find("unevenly spaced optimizer steps (ProfilerStep#1, ProfilerStep#3, ProfilerStep#4)"),
@@ -246,7 +228,7 @@ TEST(TraceImport, TheTracesOptimizerIsTheModelsDefault) {
   }
   // Written, loaded, and the runs' default unless the scenario names one.
   const std::string text =
-      imported_model_text(read_profiler_trace(optimizer_step({"SGD"}, {"aten::add_"}), "o.json"), resnet18_split());
+      imported_model_text(read_profiler_trace(optimizer_step({"SGD"}, {"aten::add_"}), "o.json"), resnet18_import());
   ASSERT_NE(text.find("\n  optimizer: sgd\n"), std::string::npos) << text;
   Model m = parse_model(text, "m.yaml");
   EXPECT_EQ(m.measured->optimizer, "sgd");
@@ -267,7 +249,7 @@ TEST(TraceImport, TheTracesOptimizerIsTheModelsDefault) {
   EXPECT_EQ(before.optimizer, "adamw");
   std::string bad = text;
   bad.replace(bad.find("  optimizer: sgd\n"), 17, "  optimizer: lion\n");
-  const std::string message = refusal_of([&] { parse_model(bad, "m.yaml"); });
+  const std::string message = error_of([&] { parse_model(bad, "m.yaml"); });
   EXPECT_EQ(message.rfind("m.yaml:", 0), 0u) << message;
   EXPECT_NE(message.find("optimizer \"lion\": expected sgd, sgd-momentum, adam or adamw"), std::string::npos)
       << message;
@@ -309,14 +291,14 @@ TEST(TraceImport, ATraceOfAnotherModelIsRefused) {
   };
   EXPECT_TRUE(check(gradient_steps({62, 62})).empty());
   EXPECT_TRUE(check(gradient_steps({0, 0})).empty());
-  EXPECT_EQ(refusal_of([&] {
+  EXPECT_EQ(error_of([&] {
               check(gradient_steps({61, 61}));
             }),
             "t.json: ProfilerStep#1 accumulates 61 gradients (autograd::engine::evaluate_function: "
             "torch::autograd::AccumulateGrad events, one per parameter that received a gradient), but model resnet18 "
             "has 62 trainable parameter tensors; expected the trace of the model given with --model, with the same "
             "parameters frozen (requires_grad) and unused (unused_parameters)");
-  EXPECT_EQ(refusal_of([&] {
+  EXPECT_EQ(error_of([&] {
               check(gradient_steps({62, 70}));
             }),
             "t.json: ProfilerStep#2 accumulates 70 gradients (autograd::engine::evaluate_function: "
@@ -338,7 +320,7 @@ TEST(TraceImport, ATraceOfAnotherModelIsRefused) {
 
 // A trace that holds no events says so, not that it lacks a ProfilerStep#N.
 TEST(TraceImport, ATraceOfNoEventsSaysSo) {
-  auto message = [](const std::string& text) { return refusal_of([&] { read_profiler_trace(text, "t.json"); }); };
+  auto message = [](const std::string& text) { return error_of([&] { read_profiler_trace(text, "t.json"); }); };
   EXPECT_EQ(message("[]"),
             "t.json: the trace holds 0 events (an empty list); expected torch.profiler's events of the profiled "
             "steps: export the trace after the schedule's active steps ran (wait + warmup + active calls of "

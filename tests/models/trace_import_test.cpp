@@ -15,6 +15,7 @@
 #include "models/compute_cost.hpp"
 #include "models/scenario_basics.hpp"
 #include "topologies/gpu_spec.hpp"
+#include "trace_test_util.hpp"
 
 namespace gradsync {
 namespace {
@@ -30,26 +31,8 @@ const char* kCpuTrace = R"([
   {"name": "Optimizer.step#SGD.step", "ph": "X", "ts": 750, "dur": 200, "tid": 1}
 ])";
 
-// error_of: the message of the ConfigError (DataError included) that `f` throws, or "accepted".
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "accepted";
-}
-
-// resnet18_import: importing into the zoo's ResNet-18 at batch 16, split by a V100's roofline in fp32.
-TraceImport resnet18_import() {
-  TraceImport opts;
-  opts.model = "resnet18";
-  opts.batch = 16;
-  opts.split.gpu = &gpu_spec("v100");
-  opts.split.precision = Precision::kFP32;
-  return opts;
-}
+using test::error_of;
+using test::resnet18_import;
 
 // Two steps of real training on the lent H200 (validation/gpu/h200-2026-11-27: GPT-2 124M in bf16 with
 // SDPA, ResNet-50 in bf16 channels_last), recorded as a user does, gzip-compressed. Every kernel of
