@@ -50,7 +50,15 @@ std::string nccl_knobs_text(const Scenario& s) {
     if (!k.nccl) continue;
     const nlohmann::ordered_json v = key_value(s, k);
     // As NCCL's environment takes it: a switch is 1.
-    if (!v.is_null() && v != false) set.push_back(fmt::format("{}={}", k.name, v.is_boolean() ? "1" : value_text(v)));
+    if (v.is_null() || v == false) continue;
+    std::string text = fmt::format("{}={}", k.name, v.is_boolean() ? "1" : value_text(v));
+    // A channel bound above the release's MAXCHANNELS is capped by NCCL (sim/nccl_options.cpp).
+    const int cap = nccl_max_channels(resolve_nccl_release(s.nccl_version, s.pytorch_version));
+    if (k.adjust != nullptr || k.name == std::string_view("NCCL_MAX_CTAS"))
+      if (v.is_number_integer() && v.get<std::int64_t>() > cap)
+        text += fmt::format(" (NCCL {} caps it at MAXCHANNELS {})",
+                            resolve_nccl_release(s.nccl_version, s.pytorch_version).text(), cap);
+    set.push_back(std::move(text));
   }
   return set.empty() ? ", NCCL's defaults" : fmt::format(", {}", fmt::join(set, " "));
 }

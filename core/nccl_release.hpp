@@ -28,6 +28,11 @@ inline constexpr NcclRelease kOldestNccl{2, 4};
 // a later number is refused rather than read as a release whose rules are unknown.
 inline constexpr NcclRelease kNewestNccl{2, 30};
 
+// nccl_max_channels: the release's MAXCHANNELS (src/include/device.h), the most channels NCCL
+// runs and the cap of NCCL_MIN/MAX_NCHANNELS and NCCL_MIN/MAX_CTAS: 16 in 2.4, 32 from 2.5, 64
+// from 2.25 (checked at NCCL's tags v2.4.8-1, v2.5.6-1, v2.24.3-1 and v2.25.1-1).
+inline int nccl_max_channels(NcclRelease r) { return r.at_least(2, 25) ? 64 : r.at_least(2, 5) ? 32 : 16; }
+
 // bundled_nccl: the NCCL release PyTorch's Linux CUDA binaries of that version link (the
 // third_party/nccl pin, and the nvidia-nccl-cu* wheel from 1.13 on; core/nccl_release.cpp cites each).
 NcclRelease bundled_nccl(PytorchVersion v);

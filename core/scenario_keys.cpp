@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <cmath>
 #include <stdexcept>
 
@@ -42,9 +43,12 @@ json parse_count(const ScenarioKey& k, std::string_view text) {
   const char* first = t.data() + (!t.empty() && t.front() == '+' ? 1 : 0);
   const auto [end, ec] = std::from_chars(first, t.data() + t.size(), v);
   if (t.empty() || ec != std::errc() || end != t.data() + t.size() || v < k.min || v > k.max) {
+    // NCCL's channel knobs take any C int (the key's adjust clamps it as NCCL does).
+    if (k.min == std::numeric_limits<std::int32_t>::min() && k.max == std::numeric_limits<std::int32_t>::max())
+      throw ConfigError("expected an integer (a C int, as NCCL reads it)");
     throw ConfigError(fmt::format("expected an integer from {} to {}", k.min, k.max));
   }
-  return v;
+  return k.adjust ? k.adjust(v) : v;
 }
 
 json parse_mib(const ScenarioKey& k, std::string_view text) {

@@ -53,6 +53,9 @@ struct ScenarioKey {
   KeyReach reach = KeyReach::kEvery;
   std::vector<std::string_view> choices = {};  // kChoice: the accepted words
   std::int64_t min = 1, max = 0;               // kCount: bounds; kSizeMiB: max in MiB, min 0 takes 0 too
+  // kCount: the value as its engine takes it, after the bounds (NCCL's own clamps of a channel
+  // count: NCCL_MAX_NCHANNELS=0 is 1); null: as given.
+  std::int64_t (*adjust)(std::int64_t value) = nullptr;
   // kSpec: the value in its one spelling; throws ConfigError with what was expected.
   std::string (*canonical)(std::string_view text) = nullptr;
   // engine_default: unset (0, empty or none) until an engine resolves it for the model, cluster or

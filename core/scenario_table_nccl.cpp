@@ -16,8 +16,16 @@ std::string canonical_algos(std::string_view text) { return canonical_nccl_list(
 std::string canonical_protos(std::string_view text) { return canonical_nccl_list(text, kNcclProtocols); }
 std::string canonical_level(std::string_view text) { return canonical_nccl_level(text); }
 
-// kMaxNcclChannels: NCCL's MAXCHANNELS (64 since 2.25).
-constexpr std::int64_t kMaxNcclChannels = 64;
+// kChannelKnobBounds: what NCCL's integer parameters take (NCCL_PARAM reads an int64, the channel
+// code keeps an int); NCCL clamps the value itself (adjust_*), and caps it at its release's
+// MAXCHANNELS (core/nccl_release.hpp nccl_max_channels, applied by the simulator).
+constexpr std::int64_t kChannelKnobMin = -2147483648LL, kChannelKnobMax = 2147483647LL;
+
+// adjust_min_nchannels: connect.cc ncclMinNchannels: below 0 is 0 (no minimum: unset).
+std::int64_t adjust_min_nchannels(std::int64_t v) { return v < 0 ? 0 : v; }
+// adjust_max_nchannels: connect.cc ncclMaxNchannels: -2 is NCCL's "unset"; any other value below 1
+// is 1 ("User asked for a maximum of %d channels, setting it to 1").
+std::int64_t adjust_max_nchannels(std::int64_t v) { return v == -2 ? 0 : v < 1 ? 1 : v; }
 
 }  // namespace
 
@@ -82,21 +90,26 @@ std::vector<ScenarioKey> nccl_scenario_keys() {
        .nccl = true},
       {.name = "NCCL_MIN_NCHANNELS",
        .value_name = "N",
-       .help = "NCCL_MIN_NCHANNELS: at least N ring and tree channels (rings repeated)",
+       .help = "NCCL_MIN_NCHANNELS (NCCL 2.5): at least N ring and tree channels (rings repeated); as NCCL takes it, "
+               "below 0 is no minimum and above MAXCHANNELS (32; 64 from 2.25) is MAXCHANNELS",
        .default_text = "unset",
        .kind = KeyKind::kCount,
        .field = &S::nccl_min_nchannels,
-       .max = kMaxNcclChannels,
+       .min = kChannelKnobMin,
+       .max = kChannelKnobMax,
+       .adjust = adjust_min_nchannels,
        .engine_default = true,
        .nccl = true},
       {.name = "NCCL_MAX_NCHANNELS",
        .value_name = "N",
-       .help = "NCCL_MAX_NCHANNELS: at most N ring and tree channels of those NCCL's search finds (NVLS keeps "
-               "its own)",
+       .help = "NCCL_MAX_NCHANNELS (NCCL 2.5): at most N ring and tree channels of those NCCL's search finds (NVLS "
+               "keeps its own); as NCCL takes it, below 1 is 1 and above MAXCHANNELS is MAXCHANNELS",
        .default_text = "unset",
        .kind = KeyKind::kCount,
        .field = &S::nccl_max_nchannels,
-       .max = kMaxNcclChannels,
+       .min = kChannelKnobMin,
+       .max = kChannelKnobMax,
+       .adjust = adjust_max_nchannels,
        .engine_default = true,
        .nccl = true},
       {.name = "NCCL_MIN_CTAS",
@@ -106,7 +119,9 @@ std::vector<ScenarioKey> nccl_scenario_keys() {
        .default_text = "unset",
        .kind = KeyKind::kCount,
        .field = &S::nccl_min_ctas,
-       .max = kMaxNcclChannels,
+       .min = kChannelKnobMin,
+       .max = kChannelKnobMax,
+       .adjust = adjust_min_nchannels,
        .engine_default = true,
        .nccl = true},
       {.name = "NCCL_MAX_CTAS",
@@ -116,7 +131,7 @@ std::vector<ScenarioKey> nccl_scenario_keys() {
        .default_text = "unset",
        .kind = KeyKind::kCount,
        .field = &S::nccl_max_ctas,
-       .max = kMaxNcclChannels,
+       .max = kChannelKnobMax,
        .engine_default = true,
        .nccl = true},
       {.name = "NCCL_NET_GDR_LEVEL",

@@ -3,9 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <string>
 
 #include "core/error.hpp"
+#include "core/nccl_release.hpp"
 
 namespace gradsync::sim {
 
@@ -58,6 +61,10 @@ void refuse_knobs_unread(const Scenario& s, NcclRelease nccl) {
   const auto count = [](int n) { return n > 0 ? std::to_string(n) : std::string(); };
   const Knob knobs[] = {{"NCCL_ALGO", s.nccl_algo, {2, 5}},
                         {"NCCL_PROTO", s.nccl_proto, {2, 5}},
+                        // 2.4 read NCCL_MIN_NRINGS and NCCL_MAX_NRINGS (misc/rings.cc); the
+                        // channel names came with 2.5 (graph/connect.cc).
+                        {"NCCL_MIN_NCHANNELS", count(s.nccl_min_nchannels), {2, 5}},
+                        {"NCCL_MAX_NCHANNELS", count(s.nccl_max_nchannels), {2, 5}},
                         {"NCCL_NVLS_ENABLE", s.nccl_nvls_enable, {2, 17}},
                         {"NCCL_MIN_CTAS", count(s.nccl_min_ctas), {2, 17}},
                         {"NCCL_MAX_CTAS", count(s.nccl_max_ctas), {2, 17}},
@@ -103,15 +110,19 @@ NcclSettings nccl_settings(const Scenario& s) {
   // NCCL 2.17's CTA bounds: a minimum above the maximum sets both to the maximum (init.cc
   // parseCommConfig: "minCTAs %d is larger than maxCTAs %d, set both to %d", an INFO line; only
   // ncclCommInitRankConfig's own config struct is refused so).
-  int min_ctas = s.nccl_min_ctas;
-  const int max_ctas = s.nccl_max_ctas;
+  // Every bound is capped at the release's MAXCHANNELS first (connect.cc ncclMinNchannels and
+  // ncclMaxNchannels, init.cc "cap channels if needed").
+  const int cap = nccl_max_channels(n.transport.nccl);
+  const auto capped = [cap](int v) { return std::min(v, cap); };
+  int min_ctas = capped(s.nccl_min_ctas);
+  const int max_ctas = capped(s.nccl_max_ctas);
   if (min_ctas > 0 && max_ctas > 0 && min_ctas > max_ctas) min_ctas = max_ctas;
   // The rings (connect.cc, after the search): at most the smaller of NCCL_MAX_NCHANNELS and
   // maxCTAs, then copies up to the larger of NCCL_MIN_NCHANNELS and minCTAs. The minimum is applied
   // last, so NCCL_MIN_NCHANNELS above NCCL_MAX_NCHANNELS wins.
   const auto smaller = [](int a, int b) { return a > 0 && b > 0 ? std::min(a, b) : std::max(a, b); };
-  n.max_channels = smaller(s.nccl_max_nchannels, max_ctas);
-  n.min_channels = std::max(s.nccl_min_nchannels, min_ctas);
+  n.max_channels = smaller(capped(s.nccl_max_nchannels), max_ctas);
+  n.min_channels = std::max(capped(s.nccl_min_nchannels), min_ctas);
   n.nvls_min_channels = min_ctas;
   n.nvls_max_channels = max_ctas;
   return n;

@@ -283,6 +283,50 @@ TEST(Cli, CtaBoundsAlsoBoundTheRingChannels) {
   EXPECT_EQ(rings({"--nccl", "NCCL_MAX_NCHANNELS= 4"}), 4);  // strtoll skips leading blanks
 }
 
+// Out-of-range channel bounds are clamped as NCCL clamps them (connect.cc ncclMinNchannels and
+// ncclMaxNchannels, init.cc "cap channels if needed"), at the release's MAXCHANNELS: 32 before
+// 2.25, 64 from it; NCCL 2.4 read NCCL_MIN_NRINGS/NCCL_MAX_NRINGS, not these names.
+TEST(Cli, ChannelBoundsAreClampedAsNcclClampsThem) {
+  const auto rings = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"collectives", "--topology", "dgx-a100", "-b", "1M", "-e", "1M"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const std::vector<double> got = testing_support::in_child([&] {
+      const Result r = run_printed(args);
+      const std::string tag = "NCCL INFO ";
+      const auto at = r.out.find(tag);
+      if (r.code != 0 || at == std::string::npos || r.out.find(" coll channels", at) == std::string::npos)
+        return std::vector<double>{-1};
+      return std::vector<double>{std::stod(r.out.substr(at + tag.size()))};
+    });
+    return got.empty() ? -2.0 : got.front();
+  };
+  const double found = rings({});
+  ASSERT_EQ(found, 24);  // twelve NVSwitch rings, each run by two channels
+  EXPECT_EQ(rings({"--nccl", "NCCL_MIN_NCHANNELS=1000"}), 64);
+  EXPECT_EQ(rings({"--nccl", "NCCL_MIN_NCHANNELS=1000", "--nccl-version", "2.21"}), 32);
+  EXPECT_EQ(rings({"--nccl", "NCCL_MIN_CTAS=100", "--nccl-version", "2.24"}), 32);
+  EXPECT_EQ(rings({"--nccl", "NCCL_MIN_NCHANNELS=0"}), found);   // NCCL's own minimum
+  EXPECT_EQ(rings({"--nccl", "NCCL_MIN_NCHANNELS=-3"}), found);  // below 0 is 0
+  EXPECT_EQ(rings({"--nccl", "NCCL_MAX_NCHANNELS=0"}), 1);       // "setting it to 1"
+  EXPECT_EQ(rings({"--nccl", "NCCL_MAX_NCHANNELS=-7"}), 1);
+  EXPECT_EQ(rings({"--nccl", "NCCL_MAX_NCHANNELS=-2"}), found);  // NCCL_PARAM's "unset"
+  EXPECT_EQ(rings({"--nccl", "NCCL_MAX_NCHANNELS=1000"}), found);
+  // The header says the cap.
+  const Result capped = run_printed({"collectives", "--topology", "dgx-a100", "-b", "1M", "-e", "1M", "--nccl-version",
+                             "2.21", "--nccl", "NCCL_MAX_NCHANNELS=100"});
+  EXPECT_EQ(capped.code, 0) << capped.err;
+  EXPECT_NE(capped.out.find("NCCL_MAX_NCHANNELS=100 (NCCL 2.21 caps it at MAXCHANNELS 32)"), std::string::npos)
+      << capped.out;
+  const Result old = run({"collectives", "--topology", "dgx-a100", "--nccl-version", "2.4", "--nccl",
+                          "NCCL_MAX_NCHANNELS=4"});
+  EXPECT_EQ(old.code, 2);
+  EXPECT_NE(old.err.find("NCCL 2.4 does not read NCCL_MAX_NCHANNELS (it came with NCCL 2.5)"), std::string::npos)
+      << old.err;
+  const Result word = run({"collectives", "--topology", "dgx-a100", "--nccl", "NCCL_MIN_NCHANNELS=many"});
+  EXPECT_EQ(word.code, 2);
+  EXPECT_NE(word.err.find("expected an integer (a C int, as NCCL reads it)"), std::string::npos) << word.err;
+}
+
 // A malformed model or topology file named by a flag is a bad input file (exit 1), as README's exit
 // table says, not a bad flag (2); a zoo name that does not exist is a bad flag.
 TEST(Cli, OutCannotBeTheCurrentFolder) {
