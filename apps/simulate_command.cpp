@@ -183,7 +183,8 @@ void run_scenario(const ScenarioCommand& a, std::vector<Strategy> strategies, co
   if (dp_only && !ddp_only.empty()) {
     const std::string message = fmt::format(
         "{}: DistributedDataParallel settings; DataParallel (--strategy dp) has no "
-        "buckets, comm hooks, unused-parameter search, static graph or buffer broadcast",
+        "buckets, comm hooks, unused-parameter search or static graph, and no broadcast_buffers switch (its "
+        "replicate() broadcasts every buffer at every forward)",
         fmt::join(ddp_only, ", "));
     // A value of the file is the file's fault (exit 1, at its line); a flag's, the command line's.
     if (!from_file.empty()) throw ConfigError(fmt::format("{}: {}", from_file, message));

@@ -77,9 +77,11 @@ void DpStep::micro_step(int micro) {
     }
   }
 
-  // 2. Replicate: modules copied on the host, parameters then buffers broadcast from GPU0.
+  // 2. Replicate: parameters then buffers broadcast from GPU0, then the modules copied on the host
+  // (replicate.py: _broadcast_coalesced_reshape of the parameters and of the buffers come before
+  // the _replicate_for_data_parallel loop; the broadcasts are queued, not waited for, so the GPUs
+  // broadcast while the host copies modules).
   if (m > 1) {
-    host_.run({"dp:replicate", static_cast<double>(model_.modules) * m * costs_.host().module_copy_s, true});
     auto broadcast_all = [&](const std::vector<CoalesceTensor>& tensors) {
       for (const auto& group : coalesce_reaching(tensors, kDataParallelBufferBytes)) {
         const Bytes bytes = group_bytes(tensors, group);
@@ -96,6 +98,7 @@ void DpStep::micro_step(int micro) {
     std::vector<CoalesceTensor> buffers;
     for (const BufferInfo& b : model_.buffers) buffers.push_back({b.bytes(), b.dtype});
     broadcast_all(buffers);
+    host_.run({"dp:replicate", static_cast<double>(model_.modules) * m * costs_.host().module_copy_s, true});
   }
 
   // 3. Parallel apply: one Python thread per replica.
@@ -120,30 +123,42 @@ void DpStep::micro_step(int micro) {
   };
   if (m > 1) {
     compute(0, costs_.memory("dp:gather_local", 2.0 * static_cast<double>(output_bytes(0)), 1));
+    // One copy at a time: comm.gather copies chunk i with copy_(non_blocking), and a copy between
+    // devices (ATen copy_device_to_device) first makes the source's stream wait for the
+    // destination's current stream (dst_ready), which waits for the copy before it (src_ready):
+    // copy i starts once GPU0 has finished its forward and copy i-1 has landed.
+    WorkPtr gpu0_point = last[0];
     for (int i = 1; i < m; ++i) {
       Device& d = *devices_[i];
       if (last[static_cast<std::size_t>(i)]) d.stream_wait(Stream::kCopy, *last[static_cast<std::size_t>(i)]);
+      if (gpu0_point) d.stream_wait(Stream::kCopy, *gpu0_point);
       WorkPtr w = d.copy_to(gpu0, {"dp:gather", output_bytes(i)});
       gpu0.stream_wait(Stream::kCompute, *w);
       d.stream_wait(Stream::kCompute, *w);
+      gpu0_point = w;
     }
   }
 
   // 5. Loss on GPU0, and its backward.
+  // scaler.scale(loss) is a forward op: after the loss, before its backward, on GPU0.
+  const auto scale_loss = [&] {
+    if (opts_.scaler.on) compute(0, costs_.memory("grad_scaler:scale", kGradScalerScalarBytes, 1));
+  };
   if (loss_on_gpu0 && model_.adds_loss()) {
     const double logits = model_.output_bytes_per_sample * static_cast<double>(global_batch_);
     compute(0, implicit_loss(costs_, logits, false));
+    scale_loss();
     compute(0, implicit_loss(costs_, logits, true));
   } else if (loss_on_gpu0) {
     for (std::size_t l = 0; l < model_.layers.size(); ++l)
       if (model_.layers[l].loss) compute(0, costs_.forward(l, global_batch_));
+    scale_loss();
     for (std::size_t l = model_.layers.size(); l-- > 0;)
       if (model_.layers[l].loss) compute(0, costs_.backward(l, global_batch_));
-  } else if (m > 1) {
-    compute(0, costs_.memory("dp:loss_mean", 2.0 * static_cast<double>(kLossBytes) * m, 2));
+  } else {
+    if (m > 1) compute(0, costs_.memory("dp:loss_mean", 2.0 * static_cast<double>(kLossBytes) * m, 2));
+    scale_loss();
   }
-  // scaler.scale(loss) before backward, on GPU0 where the loss is.
-  if (opts_.scaler.on) compute(0, costs_.memory("grad_scaler:scale", kGradScalerScalarBytes, 1));
 
   // 6. Scatter the output gradient back (the loss's only, when forward computed it).
   if (m > 1) {

@@ -61,7 +61,7 @@ std::string where_of(const StrategyResult& r, const std::string& phase) {
     if (phase == "dp:scatter_grad") return "GPU0 -> " + others + " (peer copies)";
     if (phase == "dp:reduce") return others + " -> GPU0 (reduce" + via + duplex + ")";
     if (phase == "optimizer" || phase == "loss" || phase == "dp:gather_local" || phase == "dp:loss_mean" ||
-        phase == "grad scaler" || phase == "clip_grad_norm")
+        phase == "grad scaler" || phase == "clip_grad_norm" || phase == "dp:accumulate_grad")
       return "GPU0 only";
     return replicas == 1 ? std::string("GPU0 only") : fmt::format("GPUs 0-{}", replicas - 1);
   }

@@ -63,10 +63,15 @@ PathClass classify(const Topology& topo, const std::vector<VertexId>& vertices, 
 }
 
 namespace {
-// peer_capable: what cudaDeviceCanAccessPeer would say of a route between two GPUs: NVLink always,
-// PCIe when both GPUs support it and the route stays below the CPU (NCCL's default P2P level, PXB).
+// peer_capable: what cudaDeviceCanAccessPeer would say of a route between two GPUs: a direct
+// NVLink (or NVSwitch) always, PCIe when both GPUs support it and the route stays below the CPU
+// (NCCL's default P2P level, PXB). NVLink through a third GPU (NVB: DGX-1's GPU 0 and GPU 5) is
+// not a peer path: NVLink does not forward, and a CUDA copy between those two goes through host
+// memory (NCCL's own P2P relays such a pair through the middle GPU's memory, p2p.cc useVia, and
+// its transports decide that themselves: topologies/transports).
 bool peer_capable(const Topology& topo, const Route& r) {
-  if (r.path_class <= PathClass::kNVB) return true;
+  if (r.path_class == PathClass::kNVL) return true;
+  if (r.path_class == PathClass::kNVB) return false;
   if (r.path_class > PathClass::kPXB) return false;
   const TopoVertex& a = topo.vertex(r.from);
   const TopoVertex& b = topo.vertex(r.to);

@@ -4,7 +4,7 @@
 //
 //   Routes routes(topo);
 //   const Route r = routes.gpu_route(0, 5);   // DGX-1: NVB, through GPU 1 or 4 over NVLink
-//   r.path_class == PathClass::kNVB;  r.p2p == true;  r.bottleneck_Bps == 25e9;
+//   r.path_class == PathClass::kNVB;  r.p2p == false;  r.bottleneck_Bps == 25e9;
 //
 // Path classes (NCCL's PATH_*, best first): NVL (NVLink only, direct or through NVSwitches),
 // NVB (NVLink through another GPU), PIX (one PCIe switch), PXB (several PCIe switches, no CPU),
@@ -37,7 +37,8 @@ struct DirectedLink {
   std::size_t slot() const { return 2 * link + (forward ? 0 : 1); }
 };
 
-// Route is one path. For GPU pairs `p2p` says whether a peer copy goes directly: over NVLink, or
+// Route is one path. For GPU pairs `p2p` says whether a peer copy goes directly: over a direct
+// NVLink (not through another GPU: NVB), or
 // over PCIe below the CPU (class PXB or better) between GPUs that support PCIe peer-to-peer
 // (GeForce boards do not); otherwise a copy is staged through host memory. (NCCL's own choice,
 // with its knobs, is topologies/transports.)

@@ -27,7 +27,9 @@ TEST(Routes, Dgx1DirectNvlinkAndThroughAGpu) {
   EXPECT_EQ(nvb.path_class, PathClass::kNVB);
   EXPECT_EQ(nvb.hops.size(), 2u);
   EXPECT_DOUBLE_EQ(nvb.latency_s, 2 * 100e-9);
-  EXPECT_TRUE(nvb.p2p);
+  // cudaDeviceCanAccessPeer: NVLink does not forward through GPU 1 and PCIe crosses QPI, so a CUDA
+  // copy (DataParallel's gather) goes through host memory; NCCL's P2P relays it (transports/p2p).
+  EXPECT_FALSE(nvb.p2p);
 }
 
 // Among paths of as many hops the widest wins, as NCCL's ncclTopoSetPaths keeps it: GPU 0 reaches
