@@ -14,6 +14,7 @@
 #include "apps/scenario_args.hpp"
 #include "core/error.hpp"
 #include "core/scenario_grid.hpp"
+#include "core/scenario_keys.hpp"
 #include "sweep/sweep.hpp"
 
 namespace gradsync::apps {
@@ -101,6 +102,26 @@ void register_sweep_command(CLI::App& app) {
       std::cerr << fmt::format("note: {} {} to DDP only: the sweep's dp points run without {}\n",
                                fmt::join(ddp_only, ", "), ddp_only.size() == 1 ? "applies" : "apply",
                                ddp_only.size() == 1 ? "it" : "them");
+    }
+    if (dp_points) {
+      for (const std::string& text : a->options.vary) {
+        const Vary v = parse_vary(text);
+        // A DDP knob varied: DataParallel's points across it are one simulation, alike.
+        if (const ScenarioKey* k = find_scenario_key(v.key); k != nullptr && k->reach == KeyReach::kDdp)
+          std::cerr << fmt::format("note: --vary {}: a DDP setting; the sweep's dp points are alike across it\n",
+                                   v.key);
+      }
+      // torch.compile under DataParallel: its replica threads run eager (compare's header says so).
+      bool compiled = run.base.compile;
+      for (const std::string& text : a->options.vary) {
+        const Vary v = parse_vary(text);
+        if (v.key == "compile")
+          compiled = std::any_of(v.values.begin(), v.values.end(), [](const auto& value) { return value == true; });
+      }
+      if (compiled)
+        std::cerr << "note: compile true: the sweep's dp points on more than one GPU run eager, as DataParallel does "
+                     "(torch.compile does not compile through its replica threads, pytorch/pytorch#94636: \"for "
+                     "multi-gpu it falls back to the non-compile speed\"); their rows keep compile true\n";
     }
     const sweep::SweepStats st = sweep::run_sweep(run);
     if (st.failed > 0) {

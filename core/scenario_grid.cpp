@@ -195,6 +195,13 @@ Vary parse_vary(std::string_view text) {
   };
   for (const std::string& item : items_of(k, text.substr(eq + 1))) {
     if (item.empty()) throw UsageError(fmt::format("--vary \"{}\": an empty value", shown));
+    // Blanks at a value's ends are refused, as every flag's and scenario file's value's are (a
+    // blank after the comma or the =: some keys would read the value and others not).
+    if (trim_blanks(item).size() != item.size()) {
+      throw UsageError(fmt::format(
+          "--vary \"{}\": value \"{}\" has blanks at its ends; expected it without them (no blank after = or ,)", shown,
+          item));
+    }
     if (k == nullptr) {
       // Any case, as --strategy takes it ("DDP"); the point keeps PyTorch's lower-case name.
       const std::string word = ascii_lower(item);

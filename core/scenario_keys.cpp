@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <limits>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "core/bucket_plan.hpp"

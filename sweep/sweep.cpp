@@ -20,10 +20,12 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "core/comm_hook.hpp"
 #include "core/error.hpp"
+#include "core/folder_lock.hpp"
 #include "core/json_text.hpp"
 #include "core/output_folder.hpp"
 #include "core/scenario_grid.hpp"
@@ -316,6 +318,10 @@ SweepStats run_sweep(const SweepOptions& o) {
   const fs::path target(out_path);
   const fs::path work = (target.parent_path().empty() ? fs::path(".") : target.parent_path()) /
                         fmt::format(".{}.gradsync-sweep", target.filename().string());
+  // One sweep at a time per --out (core/folder_lock.hpp): a second one would empty the first's work
+  // folder under it. Under mpirun the ranks share the folder, and none locks it.
+  std::optional<FolderLock> lock;
+  if (w.size == 1) lock.emplace(out_path);
   std::error_code ec;
   const bool work_exists = fs::exists(work, ec);
   const bool in_place = o.resume && !work_exists && fs::exists(target, ec);

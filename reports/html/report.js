@@ -367,11 +367,18 @@
     window.gradsyncProblems.push('report.js: ' + e);
   }
 
-  function countMarks(node) {
+  // countMarks: the marks drawn under `node`; `bad` counts those placed off any scale (an x or y
+  // that is not a finite number: a 0 on a log axis).
+  function countMarks(node, bad) {
     if (!node) return 0;
     let n = 0;
-    if (node.role === 'mark' && node.marktype !== 'group' && node.items) n += node.items.length;
-    (node.items || []).forEach(i => { n += countMarks(i); });
+    if (node.role === 'mark' && node.marktype !== 'group' && node.items) {
+      n += node.items.length;
+      node.items.forEach(i => {
+        if (['x', 'y'].some(k => i[k] !== undefined && !Number.isFinite(i[k]))) bad.count += 1;
+      });
+    }
+    (node.items || []).forEach(i => { n += countMarks(i, bad); });
     return n;
   }
   Promise.allSettled(charts.map(c => c.promise)).then(results => {
@@ -380,7 +387,10 @@
         window.gradsyncProblems.push(charts[i].id + ': ' + r.reason);
         return { id: charts[i].id, marks: 0 };
       }
-      return { id: charts[i].id, marks: countMarks(r.value.view.scenegraph().root) };
+      const bad = { count: 0 };
+      const marks = countMarks(r.value.view.scenegraph().root, bad);
+      if (bad.count > 0) window.gradsyncProblems.push(charts[i].id + ': ' + bad.count + ' marks off the scale');
+      return { id: charts[i].id, marks: marks };
     });
     document.getElementById('gradsync-selftest').textContent = JSON.stringify({ charts: out, problems: window.gradsyncProblems });
   });

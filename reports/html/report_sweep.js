@@ -39,7 +39,8 @@
     rows.filter(r => r.status === 'failed').forEach(r => sc.appendChild(el('p', 'point ' + r.point + ' (' + r.label + ', ' + r.strategy + ') failed: ' + r.error, 'note')));
     rows.filter(r => r.status === 'oom').forEach(r => sc.appendChild(el('p', 'point ' + r.point + ' (' + r.label + ', ' + r.strategy + ') does not fit the GPU\'s memory (status oom): no samples/s is shown; the times are what it would take if it fit (summary.csv keeps them)', 'note')));
 
-    if (data.varied.indexOf('gpus') >= 0) {
+    // Scaling needs two GPU counts at least (a --vary gpus=2 of one value has nothing to scale).
+    if (data.varied.indexOf('gpus') >= 0 && distinct(ok, 'gpus').length > 1) {
       const s = section('Scaling with GPU count', 'Throughput, and scaling efficiency: samples/s per GPU against the fewest GPUs of the same series.');
       const wrap = el('div', null, 'charts');
       s.appendChild(wrap);
@@ -73,8 +74,10 @@
           },
         ],
       });
-      chart(wrap, 'chart-efficiency', {
-        width: 480, height: 280, data: { values: pts.filter(r => r.scaling_efficiency_frac !== null) },
+      // Efficiency is against a series' fewest GPUs: a chart only where some point has one.
+      const effs = pts.filter(r => r.scaling_efficiency_frac !== null);
+      if (effs.length) chart(wrap, 'chart-efficiency', {
+        width: 480, height: 280, data: { values: effs },
         mark: { type: 'line', point: true },
         encoding: {
           x: { field: 'gpus', type: 'quantitative', title: 'GPUs', scale: { type: 'log', base: 2, nice: false }, axis: { values: distinct(pts, 'gpus'), format: 'd' } },
@@ -91,13 +94,17 @@
       const order = seriesOrder(pts, 'bucket_cap_mb');
       const wrap = el('div', null, 'charts');
       s.appendChild(wrap);
+      // A log axis, or a symmetric log one where bucket_cap_mb 0 (one bucket per gradient) is a point:
+      // log(0) has no place on a log axis.
+      const bucketScale = distinct(ok, 'bucket_cap_mb').some(v => !(v > 0))
+        ? { type: 'symlog', constant: 1, nice: false } : { type: 'log', nice: false };
       // The y axes zoom to the data (not from 0): a 1 ms effect on an 86 ms step must show.
       [['chart-buckets', 'steady_ms', 'steady iteration (ms)'], ['chart-buckets-exposed', 'exposed_ms', 'exposed communication (ms)']].forEach(([id, field, title]) => {
         chart(wrap, id, {
           width: 420, height: 260, data: { values: pts },
           mark: { type: 'line', point: true },
           encoding: {
-            x: { field: 'bucket_cap_mb', type: 'quantitative', title: 'bucket_cap_mb', scale: { type: 'log', nice: false }, axis: { values: distinct(ok, 'bucket_cap_mb') } },
+            x: { field: 'bucket_cap_mb', type: 'quantitative', title: 'bucket_cap_mb', scale: bucketScale, axis: { values: distinct(ok, 'bucket_cap_mb') } },
             y: { field: field, type: 'quantitative', title: title, scale: { zero: false, padding: 8 } },
             color: { field: 'series', type: 'nominal', title: null, sort: order },
             tooltip: [{ field: 'label' }, { field: field, format: '.3f' }],

@@ -313,12 +313,12 @@ TEST(Cli, ChannelBoundsAreClampedAsNcclClampsThem) {
   EXPECT_EQ(rings({"--nccl", "NCCL_MAX_NCHANNELS=1000"}), found);
   // The header says the cap.
   const Result capped = run_printed({"collectives", "--topology", "dgx-a100", "-b", "1M", "-e", "1M", "--nccl-version",
-                             "2.21", "--nccl", "NCCL_MAX_NCHANNELS=100"});
+                                     "2.21", "--nccl", "NCCL_MAX_NCHANNELS=100"});
   EXPECT_EQ(capped.code, 0) << capped.err;
   EXPECT_NE(capped.out.find("NCCL_MAX_NCHANNELS=100 (NCCL 2.21 caps it at MAXCHANNELS 32)"), std::string::npos)
       << capped.out;
-  const Result old = run({"collectives", "--topology", "dgx-a100", "--nccl-version", "2.4", "--nccl",
-                          "NCCL_MAX_NCHANNELS=4"});
+  const Result old =
+      run({"collectives", "--topology", "dgx-a100", "--nccl-version", "2.4", "--nccl", "NCCL_MAX_NCHANNELS=4"});
   EXPECT_EQ(old.code, 2);
   EXPECT_NE(old.err.find("NCCL 2.4 does not read NCCL_MAX_NCHANNELS (it came with NCCL 2.5)"), std::string::npos)
       << old.err;

@@ -120,6 +120,25 @@ grep -q "^note: bucket_cap_mb 5 applies to DDP only: the sweep's dp points run w
 if grep -q "applies to DDP only" "$tmp/n2.err"; then fail "a note for a sweep without dp points"; fi
 echo "a DDP setting beside dp points is noted once"
 
+# 5b. A DDP setting varied beside dp points, and compile true beside them (their replica threads run
+# eager): each said once; two sweeps into one --out at once: the second is refused.
+"$bin" sweep --model resnet18 --vary gpus=2 --vary bucket_cap_mb=1,25 --vary compile=false,true --iterations 2 \
+  --warmup 1 --out "$tmp/v" >/dev/null 2>"$tmp/v.err" || { cat "$tmp/v.err" >&2; fail "the varied sweep failed"; }
+grep -q "^note: --vary bucket_cap_mb: a DDP setting; the sweep's dp points are alike across it$" "$tmp/v.err" \
+  || { cat "$tmp/v.err"; fail "no note for a varied DDP setting"; }
+grep -q "^note: compile true: the sweep's dp points on more than one GPU run eager" "$tmp/v.err" \
+  || { cat "$tmp/v.err"; fail "no note for compile under DataParallel"; }
+python3 -c "
+import fcntl, subprocess, sys
+with open('$tmp/.locked.gradsync-lock', 'w') as f:
+    fcntl.flock(f, fcntl.LOCK_EX)  # as a running sweep into $tmp/locked holds it
+    r = subprocess.run(['$bin', 'sweep', '--model', 'resnet18', '--vary', 'gpus=1', '--out', '$tmp/locked'],
+                       capture_output=True, text=True)
+    sys.exit(0 if r.returncode == 2 and 'another gradsync is writing this folder now' in r.stderr else 1)
+" || fail "a sweep into a folder another sweep holds was not refused"
+[[ ! -e "$tmp/locked" ]] || fail "the refused sweep wrote its --out"
+echo "a varied DDP setting and compile beside dp points are noted; a second sweep into a held --out is refused"
+
 # 6. --vary iterations without --warmup: each point takes the default warmup for its iterations
 # (3, or iterations - 1 when fewer), as compare does; points of 1-3 iterations failed on warmup 3.
 warm_of() { python3 -c "

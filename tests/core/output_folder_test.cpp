@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/folder_lock.hpp"
 
 namespace gradsync {
 namespace {
@@ -134,6 +135,28 @@ TEST_F(OutputFolderTest, StagingOfAKilledRunIsRemovedByTheNext) {
   EXPECT_TRUE(fs::exists(alive));  // pid 1 is alive
   ASSERT_EQ(f.removed().size(), 1u);
   EXPECT_EQ(fs::path(f.removed().front()).filename(), dead.filename());
+}
+
+// One writer per incremental folder (a sweep's): a second lock on it is refused, naming it, until
+// the first lets go, which also removes the lock file; a lock on another folder is independent.
+TEST_F(OutputFolderTest, ASecondWriterOfTheSameFolderIsRefused) {
+  const fs::path out = root_ / "sweep";
+  {
+    const FolderLock first(out.string() + "/");
+    EXPECT_EQ(first.path(), (root_ / ".sweep.gradsync-lock").string());
+    EXPECT_TRUE(fs::exists(first.path()));
+    try {
+      const FolderLock second(out.string());
+      ADD_FAILURE() << "a second lock on the same folder was taken";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("another gradsync is writing this folder now"), std::string::npos)
+          << e.what();
+    }
+    const FolderLock other((root_ / "other").string());  // another folder: its own lock
+  }
+  EXPECT_FALSE(fs::exists(root_ / ".sweep.gradsync-lock"));
+  const FolderLock again(out.string());  // free again
+  EXPECT_TRUE(fs::exists(again.path()));
 }
 
 }  // namespace

@@ -77,6 +77,13 @@ TEST(Vary, BadValuesNameTheTextAndWhatWasExpected) {
   EXPECT_EQ(error_of("bucket_cap_mb=1:25:x1.0000000001"),
             "--vary \"bucket_cap_mb=1:25:x1.0000000001\": range \"1:25:x1.0000000001\" has more than 10000 values");
   EXPECT_EQ(error_of("gpus=1,,2"), "--vary \"gpus=1,,2\": an empty value");
+  // Blanks at a value's ends are refused, as every flag's value's are, whatever the key reads.
+  EXPECT_EQ(
+      error_of("gpus= 4"),
+      "--vary \"gpus= 4\": value \" 4\" has blanks at its ends; expected it without them (no blank after = or ,)");
+  EXPECT_EQ(error_of("model=resnet18 , resnet50"),
+            "--vary \"model=resnet18 , resnet50\": value \"resnet18 \" has blanks at its ends; expected it without "
+            "them (no blank after = or ,)");
   EXPECT_EQ(error_of("strategy=dp,fsdp"), "--vary \"strategy=dp,fsdp\": \"fsdp\": expected dp or ddp");
   EXPECT_EQ(error_of("precision=fp8"), "--vary \"precision=fp8\": \"fp8\": expected fp32, tf32, bf16 or fp16");
   EXPECT_NE(error_of("bucket_size=1").find("unknown key \"bucket_size\"; expected one of strategy, model,"),

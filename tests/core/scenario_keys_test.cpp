@@ -146,7 +146,8 @@ TEST(ScenarioKeys, ChoicesSwitchesNamesAndHooks) {
   EXPECT_EQ(parse_key_value(scenario_key("NCCL_MAX_NCHANNELS"), "0"), json(1));    // NCCL: "setting it to 1"
   EXPECT_EQ(parse_key_value(scenario_key("NCCL_MAX_NCHANNELS"), "-2"), json(0));   // NCCL_PARAM's unset
   EXPECT_EQ(parse_key_value(scenario_key("NCCL_MIN_NCHANNELS"), "-5"), json(0));   // below 0: no minimum
-  EXPECT_EQ(error_of(scenario_key("NCCL_MAX_NCHANNELS"), "3000000000"), "expected an integer (a C int, as NCCL reads it)");
+  EXPECT_EQ(error_of(scenario_key("NCCL_MAX_NCHANNELS"), "3000000000"),
+            "expected an integer (a C int, as NCCL reads it)");
   EXPECT_EQ(error_of(scenario_key("NCCL_MAX_CTAS"), "0"), "expected an integer from 1 to 2147483647");
   EXPECT_NE(error_of(scenario_key("NCCL_NVLS_ENABLE"), "3"), "");
   EXPECT_EQ(parse_key_value(scenario_key("static_graph"), "true"), json(true));

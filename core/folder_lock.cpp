@@ -1,0 +1,62 @@
+// folder_lock.cpp: FolderLock, an flock(2) on a file beside an output folder.
+#include "core/folder_lock.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.hpp"
+
+namespace gradsync {
+
+FolderLock::FolderLock(const std::string& out) {
+  std::string name = out;
+  while (name.size() > 1 && name.back() == '/') name.pop_back();
+  const std::filesystem::path target(name);
+  const std::filesystem::path parent = target.parent_path().empty() ? "." : target.parent_path();
+  path_ = (parent / fmt::format(".{}.gradsync-lock", target.filename().string())).string();
+  // The holder removes the file as it lets go (below): a lock taken on a file that is no longer the
+  // one at path_ (removed between our open and our flock) is dropped and taken again.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+      throw RuntimeError(fmt::format("--out {}: cannot open its lock file {}: {}", out, path_, std::strerror(errno)));
+    }
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      ::close(fd_);
+      fd_ = -1;
+      if (err == EWOULDBLOCK) {
+        throw UsageError(fmt::format(
+            "--out {}: another gradsync is writing this folder now (it holds {}); wait for it to finish, or "
+            "choose another --out",
+            out, path_));
+      }
+      throw RuntimeError(fmt::format("--out {}: cannot lock {}: {}", out, path_, std::strerror(err)));
+    }
+    struct stat held {
+    }, named{};
+    if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+        held.st_dev == named.st_dev)
+      return;
+    ::close(fd_);
+    fd_ = -1;
+  }
+  throw RuntimeError(fmt::format("--out {}: cannot lock {}: it keeps being replaced", out, path_));
+}
+
+FolderLock::~FolderLock() {
+  if (fd_ < 0) return;
+  // Removed while still held, so that a process that opens it next finds no file or a new one.
+  ::unlink(path_.c_str());
+  ::close(fd_);
+}
+
+}  // namespace gradsync
