@@ -40,7 +40,11 @@ struct CollectivesArgs {
   std::string iters, warmup_iters, check;
   double reduced_max = 0;  // nccl-tests' "Reducing maxBytes to N due to memory limitation"
   bool json = false;
+  bool fidelity_given = false;  // --fidelity on the command line
 };
+
+// kStepFidelityNoteGpus: above this many GPUs collectives notes how long step fidelity can take.
+constexpr int kStepFidelityNoteGpus = 64;
 
 // whole_number: nccl-tests reads -f, -n, -w and -c with strtol; gradsync takes digits only, at
 // most 9 of them (a value strtol and an int both hold).
@@ -328,12 +332,14 @@ void register_collectives_command(CLI::App& app) {
           "P2P level, its algorithms (NVLS from 2.17, NVLSTree from 2.18), protocols (LL128 from 2.5, on the GPUs "
           "each release enables it for) and data types (bfloat16 from 2.10, FP8 from 2.24); NCCL's tuning constants "
           "stay 2.27's (default: auto, the release PyTorch 2.11 bundles: 2.28)");
-  coll->add_option("--fidelity", co->sweep.fidelity,
-                   "step (every ring step and chunk a flow; default), aggregate (one flow per rank, channel and "
-                   "phase) or auto")
-      ->transform(kAnyCase);
+  CLI::Option* fidelity =
+      coll->add_option("--fidelity", co->sweep.fidelity,
+                       "step (every ring step and chunk a flow; default), aggregate (one flow per rank, channel and "
+                       "phase) or auto")
+          ->transform(kAnyCase);
   coll->add_flag("--json", co->json, "Print JSON instead of a table");
-  coll->callback([co] {
+  coll->callback([co, fidelity] {
+    co->fidelity_given = fidelity->count() > 0;
     CollectivesArgs a = *co;
     if (a.sweep.gpus == 0) {
       try {
@@ -343,6 +349,15 @@ void register_collectives_command(CLI::App& app) {
       } catch (const ConfigError& e) {
         throw UsageError(e.what());
       }
+    }
+    // Step fidelity makes a flow of every ring step and chunk: past a few nodes a large size takes
+    // minutes (1024 GPUs, 64 MiB: 8 minutes), with nothing printed until its row. Said before.
+    if (!a.fidelity_given && a.sweep.gpus > kStepFidelityNoteGpus && a.sweep.fidelity == "step") {
+      std::cerr << fmt::format(
+          "note: {} GPUs at --fidelity step (the default: a flow for every ring step and chunk): each large size "
+          "can take minutes; --fidelity aggregate (one flow per rank, channel and phase) gives a ring's "
+          "uncontended time in seconds\n",
+          a.sweep.gpus);
     }
     run_collectives(a);
   });

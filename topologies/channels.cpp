@@ -487,12 +487,16 @@ Channels build_channels(const Topology& topo, const Routes& routes, const std::v
                                     ? fmt::format(" (the slowest: {}, {:.3g} B/s of payload per direction)",
                                                   topo.link_text(*slowest), slowest->payload_bw_Bps)
                                     : std::string();
-    throw ConfigError(
-        fmt::format("{}: no ring through GPUs {} fits the links, not even at the {} GB/s NCCL falls "
-                    "back to: a link on their paths carries less than that{}, or no transport joins two "
-                    "of them (NCCL_P2P_DISABLE and NCCL_SHM_DISABLE leave only the network between GPUs "
-                    "of one node)",
-                    topo.origin(), rank_runs(out.ranks), kFallbackBw / 1e9, culprit));
+    const std::string message = fmt::format(
+        "{}: no ring through GPUs {} fits the links, not even at the {} GB/s NCCL falls "
+        "back to: a link on their paths carries less than that{}, or no transport joins two "
+        "of them (NCCL_P2P_DISABLE and NCCL_SHM_DISABLE leave only the network between GPUs "
+        "of one node)",
+        topo.origin(), rank_runs(out.ranks), kFallbackBw / 1e9, culprit);
+    // A link of the file slower than the fallback: the file's fault (exit 1 whichever command read
+    // it); otherwise the knobs may have left no transport, which the command line set.
+    if (!culprit.empty()) throw DataError(message);
+    throw ConfigError(message);
   }
   finish_graphs(topo, routes, transports, out);
   return out;

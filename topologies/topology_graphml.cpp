@@ -196,6 +196,7 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
   // key is not declared nor a declaration's bad type ("unrecognized type \"\" for key").
   std::map<std::string, std::string> declared;   // key id -> its domain (GraphML's for=: node, edge, all)
   std::map<std::string, std::string> key_names;  // key id -> its attr.name
+  std::set<std::string> numeric_keys;            // key ids of a `links` declared int or long
   for (const auto& [tag, key] : *root) {
     if (tag != "key") continue;
     const std::string id = key.get<std::string>("<xmlattr>.id", "");
@@ -228,6 +229,7 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
                           detail::kNodeAttributes.end() ||
                       std::find(detail::kLinkAttributes.begin(), detail::kLinkAttributes.end(), named) !=
                           detail::kLinkAttributes.end();
+    if (named == "links" && (type == "int" || type == "long")) numeric_keys.insert(id);
     if (ours && type != "string" && !(named == "links" && (type == "int" || type == "long"))) {
       throw ConfigError(fmt::format("{}: <key id=\"{}\" attr.name=\"{}\">: attr.type \"{}\"; expected string{}", origin,
                                     id, named, type, named == "links" ? " (or int)" : ""));
@@ -342,8 +344,21 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
 
   detail::BoostAttrGraph g;
   boost::dynamic_properties dp = detail::boost_properties(g, false);
+  // Boost reads every attribute into text; a `links` declared int or long (networkx's
+  // write_graphml writes an integer so) is handed to it declared string, its values as written.
+  std::string readable(text);
+  if (!numeric_keys.empty()) {
+    pt::ptree copy = tree;
+    for (auto& [tag, key] : copy.get_child("graphml")) {
+      if (tag == "key" && numeric_keys.contains(key.get<std::string>("<xmlattr>.id", "")))
+        key.put(pt::ptree::path_type("<xmlattr>/attr.type", '/'), "string");
+    }
+    std::ostringstream out;
+    pt::write_xml(out, copy);
+    readable = out.str();
+  }
   try {
-    std::istringstream in{std::string(text)};
+    std::istringstream in{readable};
     boost::read_graphml(in, g, dp);
   } catch (const pt::xml_parser_error& e) {
     throw ConfigError(xml_message(e, origin));

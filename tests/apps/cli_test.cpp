@@ -150,6 +150,47 @@ TEST(Cli, ParseErrorsNameTheWordAndWhatWasExpected) {
   }
 }
 
+// A topology file whose NIC is slower than NCCL's 0.1 GB/s fallback is the file's fault: exit 1 in
+// collectives as in compare and topo validate (collectives said 2, a usage error, until 2026-12-01).
+TEST(Cli, ALinkTooSlowForAnyRingIsTheFilesFault) {
+  const std::string dot = ::testing::TempDir() + "/gradsync-cli-slow-nic.dot";
+  ASSERT_EQ(
+      run({"topo", "generate", "fat-tree", "--nodes", "2", "--node", "dgx-a100", "--nic-bw", "400Mbps", "-o", dot})
+          .code,
+      0);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"collectives", "--topology", dot, "-b", "1M", "-e", "1M"},
+        std::vector<std::string>{"topo", "validate", dot}}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 1) << args.front() << ": " << r.err;
+    EXPECT_NE(r.err.find("no ring through GPUs 0-15 fits the links"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("--help"), std::string::npos) << r.err;  // not a usage error
+  }
+}
+
+// Past 64 GPUs the default step fidelity can take minutes per large size: said on stderr before
+// the first row, unless --fidelity was given.
+TEST(Cli, CollectivesSayStepFidelityIsSlowOnManyGpus) {
+  // noted: 1 when the run (in a child: one simulation engine per process) exits 0 and its stderr
+  // holds the note, 0 when it does not, -1 when it fails.
+  const auto noted = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"collectives", "-b", "64K", "-e", "64K"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const std::vector<double> got = testing_support::in_child([&] {
+      std::ostringstream caught;
+      std::streambuf* const saved = std::cerr.rdbuf(caught.rdbuf());
+      const Result r = run_printed(args);
+      std::cerr.rdbuf(saved);
+      if (r.code != 0) return std::vector<double>{-1};
+      return std::vector<double>{caught.str().find("at --fidelity step (the default") != std::string::npos ? 1.0 : 0.0};
+    });
+    return got.empty() ? -2.0 : got.front();
+  };
+  EXPECT_EQ(noted({"--topology", "16x-dgx-h100-ndr"}), 1);                        // 128 GPUs
+  EXPECT_EQ(noted({"--topology", "16x-dgx-h100-ndr", "--fidelity", "step"}), 0);  // asked for
+  EXPECT_EQ(noted({"--topology", "dgx-a100"}), 0);                                // 8 GPUs
+}
+
 // A largest size above nccl-tests' memory limit is reduced to it, as nccl-tests does (golden
 // collectives-reduce-max-bytes). One rank communicates nothing: refused rather than printed as a
 // time of 0.

@@ -36,6 +36,25 @@ TEST(TopologyReaderGraphml, ReadsNodesInDocumentOrder) {
   EXPECT_DOUBLE_EQ(t.link(t.links()[0]).bw_Bps, 25e9);
 }
 
+// A count of links declared int or long (networkx's write_graphml writes integers so) is read as
+// its text; a bad value is still named at its line. Boost's reader, given the int key, threw a bare
+// boost::bad_any_cast until 2026-12-01 (a new user's report).
+TEST(TopologyReaderGraphml, LinksDeclaredIntOrLongAreRead) {
+  for (const std::string type : {"int", "long"}) {
+    std::string text = replace(
+        kGraphml,
+        "  <graph id=", "  <key id=\"n\" for=\"edge\" attr.name=\"links\" attr.type=\"" + type + "\"/>\n  <graph id=");
+    text =
+        replace(text, "<data key=\"latency\">1us</data>", "<data key=\"latency\">1us</data><data key=\"n\">2</data>");
+    const Topology t = read_topology_graphml(text, "t.graphml");
+    EXPECT_EQ(t.link(t.links()[0]).links, 2) << type;  // two NVLinks of 25 GB/s
+    EXPECT_DOUBLE_EQ(t.link(t.links()[0]).total_bw_Bps(), 50e9) << type;
+    const std::string bad = replace(text, "<data key=\"n\">2</data>", "<data key=\"n\">two</data>");
+    EXPECT_NE(graphml_error(bad).find("t.graphml:"), std::string::npos) << graphml_error(bad);
+    EXPECT_NE(graphml_error(bad).find("attribute \"links\" is \"two\""), std::string::npos) << graphml_error(bad);
+  }
+}
+
 TEST(TopologyReaderGraphml, OnlyXmlsOwnReferencesAreRead) {
   // property_tree keeps an undefined reference as written: it is refused, with its line.
   EXPECT_EQ(graphml_error(replace(replace(kGraphml, "id=\"gpu9\"", "id=\"node&bogus;0\""), "source=\"gpu9\"",
