@@ -437,7 +437,10 @@ void register_topo_command(CLI::App& app) {
           },
           ""));
   pcie->add_flag("--nvlink-bridge", pc->nvlink_bridge, "NVLink bridges joining GPU pairs");
-  pcie->add_option("--cpu", pc->cpu, "CPU vendor: intel or amd (NCCL treats them apart)")
+  pcie->add_option(
+          "--cpu", pc->cpu,
+          "CPU: intel, amd (NCCL treats them apart), or an Intel Xeon family, which sets NCCL's socket-to-"
+          "socket figure: broadwell (6 GB/s), skylake (10, as intel), sapphire-rapids (22), emerald-rapids (40)")
       ->transform(kAnyCase)
       ->capture_default_str();
   pcie->add_option(

@@ -51,9 +51,14 @@ NodeParts add_nvswitch_node(Builder& b, const std::string& prefix, const std::st
   const std::size_t cpu0 = b.add(prefix + "cpu0", VertexKind::kCpu, host);
   const std::size_t cpu1 = b.add(prefix + "cpu1", VertexKind::kCpu, host);
   // DGX A100: AMD EPYC 7742; DGX H100, H200 and B200: Intel Xeon (8480C, 8570) (DGX user guides).
+  // DGX H100/H200's 8480C is Sapphire Rapids, DGX B200's 8570 Emerald Rapids: NCCL (2.26 on) plans
+  // their sockets' link at 22 and 40 GB/s (topo.h SRP_QPI_BW, ERP_QPI_BW).
   const std::string vendor = g.sm_version < 90 ? "amd" : "intel";
-  b.set_vendor(cpu0, vendor);
-  b.set_vendor(cpu1, vendor);
+  const std::string family = g.sm_version >= 100 ? "emerald-rapids" : g.sm_version >= 90 ? "sapphire-rapids" : "";
+  for (const std::size_t cpu : {cpu0, cpu1}) {
+    b.set_vendor(cpu, vendor);
+    if (!family.empty()) b.set_model(cpu, family);
+  }
   b.link(cpu0, cpu1, LinkType::kCpuLink, parse_bandwidth("32GBps"), kCpuLinkLatency_s, 4);
   const std::size_t nvs = b.add(prefix + "nvswitch", VertexKind::kNvswitch, host);
   const int switches = (gpus + 1) / 2;

@@ -21,7 +21,8 @@ namespace gradsync::generator_detail {
 inline const double kNvlinkLatency_s = parse_duration("100ns");
 inline const double kPcieLatency_s = parse_duration("150ns");
 inline const double kCpuLinkLatency_s = parse_duration("100ns");
-inline const double kNetworkLatency_s = parse_duration("500ns");  // NIC or switch port to the next switch, cable included
+inline const double kNetworkLatency_s =
+    parse_duration("500ns");  // NIC or switch port to the next switch, cable included
 
 inline constexpr const char* kLinkNote =
     "bw is per link and per direction (full duplex); links= counts parallel links; latency is one way.";
@@ -39,6 +40,7 @@ class Builder {
     return vertices_.size() - 1;
   }
   void set_vendor(std::size_t v, std::string vendor) { vertices_[v].vendor = std::move(vendor); }
+  void set_model(std::size_t v, std::string model) { vertices_[v].model = std::move(model); }
   void set_p2p(std::size_t v, bool p2p) { vertices_[v].pcie_p2p = p2p; }
   void link(std::size_t a, std::size_t b, LinkType type, double bw_Bps, double latency_s, int links = 1) {
     LinkSpec s;

@@ -2,6 +2,7 @@
 #include "topologies/link_model.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include "core/units.hpp"
 
@@ -51,15 +52,39 @@ double payload_efficiency(LinkType type, int sm) {
   return 1.0;
 }
 
-double nccl_inter_socket_Bps(bool amd) {
-  // NCCL v2.27.7 src/graph/topo.h: AMD_BW 16.0; SKL_QPI_BW 10.0 (Skylake and Cascade Lake Xeon
-  // Scalable; BDW_QPI_BW 6, SRP_QPI_BW 22, ERP_QPI_BW 40 for other Intel generations, which NCCL
-  // tells apart by CPU model and a topology file does not say).
-  return amd ? 16.0e9 : 10.0e9;
+std::optional<std::string> canonical_cpu_family(std::string_view name) {
+  std::string n;
+  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (n == "broadwell" || n == "bdw") return "broadwell";
+  if (n == "skylake" || n == "skl" || n == "cascade-lake" || n == "cascadelake" || n == "clx" || n == "ice-lake" ||
+      n == "icelake" || n == "icx")
+    return "skylake";
+  if (n == "sapphire-rapids" || n == "sapphirerapids" || n == "spr" || n == "srp" || n == "granite-rapids" ||
+      n == "graniterapids" || n == "gnr")
+    return "sapphire-rapids";
+  if (n == "emerald-rapids" || n == "emeraldrapids" || n == "emr" || n == "erp") return "emerald-rapids";
+  return std::nullopt;
+}
+
+namespace {
+
+// intel_socket_Bps: NCCL 2.27's src/graph/topo.h figure for one Intel socket's family.
+double intel_socket_Bps(const std::string& family) {
+  if (family == "broadwell") return 6.0e9;         // BDW_QPI_BW
+  if (family == "sapphire-rapids") return 22.0e9;  // SRP_QPI_BW
+  if (family == "emerald-rapids") return 40.0e9;   // ERP_QPI_BW
+  return 10.0e9;                                   // SKL_QPI_BW, and a socket of no stated family
+}
+
+}  // namespace
+
+double nccl_inter_socket_Bps(const TopoVertex& a, const TopoVertex& b) {
+  if (a.amd() && b.amd()) return 16.0e9;  // AMD_BW
+  return std::min(a.amd() ? 16.0e9 : intel_socket_Bps(a.model), b.amd() ? 16.0e9 : intel_socket_Bps(b.model));
 }
 
 double link_payload_Bps(const TopoLink& l, const TopoVertex& a, const TopoVertex& b) {
-  if (l.type == LinkType::kCpuLink) return std::min(l.total_bw_Bps(), nccl_inter_socket_Bps(a.amd() && b.amd()));
+  if (l.type == LinkType::kCpuLink) return std::min(l.total_bw_Bps(), nccl_inter_socket_Bps(a, b));
   int sm = 0;
   for (const TopoVertex* v : {&a, &b})
     if (v->gpu) sm = sm == 0 ? v->gpu->sm_version : std::min(sm, v->gpu->sm_version);

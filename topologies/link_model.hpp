@@ -12,6 +12,8 @@
 //   payload_efficiency(LinkType::kPcie, 0)     == 12/15.75 // Gen3 x16: NCCL's 12 GB/s
 #pragma once
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "topologies/topology.hpp"
@@ -44,8 +46,22 @@ double pcie_Bps(int gen, int lanes);
 //               headers, DLLPs and flow-control credits
 //   infiniband, ethernet   1: NCCL takes a NIC's line rate (speed / 8000, topo.cc) as it is
 //   cpu_link    1: NCCL's inter-socket figures are per CPU family (BDW 6, SKL 10, SRP 22, ERP 40,
-//               AMD 16 GB/s, topo.h); the topology file states its own
+//               AMD 16 GB/s, topo.h), the cpu's "model" attribute naming an Intel family; the
+//               link's rate is at most that figure (nccl_inter_socket_Bps)
 double payload_efficiency(LinkType type, int sm);
+
+// kCpuFamilyNames: the Intel Xeon families a cpu's "model" attribute names, as NCCL tells them
+// apart by CPU model number (topo.cc: model 0xCF and up ERP, 0x8F SRP, 0x55 SKL, older BDW).
+inline constexpr const char* kCpuFamilyNames =
+    "broadwell, skylake (also cascade-lake, ice-lake), sapphire-rapids (also granite-rapids), emerald-rapids";
+// canonical_cpu_family: "skylake" for "Skylake", "cascade-lake" or "skl"; nullopt for a name that
+// is none of them.
+std::optional<std::string> canonical_cpu_family(std::string_view name);
+// nccl_inter_socket_Bps: NCCL's figure for the link between two sockets (topo.h, NCCL 2.26 on):
+// AMD_BW 16 GB/s where both are AMD; for Intel the lower of the two sockets' family figures,
+// BDW_QPI_BW 6, SKL_QPI_BW 10, SRP_QPI_BW 22, ERP_QPI_BW 40, a socket of no stated family
+// taken as Skylake-class (10: what NCCL before 2.26 gave every Xeon Scalable).
+double nccl_inter_socket_Bps(const TopoVertex& a, const TopoVertex& b);
 
 // link_payload_Bps: the payload rate of one link (all its parallel links) between `a` and `b`, per
 // direction: its datasheet total times payload_efficiency; a cpu_link at most NCCL's figure for

@@ -154,8 +154,21 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
       } catch (const ConfigError& e) {
         throw ConfigError(where + "attribute \"model\": " + e.what());
       }
+    } else if (v.kind == VertexKind::kCpu && !v.model.empty()) {
+      // An Intel CPU's family, which sets NCCL's inter-socket figure (topo.cc ncclTopoGetInterCpuBw).
+      if (v.amd()) {
+        throw ConfigError(where + fmt::format("attribute \"model\" \"{}\" on an AMD cpu: NCCL rates every AMD CPU "
+                                              "alike (topo.h AMD_BW); remove it",
+                                              v.model));
+      }
+      const std::optional<std::string> family = canonical_cpu_family(v.model);
+      if (!family) {
+        throw ConfigError(where + fmt::format("cpu attribute \"model\" is \"{}\"; expected an Intel Xeon family: {}",
+                                              v.model, kCpuFamilyNames));
+      }
+      v.model = *family;
     } else if (!v.model.empty()) {
-      throw ConfigError(where + fmt::format("attribute \"model\" is for gpus, not a {}", to_string(v.kind)));
+      throw ConfigError(where + fmt::format("attribute \"model\" is for gpus and cpus, not a {}", to_string(v.kind)));
     }
     if (v.pcie_p2p && v.kind != VertexKind::kGpu) {
       throw ConfigError(where + fmt::format("attribute \"p2p\" is for gpus, not a {}", to_string(v.kind)));

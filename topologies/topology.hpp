@@ -43,7 +43,9 @@ struct TopoVertex {
   std::string name;
   VertexKind kind = VertexKind::kGpu;
   std::string host;
-  std::string model;  // GPU key as written in the file (a key or alias of gpus.yaml)
+  // model: a GPU's key as written in the file (a key or alias of gpus.yaml); an Intel CPU's Xeon
+  // family, canonical (link_model.hpp canonical_cpu_family), or empty.
+  std::string model;
   const GpuSpec* gpu = nullptr;
   // pcie_p2p (a gpu's "p2p" attribute): overrides its GPU's PCIe peer-to-peer support (a driver
   // that enables it on GeForce boards, or a VM that hides it); unset: the GPU's (gpus.yaml).

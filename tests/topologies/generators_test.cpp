@@ -39,9 +39,9 @@ TEST(Generators, NvswitchNode) {
   EXPECT_EQ(t.link(t.links()[5]).type, LinkType::kNvlink);
   EXPECT_EQ(t.link(t.links()[5]).links, 18);  // H100 SXM5: 18 NVLinks
   // Half the GPUs under each socket send 4 x 18 NVLinks x NCCL's 20.6 GB/s through the NVSwitch,
-  // plus what NCCL lets cross the Intel sockets' link, 10 GB/s (payload rates,
+  // plus what NCCL lets cross the Sapphire Rapids sockets' link, 22 GB/s (payload rates,
   // topologies/link_model.hpp).
-  EXPECT_DOUBLE_EQ(bisection(t, first_ranks(8)).bw_Bps, 4 * 18 * 20.6e9 + 10e9);
+  EXPECT_DOUBLE_EQ(bisection(t, first_ranks(8)).bw_Bps, 4 * 18 * 20.6e9 + 22e9);
 }
 
 // Without --nics each GPU gets its own NIC (a 4-GPU node does not get a DGX's 8); 0 is no NIC.
@@ -103,6 +103,37 @@ TEST(Generators, PcieSocketsAreJoinedByTheirVendorsLinks) {
               std::string::npos)
         << t.comment();
   }
+}
+
+// NCCL's socket-to-socket figure per CPU family (topo.h, 2.26 on: BDW 6, SKL 10, SRP 22, ERP 40,
+// AMD 16 GB/s), named by --cpu (a cpu's "model" in a file); the link carries payload at most at it.
+TEST(Generators, PcieSocketsCarryNcclsFigureForTheirCpuFamily) {
+  const std::pair<std::string, double> cases[] = {
+      {"intel", 10e9},           {"skylake", 10e9},        {"cascade-lake", 10e9},   {"broadwell", 6e9},
+      {"sapphire-rapids", 22e9}, {"Emerald-Rapids", 40e9}, {"granite-rapids", 22e9}, {"amd", 16e9}};
+  for (const auto& [cpu, figure] : cases) {
+    const Topology t = generate_pcie({.gpu = "l40s", .gpus = 4, .sockets = 2, .gpus_per_switch = 0, .cpu = cpu});
+    for (LinkId e : t.links()) {
+      const TopoLink& l = t.link(e);
+      if (l.type == LinkType::kCpuLink) {
+        EXPECT_DOUBLE_EQ(l.payload_bw_Bps, figure) << cpu;
+      }
+    }
+  }
+  try {
+    generate_pcie({.gpu = "l40s", .gpus = 2, .cpu = "zen4"});
+    ADD_FAILURE() << "--cpu zen4 was taken";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("expected intel, amd or an Intel Xeon family"), std::string::npos) << e.what();
+  }
+  // The DGX H100 and B200 nodes name their Xeons (8480C Sapphire Rapids, 8570 Emerald Rapids).
+  const auto socket_link = [](const Topology& t) {
+    for (LinkId e : t.links())
+      if (t.link(e).type == LinkType::kCpuLink) return t.link(e).payload_bw_Bps;
+    return 0.0;
+  };
+  EXPECT_DOUBLE_EQ(socket_link(load_topology("dgx-h100")), 22e9);
+  EXPECT_DOUBLE_EQ(socket_link(load_topology("dgx-a100")), 16e9);
 }
 
 // A node per GPU (a scaling study's layout): the node type's NVSwitch node with one GPU and, by

@@ -34,6 +34,34 @@ TEST(TopologyAttributes, DrawingAttributesAreIgnored) {
   EXPECT_EQ(dot_error(kDot), "no error");
 }
 
+// A cpu's "model" names its Intel Xeon family (NCCL's socket-to-socket figure); on an AMD cpu,
+// or a name NCCL does not tell apart, it is an error at its line; it stays for nvswitches refused.
+TEST(TopologyAttributes, ACpuModelIsAnIntelXeonFamily) {
+  const std::string dot = R"(graph g {
+  cpu0 [kind="cpu", host="h0", model="Sapphire-Rapids"];
+  cpu1 [kind="cpu", host="h0", model="spr"];
+  gpu0 [kind="gpu", model="l40s", host="h0"];
+  gpu1 [kind="gpu", model="l40s", host="h0"];
+  cpu0 -- cpu1 [type="cpu_link", bw="32GBps", latency="100ns", links="4"];
+  gpu0 -- cpu0 [type="pcie", bw="31.5GBps", latency="150ns"];
+  gpu1 -- cpu1 [type="pcie", bw="31.5GBps", latency="150ns"];
+}
+)";
+  const Topology t = read_topology_dot(dot, "t.dot");
+  for (LinkId e : t.links()) {
+    if (t.link(e).type == LinkType::kCpuLink) {
+      EXPECT_DOUBLE_EQ(t.link(e).payload_bw_Bps, 22e9);
+    }
+  }
+  EXPECT_EQ(
+      dot_error(with(dot, "model=\"spr\"", "model=\"zen4\"")),
+      "t.dot:3: node cpu1: cpu attribute \"model\" is \"zen4\"; expected an Intel Xeon family: broadwell, skylake "
+      "(also cascade-lake, ice-lake), sapphire-rapids (also granite-rapids), emerald-rapids");
+  EXPECT_NE(dot_error(with(dot, "host=\"h0\", model=\"spr\"", "host=\"h0\", vendor=\"amd\", model=\"spr\""))
+                .find("on an AMD cpu: NCCL rates every AMD CPU alike"),
+            std::string::npos);
+}
+
 // Words are read in any case, as flags and GPU models are: "NVLink", "GPU", "True", "AMD".
 TEST(TopologyAttributes, WordsAreReadInAnyCase) {
   const std::string dot = R"(graph g {
