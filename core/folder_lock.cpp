@@ -27,7 +27,12 @@ FolderLock::FolderLock(const std::string& out) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0) {
-      throw RuntimeError(fmt::format("--out {}: cannot open its lock file {}: {}", out, path_, std::strerror(errno)));
+      const int err = errno;
+      const std::string why = err == ENOENT && std::filesystem::is_directory(parent)
+                                  ? fmt::format("{} exists but the system refuses new files in it ({})",
+                                                parent.string(), std::strerror(err))
+                                  : std::string(std::strerror(err));
+      throw RuntimeError(fmt::format("--out {}: cannot create its lock file {}: {}", out, path_, why));
     }
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
