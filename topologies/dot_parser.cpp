@@ -331,9 +331,10 @@ class Parser {
 
   RawNode& node(const Token& t, bool statement) {
     auto [it, fresh] = index_.emplace(t.text, nodes.size());
-    if (fresh) nodes.push_back(RawNode{t.text, t.line, {}});
+    if (fresh) nodes.push_back(RawNode{t.text, t.line, {}, false});
     RawNode& n = nodes[it->second];
     if (statement) {
+      n.declared = true;
       if (auto [d, first] = declared_.emplace(t.text, t.line); !first) {
         throw ConfigError(fmt::format("{}:{}: node {}: duplicate name; first declared on line {}", origin_, t.line,
                                       t.text, d->second));

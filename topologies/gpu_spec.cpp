@@ -136,18 +136,70 @@ const std::vector<GpuSpec>& gpu_specs() {
   return kSpecs;
 }
 
+namespace {
+
+// squeezed: lower-case letters and digits only ("RTX 4090", "rtx-4090" and "NVIDIA GeForce RTX 4090"
+// become "rtx4090", "rtx4090", "nvidiageforcertx4090").
+std::string squeezed(std::string_view text) {
+  std::string out;
+  for (char c : text)
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// edits: Levenshtein's distance, for the nearest key of a misspelt model.
+std::size_t edits(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
 const GpuSpec& gpu_spec(std::string_view key_or_alias) {
   std::vector<std::string> keys;
   const std::string wanted = ascii_lower(key_or_alias);  // "A100" as "a100", as the other names
   for (const auto& g : gpu_specs()) {
-    if (ascii_lower(g.key) == wanted) return g;
+    if (ascii_lower(g.key) == wanted || ascii_lower(g.name) == wanted) return g;  // the key, or nvidia-smi's name
     for (const auto& a : g.aliases) {
       if (ascii_lower(a) == wanted) return g;
     }
     keys.push_back(g.key);
   }
-  throw ConfigError(fmt::format("GPU \"{}\" is unknown; expected one of {} (topologies/hardware/gpus.yaml)",
-                                key_or_alias, fmt::join(keys, ", ")));
+  // Written with other blanks or dashes ("RTX 4090", "h100 sxm5 80gb"): the one GPU whose key,
+  // alias or name reads the same in letters and digits, if exactly one does.
+  const std::string bare = squeezed(key_or_alias);
+  const GpuSpec* only = nullptr;
+  int found = 0;
+  std::string nearest;
+  std::size_t best = 3;  // at most two edits away
+  for (const auto& g : gpu_specs()) {
+    std::vector<std::string> names{g.key, g.name};
+    names.insert(names.end(), g.aliases.begin(), g.aliases.end());
+    bool match = false;
+    for (const std::string& n : names) {
+      match = match || (!bare.empty() && squeezed(n) == bare);
+      if (const std::size_t d = edits(bare, squeezed(n)); d < best) best = d, nearest = g.key;
+    }
+    if (match) {
+      only = &g;
+      ++found;
+    }
+  }
+  if (found == 1) return *only;
+  throw ConfigError(fmt::format("GPU \"{}\" is unknown{}; expected one of {} (topologies/hardware/gpus.yaml)",
+                                key_or_alias, nearest.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", nearest),
+                                fmt::join(keys, ", ")));
 }
 
 }  // namespace gradsync

@@ -145,6 +145,18 @@ Topology topology_from_raw(const std::string& origin, std::string comment, const
     v.name = n.name;
     v.line = n.line;
     const std::string* kind = find_attr(n.attrs, "kind");
+    if (kind == nullptr && !n.declared) {
+      // Only an edge names it: a misspelt name of a declared node, or a declaration left out.
+      std::string nearest;
+      std::size_t best = 3;  // at most two edits away
+      for (const RawNode& other : nodes)
+        if (other.declared)
+          if (const std::size_t d = edit_distance(n.name, other.name); d < best) best = d, nearest = other.name;
+      throw ConfigError(where + fmt::format("an edge names it, but no statement declares it{}; declare it with its "
+                                            "kind (one of {}) or correct the edge",
+                                            nearest.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", nearest),
+                                            kVertexKindNames));
+    }
     if (kind == nullptr)
       throw ConfigError(where + fmt::format("missing attribute \"kind\"; expected one of {}", kVertexKindNames));
     const auto k = parse_vertex_kind(*kind);

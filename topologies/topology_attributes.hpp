@@ -22,6 +22,9 @@ struct RawNode {
   std::string name;
   int line = 0;
   std::map<std::string, std::string> attrs;
+  // declared: a statement of its own declares it; false for a DOT node only an edge names (DOT
+  // makes it silently, with no attributes).
+  bool declared = true;
 };
 struct RawLink {
   std::string a, b;

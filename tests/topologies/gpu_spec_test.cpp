@@ -48,8 +48,30 @@ TEST(GpuSpec, UnknownGpu) {
     gpu_spec("a101");
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_TRUE(std::string(e.what()).starts_with("GPU \"a101\" is unknown; expected one of v100-sxm2-16gb, "))
+    EXPECT_TRUE(std::string(e.what()).starts_with(
+        "GPU \"a101\" is unknown (did you mean \"a100-sxm4-80gb\"?); expected one of v100-sxm2-16gb, "))
         << e.what();
+  }
+}
+
+// nvidia-smi's name, or a key written with blanks instead of dashes, is the GPU it names; a model two
+// edits from a key is named as the likely one. Before 2026-12-01 "RTX 4090" was unknown, with no hint.
+TEST(GpuSpec, NvidiaSmiNamesAndNearMisses) {
+  EXPECT_EQ(gpu_spec("NVIDIA GeForce RTX 4090").key, "rtx-4090");
+  EXPECT_EQ(gpu_spec("RTX 4090").key, "rtx-4090");
+  EXPECT_EQ(gpu_spec("h100 sxm5 80gb").key, "h100-sxm5-80gb");
+  try {
+    gpu_spec("rtx4900");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("GPU \"rtx4900\" is unknown (did you mean \"rtx-4090\"?)"))
+        << e.what();
+  }
+  try {
+    gpu_spec("mi300x");  // nothing near
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("GPU \"mi300x\" is unknown; expected one of")) << e.what();
   }
 }
 

@@ -230,9 +230,38 @@ TEST(TopologyReaderErrors, UnknownGpuModel) {
   const std::string e =
       dot_error(replace(kGood, "model=\"a100\", host=\"h0\"];\n  gpu1", "model=\"a1000\", host=\"h0\"];\n  gpu1"));
   EXPECT_EQ(
-      e.rfind("t.dot:3: node gpu0: attribute \"model\": GPU \"a1000\" is unknown; expected one of v100-sxm2-16gb,", 0),
+      e.rfind("t.dot:3: node gpu0: attribute \"model\": GPU \"a1000\" is unknown (did you mean \"a100-sxm4-80gb\"?); "
+              "expected one of v100-sxm2-16gb,",
+              0),
       0u)
       << e;
+}
+
+// A DOT node that only an edge names (DOT makes it silently) is said to be undeclared, with the
+// declared node its name is nearest; it said "missing attribute kind" until 2026-12-01.
+TEST(TopologyReaderErrors, ANodeOnlyAnEdgeNamesIsUndeclared) {
+  EXPECT_EQ(dot_error(replace(kGood, "gpu1 -- nvs", "gpu1 -- nvz")),
+            "t.dot:7: node nvz: an edge names it, but no statement declares it (did you mean \"nvs\"?); declare it "
+            "with its kind (one of gpu, cpu, pcie_switch, nvswitch, nic, switch) or correct the edge");
+}
+
+// Two hosts apart because one host's NIC has no network link: the NIC is named (it said only "gpu
+// cannot reach gpu" until 2026-12-01, a new user's report).
+TEST(TopologyReaderErrors, AHostApartNamesItsUncabledNic) {
+  const std::string dot = R"(graph g {
+  a0 [kind="gpu", model="h100", host="a"];
+  an [kind="nic", host="a"];
+  b0 [kind="gpu", model="h100", host="b"];
+  bn [kind="nic", host="b"];
+  sw [kind="switch"];
+  a0 -- an [type="pcie", bw="63GBps", latency="150ns"];
+  b0 -- bn [type="pcie", bw="63GBps", latency="150ns"];
+  an -- sw [type="infiniband", bw="400Gbps", latency="1us"];
+}
+)";
+  EXPECT_EQ(dot_error(dot),
+            "t.dot:4: node b0: gpu cannot reach gpu a0 (no path of links between them: host b's nic bn "
+            "(line 5) has no infiniband or ethernet link to a network switch)");
 }
 
 TEST(TopologyReaderErrors, GpuThatCannotReachTheOthers) {
