@@ -127,7 +127,8 @@ void DdpStep::run_iteration(int iteration) {
     dev_.compute(costs_.clip_grad_scale());
   }
   if (opts_.scaler.waits()) dev_.synchronize();  // found_inf's .item() before optimizer.step()
-  dev_.compute(costs_.optimizer());
+  // optimizer none (a forward and backward benchmark): no optimizer step, nothing on the GPU.
+  if (const ComputeOp step = costs_.optimizer(); step.kernels > 0 || step.time_s > 0) dev_.compute(step);
   if (opts_.scaler.on) dev_.compute(costs_.memory("grad_scaler:update", kGradScalerScalarBytes, 1));
   dev_.synchronize();
   host_.end_iteration(iteration);

@@ -215,7 +215,8 @@ void DpStep::run_iteration(int iteration) {
     devices_[0]->compute(costs_.clip_grad_scale());
   }
   if (opts_.scaler.waits()) devices_[0]->synchronize();  // found_inf's .item() before optimizer.step()
-  devices_[0]->compute(costs_.optimizer());
+  // optimizer none (a forward and backward benchmark): no optimizer step, nothing on the GPU.
+  if (const ComputeOp step = costs_.optimizer(); step.kernels > 0 || step.time_s > 0) devices_[0]->compute(step);
   if (opts_.scaler.on) devices_[0]->compute(costs_.memory("grad_scaler:update", kGradScalerScalarBytes, 1));
   for (Device* d : devices_) d->synchronize();
   host_.end_iteration(iteration);

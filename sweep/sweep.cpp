@@ -266,8 +266,13 @@ SweepStats run_sweep(const SweepOptions& o) {
   const auto located = [&o](const std::string& error) { return o.locate ? o.locate(error) : error; };
   if (invalid == static_cast<int>(points.size())) {
     const Point& p = points.front();
-    throw UsageError(
-        fmt::format("sweep: no point can run; point {} ({}): {}", p.grid.index, p.grid.label, located(p.error)));
+    // The scenario file's value (the error located at its line) is the file's fault (exit 1, as
+    // compare has it); otherwise the command line's (exit 2).
+    const std::string where = located(p.error);
+    const std::string message =
+        fmt::format("sweep: no point can run; point {} ({}): {}", p.grid.index, p.grid.label, where);
+    if (where != p.error) throw ConfigError(message);
+    throw UsageError(message);
   }
   if (w.rank == 0) {
     for (const Point& p : points)

@@ -148,22 +148,6 @@ std::string squeezed(std::string_view text) {
   return out;
 }
 
-// edits: Levenshtein's distance, for the nearest key of a misspelt model.
-std::size_t edits(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
 
 const GpuSpec& gpu_spec(std::string_view key_or_alias) {
@@ -189,7 +173,7 @@ const GpuSpec& gpu_spec(std::string_view key_or_alias) {
     bool match = false;
     for (const std::string& n : names) {
       match = match || (!bare.empty() && squeezed(n) == bare);
-      if (const std::size_t d = edits(bare, squeezed(n)); d < best) best = d, nearest = g.key;
+      if (const std::size_t d = edit_distance(bare, squeezed(n)); d < best) best = d, nearest = g.key;
     }
     if (match) {
       only = &g;

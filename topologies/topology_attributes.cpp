@@ -101,22 +101,6 @@ const std::set<std::string, std::less<>> kDrawingAttributes{
     // GraphML editors
     "description", "url", "name", "x", "y", "r", "g", "b"};
 
-// edit_distance: Levenshtein's, for the nearest attribute gradsync reads.
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
 
 std::string unknown_attribute(const std::string& name) {

@@ -91,6 +91,17 @@ TEST(Cli, HeaderShowsSizesAndNcclSwitchesAsGiven) {
   EXPECT_NE(r.out.find(", NCCL_P2P_DISABLE=1,"), std::string::npos) << r.out;
 }
 
+// optimizer none (a forward and backward benchmark) has no optimizer step: --explain prints no
+// optimizer row for DP or DDP (it printed one of 0.000 ms until 2026-12-01).
+TEST(Cli, NoOptimizerStepHasNoOptimizerRow) {
+  const Result r = run_printed({"compare", "--model", "resnet18", "--gpus", "2", "--iterations", "2", "--optimizer",
+                                "none", "--set-to-none=true", "--explain", "--advice-budget", "0", "--out",
+                                ::testing::TempDir() + "/gradsync-cli-noopt"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("  ddp       backward"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("       optimizer "), std::string::npos) << r.out;
+}
+
 // --iterations alone below warmup's default of 3 runs, with one steady iteration; a warmup given
 // that leaves none is still an error.
 TEST(Cli, FewIterationsWithoutWarmupLeaveOneSteadyIteration) {

@@ -275,25 +275,27 @@ TEST(Cli, AnAlgorithmListIsCheckedAgainstTheCollectivesTheRunCalls) {
   }
 }
 
+// rings: the launched channels `collectives` reports on a DGX A100 ("NCCL INFO N coll channels:
+// ..."), from a child process (one simulation engine per process); -1 when the run failed or
+// printed none.
+double rings(const std::vector<std::string>& extra) {
+  std::vector<std::string> args{"collectives", "--topology", "dgx-a100", "-b", "1M", "-e", "1M"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const std::vector<double> got = testing_support::in_child([&] {
+    const Result r = run_printed(args);
+    const std::string tag = "NCCL INFO ";
+    const auto at = r.out.find(tag);
+    if (r.code != 0 || at == std::string::npos || r.out.find(" coll channels", at) == std::string::npos)
+      return std::vector<double>{-1};
+    return std::vector<double>{std::stod(r.out.substr(at + tag.size()))};
+  });
+  return got.empty() ? -2.0 : got.front();
+}
+
 // NCCL 2.17's NCCL_MAX_CTAS / NCCL_MIN_CTAS bound the ring channels as NCCL_MAX_NCHANNELS /
 // NCCL_MIN_NCHANNELS do (connect.cc takes the smaller maximum and the larger minimum of both),
 // from flags and from the environment alike.
 TEST(Cli, CtaBoundsAlsoBoundTheRingChannels) {
-  // rings: the launched channels `collectives` reports ("NCCL INFO N coll channels: ..."), from a
-  // child process (one simulation engine per process); -1 when the run failed or printed none.
-  const auto rings = [](std::vector<std::string> extra) {
-    std::vector<std::string> args{"collectives", "--topology", "dgx-a100", "-b", "1M", "-e", "1M"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const std::vector<double> got = testing_support::in_child([&] {
-      const Result r = run_printed(args);
-      const std::string tag = "NCCL INFO ";
-      const auto at = r.out.find(tag);
-      if (r.code != 0 || at == std::string::npos || r.out.find(" coll channels", at) == std::string::npos)
-        return std::vector<double>{-1};
-      return std::vector<double>{std::stod(r.out.substr(at + tag.size()))};
-    });
-    return got.empty() ? -2.0 : got.front();
-  };
   EXPECT_EQ(rings({"--nccl", "NCCL_MAX_CTAS=4"}), 4);
   EXPECT_EQ(rings({"--nccl", "NCCL_MAX_NCHANNELS=4"}), 4);
   ::setenv("NCCL_MAX_CTAS", "4", 1);
@@ -328,19 +330,6 @@ TEST(Cli, CtaBoundsAlsoBoundTheRingChannels) {
 // ncclMaxNchannels, init.cc "cap channels if needed"), at the release's MAXCHANNELS: 32 before
 // 2.25, 64 from it; NCCL 2.4 read NCCL_MIN_NRINGS/NCCL_MAX_NRINGS, not these names.
 TEST(Cli, ChannelBoundsAreClampedAsNcclClampsThem) {
-  const auto rings = [](std::vector<std::string> extra) {
-    std::vector<std::string> args{"collectives", "--topology", "dgx-a100", "-b", "1M", "-e", "1M"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const std::vector<double> got = testing_support::in_child([&] {
-      const Result r = run_printed(args);
-      const std::string tag = "NCCL INFO ";
-      const auto at = r.out.find(tag);
-      if (r.code != 0 || at == std::string::npos || r.out.find(" coll channels", at) == std::string::npos)
-        return std::vector<double>{-1};
-      return std::vector<double>{std::stod(r.out.substr(at + tag.size()))};
-    });
-    return got.empty() ? -2.0 : got.front();
-  };
   const double found = rings({});
   ASSERT_EQ(found, 24);  // twelve NVSwitch rings, each run by two channels
   EXPECT_EQ(rings({"--nccl", "NCCL_MIN_NCHANNELS=1000"}), 64);
