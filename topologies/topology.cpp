@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <boost/graph/connected_components.hpp>
 
 #include <array>
 #include <filesystem>
@@ -374,43 +373,7 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
   check_nvlink_domains(t);
   check_nics(t);
   check_fabrics(t);
-  std::vector<int> component(boost::num_vertices(t.graph_));
-  boost::connected_components(t.graph_, component.data());
-  const TopoVertex& first = t.graph_[t.gpus_.front()];
-  // uncabled: a NIC of `host` with no network link (the likely cause when two hosts are apart).
-  const auto uncabled = [&t](const std::string& host) -> std::optional<VertexId> {
-    for (VertexId v = 0; v < boost::num_vertices(t.graph_); ++v) {
-      const TopoVertex& n = t.graph_[v];
-      if (n.kind != VertexKind::kNic || n.host != host) continue;
-      bool cabled = false;
-      for (auto [e, end] = boost::out_edges(v, t.graph_); e != end; ++e) {
-        const LinkType type = t.graph_[*e].type;
-        cabled = cabled || type == LinkType::kInfiniband || type == LinkType::kEthernet;
-      }
-      if (!cabled) return v;
-    }
-    return std::nullopt;
-  };
-  for (VertexId g : t.gpus_) {
-    if (component[g] != component[t.gpus_.front()]) {
-      const TopoVertex& gpu = t.graph_[g];
-      std::string why = " (no path of links between them)";
-      if (gpu.host != first.host) {
-        for (const std::string* host : {&gpu.host, &first.host}) {
-          if (const std::optional<VertexId> nic = uncabled(*host)) {
-            const int line = t.graph_[*nic].line;
-            why = fmt::format(
-                " (no path of links between them: host {}'s nic {}{} has no infiniband or ethernet "
-                "link to a network switch)",
-                *host, t.graph_[*nic].name, line > 0 ? fmt::format(" (line {})", line) : "");
-            break;
-          }
-        }
-      }
-      throw ConfigError(
-          fmt::format("{}node {}: gpu cannot reach gpu {}{}", loc.at(gpu.line), gpu.name, first.name, why));
-    }
-  }
+  check_gpus_connected(t);
   check_hosts_joined(t);
   return t;
 }

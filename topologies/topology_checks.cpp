@@ -4,8 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <boost/graph/connected_components.hpp>
 #include <boost/range/iterator_range.hpp>
 #include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
@@ -65,6 +68,42 @@ void check_fabrics(const Topology& t) {
           at(t, l.line), g[l.a].name, g[l.b].name, to_string(l.type), to_string(x.kind), x.name, g[first_to].name,
           first->line > 0 ? fmt::format(" (line {})", first->line) : "", to_string(first->type), to_string(x.kind)));
     }
+  }
+}
+
+void check_gpus_connected(const Topology& t) {
+  const TopoGraph& g = t.graph();
+  std::vector<int> component(boost::num_vertices(g));
+  boost::connected_components(g, component.data());
+  const VertexId first_gpu = t.gpus().front();
+  const TopoVertex& first = g[first_gpu];
+  // uncabled: a NIC of `host` with no network link (the likely cause when two hosts are apart).
+  const auto uncabled = [&g](const std::string& host) -> std::optional<VertexId> {
+    for (VertexId v = 0; v < boost::num_vertices(g); ++v) {
+      if (g[v].kind != VertexKind::kNic || g[v].host != host) continue;
+      bool cabled = false;
+      for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) cabled = cabled || network(g[e].type);
+      if (!cabled) return v;
+    }
+    return std::nullopt;
+  };
+  for (VertexId v : t.gpus()) {
+    if (component[v] == component[first_gpu]) continue;
+    const TopoVertex& gpu = g[v];
+    std::string why = " (no path of links between them)";
+    if (gpu.host != first.host) {
+      for (const std::string* host : {&gpu.host, &first.host}) {
+        if (const std::optional<VertexId> nic = uncabled(*host)) {
+          const int line = g[*nic].line;
+          why = fmt::format(
+              " (no path of links between them: host {}'s nic {}{} has no infiniband or ethernet link to a network "
+              "switch)",
+              *host, g[*nic].name, line > 0 ? fmt::format(" (line {})", line) : "");
+          break;
+        }
+      }
+    }
+    throw ConfigError(fmt::format("{}node {}: gpu cannot reach gpu {}{}", at(t, gpu.line), gpu.name, first.name, why));
   }
 }
 

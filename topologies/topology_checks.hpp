@@ -12,6 +12,9 @@ void check_nvlink_domains(const Topology& t);
 void check_nics(const Topology& t);
 // check_fabrics: a network switch, or a NIC, has network links of one type (InfiniBand or Ethernet).
 void check_fabrics(const Topology& t);
+// check_gpus_connected: every GPU reaches the first one; hosts apart because one's NIC has no
+// network link name that NIC.
+void check_gpus_connected(const Topology& t);
 // check_hosts_joined: every host's GPUs are joined inside it, not only through the network (run
 // once every GPU is known to reach every other).
 void check_hosts_joined(const Topology& t);
