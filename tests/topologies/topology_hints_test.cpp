@@ -14,14 +14,18 @@ namespace {
 using topology_test::dot_error;
 using topology_test::replace;
 
-// Two GPUs on one NVSwitch (as topology_reader_test.cpp's); each test breaks one thing.
-const std::string kTwoA100s = R"(// two A100s
-graph g {
-  gpu0 [kind="gpu", model="a100", host="h0"];
-  gpu1 [kind="gpu", model="a100", host="h0"];
-  nvs [kind="nvswitch", host="h0"];
-  gpu0 -- nvs [type="nvlink", bw="25GBps", latency="100ns", links="12"];
-  gpu1 -- nvs [type="nvlink", bw="25GBps", latency="100ns", links="12"];
+using topology_test::kTwoA100s;
+
+// Two H100 hosts, each with a NIC; only host a's is cabled to the switch.
+const std::string kTwoHosts = R"(graph g {
+  a0 [kind="gpu", model="h100", host="a"];
+  an [kind="nic", host="a"];
+  b0 [kind="gpu", model="h100", host="b"];
+  bn [kind="nic", host="b"];
+  sw [kind="switch"];
+  a0 -- an [type="pcie", bw="63GBps", latency="150ns"];
+  b0 -- bn [type="pcie", bw="63GBps", latency="150ns"];
+  an -- sw [type="infiniband", bw="400Gbps", latency="1us"];
 }
 )";
 
@@ -40,18 +44,10 @@ TEST(TopologyReaderErrors, BitsForBytesOnNvlinkAndNetworkPortsAreRefused) {
             "t.dot:6: edge gpu0--nvs: gpu gpu0 (NVIDIA A100 SXM4 80GB) has NVLinks of 25.00 GB/s per direction "
             "(topologies/hardware/gpus.yaml nvlink.per_link), and this nvlink edge gives 3.12 GB/s per link; an "
             "NVLink runs at its generation's rate (a figure in bits, Gbps, for bytes, GBps?): expected 25.00GBps");
-  const std::string net = R"(graph g {
-  a0 [kind="gpu", model="h100", host="a"];
-  an [kind="nic", host="a"];
-  b0 [kind="gpu", model="h100", host="b"];
-  bn [kind="nic", host="b"];
-  sw [kind="switch"];
-  a0 -- an [type="pcie", bw="63GBps", latency="150ns"];
-  b0 -- bn [type="pcie", bw="63GBps", latency="150ns"];
-  an -- sw [type="ethernet", bw="400GBps", latency="1us"];
-  bn -- sw [type="ethernet", bw="400Gbps", latency="1us"];
-}
-)";
+  // Both hosts cabled, over Ethernet; host a's port written in bytes.
+  const std::string net = replace(kTwoHosts, "an -- sw [type=\"infiniband\", bw=\"400Gbps\", latency=\"1us\"];",
+                                  "an -- sw [type=\"ethernet\", bw=\"400GBps\", latency=\"1us\"];\n"
+                                  "  bn -- sw [type=\"ethernet\", bw=\"400Gbps\", latency=\"1us\"];");
   EXPECT_EQ(dot_error(net),
             "t.dot:9: edge an--sw: 400 GB/s (3200 Gb/s) per link; no network port runs faster than "
             "1.6 Tb/s (a figure in bytes, GBps, for bits, Gbps?): expected a NIC's line rate such as "
@@ -62,18 +58,7 @@ TEST(TopologyReaderErrors, BitsForBytesOnNvlinkAndNetworkPortsAreRefused) {
 // Two hosts apart because one host's NIC has no network link: the NIC is named (it said only "gpu
 // cannot reach gpu" until 2026-12-01, a new user's report).
 TEST(TopologyReaderErrors, AHostApartNamesItsUncabledNic) {
-  const std::string dot = R"(graph g {
-  a0 [kind="gpu", model="h100", host="a"];
-  an [kind="nic", host="a"];
-  b0 [kind="gpu", model="h100", host="b"];
-  bn [kind="nic", host="b"];
-  sw [kind="switch"];
-  a0 -- an [type="pcie", bw="63GBps", latency="150ns"];
-  b0 -- bn [type="pcie", bw="63GBps", latency="150ns"];
-  an -- sw [type="infiniband", bw="400Gbps", latency="1us"];
-}
-)";
-  EXPECT_EQ(dot_error(dot),
+  EXPECT_EQ(dot_error(kTwoHosts),
             "t.dot:4: node b0: gpu cannot reach gpu a0 (no path of links between them: host b's nic bn "
             "(line 5) has no infiniband or ethernet link to a network switch)");
 }

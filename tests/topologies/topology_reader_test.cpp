@@ -15,15 +15,7 @@ namespace gradsync {
 namespace {
 
 // Two GPUs on one NVSwitch; tests below break one thing at a time.
-const std::string kGood = R"(// two A100s
-graph g {
-  gpu0 [kind="gpu", model="a100", host="h0"];
-  gpu1 [kind="gpu", model="a100", host="h0"];
-  nvs [kind="nvswitch", host="h0"];
-  gpu0 -- nvs [type="nvlink", bw="25GBps", latency="100ns", links="12"];
-  gpu1 -- nvs [type="nvlink", bw="25GBps", latency="100ns", links="12"];
-}
-)";
+const std::string& kGood = topology_test::kTwoA100s;
 
 using topology_test::dot_error;
 using topology_test::replace;

@@ -47,4 +47,15 @@ inline std::string replace(std::string s, const std::string& from, const std::st
   return s.replace(p, from.size(), to);
 }
 
+// kTwoA100s: two A100s on one NVSwitch; tests break one thing at a time.
+inline const std::string kTwoA100s = R"(// two A100s
+graph g {
+  gpu0 [kind="gpu", model="a100", host="h0"];
+  gpu1 [kind="gpu", model="a100", host="h0"];
+  nvs [kind="nvswitch", host="h0"];
+  gpu0 -- nvs [type="nvlink", bw="25GBps", latency="100ns", links="12"];
+  gpu1 -- nvs [type="nvlink", bw="25GBps", latency="100ns", links="12"];
+}
+)";
+
 }  // namespace gradsync::topology_test
