@@ -22,6 +22,10 @@ FolderLock::FolderLock(const std::string& out) {
   const std::filesystem::path target(name);
   const std::filesystem::path parent = target.parent_path().empty() ? "." : target.parent_path();
   path_ = (parent / fmt::format(".{}.gradsync-lock", target.filename().string())).string();
+  // The lock lives beside --out, so the folders above --out are made first, as the run itself makes them.
+  std::error_code made;
+  std::filesystem::create_directories(parent, made);
+  if (made) throw RuntimeError(fmt::format("--out {}: cannot create {}: {}", out, parent.string(), made.message()));
   // The holder removes the file as it lets go (below): a lock taken on a file that is no longer the
   // one at path_ (removed between our open and our flock) is dropped and taken again.
   for (int attempt = 0; attempt < 100; ++attempt) {

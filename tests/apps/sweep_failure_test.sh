@@ -44,7 +44,9 @@ grep -Eq '^ +1 +master-weights +ddp +failed +- +- ' "$tmp/g.out" || { cat "$tmp/
 echo "a failed point's unresolved GPU count shows as -"
 
 # 2. A simulation process killed mid-sweep: that point fails, the later ones run.
-args=(sweep --model gpt2 --iterations 2 --warmup 1 --vary strategy=ddp --vary gpus=2,4,8 --vary bucket_cap_mb=5,25 --jobs 1)
+# 20 iterations: each point's process lives about 0.7 s here (2 iterations lived 50 ms, and a fast
+# machine finished the whole sweep between two looks for a process to kill).
+args=(sweep --model gpt2 --iterations 20 --warmup 1 --vary strategy=ddp --vary gpus=2,4,8 --vary bucket_cap_mb=5,25 --jobs 1)
 "$bin" "${args[@]}" --out "$tmp/b" >/dev/null 2>"$tmp/b.err" &
 pid=$!
 # Kill the first simulation process seen in the middle of its work. A process is stopped first and
@@ -137,6 +139,10 @@ with open('$tmp/.locked.gradsync-lock', 'w') as f:
     sys.exit(0 if r.returncode == 2 and 'another gradsync is writing this folder now' in r.stderr else 1)
 " || fail "a sweep into a folder another sweep holds was not refused"
 [[ ! -e "$tmp/locked" ]] || fail "the refused sweep wrote its --out"
+# An --out whose parent folders do not exist yet: they are made (the lock beside --out failed there).
+"$bin" sweep --model resnet18 --vary gpus=1 --iterations 2 --warmup 1 --out "$tmp/new/deep/s" >/dev/null 2>"$tmp/nd.err" \
+  || { cat "$tmp/nd.err" >&2; fail "a sweep into a new nested --out failed"; }
+[[ -f "$tmp/new/deep/s/summary.csv" ]] || fail "the nested --out has no summary.csv"
 echo "a varied DDP setting and compile beside dp points are noted; a second sweep into a held --out is refused"
 
 # 6. --vary iterations without --warmup: each point takes the default warmup for its iterations
