@@ -53,6 +53,18 @@ TEST(TopologyReaderErrors, BitsForBytesOnNvlinkAndNetworkPortsAreRefused) {
             "1.6 Tb/s (a figure in bytes, GBps, for bits, Gbps?): expected a NIC's line rate such as "
             "\"400Gbps\"");
   EXPECT_EQ(dot_error(replace(net, "bw=\"400GBps\"", "bw=\"800Gbps\"")), "no error");
+  // A PCIe switch's uplink to the NIC written in bytes (Gen5 x16 is 504 Gb/s); the GPU's own port
+  // is checked against its datasheet elsewhere.
+  const std::string pcie = replace(kTwoHosts, "  a0 -- an [type=\"pcie\", bw=\"63GBps\", latency=\"150ns\"];",
+                                   "  ps [kind=\"pcie_switch\", host=\"a\"];\n"
+                                   "  a0 -- ps [type=\"pcie\", bw=\"63GBps\", latency=\"150ns\"];\n"
+                                   "  ps -- an [type=\"pcie\", bw=\"504GBps\", latency=\"150ns\"];\n"
+                                   "  bn -- sw [type=\"infiniband\", bw=\"400Gbps\", latency=\"1us\"];");
+  EXPECT_EQ(dot_error(pcie),
+            "t.dot:9: edge ps--an: 504 GB/s (4032 Gb/s) per link; no PCIe link runs faster than Gen6 x16's "
+            "128 GB/s (a figure in bytes, GBps, for bits, Gbps?): expected a port's rate such as \"63GBps\" "
+            "(Gen5 x16)");
+  EXPECT_EQ(dot_error(replace(pcie, "bw=\"504GBps\"", "bw=\"504Gbps\"")), "no error");
 }
 
 // Two hosts apart because one host's NIC has no network link: the NIC is named (it said only "gpu
