@@ -197,29 +197,34 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
   std::map<std::string, std::string> declared;   // key id -> its domain (GraphML's for=: node, edge, all)
   std::map<std::string, std::string> key_names;  // key id -> its attr.name
   std::set<std::string> numeric_keys;            // key ids of a `links` declared int or long
+  // Each <key>'s error names its line, by its rank among the document's <key> tags.
+  const auto key_count = static_cast<std::size_t>(
+      std::count_if(root->begin(), root->end(), [](const auto& child) { return child.first == "key"; }));
+  std::size_t key_rank = 0;
   for (const auto& [tag, key] : *root) {
     if (tag != "key") continue;
+    const std::string at = located(origin, line_of(tag_lines, "key", key_rank++, key_count));
     const std::string id = key.get<std::string>("<xmlattr>.id", "");
-    if (id.empty()) throw ConfigError(fmt::format("{}: a <key> without an id", origin));
+    if (id.empty()) throw ConfigError(fmt::format("{}a <key> without an id", at));
     // "attr.type" holds ptree's path separator: read it under '/' as the separator.
     const std::string type = key.get<std::string>(pt::ptree::path_type("<xmlattr>/attr.type", '/'), "");
     static const std::set<std::string> kTypes{"boolean", "int", "long", "float", "double", "string"};
     if (!kTypes.contains(type)) {
       throw ConfigError(fmt::format(
-          "{}: <key id=\"{}\">: attr.type \"{}\"; expected one of GraphML's boolean, int, long, float, double, "
+          "{}<key id=\"{}\">: attr.type \"{}\"; expected one of GraphML's boolean, int, long, float, double, "
           "string",
-          origin, id, type));
+          at, id, type));
     }
     const std::string domain = key.get<std::string>("<xmlattr>.for", "all");
     if (domain != "node" && domain != "edge" && domain != "all" && domain != "graph" && domain != "graphml") {
-      throw ConfigError(fmt::format("{}: <key id=\"{}\">: for=\"{}\"; expected node, edge or all", origin, id, domain));
+      throw ConfigError(fmt::format("{}<key id=\"{}\">: for=\"{}\"; expected node, edge or all", at, id, domain));
     }
     // The attribute a node or edge key names: one gradsync reads or a drawing one it ignores. A key
     // without attr.name (yEd's graphics) carries no attribute.
     if (const std::string name = key.get<std::string>(pt::ptree::path_type("<xmlattr>/attr.name", '/'), "");
         !name.empty() && domain != "graph" && domain != "graphml") {
       if (const std::string unknown = detail::unknown_attribute(name); !unknown.empty())
-        throw ConfigError(fmt::format("{}: <key id=\"{}\" attr.name=\"{}\">: {}", origin, id, name, unknown));
+        throw ConfigError(fmt::format("{}<key id=\"{}\" attr.name=\"{}\">: {}", at, id, name, unknown));
     }
     declared[id] = domain;
     key_names[id] = key.get<std::string>(pt::ptree::path_type("<xmlattr>/attr.name", '/'), "");
@@ -231,8 +236,8 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
                           detail::kLinkAttributes.end();
     if (named == "links" && (type == "int" || type == "long")) numeric_keys.insert(id);
     if (ours && type != "string" && !(named == "links" && (type == "int" || type == "long"))) {
-      throw ConfigError(fmt::format("{}: <key id=\"{}\" attr.name=\"{}\">: attr.type \"{}\"; expected string{}", origin,
-                                    id, named, type, named == "links" ? " (or int)" : ""));
+      throw ConfigError(fmt::format("{}<key id=\"{}\" attr.name=\"{}\">: attr.type \"{}\"; expected string{}", at, id,
+                                    named, type, named == "links" ? " (or int)" : ""));
     }
   }
   // A <data> key twice on one element: Boost keeps the last; a link with two bandwidths is a

@@ -126,7 +126,7 @@ TEST(TopologyAttributes, GraphmlKeysNameAnAttributeReadOrADrawingOne) {
                           "t.graphml");
     ADD_FAILURE() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("t.graphml: <key id=\"l\" attr.name=\"linkz\">: unknown attribute "
+    EXPECT_EQ(std::string(e.what()).rfind("t.graphml:10: <key id=\"l\" attr.name=\"linkz\">: unknown attribute "
                                           "\"linkz\" (did you mean \"links\"?)",
                                           0),
               0u)

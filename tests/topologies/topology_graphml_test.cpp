@@ -112,10 +112,11 @@ TEST(TopologyReaderGraphml, Errors) {
                                   "<edge source=\"gpu9\" target=\"gpu1\" directed=\"true\">")),
             "t.graphml:12: edge gpu9--gpu1: directed=\"true\"; a topology's links are undirected (each carries both "
             "directions): expected directed=\"false\" or none");
-  // A key for one of gradsync's attributes holds text: Boost would read "gpu" as a double.
+  // A key for one of gradsync's attributes holds text: Boost would read "gpu" as a double. A <key>'s
+  // error names its line (it named only the file until 2026-12-02).
   EXPECT_EQ(graphml_error(replace(kGraphml, "attr.name=\"kind\" attr.type=\"string\"",
                                   "attr.name=\"kind\" attr.type=\"double\"")),
-            "t.graphml: <key id=\"kind\" attr.name=\"kind\">: attr.type \"double\"; expected string");
+            "t.graphml:3: <key id=\"kind\" attr.name=\"kind\">: attr.type \"double\"; expected string");
   // A node's attribute on an edge through a key for all elements is named, not dropped.
   EXPECT_EQ(graphml_error(
                 replace(replace(kGraphml, "for=\"node\" attr.name=\"host\"", "for=\"all\" attr.name=\"host\""),
@@ -123,7 +124,7 @@ TEST(TopologyReaderGraphml, Errors) {
             "t.graphml:12: edge gpu9--gpu1: <data key=\"host\">: attribute \"host\" is for nodes, not a link; a link "
             "takes type, bw, latency, links");
   EXPECT_EQ(graphml_error(replace(kGraphml, "for=\"edge\" attr.name=\"bw\"", "for=\"port\" attr.name=\"bw\"")),
-            "t.graphml: <key id=\"bw\">: for=\"port\"; expected node, edge or all");
+            "t.graphml:7: <key id=\"bw\">: for=\"port\"; expected node, edge or all");
   EXPECT_EQ(graphml_error(replace(kGraphml, "edgedefault=\"undirected\"", "edgedefault=\"directed\"")),
             "t.graphml: a directed graph (edgedefault=\"directed\"); a topology is undirected: write "
             "edgedefault=\"undirected\"");
@@ -144,7 +145,7 @@ TEST(TopologyReaderGraphml, Errors) {
             "t.graphml:9: node gpu9: <data key=\"model\"> names no <key id=\"model\"> declared in <graphml>");
   EXPECT_EQ(
       graphml_error(replace(kGraphml, "attr.name=\"bw\" attr.type=\"string\"", "attr.name=\"bw\" attr.type=\"str\"")),
-      "t.graphml: <key id=\"bw\">: attr.type \"str\"; expected one of GraphML's boolean, int, long, float, "
+      "t.graphml:7: <key id=\"bw\">: attr.type \"str\"; expected one of GraphML's boolean, int, long, float, "
       "double, string");
   // Each node's and edge's line, as the DOT reader gives it: a tag inside a comment, a CDATA section
   // or an attribute value shifts nothing.
