@@ -79,8 +79,13 @@ double intel_socket_Bps(const std::string& family) {
 }  // namespace
 
 double nccl_inter_socket_Bps(const TopoVertex& a, const TopoVertex& b) {
-  if (a.amd() && b.amd()) return 16.0e9;  // AMD_BW
-  return std::min(a.amd() ? 16.0e9 : intel_socket_Bps(a.model), b.amd() ? 16.0e9 : intel_socket_Bps(b.model));
+  // topo.cc ncclTopoGetInterCpuBw: one figure per socket, by architecture and vendor.
+  const auto socket_Bps = [](const TopoVertex& v) {
+    if (v.amd()) return 16.0e9;  // AMD_BW
+    if (v.arm()) return 6.0e9;   // ARM_BW
+    return intel_socket_Bps(v.model);
+  };
+  return std::min(socket_Bps(a), socket_Bps(b));
 }
 
 double link_payload_Bps(const TopoLink& l, const TopoVertex& a, const TopoVertex& b) {

@@ -57,8 +57,8 @@ inline constexpr const char* kCpuFamilyNames =
 // canonical_cpu_family: "skylake" for "Skylake", "cascade-lake" or "skl"; nullopt for a name that
 // is none of them.
 std::optional<std::string> canonical_cpu_family(std::string_view name);
-// nccl_inter_socket_Bps: NCCL's figure for the link between two sockets (topo.h, NCCL 2.26 on):
-// AMD_BW 16 GB/s where both are AMD; for Intel the lower of the two sockets' family figures,
+// nccl_inter_socket_Bps: NCCL's figure for the link between two sockets (topo.h, NCCL 2.26 on),
+// the lower of the two sockets' figures: AMD_BW 16 GB/s, ARM_BW 6 GB/s; for Intel the family's,
 // BDW_QPI_BW 6, SKL_QPI_BW 10, SRP_QPI_BW 22, ERP_QPI_BW 40, a socket of no stated family
 // taken as Skylake-class (10: what NCCL before 2.26 gave every Xeon Scalable).
 double nccl_inter_socket_Bps(const TopoVertex& a, const TopoVertex& b);

@@ -161,10 +161,11 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
       }
     } else if (v.kind == VertexKind::kCpu && !v.model.empty()) {
       // An Intel CPU's family, which sets NCCL's inter-socket figure (topo.cc ncclTopoGetInterCpuBw).
-      if (v.amd()) {
-        throw ConfigError(where + fmt::format("attribute \"model\" \"{}\" on an AMD cpu: NCCL rates every AMD CPU "
-                                              "alike (topo.h AMD_BW); remove it",
-                                              v.model));
+      if (v.amd() || v.arm()) {
+        throw ConfigError(where + fmt::format("attribute \"model\" \"{}\" on an {} cpu: NCCL rates every {} CPU "
+                                              "alike (topo.h {}); remove it",
+                                              v.model, v.amd() ? "AMD" : "ARM", v.amd() ? "AMD" : "ARM",
+                                              v.amd() ? "AMD_BW" : "ARM_BW"));
       }
       const std::optional<std::string> family = canonical_cpu_family(v.model);
       if (!family) {
@@ -181,8 +182,8 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
     if (!v.vendor.empty() && v.kind != VertexKind::kCpu) {
       throw ConfigError(where + fmt::format("attribute \"vendor\" is for cpus, not a {}", to_string(v.kind)));
     }
-    if (!v.vendor.empty() && v.vendor != "intel" && v.vendor != "amd") {
-      throw ConfigError(where + fmt::format("attribute \"vendor\" is \"{}\"; expected intel or amd", v.vendor));
+    if (!v.vendor.empty() && v.vendor != "intel" && v.vendor != "amd" && v.vendor != "arm") {
+      throw ConfigError(where + fmt::format("attribute \"vendor\" is \"{}\"; expected intel, amd or arm", v.vendor));
     }
     if ((v.kind == VertexKind::kGpu || v.kind == VertexKind::kNic) && v.host.empty()) {
       throw ConfigError(where + fmt::format("{} needs attribute \"host\" (the machine it is in)", to_string(v.kind)));

@@ -50,15 +50,18 @@ struct TopoVertex {
   // pcie_p2p (a gpu's "p2p" attribute): overrides its GPU's PCIe peer-to-peer support (a driver
   // that enables it on GeForce boards, or a VM that hides it); unset: the GPU's (gpus.yaml).
   std::optional<bool> pcie_p2p;
-  // vendor (a cpu's "vendor" attribute): "intel" or "amd". NCCL treats them apart: a peer path
-  // through an Intel root complex costs 6/5 of its PCIe bandwidth, and AMD lets 2 GPUs use P2P
-  // across the CPU. Empty: intel.
+  // vendor (a cpu's "vendor" attribute): "intel", "amd" or "arm". NCCL treats them apart: a peer
+  // path through an Intel root complex costs 6/5 of its PCIe bandwidth, AMD lets 2 GPUs use P2P
+  // across the CPU, and the link between two sockets is planned per vendor (ARM_BW 6 GB/s, topo.h).
+  // Empty: intel.
   std::string vendor;
   int line = 0;  // where it is declared in its file; 0 if unknown
 
   // p2p_capable: a gpu that can do peer-to-peer over PCIe.
   bool p2p_capable() const { return pcie_p2p ? *pcie_p2p : gpu != nullptr && gpu->pcie_p2p; }
   bool amd() const { return vendor == "amd"; }
+  bool arm() const { return vendor == "arm"; }
+  bool intel() const { return vendor.empty() || vendor == "intel"; }
 };
 
 // TopoLink is one undirected link (full duplex): `bw_Bps` per link and per direction, `links`

@@ -60,6 +60,21 @@ TEST(TopologyAttributes, ACpuModelIsAnIntelXeonFamily) {
   EXPECT_NE(dot_error(with(dot, "host=\"h0\", model=\"spr\"", "host=\"h0\", vendor=\"amd\", model=\"spr\""))
                 .find("on an AMD cpu: NCCL rates every AMD CPU alike"),
             std::string::npos);
+  // Two ARM sockets (Grace, Altra): NCCL plans their link at ARM_BW, 6 GB/s (topo.h); a model on
+  // one is refused as on AMD, and a vendor NCCL does not know names the three it does.
+  const std::string arm = with(with(dot, "host=\"h0\", model=\"Sapphire-Rapids\"", "host=\"h0\", vendor=\"arm\""),
+                               "host=\"h0\", model=\"spr\"", "host=\"h0\", vendor=\"ARM\"");
+  const Topology a = read_topology_dot(arm, "t.dot");
+  for (LinkId e : a.links()) {
+    if (a.link(e).type == LinkType::kCpuLink) {
+      EXPECT_DOUBLE_EQ(a.link(e).payload_bw_Bps, 6e9);
+    }
+  }
+  EXPECT_NE(dot_error(with(arm, "vendor=\"ARM\"", "vendor=\"arm\", model=\"grace\""))
+                .find("on an ARM cpu: NCCL rates every ARM CPU alike (topo.h ARM_BW)"),
+            std::string::npos);
+  EXPECT_EQ(dot_error(with(arm, "vendor=\"ARM\"", "vendor=\"power\"")),
+            "t.dot:3: node cpu1: attribute \"vendor\" is \"power\"; expected intel, amd or arm");
 }
 
 // Words are read in any case, as flags and GPU models are: "NVLink", "GPU", "True", "AMD".

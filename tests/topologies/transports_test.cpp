@@ -70,6 +70,28 @@ TEST(Transports, GeforceBoardsHaveNoPcieP2pAndGoThroughHostMemory) {
   EXPECT_DOUBLE_EQ(hop_of(on, 0, 1, {.p2p_level = PathClass::kPHB}).search_factor, 6.0 / 5.0);
 }
 
+// Through an ARM (or AMD) root complex the peer path costs no 6/5: NCCL counts it only through an
+// Intel one (search.cc followPath, INTEL_P2P_OVERHEAD). A cpu of vendor "arm" was refused until
+// 2026-12-02.
+TEST(Transports, PeerTrafficThroughAnArmRootComplexCostsNoIntelOverhead) {
+  const std::string dot = R"(graph g {
+  cpu0 [kind="cpu", host="h0", vendor="arm"];
+  gpu0 [kind="gpu", model="rtx-2080-ti", host="h0", p2p="true"];
+  gpu1 [kind="gpu", model="rtx-2080-ti", host="h0", p2p="true"];
+  gpu0 -- cpu0 [type="pcie", bw="15.75GBps", latency="1us"];
+  gpu1 -- cpu0 [type="pcie", bw="15.75GBps", latency="1us"];
+}
+)";
+  const Hop arm = hop_of(read_topology_dot(dot, "t.dot"), 0, 1, {.p2p_level = PathClass::kPHB});
+  EXPECT_EQ(arm.kind, TransportKind::kP2P);
+  EXPECT_DOUBLE_EQ(arm.wire_factor, 1.0);
+  EXPECT_DOUBLE_EQ(arm.search_factor, 1.0);
+  std::string intel = dot;
+  intel.replace(intel.find("\"arm\""), 5, "\"intel\"");
+  EXPECT_DOUBLE_EQ(hop_of(read_topology_dot(intel, "t.dot"), 0, 1, {.p2p_level = PathClass::kPHB}).wire_factor,
+                   6.0 / 5.0);
+}
+
 TEST(Transports, GpusBehindOnePcieSwitchUseP2pUnlessDisabled) {
   const Topology t = generate_pcie({.gpu = "a40", .gpus = 2, .sockets = 1, .gpus_per_switch = 2});
   EXPECT_EQ(hop_of(t, 0, 1).kind, TransportKind::kP2P);

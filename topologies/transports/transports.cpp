@@ -31,7 +31,7 @@ Route TransportContext::via_cpu(VertexId a, VertexId b) const {
 double TransportContext::intel_overhead(const Route& r) const {
   if (r.path_class != PathClass::kPHB) return 1;
   for (VertexId v : r.vertices)
-    if (topo.vertex(v).kind == VertexKind::kCpu && !topo.vertex(v).amd()) return 6.0 / 5.0;
+    if (topo.vertex(v).kind == VertexKind::kCpu && topo.vertex(v).intel()) return 6.0 / 5.0;
   return 1;
 }
 
