@@ -322,6 +322,25 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
     if (after == steps.begin() || !(at < std::prev(after)->end)) continue;
     kernels_of[static_cast<std::size_t>(std::prev(after) - steps.begin())].push_back(&k);
   }
+  // A loop that ends mid-cycle of the profiler's schedule (schedule(repeat=0), the default, cycles
+  // on) leaves a last ProfilerStep that the profiler closes as it exits: what ran after the last
+  // prof.step(), the DataLoader's final __next__ (its StopIteration) or nothing. With no backward it
+  // is not a training step: left out, and said.
+  std::vector<std::string> notes;
+  if (steps.size() > 1) {
+    const Event& tail = steps.back();
+    const bool backward = std::any_of(host.begin(), host.end(), [&](const Event& e) {
+      return e.start >= tail.start && e.end <= tail.end && starts_with(e.name, "autograd::engine::evaluate_function:");
+    });
+    if (!backward) {
+      notes.push_back(fmt::format(
+          "{} ({:.0f} us), the trace's last, holds no backward: what ran after the last prof.step() (the DataLoader's "
+          "final __next__ when the loop ends inside the schedule's cycle), left out; "
+          "torch.profiler.schedule(..., repeat=1) records the active steps alone",
+          tail.name, tail.end - tail.start));
+      steps.pop_back();
+    }
+  }
   double forward_us = 0, backward_us = 0, optimizer_us = 0, step_us = 0;
   std::vector<trace::StepFacts> facts;
   std::vector<bool> stepped;  // per step: it holds an Optimizer.step
@@ -384,7 +403,6 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
   }
   const auto n = static_cast<double>(steps.size());
   ms.steps = static_cast<int>(steps.size());
-  std::vector<std::string> notes;
   {
     std::vector<std::string> names;
     for (const Event& step : steps) names.push_back(step.name);

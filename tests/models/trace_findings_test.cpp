@@ -167,6 +167,31 @@ TEST(TraceImport, TheDataLoadersSpansAreOtherNotForward) {
   EXPECT_NEAR(gpu.other_s, 660e-6, 1e-15);
 }
 
+// The README's loop over a DataLoader that ends inside the schedule's cycle (repeat=0, cycling):
+// the profiler closes a last ProfilerStep holding only the DataLoader's final __next__. It is left
+// out, said; the import refused the whole trace ("ProfilerStep#3 has no backward") until
+// 2026-12-02. A step without backward that is not the last is still refused.
+TEST(TraceImport, ALastStepOfOnlyTheLoopsEndIsLeftOut) {
+  json ev = json::parse(micro_steps({true, true}));
+  ev.push_back(trace_event("ProfilerStep#3", 2000, 27));
+  ev.push_back(trace_event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 2007, 10));
+  TraceFindings found;
+  const MeasuredStep ms = read_profiler_trace(ev.dump(), "tail.json", &found);
+  EXPECT_EQ(ms.steps, 2);
+  EXPECT_NEAR(ms.step_s, 1000e-6, 1e-15);
+  ASSERT_EQ(found.notes.size(), 1u);
+  EXPECT_EQ(found.notes[0],
+            "ProfilerStep#3 (27 us), the trace's last, holds no backward: what ran after the last prof.step() (the "
+            "DataLoader's final __next__ when the loop ends inside the schedule's cycle), left out; "
+            "torch.profiler.schedule(..., repeat=1) records the active steps alone");
+  json middle = json::parse(micro_steps({true}));
+  middle.push_back(trace_event("ProfilerStep#2", 1000, 27));
+  middle.push_back(trace_event("ProfilerStep#3", 2000, 1000));
+  middle.push_back(trace_event("autograd::engine::evaluate_function: AddmmBackward0", 2400, 300));
+  EXPECT_NE(error_of([&] { read_profiler_trace(middle.dump(), "middle.json"); }).find("ProfilerStep#2 has no backward"),
+            std::string::npos);
+}
+
 // optimizer_step: a one-step CPU trace whose optimizer is Optimizer.step#<cls>.step holding `ops`.
 std::string optimizer_step(const std::vector<std::string>& classes, const std::vector<std::string>& ops) {
   json ev = json::array({trace_event("ProfilerStep#1", 0, 1000), trace_event("aten::linear", 10, 290),
