@@ -99,9 +99,18 @@ def describe_module(mod, inputs, output):
         return [{"kind": "linear", "in": mod.in_features, "out": mod.out_features,
                  "tokens": _numel(x.shape) // mod.in_features}]
     if isinstance(mod, nn.Conv2d):
-        assert mod.kernel_size[0] == mod.kernel_size[1] and mod.stride[0] == mod.stride[1], "square convs only"
+        # The layer description holds a square kernel and stride; any other convolution (1x7,
+        # strides (2, 1)) is described by its recorded ops alone, as Conv1d and Conv3d are.
+        if mod.kernel_size[0] != mod.kernel_size[1] or mod.stride[0] != mod.stride[1]:
+            raise ValueError(f"export_model: {type(mod).__name__} of kernel {mod.kernel_size}, stride {mod.stride}: "
+                             "not square; described by its ops")
+        # padding="same" or "valid" (PyTorch 1.9+): the padding those words make at stride 1.
+        if isinstance(mod.padding, str):
+            padding = 0 if mod.padding == "valid" else mod.dilation[0] * (mod.kernel_size[0] - 1) // 2
+        else:
+            padding = mod.padding[0]
         return [{"kind": "conv2d", "in": mod.in_channels, "out": mod.out_channels, "kernel": mod.kernel_size[0],
-                 "stride": mod.stride[0], "padding": mod.padding[0], "groups": mod.groups,
+                 "stride": mod.stride[0], "padding": padding, "groups": mod.groups,
                  "height": int(x.shape[-2]), "width": int(x.shape[-1])}]
     if isinstance(mod, nn.Embedding):
         return [{"kind": "embedding", "num": mod.num_embeddings, "dim": mod.embedding_dim, "tokens": _numel(x.shape)}]

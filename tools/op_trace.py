@@ -144,12 +144,7 @@ class _Recorder(TorchDispatchMode):
             rec["gemm"] = [batch, m, n, k]
             rec["flops"] = 2 * batch * m * n * k
         elif name in CONVS:
-            x, w = args[0], args[1]
-            y = outs[0]
-            groups = int(args[8]) if len(args) > 8 else 1
-            rec["conv"] = [int(x.shape[1]), int(x.shape[2]), int(x.shape[3]), int(w.shape[0]), int(w.shape[2]),
-                           int(w.shape[3]), int(args[3][0]), int(args[4][0]), groups]
-            rec["flops"] = 2 * _numel(y) * (int(x.shape[1]) // groups) * int(w.shape[2]) * int(w.shape[3])
+            rec["conv"], rec["flops"] = _conv_record(args, outs[0])
         self.run.ops.append(rec)
         self._take_views(rec)
         writes = [a is not None and a.is_write for a in aliases]
@@ -159,6 +154,45 @@ class _Recorder(TorchDispatchMode):
         if any(writes) and ins:
             self._bind(ins[0], f"o{idx}")
         return out
+
+
+def _conv_record(args, y):
+    """aten::convolution's (input, weight, bias, stride, padding, dilation, transposed, output_padding,
+    groups) as the model format's conv record [in, height, width, out, kernel h, kernel w, stride,
+    padding, groups] and its FLOPs (2 x the multiply-adds), for 1, 2 or 3 spatial dimensions.
+
+    A convolution multiplies each output element by in/groups x taps weights (taps: the kernel's
+    elements); a transposed one (ConvTranspose*d: weight [in, out/groups, kernel...]) each input
+    element by out/groups x taps. Conv1d is recorded as height 1, Conv3d with depth folded into
+    height (depth x height, and the kernel's likewise); stride and padding are the first dimension's.
+    """
+    x, w = args[0], args[1]
+    transposed = bool(args[6]) if len(args) > 6 else False
+    groups = int(args[8]) if len(args) > 8 else 1
+    kernel = [int(d) for d in w.shape[2:]]
+    spatial = [int(d) for d in x.shape[2:]]
+    taps = 1
+    for k in kernel:
+        taps *= k
+    if transposed:
+        cin, cout = int(w.shape[0]), int(w.shape[1]) * groups
+        flops = 2 * _numel(x) * int(w.shape[1]) * taps
+    else:
+        cin, cout = int(w.shape[1]) * groups, int(w.shape[0])
+        flops = 2 * _numel(y) * int(w.shape[1]) * taps
+
+    def fold(dims):
+        lead = 1
+        for d in dims[:-1]:
+            lead *= d
+        return lead, dims[-1]
+
+    height, width = fold(spatial)
+    kh, kw = fold(kernel)
+    stride, padding = args[3], args[4]
+    stride = int(stride[0]) if isinstance(stride, (list, tuple)) else int(stride)
+    padding = int(padding[0]) if isinstance(padding, (list, tuple)) else (int(padding) if isinstance(padding, int) else 0)
+    return [cin, height, width, cout, kh, kw, stride, padding, groups], flops
 
 
 def _leaf(mod):

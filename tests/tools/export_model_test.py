@@ -170,6 +170,36 @@ with tempfile.TemporaryDirectory() as tmp:
         check(len(marked) == 1 and f", {str(causal).lower()}]" in marked[0],
               f"additive mask, causal {causal}: the attention is marked {marked}")
 
+    # Convolutions of every shape, FLOPs by hand (2 x the multiply-adds, per sample): each output
+    # element of a convolution takes in/groups x kernel-taps weights, each input element of a
+    # transposed one out/groups x taps. Until 2026-12-02 a ConvTranspose2d came out 4x too high (its
+    # output counted as a convolution's) with its in-channels as out, a Conv3d 3x too low (the
+    # kernel's depth dropped), and a Conv1d, a 1x7 kernel or padding="same" failed the export.
+    conv_cases = [
+        ("deconv", nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1), (64, 16, 16), 2 * 64 * 16 * 16 * 32 * 16,
+         [64, 16, 16, 32, 4, 4, 2, 1, 1]),
+        ("grouped-deconv", nn.ConvTranspose2d(8, 16, 3, groups=4), (8, 10, 10), 2 * 8 * 10 * 10 * 4 * 9,
+         [8, 10, 10, 16, 3, 3, 1, 0, 4]),
+        ("conv3d", nn.Conv3d(4, 8, 3, padding=1), (4, 8, 16, 16), 2 * 8 * 8 * 16 * 16 * 4 * 27,
+         [4, 128, 16, 8, 9, 3, 1, 1, 1]),
+        ("conv1d", nn.Conv1d(16, 32, 5, padding=2), (16, 100), 2 * 32 * 100 * 16 * 5, [16, 1, 100, 32, 1, 5, 1, 2, 1]),
+        ("1x7", nn.Conv2d(16, 16, (1, 7), padding=(0, 3)), (16, 17, 17), 2 * 16 * 17 * 17 * 16 * 7,
+         [16, 17, 17, 16, 1, 7, 1, 0, 1]),
+        ("same", nn.Conv2d(3, 8, 3, padding="same"), (3, 16, 16), 2 * 8 * 16 * 16 * 3 * 9, [3, 16, 16, 8, 3, 3, 1, 1, 1]),
+    ]
+    for cname, conv, shape, flops, record in conv_cases:
+        cpath = os.path.join(tmp, f"{cname}.yaml")
+        export(nn.Sequential(conv), lambda T, shape=shape: (torch.zeros(1, *shape),), cname, cpath, batch=2)
+        text = open(cpath).read()
+        check(f"conv: [{', '.join(map(str, record))}]" in text,
+              f"{cname}: conv record {record} in {[l for l in text.splitlines() if 'conv:' in l]}")
+        out = subprocess.run([gradsync, "models", "show", cpath, "--json", "--precision", "fp32"], capture_output=True,
+                             text=True)
+        check(out.returncode == 0, f"gradsync loads the {cname} export: {out.stderr}")
+        if out.returncode == 0:
+            got = sum(l["forward_flops"] for l in json.loads(out.stdout)["layers"])
+            check(got == 2 * flops, f"{cname}: forward FLOPs at batch 2 {got}, by hand {2 * flops}")
+
     # The zoo's torchvision files are reproducible with the command-line exporter.
     regen = os.path.join(tmp, "resnet18.yaml")
     subprocess.run([sys.executable, os.path.join(ROOT, "tools", "export_model.py"), "torchvision:resnet18", "-o", regen,
