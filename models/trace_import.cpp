@@ -191,9 +191,20 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
     }
   };
   // Read event by event: a trace of hundreds of megabytes is never held whole (trace_events.hpp).
+  // A step of a process group's rank (DistributedDataParallel, or collectives called by hand:
+  // c10d's ops, ProcessGroupNCCL's and Gloo's record_function spans, NCCL's kernels) has its
+  // communication in its times, which the simulation adds again at scale.
+  std::optional<std::string> collective;
   TraceShape shape;
   try {
     shape = read_trace_events(text, [&](const json& e, std::size_t at) {
+      if (!collective) {
+        const std::string_view n = text_field(e, "name");
+        if (starts_with(n, "c10d::") || starts_with(n, "nccl:") || starts_with(n, "gloo:") ||
+            starts_with(n, "DistributedDataParallel.") || starts_with(n, "ncclKernel") ||
+            starts_with(n, "ncclDevKernel"))
+          collective = fmt::format("traceEvents[{}] \"{}\"", at, n);
+      }
       if (std::optional<Event> ev = event_of(e, at, origin)) sort_event(std::move(*ev));
     });
   } catch (const TraceDuplicateKey& e) {
@@ -251,6 +262,13 @@ MeasuredStep read_profiler_trace(std::string_view text, const std::string& origi
         fmt::format("{}: no ProfilerStep#N event: profile with torch.profiler.profile(schedule=...) and "
                     "call prof.step() after every training step",
                     origin));
+  }
+  if (collective) {
+    throw DataError(fmt::format(
+        "{}: {}: a step of one rank of a process group (DistributedDataParallel, or collectives called by hand), "
+        "whose times hold its communication; gradsync simulates that communication at scale and would count it "
+        "twice: expected one process's step without DDP (the same model and batch on one GPU, not wrapped)",
+        origin, *collective));
   }
   {
     std::set<std::string> seen;

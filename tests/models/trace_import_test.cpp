@@ -138,6 +138,25 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
   EXPECT_NE(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 1, \"dur\": 9}]")
                 .find("ProfilerStep#1 has no backward"),
             std::string::npos);
+  // A rank's step under DDP holds its allreduce: refused (it was imported silently until
+  // 2026-12-02, and compare added the simulated communication on top of the measured one).
+  EXPECT_EQ(message(R"([
+  {"name": "ProfilerStep#1", "ph": "X", "ts": 0, "dur": 1000},
+  {"name": "DistributedDataParallel.forward", "ph": "X", "ts": 10, "dur": 300},
+  {"name": "autograd::engine::evaluate_function: AddmmBackward0", "ph": "X", "ts": 400, "dur": 200},
+  {"name": "c10d::allreduce_", "ph": "X", "ts": 450, "dur": 100}
+])"),
+            "t.json: traceEvents[1] \"DistributedDataParallel.forward\": a step of one rank of a process group "
+            "(DistributedDataParallel, or collectives called by hand), whose times hold its communication; gradsync "
+            "simulates that communication at scale and would count it twice: expected one process's step without "
+            "DDP (the same model and batch on one GPU, not wrapped)");
+  EXPECT_NE(message(R"({"traceEvents": [
+  {"name": "ProfilerStep#1", "ph": "X", "ts": 0, "dur": 1000},
+  {"name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "cat": "kernel", "ph": "X", "ts": 450, "dur": 100,
+   "args": {"device": 0, "correlation": 9}}
+]})")
+                .find("traceEvents[1] \"ncclDevKernel_AllReduce_Sum_f32_RING_LL\": a step of one rank"),
+            std::string::npos);
   // A step of no duration holds nothing: counted, it would halve every mean.
   EXPECT_EQ(message("[{\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 5, \"dur\": 0}]"),
             "t.json: event \"ProfilerStep#1\" lasts 0 us; expected a step that holds its forward, backward and "
