@@ -27,6 +27,7 @@ Functional operations outside modules (a residual `x + y` in torchvision's ResNe
 Needs torch (Debian: python3-torch); meta-device models work, so large models need no memory.
 """
 import argparse
+import contextlib
 import sys
 
 import torch
@@ -295,6 +296,30 @@ def _attention_groups(ops):
         group += 1
 
 
+@contextlib.contextmanager
+def _in_train_mode(model):
+    """Trace `model` as a training step runs it, and give it back as it came: each module's mode
+    and every buffer (BatchNorm's running statistics, which the traced forwards update). A model
+    in eval mode (Hugging Face's from_pretrained returns it so) is traced in train mode, said on
+    stderr: traced in eval mode it lost its dropout (until 2026-12-02). A model in train mode is
+    traced as it is, parts a script put in eval mode (frozen BatchNorm statistics) included."""
+    modes = [(m, m.training) for m in model.modules()]
+    with torch.no_grad():
+        buffers = [(b, b.detach().clone()) for b in model.buffers()]
+    if not model.training:
+        print("export_model: the model is in eval mode; traced in train mode (dropout, batch statistics), as a "
+              "training step runs it, and left in eval mode", file=sys.stderr)
+        model.train()
+    try:
+        yield
+    finally:
+        for m, training in modes:
+            m.training = training
+        with torch.no_grad():
+            for b, value in buffers:
+                b.copy_(value)
+
+
 def export(model, example_input_fn, name, path, batch, seq_len=None, description="", source="",
            output_what="", input_what="", loss_inside=False, unused=()):
     """Trace `model` and write its gradsync model file (format 2: layers and their aten ops) to
@@ -309,8 +334,9 @@ def export(model, example_input_fn, name, path, batch, seq_len=None, description
     configs = [example_input_fn(t) for t in ts] if ts else [example_input_fn(None)]
     # Traced at batch 2 and 4: matmul copies non-contiguous operands only when the batch is above 1
     # (a dimension of one sample reshapes as a view), and training batches are.
-    traced = [trace(model, _batch2(a)) for a in configs]
-    traced2 = trace(model, _batch2(_batch2(configs[0])))
+    with _in_train_mode(model):
+        traced = [trace(model, _batch2(a)) for a in configs]
+        traced2 = trace(model, _batch2(_batch2(configs[0])))
     recs = [records(layers) for layers, _, _ in traced]
     record2 = records(traced2[0])
     shapes = [[(l["name"], [o["op"] for o in l["ops"]]) for l in r] for r in recs + [record2]]

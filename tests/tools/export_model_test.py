@@ -170,6 +170,17 @@ with tempfile.TemporaryDirectory() as tmp:
         check(len(marked) == 1 and f", {str(causal).lower()}]" in marked[0],
               f"additive mask, causal {causal}: the attention is marked {marked}")
 
+    # A model in eval mode (as from_pretrained returns it) is traced as training runs it, with its
+    # dropout, and given back in eval mode with its BatchNorm statistics untouched (until
+    # 2026-12-02 it was traced in eval mode, and its running statistics moved).
+    evalm = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.Dropout(0.1), nn.Linear(8, 3)).eval()
+    before = [b.clone() for b in evalm.buffers()]
+    epath = os.path.join(tmp, "eval.yaml")
+    export(evalm, lambda T: (torch.randn(1, 8) * 5 + 3,), "eval", epath, batch=4)
+    check("op: native_dropout" in open(epath).read(), "a model in eval mode is exported with its dropout")
+    check(not evalm.training and not any(m.training for m in evalm.modules()), "the model is left in eval mode")
+    check(all(torch.equal(a, b) for a, b in zip(before, evalm.buffers())), "BatchNorm's running statistics untouched")
+
     # Convolutions of every shape, FLOPs by hand (2 x the multiply-adds, per sample): each output
     # element of a convolution takes in/groups x kernel-taps weights, each input element of a
     # transposed one out/groups x taps. Until 2026-12-02 a ConvTranspose2d came out 4x too high (its
