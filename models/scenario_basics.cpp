@@ -38,6 +38,17 @@ ScenarioBasics resolve_basics(const Scenario& s, Model& model, const GpuSpec& gp
       p = Precision::kTF32;
     // TF32 before Ampere: allow_tf32 has no tensor cores to use, float32 stays float32 (the run is fp32).
     if (p == Precision::kTF32 && gpu.sm_version > 0 && gpu.sm_version < 80) p = Precision::kFP32;
+    if (s.precision.empty() && measured) {
+      // The measured step's precision, which no key gave: the model file's field is named.
+      try {
+        gpu.peak_flops(p);
+      } catch (const ConfigError& e) {
+        throw UsageError(
+            fmt::format("{} measured.precision {} (the precision its step was measured in, the default "
+                        "of runs of the model): {}; give --precision to run it in another",
+                        model.origin, precision_name(p), e.what()));
+      }
+    }
     gpu.peak_flops(p);
     return p;
   });

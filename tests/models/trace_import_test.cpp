@@ -337,6 +337,24 @@ TEST(TraceImport, AMeasuredStepKeepsItsPrecision) {
   EXPECT_NE(message.find("precision \"fp8\" is unknown; expected fp32, tf32, bf16 or fp16"), std::string::npos)
       << message;
   EXPECT_EQ(message.rfind("m.yaml:", 0), 0u) << message;
+  // A step measured in bf16, run on a GPU without bf16: the file's field is named (the error said
+  // `precision "": ...` until 2026-12-02, a new user's report).
+  std::string bf16 = text;
+  bf16.replace(bf16.find("  precision: fp32\n"), 18, "  precision: bf16\n");
+  Model in_bf16 = parse_model(bf16, "m.yaml");
+  in_bf16.origin = "m.yaml";
+  Scenario none;
+  try {
+    resolve_basics(none, in_bf16, gpu_spec("v100"));
+    ADD_FAILURE() << "a bf16 step on a V100 was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("m.yaml measured.precision bf16 (the precision its step was measured in, "
+                                          "the default of runs of the model): GPU v100-sxm2-32gb",
+                                          0),
+              0u)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("has no bf16 tensor cores"), std::string::npos) << e.what();
+  }
 }
 
 // The measured section is checked like the rest of the file: layers by name in order, parts that
