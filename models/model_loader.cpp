@@ -229,9 +229,20 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
 
   // Parameters, in registration order.
   std::unordered_map<std::string, std::size_t> param_index;
-  const YAML::Node params = r.required(root, "model file", "parameters");
-  if (!params.IsSequence()) r.fail(params, "parameters", "expected a list of {name, shape, ...}");
-  for (std::size_t i = 0; i < params.size(); ++i) {
+  // `parameters:` with nothing under it (YAML's null) is the empty list, refused below as such, at
+  // the key's line (a null value's mark is the next token's). Node::reset rebinds a node; `=`
+  // would write into the one it refers to.
+  const bool none = root["parameters"] && root["parameters"].IsNull();
+  YAML::Node params, params_key;
+  for (const auto& kv : root)
+    if (kv.first.IsScalar() && kv.first.Scalar() == "parameters") params_key.reset(kv.first);
+  if (none) {
+    params.reset(params_key);
+  } else {
+    params.reset(r.required(root, "model file", "parameters"));
+    if (!params.IsSequence()) r.fail(params, "parameters", "expected a list of {name, shape, ...}");
+  }
+  for (std::size_t i = 0; !none && i < params.size(); ++i) {
     const YAML::Node p = params[i];
     std::string where = entry("parameters", i, "");
     if (!p.IsMap()) r.fail(p, where, "expected a mapping {name, shape, dtype, requires_grad, sparse_grad}");
@@ -269,6 +280,20 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
     (void)m.parameter_bytes();
   } catch (const ConfigError& e) {
     r.fail(params, "parameters", e.what());
+  }
+  // Nothing to train: loss.backward() raises ("element 0 of tensors does not require grad and does
+  // not have a grad_fn"), and DistributedDataParallel refuses the module (distributed.py: "is not
+  // needed when a module doesn't have any parameter that requires a gradient").
+  if (std::none_of(m.parameters.begin(), m.parameters.end(), [](const Parameter& p) { return p.requires_grad; })) {
+    r.fail(params_key, "parameters",
+           m.parameters.empty()
+               ? std::string("none: a model without parameters has nothing to train (PyTorch: loss.backward() "
+                             "raises, and DistributedDataParallel refuses a module without a parameter that "
+                             "requires a gradient); expected at least one parameter")
+               : fmt::format("all {} have requires_grad: false: nothing to train (PyTorch: loss.backward() raises, "
+                             "and DistributedDataParallel refuses a module without a parameter that requires a "
+                             "gradient); expected at least one trainable parameter",
+                             m.parameters.size()));
   }
 
   if (const YAML::Node bufs = root["buffers"]) {

@@ -384,7 +384,7 @@ def export(model, example_input_fn, name, path, batch, seq_len=None, description
                  (f"  # per sample; plus {fixed_elems} that do not grow with the batch (a scalar loss)"
                   if fixed_elems > 0 else ""))
     lines.append(f"  loss: {'inside' if loss_inside else 'outside'}")
-    lines.append("parameters:")
+    lines.append("parameters:" if any(True for _ in model.parameters()) else "parameters: []")
     for pname, p in model.named_parameters():
         extra = ""
         if p.dtype != torch.float32:

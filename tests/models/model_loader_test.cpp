@@ -154,6 +154,32 @@ TEST(ModelLoader, AnIntegerParameterThatTrainsIsRefused) {
   EXPECT_FALSE(m.parameters[2].requires_grad);
 }
 
+// A model with nothing to train is refused at its parameters' line, as PyTorch refuses to train it
+// (loss.backward() raises; DDP refuses the module). Until 2026-12-02 an all-frozen model ran DDP
+// with 0 buckets, and `parameters:` with nothing under it (the exporter's, for a parameter-free
+// model) said the field was missing.
+TEST(ModelLoader, AModelWithNothingToTrainIsRefused) {
+  std::string frozen = kGood;
+  for (const char* name : {"emb.weight, shape: [10, 4]", "fc.weight, shape: [10, 4]", "fc.bias, shape: [10]"})
+    frozen = replace(frozen, std::string(name) + "}", std::string(name) + ", requires_grad: false}");
+  EXPECT_EQ(error_of(frozen),
+            "bad.yaml:6: parameters: all 3 have requires_grad: false: nothing to train (PyTorch: "
+            "loss.backward() raises, and DistributedDataParallel refuses a module without a "
+            "parameter that requires a gradient); expected at least one trainable parameter");
+  const std::string none =
+      "format: gradsync-model/2\nname: none\ndefaults: {batch: 4}\ninput: {bytes: 8}\n"
+      "output: {elements: 2, loss: outside}\nparameters:\nlayers:\n"
+      "  - {name: act, kind: activation, op: relu, elements: 2}\n";
+  const std::string want =
+      "bad.yaml:6: parameters: none: a model without parameters has nothing to train (PyTorch: loss.backward() "
+      "raises, and DistributedDataParallel refuses a module without a parameter that requires a gradient); "
+      "expected at least one parameter";
+  EXPECT_EQ(error_of(none), want);
+  EXPECT_EQ(error_of(replace(none, "parameters:\n", "parameters: []\n")), want);
+  EXPECT_EQ(error_of(replace(none, "parameters:\n", "parameters: 3\n")),
+            "bad.yaml:6: parameters: expected a list of {name, shape, ...}");
+}
+
 // A layer costed from its kind moves batch x size elements: a size whose bytes at the batch pass
 // 64 bits is refused, naming the layer and field, as an op's count is.
 TEST(ModelLoader, AKindLayersSizeThatOverflowsAtTheBatchIsRefused) {
