@@ -86,9 +86,9 @@ void print_advice(const Advice& a, std::ostream& out) {
       if (!c->change.largest_batch || !(c->capacity_bytes > 0)) continue;
       const double spare = c->capacity_bytes - c->peak_memory_bytes;
       out << fmt::format(
-          "# {} leaves {} of the GPU's {:.1f} GiB free by gradsync's memory model; PyTorch's caching allocator "
-          "rounds and fragments beyond it: a real run may need a smaller batch\n",
-          c->change.what, bytes_text(spare), c->capacity_bytes / (1024.0 * 1024 * 1024));
+          "# {} leaves {} of the GPU's {} ({:.1f} GiB) free by gradsync's memory model; PyTorch's caching "
+          "allocator rounds and fragments beyond it: a real run may need a smaller batch\n",
+          c->change.what, bytes_text(spare), bytes_text(c->capacity_bytes), c->capacity_bytes / (1024.0 * 1024 * 1024));
     }
   }
   if (oom > 0) out << fmt::format("# {} would not fit the GPU's memory\n", plural(oom, "change", "changes"));
