@@ -32,13 +32,16 @@ namespace {
 struct ShowOptions {
   std::string model;
   std::int64_t batch = 0;  // --batch: --batch-per-gpu's shorter name (0: not given)
-  std::string gpu = "a100-sxm4-80gb";
+  std::string gpu;         // --gpu; empty: the measured step's GPU where it is a known one, else kDefaultShowGpu
   bool json = false;
   ScenarioArgs args;  // the scenario keys of one GPU's step (kShowKeys), as simulate takes them
 };
 
 // kShowKeys: the scenario keys that decide one GPU's step, under the same flags, values and
 // defaults as simulate's (core/scenario_table.cpp); the cluster's, DDP's and NCCL's are not here.
+// kDefaultShowGpu: the GPU `models show` costs a step on when --gpu is not given.
+constexpr const char* kDefaultShowGpu = "a100-sxm4-80gb";
+
 const std::vector<std::string> kShowKeys = {"batch_per_gpu",   "seq_len",   "precision",      "mixed_precision",
                                             "compile",         "attention", "channels_last",  "pad_to_multiple_of",
                                             "pytorch_version", "optimizer", "optimizer_impl", "set_to_none",
@@ -141,8 +144,18 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     s.batch_per_gpu = o.batch;
   }
   const GpuSpec* gpu = nullptr;
+  // Without --gpu, a model imported from a GPU's trace is shown on that GPU (the device name
+  // torch.profiler records is nvidia-smi's, which gpu_spec reads); until 2026-12-02 it was shown on
+  // an A100 whatever the trace ran on.
+  if (o.gpu.empty() && m.measured) {
+    try {
+      gpu = &gpu_spec(m.measured->device);
+    } catch (const ConfigError&) {
+      gpu = nullptr;  // a CPU trace ("cpu"), or a GPU gpus.yaml does not hold: the default
+    }
+  }
   try {
-    gpu = &gpu_spec(o.gpu);
+    if (gpu == nullptr) gpu = &gpu_spec(o.gpu.empty() ? kDefaultShowGpu : o.gpu);
   } catch (const ConfigError& e) {
     throw UsageError(fmt::format("--gpu: {}", e.what()));
   }
@@ -410,7 +423,10 @@ void register_models_command(CLI::App& app) {
   auto o = std::make_shared<ShowOptions>();
   CLI::App* show = models->add_subcommand("show", "Show one model: parameters, FLOPs, single-GPU times, memory");
   show->add_option("model", o->model, "Zoo name (gradsync models list) or path to a model file")->required();
-  show->add_option("--gpu", o->gpu, "GPU key or alias from topologies/hardware/gpus.yaml")->capture_default_str();
+  show->add_option("--gpu", o->gpu,
+                   fmt::format("GPU key or alias from topologies/hardware/gpus.yaml (default: the GPU an imported "
+                               "model's step was measured on, else {})",
+                               kDefaultShowGpu));
   add_scenario_options(show, o->args, kShowKeys);
   show->add_option("--batch", o->batch, "--batch-per-gpu's shorter name")->check(key_range("batch_per_gpu"));
   show->add_flag("--json", o->json, "Write JSON instead of the table");

@@ -76,6 +76,13 @@ TEST(Cli, AMeasuredStepOnAnotherGpuIsSaidToBeUsedAsMeasured) {
                        "an imported model"),
             std::string::npos)
       << c.err;
+  // models show without --gpu shows it on the GPU it was measured on (the trace's "NVIDIA H200"),
+  // not the A100 it took until 2026-12-02; --gpu still wins.
+  const Result shown = run_printed({"models", "show", model});
+  EXPECT_EQ(shown.code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("# on one h200-sxm-141gb (NVIDIA H200 SXM 141GB), bf16"), std::string::npos) << shown.out;
+  EXPECT_NE(run_printed({"models", "show", model, "--gpu", "h100"}).out.find("# on one h100-sxm5-80gb"),
+            std::string::npos);
   std::remove(model.c_str());
 }
 
