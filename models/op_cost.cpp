@@ -168,6 +168,9 @@ double OpCoster::saved_bytes(const Layer& l) const {
   for (const SavedTensor& st : l.saved) {
     const std::size_t saver = st.saver;
     if (saver < plans_.size() && (plans_[saver].skipped || plans_[saver].flash)) continue;
+    // A parameter or buffer that autograd saves (BatchNorm's running statistics) is the model's,
+    // counted with it: no activation memory (counted twice until 2026-12-02).
+    if (st.ref.kind == OpRef::Kind::kParameter || st.ref.kind == OpRef::Kind::kBuffer) continue;
     if (st.ref.kind == OpRef::Kind::kOp) {
       const Plan& prod = plans_[st.ref.index];
       if (prod.skipped) continue;  // a score tensor a fused attention kernel never makes
