@@ -61,7 +61,10 @@ def _tensors(x):
 
 
 def _is_float(t):
-    return t.dtype.is_floating_point
+    """A floating-point tensor whose size follows the run's precision (autocast casts it): float32,
+    float16, bfloat16. float64 is written with its 8 bytes: autocast never casts it (until
+    2026-12-02 an fp64 layer was sized as the run's precision, half of it in fp32)."""
+    return t.dtype.is_floating_point and t.dtype != torch.float64
 
 
 class Run:

@@ -181,6 +181,41 @@ with tempfile.TemporaryDirectory() as tmp:
     check(not evalm.training and not any(m.training for m in evalm.modules()), "the model is left in eval mode")
     check(all(torch.equal(a, b) for a, b in zip(before, evalm.buffers())), "BatchNorm's running statistics untouched")
 
+    # float64 layers keep 8 bytes an element whatever the run's precision (autocast never casts
+    # them): the activations gradsync counts at fp32 equal the bytes of the distinct tensors that
+    # saved_tensors_hooks sees in a real forward (until 2026-12-02 float64 was sized as the run's
+    # precision, half of it).
+    class MixDT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(64, 128)
+            self.b = nn.Linear(128, 128).double()
+            self.c = nn.Linear(128, 8)
+
+        def forward(self, x):
+            h = torch.relu(self.b(torch.relu(self.a(x)).double()))
+            return self.c(h.float())
+
+    mixed = MixDT()
+    mpath = os.path.join(tmp, "mixdt.yaml")
+    export(mixed, lambda T: (torch.zeros(1, 64),), "mixdt", mpath, batch=4)
+    params = {p.data_ptr() for p in mixed.parameters()}
+    kept = {}
+
+    def pack(t):
+        if t.data_ptr() not in params:
+            kept[t.data_ptr()] = t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        mixed(torch.randn(4, 64)).sum()
+    out = subprocess.run([gradsync, "models", "show", mpath, "--json", "--precision", "fp32"], capture_output=True,
+                         text=True)
+    check(out.returncode == 0, f"gradsync loads the mixed-dtype export: {out.stderr}")
+    if out.returncode == 0:
+        got = json.loads(out.stdout)["memory"]["activations"]
+        check(got == sum(kept.values()), f"float64 activations: gradsync {got} B, saved_tensors_hooks {sum(kept.values())} B")
+
     # Convolutions of every shape, FLOPs by hand (2 x the multiply-adds, per sample): each output
     # element of a convolution takes in/groups x kernel-taps weights, each input element of a
     # transposed one out/groups x taps. Until 2026-12-02 a ConvTranspose2d came out 4x too high (its
