@@ -221,7 +221,10 @@ std::vector<std::string> check_trace_gradients(const TraceFindings& f, const Mod
   if (*lo != *hi)
     notes.push_back(
         fmt::format("the steps accumulate from {} to {} gradients (AccumulateGrad events), model {} has {}: "
-                    "a forward whose parameters vary from step to step; the times are the steps' means",
+                    "a forward whose parameters vary from step to step; the times are the steps' means. "
+                    "DistributedDataParallel trains such a model only with find_unused_parameters=True (without "
+                    "it PyTorch raises \"Expected to have finished reduction in the prior iteration\" at the "
+                    "second step): give --find-unused-parameters to compare and simulate it",
                     *lo, *hi, model_arg, expected));
   else
     notes.push_back(
