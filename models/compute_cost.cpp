@@ -399,8 +399,11 @@ KernelCost optimizer_cost(const Model& model, Optimizer opt, bool fused, const C
     k.bytes += 4 * elements;
     k.kernels += (tensors + 109) / 110;
   }
-  // A measured step's optimizer is what the profiler timed, whatever the scenario's optimizer.
-  if (model.measured) return measured_time(finish(k, 1.0, 1.0, ctx), model.measured->optimizer_s);
+  // A measured step's optimizer is what the profiler timed, whatever the scenario's optimizer; a
+  // run without one (optimizer none) leaves it out (it kept the measured time until 2026-12-02,
+  // with no optimizer state).
+  if (model.measured)
+    return measured_time(finish(k, 1.0, 1.0, ctx), opt == Optimizer::kNone ? 0.0 : model.measured->optimizer_s);
   return finish(k, 1.0, 1.0, ctx);
 }
 

@@ -297,6 +297,8 @@ TEST(TraceImport, MeasuredModelCostsAreTheMeasurement) {
   EXPECT_NEAR(at16.forward_s, 380e-6 + 120e-6, 1e-9);
   EXPECT_NEAR(at16.backward_s, 300e-6, 1e-9);
   EXPECT_NEAR(optimizer_cost(m, Optimizer::kAdamW, false, ctx).time_s, 200e-6, 1e-12);
+  // No optimizer (--optimizer none): no optimizer time either, as no optimizer state.
+  EXPECT_EQ(optimizer_cost(m, Optimizer::kNone, false, ctx).time_s, 0.0);
   ctx.batch = 32;
   const ModelCost at32 = model_cost(m, ctx);
   EXPECT_NEAR(at32.forward_s, 2 * 380e-6 + 120e-6, 1e-9);
