@@ -225,7 +225,8 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
   // alone may give 0).
   if (!m.loss_inside && m.output_elements.eval(m.seq_len(std::nullopt)) == 0)
     r.fail(output["elements"], "output",
-           "elements is 0 at the default T with loss: outside; expected the output's elements per sample");
+           "elements is 0 at the default T with loss: outside; expected the output's elements per sample (a "
+           "forward that returns its loss is loss: inside: tools/export_model.py's loss_inside=True)");
 
   // Parameters, in registration order.
   std::unordered_map<std::string, std::size_t> param_index;

@@ -383,6 +383,11 @@ def export(model, example_input_fn, name, path, batch, seq_len=None, description
     lines.append(f"  elements: {_v(out_elems)}" +
                  (f"  # per sample; plus {fixed_elems} that do not grow with the batch (a scalar loss)"
                   if fixed_elems > 0 else ""))
+    # A forward that returns only a scalar (its loss) has nothing per sample for a loss outside it.
+    if not loss_inside and out_elems == 0 and fixed_elems > 0:
+        print("export_model: forward returns a scalar and nothing per sample: its loss; written as loss: inside "
+              "(loss_inside=True)", file=sys.stderr)
+        loss_inside = True
     lines.append(f"  loss: {'inside' if loss_inside else 'outside'}")
     lines.append("parameters:" if any(True for _ in model.parameters()) else "parameters: []")
     for pname, p in model.named_parameters():

@@ -49,7 +49,7 @@ TEST(ModelLoader, SizesThatDoNotFitOrGoNegative) {
             "bad.yaml:5: output: elements \"10*T-100\" is -20 at T=8; it must be >= 0");
   EXPECT_EQ(error_of(replace(kGood, "elements: 10*T,", "elements: 0,")),
             "bad.yaml:5: output: elements is 0 at the default T with loss: outside; expected the output's elements "
-            "per sample");
+            "per sample (a forward that returns its loss is loss: inside: tools/export_model.py's loss_inside=True)");
   const Model m = parse_model(replace(kGood, "elements: 10*T,", "elements: 10*T-50,"), "t.yaml");
   EXPECT_NO_THROW(m.check_sizes(8, 4));
   EXPECT_THROW(m.check_sizes(4, 4), ConfigError);

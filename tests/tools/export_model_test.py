@@ -118,6 +118,15 @@ with tempfile.TemporaryDirectory() as tmp:
                              text=True)
         check(out.returncode == 0, f"gradsync loads a model returning its loss: {out.stderr}")
 
+    # A forward that returns only its loss, exported without loss_inside: written as loss: inside
+    # (the file said outside and gradsync refused it, until 2026-12-02).
+    spath = os.path.join(tmp, "scalar.yaml")
+    export(WithLoss(False), lambda T: (torch.zeros(1, 8),), "scalar", spath, batch=4)
+    check("  loss: inside" in open(spath).read().splitlines(), "a scalar-returning forward is written as loss: inside")
+    out = subprocess.run([gradsync, "models", "show", spath, "--json", "--precision", "fp32"], capture_output=True,
+                         text=True)
+    check(out.returncode == 0, f"gradsync loads a scalar-returning export: {out.stderr}")
+
     # A trainable layer that forward never calls is found and listed as unused, so the file loads
     # and DDP's default (find_unused_parameters=False) is refused as PyTorch refuses it.
     class Skips(nn.Module):
