@@ -92,8 +92,9 @@ Phases phases_of(std::span<const Event> host, const Event& step, const std::stri
     if (passes > 1) {
       throw DataError(
           fmt::format("{}: {} holds {} backward passes (loss.backward() seeds autograd again at {} us: gradient "
-                      "accumulation?); expected one forward, loss.backward() and optimizer.step() per profiler step: "
-                      "profile a run without accumulation (gradsync's --grad-accum N then adds the micro-steps)",
+                      "accumulation?); expected one forward and loss.backward() per profiler step: with gradient "
+                      "accumulation, call prof.step() after every micro-step (README: Your measured step as input), "
+                      "and gradsync finds the micro-steps per optimizer step",
                       origin, step.name, passes, second));
     }
   }

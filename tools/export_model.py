@@ -23,7 +23,8 @@ What it records:
   * per-sample input and output bytes. For sequence models (seq_len given) the model is traced at two
     sequence lengths and every number that grows with T is written as an expression "c*T" or "c*T*T".
 
-Functional operations outside modules (a residual `x + y` in torchvision's ResNet) are not seen.
+Functional operations outside modules (a residual `x + y` in torchvision's ResNet, softmax, masks, the
+loss) are recorded too: as ops of an `fn` segment of the module that calls them.
 Needs torch (Debian: python3-torch); meta-device models work, so large models need no memory.
 """
 import argparse

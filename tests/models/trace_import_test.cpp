@@ -269,8 +269,9 @@ TEST(TraceImport, BadTracesAreRefusedNamingTheFileAndWhy) {
     {"name": "Optimizer.step#SGD.step", "ph": "X", "ts": 900, "dur": 50, "tid": 1}
   ])"),
             "t.json: ProfilerStep#3 holds 2 backward passes (loss.backward() seeds autograd again at 625 us: "
-            "gradient accumulation?); expected one forward, loss.backward() and optimizer.step() per profiler step: "
-            "profile a run without accumulation (gradsync's --grad-accum N then adds the micro-steps)");
+            "gradient accumulation?); expected one forward and loss.backward() per profiler step: with gradient "
+            "accumulation, call prof.step() after every micro-step (README: Your measured step as input), and "
+            "gradsync finds the micro-steps per optimizer step");
   // A launch's correlation id is an integer, as its kernel's.
   EXPECT_EQ(message(R"([
     {"name": "ProfilerStep#2", "ph": "X", "ts": 0, "dur": 1000, "tid": 1},
