@@ -34,6 +34,7 @@ struct Scenario {
   int nnodes = 0;                            // torchrun --nnodes; 0: unset (gpus decides)
   int nproc_per_node = 0;                    // torchrun --nproc-per-node; 0: unset
   std::int64_t batch_per_gpu = 0;            // 0: the model's default batch
+  std::int64_t global_batch = 0;             // samples per optimizer step over all GPUs; 0: unset
   std::int64_t seq_len = 0;                  // 0: the model's default
   std::string precision;                     // empty: bf16 where the GPU has it, else fp16
   std::string mixed_precision = "autocast";  // autocast, or master-weights (the model in 16 bits)

@@ -343,12 +343,33 @@ bool uses_grad_scaler(const Scenario& s, std::string_view precision) {
   return precision == "fp16" && s.mixed_precision != "master-weights" && s.optimizer != "none";
 }
 
+void apply_global_batch(Scenario& s, int gpus) {
+  if (s.global_batch <= 0) return;
+  const std::int64_t micro = static_cast<std::int64_t>(gpus) * s.grad_accum;
+  if (micro <= 0) return;
+  if (s.global_batch % micro != 0) {
+    throw ConfigError(fmt::format(
+        "global_batch {}: {} GPU{} x grad_accum {} = {} micro-batches per optimizer step do not divide it; expected "
+        "a multiple of {} (each rank's DataLoader batch is global_batch / (gpus x grad_accum))",
+        s.global_batch, gpus, gpus == 1 ? "" : "s", s.grad_accum, micro, micro));
+  }
+  const std::int64_t per_gpu = s.global_batch / micro;
+  if (s.batch_per_gpu > 0 && s.batch_per_gpu != per_gpu) {
+    throw ConfigError(fmt::format(
+        "global_batch {} disagrees with batch_per_gpu {} x {} GPU{} x grad_accum {} = {}; give one or the other",
+        s.global_batch, s.batch_per_gpu, gpus, gpus == 1 ? "" : "s", s.grad_accum, s.batch_per_gpu * micro));
+  }
+  s.batch_per_gpu = per_gpu;
+}
+
 Scenario resolved_scenario(const Scenario& requested, const ScenarioFacts& f) {
   Scenario r = requested;
   if (r.gpus == 0) r.gpus = f.gpus;
   if (r.nnodes == 0) r.nnodes = f.nnodes;
   if (r.nproc_per_node == 0) r.nproc_per_node = f.nproc_per_node;
   if (r.batch_per_gpu == 0) r.batch_per_gpu = f.batch_per_gpu;
+  // Samples per optimizer step over every rank, as the run takes them.
+  if (r.global_batch == 0) r.global_batch = r.batch_per_gpu * r.gpus * r.grad_accum;
   if (r.seq_len == 0 && f.seq_len) r.seq_len = *f.seq_len;
   if (r.precision.empty()) r.precision = f.precision;
   BucketOptions b;

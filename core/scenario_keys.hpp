@@ -123,6 +123,11 @@ struct ScenarioFacts {
   int nproc_per_node = 0;  // ranks on each of them; 0 when they differ (12 GPUs on 8-GPU nodes)
 };
 
+// apply_global_batch: a scenario's global_batch G (samples per optimizer step over every rank) as
+// each rank's batch_per_gpu, G / (gpus x grad_accum), on `gpus` ranks; nothing when G is unset.
+// ConfigError where that does not divide, or where a batch_per_gpu is given that disagrees.
+void apply_global_batch(Scenario& s, int gpus);
+
 // resolved_scenario: `requested` with every default made explicit: the facts, DDP's bucket caps
 // (25 MiB, first bucket 1 MiB unless bucket_cap_mb is given: PyTorch >= 2.3). Simulating the
 // resolved scenario gives the same result as the requested one.

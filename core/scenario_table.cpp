@@ -24,10 +24,11 @@ namespace {
 
 // Bounds that keep every product of keys inside 64 bits (global batch = batch x GPUs x
 // grad_accum < 2^60) and every run inside memory: beyond them a value is a typo, not a cluster.
-constexpr std::int64_t kMaxGpus = 1 << 20;       // 1,048,576 GPUs
-constexpr std::int64_t kMaxBatch = 1 << 24;      // samples per GPU
-constexpr std::int64_t kMaxSeqLen = 1 << 24;     // tokens per sample
-constexpr std::int64_t kMaxGradAccum = 1 << 16;  // micro-steps per optimizer step, each simulated
+constexpr std::int64_t kMaxGpus = 1 << 20;                  // 1,048,576 GPUs
+constexpr std::int64_t kMaxBatch = 1 << 24;                 // samples per GPU
+constexpr std::int64_t kMaxSeqLen = 1 << 24;                // tokens per sample
+constexpr std::int64_t kMaxGradAccum = 1 << 16;             // micro-steps per optimizer step, each simulated
+constexpr std::int64_t kMaxGlobalBatch = kMaxBatch * 1024;  // 2^34: a per-GPU batch within kMaxBatch on 1,024 GPUs
 // Iterations: a simulated steady iteration repeats exactly (the simulator is deterministic), so a
 // mean over more than a thousand says nothing more, and their trace would not fit in memory.
 constexpr std::int64_t kMaxIterations = 1000;
@@ -122,6 +123,17 @@ std::vector<ScenarioKey> make_scenario_table() {
        .kind = KeyKind::kCount,
        .field = &S::batch_per_gpu,
        .max = kMaxBatch,
+       .engine_default = true},
+      {.name = "global_batch",
+       .flag = "--global-batch",
+       .value_name = "G",
+       .help = "Samples per optimizer step over all GPUs, as a script that fixes its global batch gives it: each "
+               "rank's batch_per_gpu is G / (gpus x grad_accum), which must divide; with --vary gpus, the same G at "
+               "every GPU count (strong scaling). Not with batch_per_gpu",
+       .default_text = "batch_per_gpu x gpus x grad_accum",
+       .kind = KeyKind::kCount,
+       .field = &S::global_batch,
+       .max = kMaxGlobalBatch,
        .engine_default = true},
       {.name = "seq_len",
        .flag = "--seq-len",

@@ -215,6 +215,7 @@ Resolved resolve(const Scenario& s, const Runtime& rt) {
                     "torch.autocast's casts; expected mixed_precision autocast (simulate models {})",
                     checked.mixed_precision, checked.mixed_precision));
   }
+  apply_global_batch(checked, rt.world());
   r.basics = resolve_basics(checked, r.model, r.spec);
   return r;
 }

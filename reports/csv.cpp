@@ -281,33 +281,41 @@ void fill_scaling_efficiency(const CsvRow& header, std::vector<CsvRow>& rows) {
   // nnodes and nproc_per_node follow gpus when resolved (torchrun's layout of the same world).
   const int nnodes = column(header, "nnodes");
   const int nproc = column(header, "nproc_per_node");
-  // Group key: every scenario cell but gpus and its layout (and the point index), plus the strategy.
-  auto key_of = [&](const CsvRow& row) {
-    CsvRow k;
-    for (int c = 1; c < first_result; ++c)
-      if (c != gpus && c != nnodes && c != nproc) k.push_back(row[static_cast<std::size_t>(c)]);
-    k.push_back(row[static_cast<std::size_t>(column(header, "strategy"))]);
-    return k;
-  };
-  std::map<CsvRow, std::vector<CsvRow*>> groups;
-  for (CsvRow& row : rows) {
-    row[static_cast<std::size_t>(eff)].clear();
-    const std::string& st = row[static_cast<std::size_t>(status)];
-    if (st == "skipped" || st == "failed") continue;
-    groups[key_of(row)].push_back(&row);
-  }
+  // The batch follows gpus one way or the other: at a fixed batch_per_gpu the global batch grows
+  // with the GPUs (weak scaling), at a fixed global_batch each GPU's shrinks (strong scaling).
+  // Points are grouped first at a fixed batch_per_gpu, then, those left, at a fixed global batch.
+  const int per_gpu = column(header, "batch_per_gpu");
+  const int global = column(header, "global_batch");
+  for (CsvRow& row : rows) row[static_cast<std::size_t>(eff)].clear();
   auto at = [](const CsvRow* row, int c) { return std::stod((*row)[static_cast<std::size_t>(c)]); };
-  for (auto& [key, members] : groups) {
-    const CsvRow* base = members.front();
-    bool several = false;
-    for (const CsvRow* m : members) {
-      if (at(m, gpus) != at(base, gpus)) several = true;
-      if (at(m, gpus) < at(base, gpus)) base = m;
+  for (const int follows : {global, per_gpu}) {
+    // Group key: every scenario cell but gpus, its layout, the batch that follows them (and the
+    // point index), plus the strategy.
+    auto key_of = [&](const CsvRow& row) {
+      CsvRow k;
+      for (int c = 1; c < first_result; ++c)
+        if (c != gpus && c != nnodes && c != nproc && c != follows) k.push_back(row[static_cast<std::size_t>(c)]);
+      k.push_back(row[static_cast<std::size_t>(column(header, "strategy"))]);
+      return k;
+    };
+    std::map<CsvRow, std::vector<CsvRow*>> groups;
+    for (CsvRow& row : rows) {
+      const std::string& st = row[static_cast<std::size_t>(status)];
+      if (st == "skipped" || st == "failed" || !row[static_cast<std::size_t>(eff)].empty()) continue;
+      groups[key_of(row)].push_back(&row);
     }
-    if (!several) continue;
-    const double base_per_gpu = at(base, samples) / at(base, gpus);
-    for (CsvRow* m : members) {
-      (*m)[static_cast<std::size_t>(eff)] = number(at(m, samples) / at(m, gpus) / base_per_gpu);
+    for (auto& [key, members] : groups) {
+      const CsvRow* base = members.front();
+      bool several = false;
+      for (const CsvRow* m : members) {
+        if (at(m, gpus) != at(base, gpus)) several = true;
+        if (at(m, gpus) < at(base, gpus)) base = m;
+      }
+      if (!several) continue;
+      const double base_per_gpu = at(base, samples) / at(base, gpus);
+      for (CsvRow* m : members) {
+        (*m)[static_cast<std::size_t>(eff)] = number(at(m, samples) / at(m, gpus) / base_per_gpu);
+      }
     }
   }
 }

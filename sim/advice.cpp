@@ -123,6 +123,8 @@ Scenario changed(const Scenario& asked, const Change& c) {
   for (const auto& [name, text] : c.keys) {
     const ScenarioKey& k = scenario_key(name);
     set_key(s, k, text == kUnsetValue ? key_value(Scenario{}, k) : parse_key_value(k, text));
+    // A change that sets the per-GPU batch or the micro-steps sets the global batch with them.
+    if (name == "batch_per_gpu" || name == "grad_accum") s.global_batch = 0;
   }
   return s;
 }

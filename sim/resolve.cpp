@@ -116,6 +116,7 @@ ResolvedScenario resolve(const Scenario& requested) {
     }
   }
   for (int g = 0; g < r.gpus; ++g) r.hosts.insert(r.topo.host_of(g));
+  apply_global_batch(s, r.gpus);
   const ScenarioBasics basics = resolve_basics(s, r.model, *r.gpu);
   ScenarioFacts facts = scenario_facts(basics, r.model, r.gpus);
   facts.nnodes = static_cast<int>(r.hosts.size());

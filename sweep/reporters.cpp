@@ -269,7 +269,8 @@ void SweepTableReporter::finish() {
   if (std::any_of(records_.begin(), records_.end(),
                   [&](const SweepRecord& r) { return !r.row[col("scaling_efficiency_frac")].empty(); }))
     out_ << "# efficiency: samples/s per GPU against the point with the fewest GPUs among those that differ only in "
-            "gpus (same strategy): against one GPU only where the sweep has a one-GPU point\n";
+            "gpus (same strategy, and the same batch_per_gpu or, failing that, the same global_batch): against one "
+            "GPU only where the sweep has a one-GPU point\n";
   if (!oom.empty())
     out_ << fmt::format(
         "# point{} {}: {} not fit the GPU's memory (status oom): no samples/s is shown; the times are "

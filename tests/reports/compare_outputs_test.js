@@ -36,7 +36,7 @@ try {
   assert.strictEqual(result.scenario.grad_scaler, false, 'bf16 autocast runs without GradScaler');
   assert.strictEqual(result.scenario.gpu_spread_pct, 1.5);
   assert.strictEqual(result.scenario.nccl_version, '2.28', 'the NCCL PyTorch 2.11 bundles, resolved');
-  assert.deepStrictEqual(result.requested, { nnodes: 'default', nproc_per_node: 'default', batch_per_gpu: 'default', precision: 'default', nccl_version: 'auto', optimizer_impl: 'auto', set_to_none: 'auto', bucket_cap_mb: 'default', first_bucket_mb: 'default', grad_scaler: 'auto' });
+  assert.deepStrictEqual(result.requested, { nnodes: 'default', nproc_per_node: 'default', batch_per_gpu: 'default', global_batch: 'default', precision: 'default', nccl_version: 'auto', optimizer_impl: 'auto', set_to_none: 'auto', bucket_cap_mb: 'default', first_bucket_mb: 'default', grad_scaler: 'auto' });
   // summary.csv: resolved scenario cells, _frac fractions, whole bytes.
   const summary = fs.readFileSync(path.join(dir, 'summary.csv'), 'utf8').trim().split('\n').map(l => l.split(','));
   const col = name => { const i = summary[0].indexOf(name); assert.ok(i >= 0, `summary.csv has ${name}`); return i; };

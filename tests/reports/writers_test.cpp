@@ -221,6 +221,31 @@ TEST(Csv, ScalingEfficiencyIsThroughputPerGpuAgainstTheFewestGpus) {
   EXPECT_DOUBLE_EQ(std::stod(rows[1][col]), 0.9);
   EXPECT_DOUBLE_EQ(std::stod(rows[2][col]), 0.8);
   EXPECT_EQ(rows[3][col], "");
+  // At a fixed global batch (strong scaling: each GPU's batch shrinks as GPUs are added) the points
+  // differ in batch_per_gpu too, and are compared all the same; points that differ in both
+  // batch_per_gpu and global_batch are no series.
+  auto strong = [](int count, std::int64_t global) {
+    Scenario s;
+    s.model = "m";
+    s.gpus = count;
+    s.global_batch = global;
+    s.batch_per_gpu = global / count;
+    return scenario_json(s);
+  };
+  std::vector<CsvRow> fixed;
+  const int counts[] = {1, 2, 4};
+  const double rates[] = {100, 150, 200};
+  for (int i = 0; i < 3; ++i) {
+    StrategyResult r;
+    r.gpus = counts[i];
+    r.samples_per_s = rates[i];
+    r.per_gpu.resize(static_cast<std::size_t>(r.gpus));
+    fixed.push_back(summary_row(i, "simulated", strong(counts[i], i == 2 ? 768 : 256), r));
+  }
+  fill_scaling_efficiency(header, fixed);
+  EXPECT_DOUBLE_EQ(std::stod(fixed[0][col]), 1.0);
+  EXPECT_DOUBLE_EQ(std::stod(fixed[1][col]), 0.75);
+  EXPECT_EQ(fixed[2][col], "");  // another global batch and another per-GPU batch
 }
 
 TEST(Csv, EventsAndIterationsHaveOneRowEach) {
