@@ -123,8 +123,6 @@ Scenario changed(const Scenario& asked, const Change& c) {
   for (const auto& [name, text] : c.keys) {
     const ScenarioKey& k = scenario_key(name);
     set_key(s, k, text == kUnsetValue ? key_value(Scenario{}, k) : parse_key_value(k, text));
-    // A change that sets the per-GPU batch or the micro-steps sets the global batch with them.
-    if (name == "batch_per_gpu" || name == "grad_accum") s.global_batch = 0;
   }
   return s;
 }
@@ -188,14 +186,21 @@ class BucketCaps {
 
 }  // namespace
 
-Advice advise(const Scenario& asked, const StrategyResult& run, const AdviceOptions& o) {
+Advice advise(const Scenario& requested, const StrategyResult& run, const AdviceOptions& o) {
   Advice a;
   a.strategy = run.strategy;
   a.steady_s = run.steady_iteration_time_s;
   a.samples_per_s = run.samples_per_s;
   a.budget_s = o.budget_s;
   for (const GpuResult& g : run.per_gpu) a.oom = a.oom || g.oom;
-  const Scenario resolved = resolve_scenario(asked, run.strategy == Strategy::kDDP);
+  const Scenario resolved = resolve_scenario(requested, run.strategy == Strategy::kDDP);
+  // A global batch asked for is the run's per-GPU batch from here on: a change of grad_accum alone
+  // keeps each GPU's batch (its global batch grows, as its note says), one of the batch sets it.
+  Scenario asked = requested;
+  if (asked.global_batch > 0) {
+    asked.batch_per_gpu = resolved.batch_per_gpu;
+    asked.global_batch = 0;
+  }
   // The largest batch that fits (a search of the memory model), once per strategy for the changes
   // that need it.
   std::map<Strategy, std::int64_t> fits;

@@ -64,6 +64,24 @@ TEST(AdviceSim, AdvisedChangesAreTheSimulatedStepsOfTheChangedScenario) {
   EXPECT_EQ(largest(a1)->change.pytorch.find("splits"), std::string::npos) << largest(a1)->change.pytorch;
 }
 
+// A run asked for by its global batch: every change runs (none fails on a batch_per_gpu that
+// disagrees with it), and each is the run at the per-GPU batch the global batch gave.
+TEST(AdviceSim, ARunOfAGlobalBatchIsAdvisedAtItsPerGpuBatch) {
+  Scenario s = small();
+  s.global_batch = 48;  // 24 per GPU on 2 GPUs
+  const Advice a = advise(s, simulate_isolated(s, Strategy::kDDP), {.budget_s = 600, .jobs = 2});
+  Scenario per_gpu = small();
+  per_gpu.batch_per_gpu = 24;
+  const Advice b = advise(per_gpu, simulate_isolated(per_gpu, Strategy::kDDP), {.budget_s = 600, .jobs = 2});
+  ASSERT_FALSE(a.changes.empty());
+  ASSERT_EQ(a.changes.size(), b.changes.size());
+  for (std::size_t i = 0; i < a.changes.size(); ++i) {
+    EXPECT_NE(a.changes[i].status, "failed") << a.changes[i].change.what << ": " << a.changes[i].error;
+    EXPECT_EQ(a.changes[i].change.what, b.changes[i].change.what);
+    EXPECT_DOUBLE_EQ(a.changes[i].steady_s, b.changes[i].steady_s) << a.changes[i].change.what;
+  }
+}
+
 TEST(AdviceSim, LargestBatchFitsAndOneMoreDoesNot) {
   Scenario s = small();
   s.topology = "dgx1-v100";
