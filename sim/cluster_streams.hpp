@@ -119,9 +119,7 @@ struct SimCluster::Impl::StreamActor {
       if (!(sg4::Engine::get_clock() > now)) return;  // a wait below the engine's time precision
     }
   }
-  void place(Task& t, double start) {
-    record(t, start, std::max(start + t.duration, t.issued + t.window.last_end));
-  }
+  void place(Task& t, double start) { record(t, start, std::max(start + t.duration, t.issued + t.window.last_end)); }
 
   void loop() {
     for (;;) {

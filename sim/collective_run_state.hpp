@@ -75,8 +75,7 @@ struct CollectiveRun::State {
     // A GPU that both sends and receives through host memory moves at most its SHM duplex rate
     // each way, all channels together (Hop::duplex_cap_Bps, kShmDuplexBps): NCCL's channels cross
     // every member, so each gets its share.
-    if (links_.channels && C() > 0)
-      channel_cap_ = std::min(channel_cap_, duplex_cap_Bps() / static_cast<double>(C()));
+    if (links_.channels && C() > 0) channel_cap_ = std::min(channel_cap_, duplex_cap_Bps() / static_cast<double>(C()));
   }
 
   double duplex_cap_Bps() const { return shm_duplex_cap_Bps(*links_.channels, coll, choice.algorithm, root); }

@@ -20,7 +20,12 @@ std::vector<std::vector<int>> mirror_plan(const ResolvedScenario& r, Strategy st
     if (r.topo.vertex(r.topo.gpu(rank)).gpu != spec) return {};
     by_host[r.topo.host_of(rank)].push_back(rank);
   }
-  const std::vector<int>& first = by_host.begin()->second;
+  // The standing ranks are the second machine's. The first and the last are simulated for
+  // themselves: in DDP's broadcasts the first holds the root (it only sends) and the last the
+  // rings' ends (the channels run through the machines in order; their last members only
+  // receive), whose traffic is not their peers'. Three machines leave nothing to mirror.
+  if (by_host.size() < 4) return {};
+  const std::vector<int>& first = std::next(by_host.begin())->second;
   for (const auto& [host, ranks] : by_host)
     if (ranks.size() != first.size()) return {};
   if (r.fidelity == Fidelity::kAuto) {
@@ -34,7 +39,7 @@ std::vector<std::vector<int>> mirror_plan(const ResolvedScenario& r, Strategy st
     if (!(fewest > kAutoAggregateFlows)) return {};
   }
   std::vector<std::vector<int>> mirrors(static_cast<std::size_t>(r.gpus));
-  for (auto it = std::next(by_host.begin()); it != by_host.end(); ++it)
+  for (auto it = std::next(by_host.begin(), 2); it != std::prev(by_host.end()); ++it)
     for (std::size_t local = 0; local < first.size(); ++local)
       mirrors[static_cast<std::size_t>(first[local])].push_back(it->second[local]);
   return mirrors;

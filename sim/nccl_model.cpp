@@ -116,14 +116,20 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128
       break;
   }
   double bus = channels * bw;
-  if (a == Algorithm::kRing && p == Protocol::kLL) bus = std::min(kLlMaxBw[arch][scale], bus * 0.5);
+  // LL's cap: by GPU generation on one node, by CPU vendor across nodes (tuning.cc: llMaxBws'
+  // Volta row for Intel, its Ampere row for AMD).
+  const std::size_t ll_row = nodes == 1 ? arch : ch.amd ? 1 : 0;
+  if (a == Algorithm::kRing && p == Protocol::kLL) bus = std::min(kLlMaxBw[ll_row][scale], bus * 0.5);
   if (a == Algorithm::kRing && p == Protocol::kLL128)
     bus = std::min(bus * 0.92, channels * kPerChMaxRingLL128Bw[arch][scale]);
   if (a == Algorithm::kTree) bus = std::min(bus * 0.92, channels * kPerChMaxTreeBw[arch][scale]);
-  if (a == Algorithm::kTree && p == Protocol::kLL) bus = std::min(bus / 3.8, kLlMaxBw[arch][scale]);
+  if (a == Algorithm::kTree && p == Protocol::kLL) bus = std::min(bus / 3.8, kLlMaxBw[ll_row][scale]);
   if (a == Algorithm::kTree && p == Protocol::kLL128) {
     bus = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * kPerChMaxTreeLL128Bw[arch][scale]);
   }
+  // One GPU per node: the search's tree pattern is TREE (search.cc ncclTopoCompute), which the model
+  // charges 0.85 (tuning.cc maxTreePattern).
+  if (a == Algorithm::kTree && ppn == 1) bus *= 0.85;
   // LL128 by default only where the release enables it (ll128_by_default); never for NVLS. Only
   // by default: NCCL_PROTO set at all leaves LL128 enabled or disabled as its list says (tuning.cc:
   // parseList gives every protocol 0 or 1, and the NVLink test runs only for LL128's default 2), so
@@ -152,7 +158,16 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128
       }
       const int inter_steps = nodes == 1 ? 0 : allreduce ? 2 * (nodes - 1) : nodes - 1;
       if (c == Collective::kBroadcast || c == Collective::kReduce) {
-        m.lat += intra;  // ring broadcast and reduce: one pipelined pass (sameChannels)
+        // tuning.cc: the hop's latency once where every channel is the same ring (sameChannels),
+        // else once per step, the tree's for Simple ("some chunk latency"); on the network's row
+        // across nodes, with no network overhead.
+        const std::size_t hw = nodes == 1 ? static_cast<std::size_t>(intra_hw) : 2;
+        if (ch.same_channels) {
+          m.lat += kHwLatUs[hw][algo_index(a)][idx(p)];
+        } else {
+          const Algorithm per_step = p == Protocol::kSimple ? Algorithm::kTree : a;
+          m.lat += steps * kHwLatUs[hw][algo_index(per_step)][idx(p)];
+        }
       } else {
         m.lat += (steps - inter_steps) * intra + inter_steps * inter;
       }
@@ -225,8 +240,7 @@ CollectiveRequest CollectiveRequest::only(std::optional<Algorithm> a, std::optio
 
 HopKind hop_kind(PathClass c) {
   switch (c) {
-    case PathClass::kNVL:
-    case PathClass::kNVB:
+    case PathClass::kNVL:  // NVB is not: tuning.cc takes NVLink's latencies for typeIntra LINK_NVL only
       return HopKind::kNvlink;
     case PathClass::kNET:
       return HopKind::kNet;

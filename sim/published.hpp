@@ -31,15 +31,15 @@ struct PublishedCase {
   std::string algo;  // what the source says NCCL ran: default, ring, tree, nvls, ...
   int nodes = 1;
   int gpus_per_node = 1;
-  std::map<std::string, std::string> env;           // NCCL_* the source says were set
-  std::vector<std::pair<double, double>> busbw;     // (bytes, GB/s), by size
-  nlohmann::ordered_json simulate;                  // the cluster: {topology: NAME} or {generate: KIND, ...}
+  std::map<std::string, std::string> env;        // NCCL_* the source says were set
+  std::vector<std::pair<double, double>> busbw;  // (bytes, GB/s), by size
+  nlohmann::ordered_json simulate;               // the cluster: {topology: NAME} or {generate: KIND, ...}
   // simulate.nccl: NCCL knobs the simulation sets beyond env, each for a reason given in
   // simulate.note (NCCL_NVLS_ENABLE=0 for a run with NCCL older than 2.17, which had no NVLS).
   std::map<std::string, std::string> sim_env;
   std::string sim_note;
-  std::string unsupported;                          // why gradsync cannot model it (then not simulated)
-  std::string excluded;                             // why it is not scored (a known-bad measurement)
+  std::string unsupported;  // why gradsync cannot model it (then not simulated)
+  std::string excluded;     // why it is not scored (a known-bad measurement)
   int line = 0;
 };
 

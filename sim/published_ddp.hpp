@@ -42,8 +42,8 @@ std::string_view builtin_ddp_text();
 struct DdpPrediction {
   double published = 0;
   double predicted = 0;
-  double step_s = 0;    // the simulated steady iteration
-  bool points = false;  // the metric is a change in percent: error in points, not a ratio
+  double step_s = 0;       // the simulated steady iteration
+  bool points = false;     // the metric is a change in percent: error in points, not a ratio
   std::string step_class;  // its validation class (confidence.hpp), on the cluster it ran on
   std::string topology;    // the scenario's topology, or the generator that built its cluster
   // error: predicted / published - 1, or (points) predicted - published in percentage points.

@@ -92,6 +92,11 @@ struct Channels {
   int sm_version = 0;     // the slowest GPU's compute capability x 10 (NCCL's minCompCap)
   bool amd = false;       // AMD CPUs (NCCL's network overhead: 2 us instead of 1)
   bool p2p_read = false;  // a hop inside a node in P2P read mode (A100 pairs over NVLink)
+  // same_channels: NCCL's graph->sameChannels: every channel the same ring (search.cc replays the
+  // first channel where that reaches the speed; gradsync's alternate rings run the same cycle the
+  // other way round) through the same NICs. Channels on other rings (the DGX-1's) or other NICs
+  // (a node's rails) are not: NCCL then charges a broadcast or reduce a latency per step.
+  bool same_channels = true;
   // fallback: no ring fit the links at any of NCCL's speeds, so, as NCCL does ("Could not find a
   // path for pattern 4, falling back to simple order", search.cc), one channel planned at
   // 0.1 GB/s on paths of any class; its flows still move at the links' rates.

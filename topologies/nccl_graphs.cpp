@@ -204,6 +204,16 @@ void finish_graphs(const Topology& topo, const Routes& routes, const Transports&
     break;
   }
   graph_nvls_and_tree(topo, routes, transports, out);
+  out.same_channels = true;
+  for (const RingChannel& ch : out.rings) {
+    const RingChannel& first = out.rings.front();
+    const bool forward = ch.order == first.order;
+    // The same cycle the other way round: first's order read backwards from its first rank.
+    bool backward = ch.order.size() == first.order.size() && !ch.order.empty() && ch.order[0] == first.order[0];
+    for (std::size_t i = 1; backward && i < ch.order.size(); ++i)
+      backward = ch.order[i] == first.order[first.order.size() - i];
+    if (!(forward || backward) || ch.nics != first.nics) out.same_channels = false;
+  }
   out.intra_class = PathClass::kNVL;
   out.inter_class = PathClass::kPIX;
   out.inter_pxn = false;
