@@ -29,6 +29,9 @@ void make_monotone(CalibrationTable& t) {
   for (auto& p : t.points) p.second = best = std::max(best, p.second);
 }
 
+// kCalibrateHolds: what a calibrating rank's fixed buffers are (no model: calibrate has none).
+constexpr const char* kCalibrateHolds = "the fixed buffers a calibrating rank streams its copies and kernels through";
+
 // sizes_between: lo, lo x factor, ... up to hi, and hi itself where the steps fall short of it (8 B
 // x 4 a row stops at 32 MiB under --max-bytes 64MiB): a calibration covers the range it was asked
 // for, so no simulated size within it is extrapolated. Each size is a multiple of align.
@@ -59,13 +62,20 @@ void check_calibration_fits(const CalibrateOptions& o, Runtime& rt) {
     }
     return;
   }
+  // A CPU rank holds its collective's input and output, grown size by size (the sizes it outgrew
+  // kept until the next synchronize: a third more at 4x steps), and MPI's own scratch for a
+  // reduction of that size: 5 x --max-bytes, measured 4.4 x (1 GiB: 13 GB a rank until the
+  // collectives shared their buffers, 2026-12-02). Every rank on this host counts: this process's,
+  // or under mpirun the world's share of each host.
+  constexpr double kHostBuffers = 5;
+  const int here = std::max(rt.local(), rt.hosts() > 0 ? (rt.world() + rt.hosts() - 1) / rt.hosts() : 1);
   const double capacity = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
-  const double need = kBuffers * o.max_bytes * rt.local();
+  const double need = kHostBuffers * o.max_bytes * here;
   if (capacity > 0 && need > capacity) {
     throw UsageError(fmt::format(
-        "--max-bytes {}: calibrating needs {} buffers of that size for each of this "
-        "process's {} CPU rank{} ({}); this machine has {} of memory; lower --max-bytes",
-        human_bytes(o.max_bytes), kBuffers, rt.local(), rt.local() == 1 ? "" : "s", gib(need), gib(capacity)));
+        "--max-bytes {}: calibrating needs about {} times that for each of this host's {} CPU rank{} ({}); this "
+        "machine has {} of memory; lower --max-bytes",
+        human_bytes(o.max_bytes), kHostBuffers, here, here == 1 ? "" : "s", gib(need), gib(capacity)));
   }
 }
 
@@ -109,6 +119,7 @@ CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
   CalibrationRun run;
   Calibration& cal = run.calibration;
   RigOptions ro = rt.rig_options(64 << 20, 64 << 20);
+  ro.holds = kCalibrateHolds;
   ro.precision = calibration_precision(o, rt);
   auto rig = make_rig(ro);
   cal.precision = ro.precision;
@@ -128,7 +139,9 @@ CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
       ProcessGroup& pg = rig->rank_group(i);
       for (std::size_t k = 0; k < sizes.size(); ++k) {
         CollectiveOp op;
-        op.name = fmt::format("calibrate:{}", collective_name(c));
+        // One name for every collective: they share their device buffers (each name has its own:
+        // five collectives' buffers held 12 x --max-bytes a rank).
+        op.name = "calibrate:collective";
         op.bytes = static_cast<Bytes>(c == Collective::kAllgather ? sizes[k] / n : sizes[k]);
         CollectiveOp sync{"calibrate:sync", 4, DType::kFloat32, -1};
         issue_collective(pg, c, op, 0)->wait();  // warm-up (buffers allocated)
@@ -185,6 +198,7 @@ CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
       peer = &rig->device(1);
     } else if (rt.backend() == "cpu" || gpu_backend_info().visible_gpus >= 2) {
       RigOptions po = rt.rig_options(64 << 20, 64 << 20);
+      po.holds = kCalibrateHolds;
       po.launch = Launch::kLocal;
       po.world = po.local = 2;
       po.first_rank = 0;
@@ -220,6 +234,9 @@ CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
       op.name = "calibrate:memory";
       op.kind = OpKind::kMemory;
       op.bytes = std::max(8.0, bb);
+      // A memory kernel moves at least 8 B: the sizes below are that size again, timed once (a
+      // table with one size twice is refused where it is loaded).
+      if (!mem.points.empty() && op.bytes <= mem.points.back().first) continue;
       const double sec = timed([&] { return dev.compute(op); });
       mem.points.emplace_back(op.bytes, sec);
       run.rows.push_back({"memory", op.bytes, sec, op.bytes / sec / 1e9, 0});

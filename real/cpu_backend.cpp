@@ -347,10 +347,9 @@ void check_host_memory(const RigOptions& o) {
   const double need = per_rank * o.local;
   if (need > available) {
     throw RuntimeError(fmt::format(
-        "host {}: {} CPU rank{} in this process need{} at least {} (each {}: its parameters, gradients and DDP "
-        "buckets, before activations), and the host has {} available; {}",
+        "host {}: {} CPU rank{} in this process need{} at least {} (each {}: {}), and the host has {} available; {}",
         o.host_name, o.local, o.local == 1 ? "" : "s", o.local == 1 ? "s" : "", human_bytes(need),
-        human_bytes(per_rank), human_bytes(available),
+        human_bytes(per_rank), o.holds, human_bytes(available),
         o.local == 1 ? "the model does not fit this host's memory"
                      : "use fewer (--world-size) or one process per host (--launch mpi)"));
   }

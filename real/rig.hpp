@@ -41,6 +41,8 @@ struct RigOptions {
   double timeout_s = 600;
   std::string init_file;  // --init-method file://PATH (GPU backend: NCCL's unique id goes there)
   std::string host_name;  // for errors: "host h, rank r"
+  // holds: what each rank's parameter_bytes and gradient_bytes are, as the host-memory check says it.
+  std::string holds = "its parameters, gradients and DDP buckets, before activations";
 };
 
 class Rig {

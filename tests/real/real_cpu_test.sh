@@ -105,6 +105,12 @@ case "$case_" in
     [[ $rc == 1 ]] && grep -q "1024 CPU ranks in this process need at least .*, and the host has .* available; use fewer (--world-size)" "$tmp/huge.out" \
       || { cat "$tmp/huge.out"; fail "a world beyond the host's memory: rc $rc"; }
     [[ ! -e "$tmp/huge" ]] || fail "a refused bench left its output folder"
+    # calibrate has no model: its refusal names its own buffers (it spoke of parameters and DDP's
+    # buckets until 2026-12-02).
+    rc=0; "$bin" calibrate --backend cpu --launch local --world-size 1024 --max-bytes 8 --max-flops 1e6 \
+      --out "$tmp/huge.yaml" >"$tmp/hugec.out" 2>&1 || rc=$?
+    [[ $rc == 1 ]] && grep -q "1024 CPU ranks in this process need at least .* (each .*: the fixed buffers a calibrating rank streams its copies and kernels through)" "$tmp/hugec.out" \
+      && ! grep -q "parameters" "$tmp/hugec.out" || { cat "$tmp/hugec.out"; fail "calibrate on a world beyond the host's memory: rc $rc"; }
     # One rank: as NCCL with one rank, an allreduce has nothing to combine: each takes microseconds,
     # not the pass over its bucket or the first touch of a rebuilt bucket's memory (14 ms for
     # ResNet-18's 28 MB bucket, which a 2 ms bound tells apart even under a sanitizer).
@@ -132,6 +138,13 @@ case "$case_" in
       --repeats 1 --out "$tmp/odd.yaml" >"$tmp/odd.out" 2>"$tmp/odd.err" || { cat "$tmp/odd.out" "$tmp/odd.err"; fail "odd sizes"; }
     grep -q "^note: allreduce sizes run 4 to 4000 B: --min-bytes 7 and --max-bytes 4001 rounded down" "$tmp/odd.err" &&
       grep -Eq '^  matmul +3000000 ' "$tmp/odd.out" || { cat "$tmp/odd.out" "$tmp/odd.err"; fail "odd sizes said, --max-flops timed"; }
+    # 4 B steps doubling: the memory kernel's 8 B minimum made 8 B twice, and the file was refused
+    # where simulate loaded it ("size 8 is not larger than the previous 8") until 2026-12-02.
+    "$bin" calibrate --backend cpu --launch local --min-bytes 4 --max-bytes 64 --step-factor 2 --max-flops 1e6 \
+      --repeats 1 --out "$tmp/steps.yaml" >/dev/null 2>"$tmp/steps.err" || { cat "$tmp/steps.err"; fail "calibrate 4 B steps"; }
+    "$bin" simulate --strategy ddp --gpus 1 --precision fp32 --model resnet18 --batch-per-gpu 1 --iterations 2 --warmup 1 \
+      --calibration "$tmp/steps.yaml" --out "$tmp/steps-sim" >/dev/null 2>"$tmp/steps-sim.err" \
+      || { cat "$tmp/steps-sim.err"; fail "a calibration of 4 B steps does not load"; }
     # Every table's points are non-decreasing in time, as read_calibration takes them, so the
     # segments written beside them are the simulation's (a noisy point gave a "flat" segment
     # slower than both of its points).
@@ -260,7 +273,7 @@ case "$case_" in
     rc=$?
     set -e
     [[ $rc == 2 ]] || { cat "$tmp/big.out"; fail "calibrate --max-bytes 1TiB exited $rc, expected 2"; }
-    grep -q "^error: --max-bytes 1.00 TiB: calibrating needs 2 buffers of that size for each of this process's 2 CPU ranks (4.00 TiB); this machine has .* of memory; lower --max-bytes$" "$tmp/big.out" \
+    grep -q "^error: --max-bytes 1.00 TiB: calibrating needs about 5 times that for each of this host's 2 CPU ranks (10.0 TiB); this machine has .* of memory; lower --max-bytes$" "$tmp/big.out" \
       || { cat "$tmp/big.out"; fail "calibrate --max-bytes 1TiB message"; }
     [[ ! -e $tmp/big.yaml ]] || fail "calibrate --max-bytes 1TiB wrote a file"
     echo "calibrate wrote a file the simulator loads; validate printed measured against simulated; 1TiB refused"
