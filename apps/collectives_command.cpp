@@ -167,6 +167,16 @@ void run_collectives(CollectivesArgs a) {
       if (const GpuSpec* g = topo.vertex(topo.gpu(r)).gpu; g != nullptr && (min_sm == 0 || g->sm_version < min_sm))
         min_sm = g->sm_version;
     check_datatype(type, a.sweep.nccl.transport.nccl, min_sm, a.sweep.op);
+    // The switch adds 16-bit floats, floats, doubles and 32- and 64-bit integers only (device.h
+    // ncclNvlsSupported): an int8, uint8 or FP8 reduction runs without NVLS and NVLSTree (enqueue.cc
+    // nvlsSupport), as an allgather does not need it to.
+    const std::string tname = type.name;
+    const bool reduces = a.sweep.op == Collective::kAllreduce || a.sweep.op == Collective::kReduce ||
+                         a.sweep.op == Collective::kReduceScatter;
+    if (reduces && (tname == "int8" || tname == "uint8" || tname == "f8e4m3" || tname == "f8e5m2")) {
+      a.sweep.nccl.request.nvls = false;
+      a.sweep.nccl.request.nvls_tree = false;
+    }
     double smallest = 0;
     for (int r = 0; r < n; ++r) {
       const GpuSpec* g = topo.vertex(topo.gpu(r)).gpu;
