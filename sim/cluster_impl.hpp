@@ -214,8 +214,8 @@ struct SimCluster::Impl {
       c = m == n && opts.world_channels
               ? std::make_unique<Channels>(*opts.world_channels)
               : std::make_unique<Channels>(build_channels(topo, routes, first_ranks(m), transports));
-      limit_channels(*c, opts.min_channels, opts.max_channels);
       limit_nvls_channels(*c, opts.nvls_min_channels, opts.nvls_max_channels);
+      limit_channels(*c, opts.min_channels, opts.max_channels, nvls_channel_floor(*c, opts.nccl));
       // Each ring hop between machines goes through its channel's NICs, as the search counted it.
       for (const RingChannel& rc : c->rings)
         for (std::size_t i = 0; i < rc.hops.size(); ++i)

@@ -34,7 +34,8 @@ std::vector<std::vector<int>> mirror_plan(const ResolvedScenario& r, Strategy st
         build_channels(r.topo, routes, first_ranks(r.gpus), Transports(r.topo, routes, r.nccl.transport, r.gpus)));
     if (channels) *channels = found;
     Channels ch = *found;
-    limit_channels(ch, r.nccl.min_channels, r.nccl.max_channels);
+    limit_nvls_channels(ch, r.nccl.nvls_min_channels, r.nccl.nvls_max_channels);
+    limit_channels(ch, r.nccl.min_channels, r.nccl.max_channels, nvls_channel_floor(ch, r.nccl.request));
     const double fewest = static_cast<double>(r.gpus - 1) * static_cast<double>(ch.rings.size());
     if (!(fewest > kAutoAggregateFlows)) return {};
   }

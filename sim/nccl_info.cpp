@@ -19,8 +19,8 @@ NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl, Col
   const Transports transports(topo, routes, nccl.transport, gpus);
   Channels ch = build_channels(topo, routes, first_ranks(gpus), transports);
   NcclInfo i;
-  limit_channels(ch, nccl.min_channels, nccl.max_channels);
   limit_nvls_channels(ch, nccl.nvls_min_channels, nccl.nvls_max_channels);
+  limit_channels(ch, nccl.min_channels, nccl.max_channels, nvls_channel_floor(ch, nccl.request));
   i.coll_channels = launched_channels(ch);
   i.gpus = gpus;
   i.nodes = ch.nodes();

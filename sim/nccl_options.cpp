@@ -22,12 +22,13 @@ std::optional<PathClass> path_level(std::string_view level) {
   return std::nullopt;  // LOC
 }
 
-void limit_channels(Channels& c, int min, int max) {
+void limit_channels(Channels& c, int min, int max, int floor) {
   if (c.rings.empty()) return;
   const int found = launched_channels(c);
   int launched = found;
   if (max > 0) launched = std::min(launched, max);
   if (min > 0) launched = std::max(launched, std::min(min, 64));
+  if (floor > 0) launched = std::max(launched, std::min(floor, 64));
   if (launched == found) return;
   // Channel i runs ring i mod (rings): fewer blocks than rings leave the later rings unused.
   if (static_cast<std::size_t>(launched) < c.rings.size()) {
@@ -35,6 +36,11 @@ void limit_channels(Channels& c, int min, int max) {
     c.rings.resize(static_cast<std::size_t>(launched));
   }
   c.launched = launched;
+}
+
+int nvls_channel_floor(const Channels& c, const CollectiveRequest& r) {
+  if (!c.nvls || !r.nvls || !r.nccl.at_least(2, 20) || r.nccl.at_least(2, 28)) return 0;
+  return c.nvls->launched;
 }
 
 void limit_nvls_channels(Channels& c, int min, int max) {

@@ -35,7 +35,14 @@ NcclSettings nccl_settings(const Scenario& s);
 // launched channels than rings keep the first `max` rings (one block each); more blocks than two
 // per ring run the same rings, so the rings and their speed stay (Channels::launched counts the
 // blocks). A minimum at or below the default changes nothing.
-void limit_channels(Channels& c, int min, int max);
+// `floor` (nvls_channel_floor) raises the launched channels after both, as `min` does.
+void limit_channels(Channels& c, int min, int max, int floor = 0);
+
+// nvls_channel_floor: NCCL 2.20 to 2.27 raise the rings' channels to NVLS's where NVLS runs
+// (connect.cc, after NCCL_MIN/MAX_NCHANNELS: "if (comm->nChannels < comm->nvlsChannels)
+// copyChannels"; gone in 2.28.3), so that NCCL_MAX_NCHANNELS=4 on 8 H100s still runs 16 ring
+// channels there. `c` after limit_nvls_channels; 0 where it does not apply.
+int nvls_channel_floor(const Channels& c, const CollectiveRequest& r);
 
 // limit_nvls_channels: NCCL_MIN_CTAS and NCCL_MAX_CTAS bound NVLS's launched blocks (NCCL 2.27
 // nvls.cc ncclNvlsInit: comm->nvlsChannels = max(minCTAs, min(maxCTAs, NVLS_NCHANNELS_SM90 16, or

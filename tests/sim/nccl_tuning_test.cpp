@@ -9,6 +9,7 @@
 
 #include "sim/engine.hpp"
 #include "sim/nccl_model.hpp"
+#include "sim/nccl_options.hpp"
 #include "topologies/channels.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/routes.hpp"
@@ -91,6 +92,36 @@ TEST(NcclTuning, ATreeOfOneGpuPerNodeIsChargedItsPattern) {
   const double c = one.searched > 0 ? one.searched : static_cast<double>(one.rings.size());
   const double expected = 0.85 * std::min(c * one.tree_bw_intra_Bps * 0.92, c * 23.6e9);
   EXPECT_NEAR(choose_collective(Collective::kAllreduce, kTuneMiB, one, tree).bus_bw_Bps, expected, 1e3);
+}
+
+// NCCL 2.20 to 2.27 raise the rings' channels to NVLS's after NCCL_MAX_NCHANNELS (connect.cc
+// copyChannels up to nvlsChannels; gone in 2.28.3): on 8 H100s NCCL_MAX_NCHANNELS=4 still runs 16
+// ring channels there, and 4 from 2.28 or with NVLS off. gradsync ran 4 in every release.
+TEST(NcclTuning, NvlsRaisesTheRingsChannelsFrom220To227) {
+  auto engine = create_engine();
+  const Channels found = channels_of(load_topology("dgx-h100"), first_ranks(8));
+  ASSERT_TRUE(found.nvls);
+  const auto launched = [&](NcclRelease release, bool nvls) {
+    Channels c = found;
+    CollectiveRequest r;
+    r.nccl = release;
+    r.nvls = nvls;
+    limit_nvls_channels(c, 0, 0);
+    limit_channels(c, 0, 4, nvls_channel_floor(c, r));
+    return launched_channels(c);
+  };
+  EXPECT_EQ(launched({2, 27}, true), 16);
+  EXPECT_EQ(launched({2, 20}, true), 16);
+  EXPECT_EQ(launched({2, 19}, true), 4);
+  EXPECT_EQ(launched({2, 28}, true), 4);
+  EXPECT_EQ(launched({2, 27}, false), 4);  // NCCL_NVLS_ENABLE=0: no NVLS channels to reach
+  // NCCL_MAX_CTAS bounds NVLS's blocks, and with them the floor.
+  Channels c = found;
+  CollectiveRequest r;
+  r.nccl = {2, 27};
+  limit_nvls_channels(c, 0, 8);
+  limit_channels(c, 0, 4, nvls_channel_floor(c, r));
+  EXPECT_EQ(launched_channels(c), 8);
 }
 
 }  // namespace
