@@ -134,9 +134,15 @@ void graph_nvls_and_tree(const Topology& topo, const Routes& routes, const Trans
 void finish_graphs(const Topology& topo, const Routes& routes, const Transports& transports, Channels& ch);
 
 // launched_channels: the blocks NCCL launches for the rings: Channels::launched where the knobs set
-// it, else the searched rings doubled (connect.cc: nChannels*2, at most MAXCHANNELS 64).
+// it, else the searched rings doubled (connect.cc: nChannels*2, at most MAXCHANNELS 64), and on
+// Hopper and later across nodes, rings faster than 45 GB/s and fewer than 16 channels so far,
+// doubled again (connect.cc 2.27: "Use 4 compute channels per search channel to reach peak BW on
+// <8 PPN"; 6 rails of 48 GB/s: 24 channels, not 12).
 inline int launched_channels(const Channels& ch) {
-  return ch.launched > 0 ? ch.launched : std::min(64, 2 * static_cast<int>(ch.rings.size()));
+  if (ch.launched > 0) return ch.launched;
+  int n = std::min(64, 2 * static_cast<int>(ch.rings.size()));
+  if (ch.sm_version >= 90 && ch.nodes() > 1 && ch.channel_bw_Bps > 45e9 && n < 16) n = std::min(64, 2 * n);
+  return n;
 }
 
 // first_ranks returns {0, 1, ..., n-1}.

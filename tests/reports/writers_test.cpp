@@ -194,26 +194,26 @@ TEST(Csv, NumbersReadBackExactly) {
 
 TEST(Csv, ScalingEfficiencyIsThroughputPerGpuAgainstTheFewestGpus) {
   const CsvRow header = summary_header();
+  // row: point i of a run of `gpus` GPUs at `rate` samples/s, its scenario as scenario_json writes it.
+  auto row = [](int i, const Scenario& s, double rate) {
+    StrategyResult r;
+    r.gpus = s.gpus;
+    r.samples_per_s = rate;
+    r.per_gpu.resize(static_cast<std::size_t>(r.gpus));
+    return summary_row(i, "simulated", scenario_json(s), r);
+  };
   auto scenario = [](const std::string& model, int gpus) {
     Scenario s;
     s.model = model;
     s.gpus = gpus;
-    return scenario_json(s);
+    return s;
   };
   std::vector<CsvRow> rows;
-  const double gpus[] = {1, 2, 4};
+  const int gpus[] = {1, 2, 4};
   const double samples[] = {100, 180, 320};
-  for (int i = 0; i < 3; ++i) {
-    StrategyResult r;
-    r.gpus = static_cast<int>(gpus[i]);
-    r.samples_per_s = samples[i];
-    r.per_gpu.resize(static_cast<std::size_t>(r.gpus));
-    rows.push_back(summary_row(i, "simulated", scenario("m", r.gpus), r));
-  }
-  StrategyResult other;  // another model: its own group, a single GPU count, no efficiency
-  other.gpus = 8;
-  other.samples_per_s = 1;
-  rows.push_back(summary_row(3, "simulated", scenario("n", 8), other));
+  for (int i = 0; i < 3; ++i) rows.push_back(row(i, scenario("m", gpus[i]), samples[i]));
+  // Another model: its own group, a single GPU count, no efficiency.
+  rows.push_back(row(3, scenario("n", 8), 1));
   fill_scaling_efficiency(header, rows);
   const auto col =
       static_cast<std::size_t>(std::find(header.begin(), header.end(), "scaling_efficiency_frac") - header.begin());
@@ -224,24 +224,15 @@ TEST(Csv, ScalingEfficiencyIsThroughputPerGpuAgainstTheFewestGpus) {
   // At a fixed global batch (strong scaling: each GPU's batch shrinks as GPUs are added) the points
   // differ in batch_per_gpu too, and are compared all the same; points that differ in both
   // batch_per_gpu and global_batch are no series.
-  auto strong = [](int count, std::int64_t global) {
-    Scenario s;
-    s.model = "m";
-    s.gpus = count;
+  auto strong = [&](int count, std::int64_t global) {
+    Scenario s = scenario("m", count);
     s.global_batch = global;
     s.batch_per_gpu = global / count;
-    return scenario_json(s);
+    return s;
   };
   std::vector<CsvRow> fixed;
-  const int counts[] = {1, 2, 4};
   const double rates[] = {100, 150, 200};
-  for (int i = 0; i < 3; ++i) {
-    StrategyResult r;
-    r.gpus = counts[i];
-    r.samples_per_s = rates[i];
-    r.per_gpu.resize(static_cast<std::size_t>(r.gpus));
-    fixed.push_back(summary_row(i, "simulated", strong(counts[i], i == 2 ? 768 : 256), r));
-  }
+  for (int i = 0; i < 3; ++i) fixed.push_back(row(i, strong(gpus[i], i == 2 ? 768 : 256), rates[i]));
   fill_scaling_efficiency(header, fixed);
   EXPECT_DOUBLE_EQ(std::stod(fixed[0][col]), 1.0);
   EXPECT_DOUBLE_EQ(std::stod(fixed[1][col]), 0.75);

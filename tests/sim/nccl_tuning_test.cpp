@@ -124,5 +124,22 @@ TEST(NcclTuning, NvlsRaisesTheRingsChannelsFrom220To227) {
   EXPECT_EQ(launched_channels(c), 8);
 }
 
+// connect.cc (2.27): on Hopper across nodes, rings faster than 45 GB/s and fewer than 16 channels
+// after the usual doubling are doubled again. Two DGX H100s on 6 rails: 6 rings of 48 GB/s, 24
+// channels (gradsync launched 12 until 2026-12-02); on 8 rails 16, already enough.
+TEST(NcclTuning, HopperAcrossNodesDoublesFewChannelsAgain) {
+  auto engine = create_engine();
+  const Channels six =
+      channels_of(generate_fat_tree({.nodes = 2, .node = "dgx-h100", .nics_per_node = 6}), first_ranks(16));
+  ASSERT_EQ(six.rings.size(), 6u);
+  ASSERT_GT(six.channel_bw_Bps, 45e9);
+  EXPECT_EQ(launched_channels(six), 24);
+  const Channels eight = channels_of(generate_fat_tree({.nodes = 2, .node = "dgx-h100"}), first_ranks(16));
+  EXPECT_EQ(launched_channels(eight), 2 * static_cast<int>(eight.rings.size()));
+  // One node, or A100s: the usual doubling only.
+  const Channels node = channels_of(load_topology("dgx-h100"), first_ranks(8));
+  EXPECT_EQ(launched_channels(node), 2 * static_cast<int>(node.rings.size()));
+}
+
 }  // namespace
 }  // namespace gradsync::sim
