@@ -2,15 +2,18 @@
 // collectives, copies and compute into calibration.yaml) and `gradsync validate` (real against
 // simulated with that calibration, phase by phase).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <sched.h>
@@ -245,14 +248,40 @@ void check_writable_file(const char* flag, const std::string& path) {
   if (fs::is_directory(p, ec))
     throw UsageError(fmt::format("{} {}: is a folder; expected a file to write", flag, path));
   const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw UsageError(fmt::format("{} {}: {} is a file, not a folder", flag, path, dir.string()));
   if (!fs::is_directory(dir, ec))
     throw UsageError(fmt::format("{} {}: folder {} does not exist", flag, path, dir.string()));
   if (::access(dir.c_str(), W_OK) != 0)
     throw UsageError(fmt::format("{} {}: folder {} is not writable", flag, path, dir.string()));
 }
 
+// check_replaceable_calibration: an existing file at `path` is replaced only if it is a calibration
+// (gradsync's header comment, or the format's schema_version key at the top level); any other file
+// (a scenario, a model) is the user's, and calibrate replaced it without a word until 2026-12-02.
+void check_replaceable_calibration(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return;
+  std::ifstream in(path);
+  std::string line;
+  bool ours = false;
+  for (int i = 0; i < 20 && std::getline(in, line); ++i) {
+    if (line.rfind("# gradsync calibration", 0) == 0 || line.rfind("schema_version:", 0) == 0) {
+      ours = true;
+      break;
+    }
+  }
+  if (!ours) {
+    throw UsageError(fmt::format(
+        "--out {}: a file that is not a gradsync calibration (no schema_version line); calibrate replaces only "
+        "calibrations: remove it or choose another --out",
+        path));
+  }
+}
+
 void calibrate_command(const CalibrateArgs& a) {
   check_writable_file("--out", a.out);
+  check_replaceable_calibration(a.out);
   real::CalibrateOptions o = a.sweep;
   o.min_bytes = parse_nccl_tests_size_flag("--min-bytes", a.min_bytes);
   o.max_bytes = parse_nccl_tests_size_flag("--max-bytes", a.max_bytes);
@@ -281,11 +310,17 @@ void calibrate_command(const CalibrateArgs& a) {
     if (ct.collective != Collective::kAllreduce || ct.table.points.empty()) continue;
     const double first = ct.table.points.front().first, last = ct.table.points.back().first;
     if (first != o.min_bytes || last != o.max_bytes) {
+      // Whole elements: rounded down, but never below one (--min-bytes 3 runs 4 B).
+      std::vector<std::string> said;
+      for (const auto& [flag, asked, runs] :
+           {std::tuple{"--min-bytes", o.min_bytes, first}, std::tuple{"--max-bytes", o.max_bytes, last}})
+        if (asked != runs)
+          said.push_back(
+              fmt::format("{} {:.0f} rounded {} to {:.0f} B", flag, asked, runs > asked ? "up" : "down", runs));
       std::cerr << fmt::format(
-          "note: allreduce sizes run {:.0f} to {:.0f} B: --min-bytes {:.0f} and --max-bytes {:.0f} rounded down to "
-          "whole "
-          "float32 elements (4 B; allgather and reduce-scatter to 4 B x ranks)\n",
-          first, last, o.min_bytes, o.max_bytes);
+          "note: allreduce sizes run {:.0f} to {:.0f} B: {}, whole float32 elements (4 B; allgather and "
+          "reduce-scatter 4 B x ranks)\n",
+          first, last, fmt::join(said, " and "));
     }
   }
   // One rank (no launcher): its collectives cross no link, and a simulation of N GPUs finds no

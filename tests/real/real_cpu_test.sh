@@ -136,8 +136,23 @@ case "$case_" in
     # Sizes between whole float32 elements are rounded down, and said; --max-flops is timed itself.
     "$bin" calibrate --backend cpu --launch local --world-size 2 --min-bytes 7 --max-bytes 4001 --max-flops 3e6 \
       --repeats 1 --out "$tmp/odd.yaml" >"$tmp/odd.out" 2>"$tmp/odd.err" || { cat "$tmp/odd.out" "$tmp/odd.err"; fail "odd sizes"; }
-    grep -q "^note: allreduce sizes run 4 to 4000 B: --min-bytes 7 and --max-bytes 4001 rounded down" "$tmp/odd.err" &&
+    grep -q "^note: allreduce sizes run 4 to 4000 B: --min-bytes 7 rounded down to 4 B and --max-bytes 4001 rounded down to 4000 B, whole float32 elements" "$tmp/odd.err" &&
       grep -Eq '^  matmul +3000000 ' "$tmp/odd.out" || { cat "$tmp/odd.out" "$tmp/odd.err"; fail "odd sizes said, --max-flops timed"; }
+    # --min-bytes below one element runs one, said as rounded up (it said "rounded down" until
+    # 2026-12-02); a file that is not a calibration is not replaced by one (it was, unsaid).
+    printf 'model: resnet18\n' >"$tmp/scenario.yaml"
+    rc=0; "$bin" calibrate --backend cpu --launch local --min-bytes 3 --max-bytes 64 --max-flops 1e6 --repeats 1 \
+      --out "$tmp/scenario.yaml" >/dev/null 2>"$tmp/keep.err" || rc=$?
+    [[ $rc == 2 && $(cat "$tmp/scenario.yaml") == "model: resnet18" ]] \
+      && grep -q "^error: --out $tmp/scenario.yaml: a file that is not a gradsync calibration" "$tmp/keep.err" \
+      || { cat "$tmp/keep.err"; fail "calibrate replaced a scenario file (rc $rc)"; }
+    rc=0; "$bin" calibrate --backend cpu --launch local --out "$tmp/scenario.yaml/c.yaml" >/dev/null 2>"$tmp/nf.err" || rc=$?
+    [[ $rc == 2 ]] && grep -q "^error: --out $tmp/scenario.yaml/c.yaml: $tmp/scenario.yaml is a file, not a folder$" "$tmp/nf.err" \
+      || { cat "$tmp/nf.err"; fail "calibrate into a file's 'folder' (rc $rc)"; }
+    "$bin" calibrate --backend cpu --launch local --min-bytes 3 --max-bytes 64 --max-flops 1e6 --repeats 1 \
+      --out "$tmp/up.yaml" >/dev/null 2>"$tmp/up.err" || { cat "$tmp/up.err"; fail "calibrate --min-bytes 3"; }
+    grep -q "^note: allreduce sizes run 4 to 64 B: --min-bytes 3 rounded up to 4 B, whole float32 elements" "$tmp/up.err" \
+      || { cat "$tmp/up.err"; fail "--min-bytes 3 said as rounded"; }
     # 4 B steps doubling: the memory kernel's 8 B minimum made 8 B twice, and the file was refused
     # where simulate loaded it ("size 8 is not larger than the previous 8") until 2026-12-02.
     "$bin" calibrate --backend cpu --launch local --min-bytes 4 --max-bytes 64 --step-factor 2 --max-flops 1e6 \
