@@ -259,6 +259,14 @@ void note_uncalibrated(const Scenario& s, const std::vector<Strategy>& strategie
         "note: calibration {} measured no {} over {} ranks; those calls keep the network model of topology {}\n",
         s.calibration, fmt::join(missing, " or "), s.gpus, s.topology);
   }
+  // One GPU with a file measured over several ranks: its collectives have one member and move
+  // nothing (0 s), whatever the file timed over its ranks.
+  if (s.gpus == 1 && cal.ranks > 1) {
+    std::cerr << fmt::format(
+        "note: calibration {} measured its collectives over {} ranks; on one GPU they have one member and take no "
+        "time\n",
+        s.calibration, cal.ranks);
+  }
   // Kernels far beyond what the calibration timed: their times extend its last line.
   for (const std::string& beyond : sim::calibration_extrapolations(s, strategies))
     std::cerr << fmt::format("note: calibration {} timed {}\n", s.calibration, beyond);

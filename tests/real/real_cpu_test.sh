@@ -196,6 +196,11 @@ case "$case_" in
     grep -q "^note: calibration $tmp/two.yaml timed conv up to 1e+06 FLOP" "$tmp/two-val.err" &&
       grep -q "^note: calibration $tmp/two.yaml timed allreduce up to 1.05e+06 B over 2 ranks, and DDP's largest bucket is 4.68e+07 B (45x): those times are extrapolated" \
         "$tmp/two-val.err" || { cat "$tmp/two-val.err"; fail "validate's notes for what the calibration did not reach"; }
+    # One GPU with a file measured over 2 ranks: its collectives have one member and take no time, said
+    # (nothing was said until 2026-12-02, and validate showed them -100%).
+    simulate_with ddp 1 two two-one
+    grep -q "^note: calibration $tmp/two.yaml measured its collectives over 2 ranks; on one GPU they have one member and take no time$" \
+      "$tmp/two-one.err" || { cat "$tmp/two-one.err"; fail "no note for one GPU with a 2-rank calibration"; }
     # DataParallel calls broadcast and reduce, no allreduce: the notes name its collectives.
     simulate_with dp 2 two two-dp
     grep -q "timed broadcast up to .* over 2 ranks, and DataParallel's largest broadcast of parameters is .*(calibrate with a larger --max-bytes)$" \
