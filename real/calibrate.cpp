@@ -173,13 +173,23 @@ CalibrationRun calibrate(const CalibrateOptions& o, Runtime& rt) {
   // The rest runs on the root's device 0 while the other ranks wait at a barrier.
   if (rt.root()) {
     Device& dev = rig->device(0);
+    // A step's ops run back to back on their stream, so an op is timed in a run of several issued
+    // without waiting between them (as nccl-tests times its iterations), enough to fill about 1 ms:
+    // timed one at a time each paid the stream's wake-up too (2-4 us for an 8 B memory op on a quiet
+    // host, 40-140 us under load; a new user's validate of the calibrating host was +43% so, until
+    // 2026-12-02). The median of --repeats runs.
     auto timed = [&](const std::function<WorkPtr()>& issue) {
-      issue()->wait();  // warm-up
+      const double w0 = now_s();
+      issue()->wait();  // warm-up, and the size of a run
+      const double single = now_s() - w0;
+      const int run_of = std::clamp(static_cast<int>(1e-3 / std::max(single, 1e-9)), 1, 64);
       std::vector<double> ts;
       for (int r = 0; r < o.repeats; ++r) {
         const double t0 = now_s();
-        issue()->wait();
-        ts.push_back(now_s() - t0);
+        WorkPtr last;
+        for (int k = 0; k < run_of; ++k) last = issue();
+        last->wait();
+        ts.push_back((now_s() - t0) / run_of);
       }
       return median(ts);
     };
