@@ -188,7 +188,7 @@ reports::Report run_bench(const ScenarioArgs& a, const Scenario& s, const std::v
   rep.requested.erase("topology");
   rep.scenario["gpu_spread_pct"] = nullptr;  // the GPUs as they are: no simulated spread
   rep.requested.erase("gpu_spread_pct");
-  for (Strategy st : strategies) rep.strategies.push_back(real::bench(s, st, rt));
+  for (Strategy st : strategies) rep.strategies.push_back(real::bench(s, st, rt, what));
   if (rt.root()) rep.header = real_header(resolved, rep.strategies.front(), rt, what, strategies);
   return rep;
 }

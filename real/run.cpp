@@ -267,12 +267,12 @@ void add_traffic(std::map<std::string, Traffic>& t, const TraceEvent& e, int gpu
 
 std::unique_ptr<Rig> make_rig(const RigOptions& o) { return o.backend == "gpu" ? make_gpu_rig(o) : make_cpu_rig(o); }
 
-StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt) {
+StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt, const std::string& command) {
   if (strategy == Strategy::kDP && rt.processes() > 1) {
     throw on_every_rank(UsageError(fmt::format(
-        "DataParallel runs in one process driving every GPU; {} started {} processes. Run it as: gradsync bench "
+        "DataParallel runs in one process driving every GPU; {} started {} processes. Run it as: gradsync {} "
         "--strategy dp --launch local --world-size {}",
-        rt.launcher(), rt.processes(), rt.world())));
+        rt.launcher(), rt.processes(), command, rt.world())));
   }
   Resolved r = resolve(s, rt);
   const ScenarioBasics& b = r.basics;

@@ -67,7 +67,8 @@ class Runtime {
 // bench: the scenario's `strategy` for real on the runtime's devices: construction, then
 // `iterations` steps, every event timed. The result (mode real) is complete on the root process;
 // other processes get an empty one. DP needs one process (--launch local).
-StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt);
+// `command` names the gradsync command in messages ("bench", "validate").
+StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt, const std::string& command = "bench");
 
 // resolve_scenario: the scenario as bench runs it on this machine, every default explicit
 // (resolved_scenario, core/scenario_keys.hpp); the errors bench would give.

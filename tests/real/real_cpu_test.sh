@@ -355,6 +355,13 @@ case "$case_" in
     # Every rank finds it alike: rank 0 says it once.
     [[ $rc == 2 && $(grep -c '^error: ' "$tmp/out") == 1 ]] && grep -q 'DataParallel runs in one process' "$tmp/out" ||
       { cat "$tmp/out"; fail "dp under mpirun: $rc"; }
+    # validate's way out names validate (it named bench until 2026-12-02).
+    mpirun -np 2 "$bin" calibrate --max-bytes 8 --max-flops 1e6 --repeats 1 --out "$tmp/c2.yaml" >/dev/null 2>&1 \
+      || fail "calibrate for validate"
+    rc=0; mpirun -np 2 "$bin" validate "${small[@]}" --strategy dp --calibration "$tmp/c2.yaml" --out "$tmp/b" \
+      >"$tmp/out" 2>&1 || rc=$?
+    [[ $rc == 2 ]] && grep -q 'Run it as: gradsync validate --strategy dp --launch local --world-size 2' "$tmp/out" ||
+      { cat "$tmp/out"; fail "validate dp under mpirun: $rc"; }
     # A scenario file's error and a rank count the flags contradict: also said once.
     printf 'model: resnet18\nfoo: 1\n' >"$tmp/unknown.yaml"
     rc=0; mpirun -np 2 "$bin" bench "$tmp/unknown.yaml" --iterations 3 --warmup 1 --out "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
