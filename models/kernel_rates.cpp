@@ -250,26 +250,20 @@ KernelRates rates_for(const GpuSpec& gpu) {
     r.conv_16bit = kGeForceTensor;
   }
   if (sm >= 90) r.gemm_misaligned = 0.28;
-  // cuDNN's FP32 convolutions on Volta (sm70): 0.85 of the FP32 peak, counted in direct-convolution
-  // FLOPs. Chosen from this architecture's fp32 conv-net cases of the train split (DLE ResNet-50 on a
-  // DGX-1 32GB at batch 112, Lambda ResNet-50 on a V100 16GB at 128, and the PyTorch DDP benchmark's
-  // ResNet-50/101 rows at 32: validation/published/) as the rate of 0.80, 0.85 and 0.90 with the
-  // least median |error| over them, the steps run as CUDA's asynchronous launches do
-  // (core/launch_queue.hpp): 3.75% (0.80: 3.8%, 0.90: 6.1%). Re-chosen when the backward began to
-  // read what derivatives.yaml says each op saved (ReLU's result) and autograd's gradient sums
-  // (op_backward.cpp); with the backward before, 0.72 had been chosen from 0.70-0.75. cuDNN runs many
-  // 3x3 FP32 convolutions as Winograd or FFT, with fewer multiplies than the counted FLOPs, so a rate
-  // at SGEMM's 0.85 is plausible. Turing (sm75) takes the same rate: its SM keeps Volta's FP32 datapath
-  // (64 lanes per SM, NVIDIA's Turing whitepaper) and cuDNN the same algorithms, and on one software
-  // stack (PyTorch 1.4, cuDNN 7.6; ryujaehun/pytorch-gpu-benchmark's README) a TITAN V and an RTX
-  // 2080 Ti ran ResNet-18/50/101 and VGG-16 at batch 12 within 2-4% of each other, where Turing's
-  // earlier rate (the conv rate scaled as SGEMM, 0.6375) made the 2080 Ti 1.5 times slower than a
-  // Volta. Over both architectures' fp32 conv-net train cases (the five above, Lambda's TITAN RTX
-  // ResNet-50, ryujaehun's RTX 2080 Ti at batch 12) the median |error| is 4.65% at 0.85, 6.4% at
-  // 0.75 and 9.25% at 0.95. VGG-16 on the 2080 Ti stays 51% too slow: nearly all of it is 3x3
-  // convolutions, which Winograd speeds more than ResNets' 1x1 ones (not modelled). The others
-  // keep the SGEMM-scaled conv rate.
-  r.conv_fp32 = sm == 70 || sm == 75 ? 0.85 : r.conv * r.gemm_fp32 / r.gemm_tensor;
+  // cuDNN's FP32 convolutions on Volta (sm70) and Turing (sm75): 0.75 of the FP32 peak in full waves
+  // of 128x128 tiles, counted in direct-convolution FLOPs, with Winograd's F(2x2, 3x3) where cuDNN
+  // gains from it (op_conv.cpp). Turing's SM keeps Volta's FP32 datapath (64 lanes per SM, NVIDIA's
+  // Turing whitepaper) and cuDNN the same algorithms: one rate. Chosen from both architectures'
+  // fp32 conv-net cases of the train split (DLE ResNet-50 on a DGX-1 32GB and 16GB at batch 112;
+  // Lambda ResNet-50 on a V100 16GB at 128 and on a TITAN RTX at 224; torchbench's ResNet-50 at batch
+  // 1 and 4; ryujaehun's RTX 2080 Ti at batch 12, ResNet-18/50/101 and VGG-16; the PyTorch DDP
+  // benchmark's ResNet-50 and ResNet-101 on one GPU at 32: validation/published/) as the rate of
+  // 0.60, 0.65, 0.70, 0.75 and 0.80 with the least median |error| over them: 3.7% (0.60: 13.5%,
+  // 0.65: 8.4%, 0.70: 5.05%, 0.80: 3.95%). Until 2026-12-02 there was neither Winograd nor waves and
+  // 0.85 was chosen the same way; VGG-16 on the 2080 Ti, nearly all 3x3 convolutions, came out 52%
+  // too slow (now +8.5%), and the DDP benchmark's batch-32 ResNets 7-10% too fast (now 3-5%). The
+  // other architectures keep the SGEMM-scaled conv rate (their fp32 convolutions run as TF32).
+  r.conv_fp32 = sm == 70 || sm == 75 ? 0.75 : r.conv * r.gemm_fp32 / r.gemm_tensor;
   // FP32 SGEMM (SIMT) on Turing (sm75): 0.70 of the datasheet FP32 peak (16.3 TFLOP/s for the TITAN
   // RTX at its 1770 MHz boost). Chosen from the three Turing fp32 transformer cases of the train
   // split, from two sources (Lambda's BERT-base SQuAD on a TITAN RTX; Hugging Face's Trainer running

@@ -38,8 +38,8 @@ void OpCoster::backward_kernels(std::size_t i, std::vector<Kernel>& out, bool ca
     // cuDNN's transposes, under its first kernel's host cost.
     const std::size_t first = out.size();
     const double w = s.in.size() > 1 ? s.in[1] : 0;
-    if (p.in_grad[0]) out.push_back(conv(s.flops, n * ob + w * in_b(1) + s.in[0] * in_b(0)));
-    if (op.in.size() > 1 && p.in_grad[1]) out.push_back(conv(s.flops, n * ob + s.in[0] * in_b(0) + w * 4));
+    if (p.in_grad[0]) out.push_back(conv(i, 1, n * ob + w * in_b(1) + s.in[0] * in_b(0)));
+    if (op.in.size() > 1 && p.in_grad[1]) out.push_back(conv(i, 2, n * ob + s.in[0] * in_b(0) + w * 4));
     if (op.in.size() > 2 && p.in_grad[2]) out.push_back(memory(n * ob + s.in[2] * 4));
     if (transposes()) {  // the gradient in, the input's gradient out
       out.push_back(memory(2.0 * n * ob));

@@ -26,6 +26,18 @@ inline bool is_gemm(const Op& op) { return op.gemm.has_value(); }
 inline bool is_conv(const Op& op) {
   return op.conv.has_value() || op.name == "convolution" || op.name == "_convolution";
 }
+// winograd_eligible: a convolution that cuDNN can run with its Winograd algorithms
+// (CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD[_NONFUSED], and the BWD_DATA and BWD_FILTER ones): a 3x3
+// filter at stride 1, not grouped (cuDNN API reference, the algorithms' support tables). Layers of
+// fewer than 16 input or output channels are left out: the transformed products run over the
+// channels, and with 3 of them (an image net's first layer) direct convolution is the faster
+// (Gray and Koester, "Still not slowing down: Benchmarking optimized Winograd implementations",
+// Nervana/Intel, 2016, exclude VGG's first layer for that reason).
+inline bool winograd_eligible(const Op& op) {
+  if (!op.conv) return false;
+  const auto& c = *op.conv;  // in channels, height, width, out channels, kernel h, w, stride, padding, groups
+  return c[4] == 3 && c[5] == 3 && c[6] == 1 && c[8] == 1 && c[0] >= 16 && c[3] >= 16;
+}
 
 struct Sizes {
   std::vector<double> in, out;
@@ -370,25 +382,10 @@ class OpCoster {
     return k;
   }
   // conv: cuDNN at the conv rate of the tensor peak; fp32 convolutions on Ampere and later run as
-  // TF32 (torch.backends.cudnn.allow_tf32 defaults to True, unlike matmuls), at the SIMT rate before.
-  Kernel conv(double flops, double bytes) const {
-    const GpuSpec& g = *ctx_.gpu;
-    double peak = 0, eff = r_.conv;
-    if (ctx_.precision == Precision::kFP32 || ctx_.precision == Precision::kTF32) {
-      const bool tf32 = tf32_convs();
-      peak = tf32 ? g.tf32_flops : g.fp32_flops;
-      if (!tf32) eff = r_.conv_fp32;
-    } else {
-      peak = g.peak_flops(ctx_.precision);
-      eff = r_.conv_16bit;
-    }
-    Kernel k{flops, bytes, 0};
-    k.call = HostCall::kCudnn;
-    const double compute = flops / (peak * eff);
-    k.time = std::max({compute, dram(bytes), r_.min_kernel_s});
-    // Convolutions run many waves of implicit-GEMM tiles: they slow in proportion to the SMs lost.
-    return bound(k, compute, dram(bytes), compute * linear_stretch(sharing_.sms, held_));
-  }
+  // TF32 (torch.backends.cudnn.allow_tf32 defaults to True, unlike matmuls), at the SIMT rate before,
+  // there in whole waves of tiles and with cuDNN's Winograd kernels where faster (op_conv.cpp).
+  // `pass`: 0 the forward, 1 the input's gradient, 2 the weight's, of convolution op i.
+  Kernel conv(std::size_t i, int pass, double bytes) const;
   // layout: NCHW tensors on the tensor cores: cuDNN's tensor-core kernels work in NHWC, so each
   // convolution transposes its input and output (a read and a write of each; NVIDIA Deep Learning
   // Performance Guide, "Tensor Layouts In Memory: NCHW vs NHWC"). That is fp16/bf16 autocast, and

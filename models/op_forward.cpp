@@ -25,7 +25,7 @@ void OpCoster::forward_kernels(std::size_t i, std::vector<Kernel>& out, bool cas
   if (is_gemm(op)) {
     out.push_back(gemm(s.flops, bytes, s.gemm[0], s.gemm[1], s.gemm[2], gemm_aligned(i)));
   } else if (is_conv(op)) {
-    out.push_back(conv(s.flops, bytes));
+    out.push_back(conv(i, 0, bytes));
     if (transposes()) {
       out.push_back(inside(memory(2.0 * s.in[0] * p.in_bytes[0])));
       out.push_back(inside(memory(2.0 * s.out[0] * p.out_bytes[0])));

@@ -1,8 +1,9 @@
-// conv_cost_test.cpp: what a convolution costs, op by op (models/op_coster.hpp conv, layout;
-// models/kernel_rates.cpp): its layout transposes, and the rate of each kind of convolution kernel
+// conv_cost_test.cpp: what a convolution costs, op by op (models/op_conv.cpp, models/op_coster.hpp
+// layout; models/kernel_rates.cpp): its layout transposes, and the rate of each kind of convolution kernel
 // per architecture and precision, against closed forms.
 #include <gtest/gtest.h>
 
+#include "models/kernel_waves.hpp"
 #include "models/op_cost.hpp"
 #include "op_test_util.hpp"
 
@@ -42,20 +43,74 @@ TEST(ConvCost, TransposesWhereItRunsOnTensorCores) {
 // 14.8 GFLOP against 28 MB, compute-bound on every GPU below.
 constexpr double kFlops = 2.0 * 64 * 14 * 14 * 256 * 256 * 9;
 
-// FP32 convolutions before Ampere run on the SIMT units at conv_fp32 of the FP32 peak: Volta's own
-// rate (0.85, from its train cases) and Turing's, whose SM keeps Volta's FP32 datapath.
+// conv_layer: ResNet-50's layer `layer` on `gpu` in fp32 at `batch`, forward and backward.
+LayerCost conv_layer(const char* gpu, std::int64_t batch, const std::string& layer) {
+  static const Model m = load_model("resnet50");
+  return test::layer_cost(m, op_model_cost(m, test::context(gpu, Precision::kFP32, batch)), layer);
+}
+
+// simt_time: a GEMM-shaped FP32 kernel of `flops` direct-convolution FLOPs on `gpu` at conv_fp32,
+// `gain` times fewer multiplies, in whole waves of `shape`'s tiles.
+double simt_time(const char* gpu, double flops, GemmShape shape, double gain) {
+  const GpuSpec& g = gpu_spec(gpu);
+  const KernelRates r = rates_for(g);
+  return flops / (g.fp32_flops * r.conv_fp32 * gain) / gemm_waves_of(shape, r.tile, g.sms).efficiency;
+}
+
+// FP32 convolutions before Ampere run on the SIMT units at conv_fp32 of the FP32 peak, one rate for
+// Volta and Turing (0.75, from their train cases), in whole waves of 128 x 128 tiles; a 3x3 one at
+// stride 1 as Winograd's F(2x2, 3x3), 16 multiplies for 4 outputs against 36 (op_conv.cpp).
 TEST(ConvCost, Fp32BeforeAmpereRunsAtTheArchitecturesSimtRate) {
-  for (const char* gpu : {"v100", "rtx-2080-ti"}) {
-    const KernelCost k = conv_forward(gpu, Precision::kFP32, 64, "layer3.1.conv2");
-    ASSERT_DOUBLE_EQ(k.flops, kFlops) << gpu;
-    const GpuSpec& g = gpu_spec(gpu);
-    EXPECT_NEAR(k.gpu_time(), kFlops / (g.fp32_flops * rates_for(g).conv_fp32), 1e-12) << gpu;
-  }
-  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("v100")).conv_fp32, 0.85);
-  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("rtx-2080-ti")).conv_fp32, 0.85);
-  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("titan-rtx")).conv_fp32, 0.85);
+  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("v100")).conv_fp32, 0.75);
+  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("rtx-2080-ti")).conv_fp32, 0.75);
+  EXPECT_DOUBLE_EQ(rates_for(gpu_spec("titan-rtx")).conv_fp32, 0.75);
   // Ampere's data-centre parts run FP32 convolutions as TF32; their SIMT rate stays the scaled one.
   EXPECT_DOUBLE_EQ(rates_for(gpu_spec("a100")).conv_fp32, 0.60 * 0.85 / 0.80);
+  // layer3.1.conv2 at batch 64: Winograd's 16 products of 3136 tiles x 256 over 256 channels, 800
+  // tiles of 128 x 128: ten whole waves on a V100's 80 SMs, 11.8 on a 2080 Ti's 68.
+  for (const char* gpu : {"v100", "rtx-2080-ti"}) {
+    const KernelCost k = conv_layer(gpu, 64, "layer3.1.conv2").forward;
+    ASSERT_DOUBLE_EQ(k.flops, kFlops) << gpu;
+    EXPECT_NEAR(k.gpu_time(), simt_time(gpu, kFlops, {16, 64 * 196 / 4.0, 256, 256}, 2.25), 1e-12) << gpu;
+  }
+  EXPECT_NEAR(conv_layer("v100", 64, "layer3.1.conv2").forward.gpu_time(),
+              kFlops / (gpu_spec("v100").fp32_flops * 0.75 * 2.25), 1e-12);
+  // layer3.0.conv2 is the same 3x3 product at stride 2 (28 x 28 in, 14 x 14 out): no Winograd, the
+  // implicit GEMM of 12544 rows x 256 over 2304, 196 tiles: 2.45 of 3 waves on a V100.
+  const KernelCost strided = conv_layer("v100", 64, "layer3.0.conv2").forward;
+  ASSERT_DOUBLE_EQ(strided.flops, kFlops);
+  EXPECT_NEAR(strided.gpu_time(), simt_time("v100", kFlops, {1, 12544, 256, 2304}, 1.0), 1e-12);
+  EXPECT_NEAR(strided.gpu_time() / conv_layer("v100", 64, "layer3.1.conv2").forward.gpu_time(), 2.25 * 240 / 196,
+              1e-9);
+  // Both gradients of layer3.1.conv2 run as Winograd too: the input's as the forward's shape, the
+  // weight's as 16 products of 256 x 256 over the 3136 tiles (64 tiles, 0.8 of a V100's wave).
+  const KernelCost back = conv_layer("v100", 64, "layer3.1.conv2").backward;
+  EXPECT_NEAR(back.gpu_time(),
+              simt_time("v100", kFlops, {16, 3136, 256, 256}, 2.25) + simt_time("v100", kFlops, {16, 256, 256, 3136}, 2.25),
+              1e-12);
+}
+
+// Winograd's non-fused kernels write the transformed input and output to DRAM and read them back,
+// 8 times the activations; a layer of 64 channels does too few products per transformed value
+// to gain from it on a 2080 Ti (616 GB/s for 13.4 TFLOP/s), and cuDNN keeps implicit GEMM there.
+// layer1.0.conv2: 64 -> 64 channels, 3x3 at stride 1, 56 x 56, batch 64: 200704 rows x 64 over
+// 576, 1568 tiles.
+TEST(ConvCost, NarrowWinogradIsBoundByItsTransformsAndNotTaken) {
+  const double flops = 2.0 * 64 * 56 * 56 * 64 * 64 * 9;
+  const KernelCost k = conv_layer("rtx-2080-ti", 64, "layer1.0.conv2").forward;
+  ASSERT_DOUBLE_EQ(k.flops, flops);
+  const double direct = simt_time("rtx-2080-ti", flops, {1, 200704, 64, 576}, 1.0);
+  EXPECT_NEAR(k.gpu_time(), direct, 1e-12);
+  // What Winograd would have taken: its products 2.25 times fewer, but its DRAM traffic (input and
+  // output, 51.4 MB each, 8 times over) longer than the direct kernel.
+  const GpuSpec& g = gpu_spec("rtx-2080-ti");
+  const double act = 2.0 * 64 * 64 * 56 * 56 * 4;
+  EXPECT_GT(8 * act / (g.memory_bandwidth_Bps * rates_for(g).memory), direct);
+  EXPECT_LT(simt_time("rtx-2080-ti", flops, {16, 50176, 64, 64}, 2.25), direct);
+  // The same layer in fp16 is a tensor-core convolution: counted FLOPs at conv_16bit, no Winograd.
+  const KernelCost half = conv_forward("v100", Precision::kFP16, 64, "layer3.1.conv2", true, true);
+  EXPECT_NEAR(half.gpu_time(), kFlops / (gpu_spec("v100").peak_flops(Precision::kFP16) * rates_for(gpu_spec("v100")).conv_16bit),
+              1e-12);
 }
 
 // 16-bit convolutions on GeForce Ampere and Ada run at the GEMMs' rate of the halved (FP32
