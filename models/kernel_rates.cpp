@@ -271,9 +271,8 @@ KernelRates rates_for(const GpuSpec& gpu) {
   // 0.75 and 0.80 with the least median |error| over them: 0.5% (0.65: 5.4%, 0.75: 4.8%; with the
   // rules' first form 0.60: 11.9%, 0.80: 7.3%). Re-chosen when the backward began to read what each
   // op saves and autograd's gradient sums (op_backward.cpp); 0.60 had been chosen with the backward
-  // before. Both sources ran
-  // model-sized GEMMs (768 wide) at the board's power limit. Turing's fp32 convolutions keep the rate
-  // derived above from the default SGEMM rate.
+  // before. Both sources ran model-sized GEMMs (768 wide) at the board's power limit. Turing's fp32
+  // convolutions do not follow it: they take conv_fp32 above, Volta's.
   if (sm == 75) r.gemm_fp32 = 0.70;
   // FP32 lanes per SM (NVIDIA's architecture whitepapers): 64 on Volta, Turing and GA100; 128 on
   // GA102/AD102 (two FP32 datapaths) and Hopper. The datasheet FP32 peak / (2 x lanes x SMs) is
