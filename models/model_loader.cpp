@@ -24,6 +24,7 @@
 #include "core/json_text.hpp"
 #include "core/text.hpp"
 #include "core/yaml_reader.hpp"
+#include "models/buffer_loader.hpp"
 #include "models/measured_loader.hpp"
 #include "models/model.hpp"
 #include "models/op_loader.hpp"
@@ -79,9 +80,7 @@ SeqExpr read_expr(const YamlReader& r, const YAML::Node& n, const std::string& w
   }
 }
 
-std::string entry(const char* list, std::size_t i, const std::string& name) {
-  return name.empty() ? fmt::format("{}[{}]", list, i) : fmt::format("{}[{}] \"{}\"", list, i, name);
-}
+std::string entry(const char* list, std::size_t i, const std::string& name) { return list_entry(list, i, name); }
 
 // check_dims_against_params: a layer costed by its dims (no ops) must describe the parameters it
 // lists: a linear layer's weight holds in x out elements and its bias out, a convolution's weight
@@ -297,43 +296,7 @@ static Model parse_model_unchecked(std::string_view text, const std::string& ori
                              m.parameters.size()));
   }
 
-  if (const YAML::Node bufs = root["buffers"]) {
-    if (!bufs.IsSequence()) r.fail(bufs, "buffers", "expected a list of {name, shape, dtype}");
-    std::set<std::string> seen;
-    for (std::size_t i = 0; i < bufs.size(); ++i) {
-      const YAML::Node b = bufs[i];
-      std::string where = entry("buffers", i, "");
-      if (!b.IsMap()) r.fail(b, where, "expected a mapping {name, shape, dtype}");
-      Buffer buf;
-      buf.name = r.string(r.required(b, where, "name"), where, "name");
-      where = entry("buffers", i, buf.name);
-      r.only_keys(b, where, {"name", "shape", "dtype", "attention"});
-      buf.shape = r.shape(r.required(b, where, "shape"), where);
-      if (b["dtype"]) buf.dtype = r.dtype(b["dtype"], where);
-      if (const YAML::Node a = b["attention"]) {
-        // attention: math: registered only when the model runs its own attention (nanoGPT's mask).
-        if (r.string(a, where, "attention") != "math")
-          r.fail(a, where,
-                 fmt::format("field \"attention\" \"{}\": expected math (a buffer that exists only under math "
-                             "attention)",
-                             r.string(a, where, "attention")));
-        buf.math_attention_only = true;
-      }
-      if (!seen.insert(buf.name).second)
-        r.fail(b["name"], where, fmt::format("duplicate buffer name \"{}\"", buf.name));
-      try {
-        (void)buf.bytes();
-      } catch (const ConfigError& e) {
-        r.fail(b["shape"], where, e.what());
-      }
-      m.buffers.push_back(std::move(buf));
-    }
-    try {
-      (void)m.buffer_bytes();
-    } catch (const ConfigError& e) {
-      r.fail(bufs, "buffers", e.what());
-    }
-  }
+  if (const YAML::Node bufs = root["buffers"]) read_buffers(r, bufs, m);
 
   auto lookup_param = [&](const YAML::Node& n, const std::string& where) {
     const std::string name = r.string(n, where, "params");
