@@ -96,6 +96,23 @@ void add_misaligned_row(reports::Table& t, const Model& m, const ModelCost& cost
                                 "--pad-to-multiple-of (a vocabulary's padding) does not change")});
 }
 
+// add_winograd_row: the convolution kernels that run as Winograd (models/op_conv.cpp), their time
+// and their share of the convolutions' kernels; nothing when none does (16-bit and TF32
+// convolutions, and fp32 from Ampere on, run on the tensor cores).
+void add_winograd_row(reports::Table& t, const ModelCost& cost) {
+  double time_s = 0;
+  int kernels = 0;
+  for (const LayerCost& c : cost.layers) {
+    time_s += c.forward.winograd_s + c.backward.winograd_s;
+    kernels += c.forward.winograd_kernels + c.backward.winograd_kernels;
+  }
+  if (kernels == 0) return;
+  t.add_row({"Winograd convolutions",
+             fmt::format("{} in {} kernels: cuDNN's F(2x2, 3x3) for 3x3 convolutions at stride 1 in FP32 (2.25x "
+                         "fewer multiplies, the transformed tiles through DRAM), where faster than implicit GEMM",
+                         human_duration(time_s), kernels)});
+}
+
 // class_times: forward and backward GPU time by kernel class (KernelClass), over every layer.
 std::array<double, kKernelClasses> class_times(const ModelCost& cost) {
   std::array<double, kKernelClasses> t{};
@@ -362,6 +379,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     t.add_row({"backward", fmt::format("{} ({} kernels, {} moved, host {})", human_duration(cost.backward_s),
                                        bwd_kernels, human_bytes(bwd_bytes), human_duration(bwd_host))});
     add_misaligned_row(t, m, cost, ctx);
+    add_winograd_row(t, cost);
     add_class_row(t, cost);
   }
   if (cost.input.kernels > 0)

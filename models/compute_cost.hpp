@@ -151,6 +151,10 @@ struct KernelCost {
   // innermost dimensions miss cuBLAS's 16-byte alignment (op_coster.hpp: aligned).
   double misaligned_s = 0;
   int misaligned_kernels = 0;
+  // winograd_s, winograd_kernels: the GPU time and count of convolution kernels run as Winograd's
+  // F(2x2, 3x3) (models/op_conv.cpp: 3x3 at stride 1 on the SIMT units, where it is faster).
+  double winograd_s = 0;
+  int winograd_kernels = 0;
   // class_s: the GPU time by KernelClass (sums to gpu_time() for the op coster's layers).
   std::array<double, kKernelClasses> class_s{};
 };

@@ -86,6 +86,7 @@ Kernel OpCoster::conv(std::size_t i, int pass, double bytes) const {
         compute = w_compute;
         moved = w_moved;
         k.bytes = moved;
+        k.winograd = true;
       }
     }
   }

@@ -146,6 +146,10 @@ LayerCost OpCoster::layer(const Layer& l) const {
         k.misaligned_s += x.time;
         ++k.misaligned_kernels;
       }
+      if (x.winograd) {
+        k.winograd_s += x.time;
+        ++k.winograd_kernels;
+      }
     }
     k.load.gpu_s = kernels == 0 ? 0.0 : gpu;
     k.load.hbm_demand = r.memory;

@@ -66,6 +66,7 @@ struct Kernel {
   // launch floor decides.
   double sm = 0, sm_held = 0, hbm = 0;
   bool misaligned = false;        // a tensor-core product at the narrow-load kernels' rate
+  bool winograd = false;          // a convolution run as Winograd's F(2x2, 3x3) (op_conv.cpp)
   HostCall call = HostCall::kOp;  // what the eager ATen call that launches it costs the host
   // cls: what it does (models show's GPU time by class); unset until its op's kernels are tagged
   // (OpCoster::layer: by the op and the library call; casts and fused kernels where made).

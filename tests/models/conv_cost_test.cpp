@@ -72,6 +72,8 @@ TEST(ConvCost, Fp32BeforeAmpereRunsAtTheArchitecturesSimtRate) {
     const KernelCost k = conv_layer(gpu, 64, "layer3.1.conv2").forward;
     ASSERT_DOUBLE_EQ(k.flops, kFlops) << gpu;
     EXPECT_NEAR(k.gpu_time(), simt_time(gpu, kFlops, {16, 64 * 196 / 4.0, 256, 256}, 2.25), 1e-12) << gpu;
+    EXPECT_EQ(k.winograd_kernels, 1) << gpu;
+    EXPECT_DOUBLE_EQ(k.winograd_s, k.gpu_time()) << gpu;
   }
   EXPECT_NEAR(conv_layer("v100", 64, "layer3.1.conv2").forward.gpu_time(),
               kFlops / (gpu_spec("v100").fp32_flops * 0.75 * 2.25), 1e-12);
@@ -80,6 +82,7 @@ TEST(ConvCost, Fp32BeforeAmpereRunsAtTheArchitecturesSimtRate) {
   const KernelCost strided = conv_layer("v100", 64, "layer3.0.conv2").forward;
   ASSERT_DOUBLE_EQ(strided.flops, kFlops);
   EXPECT_NEAR(strided.gpu_time(), simt_time("v100", kFlops, {1, 12544, 256, 2304}, 1.0), 1e-12);
+  EXPECT_EQ(strided.winograd_kernels, 0);
   EXPECT_NEAR(strided.gpu_time() / conv_layer("v100", 64, "layer3.1.conv2").forward.gpu_time(), 2.25 * 240 / 196,
               1e-9);
   // Both gradients of layer3.1.conv2 run as Winograd too: the input's as the forward's shape, the
@@ -88,6 +91,7 @@ TEST(ConvCost, Fp32BeforeAmpereRunsAtTheArchitecturesSimtRate) {
   EXPECT_NEAR(back.gpu_time(),
               simt_time("v100", kFlops, {16, 3136, 256, 256}, 2.25) + simt_time("v100", kFlops, {16, 256, 256, 3136}, 2.25),
               1e-12);
+  EXPECT_EQ(back.winograd_kernels, 2);
 }
 
 // Winograd's non-fused kernels write the transformed input and output to DRAM and read them back,
@@ -101,6 +105,7 @@ TEST(ConvCost, NarrowWinogradIsBoundByItsTransformsAndNotTaken) {
   ASSERT_DOUBLE_EQ(k.flops, flops);
   const double direct = simt_time("rtx-2080-ti", flops, {1, 200704, 64, 576}, 1.0);
   EXPECT_NEAR(k.gpu_time(), direct, 1e-12);
+  EXPECT_EQ(k.winograd_kernels, 0);
   // What Winograd would have taken: its products 2.25 times fewer, but its DRAM traffic (input and
   // output, 51.4 MB each, 8 times over) longer than the direct kernel.
   const GpuSpec& g = gpu_spec("rtx-2080-ti");
