@@ -212,8 +212,9 @@ void run_collectives(CollectivesArgs a) {
     j["topology"] = a.sweep.topology;
     j["gpus"] = n;
     j["op"] = a.op;
-    j["nccl_model"] = std::string(sim::kNcclModelVersion);
-    j["nccl_version"] = resolve_nccl_release(knobs.nccl_version, knobs.pytorch_version).text();
+    const NcclRelease linked = resolve_nccl_release(knobs.nccl_version, knobs.pytorch_version);
+    j["nccl_model"] = std::string(sim::nccl_model_version(linked));
+    j["nccl_version"] = linked.text();
     j["nccl"] = sim::nccl_info_json(info);
     auto& rows = j["rows"] = nlohmann::ordered_json::array();
     for (const auto& p : pts) {
@@ -340,8 +341,9 @@ void register_collectives_command(CLI::App& app) {
       ->description(
           "The NCCL release the run links (2.21, or 2.21.5 as NCCL's tags name it), from 2.4 to 2.30: its default "
           "P2P level, its algorithms (NVLS from 2.17, NVLSTree from 2.18), protocols (LL128 from 2.5, on the GPUs "
-          "each release enables it for) and data types (bfloat16 from 2.10, FP8 from 2.24); NCCL's tuning constants "
-          "stay 2.27's (default: auto, the release PyTorch 2.11 bundles: 2.28)");
+          "each release enables it for) and data types (bfloat16 from 2.10, FP8 from 2.24); NCCL's tuning model "
+          "2.27's before 2.28, then the release's (2.28, 2.29; 2.30 takes 2.29's) (default: auto, the release PyTorch "
+          "2.11 bundles: 2.28)");
   CLI::Option* fidelity =
       coll->add_option("--fidelity", co->sweep.fidelity,
                        "step (every ring step and chunk a flow; default), aggregate (one flow per rank, channel and "

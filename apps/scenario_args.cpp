@@ -41,7 +41,7 @@ std::string nccl_release_text(const Scenario& s) {
   const NcclRelease bundled = resolve_nccl_release("auto", s.pytorch_version);
   const std::string whose =
       r.major == bundled.major && r.minor == bundled.minor ? fmt::format("PyTorch {}'s, ", s.pytorch_version) : "";
-  return fmt::format("NCCL {} ({}tuning model {})", r.text(), whose, sim::kNcclModelVersion);
+  return fmt::format("NCCL {} ({}tuning model {})", r.text(), whose, sim::nccl_model_version(r));
 }
 
 std::string nccl_knobs_text(const Scenario& s) {

@@ -219,7 +219,7 @@ std::vector<ScenarioKey> make_scenario_table() {
                "applies: P2P up to PHB in 2.4; across sockets (SYS) on AMD CPUs through 2.22 and on Intel ones "
                "(PHB) in 2.7-2.8; from 2.23 no farther than PXB but for 2 GPUs on AMD; auto: the release "
                "PyTorch's binaries bundle for --pytorch-version (2.28 for 2.11, 2.21 for 2.5-2.6). NCCL's "
-               "tuning constants stay 2.27's",
+               "tuning model: 2.27's before 2.28, then the release's (2.28, 2.29; 2.30 takes 2.29's)",
        .default_text = "auto",
        .kind = KeyKind::kSpec,
        .field = &S::nccl_version,

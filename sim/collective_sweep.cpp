@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "models/scenario_basics.hpp"
 #include "sim/engine.hpp"
 #include "sim/simulate.hpp"
 #include "topologies/routes.hpp"

@@ -1,4 +1,5 @@
-// nccl_model.cpp: NCCL 2.27's tuning constants and its algorithm/protocol choice.
+// nccl_model.cpp: NCCL's tuning constants (2.27's, and what 2.28 and 2.29 changed) and its
+// algorithm/protocol choice.
 #include "sim/nccl_model.hpp"
 
 #include <fmt/format.h>
@@ -41,6 +42,27 @@ constexpr std::array<std::array<double, 3>, 4> kPerChMaxTreeLL128Bw{
     {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {73.4, 73.4, 58.0}}};
 constexpr std::array<std::array<double, 3>, 4> kPerChMaxTreeBw{
     {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {77.4, 82.8, 72.0}}};
+// What NCCL 2.28 changed (tuning.cc at v2.28.9-1, the release PyTorch 2.11 bundles; the constants
+// moved into ncclTunerConstantsDefaults): Blackwell's per-channel caps (perChMaxRingLL128Bws 2 nodes
+// 34.6; perChMaxTreeLL128Bws {55.6, 31.67, 20.0}; perChMaxTreeBws {70.0, 42.8, 24.0}), the network's
+// NVLSTree latency (hwLat NET NVLSTree Simple 14 -> 20.9), and NVLS's bandwidth: nvlsEfficiency
+// (Hopper 0.85, Blackwell 0.74), a new perChMaxNVLSTreeBws cap, and NVLS's and NVLSTree's bus-to-
+// algorithm ratio nRanks / nsteps where it was 5/6. 2.29 (v2.29.7-1) set Blackwell's
+// perChMaxRingLL128Bws to {40, 40, 40}. Later releases' tuning.cc (2.30 rewrote 380 lines) is not
+// read: they take 2.29's.
+constexpr std::array<std::array<double, 3>, 4> kPerChMaxRingLL128Bw228{
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {73.4, 34.6, 73.4}}};
+constexpr std::array<std::array<double, 3>, 4> kPerChMaxRingLL128Bw229{
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}}};
+constexpr std::array<std::array<double, 3>, 4> kPerChMaxTreeLL128Bw228{
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}}};
+constexpr std::array<std::array<double, 3>, 4> kPerChMaxTreeBw228{
+    {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}}};
+constexpr std::array<std::array<double, 3>, 4> kPerChMaxNvlsTreeBw228{
+    {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 43.8}}};
+constexpr std::array<double, 4> kNvlsEfficiency228{0.0, 0.0, 0.85, 0.74};
+constexpr double kNetNvlsTreeLatUs228 = 20.9;
+
 // treeCorrectionFactor [LL, LL128, Simple][log2(bytes / 64)]: the tree's bandwidth by size.
 constexpr std::array<std::array<double, 23>, 3> kTreeCorrection{{
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
@@ -62,25 +84,16 @@ int log2i(double n) {
   return l;
 }
 
-// Steps per rank of a ring collective (tuning.cc nsteps).
-int ring_steps(Collective c, int k) {
-  switch (c) {
-    case Collective::kAllreduce:
-      return 2 * (k - 1);
-    case Collective::kAllgather:
-    case Collective::kReduceScatter:
-      return k - 1;
-    case Collective::kBroadcast:
-    case Collective::kReduce:
-      return k;
-  }
-  return k - 1;
-}
 
 // Model: one (algorithm, protocol)'s algorithm bandwidth (GB/s) and latency (us), as
 // ncclTopoTuneModel computes them; bw 0 when NCCL would not run it.
 struct Model {
   double bus = 0, alg = 0, lat = 0;
+  // rate: for NVLS and NVLSTree, the algorithm bandwidth the simulated call moves data at: NCCL
+  // 2.27's estimate (channels x min(bwIntra, bwInter) x 5/6), which the measured NVLS calls match
+  // (validation/published). 2.28 estimates NVLS lower for its choice (nvlsEfficiency) without the
+  // hardware changing. Other algorithms: alg.
+  double rate = 0;
 };
 
 Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128_asked, NcclRelease release) {
@@ -95,6 +108,17 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128
   // NCCL_MAX_NCHANNELS leaves running.
   double channels = static_cast<double>(ch.searched > 0 ? ch.searched : static_cast<int>(ch.rings.size()));
   double bw = 0;  // GB/s per channel
+  double legacy_nvls_bw = 0;  // NCCL 2.27's NVLS and NVLSTree bandwidth per channel (Model::rate)
+  const bool tuning_228 = release.at_least(2, 28);
+  // nvls_228: NCCL 2.28's NVLS and NVLSTree bandwidth per channel (allreduce), or 0 where it does
+  // not run them (fewer than 2 channels).
+  const auto nvls_228 = [&](bool tree) {
+    const double k = ch.nvls->channels;
+    if (k < 2) return 0.0;
+    const double intra = ch.nvls->bw_intra_Bps / 1e9 * kNvlsEfficiency228[arch] * (k - 1) / k * 2.0;
+    const double inter = ch.nvls->bw_inter_Bps / 1e9 * (tree && nodes <= 2 ? 2.0 : 1.0);
+    return std::min({intra, inter, tree ? kPerChMaxNvlsTreeBw228[arch][scale] : std::numeric_limits<double>::max()});
+  };
   switch (a) {
     case Algorithm::kRing:
       bw = ch.channel_bw_Bps / 1e9;
@@ -107,25 +131,34 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128
       // NVLS across nodes needs CollNet (SHARP), which NCCL enables only when asked.
       if (!allreduce || !ch.nvls || nodes > 1 || p != Protocol::kSimple) return m;
       channels = ch.nvls->channels;
-      bw = std::min(ch.nvls->bw_intra_Bps, ch.nvls->bw_inter_Bps) / 1e9;
+      legacy_nvls_bw = std::min(ch.nvls->bw_intra_Bps, ch.nvls->bw_inter_Bps) / 1e9;
+      bw = tuning_228 ? nvls_228(false) : legacy_nvls_bw;
       break;
     case Algorithm::kNvlsTree:
       if (!allreduce || !ch.nvls || nodes < 2 || p != Protocol::kSimple) return m;
       channels = ch.nvls->channels;
-      bw = std::min(ch.nvls->bw_intra_Bps, nodes <= 2 ? ch.nvls->bw_inter_Bps : ch.nvls->bw_inter_Bps / 2) / 1e9;
+      legacy_nvls_bw =
+          std::min(ch.nvls->bw_intra_Bps, nodes <= 2 ? ch.nvls->bw_inter_Bps : ch.nvls->bw_inter_Bps / 2) / 1e9;
+      bw = tuning_228 ? nvls_228(true) : legacy_nvls_bw;
       break;
   }
+  if (!(bw > 0)) return m;
   double bus = channels * bw;
+  const auto& ring_ll128_cap = release.at_least(2, 29)   ? kPerChMaxRingLL128Bw229
+                               : tuning_228 ? kPerChMaxRingLL128Bw228
+                                            : kPerChMaxRingLL128Bw;
+  const auto& tree_ll128_cap = tuning_228 ? kPerChMaxTreeLL128Bw228 : kPerChMaxTreeLL128Bw;
+  const auto& tree_cap = tuning_228 ? kPerChMaxTreeBw228 : kPerChMaxTreeBw;
   // LL's cap: by GPU generation on one node, by CPU vendor across nodes (tuning.cc: llMaxBws'
   // Volta row for Intel, its Ampere row for AMD).
   const std::size_t ll_row = nodes == 1 ? arch : ch.amd ? 1 : 0;
   if (a == Algorithm::kRing && p == Protocol::kLL) bus = std::min(kLlMaxBw[ll_row][scale], bus * 0.5);
   if (a == Algorithm::kRing && p == Protocol::kLL128)
-    bus = std::min(bus * 0.92, channels * kPerChMaxRingLL128Bw[arch][scale]);
-  if (a == Algorithm::kTree) bus = std::min(bus * 0.92, channels * kPerChMaxTreeBw[arch][scale]);
+    bus = std::min(bus * 0.92, channels * ring_ll128_cap[arch][scale]);
+  if (a == Algorithm::kTree) bus = std::min(bus * 0.92, channels * tree_cap[arch][scale]);
   if (a == Algorithm::kTree && p == Protocol::kLL) bus = std::min(bus / 3.8, kLlMaxBw[ll_row][scale]);
   if (a == Algorithm::kTree && p == Protocol::kLL128) {
-    bus = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * kPerChMaxTreeLL128Bw[arch][scale]);
+    bus = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * tree_ll128_cap[arch][scale]);
   }
   // One GPU per node: the search's tree pattern is TREE (search.cc ncclTopoCompute), which the model
   // charges 0.85 (tuning.cc maxTreePattern).
@@ -139,15 +172,19 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128
     return m;
   m.bus = bus;
   const int steps = ring_steps(c, n);
-  const double ratio = a == Algorithm::kRing ? static_cast<double>(n) / steps : a == Algorithm::kTree ? 0.5 : 5.0 / 6.0;
+  const double ratio = a == Algorithm::kRing || (tuning_228 && a != Algorithm::kTree) ? static_cast<double>(n) / steps
+                       : a == Algorithm::kTree                                       ? 0.5
+                                                                                     : 5.0 / 6.0;
   m.alg = bus * ratio;
+  m.rate = legacy_nvls_bw > 0 ? channels * legacy_nvls_bw * 5.0 / 6.0 : m.alg;
 
   // Latency (us).
   const HopKind intra_hw = hop_kind(ch.intra_class);
   double intra = kHwLatUs[static_cast<std::size_t>(intra_hw)][algo_index(a)][idx(p)];
   // "With ppn=1 latencies are fully exposed, use the Tree network latency" (tuning.cc): one GPU
   // per node takes the tree's network latency whatever the algorithm.
-  const double inter = kHwLatUs[2][algo_index(ppn == 1 ? Algorithm::kTree : a)][idx(p)];
+  double inter = kHwLatUs[2][algo_index(ppn == 1 ? Algorithm::kTree : a)][idx(p)];
+  if (tuning_228 && ppn > 1 && a == Algorithm::kNvlsTree && p == Protocol::kSimple) inter = kNetNvlsTreeLatUs228;
   m.lat = kBaseLatUs[algo_index(a)][idx(p)];
   switch (a) {
     case Algorithm::kRing: {
@@ -186,7 +223,56 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128
   return m;
 }
 
+// kPhysical: the release whose model the simulated calls spend (CollectiveChoice::latency_s,
+// rate_Bps): 2.27's, which the published measurements were checked against; 2.28 and 2.29 change
+// NCCL's estimates, and so its choice, not the hardware (NVLS at 0.85 of what 2.27 said, and the
+// network's NVLSTree latency 14 -> 20.9 us, while the measured NVLS calls match 2.27's rate).
+constexpr NcclRelease kPhysical{2, 27};
+
+// Estimate: tune's model of a pair, with ncclTopoGetAlgoTime's corrections by size: the tree's
+// bandwidth (from 2.29 also Blackwell's NVLSTree on x86 hosts, one more size at the last factor)
+// and the ring's latency plateau across nodes (x1.4 from Ampere on, 1.9 before).
+struct Estimate {
+  Model m;
+  double alg = 0, lat = 0;
+};
+Estimate estimate(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128_asked, NcclRelease release,
+                  double bytes) {
+  Estimate e;
+  e.m = tune(c, a, p, ch, ll128_asked, release);
+  e.alg = e.m.alg;
+  e.lat = e.m.lat;
+  if (!(e.m.alg > 0)) return e;
+  const int k = static_cast<int>(ch.ranks.size());
+  const int log_size = log2i(std::max(1.0, bytes / 64));
+  if (a == Algorithm::kTree && log_size >= 0 && log_size < 23 && bytes >= 64)
+    e.alg *= kTreeCorrection[idx(p)][static_cast<std::size_t>(log_size)];
+  if (a == Algorithm::kNvlsTree && release.at_least(2, 29) && ch.sm_version >= 100 && !ch.arm &&
+      c == Collective::kAllreduce && log_size >= 0 && log_size < 24 && bytes >= 64)
+    e.alg *= kTreeCorrection[idx(p)][std::min<std::size_t>(static_cast<std::size_t>(log_size), 22)];
+  if (a == Algorithm::kRing && p == Protocol::kSimple && ch.nodes() > 1 && c == Collective::kAllreduce &&
+      bytes / (static_cast<double>(launched_channels(ch)) * k) >= 64)
+    e.lat *= ch.sm_version < 80 ? 1.9 : 1.4;
+  return e;
+}
+
 }  // namespace
+
+int ring_steps(Collective c, int k) {
+  switch (c) {
+    case Collective::kAllreduce:
+      return 2 * (k - 1);
+    case Collective::kAllgather:
+    case Collective::kReduceScatter:
+      return k - 1;
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+      return k;
+  }
+  return k - 1;
+}
+
+std::string_view nccl_model_version(NcclRelease r) { return r.at_least(2, 29) ? "2.29" : r.at_least(2, 28) ? "2.28" : "2.27"; }
 
 std::string_view algorithm_name(Algorithm a) {
   switch (a) {
@@ -273,104 +359,6 @@ double ampere_nvlink_write_factor(Protocol p, const Channels& ch) {
   return 1.0 / kAmpereNvlinkWriteEfficiency;
 }
 
-double chunk_bytes(Protocol p) {
-  switch (p) {
-    case Protocol::kLL:
-      return 32.0 * 1024;
-    case Protocol::kLL128:
-      return 576.0 * 1024;
-    case Protocol::kSimple:
-      return 2.0 * 1024 * 1024;
-  }
-  return 2.0 * 1024 * 1024;
-}
-
-double tuning_bytes(Collective c, double bytes, int k) { return c == Collective::kAllgather ? bytes * k : bytes; }
-
-namespace {
-
-// calcCollChunking's NVLS and NVLSTree chunk (enqueue.cc, NCCL 2.27.7): nvlsChunkSize (128 KiB,
-// NCCL_NVLS_CHUNKSIZE) cut for calls that would not fill every channel and head many times.
-double nvls_chunk(Algorithm a, double nbytes, double ops, int nodes, double nvls_bus_GBps) {
-  double chunk = 128.0 * 1024;
-  if (a == Algorithm::kNvls) {
-    if (nodes > 1 && nvls_bus_GBps < 150) chunk = 32768;
-    if (nbytes < 64 * ops * chunk && chunk > 65536) chunk = 65536;
-    if (nbytes < 8 * ops * chunk && chunk > 32768) chunk = 32768;
-    if (nbytes < 2 * ops * chunk && chunk > 16384) chunk = 16384;
-  } else {
-    if (nodes >= 4) chunk = 65536;  // NCCL_NVLSTREE_MAX_CHUNKSIZE's default
-    if (nbytes < 32 * ops * chunk && chunk > 262144) chunk = 262144;
-    if (nbytes < 16 * ops * chunk && chunk > 131072) chunk = 131072;
-    if (nbytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
-    if (nbytes < 1 * ops * chunk && chunk > 32768) chunk = 32768;
-  }
-  return chunk;
-}
-
-}  // namespace
-
-int launched_blocks(Algorithm a, const Channels& ch) {
-  if (ch.ranks.size() <= 1) return 0;
-  if ((a == Algorithm::kNvls || a == Algorithm::kNvlsTree) && ch.nvls) return ch.nvls->launched;
-  return launched_channels(ch);
-}
-
-double pipeline_sync_s(Collective c, double nbytes, const Channels& ch, Algorithm a, Protocol p, double alg_Bps) {
-  const int k = static_cast<int>(ch.ranks.size());
-  if (k <= 1 || p != Protocol::kSimple || !(nbytes > 0)) return 0;
-  const double handshake = hop_latency_s(HopKind::kNvlink, Algorithm::kRing, Protocol::kSimple);
-  // A ring that also crosses PCIe (A100 PCIe boards bridged in pairs) or the network is paced by
-  // those hops; the read hops' handshakes pass while they move. Across nodes NCCL's model counts
-  // that pacing itself: each network step's latency, and x1.4 for Simple ("Plateau effect of
-  // ring", ncclTopoGetAlgoTime).
-  if (a == Algorithm::kRing && ch.p2p_read && ch.intra_class == PathClass::kNVL && ch.nodes() == 1 &&
-      (c == Collective::kAllreduce || c == Collective::kAllgather || c == Collective::kReduceScatter)) {
-    // Launched channels: the searched ones doubled (connect.cc: nChannels*2, at most MAXCHANNELS),
-    // or as NCCL_MIN/MAX_NCHANNELS bound them.
-    const double launched = launched_channels(ch);
-    const double piece = nbytes / (launched * k);         // per rank and channel
-    const double chunk = chunk_bytes(Protocol::kSimple);  // 2 MiB: one loop's part
-    const double loops = std::max(1.0, std::ceil(piece / chunk - 1e-12));
-    const double last = piece - (loops - 1) * chunk;
-    // prims_simple.h: a chunk moves in 2 slices of at least 32 KiB (stepSize * StepPerSlice / 32).
-    const double slices = 2 * (loops - 1) + (last > 32768 ? 2 : 1);
-    return slices * ring_steps(c, k) * hop_latency_s(hop_kind(ch.intra_class), Algorithm::kRing, Protocol::kSimple);
-  }
-  if ((a == Algorithm::kNvls || a == Algorithm::kNvlsTree) && ch.nvls) {
-    const int nodes = ch.nodes();
-    // Launched NVLS channels (nvls.cc NVLS_NCHANNELS_SM90 16; SM100 24 in one NVLink domain, 32
-    // across nodes), each a chunk per head (a node's GPU) per round.
-    const double launched = ch.nvls->launched;
-    const double ops = launched * std::max(1, k / nodes);
-    const double bus = ch.nvls->channels * std::min(ch.nvls->bw_intra_Bps, ch.nvls->bw_inter_Bps) / 1e9;
-    // NCCL's NVLS bandwidth is what its default chunk (128 KiB) achieves; a call cut into smaller
-    // chunks pays one more handshake per extra round.
-    const double chunk = nvls_chunk(a, nbytes, ops, nodes, bus);
-    const double rounds = std::ceil(nbytes / (ops * chunk) - 1e-12);
-    const double full = std::ceil(nbytes / (ops * 128.0 * 1024) - 1e-12);
-    // A round of NVLSTree also crosses the network: NCCL's per-step network latency for it.
-    const double round_sync = a == Algorithm::kNvls ? handshake : hop_latency_s(HopKind::kNet, a, p);
-    // Fill: the first round is scattered before the switch reduces it, the last gathered after:
-    // one round's bytes at NCCL's NVLS algorithm bandwidth and its handshake.
-    const double round_bytes = std::min(nbytes, ops * chunk);
-    double fill = round_bytes / alg_Bps + round_sync;
-    if (a == Algorithm::kNvlsTree && nodes > 1) {
-      // NVLSTree's first round also crosses the network up the tree and back down before the last
-      // stages can start (all_reduce.h runTreeSplit, NVLS_TREE: the leaf head's send, the root
-      // head's reduce and send back, the leaf's multicast): 2 x log2(nodes) network hops, each
-      // taking half a round's bytes (channels alternate their tree's root, connect.cc) through the
-      // node's NICs at the NVLS graph's inter-node rate (nChannels x bwInter, halved beyond two
-      // nodes as tuning.cc halves it). The steps behind it follow at the pipeline's rate.
-      const double node_inter = ch.nvls->channels * (nodes <= 2 ? ch.nvls->bw_inter_Bps : ch.nvls->bw_inter_Bps / 2);
-      const double hops = 2 * std::ceil(std::log2(static_cast<double>(nodes)) - 1e-12);
-      if (node_inter > 0) fill += hops * (round_bytes / 2) / node_inter;
-    }
-    return std::max(0.0, rounds - full) * round_sync + fill;
-  }
-  return 0;
-}
-
 bool ll128_by_default(NcclRelease r, int sm, PathClass intra, PathClass inter, bool pxn) {
   if (!r.at_least(2, 5)) return false;
   if (intra > (r.at_least(2, 19) ? PathClass::kNVB : PathClass::kNVL)) return false;
@@ -409,19 +397,18 @@ CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels
       for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
         if (!nccl_list_allows(req.protocols, lower(protocol_name(p)))) continue;
         if (p == Protocol::kLL128 && !req.nccl.at_least(2, 5)) continue;  // no LL128 before NCCL 2.5
-        const Model m = tune(c, a, p, ch, !req.protocols.empty(), req.nccl);
-        if (!(m.alg > 0)) continue;
-        double alg = m.alg, lat = m.lat;
-        // ncclTopoGetAlgoTime: the tree's bandwidth by size, and the ring's latency plateau across
-        // nodes (x1.4 from Ampere on, 1.9 before).
-        const int log_size = log2i(std::max(1.0, bytes / 64));
-        if (a == Algorithm::kTree && log_size >= 0 && log_size < 23 && bytes >= 64)
-          alg *= kTreeCorrection[idx(p)][static_cast<std::size_t>(log_size)];
-        if (a == Algorithm::kRing && p == Protocol::kSimple && nodes > 1 && c == Collective::kAllreduce &&
-            bytes / (static_cast<double>(launched_channels(ch)) * k) >= 64)
-          lat *= ch.sm_version < 80 ? 1.9 : 1.4;
-        const double t = k <= 1 ? 0.0 : lat * 1e-6 + bytes / (alg * 1e9);
-        if (t < best.predicted_s) best = {a, p, t, m.bus * 1e9, alg * 1e9, lat * 1e-6, 0};
+        const Estimate e = estimate(c, a, p, ch, !req.protocols.empty(), req.nccl, bytes);
+        if (!(e.m.alg > 0)) continue;
+        const double t = k <= 1 ? 0.0 : e.lat * 1e-6 + bytes / (e.alg * 1e9);
+        if (t < best.predicted_s) {
+          best = {a, p, t, e.m.bus * 1e9, e.alg * 1e9, e.lat * 1e-6, 0};
+          best.rate_Bps = (a == Algorithm::kNvls || a == Algorithm::kNvlsTree ? e.m.rate : e.alg) * 1e9;
+          if (req.nccl.at_least(2, 28)) {
+            // What the simulated call spends: NCCL 2.27's latency for the pair (kPhysical).
+            const Estimate phys = estimate(c, a, p, ch, true, kPhysical, bytes);
+            if (phys.m.alg > 0) best.latency_s = phys.lat * 1e-6;
+          }
+        }
       }
     }
     if (!std::isfinite(best.predicted_s) && ((req.strict && !req.ring_backup) || pass == 1)) {
@@ -462,7 +449,7 @@ CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels
           asked, collective_name(c), k, k == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s"));
     }
   }
-  best.sync_s = pipeline_sync_s(c, bytes, ch, best.algorithm, best.protocol, best.alg_bw_Bps);
+  best.sync_s = pipeline_sync_s(c, bytes, ch, best.algorithm, best.protocol, best.rate_Bps);
   best.write_factor = ampere_nvlink_write_factor(best.protocol, ch);
   return best;
 }

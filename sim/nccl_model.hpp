@@ -30,8 +30,11 @@ std::string_view protocol_name(Protocol p);    // "LL", "LL128", "Simple"
 std::optional<Algorithm> parse_algorithm(std::string_view text);
 std::optional<Protocol> parse_protocol(std::string_view text);
 
-// kNcclModelVersion: the NCCL release whose tuning constants the table holds.
-inline constexpr std::string_view kNcclModelVersion = "2.27";
+// nccl_model_version: the NCCL release whose tuning model picks algorithm and protocol for release
+// `r`: 2.27's constants before 2.28 (earlier releases' tables are not read), 2.28's for 2.28, 2.29's
+// from 2.29 (2.30's rewrite is not read). The simulated calls spend 2.27's rates and latencies
+// (CollectiveChoice::latency_s, rate_Bps).
+std::string_view nccl_model_version(NcclRelease r);
 
 // HopKind: NCCL's three link families for latencies (NCCL_HW_NVLINK, _PCI, _NET).
 enum class HopKind { kNvlink, kPci, kNet };
@@ -94,7 +97,9 @@ struct CollectiveChoice {
   double predicted_s = 0;
   double bus_bw_Bps = 0;  // the model's bus bandwidth for the pair
   double alg_bw_Bps = 0;  // the model's algorithm bandwidth: predicted_s = latency + bytes / alg_bw
-  double latency_s = 0;   // the model's latency
+  // latency_s: the model's latency, what the simulated call spends; from NCCL 2.28 on, 2.27's model's
+  // for the chosen pair (nccl_model.cpp kPhysical), while predicted_s is the release's own.
+  double latency_s = 0;
   // sync_s: what the run costs beyond NCCL's model: the handshakes NCCL's chunking puts on the
   // critical path that its tuning model leaves out (pipeline_sync_s). A simulated collective takes
   // latency_s + sync_s + its bytes at the links' shared rates.
@@ -104,6 +109,10 @@ struct CollectiveChoice {
   // else 1. wire_bytes_per_byte is the product, what the simulated flows carry.
   double write_factor = 1;
   double wire_bytes_per_byte() const { return wire_factor(protocol) * write_factor; }
+  // rate_Bps: the algorithm bandwidth a simulated NVLS or NVLSTree call moves its data at inside a
+  // node, NCCL 2.27's estimate whatever the release (2.28 estimates NVLS lower for its choice, the
+  // hardware unchanged: nccl_model.cpp); alg_bw_Bps for the other algorithms.
+  double rate_Bps = 0;
 };
 
 // ll128_by_default: whether NCCL release `r` runs LL128 without being asked (NCCL_PROTO unset) for
@@ -141,6 +150,10 @@ int launched_blocks(Algorithm a, const Channels& ch);
 // tuning_bytes: NCCL's nBytes for a call of CollectiveOp::bytes `bytes` over k ranks
 // (enqueue.cc: elementSize * ncclFuncMaxSendRecvCount): an allgather's whole output, else `bytes`.
 double tuning_bytes(Collective c, double bytes, int k);
+
+// ring_steps: steps per rank of a ring collective over k ranks (tuning.cc nsteps): 2 (k - 1) for
+// an allreduce, k - 1 for allgather and reducescatter, k for broadcast and reduce.
+int ring_steps(Collective c, int k);
 
 // pipeline_sync_s: the handshakes of a run that NCCL's tuning model does not count, from how
 // NCCL cuts the bytes (enqueue.cc calcCollChunking, prims_simple.h) and NCCL's own per-step

@@ -91,6 +91,7 @@ struct Channels {
   std::optional<NvlsGraph> nvls;
   int sm_version = 0;     // the slowest GPU's compute capability x 10 (NCCL's minCompCap)
   bool amd = false;       // AMD CPUs (NCCL's network overhead: 2 us instead of 1)
+  bool arm = false;       // ARM CPUs (NCCL's cpuArch: not x86)
   bool p2p_read = false;  // a hop inside a node in P2P read mode (A100 pairs over NVLink)
   // same_channels: NCCL's graph->sameChannels: every channel the same ring (search.cc replays the
   // first channel where that reaches the speed; gradsync's alternate rings run the same cycle the

@@ -153,8 +153,17 @@ void graph_nvls_and_tree(const Topology& topo, const Routes& routes, const Trans
   }
   // ncclTopoSearchTryNvls charges the head GPU's NVSwitch links twice a channel and every other
   // GPU's once: each link carries (channels + 1) channels at most.
-  g.bw_intra_Bps = largest(nccl_speeds(nodes > 1, ch.sm_version), nvswitch_link / (g.channels + 1));
+  const std::vector<double> speeds = nccl_speeds(nodes > 1, ch.sm_version);
+  g.bw_intra_Bps = largest(speeds, nvswitch_link / (g.channels + 1));
   g.bw_inter_Bps = g.bw_intra_Bps;
+  if (nodes == 1 && g.bw_intra_Bps > 0) {
+    // On one node nothing the search follows is inter (GPU <-> NVSwitch paths check bwIntra), so
+    // its second pass (search.cc ncclTopoCompute, pass 2, NVLS) raises bwInter a speed at a time
+    // while it is below twice bwIntra, as far as the array's top: 8 H100s 40/60 GB/s, 6 of them
+    // 50/60. NCCL 2.27's model takes the smaller of the two; 2.28's reads bwInter (nccl_model.cpp).
+    auto at = std::find(speeds.begin(), speeds.end(), g.bw_intra_Bps);
+    while (at != speeds.begin() && g.bw_inter_Bps < 2 * g.bw_intra_Bps) g.bw_inter_Bps = *--at;
+  }
   if (nodes > 1) {
     // Between nodes each head goes through its NIC, on the NET transport's leg: staged in host
     // memory where GPUDirect RDMA does not reach (NCCL_NET_GDR_LEVEL) or NCCL_IB_DISABLE leaves
@@ -199,8 +208,10 @@ void finish_graphs(const Topology& topo, const Routes& routes, const Transports&
   for (int r : out.ranks) {
     const VertexId g = topo.gpu(r);
     for (VertexId c = 0; c < topo.vertex_count(); ++c)
-      if (topo.vertex(c).kind == VertexKind::kCpu && topo.vertex(c).host == topo.vertex(g).host)
+      if (topo.vertex(c).kind == VertexKind::kCpu && topo.vertex(c).host == topo.vertex(g).host) {
         out.amd = topo.vertex(c).amd();
+        out.arm = topo.vertex(c).arm();
+      }
     break;
   }
   graph_nvls_and_tree(topo, routes, transports, out);

@@ -41,7 +41,7 @@ std::vector<NvlsFlow> nvls_flows(int me, double bytes, const NvlsNodes& nn, cons
   // the node so that every GPU's links carry one flow each way.
   const int peer = mine[static_cast<std::size_t>(local + 1) % mine.size()];
   const double intra_rate =
-      blocks * (choice.algorithm == Algorithm::kNvls ? choice.alg_bw_Bps
+      blocks * (choice.algorithm == Algorithm::kNvls ? choice.rate_Bps
                                                      : static_cast<double>(g.channels) * g.bw_intra_Bps * 5.0 / 6.0);
   out.push_back({peer, bytes, bytes * direct_bandwidth(me, peer) / intra_rate, true});
   if (choice.algorithm == Algorithm::kNvlsTree && nodes.size() > 1) {

@@ -132,6 +132,9 @@ std::vector<std::pair<double, int>> in_child(const Topology& topo, int gpus, std
 TEST(Nvls, TreeSharesBetweenNodesShareTheirNics) {
   NcclSettings nvls_tree;
   nvls_tree.request = CollectiveRequest::only(Algorithm::kNvlsTree, Protocol::kSimple);
+  // NCCL 2.27: from 2.28 NVLS and NVLSTree need two channels of the graph, one NIC per node gives
+  // one (tests/sim/nccl_tuning_228_test.cpp).
+  nvls_tree.request.nccl = {2, 27};
   for (int nics : {1, 2, 4}) {
     const Topology topo = generate_fat_tree({.nodes = 2, .node = "dgx-h100", .nics_per_node = nics});
     const Routes routes(topo);
