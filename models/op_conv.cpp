@@ -73,7 +73,13 @@ Kernel OpCoster::conv(std::size_t i, int pass, double bytes) const {
                                          : GemmShape{1, cout, taps * cin, out_pos};
     const double direct_s = compute / gemm_waves_of(direct, r_.tile, g.sms).efficiency;
     compute = direct_s;
-    if (winograd_eligible(op)) {
+    // The model format records no dilation; a stride-1 convolution of dilation 1 has Ho = H + 2p - 2
+    // (and Wo likewise), so one whose outputs are not that many per input is dilated, and cuDNN's
+    // Winograd kernels do not take it (cuDNN API reference: dilation 1 only).
+    const double h = static_cast<double>(c[1]), w_in = static_cast<double>(c[2]), pad = static_cast<double>(c[7]);
+    const bool undilated =
+        h > 0 && w_in > 0 && std::abs(out_pos / in_pos - (h + 2 * pad - 2) * (w_in + 2 * pad - 2) / (h * w_in)) < 1e-9;
+    if (winograd_eligible(op) && undilated) {
       // F(2x2, 3x3): one 4x4 tile per 2x2 outputs; 16 products, one per position in the tile.
       const double tiles = out_pos / 4.0;
       const GemmShape w = pass == 0   ? GemmShape{16, tiles, cout, cin}

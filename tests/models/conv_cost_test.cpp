@@ -94,6 +94,22 @@ TEST(ConvCost, Fp32BeforeAmpereRunsAtTheArchitecturesSimtRate) {
   EXPECT_EQ(back.winograd_kernels, 2);
 }
 
+// A dilated 3x3 convolution (the model format records none: told apart by its output size, H + 2p -
+// 2 per side at dilation 1) runs implicit GEMM. layer3.1.conv2 recorded with padding 2 and its
+// 14 x 14 outputs is what dilation 2 gives (14 + 4 - 4).
+TEST(ConvCost, ADilatedConvolutionIsNotWinograd) {
+  Model m = load_model("resnet50");
+  const Layer* layer = nullptr;
+  for (const Layer& l : m.layers)
+    if (l.name == "layer3.1.conv2") layer = &l;
+  ASSERT_NE(layer, nullptr);
+  for (std::size_t i = layer->first_op; i < layer->first_op + layer->op_count; ++i)
+    if (m.ops[i].conv) (*m.ops[i].conv)[7] = 2;
+  const KernelCost k = test::layer_cost(m, op_model_cost(m, test::context("v100", Precision::kFP32, 64)), "layer3.1.conv2").forward;
+  EXPECT_EQ(k.winograd_kernels, 0);
+  EXPECT_NEAR(k.gpu_time(), simt_time("v100", kFlops, {1, 12544, 256, 2304}, 1.0), 1e-12);
+}
+
 // Winograd's non-fused kernels write the transformed input and output to DRAM and read them back,
 // 8 times the activations; a layer of 64 channels does too few products per transformed value
 // to gain from it on a 2080 Ti (616 GB/s for 13.4 TFLOP/s), and cuDNN keeps implicit GEMM there.
