@@ -20,6 +20,7 @@
 #include "core/text.hpp"
 #include "reports/table.hpp"
 #include "sim/nccl_info.hpp"
+#include "sim/nccl_model.hpp"
 #include "sim/simulate.hpp"
 #include "topologies/topology.hpp"
 
@@ -147,6 +148,12 @@ void run_collectives(CollectivesArgs a) {
       throw UsageError(fmt::format("--gpus {}: topology {} has {} GPU{}; expected 2..{}", n, a.sweep.topology,
                                    topo.gpu_count(), topo.gpu_count() == 1 ? "" : "s", topo.gpu_count()));
     }
+    if (a.sweep.gpus_per_thread > n || n % a.sweep.gpus_per_thread != 0) {
+      throw UsageError(fmt::format(
+          "--gpus-per-thread {}: expected a whole number from 1 to {} that divides the {} GPUs (nccl-tests' -g in "
+          "one process: each thread drives that many)",
+          a.sweep.gpus_per_thread, n, n));
+    }
     if (n == 1) {
       // NCCL's collectives of one rank move nothing (enqueue.cc: in place they return, out of
       // place they copy the buffer on the GPU): no time to compare with a network's.
@@ -211,6 +218,7 @@ void run_collectives(CollectivesArgs a) {
     j["schema_version"] = 1;
     j["topology"] = a.sweep.topology;
     j["gpus"] = n;
+    if (a.sweep.gpus_per_thread > 1) j["gpus_per_thread"] = a.sweep.gpus_per_thread;
     j["op"] = a.op;
     const NcclRelease linked = resolve_nccl_release(knobs.nccl_version, knobs.pytorch_version);
     j["nccl_model"] = std::string(sim::nccl_model_version(linked));
@@ -226,6 +234,7 @@ void run_collectives(CollectivesArgs a) {
                       {"busbw_GBps", p.busbw_GBps},
                       {"algorithm", p.ran ? nlohmann::ordered_json(sim::algorithm_name(p.choice.algorithm)) : nullptr},
                       {"protocol", p.ran ? nlohmann::ordered_json(sim::protocol_name(p.choice.protocol)) : nullptr}});
+      if (a.sweep.gpus_per_thread > 1) rows.back()["host_bound"] = p.host_bound;
     }
     std::cout << json_text(j, 2) << '\n';
     return;
@@ -267,6 +276,14 @@ void run_collectives(CollectivesArgs a) {
                     "time (no iterations to average, no warm-up, no data to check)",
                     fmt::join(taken, ", "), taken.size() == 1 ? "it" : "them"));
   }
+  if (a.sweep.gpus_per_thread > 1) {
+    const auto bound = std::count_if(pts.begin(), pts.end(), [](const sim::CollectivePoint& p) { return p.host_bound; });
+    header.push_back(fmt::format(
+        "--gpus-per-thread {}: one thread launches the kernels of {} GPUs in turn (NCCL's group.cc doLaunches), "
+        "{:.1f} us per GPU, so a call takes at least {:.1f} us; the host set the time of {} of {} sizes",
+        a.sweep.gpus_per_thread, a.sweep.gpus_per_thread, sim::kGroupLaunchPerGpuS * 1e6,
+        a.sweep.gpus_per_thread * sim::kGroupLaunchPerGpuS * 1e6, bound, pts.size()));
+  }
   if (type.bytes != 4 || std::string(type.name) != "float") {
     header.push_back(
         fmt::format("-d {}: {}-byte elements (count and alignment as nccl-tests'); the time is that of "
@@ -307,6 +324,11 @@ void register_collectives_command(CLI::App& app) {
   CLI::App* coll = app.add_subcommand("collectives", "Simulated nccl-tests: time, algbw and busbw per size");
   coll->add_option("--topology", co->sweep.topology, "Built-in cluster or topology file")->required();
   coll->add_option("-g,--gpus,--ngpus", co->sweep.gpus, "Use the first N GPUs (default all; nccl-tests' -g)")
+      ->check(kPositiveInteger);
+  coll->add_option("--gpus-per-thread", co->sweep.gpus_per_thread,
+                   "GPUs one thread drives, as nccl-tests' -g N run in one process (all_reduce_perf -g 8): its "
+                   "calls launch each GPU's kernel in turn, at least N x 5.5 us each; it must divide the GPUs and "
+                   "fit in one node (default 1: one process per GPU, as mpirun -np N all_reduce_perf -g 1)")
       ->check(kPositiveInteger);
   coll->add_option("--op", co->op, "allreduce, broadcast, reduce, allgather or reducescatter (default allreduce)")
       ->transform(kAnyCase);

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "models/scenario_basics.hpp"
 #include "sim/engine.hpp"
+#include "sim/nccl_model.hpp"
 #include "sim/simulate.hpp"
 #include "topologies/routes.hpp"
 
@@ -71,6 +72,26 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw, con
   if (!(sw.min_bytes > 0) || sw.max_bytes < sw.min_bytes) {
     throw ConfigError(fmt::format("sizes {}..{}: expected 0 < min-bytes <= max-bytes", sw.min_bytes, sw.max_bytes));
   }
+  if (sw.gpus_per_thread < 1 || sw.gpus_per_thread > n || n % sw.gpus_per_thread != 0) {
+    throw ConfigError(fmt::format(
+        "gpus-per-thread {}: expected a whole number from 1 to {} that divides the {} GPUs (nccl-tests' -g: each "
+        "thread drives that many)",
+        sw.gpus_per_thread, n, n));
+  }
+  if (sw.gpus_per_thread > 1) {
+    // A thread drives GPUs of its own machine only: the GPUs of each thread (consecutive ranks)
+    // must share a node.
+    for (int first = 0; first < n; first += sw.gpus_per_thread) {
+      for (int r = first + 1; r < first + sw.gpus_per_thread; ++r) {
+        if (topo.host_of(r) != topo.host_of(first)) {
+          throw ConfigError(fmt::format(
+              "gpus-per-thread {}: GPUs {} and {} of one thread are on different nodes of {}; a process drives "
+              "the GPUs of its own machine only (expected a count that divides each node's GPUs)",
+              sw.gpus_per_thread, first, r, sw.topology.empty() ? std::string("the cluster") : sw.topology));
+        }
+      }
+    }
+  }
   const std::vector<double> requested = requested_sizes(sw);
   SimOptions so;
   so.nccl = sw.nccl.request;
@@ -125,6 +146,13 @@ std::vector<CollectivePoint> simulate_collectives(const CollectiveSweep& sw, con
     }
     p.time_s = recs.at(rec).end_s - recs.at(rec).start_s;
     p.choice = recs.at(rec).choice;
+    // One thread launches every GPU's kernel of the call in turn (kGroupLaunchPerGpuS each); the
+    // calls queue without a wait, so the slower of the host and the GPUs sets the pace.
+    const double launches = sw.gpus_per_thread * kGroupLaunchPerGpuS;
+    if (sw.gpus_per_thread > 1 && p.time_s < launches) {
+      p.time_s = launches;
+      p.host_bound = true;
+    }
     ++rec;
     p.algbw_GBps = p.time_s > 0 ? p.bytes / p.time_s / 1e9 : 0.0;
     p.busbw_GBps = p.algbw_GBps * bus_factor(sw.op, n);

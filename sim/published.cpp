@@ -77,7 +77,8 @@ static std::vector<PublishedCase> read_published_unchecked(std::string_view text
     const CaseHeader h = case_header(r, n, i, {"id",         "split", "source",        "source_note",  "hardware",
                                                "gpu",        "nodes", "gpus_per_node", "interconnect", "nccl_version",
                                                "collective", "algo",  "proto",         "env",          "placement",
-                                               "busbw_GBps", "quote", "simulate",      "unsupported",  "excluded"},
+                                               "busbw_GBps", "quote", "simulate",      "unsupported",  "excluded",
+                                               "gpus_per_thread"},
                                      ids);
     const std::string& at = h.at;
     PublishedCase c;
@@ -97,6 +98,15 @@ static std::vector<PublishedCase> read_published_unchecked(std::string_view text
     c.algo = r.string(r.required(n, at, "algo"), at, "algo");
     c.nodes = static_cast<int>(r.positive_int(r.required(n, at, "nodes"), at, "nodes"));
     c.gpus_per_node = static_cast<int>(r.positive_int(r.required(n, at, "gpus_per_node"), at, "gpus_per_node"));
+    if (const YAML::Node g = n["gpus_per_thread"]) {
+      c.gpus_per_thread = static_cast<int>(r.positive_int(g, at, "gpus_per_thread"));
+      if (c.gpus_per_thread > c.gpus_per_node || c.gpus_per_node % c.gpus_per_thread != 0) {
+        r.fail(g, at,
+               fmt::format("gpus_per_thread {}: expected a whole number that divides gpus_per_node {} (a "
+                           "thread drives GPUs of its own node)",
+                           c.gpus_per_thread, c.gpus_per_node));
+      }
+    }
     if (const YAML::Node env = n["env"]) {
       if (!env.IsMap()) r.fail(env, at, "env: expected a mapping of variables");
       for (const auto& kv : env) c.env[kv.first.as<std::string>()] = r.string(kv.second, at, "env");
@@ -201,6 +211,7 @@ PublishedResult simulate_published(const PublishedCase& c) {
   }
   CollectiveSweep sw;
   sw.gpus = n;
+  sw.gpus_per_thread = c.gpus_per_thread;
   sw.op = c.collective;
   sw.fidelity = "step";
   for (const auto& [bytes, gbps] : c.busbw) sw.sizes.push_back(bytes);

@@ -31,6 +31,9 @@ struct PublishedCase {
   std::string algo;  // what the source says NCCL ran: default, ring, tree, nvls, ...
   int nodes = 1;
   int gpus_per_node = 1;
+  // gpus_per_thread: GPUs one thread drove (nccl-tests' -g N in one process, as the source shows
+  // it); 1, the default, for one process per GPU or where the source does not say.
+  int gpus_per_thread = 1;
   std::map<std::string, std::string> env;        // NCCL_* the source says were set
   std::vector<std::pair<double, double>> busbw;  // (bytes, GB/s), by size
   nlohmann::ordered_json simulate;               // the cluster: {topology: NAME} or {generate: KIND, ...}

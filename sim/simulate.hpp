@@ -158,6 +158,9 @@ struct CollectivePoint {
   // ran: false for a size of 0 bytes: NCCL returns from a call of count 0 without launching a
   // kernel (enqueue.cc), so nothing is timed and no algorithm chosen.
   bool ran = true;
+  // host_bound: the thread launching the call's kernels, not the GPUs, set its time
+  // (CollectiveSweep::gpus_per_thread).
+  bool host_bound = false;
 };
 
 // nccl_tests_bytes: the bytes nccl-tests runs for a requested size (a -b .. -e step): a whole
@@ -182,6 +185,12 @@ struct CollectiveSweep {
   std::string fidelity = "step";  // step, aggregate or auto
   bool fluid = true;              // SimOptions::fluid (false: tests compare with SimGrid's flows)
   std::vector<double> sizes;      // these sizes (nccl-tests' bytes) instead of min..max by step_factor
+  // gpus_per_thread: how many GPUs one host thread drives (nccl-tests' -g N in one process; 1: one
+  // process per GPU, as under mpirun -np N -g 1). Its ncclGroupEnd launches each GPU's kernel in
+  // turn (group.cc doLaunches), so a call takes at least gpus_per_thread x kGroupLaunchPerGpuS
+  // (sim/nccl_model.hpp) of host time; nccl-tests queues its calls without waiting, so the larger
+  // of that and the GPUs' time sets each call's pace. It must divide the GPUs and fit in one node.
+  int gpus_per_thread = 1;
 };
 
 // requested_sizes: the sizes nccl-tests steps through (common.cu TimeTest): min, then each times
