@@ -33,6 +33,7 @@
 #include "models/scenario_basics.hpp"
 #include "models/step_costs.hpp"
 #include "sim/engine.hpp"
+#include "sim/nccl_model.hpp"
 #include "sim/nccl_options.hpp"
 #include "topologies/routes.hpp"
 
@@ -181,8 +182,13 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid,
     o.clip_syncs = clip_grad_norm_syncs(parse_pytorch_version(s.pytorch_version));
     o.scaler = {ctx.grad_scaler, ctx.optimizer_impl == OptimizerImpl::kFused};
     o.accumulate_grads = dp_accumulates && ctx.zero_grad_fill;
-    cluster.spawn(0, [&, o, host, devices, group] {
-      CalledGroup called(*group, *host, costs.host().collective_call_s);
+    // DataParallel's collectives (torch.cuda.comm's broadcast_coalesced and reduce_add_coalesced)
+    // are NCCL group calls that its one thread makes for every replica's GPU (torch/csrc/cuda/
+    // nccl.cpp: AutoNcclGroup, then ncclBcast or ncclReduce per device): NCCL launches each GPU's
+    // kernel in turn (group.cc doLaunches), kGroupLaunchPerGpuS each, as for nccl-tests' -g N.
+    const double dp_call_s = m * kGroupLaunchPerGpuS;
+    cluster.spawn(0, [&, o, host, devices, group, dp_call_s] {
+      CalledGroup called(*group, *host, dp_call_s);
       DpStep step(model, costs, o, global, *host, devices, called);
       for (int it = 1; it <= s.iterations; ++it) {
         step.run_iteration(it);

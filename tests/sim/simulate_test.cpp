@@ -1,6 +1,7 @@
 // simulate_test.cpp: DP and DDP steps on the SimGrid engine: the same events as the recording
 // backend, overlap where compute hides communication and none where it cannot, DP's GPU0 hotspot,
 // scenario files. One SimGrid engine per process: each test runs in its own process.
+#include "sim/nccl_model.hpp"
 #include "sim/simulate.hpp"
 
 #include <gtest/gtest.h>
@@ -260,6 +261,22 @@ TEST(Simulate, EveryCollectiveCallIsAHostEventAndAPhase) {
     EXPECT_NEAR(row.time_s, total * call_s, 1e-9);
   }
   EXPECT_TRUE(shown);
+}
+
+// DataParallel's one thread issues each collective for all its replicas' GPUs as one NCCL group,
+// whose launches run in turn (group.cc doLaunches): each call costs the host m x
+// kGroupLaunchPerGpuS (here 4 x 5.5 us, not DDP's collective_call_s).
+TEST(Simulate, DataParallelCallsCostOneLaunchPerReplicaGpu) {
+  const StrategyResult r = simulate(small("resnet18", "dgx-a100", 4), Strategy::kDP);
+  const int last = r.iterations.back().iteration;
+  int calls = 0;
+  for (const TraceEvent& e : r.trace.events) {
+    if (e.iteration != last || e.stream != Stream::kHost || e.name.rfind("call:", 0) != 0) continue;
+    ++calls;
+    EXPECT_NEAR(e.duration_s(), 4 * kGroupLaunchPerGpuS, 1e-12) << e.name;
+  }
+  EXPECT_GE(calls, 2);  // the replicas' broadcast and the gradients' reduce
+  EXPECT_NE(4 * kGroupLaunchPerGpuS, HostCosts{}.collective_call_s);
 }
 
 // The default precision is bf16 where the GPU has it and the release's autocast takes it (1.10
