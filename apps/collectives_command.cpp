@@ -42,6 +42,7 @@ struct CollectivesArgs {
   double reduced_max = 0;  // nccl-tests' "Reducing maxBytes to N due to memory limitation"
   bool json = false;
   bool fidelity_given = false;  // --fidelity on the command line
+  bool gpus_given = false;      // -g / --gpus on the command line
 };
 
 // kStepFidelityNoteGpus: above this many GPUs collectives notes how long step fidelity can take.
@@ -276,6 +277,14 @@ void run_collectives(CollectivesArgs a) {
                     "time (no iterations to average, no warm-up, no data to check)",
                     fmt::join(taken, ", "), taken.size() == 1 ? "it" : "them"));
   }
+  if (a.gpus_given && a.sweep.gpus_per_thread == 1) {
+    // nccl-tests' -g N alone is one process driving N GPUs; here -g picks the GPUs, one process
+    // each (as mpirun -np N ... -g 1). Said, since the small sizes differ (kGroupLaunchPerGpuS).
+    header.push_back(fmt::format(
+        "-g {}: {} GPUs, one process each (mpirun -np {} all_reduce_perf -g 1); nccl-tests' -g {} in one process "
+        "launches the GPUs' kernels from one thread: add --gpus-per-thread {}",
+        n, n, n, n, n));
+  }
   if (a.sweep.gpus_per_thread > 1) {
     const auto bound = std::count_if(pts.begin(), pts.end(), [](const sim::CollectivePoint& p) { return p.host_bound; });
     header.push_back(fmt::format(
@@ -323,8 +332,11 @@ void register_collectives_command(CLI::App& app) {
   auto co = std::make_shared<CollectivesArgs>();
   CLI::App* coll = app.add_subcommand("collectives", "Simulated nccl-tests: time, algbw and busbw per size");
   coll->add_option("--topology", co->sweep.topology, "Built-in cluster or topology file")->required();
-  coll->add_option("-g,--gpus,--ngpus", co->sweep.gpus, "Use the first N GPUs (default all; nccl-tests' -g)")
-      ->check(kPositiveInteger);
+  CLI::Option* gpus =
+      coll->add_option("-g,--gpus,--ngpus", co->sweep.gpus,
+                       "Use the first N GPUs, one process each (default all; nccl-tests' -g N in one process is "
+                       "-g N --gpus-per-thread N)")
+          ->check(kPositiveInteger);
   coll->add_option("--gpus-per-thread", co->sweep.gpus_per_thread,
                    "GPUs one thread drives, as nccl-tests' -g N run in one process (all_reduce_perf -g 8): its "
                    "calls launch each GPU's kernel in turn, at least N x 5.5 us each; it must divide the GPUs and "
@@ -372,8 +384,9 @@ void register_collectives_command(CLI::App& app) {
                        "phase) or auto")
           ->transform(kAnyCase);
   coll->add_flag("--json", co->json, "Print JSON instead of a table");
-  coll->callback([co, fidelity] {
+  coll->callback([co, fidelity, gpus] {
     co->fidelity_given = fidelity->count() > 0;
+    co->gpus_given = gpus->count() > 0;
     CollectivesArgs a = *co;
     if (a.sweep.gpus == 0) {
       try {
