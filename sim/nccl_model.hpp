@@ -49,7 +49,7 @@ HopKind hop_kind(PathClass c);
 // project's rule, the least median |error| over the training cases' sizes below 16 MiB of
 // nccl-tests run as one process driving N GPUs (validation/published/nccl_tests.yaml,
 // gpus_per_thread): 0 (no floor) 19.3 %, 5.0 us 10.8 %, 5.25 us 9.0 %, 5.5 us 7.9 %, 5.75 us 9.9 %,
-// 6.0 us 12.6 % (48 sizes of 13 cases); the hold-out's 24 sizes went from 28.2 % to 6.1 % with it.
+// 6.0 us 12.6 % (48 sizes of 12 cases); the hold-out's 24 sizes went from 28.2 % to 6.1 % with it.
 // The runs show the floor directly: one thread driving 8 H100s times an allgather of 1 to 4 MiB
 // at 41-42 us, and 4 of them at 22-23 us (NCCL 2.26 and 2.29; 5.2 and 5.6 us per GPU).
 inline constexpr double kGroupLaunchPerGpuS = 5.5e-6;
