@@ -12,25 +12,19 @@
 #include "reports/report.hpp"
 #include "sim/nccl_model.hpp"
 #include "sim/simulate.hpp"
+#include "tests/support/small_scenario.hpp"
 
 namespace gradsync::sim {
 namespace {
 
-Scenario calls_scenario(const std::string& model, const std::string& topology, int gpus) {
-  Scenario s;
-  s.model = model;
-  s.topology = topology;
-  s.gpus = gpus;
-  s.iterations = 4;
-  s.warmup = 2;
-  return s;
-}
+using testing_support::small_scenario;
+
 
 // Issuing a collective costs the host its CUDA calls (HostCosts::collective_call_s): one host
 // event of that length before each of rank 0's collectives, and --explain's phase "collective
 // calls" is their sum (the host makes them one at a time).
 TEST(Simulate, EveryCollectiveCallIsAHostEventAndAPhase) {
-  const StrategyResult r = simulate(calls_scenario("resnet18", "dgx-a100", 4), Strategy::kDDP);
+  const StrategyResult r = simulate(small_scenario("resnet18", "dgx-a100", 4), Strategy::kDDP);
   const int last = r.iterations.back().iteration;
   const double call_s = HostCosts{}.collective_call_s;
   std::map<std::string, int> calls, collectives;  // by collective name
@@ -63,7 +57,7 @@ TEST(Simulate, EveryCollectiveCallIsAHostEventAndAPhase) {
 // whose launches run in turn (group.cc doLaunches): each call costs the host m x
 // kGroupLaunchPerGpuS (here 4 x 5.5 us, not DDP's collective_call_s).
 TEST(Simulate, DataParallelCallsCostOneLaunchPerReplicaGpu) {
-  const StrategyResult r = simulate(calls_scenario("resnet18", "dgx-a100", 4), Strategy::kDP);
+  const StrategyResult r = simulate(small_scenario("resnet18", "dgx-a100", 4), Strategy::kDP);
   const int last = r.iterations.back().iteration;
   int calls = 0;
   for (const TraceEvent& e : r.trace.events) {

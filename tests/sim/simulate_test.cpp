@@ -23,12 +23,15 @@
 #include "models/step_costs.hpp"
 #include "reports/report.hpp"
 #include "sim/engine.hpp"
+#include "tests/support/small_scenario.hpp"
 #include "tests/support/recording_backend.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/transports/transport.hpp"
 
 namespace gradsync::sim {
 namespace {
+
+using testing_support::small_scenario;
 
 using Sequences = std::map<std::pair<int, Stream>, std::vector<std::string>>;
 
@@ -138,20 +141,11 @@ TEST(SimulatedTrace, DpHasTheRecordingBackendsEventsInTheSameOrderPerStream) {
   EXPECT_EQ(sequences(cluster.trace()), sequences(rec.trace()));
 }
 
-Scenario small(const std::string& model, const std::string& topology, int gpus) {
-  Scenario s;
-  s.model = model;
-  s.topology = topology;
-  s.gpus = gpus;
-  s.iterations = 4;
-  s.warmup = 2;
-  return s;
-}
 
 // PowerSGD's state (error feedback and the factors) is in DDP's peak memory once a simulated
 // iteration compresses, and only then.
 TEST(Simulate, PowerSgdStateCountsOnceItCompresses) {
-  Scenario s = small("resnet18", "pcie-4gpu", 2);
+  Scenario s = small_scenario("resnet18", "pcie-4gpu", 2);
   s.iterations = 3;
   s.warmup = 1;
   const double plain = simulate_isolated(s, Strategy::kDDP).per_gpu[0].peak_memory_bytes;
@@ -169,7 +163,7 @@ TEST(Simulate, PowerSgdStateCountsOnceItCompresses) {
 // GPT-2 at B=16, T=1024 on NVSwitch: backward takes far longer than the buckets' allreduces,
 // which hide behind it.
 TEST(Simulate, AComputeBoundDdpStepOverlaps) {
-  const StrategyResult r = simulate(small("gpt2", "dgx-a100", 8), Strategy::kDDP);
+  const StrategyResult r = simulate(small_scenario("gpt2", "dgx-a100", 8), Strategy::kDDP);
   EXPECT_GT(r.communication_s, 0);
   EXPECT_LT(r.exposed_communication_s, 0.5 * r.communication_s);
   EXPECT_GT(r.overlap, 0.5);
@@ -204,7 +198,7 @@ TEST(Simulate, AComputeBoundDdpStepOverlaps) {
 
 // GPT-2 with tiny batches over PCIe: communication dwarfs compute and cannot hide.
 TEST(Simulate, ACommunicationBoundDdpStepDoesNotOverlap) {
-  Scenario s = small("gpt2", "pcie-4gpu", 4);
+  Scenario s = small_scenario("gpt2", "pcie-4gpu", 4);
   s.batch_per_gpu = 1;
   s.seq_len = 32;
   const StrategyResult r = simulate(s, Strategy::kDDP);
@@ -216,7 +210,7 @@ TEST(Simulate, ACommunicationBoundDdpStepDoesNotOverlap) {
 // clip_grad_norm_ runs between the reduced gradients and the optimizer: every steady step takes
 // exactly its kernels' time longer (the closed form's difference), for DDP and DP alike.
 TEST(Simulate, ClipGradNormLengthensEveryStepByItsKernels) {
-  Scenario s = small("gpt2", "dgx-a100", 2);
+  Scenario s = small_scenario("gpt2", "dgx-a100", 2);
   const StrategyResult ddp0 = simulate_isolated(s, Strategy::kDDP);
   const StrategyResult dp0 = simulate_isolated(s, Strategy::kDP);
   const double plain = closed_form_ddp(s).step_s;
@@ -232,7 +226,7 @@ TEST(Simulate, ClipGradNormLengthensEveryStepByItsKernels) {
 // The default precision is bf16 where the GPU has it and the release's autocast takes it (1.10
 // on), else fp16.
 TEST(Scenario, DefaultPrecisionFollowsTheRelease) {
-  Scenario s = small("resnet18", "dgx-a100", 2);
+  Scenario s = small_scenario("resnet18", "dgx-a100", 2);
   EXPECT_EQ(resolve_scenario(s).precision, "bf16");
   s.pytorch_version = "1.9";
   EXPECT_EQ(resolve_scenario(s).precision, "fp16");
@@ -244,7 +238,7 @@ TEST(Scenario, DefaultPrecisionFollowsTheRelease) {
 // first GPUs; a layout gradsync cannot place, or one that disagrees with gpus, is an error naming
 // the key.
 TEST(Scenario, TorchrunLayoutNamesTheWorld) {
-  Scenario s = small("resnet18", "2x-dgx-a100-hdr", 0);
+  Scenario s = small_scenario("resnet18", "2x-dgx-a100-hdr", 0);
   s.iterations = 2;
   s.warmup = 1;
   s.nnodes = 2;
@@ -283,7 +277,7 @@ TEST(Scenario, TorchrunLayoutNamesTheWorld) {
   na -- sw [type="infiniband", bw="25GBps", latency="1us"]; nb -- sw [type="infiniband", bw="25GBps", latency="1us"];
 }
 )";
-  Scenario unequal = small("resnet18", path, 0);
+  Scenario unequal = small_scenario("resnet18", path, 0);
   unequal.iterations = 2;
   unequal.warmup = 1;
   unequal.nnodes = 2;
@@ -294,7 +288,7 @@ TEST(Scenario, TorchrunLayoutNamesTheWorld) {
 
 // DataParallel funnels outputs and gradients through GPU0.
 TEST(Simulate, DataParallelMakesGpu0AHotspot) {
-  const StrategyResult r = simulate(small("gpt2", "dgx-a100", 4), Strategy::kDP);
+  const StrategyResult r = simulate(small_scenario("gpt2", "dgx-a100", 4), Strategy::kDP);
   ASSERT_EQ(r.per_gpu.size(), 4u);
   for (int g = 1; g < 4; ++g) {
     EXPECT_GT(r.per_gpu[0].bytes_in, 2 * r.per_gpu[static_cast<std::size_t>(g)].bytes_in) << g;
@@ -304,7 +298,7 @@ TEST(Simulate, DataParallelMakesGpu0AHotspot) {
 }
 
 TEST(Simulate, DataParallelAcrossHostsIsSkippedWithTheReason) {
-  const StrategyResult r = simulate(small("gpt2", "2x-dgx-a100-hdr", 16), Strategy::kDP);
+  const StrategyResult r = simulate(small_scenario("gpt2", "2x-dgx-a100-hdr", 16), Strategy::kDP);
   EXPECT_NE(r.skipped.find("span 2 hosts (node0, node1) (use --gpus 8 or fewer)"), std::string::npos) << r.skipped;
 }
 
@@ -433,7 +427,7 @@ StrategyResult ddp_in_child(Scenario s) {
 // switch's uplink shared by both directions of the ring: DDP's exposed communication grows. On
 // GeForce's own driver (no P2P) NCCL already uses SHM: the knob changes nothing.
 TEST(Simulate, P2pDisableMovesDdpsBucketsToHostMemory) {
-  Scenario s = small("gpt2", pair_of_geforce("on"), 2);
+  Scenario s = small_scenario("gpt2", pair_of_geforce("on"), 2);
   s.batch_per_gpu = 4;
   const StrategyResult p2p = ddp_in_child(s);
   s.nccl_p2p_disable = true;
@@ -446,7 +440,7 @@ TEST(Simulate, P2pDisableMovesDdpsBucketsToHostMemory) {
   EXPECT_GT(shm.exposed_communication_s, p2p.exposed_communication_s);
   EXPECT_GT(shm.steady_iteration_time_s, p2p.steady_iteration_time_s);
 
-  Scenario g = small("gpt2", pair_of_geforce("auto"), 2);
+  Scenario g = small_scenario("gpt2", pair_of_geforce("auto"), 2);
   g.batch_per_gpu = 4;
   const StrategyResult plain = ddp_in_child(g);
   g.nccl_p2p_disable = true;
