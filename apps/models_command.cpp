@@ -42,10 +42,11 @@ struct ShowOptions {
 // kDefaultShowGpu: the GPU `models show` costs a step on when --gpu is not given.
 constexpr const char* kDefaultShowGpu = "a100-sxm4-80gb";
 
-const std::vector<std::string> kShowKeys = {"batch_per_gpu",   "seq_len",   "precision",      "mixed_precision",
-                                            "compile",         "attention", "channels_last",  "pad_to_multiple_of",
-                                            "pytorch_version", "optimizer", "optimizer_impl", "set_to_none",
-                                            "grad_accum",      "input",     "grad_scaler",    "clip_grad_norm"};
+const std::vector<std::string> kShowKeys = {"batch_per_gpu",   "seq_len",    "precision",      "mixed_precision",
+                                            "compile",         "attention",  "channels_last",  "pad_to_multiple_of",
+                                            "pytorch_version", "optimizer",  "optimizer_impl", "set_to_none",
+                                            "zero_grad",       "grad_accum", "input",          "grad_scaler",
+                                            "clip_grad_norm"};
 
 // precision_of: a parameter dtype as the table names it (fp32, bf16, fp16).
 std::string_view precision_of(DType t) {

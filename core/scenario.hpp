@@ -41,6 +41,7 @@ struct Scenario {
   std::string optimizer = "adamw";
   std::string optimizer_impl = "auto";    // auto (the release's default), foreach, fused, for-loop
   std::string set_to_none = "auto";       // optimizer.zero_grad(set_to_none=...): auto (True from 2.0)
+  bool zero_grad = true;                  // the loop calls zero_grad each step; false: gradients accumulate
   bool compile = false;                   // torch.compile(model)
   std::string attention = "math";         // math, flash, mem-efficient
   bool channels_last = false;             // model.to(memory_format=torch.channels_last)

@@ -253,6 +253,15 @@ std::vector<ScenarioKey> make_scenario_table() {
        .kind = KeyKind::kChoice,
        .field = &S::set_to_none,
        .choices = {"auto", "true", "false"}},
+      {.name = "zero_grad",
+       .flag = "--zero-grad",
+       .value_name = "true|false",
+       .help = "the loop calls optimizer.zero_grad() (or model.zero_grad()) every step; --zero-grad=false: it never "
+               "does, as PyTorch's DDP benchmark loops, so each backward's AccumulateGrad adds into the gradients "
+               "the last step left (a read of both and a write per parameter) and set_to_none does not apply",
+       .default_text = "true",
+       .kind = KeyKind::kSwitch,
+       .field = &S::zero_grad},
       {.name = "input",
        .flag = "--input",
        .value_name = "WHERE",

@@ -121,8 +121,10 @@ void apply_framework(ComputeContext& ctx, const Scenario& s) {
                        : ctx.foreach        ? OptimizerImpl::kForEach
                                             : OptimizerImpl::kSingleTensor;
   // zero_grad's default became set_to_none=True in PyTorch 2.0, with the foreach optimizers.
-  ctx.zero_grad_fill = s.set_to_none == "false" || (s.set_to_none == "auto" && !ctx.foreach);
-  ctx.grads_defined = ctx.zero_grad_fill;
+  ctx.zero_grad_fill = s.zero_grad && (s.set_to_none == "false" || (s.set_to_none == "auto" && !ctx.foreach));
+  // A loop without zero_grad leaves every gradient a tensor after the first step: each later
+  // backward's AccumulateGrad adds into it (torch/csrc/autograd/functions/accumulate_grad.h).
+  ctx.grads_defined = ctx.zero_grad_fill || !s.zero_grad;
   ctx.grad_scaler = uses_grad_scaler(s, precision_name(ctx.precision));
 }
 
@@ -133,10 +135,12 @@ std::string optimizer_text(const Scenario& s, std::string_view precision) {
                      : ctx.optimizer_impl == OptimizerImpl::kForEach ? "foreach"
                                                                      : "for-loop";
   // Without an optimizer step the implementation shows only in zero_grad's fill, when it fills.
-  if (s.optimizer == "none" && !ctx.zero_grad_fill)
+  const char* zeroing = !s.zero_grad         ? ", no zero_grad: gradients accumulate"
+                        : ctx.zero_grad_fill ? ", zero_grad fills zeros"
+                                             : "";
+  if (s.optimizer == "none" && !ctx.zero_grad_fill && s.zero_grad)
     return fmt::format("none{}", s.clip_grad_norm ? " after clip_grad_norm_" : "");
-  return fmt::format("{} ({}{}){}{}", s.optimizer, impl, ctx.zero_grad_fill ? ", zero_grad fills zeros" : "",
-                     s.clip_grad_norm ? " after clip_grad_norm_" : "",
+  return fmt::format("{} ({}{}){}{}", s.optimizer, impl, zeroing, s.clip_grad_norm ? " after clip_grad_norm_" : "",
                      uses_grad_scaler(s, precision) ? " under GradScaler" : "");
 }
 

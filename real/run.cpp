@@ -361,7 +361,7 @@ StrategyResult bench(const Scenario& s, Strategy strategy, Runtime& rt, const st
     o.clip_grad_norm = s.clip_grad_norm;
     o.clip_syncs = clip_grad_norm_syncs(parse_pytorch_version(s.pytorch_version));
     o.scaler = {ctx.grad_scaler, ctx.optimizer_impl == OptimizerImpl::kFused};
-    o.accumulate_grads = dp_accumulates && ctx.zero_grad_fill;
+    o.accumulate_grads = dp_accumulates && ctx.grads_defined;
     DpStep step(model, costs, o, global, host, devices, rig->local_group(m));
     for (int it = 1; it <= s.iterations; ++it) step.run_iteration(it);
     for (Device* d : devices) d->synchronize();

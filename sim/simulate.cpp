@@ -181,7 +181,7 @@ StrategyResult run(const ResolvedScenario& r, Strategy strategy, bool fluid,
     o.clip_grad_norm = s.clip_grad_norm;
     o.clip_syncs = clip_grad_norm_syncs(parse_pytorch_version(s.pytorch_version));
     o.scaler = {ctx.grad_scaler, ctx.optimizer_impl == OptimizerImpl::kFused};
-    o.accumulate_grads = dp_accumulates && ctx.zero_grad_fill;
+    o.accumulate_grads = dp_accumulates && ctx.grads_defined;
     // DataParallel's collectives (torch.cuda.comm's broadcast_coalesced and reduce_add_coalesced)
     // are NCCL group calls that its one thread makes for every replica's GPU (torch/csrc/cuda/
     // nccl.cpp: AutoNcclGroup, then ncclBcast or ncclReduce per device): NCCL launches each GPU's

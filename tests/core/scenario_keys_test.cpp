@@ -187,6 +187,7 @@ TEST(ScenarioKeys, EveryKeyStoresAndReadsBack) {
                                                    {"static_graph", "true"},
                                                    {"gradient_as_bucket_view", "true"},
                                                    {"broadcast_buffers", "false"},
+                                                   {"zero_grad", "false"},
                                                    {"clip_grad_norm", "true"},
                                                    {"allreduce_after_backward", "true"},
                                                    {"iterations", "7"},

@@ -195,6 +195,35 @@ TEST(ComputeCost, OptimizerAndCopies) {
   EXPECT_THROW(parse_optimizer("lion"), ConfigError);
 }
 
+// A loop that never calls zero_grad (PyTorch's DDP benchmark): nothing fills the gradients, whatever
+// set_to_none says, and each backward adds into the gradients the step before left.
+TEST(ComputeCost, ALoopWithoutZeroGradAddsIntoTheLastGradients) {
+  Scenario sc;
+  sc.pytorch_version = "1.4";
+  ComputeContext c;
+  apply_framework(c, sc);
+  EXPECT_TRUE(c.zero_grad_fill);  // set_to_none: auto is False before 2.0
+  EXPECT_TRUE(c.grads_defined);
+  sc.zero_grad = false;
+  for (const char* stn : {"auto", "true", "false"}) {
+    sc.set_to_none = stn;
+    apply_framework(c, sc);
+    EXPECT_FALSE(c.zero_grad_fill) << stn;
+    EXPECT_TRUE(c.grads_defined) << stn;
+  }
+  EXPECT_EQ(optimizer_text(sc, "fp32"), "adamw (for-loop, no zero_grad: gradients accumulate)");
+  sc.pytorch_version = "2.11";
+  sc.set_to_none = "auto";
+  sc.optimizer = "none";
+  apply_framework(c, sc);
+  EXPECT_TRUE(c.grads_defined);  // set_to_none=True by default from 2.0, but zero_grad is never called
+  EXPECT_EQ(optimizer_text(sc, "fp32"), "none (foreach, no zero_grad: gradients accumulate)");
+  sc.zero_grad = true;
+  apply_framework(c, sc);
+  EXPECT_FALSE(c.grads_defined);
+  EXPECT_EQ(optimizer_text(sc, "fp32"), "none");
+}
+
 TEST(ComputeCost, EveryZooModelOnEveryGpuIsFinite) {
   for (const auto& name : zoo_model_names()) {
     const Model m = load_model(name);
