@@ -196,9 +196,16 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   later_ctx.grads_defined = true;
   const ModelCost later = s.grad_accum > 1 ? model_cost(m, later_ctx) : cost;
   const KernelCost step = optimizer_cost(m, opt, ctx.optimizer_impl, ctx);
+  // One GPU runs the plain module (no DDP wrapper): its memory, as DataParallel over one device
+  // holds it. DDP's gradient buckets, which a one-GPU DDP run would add, are shown beside it.
   MemoryOptions mo;
   mo.optimizer = opt;
+  mo.strategy = Strategy::kDP;
+  mo.dp_one_device = true;
   const MemoryBreakdown mem = memory_cost(m, ctx, mo);
+  MemoryOptions ddp_mo;
+  ddp_mo.optimizer = opt;
+  const double ddp_buckets = memory_cost(m, ctx, ddp_mo).buckets;
   const double samples = static_cast<double>(ctx.batch) * static_cast<double>(s.grad_accum);
   const double tokens = samples * (m.default_seq_len ? static_cast<double>(ctx.seq_len) : 1.0);
   const ClipStep clip = clip_step(m, ctx, clip_grad_norm_syncs(parse_pytorch_version(s.pytorch_version)));
@@ -277,7 +284,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
                    {"optimizer_state", mem.optimizer_state},
                    {"activations", mem.activations},
                    {"loss", mem.loss},
-                   {"buckets", mem.buckets},
+                   {"ddp_buckets", ddp_buckets},
                    {"context", mem.context},
                    {"optimizer_temporaries", mem.optimizer_temporaries},
                    {"peak_in_optimizer", mem.peak_in_optimizer},
@@ -402,7 +409,8 @@ void show_model(const ShowOptions& o, std::ostream& out) {
   t.add_row({"memory: optimizer", human_bytes(mem.optimizer_state)});
   t.add_row({"memory: activations", human_bytes(mem.activations)});
   t.add_row({"memory: loss", human_bytes(mem.loss)});
-  t.add_row({"memory: DDP bucket", human_bytes(mem.buckets)});
+  t.add_row({"memory: under DDP",
+             fmt::format("+{} of gradient buckets, not in this one-GPU total", human_bytes(ddp_buckets))});
   t.add_row({"memory: context", human_bytes(mem.context)});
   if (mem.optimizer_temporaries > 0)
     t.add_row({"memory: temporaries",

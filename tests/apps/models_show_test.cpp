@@ -266,5 +266,27 @@ TEST(ModelsShow, NamesEveryParameterDtype) {
   std::remove(file.c_str());
 }
 
+// One GPU runs the plain module: models show's memory is what compare's one-GPU DataParallel row
+// (the module called directly) holds, with DDP's buckets said beside it, not in the total. GPT-2 XL
+// at batch 5 fits an 80 GB A100 that way, and is out of memory under DDP by its 5.8 GiB of buckets.
+TEST(ModelsShow, OneGpuMemoryIsThePlainModulesWithDdpsBucketsBeside) {
+  const Result r = run_printed({"models", "show", "gpt2-xl", "--gpu", "a100", "--batch", "5", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json mem = nlohmann::json::parse(r.out).at("memory");
+  const double grads = mem.at("gradients").get<double>();
+  EXPECT_DOUBLE_EQ(mem.at("ddp_buckets").get<double>(), grads);
+  EXPECT_FALSE(mem.contains("buckets"));
+  const double parts = mem.at("parameters").get<double>() + grads + mem.at("optimizer_state").get<double>() +
+                       mem.at("activations").get<double>() + mem.at("loss").get<double>() +
+                       mem.at("context").get<double>();
+  EXPECT_LE(mem.at("total").get<double>(), parts + 1.0);  // nothing of DDP's in it
+  EXPECT_FALSE(mem.at("oom").get<bool>());
+  EXPECT_GT(mem.at("total").get<double>() + grads, mem.at("capacity").get<double>());  // DDP's would not fit
+  const Result text = run_printed({"models", "show", "gpt2-xl", "--gpu", "a100", "--batch", "5"});
+  EXPECT_NE(text.out.find("memory: under DDP    +5.80 GiB of gradient buckets, not in this one-GPU total"),
+            std::string::npos)
+      << text.out;
+}
+
 }  // namespace
 }  // namespace gradsync::apps::test
