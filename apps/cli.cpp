@@ -50,6 +50,33 @@ const CLI::App* deepest_parsed(const CLI::App* app) {
   return app;
 }
 
+// nearest_option: "; did you mean --x?" for a flag the command does not have, naming the option it
+// most likely meant: one that the flag begins (--batch for --batch-per-gpu, --bucket-cap for
+// --bucket-cap-mb), else one within a third of its length in edits (--bucket-cap-md); "" if none.
+// --gpu is a GPU model, which the topology gives: said so where --topology and --gpus exist.
+std::string nearest_option(const CLI::App& app, std::string_view flag) {
+  const std::string_view bare = flag.substr(0, flag.find('='));
+  if (bare.size() < 3 || bare.substr(0, 2) != "--") return "";
+  std::vector<std::string> names;
+  for (const CLI::Option* o : app.get_options())
+    for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+  const auto has = [&](std::string_view n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+  if (bare == "--gpu" && has("--topology") && has("--gpus"))
+    return "; the GPU model is the topology's (--topology NAME or FILE; topo generate ... --gpu G writes one), and "
+           "--gpus N how many of its GPUs take part";
+  std::string best;
+  for (const std::string& n : names)
+    if (n.size() > bare.size() && n.compare(0, bare.size(), bare) == 0 && n[bare.size()] == '-' &&
+        (best.empty() || n.size() < best.size()))
+      best = n;
+  if (best.empty()) {
+    std::size_t best_d = std::max<std::size_t>(1, (bare.size() - 2) / 3) + 1;
+    for (const std::string& n : names)
+      if (const std::size_t d = edit_distance(bare, n); d < best_d) best_d = d, best = n;
+  }
+  return best.empty() ? "" : fmt::format("; did you mean {}?", best);
+}
+
 // usage_message rewrites CLI11's parse errors into gradsync's one-line form.
 std::string usage_message(const CLI::ParseError& e, const CLI::App& app, std::string& hint_for) {
   const CLI::App* where = deepest_parsed(&app);
@@ -60,7 +87,8 @@ std::string usage_message(const CLI::ParseError& e, const CLI::App& app, std::st
     for (const CLI::App* a = where; a != nullptr && extras.empty(); a = a->get_parent()) extras = a->remaining();
     if (!extras.empty()) {
       const std::string& bad = extras.front();
-      if (!bad.empty() && bad[0] == '-') return fmt::format("unknown option '{}' for '{}'", bad, hint_for);
+      if (!bad.empty() && bad[0] == '-')
+        return fmt::format("unknown option '{}' for '{}'{}", bad, hint_for, nearest_option(*where, bad));
       if (where == &app) return fmt::format("unknown command '{}'", bad);
       return fmt::format("unexpected argument '{}' for '{}'", bad, hint_for);
     }

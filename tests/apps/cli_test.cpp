@@ -92,6 +92,27 @@ TEST(Cli, UnknownFlagIsAUsageError) {
   EXPECT_EQ(r.err, "error: unknown option '--frobnicate' for 'gradsync'\nRun 'gradsync --help' for usage.\n");
 }
 
+// A flag the command does not have names the one the user most likely meant.
+TEST(Cli, UnknownFlagNamesTheNearestOption) {
+  const auto err = [](std::vector<std::string> args) { return run(std::move(args)).err; };
+  EXPECT_EQ(err({"compare", "--batch", "8"}),
+            "error: unknown option '--batch' for 'gradsync compare'; did you mean --batch-per-gpu?\n"
+            "Run 'gradsync compare --help' for usage.\n");
+  EXPECT_EQ(run({"compare", "--batch", "8"}).code, 2);
+  EXPECT_NE(err({"simulate", "--strategy", "ddp", "--bucket-cap=25"})
+                .find("unknown option '--bucket-cap=25' for 'gradsync simulate'; did "
+                      "you mean --bucket-cap-mb?"),
+            std::string::npos);
+  EXPECT_NE(err({"compare", "--bukcet-cap-mb", "25"}).find("; did you mean --bucket-cap-mb?"), std::string::npos);
+  EXPECT_NE(err({"compare", "--gpu", "a100"})
+                .find("unknown option '--gpu' for 'gradsync compare'; the GPU model is "
+                      "the topology's (--topology NAME or FILE"),
+            std::string::npos);
+  // Nothing near: no guess.
+  EXPECT_EQ(err({"compare", "--frobnicate"}),
+            "error: unknown option '--frobnicate' for 'gradsync compare'\nRun 'gradsync compare --help' for usage.\n");
+}
+
 TEST(Cli, UnknownCommandIsAUsageError) {
   const Result r = run({"frobnicate"});
   EXPECT_EQ(r.code, 2);
@@ -251,6 +272,20 @@ TEST(Cli, AMixedGpuTopologyIsRefusedNotCostedAsGpuZero) {
   std::vector<std::string> one = base;
   one.insert(one.end(), {"--gpus", "1"});
   EXPECT_EQ(run_printed(one).code, 0);
+  // The same file without its CPU: that fault is said first, as topo validate says it, not the
+  // mixed models, whose advice (--gpus 1) would only meet it next.
+  const std::string no_cpu = dir + "/gradsync-cli-mixed-nocpu.dot";
+  std::ofstream(no_cpu)
+      << "graph t { sw [kind=\"pcie_switch\", host=\"n0\"];\n"
+         "  g0 [kind=\"gpu\", model=\"a100\", host=\"n0\"]; g1 [kind=\"gpu\", model=\"v100\", host=\"n0\"];\n"
+         "  g0 -- sw [type=\"pcie\", bw=\"31.5GBps\", latency=\"150ns\"];\n"
+         "  g1 -- sw [type=\"pcie\", bw=\"15.75GBps\", latency=\"150ns\"]; }\n";
+  std::vector<std::string> mixed_no_cpu = base;
+  mixed_no_cpu[2] = no_cpu;
+  const Result r = run_printed(mixed_no_cpu);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("GPU g0 on host n0 reaches no CPU socket"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("one GPU model"), std::string::npos) << r.err;
 }
 
 // NCCL_ALGO=tree on one host leaves DDP's allreduce nothing gradsync models (refused), while
