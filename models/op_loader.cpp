@@ -209,6 +209,27 @@ void OpFileReader::check_parameter_input(const OpInput& in, const YAML::Node& n,
   }
 }
 
+void OpFileReader::check_conv_weight(const Op& op, const YAML::Node& in, const std::string& where) const {
+  // aten::convolution(input, weight, bias, ...) reads its weight whole: out x in/groups x kernel h x
+  // kernel w elements, and the parameter (nn.Conv2d's weight, or another convolution's) holds exactly
+  // that many.
+  if (!op.conv || op.in.size() < 2 || op.in[1].ref.kind != OpRef::Kind::kParameter) return;
+  const auto& c = *op.conv;
+  const std::vector<std::int64_t> shape{c[3], c[0] / c[8], c[4], c[5]};
+  const std::int64_t need = checked_product(shape, where + " conv weight elements");
+  const Parameter& p = m_.parameters[op.in[1].ref.index];
+  const std::int64_t reads = op.in[1].elements.eval(1, 1);
+  // Element counts, not the layout: a transposed convolution keeps its weight as in x out/groups,
+  // and a 1-D or 3-D one in its own rank (the file writes each as the 2-D convolution it costs).
+  if (reads != need || p.numel() != need) {
+    r_.fail(in[1], where,
+            fmt::format("weight {} ({}) has shape [{}] ({} elements) and the op reads {}; a convolution of in {}, out "
+                        "{}, groups {}, kernel {}x{} has a weight of {} elements (nn.Conv2d's shape [{}])",
+                        op.in[1].ref.to_string(), p.name, fmt::join(p.shape, ", "), p.numel(), reads, c[0], c[3], c[8],
+                        c[4], c[5], need, fmt::join(shape, ", ")));
+  }
+}
+
 int OpFileReader::bytes(const YAML::Node& n, const std::string& where) const {
   const std::int64_t b = r_.non_negative_int(n, where, "bytes per element");
   if (b != 0 && b != 1 && b != 2 && b != 4 && b != 8) {
@@ -307,7 +328,13 @@ void OpFileReader::read_layer(const YAML::Node& l, const std::string& where, Lay
       if (v[0] == 0 || v[3] == 0 || v[4] == 0 || v[5] == 0 || v[6] == 0 || v[8] == 0) {
         r_.fail(c, at, "conv: channels, kernel, stride and groups must be > 0");
       }
+      if (v[0] % v[8] != 0 || v[3] % v[8] != 0) {
+        r_.fail(c, at,
+                fmt::format("conv: in {} and out {} channels must both be multiples of groups {} (nn.Conv2d's rule)",
+                            v[0], v[3], v[8]));
+      }
       op.conv = v;
+      check_conv_weight(op, in, at);
     }
     if (o["attn"]) op.attn = static_cast<int>(r_.non_negative_int(o["attn"], at, "attn"));
     if (const YAML::Node a = o["attention"]) {

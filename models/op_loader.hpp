@@ -27,6 +27,9 @@ class OpFileReader {
                         const std::string& where) const;
   // check_parameter_input: a parameter input reads at most the parameter for B = T = 1 (fails at n).
   void check_parameter_input(const OpInput& in, const YAML::Node& n, const std::string& where) const;
+  // check_conv_weight: a convolution's weight input (a parameter) is read whole, and it and the
+  // parameter hold out x in/groups x kernel h x kernel w elements (fails at the input's node).
+  void check_conv_weight(const Op& op, const YAML::Node& in, const std::string& where) const;
 
   const YamlReader& r_;
   Model& m_;

@@ -199,5 +199,43 @@ TEST(ModelLoader, ViewCallsLoadAndBadCountsNameTheLayer) {
             "bad.yaml:11: layers[0] \"emb\": views: only a layer with ops lists its view calls");
 }
 
+// A convolution reads its whole weight: a parameter that does not hold out x in/groups x kh x kw
+// elements (a larger one too, which a slicing op could read part of) is refused at the op, with
+// the shape nn.Conv2d gives it; so are channels that groups does not divide. (Element counts: a
+// transposed or 1-D/3-D convolution's weight has its own layout; tools/export_model's test.)
+TEST(ModelLoader, AConvolutionsWeightMustHoldItsElements) {
+  const std::string r18 = model_text("resnet18");
+  ASSERT_NE(r18.find("{name: conv1.weight, shape: [64, 3, 7, 7]}"), std::string::npos);
+  EXPECT_NO_THROW((void)parse_model(r18, "r18.yaml"));
+  for (const char* bad : {"[64, 3, 7, 8]", "[64, 3, 7, 99999999999]", "[64, 6, 7, 7]"}) {
+    try {
+      (void)parse_model(replace(r18, "{name: conv1.weight, shape: [64, 3, 7, 7]}",
+                                std::string("{name: conv1.weight, shape: ") + bad + "}"),
+                        "r18.yaml");
+      ADD_FAILURE() << bad << ": no error";
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("r18.yaml:"), std::string::npos) << what;
+      EXPECT_NE(what.find("\"conv1\" ops[0] convolution: weight p0 (conv1.weight) has shape "), std::string::npos)
+          << what;
+      EXPECT_NE(what.find("a convolution of in 3, out 64, groups 1, kernel 7x7 has a weight of 9408 elements "
+                          "(nn.Conv2d's shape [64, 3, 7, 7])"),
+                std::string::npos)
+          << what;
+    }
+  }
+  const std::string grouped =
+      replace(r18, "conv: [3, 224, 224, 64, 7, 7, 2, 3, 1]", "conv: [3, 224, 224, 64, 7, 7, 2, 3, 2]");
+  ASSERT_NE(grouped, r18);
+  try {
+    (void)parse_model(grouped, "r18.yaml");
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("conv: in 3 and out 64 channels must both be multiples of groups 2"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace gradsync
