@@ -108,6 +108,9 @@ ResolvedScenario resolve(const Scenario& requested) {
     // or DP step runs at its slowest rank, which gradsync does not pick for the user.
     const GpuSpec* other = r.topo.vertex(r.topo.gpu(g)).gpu;
     if (other && other->name != r.gpu->name) {
+      // A file with a fault of its own says that first: `--gpus N`, which the message below
+      // offers, would only meet it next (topo validate reports it first too).
+      check_host_memory(Routes(r.topo));
       throw ConfigError(fmt::format(
           "topology {}: GPU {} is a {} and GPU {} a {}; gradsync simulates a run on one GPU model (its compute is "
           "priced for one), so give a topology whose GPUs used are alike, or --gpus {} to use the first {} only",

@@ -350,12 +350,24 @@ class Parser {
   void attr_lists(const std::string& element, const Token& at, std::map<std::string, std::string>* out = nullptr,
                   std::string_view on = "") {
     while (peek().kind == Tok::kLBracket) {
+      const int opened = peek().line;
       ++p_;
+      // A list that runs past its own line into trouble most likely lacks its ']': said with the
+      // token that stopped it, which is on a later line.
+      const auto unclosed = [&] {
+        return peek().line > opened
+                   ? fmt::format(" (the attribute list opened with '[' on line {} is not closed with ']')", opened)
+                   : std::string();
+      };
       while (peek().kind != Tok::kRBracket) {
-        if (!is_id(peek())) fail(peek(), fmt::format("expected an attribute name, found {}", describe(peek())));
+        if (!is_id(peek()))
+          fail(peek(), fmt::format("expected an attribute name, found {}{}", describe(peek()), unclosed()));
         const Token& key = peek();
         ++p_;
-        expect(Tok::kEq, fmt::format("'=' after attribute \"{}\"", key.text).c_str());
+        if (peek().kind != Tok::kEq)
+          fail(peek(),
+               fmt::format("expected '=' after attribute \"{}\", found {}{}", key.text, describe(peek()), unclosed()));
+        ++p_;
         const Token& value = peek();
         if (!is_id(value))
           fail(value, fmt::format("expected a value for attribute \"{}\", found {}", key.text, describe(value)));

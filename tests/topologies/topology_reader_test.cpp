@@ -94,6 +94,12 @@ TEST(TopologyReaderErrors, SyntaxErrorNamesLine) {
             "t.dot:3: syntax error: expected a value for attribute \"bw\", found '}'");
   EXPECT_EQ(dot_error("graph g {\n  a [kind=\"gpu\"\n"),
             "t.dot:3: syntax error: an attribute list '[' is never closed");
+  // A list left open runs into the next statement: the message names where it was opened.
+  EXPECT_EQ(dot_error("graph g {\n  a [kind=\"gpu\", model=\"a100\"\n  b [kind=\"gpu\"];\n}\n"),
+            "t.dot:3: syntax error: expected '=' after attribute \"b\", found '[' (the attribute list opened with '[' "
+            "on line 2 is not closed with ']')");
+  EXPECT_EQ(dot_error("graph g {\n  a [kind=\"gpu\" =\n}\n"),
+            "t.dot:2: syntax error: expected an attribute name, found '='");
   EXPECT_EQ(dot_error("graph g {\n  \"a [kind=gpu]\n}\n"), "t.dot:2: syntax error: a quoted string is never closed");
   EXPECT_EQ(dot_error("grap g {}"), "t.dot:1: syntax error: expected 'graph' at the start, found 'grap'");
   EXPECT_EQ(dot_error("graph g { a } }"), "t.dot:1: syntax error: unexpected '}' after the closing '}'");
