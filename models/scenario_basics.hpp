@@ -36,7 +36,8 @@ auto scenario_field(const char* key, const std::string& value, F parse) {
     return parse();
   } catch (const ConfigError& e) {
     const std::string what = e.what();
-    if (what.find("\"" + value + "\"") != std::string::npos) throw;
+    // Already named: quoted, or as the file:line the message starts with (nogpu.dot: no gpu ...).
+    if (what.find("\"" + value + "\"") != std::string::npos || what.rfind(value + ":", 0) == 0) throw;
     const std::string prefixed = std::string(key) + " \"" + value + "\": " + what;
     // A malformed file the key names stays a bad input file (exit 1), not a bad key.
     if (dynamic_cast<const DataError*>(&e) != nullptr) throw DataError(prefixed);

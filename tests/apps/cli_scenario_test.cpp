@@ -34,12 +34,13 @@ TEST(Cli, AMalformedFileNamedByAFlagIsABadInputFile) {
   const Result m = run({"simulate", "--strategy", "ddp", "--model", model, "--iterations", "2", "--warmup", "1",
                         "--out", dir + "/gradsync-cli-out"});
   EXPECT_EQ(m.code, 1) << m.err;
-  EXPECT_EQ(m.err.rfind("error: model \"" + model + "\": " + model + ": model file: expected a mapping", 0), 0u)
-      << m.err;
+  // The file is named once, as the location its message starts with (until 2026-12-02 the key
+  // and the file both: model "f": f: ...).
+  EXPECT_EQ(m.err.rfind("error: " + model + ": model file: expected a mapping", 0), 0u) << m.err;
   const Result t =
       run({"compare", "--topology", topo, "--iterations", "2", "--warmup", "1", "--out", dir + "/gradsync-cli-out"});
   EXPECT_EQ(t.code, 1) << t.err;
-  EXPECT_EQ(t.err.rfind("error: topology \"" + topo + "\": " + topo + ":1: syntax error", 0), 0u) << t.err;
+  EXPECT_EQ(t.err.rfind("error: " + topo + ":1: syntax error", 0), 0u) << t.err;
   const Result z = run({"compare", "--model", "no-such-model", "--iterations", "2", "--warmup", "1"});
   EXPECT_EQ(z.code, 2) << z.err;
   std::remove(model.c_str());
