@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/output_folder.hpp"
 
 namespace gradsync {
 
@@ -23,6 +24,7 @@ FolderLock::FolderLock(const std::string& out) {
   const std::filesystem::path parent = target.parent_path().empty() ? "." : target.parent_path();
   path_ = (parent / fmt::format(".{}.gradsync-lock", target.filename().string())).string();
   // The lock lives beside --out, so the folders above --out are made first, as the run itself makes them.
+  check_out_parents(name);
   std::error_code made;
   std::filesystem::create_directories(parent, made);
   if (made) throw RuntimeError(fmt::format("--out {}: cannot create {}: {}", out, parent.string(), made.message()));

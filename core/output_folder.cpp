@@ -243,7 +243,23 @@ void start_fresh_folder(const std::string& path, const std::string& out) {
   if (!marker) throw RuntimeError(fmt::format("{}: cannot write {}", what, kOutputMarker));
 }
 
+void check_out_parents(const std::string& out) {
+  // A file where --out needs a folder above it is the same slip as --out naming a file: a usage
+  // error, said as such, rather than the system's "Not a directory" when the folders are made.
+  fs::path above;
+  const fs::path parent = fs::path(out).parent_path();
+  for (const fs::path& part : parent) {
+    above /= part;
+    std::error_code ec;
+    const fs::file_status st = fs::status(above, ec);
+    if (!ec && fs::exists(st) && !fs::is_directory(st))
+      throw UsageError(fmt::format("--out {}: {} exists and is not a folder; give a path whose folders are folders",
+                                   out, above.string()));
+  }
+}
+
 void check_replaceable_folder(const std::string& final_) {
+  check_out_parents(final_);
   const fs::path target(final_);
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(target, ec);

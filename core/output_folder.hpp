@@ -54,6 +54,10 @@ void discard_staging_folders() noexcept;
 // gradsync's files that is not the current folder nor above it: what a run may replace whole.
 void check_replaceable_folder(const std::string& final_path);
 
+// check_out_parents: UsageError if a path above `out` exists and is not a folder (a file where
+// --out needs one of its folders).
+void check_out_parents(const std::string& out);
+
 // swap_into_place: the folder `staging` in place of `final_path` (absent, or a folder it replaces
 // in one renameat2 RENAME_EXCHANGE; the old one is then removed). RuntimeError naming both.
 // Returns "" or, when the replaced folder could not be removed whole, a note naming where its

@@ -78,6 +78,19 @@ TEST_F(OutputFolderTest, ANameAsLongAsTheSystemAllowsIsStagedUnderAShorterOne) {
 TEST_F(OutputFolderTest, RefusesAFileOrAFolderOfOtherFiles) {
   put(root_ / "file", "x");
   EXPECT_THROW(OutputFolder((root_ / "file").string()), UsageError);
+  // A file where a folder above --out must be: the same usage error, from the run and from its lock
+  // alike (it was the system's "Not a directory", exit 1, until 2026-12-02).
+  for (const fs::path& below : {root_ / "file" / "sub", root_ / "file" / "a" / "b"}) {
+    try {
+      OutputFolder f(below.string());
+      ADD_FAILURE() << below << ": no error";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find((root_ / "file").string() + " exists and is not a folder"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_THROW(FolderLock lock(below.string()), UsageError);
+  }
   fs::create_directories(root_ / "mine");
   put(root_ / "mine" / "thesis.tex", "x");
   try {
