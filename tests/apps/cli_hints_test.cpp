@@ -28,6 +28,11 @@ TEST(Cli, UnknownFlagNamesTheNearestOption) {
                 .find("unknown option '--gpu' for 'gradsync compare'; the GPU model is "
                       "the topology's (--topology NAME or FILE"),
             std::string::npos);
+  // An unknown flag is said before a missing required one (simulate needs --strategy).
+  EXPECT_EQ(err({"simulate", "--bucket-cap=25"}),
+            "error: unknown option '--bucket-cap=25' for 'gradsync simulate'; did you mean --bucket-cap-mb?\n"
+            "Run 'gradsync simulate --help' for usage.\n");
+  EXPECT_NE(err({"simulate"}).find("--strategy is required"), std::string::npos);
   // Nothing near: no guess.
   EXPECT_EQ(err({"compare", "--frobnicate"}),
             "error: unknown option '--frobnicate' for 'gradsync compare'\nRun 'gradsync compare --help' for usage.\n");
