@@ -81,14 +81,16 @@ std::string nearest_option(const CLI::App& app, std::string_view flag) {
 std::string usage_message(const CLI::ParseError& e, const CLI::App& app, std::string& hint_for) {
   const CLI::App* where = deepest_parsed(&app);
   hint_for = command_path(where);
+  const auto unknown_option = [&](const std::string& flag) {
+    return fmt::format("unknown option '{}' for '{}'{}", flag, hint_for, nearest_option(*where, flag));
+  };
   // CLI11 checks required options before unclaimed ones: `simulate --bucket-cap=25` said only that
   // --strategy is required. A flag the command does not have is the first thing to fix: said first.
   const bool required = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr &&
                         std::string_view(e.what()).find("subcommand") == std::string_view::npos;
   if (required) {
     for (const std::string& arg : where->remaining())
-      if (arg.size() > 1 && arg[0] == '-')
-        return fmt::format("unknown option '{}' for '{}'{}", arg, hint_for, nearest_option(*where, arg));
+      if (arg.size() > 1 && arg[0] == '-') return unknown_option(arg);
   }
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
     // The first argument nobody claimed tells what went wrong.
@@ -96,8 +98,7 @@ std::string usage_message(const CLI::ParseError& e, const CLI::App& app, std::st
     for (const CLI::App* a = where; a != nullptr && extras.empty(); a = a->get_parent()) extras = a->remaining();
     if (!extras.empty()) {
       const std::string& bad = extras.front();
-      if (!bad.empty() && bad[0] == '-')
-        return fmt::format("unknown option '{}' for '{}'{}", bad, hint_for, nearest_option(*where, bad));
+      if (!bad.empty() && bad[0] == '-') return unknown_option(bad);
       if (where == &app) return fmt::format("unknown command '{}'", bad);
       return fmt::format("unexpected argument '{}' for '{}'", bad, hint_for);
     }

@@ -221,7 +221,8 @@ void script_changes(const Scenario& s, Strategy strategy, const ModelTraits& tra
     out.push_back(change("pinned input", {{"input", "pinned"}},
                          "DataLoader(dataset, pin_memory=True); x.to(device, non_blocking=True)"));
   }
-  if (s.set_to_none == "false") {
+  // A loop without zero_grad fills nothing: set_to_none would change nothing there.
+  if (s.set_to_none == "false" && s.zero_grad) {
     // Before 1.7 zero_grad() took no argument: scripts set the gradients to None themselves.
     out.push_back(change("zero_grad set_to_none", {{"set_to_none", "true"}},
                          has_set_to_none(v)

@@ -263,6 +263,9 @@ TEST(Advice, OnlyWhatTheReleaseHasIsTried) {
   EXPECT_EQ(find(v16, "gradient_as_bucket_view"), nullptr);
   ASSERT_NE(find(v16, "zero_grad set_to_none"), nullptr);
   EXPECT_EQ(find(v16, "zero_grad set_to_none")->pytorch.rfind("for p in model.parameters(): p.grad = None", 0), 0u);
+  s.zero_grad = false;  // a loop that never calls zero_grad: nothing for set_to_none to change
+  EXPECT_EQ(find(candidate_changes(s, Strategy::kDDP, t), "zero_grad set_to_none"), nullptr);
+  s.zero_grad = true;
   // 1.9 and 1.10 turn it on with the private call; the constructor takes it from 1.11.
   s.pytorch_version = "1.10";
   ASSERT_NE(find(candidate_changes(s, Strategy::kDDP, t), "static_graph"), nullptr);
