@@ -224,7 +224,8 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     j["gpu"] = ctx.gpu->key;
     j["precision"] = precision_name(ctx.precision);
     j["optimizer"] = optimizer_name(opt);
-    j["optimizer_impl"] = ctx.optimizer_impl == OptimizerImpl::kFused     ? "fused"
+    j["optimizer_impl"] = s.optimizer_impl == "apex"                      ? "apex"
+                          : ctx.optimizer_impl == OptimizerImpl::kFused   ? "fused"
                           : ctx.optimizer_impl == OptimizerImpl::kForEach ? "foreach"
                                                                           : "for-loop";
     j["zero_grad_fills"] = ctx.zero_grad_fill;

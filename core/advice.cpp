@@ -204,7 +204,8 @@ void script_changes(const Scenario& s, Strategy strategy, const ModelTraits& tra
                                          : "F.scaled_dot_product_attention(q, k, v)"));
   }
   const bool fused_exists = s.optimizer == "adam" ? has_fused_adam(v) : has_fused_adamw(v);
-  if ((s.optimizer == "adam" || s.optimizer == "adamw") && s.optimizer_impl != "fused" && fused_exists) {
+  if ((s.optimizer == "adam" || s.optimizer == "adamw") && s.optimizer_impl != "fused" && s.optimizer_impl != "apex" &&
+      fused_exists) {
     out.push_back(change(
         "fused optimizer", {{"optimizer_impl", "fused"}},
         fmt::format("torch.optim.{}(model.parameters(), fused=True)", s.optimizer == "adam" ? "Adam" : "AdamW")));

@@ -73,9 +73,9 @@ std::vector<ScenarioKey> make_scenario_table() {
       {.name = "model",
        .flag = "--model",
        .value_name = "NAME|FILE",
-       .help = "Model: a zoo name (bert-base, bert-large, gpt2, gpt2-hf, gpt2-medium, gpt2-large, gpt2-xl, llama2-7b, "
-               "nanogpt, "
-               "resnet18, resnet50, resnet101, vgg16, vit-b-16; gradsync list models) or a model file",
+       .help = "Model: a zoo name (bert-base, bert-large, bert-base-pretraining, bert-large-pretraining, gpt2, "
+               "gpt2-hf, gpt2-medium, gpt2-large, gpt2-xl, llama2-7b, nanogpt, resnet18, resnet50, resnet101, vgg16, "
+               "vit-b-16; gradsync list models) or a model file",
        .default_text = "gpt2",
        .kind = KeyKind::kName,
        .field = &S::model},
@@ -238,11 +238,13 @@ std::vector<ScenarioKey> make_scenario_table() {
        .value_name = "IMPL",
        .help = "torch.optim's implementation: foreach (multi-tensor kernels: the default from PyTorch 2.0), fused "
                "(fused=True: one kernel per tensor list), for-loop (foreach=False: a Python loop over the "
-               "parameters, the default before 2.0), or auto: the default of --pytorch-version",
+               "parameters, the default before 2.0), apex (NVIDIA apex's FusedAdam, FusedLAMB or FusedSGD: "
+               "fused multi-tensor kernels in any release, as NVIDIA's DeepLearningExamples run them), or auto: the "
+               "default of --pytorch-version",
        .default_text = "auto",
        .kind = KeyKind::kChoice,
        .field = &S::optimizer_impl,
-       .choices = {"auto", "foreach", "fused", "for-loop"}},
+       .choices = {"auto", "foreach", "fused", "for-loop", "apex"}},
       {.name = "set_to_none",
        .flag = "--set-to-none",
        .value_name = "auto|true|false",

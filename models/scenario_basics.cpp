@@ -115,11 +115,13 @@ void apply_framework(ComputeContext& ctx, const Scenario& s) {
   ctx.lerp_moments = adam_lerps_first_moment(version);
   ctx.cudnn_tf32 = cudnn_tf32_by_default(version);
   const std::string& impl = s.optimizer_impl;
-  ctx.optimizer_impl = impl == "fused"      ? OptimizerImpl::kFused
-                       : impl == "foreach"  ? OptimizerImpl::kForEach
-                       : impl == "for-loop" ? OptimizerImpl::kSingleTensor
-                       : ctx.foreach        ? OptimizerImpl::kForEach
-                                            : OptimizerImpl::kSingleTensor;
+  // apex.optimizers' Fused* run the same kind of kernels as fused=True: multi_tensor_apply over
+  // the whole parameter list, one launch per chunk of tensors (apex/csrc/multi_tensor_adam.cu).
+  ctx.optimizer_impl = impl == "fused" || impl == "apex" ? OptimizerImpl::kFused
+                       : impl == "foreach"               ? OptimizerImpl::kForEach
+                       : impl == "for-loop"              ? OptimizerImpl::kSingleTensor
+                       : ctx.foreach                     ? OptimizerImpl::kForEach
+                                                         : OptimizerImpl::kSingleTensor;
   // zero_grad's default became set_to_none=True in PyTorch 2.0, with the foreach optimizers.
   ctx.zero_grad_fill = s.zero_grad && (s.set_to_none == "false" || (s.set_to_none == "auto" && !ctx.foreach));
   // A loop without zero_grad leaves every gradient a tensor after the first step: each later
@@ -131,7 +133,8 @@ void apply_framework(ComputeContext& ctx, const Scenario& s) {
 std::string optimizer_text(const Scenario& s, std::string_view precision) {
   ComputeContext ctx;
   apply_framework(ctx, s);
-  const char* impl = ctx.optimizer_impl == OptimizerImpl::kFused     ? "fused"
+  const char* impl = s.optimizer_impl == "apex"                      ? "apex fused"
+                     : ctx.optimizer_impl == OptimizerImpl::kFused   ? "fused"
                      : ctx.optimizer_impl == OptimizerImpl::kForEach ? "foreach"
                                                                      : "for-loop";
   // Without an optimizer step the implementation shows only in zero_grad's fill, when it fills.

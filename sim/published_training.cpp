@@ -90,13 +90,13 @@ std::vector<TrainingCase> read_training_cases(std::string_view text, const std::
     if (n["optimizer_impl"]) {
       const std::string impl = r.string(n["optimizer_impl"], at, "optimizer_impl");
       // The scenario key's names (--optimizer-impl): for-loop is torch.optim's per-parameter loop.
-      if (impl != "for-loop" && impl != "foreach" && impl != "fused") {
+      if (impl != "for-loop" && impl != "foreach" && impl != "fused" && impl != "apex") {
         r.fail(n["optimizer_impl"], at,
-               fmt::format("optimizer_impl \"{}\": expected for-loop, foreach or fused", impl));
+               fmt::format("optimizer_impl \"{}\": expected for-loop, foreach, fused or apex", impl));
       }
-      c.optimizer_impl = impl == "for-loop" ? OptimizerImpl::kSingleTensor
-                         : impl == "fused"  ? OptimizerImpl::kFused
-                                            : OptimizerImpl::kForEach;
+      c.optimizer_impl = impl == "for-loop"                  ? OptimizerImpl::kSingleTensor
+                         : impl == "fused" || impl == "apex" ? OptimizerImpl::kFused
+                                                             : OptimizerImpl::kForEach;
     }
     if (n["input"]) {
       const std::string input = r.string(n["input"], at, "input");

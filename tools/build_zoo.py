@@ -294,6 +294,58 @@ class BertModel(nn.Module):
 BERT = {"bert-base": (12, 12, 768), "bert-large": (24, 16, 1024)}
 
 
+# ---- BERT pretraining (Hugging Face transformers BertForPreTraining: the masked-LM and
+# next-sentence heads on BertModel, the loss inside forward) ---------------------------------------
+# cls.predictions: a dense layer, GELU and LayerNorm per token, then the decoder over the whole
+# vocabulary (30522), tied to the word embeddings, with its own bias; cls.seq_relationship: two
+# logits from the pooled [CLS]. The masked-LM loss is taken over every position's logits, as
+# Hugging Face's and NVIDIA DeepLearningExamples' pretraining criterion do (labels of -1 at the
+# unmasked positions are ignored, but their logits are computed).
+class BertForPreTraining(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        H = c["hidden"]
+        self.bert = BertModel(c)
+        self.cls = nn.Module()
+        self.cls.predictions = nn.Module()
+        self.cls.predictions.transform = nn.Module()
+        self.cls.predictions.transform.dense = nn.Linear(H, H, device=META)
+        self.cls.predictions.transform.transform_act_fn = nn.GELU()
+        self.cls.predictions.transform.LayerNorm = nn.LayerNorm(H, eps=1e-12, device=META)
+        self.cls.predictions.decoder = nn.Linear(H, 30522, device=META)
+        self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight  # tied
+        self.cls.seq_relationship = nn.Linear(H, 2, device=META)
+
+    def forward(self, input_ids, labels, next_sentence_label):
+        seq, pooled = self.bert(input_ids)
+        t = self.cls.predictions.transform
+        scores = self.cls.predictions.decoder(t.LayerNorm(t.transform_act_fn(t.dense(seq))))
+        nsp = self.cls.seq_relationship(pooled)
+        mlm_loss = F.cross_entropy(scores.view(-1, scores.size(-1)), labels.view(-1), ignore_index=-1)
+        return scores, nsp, mlm_loss + F.cross_entropy(nsp.view(-1, 2), next_sentence_label.view(-1))
+
+
+BERT_PRETRAIN = {"bert-base-pretraining": "bert-base", "bert-large-pretraining": "bert-large"}
+
+
+def build_bert_pretraining(name):
+    layers, heads, hidden = BERT[BERT_PRETRAIN[name]]
+    model = BertForPreTraining(dict(layers=layers, heads=heads, hidden=hidden))
+    export(model, lambda T: (torch.zeros(1, T, dtype=torch.long, device=META),
+                             torch.zeros(1, T, dtype=torch.long, device=META),
+                             torch.zeros(1, dtype=torch.long, device=META)),
+           name, _out(name), batch=32, seq_len=128,
+           description=f"BERT pretraining ({layers} layers, {heads} heads, hidden {hidden}): masked-LM head over "
+                       "every position (vocabulary 30522, tied to the word embeddings) and next-sentence head, "
+                       "loss inside",
+           source="Hugging Face transformers BertForPreTraining (bert-base-uncased / bert-large-uncased config), "
+                  "eager attention",
+           input_what="token ids, masked-LM labels (int64, per token) and the next-sentence label (int64)",
+           output_what="masked-LM logits (B, T, 30522), next-sentence logits (B, 2) and the loss, computed "
+                       "inside forward",
+           loss_inside=True)
+
+
 def build_bert(name):
     layers, heads, hidden = BERT[name]
     model = BertModel(dict(layers=layers, heads=heads, hidden=hidden))
@@ -447,7 +499,8 @@ def _out(name):
     return os.path.join(ZOO, name + ".yaml")
 
 
-BUILDERS = {**{n: build_gpt2 for n in GPT2}, "gpt2-hf": build_gpt2_hf, "nanogpt": build_nanogpt, **{n: build_bert for n in BERT}, "llama2-7b": build_llama,
+BUILDERS = {**{n: build_gpt2 for n in GPT2}, "gpt2-hf": build_gpt2_hf, "nanogpt": build_nanogpt, **{n: build_bert for n in BERT},
+            **{n: build_bert_pretraining for n in BERT_PRETRAIN}, "llama2-7b": build_llama,
             **{n: build_vision for n in VISION}}
 
 if __name__ == "__main__":

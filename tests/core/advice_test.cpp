@@ -368,6 +368,10 @@ TEST(Advice, ChangesAlreadyMadeAreNotTriedAgain) {
                            "NCCL_ALGO=Ring", "NCCL_PROTO=Simple", "NCCL_MAX_NCHANNELS=4", "flash attention"}) {
     EXPECT_EQ(find(cs, what), nullptr) << what;
   }
+  // apex's FusedAdam is already a fused optimizer.
+  Scenario apex = resolved_8();
+  apex.optimizer_impl = "apex";
+  EXPECT_EQ(find(candidate_changes(apex, Strategy::kDDP, traits(true, false)), "fused optimizer"), nullptr);
   // One GPU: nothing to communicate, so no DDP or NCCL change.
   Scenario one = resolved_8();
   one.gpus = 1;

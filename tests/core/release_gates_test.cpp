@@ -83,6 +83,14 @@ TEST(ScenarioKeys, FeaturesNewerThanPytorchVersionAreRefused) {
   EXPECT_EQ(message(fused("adam"), "1.12"),
             "optimizer_impl fused: Adam(fused=True) came with PyTorch 1.13; pytorch_version is 1.12");
   EXPECT_EQ(message(fused("adam"), "1.13"), "accepted");
+  // apex.optimizers.FusedAdam is not torch.optim's: no release gate.
+  EXPECT_EQ(message(
+                [](Scenario& s) {
+                  s.optimizer = "adam";
+                  s.optimizer_impl = "apex";
+                },
+                "1.4"),
+            "accepted");
   // SGD's from 2.3 (pytorch/pytorch#116585); DDP's gradient_as_bucket_view from 1.7.
   EXPECT_EQ(message(fused("sgd-momentum"), "2.2"),
             "optimizer_impl fused: SGD(fused=True) came with PyTorch 2.3; pytorch_version is 2.2");

@@ -175,6 +175,12 @@ TEST(ComputeCost, OptimizerAndCopies) {
   sc.optimizer_impl = "fused";
   apply_framework(c2, sc);
   EXPECT_EQ(c2.optimizer_impl, OptimizerImpl::kFused);
+  // apex's FusedAdam runs the fused kernels in a release without fused=True, and says so.
+  sc.pytorch_version = "1.5";
+  sc.optimizer_impl = "apex";
+  apply_framework(c2, sc);
+  EXPECT_EQ(c2.optimizer_impl, OptimizerImpl::kFused);
+  EXPECT_EQ(optimizer_text(sc, "fp32"), "adamw (apex fused, zero_grad fills zeros)");
   sc.pytorch_version = "2.11";
   sc.optimizer_impl = "for-loop";
   sc.clip_grad_norm = true;

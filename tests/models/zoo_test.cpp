@@ -16,22 +16,53 @@ std::vector<std::string> names(const Model& m) {
 }
 
 TEST(Zoo, ListsEveryModel) {
-  EXPECT_EQ(zoo_model_names(), (std::vector<std::string>{"bert-base", "bert-large", "gpt2", "gpt2-hf", "gpt2-large",
-                                                         "gpt2-medium", "gpt2-xl", "llama2-7b", "nanogpt", "resnet101",
-                                                         "resnet18", "resnet50", "vgg16", "vit-b-16"}));
+  EXPECT_EQ(zoo_model_names(),
+            (std::vector<std::string>{"bert-base", "bert-base-pretraining", "bert-large", "bert-large-pretraining",
+                                      "gpt2", "gpt2-hf", "gpt2-large", "gpt2-medium", "gpt2-xl", "llama2-7b", "nanogpt",
+                                      "resnet101", "resnet18", "resnet50", "vgg16", "vit-b-16"}));
 }
 
 TEST(Zoo, TotalsMatchPyTorch) {
   const std::vector<std::pair<std::string, std::int64_t>> totals{
-      {"gpt2", 124439808},      {"gpt2-medium", 354823168}, {"gpt2-large", 774030080}, {"gpt2-xl", 1557611200},
-      {"bert-base", 109482240}, {"bert-large", 335141888},  {"resnet18", 11689512},    {"resnet50", 25557032},
-      {"resnet101", 44549160},  {"vgg16", 138357544},       {"vit-b-16", 86567656},    {"llama2-7b", 6738415616},
-      {"nanogpt", 124475904},   {"gpt2-hf", 124439808}};
+      {"gpt2", 124439808},
+      {"gpt2-medium", 354823168},
+      {"gpt2-large", 774030080},
+      {"gpt2-xl", 1557611200},
+      {"bert-base", 109482240},
+      {"bert-large", 335141888},
+      {"resnet18", 11689512},
+      {"resnet50", 25557032},
+      {"resnet101", 44549160},
+      {"vgg16", 138357544},
+      {"vit-b-16", 86567656},
+      {"llama2-7b", 6738415616},
+      {"nanogpt", 124475904},
+      {"gpt2-hf", 124439808},
+      // Hugging Face BertForPreTraining: BertModel, the masked-LM transform (h x h dense, LayerNorm), the
+      // decoder's bias (its weight is the word embeddings') and the next-sentence Linear(h, 2).
+      {"bert-base-pretraining", 110106428},
+      {"bert-large-pretraining", 336226108}};
   for (const auto& [name, total] : totals) {
     const Model m = load_model(name);
     EXPECT_EQ(m.total_params(), total) << name;
     EXPECT_EQ(m.name, name);
   }
+}
+
+TEST(Zoo, BertPretrainingTiesTheDecoderToTheWordEmbeddings) {
+  const Model m = load_model("bert-base-pretraining");
+  const auto n = names(m);
+  EXPECT_EQ(n[0], "bert.embeddings.word_embeddings.weight");
+  EXPECT_EQ(std::count(n.begin(), n.end(), "cls.predictions.decoder.weight"), 0);  // tied: listed once
+  EXPECT_EQ(std::count(n.begin(), n.end(), "cls.predictions.decoder.bias"), 1);
+  EXPECT_EQ(n.back(), "cls.seq_relationship.bias");
+  std::vector<std::string> users;
+  for (const auto& l : m.layers) {
+    if (std::find(l.params.begin(), l.params.end(), 0u) != l.params.end()) users.push_back(l.name);
+  }
+  EXPECT_EQ(users, (std::vector<std::string>{"bert.embeddings.word_embeddings", "cls.predictions.decoder"}));
+  EXPECT_EQ(m.default_batch, 32);
+  EXPECT_EQ(m.default_seq_len, 128);
 }
 
 TEST(Zoo, Gpt2RegistrationOrderAndTiedEmbedding) {

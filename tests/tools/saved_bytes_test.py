@@ -23,8 +23,8 @@ import torch  # noqa: E402
 import zoo_modules  # noqa: E402
 
 gradsync = sys.argv[1]
-MODELS = sys.argv[2:] or ["gpt2", "gpt2-medium", "bert-base", "bert-large", "resnet18", "resnet50", "resnet101",
-                          "vgg16", "vit-b-16"]
+MODELS = sys.argv[2:] or ["gpt2", "gpt2-medium", "bert-base", "bert-large", "bert-base-pretraining",
+                          "bert-large-pretraining", "resnet18", "resnet50", "resnet101", "vgg16", "vit-b-16"]
 BATCH, T = 2, 64
 TOLERANCE = 0.05
 

@@ -23,6 +23,13 @@ def build(name, batch=1, t=16, image=224):
         def run(d):
             seq, pooled = d(idx)
             return seq.sum() + pooled.sum()
+    elif name in build_zoo.BERT_PRETRAIN:
+        layers, heads, hidden = build_zoo.BERT[build_zoo.BERT_PRETRAIN[name]]
+        m = build_zoo.BertForPreTraining(dict(layers=layers, heads=heads, hidden=hidden))
+        idx = torch.randint(0, 30522, (batch, t))
+        labels = torch.where(torch.rand(batch, t) < 0.15, idx, torch.full_like(idx, -1))
+        nsp = torch.randint(0, 2, (batch,))
+        run = lambda d: d(idx, labels, nsp)[2]  # noqa: E731
     else:
         import torchvision
         m = getattr(torchvision.models, build_zoo.VISION[name])()
@@ -32,6 +39,8 @@ def build(name, batch=1, t=16, image=224):
         m = m.to_empty(device="cpu")
         if hasattr(m, "lm_head"):
             m.transformer.wte.weight = m.lm_head.weight  # to_empty makes each module its own tensor: tie again
+        if hasattr(m, "cls"):
+            m.cls.predictions.decoder.weight = m.bert.embeddings.word_embeddings.weight
         with torch.no_grad():
             for p in m.parameters():
                 p.normal_(0, 0.02)
