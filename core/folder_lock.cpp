@@ -11,7 +11,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/output_folder.hpp"
 
@@ -22,7 +24,10 @@ FolderLock::FolderLock(const std::string& out) {
   while (name.size() > 1 && name.back() == '/') name.pop_back();
   const std::filesystem::path target(name);
   const std::filesystem::path parent = target.parent_path().empty() ? "." : target.parent_path();
-  path_ = (parent / fmt::format(".{}.gradsync-lock", target.filename().string())).string();
+  // A name near NAME_MAX is shortened as the staging folders' are (name_within), so that the lock
+  // file beside it can be made.
+  const std::size_t around = std::string_view("..gradsync-lock").size();
+  path_ = (parent / fmt::format(".{}.gradsync-lock", name_within(target.filename().string(), around))).string();
   // The lock lives beside --out, so the folders above --out are made first, as the run itself makes them.
   check_out_parents(name);
   std::error_code made;

@@ -1,6 +1,8 @@
-// folder_lock.hpp: one gradsync at a time working on an incremental output folder (a sweep's
-// .NAME.gradsync-sweep beside --out, saved point by point), so that a second sweep into the same
-// --out is refused instead of emptying the first one's work folder under it.
+// folder_lock.hpp: one gradsync at a time writing an output folder: a sweep's (its
+// .NAME.gradsync-sweep beside --out, saved point by point) and every other run's (OutputFolder, for
+// the whole run), so that a second run into the same --out is refused instead of emptying the first
+// one's work folder under it or replacing its outputs. Until 2026-12-02 only sweeps took it, and a
+// `compare` into a folder a sweep was writing went through and was then replaced by the sweep's.
 //
 //   const FolderLock lock("results/gpt2");   // .gpt2.gradsync-lock beside it, or UsageError
 //

@@ -84,7 +84,8 @@ void refuse_foreign_files(const fs::path& dir, const std::string& shown) {
 }
 
 // Interruption. Ctrl-C (SIGINT) or SIGTERM while a run writes into its staging folder: the
-// handler removes the staging folder, says that --out was left as it was, and ends the process
+// handler removes the staging folder and the lock file beside --out (core/folder_lock.hpp: the
+// kernel drops the lock itself with the process), says that --out was left as it was, and ends the process
 // by the signal (the shell's 130 or 143), as the default action would. Everything it calls is
 // async-signal-safe (open, getdents64, unlinkat, close, write, signal, raise): no allocation.
 // A SIGKILL cannot be caught; the next run into the same place removes what it left (above).
@@ -94,6 +95,7 @@ struct Slot {
   volatile sig_atomic_t used = 0;
   char staging[kPathMax] = {};
   char final_path[kPathMax] = {};
+  char lock[kPathMax] = {};  // "" for none
 };
 Slot g_slots[kSlots];
 
@@ -150,6 +152,7 @@ extern "C" void on_interrupt(int sig) {
     const Slot& s = g_slots[i];
     if (!s.used) continue;
     remove_tree(AT_FDCWD, s.staging, 4);
+    if (s.lock[0] != '\0') ::unlink(s.lock);
     bool said = false;  // one line per --out, however many folders a command staged for it
     for (int j = 0; j < i; ++j) said = said || (g_slots[j].used && same_text(g_slots[j].final_path, s.final_path));
     if (said) continue;
@@ -183,13 +186,14 @@ void watch() {
   }
 }
 
-int claim(const std::string& staging, const std::string& final_path) {
-  if (staging.size() >= kPathMax || final_path.size() >= kPathMax) return -1;
+int claim(const std::string& staging, const std::string& final_path, const std::string& lock) {
+  if (staging.size() >= kPathMax || final_path.size() >= kPathMax || lock.size() >= kPathMax) return -1;
   for (int i = 0; i < kSlots; ++i) {
     Slot& s = g_slots[i];
     if (s.used) continue;
     std::memcpy(s.staging, staging.c_str(), staging.size() + 1);
     std::memcpy(s.final_path, final_path.c_str(), final_path.size() + 1);
+    std::memcpy(s.lock, lock.c_str(), lock.size() + 1);
     s.used = 1;  // last: the handler reads the slot only once it is whole
     watch();
     return i;
@@ -207,6 +211,7 @@ void discard_staging_folders() noexcept {
   for (Slot& s : g_slots) {
     if (!s.used) continue;
     remove_tree(AT_FDCWD, s.staging, 4);
+    if (s.lock[0] != '\0') ::unlink(s.lock);
     s.used = 0;
   }
 }
@@ -293,6 +298,7 @@ OutputFolder::OutputFolder(std::string final_path) {
   final_ = final_path;
   const fs::path target(final_);
   std::error_code ec;
+  lock_ = std::make_unique<FolderLock>(final_);
   check_replaceable_folder(final_);
   fs::path parent = target.parent_path();
   if (parent.empty()) parent = ".";
@@ -335,7 +341,7 @@ OutputFolder::OutputFolder(std::string final_path) {
                     "to it): {}",
                     final_, parent.string(), why));
   }
-  slot_ = claim(staging_, final_);
+  slot_ = claim(staging_, final_, lock_->path());
 }
 
 OutputFolder::~OutputFolder() {

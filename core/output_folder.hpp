@@ -10,16 +10,20 @@
 //   out.commit();                                 // gradsync-out/ now holds exactly this run's files
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "core/folder_lock.hpp"
 
 namespace gradsync {
 
 class OutputFolder {
  public:
-  // OutputFolder prepares a staging folder for `final_path`. UsageError when final_path is a file,
-  // or a folder holding files gradsync did not write (it would be replaced whole); RuntimeError
-  // when the staging folder cannot be made.
+  // OutputFolder takes final_path's FolderLock for its life and prepares a staging folder for it.
+  // UsageError when another gradsync writes final_path now (a sweep, or another run), when
+  // final_path is a file, or a folder holding files gradsync did not write (it would be replaced
+  // whole); RuntimeError when the staging folder cannot be made.
   explicit OutputFolder(std::string final_path);
   ~OutputFolder();  // not committed: the staging folder is removed, --out is untouched
   OutputFolder(const OutputFolder&) = delete;
@@ -37,6 +41,7 @@ class OutputFolder {
   const std::string& left_behind() const { return left_; }
 
  private:
+  std::unique_ptr<FolderLock> lock_;  // released after the staging folder is gone or in place
   std::string final_;
   std::string staging_;
   std::vector<std::string> removed_;

@@ -125,9 +125,10 @@ TEST_F(OutputFolderTest, AFolderThatRefusesNewEntriesIsSaidToExist) {
     OutputFolder f("/proc/gradsync-out");
     FAIL() << "a folder was created in /proc";
   } catch (const RuntimeError& e) {
+    // The run's lock file beside --out is the first thing it makes there (core/folder_lock.hpp).
     EXPECT_EQ(std::string(e.what()),
-              "--out /proc/gradsync-out: cannot create a folder in /proc (outputs are written beside the folder, then "
-              "renamed to it): /proc exists but the system refuses new folders in it (No such file or directory)");
+              "--out /proc/gradsync-out: cannot create its lock file /proc/.gradsync-out.gradsync-lock: /proc exists "
+              "but the system refuses new files in it (No such file or directory)");
   }
 }
 
@@ -170,6 +171,34 @@ TEST_F(OutputFolderTest, ASecondWriterOfTheSameFolderIsRefused) {
   EXPECT_FALSE(fs::exists(root_ / ".sweep.gradsync-lock"));
   const FolderLock again(out.string());  // free again
   EXPECT_TRUE(fs::exists(again.path()));
+}
+
+// A run's output folder takes the same lock for the run's whole life (a new user's report of
+// 2026-12-02: a `compare` into the folder a sweep was writing went through, then the sweep replaced
+// its outputs): refused while a sweep (or another run) holds it, and free again when the run ends.
+TEST_F(OutputFolderTest, ARunIsRefusedAFolderAnotherGradsyncWrites) {
+  const fs::path out = root_ / "busy";
+  {
+    const FolderLock sweep(out.string());
+    try {
+      OutputFolder f(out.string());
+      ADD_FAILURE() << "a run wrote into a locked folder";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("another gradsync is writing this folder now"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(entries(root_), std::set<std::string>{".busy.gradsync-lock"});  // no staging folder was made
+  }
+  {
+    OutputFolder run(out.string());
+    EXPECT_THROW(FolderLock sweep(out.string()), UsageError);
+    put(fs::path(run.path()) / "result.json", "1");
+    run.commit();
+  }
+  EXPECT_EQ(entries(root_), std::set<std::string>{"busy"});
+  // The lock of a name as long as the system allows is made beside it under a shorter name.
+  const FolderLock longest((root_ / std::string(255, 'n')).string());
+  EXPECT_LE(fs::path(longest.path()).filename().string().size(), 255u);
 }
 
 }  // namespace
