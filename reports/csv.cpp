@@ -33,7 +33,6 @@ const std::vector<CsvColumn> kResultColumns = {{"mode", T::kText},
                                                {"replicas", T::kInteger},
                                                {"gpu", T::kText},
                                                {"run_precision", T::kText},
-                                               {"global_batch", T::kInteger},
                                                {"tokens_per_sample", T::kInteger},
                                                {"iteration_1_time_s", T::kNumber},
                                                {"steady_iteration_time_s", T::kNumber},
@@ -229,8 +228,9 @@ CsvRow summary_row(int point, const std::string& mode, const json& scenario, con
       // A point that failed or was skipped ran no replica: counts it never had are left
       // blank, not written as 0 (or tokens_per_sample's default 1) for a spreadsheet to
       // average.
+      // The global batch is the scenario key's column (global_batch, resolved): a second column of
+      // the same name here (until 2026-12-02) made the header hold it twice.
       r.replicas > 0 ? fmt::format("{}", r.replicas) : std::string(), r.gpu, r.precision,
-      r.global_batch > 0 ? fmt::format("{}", r.global_batch) : std::string(),
       r.failed.empty() && r.tokens_per_sample > 0 ? fmt::format("{}", r.tokens_per_sample) : std::string(),
       num(r.iteration_1_time_s), num(r.steady_iteration_time_s), num(r.compute_s), num(r.communication_s),
       num(r.exposed_communication_s), num(r.overlap), num(r.samples_per_s),

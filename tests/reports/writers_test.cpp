@@ -180,6 +180,15 @@ TEST(Csv, NumbersReadBackExactly) {
   EXPECT_EQ(number(12.0), "12");
 }
 
+// Every column once: a scenario key and a result column of the same name (global_batch, until
+// 2026-12-02) made pandas read the second as global_batch.1 and csv.DictReader keep one.
+TEST(Csv, EveryColumnNameIsUnique) {
+  const CsvRow header = summary_header();
+  std::set<std::string> seen;
+  for (const std::string& name : header) EXPECT_TRUE(seen.insert(name).second) << name << " twice";
+  EXPECT_EQ(std::count(header.begin(), header.end(), "global_batch"), 1);
+}
+
 TEST(Csv, ScalingEfficiencyIsThroughputPerGpuAgainstTheFewestGpus) {
   const CsvRow header = summary_header();
   // row: point i of a run of `gpus` GPUs at `rate` samples/s, its scenario as scenario_json writes it.
