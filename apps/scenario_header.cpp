@@ -141,6 +141,15 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
                       "changes nothing",
                       s.optimizer_impl));
   }
+  // A loop that never calls zero_grad has no set_to_none to apply: a value other than the release's
+  // default (True from 2.0, when foreach became torch.optim's default) changes nothing.
+  if (ComputeContext fw; !s.zero_grad) {
+    apply_framework(fw, s);
+    const std::string release_default = fw.foreach ? "true" : "false";
+    if (s.set_to_none != release_default)
+      h.push_back(fmt::format("--set-to-none {}: --zero-grad=false never calls zero_grad: it changes nothing",
+                              s.set_to_none));
+  }
   try {
     // The scenario says fp32; the run (StrategyResult::precision) says what it ran as.
     if (const GpuSpec& g = gpu_spec(r.gpu); s.precision == "fp32" && r.precision == "tf32")

@@ -1,4 +1,5 @@
-// cli_hints_test.cpp: what an error line suggests (apps/cli.cpp nearest_option).
+// cli_hints_test.cpp: what an error line suggests (apps/cli.cpp nearest_option), and what a
+// header says of a flag that changes nothing.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -11,6 +12,7 @@ namespace gradsync::apps {
 namespace {
 
 using test::run;
+using test::run_printed;
 
 // A flag the command does not have names the one the user most likely meant.
 TEST(Cli, UnknownFlagNamesTheNearestOption) {
@@ -36,6 +38,25 @@ TEST(Cli, UnknownFlagNamesTheNearestOption) {
   // Nothing near: no guess.
   EXPECT_EQ(err({"compare", "--frobnicate"}),
             "error: unknown option '--frobnicate' for 'gradsync compare'\nRun 'gradsync compare --help' for usage.\n");
+}
+
+// A loop without zero_grad has no set_to_none to apply: a value other than the release's default
+// is said to change nothing (a new user's report: it was dropped silently), the default is not.
+TEST(Cli, SetToNoneWithoutZeroGradChangesNothing) {
+  const auto header = [](const std::string& set_to_none, const std::string& name) {
+    std::vector<std::string> args{"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2",
+                                  "--zero-grad=false", "--iterations", "2", "--warmup", "1",
+                                  "--out", testing::TempDir() + "/" + name};
+    if (!set_to_none.empty()) args.insert(args.end(), {"--set-to-none", set_to_none});
+    const Result r = run_printed(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.out;
+  };
+  EXPECT_NE(header("false", "no-zero-grad-false")
+                .find("# --set-to-none false: --zero-grad=false never calls zero_grad: it changes nothing\n"),
+            std::string::npos);
+  EXPECT_EQ(header("true", "no-zero-grad-true").find("--set-to-none"), std::string::npos);
+  EXPECT_EQ(header("", "no-zero-grad-auto").find("--set-to-none"), std::string::npos);
 }
 
 }  // namespace
