@@ -37,8 +37,8 @@ void register_sweep_command(CLI::App& app) {
   sweep::SweepOptions& o = a->options;
   cmd->add_option("--vary", o.vary,
                   fmt::format("KEY=V1,V2,... with ranges for numbers: A..B (every integer), A:B:xF (times F), A:B:S "
-                              "(plus S); values read as the key's flag reads them (25MiB); repeat for a grid. KEY: {} "
-                              "(default strategy=dp,ddp)",
+                              "(plus S); values read as the key's flag reads them (25MiB); repeat for a grid. KEY: {}. "
+                              "At least one is required; strategy=dp,ddp is added unless strategy is varied",
                               vary_key_names()))
       ->required();
   cmd->add_option("--jobs", o.jobs, "Simulations at once (default 1)")->check(kPositiveInteger);
