@@ -349,6 +349,9 @@ class Parser {
   // `on`: "node" or "edge" (a statement's or a default's element), else "" (a graph's defaults).
   void attr_lists(const std::string& element, const Token& at, std::map<std::string, std::string>* out = nullptr,
                   std::string_view on = "") {
+    // What a message names: "edge a--b" or "node a" as the topology's own errors do (it said
+    // "element" until 2026-12-02, a new user's report), "element" where the kind is not known.
+    const std::string named = fmt::format("{} {}", on.empty() ? std::string_view("element") : on, element);
     while (peek().kind == Tok::kLBracket) {
       const int opened = peek().line;
       ++p_;
@@ -378,33 +381,31 @@ class Parser {
                               detail::kLinkAttributes.end();
         if (!ours) {
           if (const std::string unknown = detail::unknown_attribute(key.text); !unknown.empty())
-            throw ConfigError(
-                fmt::format("{}:{}: {}: {}", origin_, key.line,
-                            element.empty() ? std::string("defaults") : fmt::format("element {}", element), unknown));
+            throw ConfigError(fmt::format("{}:{}: {}: {}", origin_, key.line,
+                                          element.empty() ? std::string("defaults") : named, unknown));
         }
         // A link's attribute on a node, or a node's on a link, is a slip to name: Boost's reader would
         // drop it without a word.
         const auto& mine = on == "edge" ? detail::kLinkAttributes : detail::kNodeAttributes;
         if (ours && !on.empty() && std::find(mine.begin(), mine.end(), key.text) == mine.end()) {
-          throw ConfigError(
-              fmt::format("{}:{}: {}: attribute \"{}\" is for {}, not {}; {} takes {}", origin_, key.line,
-                          element.empty() ? fmt::format("{} defaults", on) : fmt::format("element {}", element),
-                          key.text, on == "edge" ? "nodes" : "links", on == "edge" ? "a link" : "a node",
-                          on == "edge" ? "a link" : "a node", fmt::join(mine, ", ")));
+          throw ConfigError(fmt::format("{}:{}: {}: attribute \"{}\" is for {}, not {}; {} takes {}", origin_, key.line,
+                                        element.empty() ? fmt::format("{} defaults", on) : named, key.text,
+                                        on == "edge" ? "nodes" : "links", on == "edge" ? "a link" : "a node",
+                                        on == "edge" ? "a link" : "a node", fmt::join(mine, ", ")));
         }
         if (ours && value.kind == Tok::kNumeral && (value.glued || key.text != "links")) {
           throw ConfigError(fmt::format(
               "{}:{}: {}: attribute {}={} must be a quoted string with a unit, such as {}=\"{}\" (unquoted, "
               "Graphviz readers keep only the leading digits)",
-              origin_, value.line, element.empty() ? std::string("defaults") : fmt::format("element {}", element),
-              key.text, value.text, key.text, key.text == "latency" ? "150ns" : "25GBps"));
+              origin_, value.line, element.empty() ? std::string("defaults") : named, key.text, value.text, key.text,
+              key.text == "latency" ? "150ns" : "25GBps"));
         }
         if (ours && out != nullptr) {
           // Graphviz keeps the last of a repeated attribute; a topology saying two bandwidths for
           // one link is a mistake to name, not a choice to make for the user.
           if (const auto [it, fresh] = out->emplace(key.text, value.text); !fresh) {
-            throw ConfigError(fmt::format("{}:{}: element {}: attribute {} given twice ({} and {}); keep one", origin_,
-                                          key.line, element, key.text, it->second, value.text));
+            throw ConfigError(fmt::format("{}:{}: {}: attribute {} given twice ({} and {}); keep one", origin_,
+                                          key.line, named, key.text, it->second, value.text));
           }
         }
         if (peek().kind == Tok::kComma || peek().kind == Tok::kSemi) ++p_;

@@ -138,7 +138,9 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
     }
     if (v.kind == VertexKind::kGpu) {
       if (v.model.empty())
-        throw ConfigError(where + "gpu needs attribute \"model\" (a key of topologies/hardware/gpus.yaml)");
+        throw ConfigError(where +
+                          "gpu needs attribute \"model\" (a key of topologies/hardware/gpus.yaml); it is "
+                          "missing or empty");
       try {
         v.gpu = &gpu_spec(v.model);
       } catch (const ConfigError& e) {
@@ -179,9 +181,9 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
   }
 
   for (auto& v : vertices) boost::add_vertex(std::move(v), t.graph_);
-  std::set<std::pair<std::size_t, std::size_t>> seen;
-  std::map<std::size_t, int> nvlinks_used;        // per GPU vertex: NVLinks its edges take so far
-  std::map<std::size_t, std::string> bridged_to;  // per bridged GPU vertex: the board its bridge joins
+  std::map<std::pair<std::size_t, std::size_t>, int> seen;  // each pair's first link, and its line
+  std::map<std::size_t, int> nvlinks_used;                  // per GPU vertex: NVLinks its edges take so far
+  std::map<std::size_t, std::string> bridged_to;            // per bridged GPU vertex: the board its bridge joins
   for (std::size_t i = 0; i < links.size(); ++i) {
     LinkSpec& s = links[i];
     const TopoVertex& a = t.graph_[s.a];
@@ -191,8 +193,12 @@ Topology Topology::build(std::string origin, std::string comment, std::vector<To
     if (!(s.link.bw_Bps > 0)) throw ConfigError(where + fmt::format("bandwidth {} B/s must be > 0", s.link.bw_Bps));
     if (!(s.link.latency_s >= 0)) throw ConfigError(where + fmt::format("latency {} s must be >= 0", s.link.latency_s));
     if (s.link.links < 1) throw ConfigError(where + fmt::format("links {} must be >= 1", s.link.links));
-    if (!seen.emplace(std::min(s.a, s.b), std::max(s.a, s.b)).second) {
-      throw ConfigError(where + "duplicate link between the same two nodes; give one link attribute \"links\" instead");
+    if (const auto [first, fresh] = seen.emplace(std::make_pair(std::min(s.a, s.b), std::max(s.a, s.b)), s.link.line);
+        !fresh) {
+      throw ConfigError(where + fmt::format("duplicate link between the same two nodes{}; give one link attribute "
+                                            "\"links\" instead",
+                                            first->second > 0 ? fmt::format(" (the first on line {})", first->second)
+                                                              : std::string()));
     }
     const auto nvlink_end = [](const TopoVertex& v) {
       return v.kind == VertexKind::kGpu || v.kind == VertexKind::kNvswitch;

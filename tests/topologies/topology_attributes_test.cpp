@@ -105,7 +105,7 @@ TEST(TopologyAttributes, WordsAreReadInAnyCase) {
 // links="12" misspelt left one NVLink where there are twelve: 19 GB/s busbw for 230, said nowhere.
 TEST(TopologyAttributes, ATypoOfAnAttributeReadIsAnErrorNamingTheOneMeant) {
   EXPECT_EQ(dot_error(with(kDot, "links=\"12\", penwidth", "link=\"12\", penwidth")),
-            "t.dot:5: element gpu0--nvs: unknown attribute \"link\" (did you mean \"links\"?); gradsync reads kind, "
+            "t.dot:5: edge gpu0--nvs: unknown attribute \"link\" (did you mean \"links\"?); gradsync reads kind, "
             "model, host, p2p, vendor on nodes and type, bw, latency, links on links, and ignores Graphviz's "
             "drawing attributes (label, color, pos, ...)");
   EXPECT_NE(dot_error(with(kDot, "host=\"h0\", shape", "hots=\"h0\", shape")).find("(did you mean \"host\"?)"),
@@ -113,7 +113,7 @@ TEST(TopologyAttributes, ATypoOfAnAttributeReadIsAnErrorNamingTheOneMeant) {
   // Nothing near: no guess, still an error (bandwidth is bw's long name, not an attribute).
   const std::string far = dot_error(with(kDot, "bw=\"25GBps\", latency=\"100ns\", links=\"12\", penwidth",
                                          "bandwidth=\"25GBps\", latency=\"100ns\", links=\"12\", penwidth"));
-  EXPECT_EQ(far.rfind("t.dot:5: element gpu0--nvs: unknown attribute \"bandwidth\"; gradsync reads", 0), 0u) << far;
+  EXPECT_EQ(far.rfind("t.dot:5: edge gpu0--nvs: unknown attribute \"bandwidth\"; gradsync reads", 0), 0u) << far;
   // In a default statement too.
   EXPECT_EQ(dot_error(with(kDot, "graph g {", "graph g {\n  node [vendr=\"amd\"];"))
                 .rfind("t.dot:2: defaults: unknown attribute \"vendr\" (did you mean \"vendor\"?)", 0),

@@ -139,7 +139,8 @@ TEST(TopologyReaderErrors, MissingAttributes) {
       "\"1us\"");
   EXPECT_EQ(
       dot_error(replace(kGood, "gpu0 [kind=\"gpu\", model=\"a100\", host=\"h0\"]", "gpu0 [kind=\"gpu\", host=\"h0\"]")),
-      "t.dot:3: node gpu0: gpu needs attribute \"model\" (a key of topologies/hardware/gpus.yaml)");
+      "t.dot:3: node gpu0: gpu needs attribute \"model\" (a key of topologies/hardware/gpus.yaml); it is missing or "
+      "empty");
   EXPECT_EQ(dot_error(replace(kGood, "gpu0 [kind=\"gpu\", model=\"a100\", host=\"h0\"]",
                               "gpu0 [kind=\"gpu\", model=\"a100\"]")),
             "t.dot:3: node gpu0: gpu needs attribute \"host\" (the machine it is in)");
@@ -199,7 +200,7 @@ TEST(TopologyReaderErrors, NegativeLatency) {
 
 TEST(TopologyReaderErrors, UnquotedNumberIsRejectedNotTruncated) {
   EXPECT_EQ(dot_error(replace(kGood, "bw=\"25GBps\"", "bw=3e11")),
-            "t.dot:6: element gpu0--nvs: attribute bw=3e11 must be a quoted string with a unit, such as bw=\"25GBps\" "
+            "t.dot:6: edge gpu0--nvs: attribute bw=3e11 must be a quoted string with a unit, such as bw=\"25GBps\" "
             "(unquoted, Graphviz readers keep only the leading digits)");
 }
 
@@ -211,17 +212,17 @@ TEST(TopologyReaderErrors, DuplicateName) {
 
 TEST(TopologyReaderErrors, DuplicateLink) {
   EXPECT_EQ(dot_error(replace(kGood, "}\n", "  nvs -- gpu1 [type=\"nvlink\", bw=\"25GBps\", latency=\"100ns\"];\n}\n")),
-            "t.dot:8: edge nvs--gpu1: duplicate link between the same two nodes; give one link attribute \"links\" "
-            "instead");
+            "t.dot:8: edge nvs--gpu1: duplicate link between the same two nodes (the first on line 7); give one link "
+            "attribute \"links\" instead");
 }
 
 // Graphviz (and Boost) keep the last of a repeated attribute; a link given two bandwidths is named,
 // in one list or across two.
 TEST(TopologyReaderErrors, AnAttributeGivenTwice) {
   EXPECT_EQ(dot_error(replace(kGood, "bw=\"25GBps\"", "bw=\"25GBps\", bw=\"1GBps\"")),
-            "t.dot:6: element gpu0--nvs: attribute bw given twice (25GBps and 1GBps); keep one");
+            "t.dot:6: edge gpu0--nvs: attribute bw given twice (25GBps and 1GBps); keep one");
   EXPECT_EQ(dot_error(replace(kGood, "links=\"12\"]", "links=\"12\"][bw=\"2GBps\"]")),
-            "t.dot:6: element gpu0--nvs: attribute bw given twice (25GBps and 2GBps); keep one");
+            "t.dot:6: edge gpu0--nvs: attribute bw given twice (25GBps and 2GBps); keep one");
 }
 
 TEST(TopologyReaderErrors, UnknownGpuModel) {
@@ -319,11 +320,11 @@ TEST(TopologyReaderErrors, LinkRules) {
             "nvlink)");
   // A node's attribute on a link, or a link's on a node, is a slip to name, not a hint to ignore.
   EXPECT_EQ(dot_error(replace(kGood, "links=\"12\"];\n  gpu1", "links=\"12\", host=\"h0\"];\n  gpu1")),
-            "t.dot:6: element gpu0--nvs: attribute \"host\" is for nodes, not a link; a link takes type, bw, latency, "
+            "t.dot:6: edge gpu0--nvs: attribute \"host\" is for nodes, not a link; a link takes type, bw, latency, "
             "links");
   EXPECT_EQ(dot_error(replace(kGood, "nvs [kind=\"nvswitch\", host=\"h0\"]",
                               "nvs [kind=\"nvswitch\", host=\"h0\", bw=\"1GBps\"]")),
-            "t.dot:5: element nvs: attribute \"bw\" is for links, not a node; a node takes kind, model, host, p2p, "
+            "t.dot:5: node nvs: attribute \"bw\" is for links, not a node; a node takes kind, model, host, p2p, "
             "vendor");
   // " h0" and "h0" would be two machines.
   EXPECT_EQ(dot_error(replace(kGood, "gpu1 [kind=\"gpu\", model=\"a100\", host=\"h0\"]",
