@@ -15,6 +15,14 @@ std::vector<std::string> names(const Model& m) {
   return n;
 }
 
+// users_of_first: the layers that use the first parameter (a tied embedding's users).
+std::vector<std::string> users_of_first(const Model& m) {
+  std::vector<std::string> users;
+  for (const auto& l : m.layers)
+    if (std::find(l.params.begin(), l.params.end(), 0u) != l.params.end()) users.push_back(l.name);
+  return users;
+}
+
 TEST(Zoo, ListsEveryModel) {
   EXPECT_EQ(zoo_model_names(),
             (std::vector<std::string>{"bert-base", "bert-base-pretraining", "bert-large", "bert-large-pretraining",
@@ -56,11 +64,8 @@ TEST(Zoo, BertPretrainingTiesTheDecoderToTheWordEmbeddings) {
   EXPECT_EQ(std::count(n.begin(), n.end(), "cls.predictions.decoder.weight"), 0);  // tied: listed once
   EXPECT_EQ(std::count(n.begin(), n.end(), "cls.predictions.decoder.bias"), 1);
   EXPECT_EQ(n.back(), "cls.seq_relationship.bias");
-  std::vector<std::string> users;
-  for (const auto& l : m.layers) {
-    if (std::find(l.params.begin(), l.params.end(), 0u) != l.params.end()) users.push_back(l.name);
-  }
-  EXPECT_EQ(users, (std::vector<std::string>{"bert.embeddings.word_embeddings", "cls.predictions.decoder"}));
+  EXPECT_EQ(users_of_first(m),
+            (std::vector<std::string>{"bert.embeddings.word_embeddings", "cls.predictions.decoder"}));
   EXPECT_EQ(m.default_batch, 32);
   EXPECT_EQ(m.default_seq_len, 128);
 }
@@ -81,11 +86,7 @@ TEST(Zoo, Gpt2RegistrationOrderAndTiedEmbedding) {
   EXPECT_EQ(n.back(), "transformer.ln_f.bias");
   EXPECT_EQ(std::count(n.begin(), n.end(), "lm_head.weight"), 0);  // tied: appears once, as wte
   // The tied weight is used twice: by wte (first layer) and by lm_head (last linear).
-  std::vector<std::string> users;
-  for (const auto& l : m.layers) {
-    if (std::find(l.params.begin(), l.params.end(), 0u) != l.params.end()) users.push_back(l.name);
-  }
-  EXPECT_EQ(users, (std::vector<std::string>{"transformer.wte", "lm_head"}));
+  EXPECT_EQ(users_of_first(m), (std::vector<std::string>{"transformer.wte", "lm_head"}));
   EXPECT_EQ(m.default_batch, 16);
   EXPECT_EQ(m.default_seq_len, 1024);
   EXPECT_TRUE(m.loss_inside);
