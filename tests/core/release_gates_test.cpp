@@ -71,12 +71,13 @@ TEST(ScenarioKeys, FeaturesNewerThanPytorchVersionAreRefused) {
   EXPECT_EQ(message([](Scenario& s) { s.precision = "fp16"; }, "1.6"), "accepted");
   EXPECT_EQ(message(sixteen_bit_model("fp16"), "1.5"), "accepted");
   // torch.optim's fused=True: Adam from 1.13, AdamW from 2.0.
-  const auto fused = [](const char* opt) {
-    return [opt](Scenario& s) {
+  const auto optimizer = [](const char* opt, const char* impl) {
+    return [opt, impl](Scenario& s) {
       s.optimizer = opt;
-      s.optimizer_impl = "fused";
+      s.optimizer_impl = impl;
     };
   };
+  const auto fused = [&](const char* opt) { return optimizer(opt, "fused"); };
   EXPECT_EQ(message(fused("adamw"), "1.13"),
             "optimizer_impl fused: AdamW(fused=True) came with PyTorch 2.0; pytorch_version is 1.13");
   EXPECT_EQ(message(fused("adamw"), "2.0"), "accepted");
@@ -84,13 +85,7 @@ TEST(ScenarioKeys, FeaturesNewerThanPytorchVersionAreRefused) {
             "optimizer_impl fused: Adam(fused=True) came with PyTorch 1.13; pytorch_version is 1.12");
   EXPECT_EQ(message(fused("adam"), "1.13"), "accepted");
   // apex.optimizers.FusedAdam is not torch.optim's: no release gate.
-  EXPECT_EQ(message(
-                [](Scenario& s) {
-                  s.optimizer = "adam";
-                  s.optimizer_impl = "apex";
-                },
-                "1.4"),
-            "accepted");
+  EXPECT_EQ(message(optimizer("adam", "apex"), "1.4"), "accepted");
   // SGD's from 2.3 (pytorch/pytorch#116585); DDP's gradient_as_bucket_view from 1.7.
   EXPECT_EQ(message(fused("sgd-momentum"), "2.2"),
             "optimizer_impl fused: SGD(fused=True) came with PyTorch 2.3; pytorch_version is 2.2");
