@@ -77,7 +77,8 @@ Quantity split_quantity(std::string_view original, const char* kind) {
   const std::string_view magnitude = s.substr(start, i - start);
   auto [ptr, ec] = std::from_chars(magnitude.data(), magnitude.data() + magnitude.size(), q.value);
   if (ec == std::errc::result_out_of_range || !std::isfinite(q.value)) {
-    throw ConfigError(fmt::format("{} \"{}\" is out of range", kind, original));
+    throw ConfigError(fmt::format("{} \"{}\" is out of range; expected a number of at most {:g}", kind, original,
+                                  std::numeric_limits<double>::max()));
   }
   if (ec != std::errc() || ptr != magnitude.data() + magnitude.size()) {
     throw ConfigError(fmt::format("{} \"{}\" is not a number", kind, original));
@@ -193,7 +194,10 @@ double parse_bandwidth(std::string_view text) {
   // The unit first: "0x10GBps" is a number with an unknown unit ("x10GBps"), not a zero bandwidth.
   if (q.value <= 0) throw ConfigError(fmt::format("bandwidth \"{}\" must be > 0", text));
   const double bps = q.value * *factor;
-  if (!std::isfinite(bps)) throw ConfigError(fmt::format("bandwidth \"{}\" is out of range", text));
+  if (!std::isfinite(bps)) {
+    throw ConfigError(fmt::format("bandwidth \"{}\" is out of range; the most is {:g} B/s", text,
+                                  std::numeric_limits<double>::max()));
+  }
   return bps;
 }
 
@@ -212,7 +216,10 @@ double parse_duration(std::string_view text) {
   for (const auto& u : kUnits) {
     if (u.name == q.unit) {
       const double s = q.value * u.seconds;
-      if (!std::isfinite(s)) throw ConfigError(fmt::format("duration \"{}\" is out of range", text));
+      if (!std::isfinite(s)) {
+        throw ConfigError(fmt::format("duration \"{}\" is out of range; the most is {:g} s", text,
+                                      std::numeric_limits<double>::max()));
+      }
       return s;
     }
   }

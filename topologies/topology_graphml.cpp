@@ -184,9 +184,9 @@ static Topology read_topology_graphml_unchecked(std::string_view text, const std
   if (graph == nullptr) throw ConfigError(fmt::format("{}: no <graph> element in <graphml>", origin));
   if (graph->get<std::string>("<xmlattr>.edgedefault", "") == "directed") {
     throw ConfigError(
-        fmt::format("{}: a directed graph (edgedefault=\"directed\"); a topology is undirected: "
+        fmt::format("{}<graph edgedefault=\"directed\">: a directed graph; a topology is undirected: "
                     "write edgedefault=\"undirected\"",
-                    origin));
+                    located(origin, line_of(tag_lines, "graph", 0, 1))));
   }
 
   std::vector<RawNode> nodes;

@@ -126,7 +126,7 @@ TEST(TopologyReaderGraphml, Errors) {
   EXPECT_EQ(graphml_error(replace(kGraphml, "for=\"edge\" attr.name=\"bw\"", "for=\"port\" attr.name=\"bw\"")),
             "t.graphml:7: <key id=\"bw\">: for=\"port\"; expected node, edge or all");
   EXPECT_EQ(graphml_error(replace(kGraphml, "edgedefault=\"undirected\"", "edgedefault=\"directed\"")),
-            "t.graphml: a directed graph (edgedefault=\"directed\"); a topology is undirected: write "
+            "t.graphml:9: <graph edgedefault=\"directed\">: a directed graph; a topology is undirected: write "
             "edgedefault=\"undirected\"");
   EXPECT_EQ(graphml_error(replace(kGraphml, "<node id=\"gpu1\">", "<node id=\"gpu9\">")),
             "t.graphml:11: node gpu9: duplicate name (first on line 10); node ids must be unique");
