@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "real/cublas_loader.hpp"
 #include "real/gpu_kernels.hpp"
 
 namespace gradsync::real::gpu_detail {
@@ -25,7 +26,7 @@ void check_nccl(ncclResult_t e, const char* call, const char* file, int line, co
 void check_cublas(cublasStatus_t e, const char* call, const char* file, int line, const Site& at) {
   if (e == CUBLAS_STATUS_SUCCESS) return;
   throw RuntimeError(fmt::format("host {}, rank {}: {} failed at {}:{}: {}", at.host, at.rank, call, file, line,
-                                 cublasGetStatusString(e)));
+                                 cublas().status_string(e)));
 }
 
 void CudaWork::wait() {
@@ -45,8 +46,8 @@ GpuDevice::GpuDevice(int index, int cuda_device, Recorder& rec, const RigOptions
     : index_(index), cuda_(cuda_device), rec_(rec), site_{o.host_name, index} {
   CUDA(cudaSetDevice(cuda_));
   for (cudaStream_t* s : {&compute_, &comm_, &copy_}) CUDA(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
-  CUBLAS(cublasCreate(&blas_));
-  CUBLAS(cublasSetStream(blas_, compute_));
+  CUBLAS(cublas().create(&blas_));
+  CUBLAS(cublas().set_stream(blas_, compute_));
   gemm_type_ = o.precision == "bf16" ? CUDA_R_16BF : o.precision == "fp16" ? CUDA_R_16F : CUDA_R_32F;
   compute_type_ = o.precision == "tf32" ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   params_ = alloc(std::max<std::size_t>(256, static_cast<std::size_t>(o.parameter_bytes)), "parameters");
@@ -67,7 +68,7 @@ GpuDevice::~GpuDevice() {
   if (pinned_) cudaFreeHost(pinned_);
   for (cudaEvent_t e : pool_) cudaEventDestroy(e);
   cudaEventDestroy(epoch_);
-  cublasDestroy(blas_);
+  cublas().destroy(blas_);
   for (cudaStream_t s : {compute_, comm_, copy_}) cudaStreamDestroy(s);
 }
 
@@ -196,10 +197,10 @@ void GpuDevice::gemm(double flops, cudaStream_t st) {
     a = p;
   }
   const float alpha = 1.0f, beta = 0.0f;
-  CUBLAS(cublasSetStream(blas_, st));
+  CUBLAS(cublas().set_stream(blas_, st));
   for (int i = 0; i < static_cast<int>(calls); ++i) {
-    CUBLAS(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a, gemm_type_, n, a + mat, gemm_type_, n,
-                        &beta, a + 2 * mat, gemm_type_, n, compute_type_, CUBLAS_GEMM_DEFAULT));
+    CUBLAS(cublas().gemm_ex(blas_, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a, gemm_type_, n, a + mat, gemm_type_, n,
+                            &beta, a + 2 * mat, gemm_type_, n, compute_type_, CUBLAS_GEMM_DEFAULT));
   }
 }
 

@@ -6,6 +6,9 @@
 
 #include "core/error.hpp"
 #include "real/rig.hpp"
+#ifdef GRADSYNC_HAVE_CUDA
+#include "real/cublas_loader.hpp"
+#endif
 
 namespace gradsync::real {
 namespace {
@@ -27,6 +30,25 @@ TEST(GpuBackend, SeesAGpu) {
   if (info.visible_gpus == 0) GTEST_SKIP() << "no GPU visible: " << info.summary;
   EXPECT_GE(info.visible_gpus, 1);
   EXPECT_NE(info.summary.find("GPU0 "), std::string::npos) << info.summary;
+}
+
+// cuBLAS is loaded on first use, not linked (cublas_loader.hpp): every function real mode calls
+// resolves, and the library answers without a GPU.
+TEST(Cublas, LoadsOnFirstUse) {
+#ifdef GRADSYNC_HAVE_CUDA
+  const Cublas& b = cublas();
+  EXPECT_NE(b.path.find("libcublas.so."), std::string::npos) << b.path;
+  ASSERT_NE(b.create, nullptr);
+  ASSERT_NE(b.destroy, nullptr);
+  ASSERT_NE(b.set_stream, nullptr);
+  ASSERT_NE(b.gemm_ex, nullptr);
+  ASSERT_NE(b.status_string, nullptr);
+  EXPECT_STREQ(b.status_string(CUBLAS_STATUS_SUCCESS), "success");
+  EXPECT_NE(std::string(b.status_string(CUBLAS_STATUS_NOT_INITIALIZED)).find("not initialized"), std::string::npos);
+  EXPECT_EQ(&cublas(), &b);  // loaded once
+#else
+  GTEST_SKIP() << "GPU backend not built in this configuration: " << gpu_backend_info().summary;
+#endif
 }
 
 // needs_gpus skips the calling test unless the backend is built and n GPUs are visible.
