@@ -10,7 +10,7 @@ bin=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-args=(sweep --model gpt2 --iterations 6 --warmup 1 --vary gpus=1,2,4,8 --vary bucket_cap_mb=5,25 --jobs 1)
+args=(sweep --model gpt2 --iterations 4 --warmup 1 --vary gpus=1,2,4,8 --vary bucket_cap_mb=5,25 --jobs 1)
 total=16
 
 "$bin" "${args[@]}" --out "$tmp/full" >"$tmp/full.out" 2>"$tmp/full.err"
@@ -21,7 +21,7 @@ grep -q "^# efficiency: samples/s per GPU against the point with the fewest GPUs
 grep -q "^sweep: 16 points, 12 simulations" "$tmp/full.err" || { cat "$tmp/full.err" >&2; echo "FAIL: DP points not shared" >&2; exit 1; }
 # The shared DP row for gpus=2, bucket_cap_mb=25 (point 6) holds what a DP simulation of its own gives
 # (DataParallel takes no bucket cap: `simulate --strategy dp` refuses one).
-"$bin" simulate --strategy dp --model gpt2 --iterations 6 --warmup 1 --gpus 2 --out "$tmp/one" >/dev/null
+"$bin" simulate --strategy dp --model gpt2 --iterations 4 --warmup 1 --gpus 2 --out "$tmp/one" >/dev/null
 steady() { awk -F, -v p="$2" 'NR==1 { for (i = 1; i <= NF; i++) if ($i == "steady_iteration_time_s") c = i } NR > 1 && $1 == p { print $c }' "$1"; }
 [[ "$(steady "$tmp/full/summary.csv" 6)" == "$(steady "$tmp/one/summary.csv" 0)" && -n "$(steady "$tmp/one/summary.csv" 0)" ]] || {
   echo "FAIL: shared DP point 6 ($(steady "$tmp/full/summary.csv" 6)) differs from its own simulation ($(steady "$tmp/one/summary.csv" 0))" >&2; exit 1; }
@@ -99,7 +99,7 @@ grep -q "summary.csv:2: point 0 was another scenario than this sweep's, and no p
   { cat "$tmp/other.err" >&2; exit 1; }
 # The same points with the --vary lists reordered: every saved row is found by its settings, none
 # is run again, and summary.csv is the reordered sweep's, byte for byte.
-rev=(sweep --model gpt2 --iterations 6 --warmup 1 --vary bucket_cap_mb=25,5 --vary gpus=8,4,2,1 --jobs 1)
+rev=(sweep --model gpt2 --iterations 4 --warmup 1 --vary bucket_cap_mb=25,5 --vary gpus=8,4,2,1 --jobs 1)
 "$bin" "${rev[@]}" --out "$tmp/rev" >/dev/null 2>/dev/null
 cp -r "$tmp/full" "$tmp/reordered"
 "$bin" "${rev[@]}" --resume --out "$tmp/reordered" >/dev/null 2>"$tmp/reordered.err"
