@@ -67,8 +67,7 @@ Cublas load() {
 }  // namespace
 
 const Cublas& cublas() {
-  // A failed load is not cached: each caller gets the error (and a later call may succeed once
-  // LD_LIBRARY_PATH is fixed for a child process, not for this one; the cost is one dlopen).
+  // A failed load is not cached: every caller gets the error, each time naming the files tried.
   static std::mutex m;
   static Cublas* loaded = nullptr;
   std::lock_guard<std::mutex> lock(m);
