@@ -19,7 +19,11 @@ namespace gradsync::apps {
 // Registration functions, one per command family (apps/<family>_command.cpp).
 void register_models_command(CLI::App& app);
 void register_import_trace_command(CLI::App& models);  // models import-trace
-void register_list_command(CLI::App& app);             // list gpus|clusters|models
+// kDefaultShowGpu: the GPU `models show` costs a step on when --gpu is not given, and whose
+// roofline `models import-trace` splits a measured step with by default.
+inline constexpr const char* kDefaultShowGpu = "a100-sxm4-80gb";
+
+void register_list_command(CLI::App& app);  // list gpus|clusters|models
 // print_model_list: the zoo, one row per model (models list, list models).
 void print_model_list(std::ostream& out);
 void register_buckets_command(CLI::App& app);

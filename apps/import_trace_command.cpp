@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/text.hpp"
+#include "core/units.hpp"
 #include "models/trace_import.hpp"
 #include "topologies/gpu_spec.hpp"
 
@@ -23,7 +24,7 @@ struct ImportOptions {
   std::string model;
   std::int64_t batch = 0;
   std::int64_t seq_len = 0;
-  std::string gpu = "a100-sxm4-80gb";
+  std::string gpu = kDefaultShowGpu;
   std::string precision = "fp32";
   std::string out;
 };
@@ -109,14 +110,21 @@ void import_trace(const ImportOptions& o) {
   // micro-step and one optimizer step.
   const bool accumulated = ms.optimizer_steps > 0 && ms.optimizer_steps < ms.steps;
   std::cerr << fmt::format(
-      "# {}: {}{} on {}, mean step {:.6g} ms{}: forward {:.6g} ms, backward {:.6g} ms, optimizer {:.6g} ms, "
-      "other {:.6g} ms{}{}\n",
-      o.trace, counted(ms.steps, "step"),
-      accumulated ? fmt::format(" ({} with an optimizer step)", ms.optimizer_steps) : "", ms.device, ms.step_s * 1e3,
-      accumulated ? " (a micro-step and an optimizer step)" : "", ms.forward_s * 1e3, ms.backward_s * 1e3,
-      ms.optimizer_s * 1e3, ms.other_s * 1e3, ms.optimizer.empty() ? "" : fmt::format("; optimizer {}", ms.optimizer),
+      "# {}: {}{} on {}, mean step {}{}: forward {}, backward {}, optimizer {}, other {}{}{}\n", o.trace,
+      counted(ms.steps, "step"), accumulated ? fmt::format(" ({} with an optimizer step)", ms.optimizer_steps) : "",
+      ms.device, human_duration(ms.step_s), accumulated ? " (a micro-step and an optimizer step)" : "",
+      human_duration(ms.forward_s), human_duration(ms.backward_s), human_duration(ms.optimizer_s),
+      human_duration(ms.other_s), ms.optimizer.empty() ? "" : fmt::format("; optimizer {}", ms.optimizer),
       o.out.empty() ? "" : fmt::format("; wrote {}", o.out));
   for (const std::string& note : found.notes) std::cerr << "note: " << note << '\n';
+  // A CPU's step is imported as it is: runs of the model use its times on whatever GPU they name.
+  if (ms.device == "cpu") {
+    std::cerr << fmt::format(
+        "note: a CPU trace (no CUDA kernels): runs of the model take the CPU's times as measured, whatever GPU the "
+        "topology has, and `models show` shows it on {} (--gpu G for another); profile the step on the GPU you will "
+        "train on to predict that GPU\n",
+        kDefaultShowGpu);
+  }
   // torch.optim labels its step (Optimizer.step#<class>.step); an optimizer that does not
   // (DeepSpeed's, a hand-written update) leaves its time in "other", which the simulator places
   // before the first layer, not after backward.

@@ -39,8 +39,6 @@ struct ShowOptions {
 
 // kShowKeys: the scenario keys that decide one GPU's step, under the same flags, values and
 // defaults as simulate's (core/scenario_table.cpp); the cluster's, DDP's and NCCL's are not here.
-// kDefaultShowGpu: the GPU `models show` costs a step on when --gpu is not given.
-constexpr const char* kDefaultShowGpu = "a100-sxm4-80gb";
 
 const std::vector<std::string> kShowKeys = {"batch_per_gpu",   "seq_len",    "precision",      "mixed_precision",
                                             "compile",         "attention",  "channels_last",  "pad_to_multiple_of",
@@ -162,6 +160,7 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     s.batch_per_gpu = o.batch;
   }
   const GpuSpec* gpu = nullptr;
+  bool measured_gpu_unknown = false;  // a measured step on a device gpus.yaml does not hold (a CPU's)
   // Without --gpu, a model imported from a GPU's trace is shown on that GPU (the device name
   // torch.profiler records is nvidia-smi's, which gpu_spec reads); until 2026-12-02 it was shown on
   // an A100 whatever the trace ran on.
@@ -169,7 +168,8 @@ void show_model(const ShowOptions& o, std::ostream& out) {
     try {
       gpu = &gpu_spec(m.measured->device);
     } catch (const ConfigError&) {
-      gpu = nullptr;  // a CPU trace ("cpu"), or a GPU gpus.yaml does not hold: the default
+      gpu = nullptr;  // a CPU trace ("cpu"), or a GPU gpus.yaml does not hold: the default, said
+      measured_gpu_unknown = true;
     }
   }
   try {
@@ -346,6 +346,11 @@ void show_model(const ShowOptions& o, std::ostream& out) {
         ms.trace, ms.device, ms.steps, ms.steps == 1 ? "" : "s", ms.batch,
         ms.seq_len ? fmt::format(", seq_len {}", *ms.seq_len) : "", ms.seq_len ? " x T" : "",
         human_duration(ms.other_s));
+    if (measured_gpu_unknown)
+      out << fmt::format(
+          "# GPU: {} is no GPU of topologies/hardware/gpus.yaml, so the memory and the other rows are "
+          "those of {} (the default; --gpu G for another), while the times stay as measured on {}\n#\n",
+          ms.device, ctx.gpu->key, ms.device);
   }
   reports::Table t({{"quantity", "", true}, {"value", "", true}});
   // Their dtypes as the file has them: one, or each in order of first use ("fp32 and fp64").

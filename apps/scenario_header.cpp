@@ -82,6 +82,15 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
         s.broadcast_buffers, s.find_unused_parameters ? ", find_unused_parameters" : "",
         s.static_graph ? ", static_graph" : "", s.gradient_as_bucket_view ? ", gradient_as_bucket_view" : "",
         s.allreduce_after_backward ? ", allreduce_after_backward" : "", nccl));
+  // A first bucket above the cap is what PyTorch takes too (its first size limit applies to the
+  // first bucket only; nothing compares the two), but it delays DDP's first allreduce.
+  if (const nlohmann::ordered_json cap = key_value(s, scenario_key("bucket_cap_mb")),
+      first = key_value(s, scenario_key("first_bucket_mb"));
+      ddp && cap.is_number() && first.is_number() && first.get<double>() > cap.get<double>())
+    h.push_back(
+        fmt::format("first bucket {} above bucket_cap_mb {}: PyTorch takes it as given, and DDP's first "
+                    "allreduce waits for that many bytes of the last layers' gradients",
+                    bucket_text(first), mib_text(cap)));
   const bool dp =
       std::any_of(rs.begin(), rs.end(), [](const StrategyResult& x) { return x.strategy == Strategy::kDP; });
   h.push_back(fmt::format(
@@ -147,8 +156,8 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
     apply_framework(fw, s);
     const std::string release_default = fw.foreach ? "true" : "false";
     if (s.set_to_none != release_default)
-      h.push_back(fmt::format("--set-to-none {}: --zero-grad=false never calls zero_grad: it changes nothing",
-                              s.set_to_none));
+      h.push_back(
+          fmt::format("--set-to-none {}: --zero-grad=false never calls zero_grad: it changes nothing", s.set_to_none));
   }
   try {
     // The scenario says fp32; the run (StrategyResult::precision) says what it ran as.

@@ -13,6 +13,7 @@
 #include "apps/cli.hpp"
 #include "apps/scenario_args.hpp"
 #include "core/error.hpp"
+#include "core/pytorch_version.hpp"
 #include "core/scenario_grid.hpp"
 #include "core/scenario_keys.hpp"
 #include "sweep/sweep.hpp"
@@ -102,6 +103,25 @@ void register_sweep_command(CLI::App& app) {
       std::cerr << fmt::format("note: {} {} to DDP only: the sweep's dp points run without {}\n",
                                fmt::join(ddp_only, ", "), ddp_only.size() == 1 ? "applies" : "apply",
                                ddp_only.size() == 1 ? "it" : "them");
+    }
+    // bucket_cap_mb varied with the first bucket left to PyTorch: from 2.3 an explicit cap caps the
+    // first bucket too (core/pytorch_version.hpp first_bucket_follows_cap), which the table's
+    // bucket_cap_mb column alone does not show.
+    {
+      bool cap_varied = false, first_varied = false, follows = false;
+      for (const std::string& text : a->options.vary) {
+        const Vary v = parse_vary(text);
+        cap_varied = cap_varied || v.key == "bucket_cap_mb";
+        first_varied = first_varied || v.key == "first_bucket_mb";
+        if (v.key == "pytorch_version")
+          for (const auto& value : v.values)
+            follows = follows || first_bucket_follows_cap(parse_pytorch_version(value.get<std::string>()));
+      }
+      follows = follows || first_bucket_follows_cap(parse_pytorch_version(run.base.pytorch_version));
+      if (cap_varied && follows && !first_varied && !run.base.first_bucket_mb)
+        std::cerr << "note: --vary bucket_cap_mb: from PyTorch 2.3 an explicit bucket_cap_mb caps DDP's first bucket "
+                     "too, so each point's first bucket is its bucket_cap_mb, not 1 MiB (set first_bucket_mb to "
+                     "hold it)\n";
     }
     if (dp_points) {
       for (const std::string& text : a->options.vary) {

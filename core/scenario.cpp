@@ -43,7 +43,7 @@ Scenario parse_scenario(std::string_view text, const std::string& origin, Scenar
 static Scenario parse_scenario_unchecked(std::string_view text, const std::string& origin, Scenario s,
                                          const std::string& folder, ScenarioLines* lines) {
   const YamlReader r(origin);
-  return scenario_from_node(r, r.load(text), std::move(s), folder, lines);
+  return scenario_from_node(r, r.load(text, "scenario"), std::move(s), folder, lines);
 }
 
 // in_folder: a NAME|FILE value as the file means it: a relative path (holding '/' or '.', which
@@ -68,7 +68,9 @@ Scenario scenario_from_node(const YamlReader& r, const YAML::Node& root, Scenari
     std::replace(key.begin(), key.end(), '-', '_');
     const ScenarioKey* k = name.rfind('-', 0) == 0 ? nullptr : find_scenario_key(key);
     if (k == nullptr || (k->name != key && std::find(k->aliases.begin(), k->aliases.end(), key) == k->aliases.end())) {
-      r.fail(kv.first, "scenario", fmt::format("unknown key \"{}\"; expected one of {}", name, scenario_key_names()));
+      r.fail(
+          kv.first, "scenario",
+          fmt::format("unknown key \"{}\"{}; expected one of {}", name, nearest_key_hint(name), scenario_key_names()));
     }
     // One key under two of its names (nccl_algo and algo): the mapping's own check cannot see it.
     if (const auto [it, fresh] = seen.emplace(std::string(k->name), std::pair{kv.first.Mark().line + 1, key}); !fresh) {

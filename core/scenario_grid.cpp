@@ -151,7 +151,14 @@ std::string vary_key_names() { return "strategy, " + scenario_key_names(); }
 Vary parse_vary(std::string_view text) {
   const auto eq = text.find('=');
   const std::string shown(text);
-  if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size()) {
+  if (eq != std::string_view::npos && eq > 0 && eq + 1 == text.size()) {
+    // KEY= with nothing after it: the values are missing, whatever the key.
+    throw UsageError(
+        fmt::format("--vary \"{}\": no values after \"=\"; expected {}V1,V2,... or a range (1..8, "
+                    "1:64:x2)",
+                    shown, text));
+  }
+  if (eq == std::string_view::npos || eq == 0) {
     throw UsageError(fmt::format("--vary \"{}\": expected KEY=V1,V2,... or a range (1..8, 1:64:x2); keys: {}", shown,
                                  vary_key_names()));
   }
@@ -163,8 +170,8 @@ Vary parse_vary(std::string_view text) {
   } else {
     k = find_scenario_key(name);
     if (k == nullptr || std::string_view(name).rfind("--", 0) == 0) {
-      throw UsageError(
-          fmt::format("--vary \"{}\": unknown key \"{}\"; expected one of {}", shown, name, vary_key_names()));
+      throw UsageError(fmt::format("--vary \"{}\": unknown key \"{}\"{}; expected one of {}", shown, name,
+                                   nearest_key_hint(name, true), vary_key_names()));
     }
     // NCCL's knobs go by NCCL's own names, as in scenario files and --nccl (NCCL_ALGO, not
     // nccl_algo), or by their flag's (algo for --algo).

@@ -97,7 +97,7 @@ json parse_switch(std::string_view text) {
   const std::string t = lower(trim(text));
   if (t == "true" || t == "yes" || t == "on" || t == "1") return true;
   if (t == "false" || t == "no" || t == "off" || t == "0") return false;
-  throw ConfigError("expected true or false");
+  throw ConfigError("expected true or false (or yes/no, on/off, 1/0)");
 }
 
 }  // namespace
@@ -151,6 +151,23 @@ std::string_view nccl_name_as_given(const ScenarioKey& k, std::string_view given
 const ScenarioKey& scenario_key(std::string_view name) {
   if (const ScenarioKey* k = find_scenario_key(name)) return *k;
   throw std::logic_error(fmt::format("scenario_key: no key \"{}\"", name));
+}
+
+std::string nearest_key_hint(std::string_view name, bool with_strategy) {
+  std::string n = lower(name);
+  if (n.rfind("--", 0) == 0) n.erase(0, 2);
+  std::replace(n.begin(), n.end(), '-', '_');
+  std::string nearest;
+  std::size_t best = 3;  // at most two edits away, as the topology readers' hints
+  const auto consider = [&](std::string_view candidate, std::string_view shown) {
+    if (const std::size_t d = edit_distance(n, lower(candidate)); d < best) best = d, nearest = shown;
+  };
+  if (with_strategy) consider("strategy", "strategy");
+  for (const ScenarioKey& k : scenario_table()) {
+    consider(k.name, k.name);
+    for (std::string_view a : k.aliases) consider(a, k.name);
+  }
+  return nearest.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", nearest);
 }
 
 std::string scenario_key_names() {

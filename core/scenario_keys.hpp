@@ -87,6 +87,10 @@ std::string_view nccl_name_as_given(const ScenarioKey& k, std::string_view given
 const ScenarioKey& scenario_key(std::string_view name);
 // scenario_key_names: "model, topology, gpus, ..." for messages.
 std::string scenario_key_names();
+// nearest_key_hint: ' (did you mean "bucket_cap_mb"?)' for a name at most two edits from a key or
+// one of its aliases (in any case, dashes as underscores; "strategy" too when `with_strategy`, as
+// --vary takes it); empty when none is that near.
+std::string nearest_key_hint(std::string_view name, bool with_strategy = false);
 
 // parse_key_value reads `text` as key `k` takes it and returns the typed value (string, integer,
 // number or boolean). ConfigError saying what was expected ("expected an integer from 1 to

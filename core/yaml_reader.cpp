@@ -49,6 +49,7 @@ constexpr int kMaxYamlDepth = 100;
 // inside the value it names (yaml-cpp builds `&x [*x]` as a cycle), bounded depth and size.
 struct StructureCheck {
   const YamlReader& r;
+  std::string what;  // what the file is, as its messages name it: "scenario", "document"
   std::size_t nodes = 0;
   std::vector<YAML::Node> path;  // the mappings and lists that hold the node being walked
 
@@ -56,19 +57,19 @@ struct StructureCheck {
     if (n.IsSequence() || n.IsMap()) {
       for (const auto& outer : path) {
         if (outer.is(n)) {
-          r.fail(n, "document",
+          r.fail(n, what,
                  "an alias (*name) stands inside the value it names, which would nest it in itself "
                  "for ever; give the value in full instead");
         }
       }
       if (static_cast<int>(path.size()) >= kMaxYamlDepth) {
-        r.fail(n, "document",
+        r.fail(n, what,
                fmt::format("mappings and lists nest more than {} levels deep; gradsync's files nest a few",
                            kMaxYamlDepth));
       }
     }
     if (++nodes > kMaxYamlNodes) {
-      r.fail(n, "document",
+      r.fail(n, what,
              fmt::format("more than {} values once its aliases (*name) are expanded; gradsync's "
                          "files hold far fewer (is an alias nested in itself?)",
                          kMaxYamlNodes));
@@ -82,13 +83,13 @@ struct StructureCheck {
       std::map<std::string, int> lines;  // key -> line (1-based)
       for (const auto& kv : n) {
         if (kv.first.IsMap() || kv.first.IsSequence()) {
-          r.fail(kv.first, "document",
+          r.fail(kv.first, what,
                  fmt::format("a key is {}; keys must be single words or numbers", YamlReader::scalar_text(kv.first)));
         }
         const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "null";
         const int line = kv.first.Mark().line + 1;
         if (const auto [it, fresh] = lines.emplace(key, line); !fresh) {
-          r.fail(kv.first, "document",
+          r.fail(kv.first, what,
                  fmt::format("key \"{}\" appears twice in one mapping (lines {} and {}); keep one", key, it->second,
                              line));
         }
@@ -118,7 +119,7 @@ struct DocumentStarts final : YAML::EventHandler {
 
 }  // namespace
 
-YAML::Node YamlReader::load(std::string_view text) const {
+YAML::Node YamlReader::load(std::string_view text, std::string_view what) const {
   // YAML is text: a control byte (a NUL, an ELF header's \x04) is no character of it (YAML 1.2
   // c-printable: tab, line feed and carriage return only). Said where it stands, written as
   // \xNN, before yaml-cpp reads it as an escape or ends a line at it.
@@ -166,13 +167,14 @@ YAML::Node YamlReader::load(std::string_view text) const {
     // yaml-cpp's parser stops nesting past its own guard with the message "bad file": said as the
     // structure check below says a nesting deeper than kMaxYamlDepth.
     throw DataError(
-        fmt::format("{}:{}: document: mappings and lists nest more than {} levels deep; gradsync's "
+        fmt::format("{}:{}: {}: mappings and lists nest more than {} levels deep; gradsync's "
                     "files nest a few",
-                    origin_, e.mark.line + 1, kMaxYamlDepth));
+                    origin_, e.mark.line + 1, what, kMaxYamlDepth));
   } catch (const YAML::ParserException& e) {
-    throw DataError(fmt::format("{}:{}: syntax error: {}", origin_, e.mark.line + 1, e.msg));
+    // line:column, as the control-byte and UTF-8 checks above say it (yaml-cpp counts from 0).
+    throw DataError(fmt::format("{}:{}:{}: syntax error: {}", origin_, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
-  StructureCheck{*this, 0, {}}.walk(root);
+  StructureCheck{*this, std::string(what), 0, {}}.walk(root);
   return root;
 }
 

@@ -25,8 +25,9 @@ class YamlReader {
  public:
   explicit YamlReader(std::string origin) : origin_(std::move(origin)) {}
 
-  // load parses text, turning a syntax error into ConfigError at origin:line.
-  YAML::Node load(std::string_view text) const;
+  // load parses text, turning a syntax error into ConfigError at origin:line:column. `what` names
+  // the file in messages about its structure ("scenario: key \"gpus\" appears twice ...").
+  YAML::Node load(std::string_view text, std::string_view what = "document") const;
 
   // fail throws ConfigError "origin:line: where: what" (line of `at` when it has one).
   [[noreturn]] void fail(const YAML::Node& at, const std::string& where, const std::string& what) const;

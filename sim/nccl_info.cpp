@@ -25,6 +25,7 @@ NcclInfo nccl_info(const Topology& topo, int gpus, const NcclSettings& nccl, Col
   i.gpus = gpus;
   i.nodes = ch.nodes();
   i.channels = static_cast<int>(ch.rings.size());
+  i.searched = ch.searched > 0 ? ch.searched : i.channels;
   i.channel_bw_Bps = ch.channel_bw_Bps;
   i.fallback = ch.fallback;
   if (i.nodes > 1) {
@@ -83,6 +84,16 @@ std::vector<std::string> nccl_info_lines(const NcclInfo& i) {
   }
   for (const HopClass& h : i.hops) {
     out.push_back(fmt::format("NCCL INFO ring hops via {} over {}: {}", h.transport, h.path_class, h.count));
+  }
+  // Fewer rings than the search found: NCCL's tuning still plans with the searched ones, so its
+  // protocol switch points stay where they would be, and a size past a switch can take less time
+  // than one below it (nccl_model.cpp tune, "The graph's channels").
+  if (i.searched > i.channels && !i.fallback) {
+    out.push_back(fmt::format(
+        "gradsync: {} of the {} rings NCCL's search found run, but NCCL's tuning model plans with {} "
+        "(tuning.cc: graphs[a]->nChannels; connect.cc clamps only comm->nChannels), so it keeps LL and LL128 up "
+        "to the sizes {} channels would: past a switch a larger size can take less time, as with real NCCL",
+        i.channels, i.searched, i.searched, i.searched));
   }
   if (i.shm_duplex_Bps > 0) {
     out.push_back(

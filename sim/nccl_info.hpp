@@ -32,6 +32,9 @@ struct NcclInfo {
   // found, doubled (connect.cc: "Duplicate channels"), at most 64, then NCCL_MAX_NCHANNELS and
   // NCCL_MIN_NCHANNELS.
   int coll_channels = 0;
+  // searched: the rings NCCL's search found, which its tuning model plans with even where
+  // NCCL_MAX_NCHANNELS leaves fewer running (Channels::searched); equal to `channels` otherwise.
+  int searched = 0;
   double channel_bw_Bps = 0;                            // each ring channel's speed
   bool fallback = false;                                // no ring fit: NCCL's one channel at 0.1 GB/s
   double tree_bw_intra_Bps = 0, tree_bw_inter_Bps = 0;  // across nodes only

@@ -84,7 +84,6 @@ int log2i(double n) {
   return l;
 }
 
-
 // Model: one (algorithm, protocol)'s algorithm bandwidth (GB/s) and latency (us), as
 // ncclTopoTuneModel computes them; bw 0 when NCCL would not run it.
 struct Model {
@@ -107,7 +106,7 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128
   // The graph's channels (tuning.cc graphs[a]->nChannels): the searched rings, whatever
   // NCCL_MAX_NCHANNELS leaves running.
   double channels = static_cast<double>(ch.searched > 0 ? ch.searched : static_cast<int>(ch.rings.size()));
-  double bw = 0;  // GB/s per channel
+  double bw = 0;              // GB/s per channel
   double legacy_nvls_bw = 0;  // NCCL 2.27's NVLS and NVLSTree bandwidth per channel (Model::rate)
   const bool tuning_228 = release.at_least(2, 28);
   // nvls_228: NCCL 2.28's NVLS and NVLSTree bandwidth per channel (allreduce), or 0 where it does
@@ -144,9 +143,9 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128
   }
   if (!(bw > 0)) return m;
   double bus = channels * bw;
-  const auto& ring_ll128_cap = release.at_least(2, 29)   ? kPerChMaxRingLL128Bw229
-                               : tuning_228 ? kPerChMaxRingLL128Bw228
-                                            : kPerChMaxRingLL128Bw;
+  const auto& ring_ll128_cap = release.at_least(2, 29) ? kPerChMaxRingLL128Bw229
+                               : tuning_228            ? kPerChMaxRingLL128Bw228
+                                                       : kPerChMaxRingLL128Bw;
   const auto& tree_ll128_cap = tuning_228 ? kPerChMaxTreeLL128Bw228 : kPerChMaxTreeLL128Bw;
   const auto& tree_cap = tuning_228 ? kPerChMaxTreeBw228 : kPerChMaxTreeBw;
   // LL's cap: by GPU generation on one node, by CPU vendor across nodes (tuning.cc: llMaxBws'
@@ -173,8 +172,8 @@ Model tune(Collective c, Algorithm a, Protocol p, const Channels& ch, bool ll128
   m.bus = bus;
   const int steps = ring_steps(c, n);
   const double ratio = a == Algorithm::kRing || (tuning_228 && a != Algorithm::kTree) ? static_cast<double>(n) / steps
-                       : a == Algorithm::kTree                                       ? 0.5
-                                                                                     : 5.0 / 6.0;
+                       : a == Algorithm::kTree                                        ? 0.5
+                                                                                      : 5.0 / 6.0;
   m.alg = bus * ratio;
   m.rate = legacy_nvls_bw > 0 ? channels * legacy_nvls_bw * 5.0 / 6.0 : m.alg;
 
@@ -272,7 +271,9 @@ int ring_steps(Collective c, int k) {
   return k - 1;
 }
 
-std::string_view nccl_model_version(NcclRelease r) { return r.at_least(2, 29) ? "2.29" : r.at_least(2, 28) ? "2.28" : "2.27"; }
+std::string_view nccl_model_version(NcclRelease r) {
+  return r.at_least(2, 29) ? "2.29" : r.at_least(2, 28) ? "2.28" : "2.27";
+}
 
 std::string_view algorithm_name(Algorithm a) {
   switch (a) {
@@ -441,12 +442,41 @@ CollectiveChoice choose_collective(Collective c, double op_bytes, const Channels
             "the ring as a backup (--nccl-version 2.23)",
             asked, collective_name(c), k, k == 1 ? "" : "s"));
       }
+      // Why each algorithm the request allows runs none of its protocols here, in the terms of what
+      // the user can change (tune()'s rules, said once per algorithm).
+      std::vector<std::string> why;
+      const bool simple = nccl_list_allows(req.protocols, "simple");
+      for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kNvlsTree}) {
+        const std::string_view name = algorithm_name(a);
+        if (!nccl_list_allows(req.algorithms, name)) continue;
+        const bool is_nvls = a == Algorithm::kNvls || a == Algorithm::kNvlsTree;
+        std::string reason;
+        if (a != Algorithm::kRing && c != Collective::kAllreduce) {
+          reason = "gradsync models it for allreduce only";
+        } else if (a == Algorithm::kTree) {
+          reason = nodes == 1 ? "inside one node NCCL runs it as a chain, which gradsync does not model yet"
+                              : "none of NCCL_PROTO's protocols";
+        } else if (is_nvls && !ch.nvls) {
+          reason = "needs NVSwitch-connected Hopper or later GPUs for NVLink SHARP, which these GPUs are not";
+        } else if (is_nvls && (!req.nvls || (a == Algorithm::kNvlsTree && !req.nvls_tree))) {
+          reason = req.release.empty() ? "off by NCCL_NVLS_ENABLE=0" : fmt::format("not in NCCL {}", req.release);
+        } else if (a == Algorithm::kNvls && nodes > 1) {
+          reason = "one node only, while across nodes NCCL runs nvlstree";
+        } else if (a == Algorithm::kNvlsTree && nodes == 1) {
+          reason = "across nodes only, while on one node NCCL runs nvls";
+        } else if (is_nvls && !simple) {
+          reason = "Simple only, which NCCL_PROTO leaves out";
+        } else if (is_nvls) {
+          reason = "fewer than 2 NVLS channels, NCCL_MAX_CTAS too low";
+        } else {
+          reason = "none of NCCL_PROTO's protocols in this NCCL release";
+        }
+        why.push_back(fmt::format("{}: {}", name, reason));
+      }
       throw ConfigError(fmt::format(
-          "{}: {} over {} GPU{} on {} node{} has no algorithm and protocol left that gradsync models (tree: "
-          "allreduce across nodes; NCCL also runs it inside one node, as a chain, which gradsync does not model "
-          "yet; nvls: allreduce on one node of 3 or more NVSwitch-connected Hopper or later GPUs, nvlstree across "
-          "such nodes, both Simple only)",
-          asked, collective_name(c), k, k == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s"));
+          "{}: {} over {} GPU{} on {} node{} has no algorithm and protocol left that gradsync "
+          "models ({}); expected an NCCL_ALGO and NCCL_PROTO that leave one (ring runs everywhere)",
+          asked, collective_name(c), k, k == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", fmt::join(why, "; ")));
     }
   }
   best.sync_s = pipeline_sync_s(c, bytes, ch, best.algorithm, best.protocol, best.rate_Bps);

@@ -75,9 +75,10 @@ Imported import_accumulating(const std::string& name) {
 
 TEST(Cli, AnImportedTracesOptimizerAndMicroStepsAreItsRunsDefaults) {
   const Imported m = import_accumulating("gradsync-cli-accum");
-  EXPECT_NE(m.said.find("4 steps (2 with an optimizer step) on cpu, mean step 10.5 ms (a micro-step and an optimizer "
-                        "step): forward 2.5 ms, backward 4 ms, optimizer 1 ms, other 3 ms; optimizer sgd-momentum"),
-            std::string::npos)
+  EXPECT_NE(
+      m.said.find("4 steps (2 with an optimizer step) on cpu, mean step 10.5 ms (a micro-step and an optimizer "
+                  "step): forward 2.50 ms, backward 4.00 ms, optimizer 1.00 ms, other 3.00 ms; optimizer sgd-momentum"),
+      std::string::npos)
       << m.said;
   EXPECT_NE(m.said.find("note: 2 of the 4 ProfilerStep#N hold an Optimizer.step"), std::string::npos) << m.said;
   auto show = [&](std::vector<std::string> flags) {

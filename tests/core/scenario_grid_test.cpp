@@ -95,6 +95,12 @@ TEST(Vary, BadValuesNameTheTextAndWhatWasExpected) {
   EXPECT_EQ(error_of("NCCL_ALGO=ring,tree"), "");
   EXPECT_NE(error_of("gpus").find("expected KEY=V1,V2,..."), std::string::npos);
   EXPECT_NE(error_of("=1").find("expected KEY=V1,V2,..."), std::string::npos);
+  // KEY= names what is missing; a near miss of a key is named with it.
+  EXPECT_EQ(error_of("gpus="),
+            "--vary \"gpus=\": no values after \"=\"; expected gpus=V1,V2,... or a range (1..8, 1:64:x2)");
+  EXPECT_NE(error_of("bucket_cap_mbs=1").find("unknown key \"bucket_cap_mbs\" (did you mean \"bucket_cap_mb\"?); "),
+            std::string::npos);
+  EXPECT_NE(error_of("strategie=dp").find("(did you mean \"strategy\"?)"), std::string::npos);
 }
 
 TEST(Grid, LastKeyChangesFastestAndStrategyIsAdded) {

@@ -152,7 +152,7 @@ TEST(ScenarioKeys, ChoicesSwitchesNamesAndHooks) {
   EXPECT_NE(error_of(scenario_key("NCCL_NVLS_ENABLE"), "3"), "");
   EXPECT_EQ(parse_key_value(scenario_key("static_graph"), "true"), json(true));
   EXPECT_EQ(parse_key_value(scenario_key("static_graph"), "no"), json(false));
-  EXPECT_EQ(error_of(scenario_key("static_graph"), "maybe"), "expected true or false");
+  EXPECT_EQ(error_of(scenario_key("static_graph"), "maybe"), "expected true or false (or yes/no, on/off, 1/0)");
   EXPECT_EQ(parse_key_value(scenario_key("comm_hook"), "powersgd:rank=4,start_iter=10"),
             json("powersgd:rank=4,start_iter=10"));
   EXPECT_EQ(error_of(scenario_key("comm_hook"), "gzip"),
@@ -402,7 +402,7 @@ TEST(ScenarioLocate, ErrorsOfKeysTheFileSetGetTheirLine) {
 
 TEST_F(ScenarioFile, BadFilesNameTheLineAndTheKey) {
   EXPECT_EQ(error_of_file("gpus: 8\ngpus: 4\n"),
-            path_ + ":2: document: key \"gpus\" appears twice in one mapping (lines 1 and 2); keep one");
+            path_ + ":2: scenario: key \"gpus\" appears twice in one mapping (lines 1 and 2); keep one");
   EXPECT_EQ(error_of_file("NCCL_ALGO: ring\nalgo: tree\n"),
             path_ + ":2: scenario: \"algo\" sets NCCL_ALGO again (already set on line 1)");
   EXPECT_EQ(error_of_file("model: gpt2\ngpus:\n"),
@@ -411,7 +411,7 @@ TEST_F(ScenarioFile, BadFilesNameTheLineAndTheKey) {
                 "topology)");
   EXPECT_EQ(error_of_file("gpus: [1, 2]\n"), path_ + ":1: scenario: gpus is a list; expected a single value");
   EXPECT_EQ(error_of_file("? [a, b]\n: 1\n"),
-            path_ + ":1: document: a key is a list; keys must be single words or numbers");
+            path_ + ":1: scenario: a key is a list; keys must be single words or numbers");
   // Aliases that expand without bound ("billion laughs") are refused before anything walks them.
   std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
   for (char c = 'b'; c <= 'h'; ++c) {
@@ -426,16 +426,16 @@ TEST_F(ScenarioFile, BadFilesNameTheLineAndTheKey) {
   // An alias inside the value it names is a cycle in yaml-cpp's tree (found by the fuzzer: a stack
   // overflow); nesting is bounded before any reader recurses into it.
   const std::string cycle_error =
-      ": document: an alias (*name) stands inside the value it names, which would nest it in itself for ever; "
+      ": scenario: an alias (*name) stands inside the value it names, which would nest it in itself for ever; "
       "give the value in full instead";
   EXPECT_EQ(error_of_file("a: &x [*x]\n"), path_ + ":1" + cycle_error);
   EXPECT_EQ(error_of_file("a:\n  &x {b: [1, *x]}\n"), path_ + ":2" + cycle_error);
   // The file's top mapping is the first level.
   EXPECT_EQ(error_of_file("a: " + std::string(100, '[') + std::string(100, ']') + "\n"),
-            path_ + ":1: document: mappings and lists nest more than 100 levels deep; gradsync's files nest a few");
+            path_ + ":1: scenario: mappings and lists nest more than 100 levels deep; gradsync's files nest a few");
   // Past yaml-cpp's own guard (its parser says only "bad file") the message is the same.
   EXPECT_EQ(error_of_file("a: " + std::string(3000, '[') + std::string(3000, ']') + "\n"),
-            path_ + ":1: document: mappings and lists nest more than 100 levels deep; gradsync's files nest a few");
+            path_ + ":1: scenario: mappings and lists nest more than 100 levels deep; gradsync's files nest a few");
   EXPECT_NE(error_of_file("a: " + std::string(99, '[') + std::string(99, ']') + "\n").find("unknown key \"a\""),
             std::string::npos);
   EXPECT_EQ(error_of_file("bucket_cap_mb: -5\n"),
@@ -447,7 +447,19 @@ TEST_F(ScenarioFile, BadFilesNameTheLineAndTheKey) {
   EXPECT_EQ(error_of_file("bucket-cap-mb: 5\n"), "");
   EXPECT_EQ(read_scenario_file(write("batch-per-gpu: 8\nbucket-cap-mb: 5\n")).batch_per_gpu, 8);
   EXPECT_EQ(read_scenario_file(write("bucket-cap-mb: 5\n")).bucket_cap_mb, 5.0);
-  EXPECT_NE(error_of_file("--bucket-cap-mb: 5\n").find("unknown key \"--bucket-cap-mb\""), std::string::npos);
+  EXPECT_NE(
+      error_of_file("--bucket-cap-mb: 5\n").find("unknown key \"--bucket-cap-mb\" (did you mean \"bucket_cap_mb\"?)"),
+      std::string::npos);
+  // A typo two edits or fewer from a key (or one of its aliases) is named with the key; farther, not.
+  EXPECT_EQ(error_of_file("buket_cap_mb: 5\n")
+                .rfind(path_ + ":1: scenario: unknown key \"buket_cap_mb\" (did you mean "
+                               "\"bucket_cap_mb\"?); expected one of model, ",
+                       0),
+            0u);
+  EXPECT_NE(error_of_file("NCCL_ALG: ring\n").find("(did you mean \"NCCL_ALGO\"?)"), std::string::npos);
+  EXPECT_EQ(error_of_file("colour: 5\n").find("did you mean"), std::string::npos);
+  // A syntax error is said at its line and column.
+  EXPECT_EQ(error_of_file("model: [resnet50\ngpus: 2\n").rfind(path_ + ":2:5: syntax error: ", 0), 0u);
   EXPECT_EQ(error_of_file("bucket_cap_mb: 5\nbucket-cap-mb: 6\n"),
             path_ + ":2: scenario: \"bucket-cap-mb\" sets bucket_cap_mb again (already set on line 1)");
   // A quote left open runs on to the end of the file, its line break folded into a space: "2 "

@@ -56,6 +56,20 @@ TEST(NcclInfo, CollChannelsAreTheSearchedRingsDoubledThenTheKnobs) {
       << nccl_info_lines(max16)[0];
   knobs.max_channels = 8;
   EXPECT_EQ(nccl_info(topo, 8, knobs).channels, 8);  // channel i runs ring i: rings 8-11 idle
+  // Fewer rings than found: a line says NCCL's tuning still plans with the 12 (why a larger size
+  // past a protocol switch can be faster); every ring running, no such line.
+  const auto says_tuning = [](const NcclInfo& i) {
+    for (const std::string& l : nccl_info_lines(i))
+      if (l.rfind("gradsync: ", 0) == 0 && l.find("NCCL's tuning model plans with") != std::string::npos) return l;
+    return std::string();
+  };
+  EXPECT_EQ(says_tuning(nccl_info(topo, 8, knobs))
+                .rfind("gradsync: 8 of the 12 rings NCCL's search found run, but "
+                       "NCCL's tuning model plans with 12 ",
+                       0),
+            0u);
+  EXPECT_EQ(says_tuning(max16), "");
+  EXPECT_EQ(says_tuning(base), "");
   // The bounds hold however often they are applied, and NCCL's tuning keeps the 12 searched rings.
   const Routes routes(topo);
   Channels ch = build_channels(topo, routes, first_ranks(8));

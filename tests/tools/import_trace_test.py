@@ -105,6 +105,9 @@ with tempfile.TemporaryDirectory() as tmp:
     out = os.path.join(tmp, "mlp-measured.yaml")
     r = run("models", "import-trace", trace, "--model", model_file, "--batch", str(BATCH), "-o", out)
     check(r.returncode == 0, f"import-trace exits 0: {r.returncode} {r.stderr}")
+    # A CPU's step: said, with the GPU `models show` then uses (a new user's report, 2026-12-02).
+    check("note: a CPU trace (no CUDA kernels)" in r.stderr and "shows it on a100-sxm4-80gb" in r.stderr,
+          f"import-trace says the trace is a CPU's: {r.stderr}")
 
     if r.returncode == 0:
         with open(out) as f:
@@ -136,6 +139,10 @@ with tempfile.TemporaryDirectory() as tmp:
         text = run("models", "show", out, "--batch", str(BATCH)).stdout
         check("GPU time by class" not in text and "(measured, with the step's other time)" in text,
               f"models show on the imported file: measured times, no modelled kernels: {text}")
+        check("# GPU: cpu is no GPU of topologies/hardware/gpus.yaml" in text and "those of a100-sxm4-80gb" in text,
+              f"models show names the GPU it shows a CPU's step on: {text}")
+        text_h100 = run("models", "show", out, "--batch", str(BATCH), "--gpu", "h100-sxm5-80gb").stdout
+        check("# GPU:" not in text_h100, f"--gpu given: no line about the default GPU: {text_h100}")
         if show.returncode == 0:
             check(json.loads(show.stdout)["gpu_s_by_class"] == {}, "no kernel classes for a measured step")
 
