@@ -2,6 +2,8 @@
 // header says of a flag that changes nothing.
 #include <gtest/gtest.h>
 
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +13,7 @@
 namespace gradsync::apps {
 namespace {
 
+using test::Result;
 using test::run;
 using test::run_printed;
 
@@ -44,9 +47,9 @@ TEST(Cli, UnknownFlagNamesTheNearestOption) {
 // is said to change nothing (a new user's report: it was dropped silently), the default is not.
 TEST(Cli, SetToNoneWithoutZeroGradChangesNothing) {
   const auto header = [](const std::string& set_to_none, const std::string& name) {
-    std::vector<std::string> args{"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2",
-                                  "--zero-grad=false", "--iterations", "2", "--warmup", "1",
-                                  "--out", testing::TempDir() + "/" + name};
+    std::vector<std::string> args{
+        "simulate",          "--strategy",   "ddp", "--model",  "resnet18", "--gpus", "2",
+        "--zero-grad=false", "--iterations", "2",   "--warmup", "1",        "--out",  testing::TempDir() + "/" + name};
     if (!set_to_none.empty()) args.insert(args.end(), {"--set-to-none", set_to_none});
     const Result r = run_printed(args);
     EXPECT_EQ(r.code, 0) << r.err;
@@ -57,6 +60,58 @@ TEST(Cli, SetToNoneWithoutZeroGradChangesNothing) {
             std::string::npos);
   EXPECT_EQ(header("true", "no-zero-grad-true").find("--set-to-none"), std::string::npos);
   EXPECT_EQ(header("", "no-zero-grad-auto").find("--set-to-none"), std::string::npos);
+}
+
+// A first bucket above the cap is what PyTorch takes too: the header says what it does (a new
+// user's report: it passed silently); at or below the cap, nothing is said.
+TEST(Cli, AFirstBucketAboveTheCapIsSaid) {
+  const auto header = [](const std::string& first, const std::string& name) {
+    const Result r = run_printed({"simulate", "--strategy", "ddp", "--model", "resnet18", "--gpus", "2",
+                                  "--bucket-cap-mb", "1", "--first-bucket-mb", first, "--iterations", "2", "--warmup",
+                                  "1", "--out", testing::TempDir() + "/" + name});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.out;
+  };
+  EXPECT_NE(header("100", "first-above-cap")
+                .find("# first bucket 100 MiB above bucket_cap_mb 1: PyTorch takes it as given, and DDP's first "
+                      "allreduce waits for that many bytes of the last layers' gradients\n"),
+            std::string::npos);
+  EXPECT_EQ(header("1", "first-at-cap").find("above bucket_cap_mb"), std::string::npos);
+}
+
+// --vary bucket_cap_mb under PyTorch >= 2.3 moves the first bucket with each cap: said once,
+// and not where first_bucket_mb holds it or the release predates the rule.
+TEST(Cli, VaryingTheCapSaysTheFirstBucketFollows) {
+  const auto said = [](std::vector<std::string> extra, const std::string& name) {
+    std::vector<std::string> args{"sweep",
+                                  "--model",
+                                  "resnet18",
+                                  "--gpus",
+                                  "2",
+                                  "--vary",
+                                  "strategy=ddp",
+                                  "--vary",
+                                  "bucket_cap_mb=1,25",
+                                  "--iterations",
+                                  "2",
+                                  "--warmup",
+                                  "1",
+                                  "--out",
+                                  testing::TempDir() + "/" + name};
+    args.insert(args.end(), extra.begin(), extra.end());
+    // Notes go to std::cerr, as the sweep's progress does: caught here.
+    std::ostringstream notes;
+    std::streambuf* const saved = std::cerr.rdbuf(notes.rdbuf());
+    const Result r = run(args);
+    std::cerr.rdbuf(saved);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return notes.str().find(
+               "note: --vary bucket_cap_mb: from PyTorch 2.3 an explicit bucket_cap_mb caps DDP's first "
+               "bucket too") != std::string::npos;
+  };
+  EXPECT_TRUE(said({}, "vary-cap"));
+  EXPECT_FALSE(said({"--first-bucket-mb", "1"}, "vary-cap-first-held"));
+  EXPECT_FALSE(said({"--pytorch-version", "2.2"}, "vary-cap-2.2"));
 }
 
 }  // namespace
