@@ -56,11 +56,16 @@ Cublas load() {
     }
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
   };
-  symbol(b.create, "cublasCreate_v2");
-  symbol(b.destroy, "cublasDestroy_v2");
-  symbol(b.set_stream, "cublasSetStream_v2");
-  symbol(b.gemm_ex, "cublasGemmEx");
-  symbol(b.status_string, "cublasGetStatusString");
+  try {
+    symbol(b.create, "cublasCreate_v2");
+    symbol(b.destroy, "cublasDestroy_v2");
+    symbol(b.set_stream, "cublasSetStream_v2");
+    symbol(b.gemm_ex, "cublasGemmEx");
+    symbol(b.status_string, "cublasGetStatusString");
+  } catch (...) {
+    dlclose(handle);  // a library without these symbols is no use: not kept loaded, as a failed load is not cached
+    throw;
+  }
   return b;
 }
 
