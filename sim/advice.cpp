@@ -68,7 +68,17 @@ ModelTraits traits_of(const Scenario& s) {
   };
   if ((s.precision == "fp16" || s.precision == "fp32") && s.mixed_precision != "master-weights") t.bf16 = runs("bf16");
   if (s.precision == "fp32") {
-    t.tf32 = !matmul_tf32_by_default(parse_pytorch_version(s.pytorch_version)) && runs("tf32");
+    // TF32 tensor cores came with Ampere (sm_80): before it allow_tf32 leaves float32 as it is, so
+    // the change would be the run itself (a new user's report: V100s were offered "TF32 products").
+    const auto tf32_cores = [&s] {
+      try {
+        const ResolvedScenario r = resolve(s);
+        return r.gpu == nullptr || r.gpu->sm_version == 0 || r.gpu->sm_version >= 80;
+      } catch (const ConfigError&) {
+        return false;
+      }
+    };
+    t.tf32 = !matmul_tf32_by_default(parse_pytorch_version(s.pytorch_version)) && runs("tf32") && tf32_cores();
     t.fp16 = runs("fp16");
   }
   return t;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <string>
 
 #include "core/advice.hpp"
 #include "core/scenario_keys.hpp"
@@ -140,6 +141,21 @@ TEST(AdviceSim, NothingRunsPastTheBudget) {
   ASSERT_FALSE(a.changes.empty());
   for (const ChangeResult& c : a.changes) EXPECT_EQ(c.status, "budget") << c.change.what;
   EXPECT_TRUE(advised(a).empty());
+}
+
+// TF32 is offered to a float32 run only where TF32 tensor cores exist (Ampere on): on V100s
+// allow_tf32 leaves float32 as it is, so the change would be the run itself (a new user's report).
+TEST(AdviceSim, Tf32IsOfferedOnlyFromAmpereOn) {
+  const auto offers_tf32 = [](const std::string& topology) {
+    Scenario s = small();
+    s.topology = topology;
+    s.precision = "fp32";
+    const Advice a = advise(s, simulate_isolated(s, Strategy::kDDP), {.budget_s = 0, .jobs = 1});
+    return std::any_of(a.changes.begin(), a.changes.end(),
+                       [](const ChangeResult& c) { return c.change.what == "TF32 products"; });
+  };
+  EXPECT_FALSE(offers_tf32("dgx1-v100"));
+  EXPECT_TRUE(offers_tf32("dgx-a100"));
 }
 
 // No budget (compare's and advise's default): every change is simulated, on any machine, and
