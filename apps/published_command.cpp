@@ -24,6 +24,7 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/json_text.hpp"
+#include "core/text.hpp"
 #include "reports/csv.hpp"
 #include "reports/table.hpp"
 #include "sim/confidence.hpp"
@@ -303,10 +304,16 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
                            p.error(), sim::predicted_faster("busbw", p.error())});
     }
   }
-  t.print(out, {fmt::format("gradsync validate --published: {} cases of {}; busbw as nccl-tests prints it (GB/s); "
-                            "error = simulated / published - 1",
-                            cases.size(), origin),
-                "* not scored: below 16 MiB (latency-bound) or an excluded case"});
+  // --case: the one case asked for, and nothing of the table's others (their notes included); a
+  // case of the training or DDP table prints no nccl-tests table at all.
+  const bool nccl_table = a.only.empty() || !todo.empty();
+  if (nccl_table)
+    t.print(out, {fmt::format("gradsync validate --published: {} of {}; busbw as nccl-tests prints it (GB/s); "
+                              "error = simulated / published - 1",
+                              a.only.empty() ? counted(static_cast<long long>(cases.size()), "case")
+                                             : fmt::format("case {}", a.only),
+                              origin),
+                  "* not scored: below 16 MiB (latency-bound) or an excluded case"});
 
   reports::Table s({{"class", "", true},
                     {"split", "", true},
@@ -321,10 +328,13 @@ void run_published(const PublishedArgs& a, std::ostream& out) {
                fmt::format("{:.1f}", 100 * sc.median()), fmt::format("{:.1f}", 100 * sc.worst()),
                fmt::format("{:.0f}", 100 * sc.within(0.10)), fmt::format("{:.0f}", 100 * sc.within(0.15))});
   }
-  out << "#\n";
-  s.print(out, {"Summary: every scored point (16 MiB and up) of every case not excluded; the hold-out cases were set "
-                "aside when the table was collected, before any was simulated"});
+  if (nccl_table) {
+    out << "#\n";
+    s.print(out, {"Summary: every scored point (16 MiB and up) of every case not excluded; the hold-out cases were set "
+                  "aside when the table was collected, before any was simulated"});
+  }
   for (const PublishedCase& c : cases) {
+    if (!a.only.empty() && c.id != a.only) continue;
     if (!c.unsupported.empty()) out << fmt::format("# not simulated: {}: {}\n", c.id, c.unsupported);
     if (!c.excluded.empty()) out << fmt::format("# excluded from the summary: {}: {}\n", c.id, c.excluded);
   }
