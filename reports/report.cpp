@@ -221,7 +221,14 @@ void print_confidence(const Report& rep, std::ostream& out) {
       continue;
     }
     if (step.cases > 0) {
-      out << fmt::format("# how sure: {} {} ms +/- {}\n", label, ms(r.steady_iteration_time_s), measured(step));
+      // Errors all one way: said as the way they go, not as +/- (the published steps were all slower,
+      // or all faster, than predicted; error = predicted / published - 1, so "short of the real time
+      // by x%" is exact for the median).
+      const int n = step.cases;
+      const std::string spread = n > 1 && step.faster == n   ? ", likely short of the real time by "
+                                 : n > 1 && step.faster == 0 ? ", likely over the real time by "
+                                                             : " +/- ";
+      out << fmt::format("# how sure: {} {} ms{}{}\n", label, ms(r.steady_iteration_time_s), spread, measured(step));
       continue;
     }
     const bool calibrated = step.cls.ends_with(", calibrated");
