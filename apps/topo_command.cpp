@@ -322,6 +322,21 @@ struct GenerateCommon {
   std::string out;
 };
 
+// check_out_name: a file written for `format` ("dot" or "graphml") must carry an extension the
+// reader takes that format from (load_topology: .dot/.gv, .graphml/.xml), or gradsync could not
+// read back what it wrote (a new user's report: `topo generate pcie -o run.yaml` replaced a
+// scenario file with DOT that `topo validate run.yaml` then refused).
+void check_out_name(const std::string& path, const std::string& format) {
+  if (path.empty() || path == "-") return;
+  const std::string ext = ascii_lower(std::filesystem::path(path).extension().string());
+  const bool dot_name = ext == ".dot" || ext == ".gv", graphml_name = ext == ".graphml" || ext == ".xml";
+  if ((format == "dot" && dot_name) || (format == "graphml" && graphml_name)) return;
+  throw UsageError(fmt::format(
+      "--out {}: {} for {}; expected {} (gradsync reads a topology file by its extension)", path,
+      ext.empty() ? std::string("a name without an extension") : fmt::format("a {} name", ext),
+      format == "dot" ? "DOT" : "GraphML", format == "dot" ? "a .dot or .gv name" : "a .graphml or .xml name"));
+}
+
 void emit(const std::string& text, const std::string& path, std::ostream& out) {
   if (path.empty() || path == "-") {
     out << text;
@@ -380,13 +395,7 @@ void register_topo_command(CLI::App& app) {
       std::error_code same;
       if (std::filesystem::equivalent(*ex_out, *ex_file, same))
         throw UsageError(fmt::format("--out {}: is the topology being read; give the export another name", *ex_out));
-      const std::string ext = ascii_lower(std::filesystem::path(*ex_out).extension().string());
-      const bool dot_name = ext == ".dot" || ext == ".gv", graphml_name = ext == ".graphml" || ext == ".xml";
-      if ((*ex_format == "dot" && graphml_name) || (*ex_format == "graphml" && dot_name))
-        throw UsageError(fmt::format(
-            "--out {}: a {} name for --format {}; expected {} (gradsync reads a topology "
-            "file by its extension)",
-            *ex_out, ext, *ex_format, *ex_format == "dot" ? "a .dot or .gv name" : "a .graphml or .xml name"));
+      check_out_name(*ex_out, ascii_lower(*ex_format));
     }
     const Topology t = load_topology(*ex_file);
     emit(*ex_format == "dot" ? write_topology_dot(t) : write_topology_graphml(t), *ex_out, std::cout);
@@ -407,8 +416,10 @@ void register_topo_command(CLI::App& app) {
   nvs->add_option("--nics", nv->nics, "Number of NICs, 0 to 64 (default: one per GPU, at most 64)");
   nvs->add_option("--nic-bw", nv->nic_bw, "Bandwidth of each NIC")->capture_default_str();
   add_out(nvs);
-  nvs->callback(
-      [nv, out] { emit(write_topology_dot(as_usage([&] { return generate_nvswitch(*nv); })), *out, std::cout); });
+  nvs->callback([nv, out] {
+    check_out_name(*out, "dot");
+    emit(write_topology_dot(as_usage([&] { return generate_nvswitch(*nv); })), *out, std::cout);
+  });
 
   auto mesh = std::make_shared<NvlinkMeshOptions>();
   CLI::App* ms = gen->add_subcommand("nvlink-mesh", "The DGX-1 V100 hybrid cube-mesh");
@@ -416,6 +427,7 @@ void register_topo_command(CLI::App& app) {
   ms->add_option("--gpu", mesh->gpu, "GPU key or alias (6 NVLinks)")->capture_default_str();
   add_out(ms);
   ms->callback([mesh, out] {
+    check_out_name(*out, "dot");
     emit(write_topology_dot(as_usage([&] { return generate_nvlink_mesh(*mesh); })), *out, std::cout);
   });
 
@@ -449,8 +461,10 @@ void register_topo_command(CLI::App& app) {
       ->transform(kAnyCase)
       ->capture_default_str();
   add_out(pcie);
-  pcie->callback(
-      [pc, out] { emit(write_topology_dot(as_usage([&] { return generate_pcie(*pc); })), *out, std::cout); });
+  pcie->callback([pc, out] {
+    check_out_name(*out, "dot");
+    emit(write_topology_dot(as_usage([&] { return generate_pcie(*pc); })), *out, std::cout);
+  });
 
   for (const bool rail : {false, true}) {
     auto ft = std::make_shared<FatTreeOptions>();
@@ -476,8 +490,10 @@ void register_topo_command(CLI::App& app) {
                   "Ports per spine (and core) switch; when the leaves outnumber them, pods of half as many leaves "
                   "under core switches make a third level (default: as leaf)");
     add_out(f);
-    f->callback(
-        [ft, out] { emit(write_topology_dot(as_usage([&] { return generate_fat_tree(*ft); })), *out, std::cout); });
+    f->callback([ft, out] {
+      check_out_name(*out, "dot");
+      emit(write_topology_dot(as_usage([&] { return generate_fat_tree(*ft); })), *out, std::cout);
+    });
   }
 }
 

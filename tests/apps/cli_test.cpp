@@ -403,9 +403,24 @@ TEST(Cli, ImportTraceChecksSeqLenAndWillNotOverwriteItsTrace) {
   expect_error({"topo", "export", dot, "--format", "graphml", "-o", dot}, 2,
                "--out " + dot + ": is the topology being read");
   expect_error({"topo", "export", "dgx-a100", "--format", "dot", "-o", "x.graphml"}, 2,
-               "--out x.graphml: a .graphml name for --format dot; expected a .dot or .gv name");
+               "--out x.graphml: a .graphml name for DOT; expected a .dot or .gv name");
   expect_error({"topo", "export", "dgx-a100", "--format", "graphml", "-o", "x.DOT"}, 2,
-               "--out x.DOT: a .dot name for --format graphml; expected a .graphml or .xml name");
+               "--out x.DOT: a .dot name for GraphML; expected a .graphml or .xml name");
+  // Nor a name the reader takes no format from (a scenario file was replaced by DOT that
+  // `topo validate` then refused): refused before anything is written, by generate too.
+  const std::string victim = ::testing::TempDir() + "/gradsync-topo-victim.yaml";
+  { std::ofstream(victim) << "model: resnet18\n"; }
+  expect_error({"topo", "generate", "pcie", "-o", victim}, 2,
+               "--out " + victim +
+                   ": a .yaml name for DOT; expected a .dot or .gv name (gradsync reads a topology "
+                   "file by its extension)");
+  expect_error({"topo", "export", "dgx-a100", "--format", "dot", "-o", victim}, 2,
+               "--out " + victim + ": a .yaml name");
+  expect_error({"topo", "generate", "nvswitch", "-o", "cluster"}, 2,
+               "--out cluster: a name without an extension for DOT; expected a .dot or .gv name");
+  std::ifstream kept(victim);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "model: resnet18\n");
+  std::remove(victim.c_str());
 }
 
 // --advice-budget reads a number as a number (1e-3 as 0.001); nan, inf and hex are refused.
