@@ -280,17 +280,17 @@ void show_model(const ShowOptions& o, std::ostream& out) {
           {"optimizer_s", ms.optimizer_s},
           {"other_s", ms.other_s}};
     }
-    j["memory"] = {{"parameters", mem.parameters},
-                   {"gradients", mem.gradients},
-                   {"optimizer_state", mem.optimizer_state},
-                   {"activations", mem.activations},
-                   {"loss", mem.loss},
-                   {"ddp_buckets", ddp_buckets},
-                   {"context", mem.context},
-                   {"optimizer_temporaries", mem.optimizer_temporaries},
-                   {"peak_in_optimizer", mem.peak_in_optimizer},
-                   {"total", mem.total},
-                   {"capacity", mem.capacity},
+    j["memory"] = {{"parameters", bytes_json(mem.parameters)},
+                   {"gradients", bytes_json(mem.gradients)},
+                   {"optimizer_state", bytes_json(mem.optimizer_state)},
+                   {"activations", bytes_json(mem.activations)},
+                   {"loss", bytes_json(mem.loss)},
+                   {"ddp_buckets", bytes_json(ddp_buckets)},
+                   {"context", bytes_json(mem.context)},
+                   {"optimizer_temporaries", bytes_json(mem.optimizer_temporaries)},
+                   {"peak_in_optimizer", bytes_json(mem.peak_in_optimizer)},
+                   {"total", bytes_json(mem.total)},
+                   {"capacity", bytes_json(mem.capacity)},
                    {"oom", mem.oom}};
     auto& params = j["parameters"] = nlohmann::ordered_json::array();
     for (const auto& p : m.parameters) {

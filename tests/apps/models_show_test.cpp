@@ -64,6 +64,13 @@ TEST(ModelsShow, ReproducesEveryPublishedSingleGpuRow) {
     const double expected = sim::predict_training(c).step_s;
     EXPECT_NEAR(j.at("step_s").get<double>() / expected, 1.0, 1e-9) << c.id;
     EXPECT_EQ(j.at("grad_accum").get<long>(), c.grad_accum) << c.id;
+    // Byte counts are whole numbers, as in every file (README; until 2026-12-03 models show wrote
+    // 46796608.0).
+    for (const auto& [key, value] : j.at("memory").items()) {
+      if (key != "oom") {
+        EXPECT_TRUE(value.is_number_integer()) << c.id << ": memory." << key << " " << value;
+      }
+    }
     ++checked;
   }
   EXPECT_GE(checked, 70);
