@@ -78,9 +78,14 @@ class Progress {
     const int ran = done_ - before_;
     const double eta = ran > 0 ? elapsed / ran * (total_ - done_) : 0.0;
     const Point& p = *g.members.front();
-    const std::string what = g.members.size() == 1 ? fmt::format("point {}: {}", p.grid.index, p.grid.label)
-                                                   : fmt::format("points {}: {} and {} alike", p.grid.index,
-                                                                 p.grid.label, g.members.size() - 1);
+    // The points that shared the simulation named by their indices: "and 1 alike" after a label
+    // read as "points 0 and 1" where the other was point 2 (a new user's report).
+    std::vector<int> others;
+    for (std::size_t i = 1; i < g.members.size(); ++i) others.push_back(g.members[i]->grid.index);
+    const std::string what = others.empty() ? fmt::format("point {}: {}", p.grid.index, p.grid.label)
+                                            : fmt::format("point {}: {}, with point{} {} alike", p.grid.index,
+                                                          p.grid.label, others.size() == 1 ? "" : "s",
+                                                          fmt::join(others, " "));
     if (tty_) {
       constexpr int kWidth = 30;
       const int filled = total_ > 0 ? kWidth * done_ / total_ : kWidth;

@@ -53,11 +53,16 @@ ls "$work" | grep -v -x -e summary.csv && { echo "FAIL: files besides summary.cs
 
 "$bin" "${args[@]}" --resume --out "$tmp/killed" >/dev/null 2>"$tmp/resume.err"
 grep -q ", $done_before already done (--resume)" "$tmp/resume.err" || { cat "$tmp/resume.err" >&2; echo "FAIL: resume did not keep the $done_before saved points" >&2; exit 1; }
-# Points done now: one per "(point N: ...)" line, K+1 per "(points N: ... and K alike)"; with the
+# Points done now: one per "(point N: ...)" line, 1 + K per "(point N: ..., with points A B ... alike)" (K indices); with the
 # points filled from a saved point of the same simulation they make up the rest.
 filled=$(sed -n 's/.*, \([0-9]*\) filled from a finished point.*/\1/p' "$tmp/resume.err"); filled=${filled:-0}
-ran=$(sed -n 's/^sweep: [0-9]*\/[0-9]* done (point [0-9]*:.*/1/p; s/^sweep: [0-9]*\/[0-9]* done (points [0-9]*: .* and \([0-9]*\) alike.*/\1+1/p' "$tmp/resume.err" | sed 's/^/+/' | tr -d '\n')
-ran=$(( 0 $ran ))
+ran=$(awk '/^sweep: [0-9]+\/[0-9]+ done \(point [0-9]+:/ {
+  n = 1
+  if (match($0, /, with points? [0-9 ]+ alike/)) {
+    s = substr($0, RSTART, RLENGTH); sub(/, with points? /, "", s); sub(/ alike/, "", s); n += split(s, a, " ")
+  }
+  t += n
+} END { print t + 0 }' "$tmp/resume.err")
 if [[ $(( ran + filled )) -ne $(( total - done_before )) ]]; then
   cat "$tmp/resume.err" >&2
   echo "FAIL: the resumed sweep did $ran + $filled points, expected $(( total - done_before ))" >&2
