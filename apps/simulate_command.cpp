@@ -87,10 +87,14 @@ reports::TraceOptions trace_options(const ScenarioCommand& a, int gpus) {
     o.all = true;
     return o;
   }
+  // The example is one this run takes (0,5,8-15 on 16 GPUs or more; fewer: what they allow).
+  const std::string example = gpus >= 16  ? "0,5,8-15"
+                              : gpus >= 4 ? fmt::format("0,2-{}", gpus - 1)
+                              : gpus >= 2 ? fmt::format("0,{}", gpus - 1)
+                                          : std::string("0");
   const auto bad = [&](const std::string& why) {
-    return UsageError(
-        fmt::format("--trace-ranks \"{}\": {}; expected all, or ranks and ranges of 0..{} such as 0,5,8-15",
-                    a.trace_ranks, why, gpus - 1));
+    return UsageError(fmt::format("--trace-ranks \"{}\": {}; expected all, or ranks and ranges of 0..{} such as {}",
+                                  a.trace_ranks, why, gpus - 1, example));
   };
   auto rank = [&](const std::string& text) {
     std::size_t used = 0;
