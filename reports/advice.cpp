@@ -33,6 +33,13 @@ void print_advice(const Advice& a, std::ostream& out) {
                   1e3 * a.steady_s, a.oom ? "OUT OF MEMORY" : fmt::format("{:.1f} samples/s", a.samples_per_s), ran,
                   plural(a.changes.size(), "change", "changes"),
                   std::isfinite(a.budget_s) ? fmt::format(" (budget {:g} s, --advice-budget)", a.budget_s) : "")};
+  // Changes that could not run are named in the count, so that "19 of 20 simulated" does not read
+  // as one skipped (a new user's report: the one was the largest-batch search finding none).
+  std::vector<std::string> could_not;
+  for (const ChangeResult& c : a.changes)
+    if (c.status == "failed") could_not.push_back(c.change.largest_batch ? "the largest batch" : c.change.what);
+  if (!could_not.empty())
+    header.back() += fmt::format(" ({} could not run: {})", could_not.size(), fmt::join(could_not, ", "));
   const std::vector<const ChangeResult*> best = advised(a);
   if (best.empty()) {
     std::string verdict;
