@@ -108,7 +108,9 @@ std::vector<std::string> scenario_header(const Scenario& s, const std::vector<St
     h.push_back(slow + ": GPUs of one model differ, and every step waits for its slowest (README: GPUs are not alike)");
   if (s.warmup == 0) {
     h.push_back(fmt::format(
-        "the steady mean includes iteration 1, which is not a steady step: {}every run starts cold; {} leaves it out",
+        "the steady mean includes iteration 1, which is not a steady step: {}a real run's first iteration also pays "
+        "its start-up (cuDNN's algorithm search, the caching allocator's first allocations), which gradsync does not "
+        "simulate; {} leaves it out",
         ddp ? "DDP's first iteration reduces one bucket after backward (nothing overlapped; PyTorch >= 1.12) and " : "",
         s.iterations >= 2 ? "--warmup 1" : "--iterations 2 or more"));
   }
