@@ -209,6 +209,15 @@ void print_confidence(const Report& rep, std::ostream& out) {
                        100 * c.median_abs_error, 100 * c.worst_abs_error, c.worst_case, n,
                        points ? "nccl-tests points" : "steps", c.cls, way);
   };
+  // spread: " +/- ", or, where every published case erred one way, which way the real time goes
+  // (error = predicted / published - 1, so "short of the real time by x%" is exact for the median):
+  // a new user read +/- as an error that could go either way.
+  const auto spread = [](const Confidence& c, const char* lead) {
+    const int n = c.part == "communication" ? c.points : c.cases;
+    if (n > 1 && c.faster == n) return std::string(lead) + "likely short of the real time by ";
+    if (n > 1 && c.faster == 0) return std::string(lead) + "likely over the real time by ";
+    return std::string(" +/- ");
+  };
   for (const StrategyResult& r : rep.strategies) {
     const std::string label(strategy_label(r.strategy));
     std::vector<const Confidence*> mine;
@@ -221,14 +230,8 @@ void print_confidence(const Report& rep, std::ostream& out) {
       continue;
     }
     if (step.cases > 0) {
-      // Errors all one way: said as the way they go, not as +/- (the published steps were all slower,
-      // or all faster, than predicted; error = predicted / published - 1, so "short of the real time
-      // by x%" is exact for the median).
-      const int n = step.cases;
-      const std::string spread = n > 1 && step.faster == n   ? ", likely short of the real time by "
-                                 : n > 1 && step.faster == 0 ? ", likely over the real time by "
-                                                             : " +/- ";
-      out << fmt::format("# how sure: {} {} ms{}{}\n", label, ms(r.steady_iteration_time_s), spread, measured(step));
+      out << fmt::format("# how sure: {} {} ms{}{}\n", label, ms(r.steady_iteration_time_s), spread(step, ", "),
+                         measured(step));
       continue;
     }
     const bool calibrated = step.cls.ends_with(", calibrated");
@@ -245,7 +248,7 @@ void print_confidence(const Report& rep, std::ostream& out) {
                                          : "");
     for (std::size_t i = 1; i < mine.size(); ++i) {
       const Confidence& c = *mine[i];
-      out << (c.cases > 0 ? fmt::format("#   {} +/- {}\n", c.part, measured(c))
+      out << (c.cases > 0 ? fmt::format("#   {}{}{}\n", c.part, spread(c, ": "), measured(c))
                           : fmt::format("#   {}: no published case of class \"{}\"\n", c.part, c.cls));
     }
   }

@@ -88,7 +88,9 @@
       const way = f === 0 ? 'slower than measured' + (n === 1 ? '' : ' in every one')
         : f === n ? 'faster than measured' + (n === 1 ? '' : ' in every one') : 'faster than measured in ' + f + ' of ' + n;
       if (n === 1) return '±' + pct(c.median_abs_error_frac) + ' (the error on the one published ' + what + ' of class "' + c['class'] + '", ' + c.worst_case + '; predicted ' + way + ')';
-      return '±' + pct(c.median_abs_error_frac) + ' (median error; worst ' + pct(c.worst_abs_error_frac) + ', ' + c.worst_case + ') over ' +
+      // Every published case one way: said as the way the real time goes, as the terminal says it.
+      const spread = f === n ? 'likely short of the real time by ' : f === 0 ? 'likely over the real time by ' : '±';
+      return spread + pct(c.median_abs_error_frac) + ' (median error; worst ' + pct(c.worst_abs_error_frac) + ', ' + c.worst_case + ') over ' +
         n + ' published ' + what + 's of class "' + c['class'] + '"; predicted ' + way;
     };
     const ul = el('ul', null, 'confidence');

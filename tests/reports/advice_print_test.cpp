@@ -2,6 +2,7 @@
 // report's timeline draws (reports/html.hpp).
 #include "reports/advice.hpp"
 #include "reports/html.hpp"
+#include "reports/report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -36,6 +37,43 @@ TEST(AdviceReport, AChangeWithALaterWarmupSaysWhereItsSteadyStarts) {
             std::string::npos)
       << out.str();
   EXPECT_EQ(out.str().find("# bucket_cap_mb 50: steady from"), std::string::npos) << out.str();
+}
+
+// how sure: +/- where the published cases erred both ways; where all erred one way, which way the
+// real time goes (step lines and part lines alike; one case alone keeps +/-).
+TEST(HowSure, ErrorsAllOneWayAreSaidAsTheWayTheRealTimeGoes) {
+  reports::Report rep;
+  StrategyResult dp, ddp;
+  dp.strategy = Strategy::kDP;
+  ddp.strategy = Strategy::kDDP;
+  dp.steady_iteration_time_s = ddp.steady_iteration_time_s = 0.01;
+  rep.strategies = {dp, ddp};
+  const auto row = [](std::string strategy, std::string part, int cases, int points, int faster) {
+    reports::Confidence c;
+    c.strategy = std::move(strategy);
+    c.part = std::move(part);
+    c.cls = "x";
+    c.cases = cases;
+    c.points = points;
+    c.faster = faster;
+    c.median_abs_error = 0.1;
+    c.worst_abs_error = 0.2;
+    c.worst_case = "w";
+    return c;
+  };
+  rep.confidence = {row("dp", "step", 0, 0, 0), row("dp", "compute", 3, 3, 3), row("dp", "communication", 2, 4, 0),
+                    row("ddp", "step", 5, 5, 2)};
+  std::ostringstream out;
+  reports::print_confidence(rep, out);
+  const std::string s = out.str();
+  EXPECT_NE(s.find("#   compute: likely short of the real time by 10.0% (median |error|"), std::string::npos) << s;
+  EXPECT_NE(s.find("#   communication: likely over the real time by 10.0% (median |error|"), std::string::npos) << s;
+  EXPECT_NE(s.find("# how sure: ddp 10.000 ms +/- 10.0% (median |error|"), std::string::npos) << s;
+  std::ostringstream one;
+  rep.confidence = {row("ddp", "step", 1, 1, 1)};
+  reports::print_confidence(rep, one);
+  EXPECT_NE(one.str().find("# how sure: ddp 10.000 ms +/- 10.0% (|error| of the one published step"), std::string::npos)
+      << one.str();
 }
 
 // Up to 8 GPUs the timeline draws every one, on however many nodes (two nodes of 2: all 4); past
