@@ -104,6 +104,12 @@ struct CollectiveRequest {
   static CollectiveRequest only(std::optional<Algorithm> a, std::optional<Protocol> p);
 };
 
+// refuse_collective: ConfigError saying why collective `c` over `ch` has no algorithm and
+// protocol left that gradsync models under `req` (each algorithm the request allows, with its
+// reason: nvls on GPUs without NVLink SHARP, across nodes, without Simple, off or too old a release;
+// tree inside one node; NVLS allgather and reducescatter, which gradsync does not model).
+[[noreturn]] void refuse_collective(Collective c, const Channels& ch, const CollectiveRequest& req);
+
 // CollectiveChoice: the pair NCCL would run and what its model says of it.
 struct CollectiveChoice {
   Algorithm algorithm = Algorithm::kRing;
