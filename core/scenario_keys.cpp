@@ -157,17 +157,16 @@ std::string nearest_key_hint(std::string_view name, bool with_strategy) {
   std::string n = lower(name);
   if (n.rfind("--", 0) == 0) n.erase(0, 2);
   std::replace(n.begin(), n.end(), '-', '_');
-  std::string nearest;
-  std::size_t best = 3;  // at most two edits away, as the topology readers' hints
+  NearestName nearest(n);
   const auto consider = [&](std::string_view candidate, std::string_view shown) {
-    if (const std::size_t d = edit_distance(n, lower(candidate)); d < best) best = d, nearest = shown;
+    nearest.consider(lower(candidate), shown);
   };
   if (with_strategy) consider("strategy", "strategy");
   for (const ScenarioKey& k : scenario_table()) {
     consider(k.name, k.name);
     for (std::string_view a : k.aliases) consider(a, k.name);
   }
-  return nearest.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", nearest);
+  return nearest.hint();
 }
 
 std::string scenario_key_names() {

@@ -41,6 +41,28 @@ inline std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+// NearestName: the candidate nearest to a misspelt name, at most two edits away, for "did you
+// mean" hints; the first of equally near candidates wins.
+//   NearestName n("bucket_cap_md");
+//   n.consider("bucket_cap_mb");          // n.hint() == " (did you mean \"bucket_cap_mb\"?)"
+class NearestName {
+ public:
+  explicit NearestName(std::string_view typed) : typed_(typed) {}
+  // consider: weigh `candidate`; `shown` is what the hint names if it is the nearest yet.
+  void consider(std::string_view candidate, std::string_view shown) {
+    if (const std::size_t d = edit_distance(typed_, candidate); d < best_) best_ = d, name_ = shown;
+  }
+  void consider(std::string_view candidate) { consider(candidate, candidate); }
+  const std::string& name() const { return name_; }
+  // hint: ` (did you mean "NAME"?)`, or nothing when no candidate is near.
+  std::string hint() const { return name_.empty() ? std::string() : " (did you mean \"" + name_ + "\"?)"; }
+
+ private:
+  std::string typed_;
+  std::string name_;
+  std::size_t best_ = 3;  // at most two edits away
+};
+
 // counted: "1 step", "2 steps", "0 links": a count and its noun, plural unless the count is one.
 inline std::string counted(long long n, std::string_view noun) {
   return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");

@@ -165,15 +165,14 @@ const GpuSpec& gpu_spec(std::string_view key_or_alias) {
   const std::string bare = squeezed(key_or_alias);
   const GpuSpec* only = nullptr;
   int found = 0;
-  std::string nearest;
-  std::size_t best = 3;  // at most two edits away
+  NearestName nearest(bare);
   for (const auto& g : gpu_specs()) {
     std::vector<std::string> names{g.key, g.name};
     names.insert(names.end(), g.aliases.begin(), g.aliases.end());
     bool match = false;
     for (const std::string& n : names) {
       match = match || (!bare.empty() && squeezed(n) == bare);
-      if (const std::size_t d = edit_distance(bare, squeezed(n)); d < best) best = d, nearest = g.key;
+      nearest.consider(squeezed(n), g.key);
     }
     if (match) {
       only = &g;
@@ -182,8 +181,7 @@ const GpuSpec& gpu_spec(std::string_view key_or_alias) {
   }
   if (found == 1) return *only;
   throw ConfigError(fmt::format("GPU \"{}\" is unknown{}; expected one of {} (topologies/hardware/gpus.yaml)",
-                                key_or_alias, nearest.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", nearest),
-                                fmt::join(keys, ", ")));
+                                key_or_alias, nearest.hint(), fmt::join(keys, ", ")));
 }
 
 }  // namespace gradsync

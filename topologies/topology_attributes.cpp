@@ -106,16 +106,13 @@ const std::set<std::string, std::less<>> kDrawingAttributes{
 std::string unknown_attribute(const std::string& name) {
   const auto ours = [&](const std::vector<std::string>& v) { return std::find(v.begin(), v.end(), name) != v.end(); };
   if (ours(kNodeAttributes) || ours(kLinkAttributes) || kDrawingAttributes.contains(name)) return "";
-  std::string nearest;
-  std::size_t best = 3;  // at most two edits away
+  NearestName nearest(name);
   for (const auto* list : {&kNodeAttributes, &kLinkAttributes})
-    for (const std::string& a : *list)
-      if (const std::size_t d = edit_distance(name, a); d < best) best = d, nearest = a;
+    for (const std::string& a : *list) nearest.consider(a);
   return fmt::format(
       "unknown attribute \"{}\"{}; gradsync reads {} on nodes and {} on links, and ignores Graphviz's drawing "
       "attributes (label, color, pos, ...)",
-      name, nearest.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", nearest), fmt::join(kNodeAttributes, ", "),
-      fmt::join(kLinkAttributes, ", "));
+      name, nearest.hint(), fmt::join(kNodeAttributes, ", "), fmt::join(kLinkAttributes, ", "));
 }
 
 Topology topology_from_raw(const std::string& origin, std::string comment, const std::vector<RawNode>& nodes,
@@ -131,15 +128,12 @@ Topology topology_from_raw(const std::string& origin, std::string comment, const
     const std::string* kind = find_attr(n.attrs, "kind");
     if (kind == nullptr && !n.declared) {
       // Only an edge names it: a misspelt name of a declared node, or a declaration left out.
-      std::string nearest;
-      std::size_t best = 3;  // at most two edits away
+      NearestName nearest(n.name);
       for (const RawNode& other : nodes)
-        if (other.declared)
-          if (const std::size_t d = edit_distance(n.name, other.name); d < best) best = d, nearest = other.name;
+        if (other.declared) nearest.consider(other.name);
       throw ConfigError(where + fmt::format("an edge names it, but no statement declares it{}; declare it with its "
                                             "kind (one of {}) or correct the edge",
-                                            nearest.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", nearest),
-                                            kVertexKindNames));
+                                            nearest.hint(), kVertexKindNames));
     }
     if (kind == nullptr)
       throw ConfigError(where + fmt::format("missing attribute \"kind\"; expected one of {}", kVertexKindNames));
