@@ -10,15 +10,16 @@ namespace gradsync {
 namespace kernel_rates_test {
 
 TEST(KernelRates, HalfRateFp32AccumulateIsReadFromTheDatasheets) {
-  for (const char* g : {"rtx-2080-ti", "rtx-3090", "rtx-4090"})
+  for (const char* g : {"rtx-2080-ti", "rtx-3080", "rtx-3090", "rtx-3090-ti", "rtx-4090"})
     EXPECT_TRUE(gpu_spec(g).half_rate_fp32_accumulate()) << g;  // 107.6/53.8, 142/71, 330.3/165.2
-  for (const char* g : {"titan-rtx", "a40", "l40s", "a100", "h100"})
+  for (const char* g :
+       {"titan-rtx", "quadro-rtx-8000", "a40", "rtx-a6000", "a10", "rtx-6000-ada", "l40s", "a100", "h100"})
     EXPECT_FALSE(gpu_spec(g).half_rate_fp32_accumulate()) << g;
 }
 
 TEST(KernelRates, GeForceAmpereAndAdaReachMoreOfTheirHalvedTensorPeak) {
   const KernelRates defaults;
-  for (const char* g : {"rtx-3090", "rtx-4090"}) {
+  for (const char* g : {"rtx-3080", "rtx-3090", "rtx-3090-ti", "rtx-4090"}) {
     const KernelRates r = rates_for(gpu_spec(g));
     EXPECT_DOUBLE_EQ(r.gemm_tensor, 0.94) << g;  // cuBLAS bf16 on an RTX 4090, pytorch/pytorch#181718
     EXPECT_DOUBLE_EQ(r.gemm_tf32, 0.94) << g;
@@ -28,7 +29,8 @@ TEST(KernelRates, GeForceAmpereAndAdaReachMoreOfTheirHalvedTensorPeak) {
     EXPECT_DOUBLE_EQ(r.conv_fp32, defaults.conv * 0.5 / defaults.gemm_tensor) << g;
   }
   // Full-rate boards of the same architectures, and Turing's GeForce, keep the default.
-  for (const char* g : {"a40", "l40s", "rtx-2080-ti", "titan-rtx", "a100"}) {
+  for (const char* g : {"a40", "rtx-a6000", "rtx-a4000", "a10", "rtx-6000-ada", "l40s", "rtx-2080-ti", "titan-rtx",
+                        "quadro-rtx-6000", "a100"}) {
     const KernelRates r = rates_for(gpu_spec(g));
     EXPECT_DOUBLE_EQ(r.gemm_tensor, defaults.gemm_tensor) << g;
     EXPECT_DOUBLE_EQ(r.conv, defaults.conv) << g;

@@ -95,6 +95,48 @@ TEST(GpuSpec, NvidiaSmiNamesAndNearMisses) {
   }
 }
 
+// Ten boards added on 2026-12-04 with Lambda's benchmark runs on them (validation/published/
+// training_steps.yaml, cases 85-145): the datasheets' dense figures, and the names their drivers
+// report, old and new ("RTX A6000" under driver 460, "NVIDIA RTX A6000" from 510 on).
+TEST(GpuSpec, WorkstationAndInferenceBoardsFromTheirDatasheets) {
+  const GpuSpec& a6000 = gpu_spec("rtx-a6000");
+  EXPECT_DOUBLE_EQ(a6000.peak_flops(Precision::kBF16), 154.8e12);  // 309.7 with sparsity, halved
+  EXPECT_DOUBLE_EQ(a6000.peak_flops(Precision::kTF32), 77.4e12);
+  EXPECT_FALSE(a6000.half_rate_fp32_accumulate());  // a workstation board: full-rate FP32 accumulate
+  EXPECT_EQ(a6000.nvlink_links, 4);
+  EXPECT_EQ(a6000.sm_version, 86);
+  const GpuSpec& ada = gpu_spec("rtx-6000-ada");
+  EXPECT_DOUBLE_EQ(ada.peak_flops(Precision::kFP16), 364.2e12);  // 1457.0 FP8 with sparsity / 4
+  EXPECT_EQ(ada.sm_version, 89);
+  EXPECT_EQ(ada.nvlink_links, 0);
+  EXPECT_EQ(gpu_spec("a10").sms, 72);                                // the A10G has 80
+  EXPECT_TRUE(gpu_spec("rtx-3080").half_rate_fp32_accumulate());     // GeForce: 119 against 59.5
+  EXPECT_TRUE(gpu_spec("rtx-3090-ti").half_rate_fp32_accumulate());  // 160 against 80
+  EXPECT_FALSE(gpu_spec("quadro-rtx-8000").half_rate_fp32_accumulate());
+  EXPECT_EQ(gpu_spec("quadro-rtx-8000").sm_version, 75);
+  try {
+    gpu_spec("t4").peak_flops(Precision::kBF16);  // Turing has no bf16
+    FAIL();
+  } catch (const ConfigError&) {
+  }
+  for (const auto& [smi, key] :
+       std::vector<std::pair<std::string, std::string>>{{"NVIDIA RTX A6000", "rtx-a6000"},
+                                                        {"RTX A6000", "rtx-a6000"},
+                                                        {"RTX A5000", "rtx-a5000"},
+                                                        {"RTX A4000", "rtx-a4000"},
+                                                        {"NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada"},
+                                                        {"NVIDIA A10", "a10"},
+                                                        {"Quadro RTX 8000", "quadro-rtx-8000"},
+                                                        {"Quadro RTX 6000", "quadro-rtx-6000"},
+                                                        {"GeForce RTX 3080", "rtx-3080"},
+                                                        {"NVIDIA GeForce RTX 3080", "rtx-3080"},
+                                                        {"NVIDIA GeForce RTX 3090 Ti", "rtx-3090-ti"},
+                                                        {"Tesla T4", "t4"}})
+    EXPECT_EQ(gpu_spec(smi).key, key) << smi;
+  // "NVIDIA A10G" stays the A10G, one letter from the A10.
+  EXPECT_EQ(gpu_spec("NVIDIA A10G").key, "a10g");
+}
+
 TEST(GpuSpec, BadFileNamesFieldAndValue) {
   const std::string text = R"(format: gradsync-gpus/1
 gpus:
