@@ -36,10 +36,12 @@ std::string with(const std::string& mp) {
 }
 
 // The twelve apex amp O2 runs and the twelve model.half() runs (ryujaehun's benchmark: four on an
-// A100, four on an RTX 2080 Ti, four on a TITAN V) carry master-weights; the rest are autocast.
+// A100, four on an RTX 2080 Ti, four on a TITAN V) carry master-weights, and so do the twenty apex O2
+// runs among cases 85-145 (Lambda's eighteen BERT FP16 runs and its two 2020 Quadro ResNet-50 "AMP"
+// runs, whose logs print opt_level O2); the rest are autocast (apex O1 included).
 TEST(PublishedTraining, ApexO2RunsAreSixteenBitModels) {
   const auto cases = read_training_cases(builtin_training_text(), "training_steps.yaml");
-  EXPECT_EQ(std::count_if(cases.begin(), cases.end(), [](const TrainingCase& c) { return c.master_weights; }), 24);
+  EXPECT_EQ(std::count_if(cases.begin(), cases.end(), [](const TrainingCase& c) { return c.master_weights; }), 44);
   EXPECT_TRUE(read_training_cases(with("master-weights"), "t.yaml").at(0).master_weights);
   EXPECT_FALSE(read_training_cases(with("autocast"), "t.yaml").at(0).master_weights);
 }
@@ -100,17 +102,25 @@ TEST(PublishedTraining, ASteadyRateIsWhatIsCompared) {
             std::string::npos);
 }
 
-// The shipped steady rates (Lambda's run_squad.py logs) are each above the run's own figure, which
-// also counts the first step's start-up, and by no more than that start-up can take of the run.
+// The shipped steady rates (Lambda's run_squad.py logs) of the 2022-23 round (100-step runs, ids
+// ending in "-lambda") are each above the run's own figure, which also counts the first step's
+// start-up, and by no more than that start-up can take of the run. The 2020-21 rounds (ids with the
+// run's date) ran on older hosts and cloud VMs, some for 200 or 1,000 steps: there the steady rate
+// over steps 1-101 is within 12% of the figure either way (A4000: 0.3% below over 1,000 steps).
 TEST(PublishedTraining, ShippedSteadyRatesExceedTheirWholeRunFigures) {
   int steady = 0;
   for (const TrainingCase& c : read_training_cases(builtin_training_text(), "training_steps.yaml")) {
     if (!c.steady) continue;
     ++steady;
-    EXPECT_GT(c.published, c.figure) << c.id;
-    EXPECT_LT(c.published, 1.06 * c.figure) << c.id;
+    if (c.id.ends_with("-lambda")) {
+      EXPECT_GT(c.published, c.figure) << c.id;
+      EXPECT_LT(c.published, 1.06 * c.figure) << c.id;
+    } else {
+      EXPECT_GT(c.published, 0.99 * c.figure) << c.id;
+      EXPECT_LT(c.published, 1.12 * c.figure) << c.id;
+    }
   }
-  EXPECT_EQ(steady, 16);
+  EXPECT_EQ(steady, 52);
 }
 
 }  // namespace published_training_test
